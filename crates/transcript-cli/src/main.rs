@@ -1,0 +1,6 @@
+//! The `transcript` command.
+#![forbid(unsafe_code)]
+
+fn main() {
+    println!("transcript");
+}

@@ -1,0 +1,316 @@
+//! Payload shapes: `StepPayload`, `MessagePayload`, `ToolPayload`, and the
+//! writer-side [`Payload`] that ties each to its event type.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::block::ContentBlock;
+use crate::raw::RawJson;
+use crate::vocab::{EventType, Fidelity, Role};
+
+/// Payload of `run.*` and `step.*` events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepPayload {
+    /// Step name from the workflow, or the workflow name for `run.*`.
+    pub name: String,
+    /// Step kind (`agent`, `command`, …, a custom type name) or `workflow` for `run.*`.
+    pub kind: String,
+    /// Failure description on `*.completed`; absent on success. An empty
+    /// string reads as absent (Go's `omitempty`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_empty_string"
+    )]
+    pub error: Option<String>,
+    /// Kind-dependent result on `*.completed`, verbatim; absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<RawJson>,
+}
+
+impl StepPayload {
+    /// A payload with name and kind only (the `*.started` form).
+    pub fn new(name: impl Into<String>, kind: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kind: kind.into(),
+            error: None,
+            result: None,
+        }
+    }
+
+    /// Sets the error (an empty message is treated as no error).
+    pub fn with_error(mut self, error: impl Into<String>) -> Self {
+        let error = error.into();
+        self.error = (!error.is_empty()).then_some(error);
+        self
+    }
+
+    /// Sets the result.
+    pub fn with_result(mut self, result: RawJson) -> Self {
+        self.result = Some(result);
+        self
+    }
+}
+
+/// Token usage and cost reported by a provider for one turn (decision 10).
+/// Every field is omitted when the provider did not report it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input (prompt) tokens, excluding cache reads and writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Output (completion) tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Tokens read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Tokens written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    /// Reasoning tokens (often a subset of output tokens; see the provider row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// Cost in US dollars, when the provider reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl Usage {
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Usage::default()
+    }
+
+    /// Adds `other` field by field (a field set on either side is set).
+    pub fn accumulate(&mut self, other: &Usage) {
+        fn add(a: &mut Option<u64>, b: Option<u64>) {
+            if let Some(b) = b {
+                *a = Some(a.unwrap_or(0).saturating_add(b));
+            }
+        }
+        add(&mut self.input_tokens, other.input_tokens);
+        add(&mut self.output_tokens, other.output_tokens);
+        add(&mut self.cache_read_tokens, other.cache_read_tokens);
+        add(&mut self.cache_write_tokens, other.cache_write_tokens);
+        add(&mut self.reasoning_tokens, other.reasoning_tokens);
+        if let Some(c) = other.cost_usd {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
+        }
+    }
+}
+
+/// Payload of `message.user` and `message.assistant`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessagePayload {
+    /// `user` or `assistant`.
+    pub role: Role,
+    /// Ordered content blocks (decision 11).
+    pub blocks: Vec<ContentBlock>,
+    /// Provider registry name (`claude`, `codex`, …) of an assistant turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Model name, when the provider reported one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Usage reported for this turn, deduplicated per provider message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl MessagePayload {
+    /// A message with blocks and no agent metadata.
+    pub fn new(role: Role, blocks: Vec<ContentBlock>) -> Self {
+        Self {
+            role,
+            blocks,
+            provider: None,
+            model: None,
+            usage: None,
+        }
+    }
+}
+
+/// Payload of `tool.call` and `tool.result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolPayload {
+    /// Tool name.
+    pub name: String,
+    /// Correlation token pairing a call with its result.
+    pub call_id: String,
+    /// Arguments; `null` on `tool.result` (decision 6).
+    #[serde(default)]
+    pub input: RawJson,
+    /// Return value; `null` on `tool.call` (decision 6).
+    #[serde(default)]
+    pub output: RawJson,
+    /// Failure description on `tool.result`; absent on success.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_empty_string"
+    )]
+    pub error: Option<String>,
+    /// Who captured the call.
+    pub fidelity: Fidelity,
+}
+
+impl ToolPayload {
+    /// A `tool.call` payload (output `null`).
+    pub fn call(
+        name: impl Into<String>,
+        call_id: impl Into<String>,
+        input: RawJson,
+        fidelity: Fidelity,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            call_id: call_id.into(),
+            input,
+            output: RawJson::null(),
+            error: None,
+            fidelity,
+        }
+    }
+
+    /// A `tool.result` payload (input `null`).
+    pub fn result(
+        name: impl Into<String>,
+        call_id: impl Into<String>,
+        output: RawJson,
+        error: Option<String>,
+        fidelity: Fidelity,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            call_id: call_id.into(),
+            input: RawJson::null(),
+            output,
+            error: error.filter(|e| !e.is_empty()),
+            fidelity,
+        }
+    }
+}
+
+fn non_empty_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.filter(|s| !s.is_empty()))
+}
+
+/// The writer-side payload: one variant per event type, so an event type and
+/// its payload can never disagree.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payload {
+    /// `run.started` (decision 2: name = workflow, kind = `workflow`; our
+    /// writer never writes `null` here, readers accept it).
+    RunStarted(StepPayload),
+    /// `run.completed` (decision 2: `error` on failure or cancellation,
+    /// `result` = the workflow's outputs when it has any).
+    RunCompleted(StepPayload),
+    /// `step.started`.
+    StepStarted(StepPayload),
+    /// `step.completed`.
+    StepCompleted(StepPayload),
+    /// `step.call_workflow.started`.
+    CallWorkflowStarted(StepPayload),
+    /// `step.call_workflow.completed`.
+    CallWorkflowCompleted(StepPayload),
+    /// `message.user`.
+    MessageUser(MessagePayload),
+    /// `message.assistant`.
+    MessageAssistant(MessagePayload),
+    /// `tool.call`.
+    ToolCall(ToolPayload),
+    /// `tool.result`.
+    ToolResult(ToolPayload),
+}
+
+impl Payload {
+    /// The event type this payload belongs to.
+    pub const fn event_type(&self) -> EventType {
+        match self {
+            Payload::RunStarted(_) => EventType::RunStarted,
+            Payload::RunCompleted(_) => EventType::RunCompleted,
+            Payload::StepStarted(_) => EventType::StepStarted,
+            Payload::StepCompleted(_) => EventType::StepCompleted,
+            Payload::CallWorkflowStarted(_) => EventType::CallWorkflowStarted,
+            Payload::CallWorkflowCompleted(_) => EventType::CallWorkflowCompleted,
+            Payload::MessageUser(_) => EventType::MessageUser,
+            Payload::MessageAssistant(_) => EventType::MessageAssistant,
+            Payload::ToolCall(_) => EventType::ToolCall,
+            Payload::ToolResult(_) => EventType::ToolResult,
+        }
+    }
+
+    /// The step payload of `run.*` / `step.*` events.
+    pub fn as_step(&self) -> Option<&StepPayload> {
+        match self {
+            Payload::RunStarted(p)
+            | Payload::RunCompleted(p)
+            | Payload::StepStarted(p)
+            | Payload::StepCompleted(p)
+            | Payload::CallWorkflowStarted(p)
+            | Payload::CallWorkflowCompleted(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The message payload of `message.*` events.
+    pub fn as_message(&self) -> Option<&MessagePayload> {
+        match self {
+            Payload::MessageUser(p) | Payload::MessageAssistant(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The tool payload of `tool.*` events.
+    pub fn as_tool(&self) -> Option<&ToolPayload> {
+        match self {
+            Payload::ToolCall(p) | Payload::ToolResult(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Mutable access to the message payload (used by masking stages).
+    pub fn as_message_mut(&mut self) -> Option<&mut MessagePayload> {
+        match self {
+            Payload::MessageUser(p) | Payload::MessageAssistant(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Mutable access to the tool payload (used by masking stages).
+    pub fn as_tool_mut(&mut self) -> Option<&mut ToolPayload> {
+        match self {
+            Payload::ToolCall(p) | Payload::ToolResult(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Mutable access to the step payload (used by masking stages).
+    pub fn as_step_mut(&mut self) -> Option<&mut StepPayload> {
+        match self {
+            Payload::RunStarted(p)
+            | Payload::RunCompleted(p)
+            | Payload::StepStarted(p)
+            | Payload::StepCompleted(p)
+            | Payload::CallWorkflowStarted(p)
+            | Payload::CallWorkflowCompleted(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Payload::RunStarted(p)
+            | Payload::RunCompleted(p)
+            | Payload::StepStarted(p)
+            | Payload::StepCompleted(p)
+            | Payload::CallWorkflowStarted(p)
+            | Payload::CallWorkflowCompleted(p) => p.serialize(serializer),
+            Payload::MessageUser(p) | Payload::MessageAssistant(p) => p.serialize(serializer),
+            Payload::ToolCall(p) | Payload::ToolResult(p) => p.serialize(serializer),
+        }
+    }
+}

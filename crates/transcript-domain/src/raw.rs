@@ -1,0 +1,135 @@
+//! Opaque JSON values kept verbatim (decision 14).
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+/// A JSON value carried verbatim: tool inputs and outputs, step results,
+/// `tool_input` / `tool_content`, unknown payloads.
+///
+/// Keeping the text as received means a line we wrote re-encodes byte for
+/// byte and foreign key order is preserved. Equality compares the JSON text.
+#[derive(Clone)]
+pub struct RawJson(Box<RawValue>);
+
+impl RawJson {
+    /// The JSON `null`.
+    pub fn null() -> Self {
+        Self(RawValue::NULL.to_owned())
+    }
+
+    /// Serializes any value (compact form).
+    pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::value::to_raw_value(value).map(Self)
+    }
+
+    /// A JSON string value.
+    pub fn string(text: &str) -> Self {
+        // Serializing a &str cannot fail.
+        Self::from_value(text).unwrap_or_else(|_| Self::null())
+    }
+
+    /// Validates `json` and keeps it verbatim (surrounding whitespace included).
+    pub fn from_json(json: String) -> Result<Self, serde_json::Error> {
+        RawValue::from_string(json).map(Self)
+    }
+
+    /// Wraps an owned raw value.
+    pub fn from_raw(raw: Box<RawValue>) -> Self {
+        Self(raw)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// Whether the value is JSON `null`.
+    pub fn is_null(&self) -> bool {
+        self.0.get().trim() == "null"
+    }
+
+    /// Parses the text into a [`serde_json::Value`].
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.0.get()).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Deserializes the text into `T`.
+    pub fn parse<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+
+    /// Length of the JSON text in bytes.
+    pub fn len(&self) -> usize {
+        self.0.get().len()
+    }
+
+    /// Whether the JSON text is empty (never true for a valid value).
+    pub fn is_empty(&self) -> bool {
+        self.0.get().is_empty()
+    }
+}
+
+impl Default for RawJson {
+    fn default() -> Self {
+        Self::null()
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for RawJson {}
+
+impl fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RawJson({})", self.get())
+    }
+}
+
+impl fmt::Display for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.get())
+    }
+}
+
+impl From<serde_json::Value> for RawJson {
+    fn from(value: serde_json::Value) -> Self {
+        Self::from_value(&value).unwrap_or_else(|_| Self::null())
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(Self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_text_verbatim() {
+        let raw = RawJson::from_json("{\"b\": 1,  \"a\":[2]}".to_owned()).unwrap();
+        assert_eq!(raw.get(), "{\"b\": 1,  \"a\":[2]}");
+        assert_eq!(
+            serde_json::to_string(&raw).unwrap(),
+            "{\"b\": 1,  \"a\":[2]}"
+        );
+        assert!(RawJson::from_json("{".to_owned()).is_err());
+        assert!(RawJson::null().is_null());
+        assert_eq!(RawJson::string("a\0b").get(), "\"a\\u0000b\"");
+        assert_eq!(raw.to_value()["a"][0], 2);
+    }
+}

@@ -1,0 +1,4 @@
+//! Sample workflow execution service, tools router and agent seam.
+//!
+//! Emits transcripts only through the `transcript_domain::Recorder` port.
+#![forbid(unsafe_code)]
