@@ -415,14 +415,17 @@ fn probe(raw: &RawValue, warnings: &mut Vec<DecodeWarning>) -> DecodedPayload {
             warnings.append(&mut block_warnings);
             return DecodedPayload::Message(m);
         }
-    } else if shape.call_id.is_some() {
-        if let Ok(t) = serde_json::from_str::<ToolPayload>(text) {
-            return DecodedPayload::Tool(t);
-        }
-    } else if shape.kind.is_some() {
-        if let Ok(s) = serde_json::from_str::<StepPayload>(text) {
-            return DecodedPayload::Step(s);
-        }
+        return verbatim();
+    }
+    if shape.call_id.is_some() {
+        return serde_json::from_str::<ToolPayload>(text)
+            .map(DecodedPayload::Tool)
+            .unwrap_or_else(|_| verbatim());
+    }
+    if shape.kind.is_some() {
+        return serde_json::from_str::<StepPayload>(text)
+            .map(DecodedPayload::Step)
+            .unwrap_or_else(|_| verbatim());
     }
     verbatim()
 }

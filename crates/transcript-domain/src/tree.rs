@@ -1,1 +1,598 @@
-//! Step tree reconstruction.
+//! Step tree reconstruction from transcript events alone (US1, SC-001).
+//!
+//! Pure logic: the caller supplies the events of a run and a lookup that
+//! returns the events of a child run (infra reads them from files). Nesting
+//! follows decision 4: a step whose path is `a.b` is a child of the step `a`
+//! that is open (started, not yet completed) when `a.b` starts; a completion
+//! closes the most recent open step with the same path and iteration.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use crate::decode::DecodedEvent;
+use crate::ids::{RunId, Seq};
+use crate::raw::RawJson;
+use crate::timestamp::Timestamp;
+use crate::vocab::EventType;
+
+/// Where a step or run ended up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Started, never completed (crashed or still running).
+    Incomplete,
+    /// Completed without error.
+    Succeeded,
+    /// Completed with an error.
+    Failed,
+}
+
+impl Status {
+    /// Lowercase name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Status::Incomplete => "incomplete",
+            Status::Succeeded => "succeeded",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// One step execution.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepNode {
+    /// Dot-separated path.
+    pub path: String,
+    /// Step name.
+    pub name: String,
+    /// Step kind.
+    pub kind: String,
+    /// Innermost loop iteration.
+    pub iteration: u64,
+    /// Outcome.
+    pub status: Status,
+    /// Seq of the start event.
+    pub start_seq: Seq,
+    /// Seq of the completion event.
+    pub end_seq: Option<Seq>,
+    /// Start time.
+    pub started_at: Timestamp,
+    /// Completion time.
+    pub completed_at: Option<Timestamp>,
+    /// Error of the completion event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Result of the completion event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<RawJson>,
+    /// The child run started by a `call_workflow` step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child_run_id: Option<RunId>,
+    /// That child run's tree, when its events were found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child: Option<Box<RunTree>>,
+    /// Nested step executions, in start order.
+    pub children: Vec<StepNode>,
+}
+
+impl StepNode {
+    /// Milliseconds from start to completion.
+    pub fn duration_ms(&self) -> Option<i64> {
+        self.completed_at.map(|c| c.millis_since(self.started_at))
+    }
+}
+
+/// A run and its steps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunTree {
+    /// The run.
+    pub run_id: RunId,
+    /// Its parent run, if it is a child run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<RunId>,
+    /// Workflow name from `run.started`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// Outcome from `run.completed` (incomplete when absent).
+    pub status: Status,
+    /// Time of `run.started` (or of the first event).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// Time of `run.completed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Timestamp>,
+    /// Error of `run.completed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Top-level step executions in start order.
+    pub steps: Vec<StepNode>,
+    /// Inconsistencies found while rebuilding (nothing is dropped for them).
+    pub problems: Vec<TreeProblem>,
+}
+
+impl RunTree {
+    /// Milliseconds from run start to completion.
+    pub fn duration_ms(&self) -> Option<i64> {
+        Some(self.completed_at?.millis_since(self.started_at?))
+    }
+
+    /// Every step execution, depth first, with its depth (child runs included,
+    /// nested under their `call_workflow` step).
+    pub fn walk(&self) -> Vec<(usize, &StepNode)> {
+        fn go<'a>(nodes: &'a [StepNode], depth: usize, out: &mut Vec<(usize, &'a StepNode)>) {
+            for node in nodes {
+                out.push((depth, node));
+                if let Some(child) = &node.child {
+                    go(&child.steps, depth + 1, out);
+                }
+                go(&node.children, depth + 1, out);
+            }
+        }
+        let mut out = Vec::new();
+        go(&self.steps, 0, &mut out);
+        out
+    }
+
+    /// A compact, time-free outline, one line per step execution:
+    /// `<indent><path>#<iteration> <kind> <name> <status>`. Two trees with the
+    /// same shape, names and outcomes have equal outlines.
+    pub fn outline(&self) -> String {
+        let mut out = String::new();
+        for (depth, node) in self.walk() {
+            for _ in 0..depth {
+                out.push_str("  ");
+            }
+            out.push_str(&format!(
+                "{}#{} {} {} {}\n",
+                node.path,
+                node.iteration,
+                node.kind,
+                node.name,
+                node.status.as_str()
+            ));
+        }
+        out
+    }
+
+    /// Problems of this run and of every child run.
+    pub fn all_problems(&self) -> Vec<&TreeProblem> {
+        let mut out: Vec<&TreeProblem> = self.problems.iter().collect();
+        for (_, node) in self.walk() {
+            if let Some(child) = &node.child {
+                out.extend(child.problems.iter());
+            }
+        }
+        out
+    }
+}
+
+/// An inconsistency met while rebuilding a tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(tag = "problem", rename_all = "snake_case")]
+pub enum TreeProblem {
+    /// A completion with no open start of the same path and iteration.
+    #[error("seq {seq}: completion of {path:?} (iteration {iteration}) without a start")]
+    CompletedWithoutStart {
+        /// Seq of the completion.
+        seq: Seq,
+        /// Its path.
+        path: String,
+        /// Its iteration.
+        iteration: u64,
+    },
+    /// A `call_workflow` step whose child run could not be found.
+    #[error("child run {child_run_id} not found")]
+    ChildMissing {
+        /// The child run id.
+        child_run_id: RunId,
+    },
+    /// A child run whose events do not name this run as their parent.
+    #[error("child run {child_run_id} does not name {expected_parent} as its parent")]
+    ParentMismatch {
+        /// The child run id.
+        child_run_id: RunId,
+        /// The run that called it.
+        expected_parent: RunId,
+    },
+    /// Child runs nested deeper than [`MAX_DEPTH`].
+    #[error("child run {child_run_id} is nested deeper than {MAX_DEPTH} levels")]
+    TooDeep {
+        /// The child run id not followed.
+        child_run_id: RunId,
+    },
+    /// A child run that is already being rebuilt higher up (a link cycle).
+    #[error("child run {child_run_id} forms a cycle")]
+    Cycle {
+        /// The child run id.
+        child_run_id: RunId,
+    },
+}
+
+/// Rebuilds the tree of a run from its events (file order) and, through
+/// `lookup`, the events of its child runs. Returns a tree even for empty or
+/// inconsistent input; inconsistencies are listed in `problems`.
+pub fn build_run_tree(
+    events: &[DecodedEvent],
+    lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
+) -> RunTree {
+    let mut visiting = HashSet::new();
+    build(events, lookup, &mut visiting)
+}
+
+/// An index path from the root list to a node.
+type Slot = Vec<usize>;
+
+fn build(
+    events: &[DecodedEvent],
+    lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
+    visiting: &mut HashSet<RunId>,
+) -> RunTree {
+    let run_id = events
+        .first()
+        .map(|e| e.run_id)
+        .unwrap_or_else(|| RunId::from_bytes([0; 16]));
+    let newly_visited = visiting.insert(run_id);
+    let mut tree = RunTree {
+        run_id,
+        parent_run_id: events.first().and_then(|e| e.parent_run_id),
+        workflow: None,
+        status: Status::Incomplete,
+        started_at: events.first().map(|e| e.timestamp),
+        completed_at: None,
+        error: None,
+        steps: Vec::new(),
+        problems: Vec::new(),
+    };
+    // Open step executions: (slot, path, iteration), in start order.
+    let mut open: Vec<(Slot, String, u64)> = Vec::new();
+    for event in events {
+        let Some(event_type) = event.kind.known() else {
+            continue;
+        };
+        let step = event.step();
+        match event_type {
+            EventType::RunStarted => {
+                tree.started_at = Some(event.timestamp);
+                if let Some(p) = step {
+                    tree.workflow = Some(p.name.clone());
+                }
+            }
+            EventType::RunCompleted => {
+                tree.completed_at = Some(event.timestamp);
+                tree.error = step.and_then(|p| p.error.clone());
+                tree.status = if tree.error.is_some() {
+                    Status::Failed
+                } else {
+                    Status::Succeeded
+                };
+                if tree.workflow.is_none() {
+                    tree.workflow = step.map(|p| p.name.clone());
+                }
+            }
+            EventType::StepStarted | EventType::CallWorkflowStarted => {
+                let node = StepNode {
+                    path: event.path.clone(),
+                    name: step.map(|p| p.name.clone()).unwrap_or_default(),
+                    kind: step.map(|p| p.kind.clone()).unwrap_or_else(|| {
+                        if event_type == EventType::CallWorkflowStarted {
+                            "call_workflow".to_owned()
+                        } else {
+                            String::new()
+                        }
+                    }),
+                    iteration: event.iteration,
+                    status: Status::Incomplete,
+                    start_seq: event.seq,
+                    end_seq: None,
+                    started_at: event.timestamp,
+                    completed_at: None,
+                    error: None,
+                    result: None,
+                    child_run_id: event.child_run_id,
+                    child: None,
+                    children: Vec::new(),
+                };
+                let parent = open
+                    .iter()
+                    .rev()
+                    .filter(|(_, p, _)| is_proper_prefix(p, &event.path))
+                    .max_by_key(|(_, p, _)| p.len())
+                    .map(|(slot, _, _)| slot.clone());
+                let siblings = match parent.as_deref().and_then(|s| node_at(&mut tree.steps, s)) {
+                    Some(parent_node) => &mut parent_node.children,
+                    None => &mut tree.steps,
+                };
+                siblings.push(node);
+                let mut slot = parent.unwrap_or_default();
+                slot.push(siblings.len() - 1);
+                open.push((slot, event.path.clone(), event.iteration));
+            }
+            EventType::StepCompleted | EventType::CallWorkflowCompleted => {
+                let found = open
+                    .iter()
+                    .rposition(|(_, p, i)| *p == event.path && *i == event.iteration);
+                let Some(index) = found else {
+                    tree.problems.push(TreeProblem::CompletedWithoutStart {
+                        seq: event.seq,
+                        path: event.path.clone(),
+                        iteration: event.iteration,
+                    });
+                    continue;
+                };
+                let (slot, _, _) = open.remove(index);
+                let Some(node) = node_at(&mut tree.steps, &slot) else {
+                    continue;
+                };
+                node.end_seq = Some(event.seq);
+                node.completed_at = Some(event.timestamp);
+                node.error = step.and_then(|p| p.error.clone());
+                node.result = step.and_then(|p| p.result.clone());
+                node.status = if node.error.is_some() {
+                    Status::Failed
+                } else {
+                    Status::Succeeded
+                };
+                if node.child_run_id.is_none() {
+                    node.child_run_id = event.child_run_id;
+                }
+            }
+            _ => {}
+        }
+    }
+    attach_children(
+        &mut tree.steps,
+        run_id,
+        lookup,
+        visiting,
+        &mut tree.problems,
+    );
+    if newly_visited {
+        visiting.remove(&run_id);
+    }
+    tree
+}
+
+/// Child-run nesting deeper than this is reported, not followed (guards the
+/// stack against hostile link chains).
+pub const MAX_DEPTH: usize = 128;
+
+fn attach_children(
+    nodes: &mut [StepNode],
+    run_id: RunId,
+    lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
+    visiting: &mut HashSet<RunId>,
+    problems: &mut Vec<TreeProblem>,
+) {
+    for node in nodes.iter_mut() {
+        if let Some(child_id) = node.child_run_id {
+            if visiting.contains(&child_id) {
+                problems.push(TreeProblem::Cycle {
+                    child_run_id: child_id,
+                });
+            } else {
+                match lookup(child_id) {
+                    Some(events) if visiting.len() >= MAX_DEPTH && !events.is_empty() => {
+                        problems.push(TreeProblem::TooDeep {
+                            child_run_id: child_id,
+                        });
+                    }
+                    Some(events) if !events.is_empty() => {
+                        visiting.insert(child_id);
+                        if events.iter().any(|e| e.parent_run_id != Some(run_id)) {
+                            problems.push(TreeProblem::ParentMismatch {
+                                child_run_id: child_id,
+                                expected_parent: run_id,
+                            });
+                        }
+                        node.child = Some(Box::new(build(&events, lookup, visiting)));
+                        visiting.remove(&child_id);
+                    }
+                    _ => problems.push(TreeProblem::ChildMissing {
+                        child_run_id: child_id,
+                    }),
+                }
+            }
+        }
+        attach_children(&mut node.children, run_id, lookup, visiting, problems);
+    }
+}
+
+fn is_proper_prefix(parent: &str, path: &str) -> bool {
+    path.len() > parent.len()
+        && path.starts_with(parent)
+        && path.as_bytes().get(parent.len()) == Some(&b'.')
+}
+
+/// The node at `slot`. Slots are built by `build` from pushes only, so they
+/// are always valid; `None` would mean an internal bug, never bad input.
+fn node_at<'a>(nodes: &'a mut [StepNode], slot: &[usize]) -> Option<&'a mut StepNode> {
+    let (first, rest) = slot.split_first()?;
+    let mut node = nodes.get_mut(*first)?;
+    for &i in rest {
+        node = node.children.get_mut(i)?;
+    }
+    Some(node)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::{EventDraft, Payload, RunIdGenerator, SequentialRunIds, StepPayload};
+
+    struct Run {
+        id: RunId,
+        parent: Option<RunId>,
+        events: Vec<DecodedEvent>,
+    }
+
+    impl Run {
+        fn new(id: RunId, parent: Option<RunId>) -> Self {
+            Self {
+                id,
+                parent,
+                events: Vec::new(),
+            }
+        }
+        fn push(&mut self, draft: EventDraft) {
+            let seq = self.events.len() as u64 + 1;
+            let ts = Timestamp::from_unix_millis(seq as i64 * 10).unwrap();
+            self.events
+                .push(draft.into_event(seq, self.id, self.parent, ts).into());
+        }
+        fn start(&mut self, path: &str, it: u64, kind: &str) {
+            let name = path.rsplit('.').next().unwrap().to_owned();
+            self.push(EventDraft::new(
+                path,
+                it,
+                Payload::StepStarted(StepPayload::new(name, kind)),
+            ));
+        }
+        fn end(&mut self, path: &str, it: u64, kind: &str, error: Option<&str>) {
+            let name = path.rsplit('.').next().unwrap().to_owned();
+            let mut p = StepPayload::new(name, kind);
+            if let Some(e) = error {
+                p = p.with_error(e);
+            }
+            self.push(EventDraft::new(path, it, Payload::StepCompleted(p)));
+        }
+    }
+
+    #[test]
+    fn nested_loops_inside_parallel_branches_rebuild_exactly() {
+        let ids = SequentialRunIds::new();
+        let mut run = Run::new(ids.next_run_id(), None);
+        run.push(EventDraft::run_level(Payload::RunStarted(
+            StepPayload::new("wf", "workflow"),
+        )));
+        run.start("par", 0, "parallel");
+        run.start("par.a", 0, "for_each");
+        run.start("par.b", 0, "while");
+        for i in 0..2 {
+            run.start("par.a.s", i, "command");
+            run.start("par.b.t", i, "operation");
+            run.end("par.a.s", i, "command", None);
+            run.end("par.b.t", i, "operation", (i == 1).then_some("boom"));
+        }
+        run.end("par.b", 0, "while", Some("boom"));
+        run.end("par.a", 0, "for_each", None);
+        run.end("par", 0, "parallel", Some("branch b failed"));
+        run.push(EventDraft::run_level(Payload::RunCompleted(
+            StepPayload::new("wf", "workflow").with_error("branch b failed"),
+        )));
+        let tree = build_run_tree(&run.events, &mut |_| None);
+        assert_eq!(tree.workflow.as_deref(), Some("wf"));
+        assert_eq!(tree.status, Status::Failed);
+        assert!(tree.problems.is_empty(), "{:?}", tree.problems);
+        assert_eq!(
+            tree.outline(),
+            "par#0 parallel par failed\n\
+             \x20 par.a#0 for_each a succeeded\n\
+             \x20   par.a.s#0 command s succeeded\n\
+             \x20   par.a.s#1 command s succeeded\n\
+             \x20 par.b#0 while b failed\n\
+             \x20   par.b.t#0 operation t succeeded\n\
+             \x20   par.b.t#1 operation t failed\n"
+        );
+        assert_eq!(tree.steps[0].duration_ms(), Some(130));
+        assert_eq!(tree.duration_ms(), Some(150));
+    }
+
+    #[test]
+    fn child_runs_are_followed_and_checked() {
+        let ids = SequentialRunIds::new();
+        let root_id = ids.next_run_id();
+        let child_id = ids.next_run_id();
+        let grandchild_id = ids.next_run_id();
+        let mut root = Run::new(root_id, None);
+        root.push(
+            EventDraft::new(
+                "call",
+                0,
+                Payload::CallWorkflowStarted(StepPayload::new("call", "call_workflow")),
+            )
+            .with_child(child_id),
+        );
+        root.push(
+            EventDraft::new(
+                "call",
+                0,
+                Payload::CallWorkflowCompleted(StepPayload::new("call", "call_workflow")),
+            )
+            .with_child(child_id),
+        );
+        let mut child = Run::new(child_id, Some(root_id));
+        child.push(
+            EventDraft::new(
+                "deeper",
+                0,
+                Payload::CallWorkflowStarted(StepPayload::new("deeper", "call_workflow")),
+            )
+            .with_child(grandchild_id),
+        );
+        let mut grandchild = Run::new(grandchild_id, Some(child_id));
+        grandchild.start("leaf", 0, "command");
+        grandchild.end("leaf", 0, "command", None);
+        let child_events = child.events.clone();
+        let grandchild_events = grandchild.events.clone();
+        let tree = build_run_tree(&root.events, &mut |id| {
+            if id == child_id {
+                Some(child_events.clone())
+            } else if id == grandchild_id {
+                Some(grandchild_events.clone())
+            } else {
+                None
+            }
+        });
+        assert_eq!(
+            tree.outline(),
+            "call#0 call_workflow call succeeded\n\
+             \x20 deeper#0 call_workflow deeper incomplete\n\
+             \x20   leaf#0 command leaf succeeded\n"
+        );
+        assert!(tree.all_problems().is_empty());
+
+        // Missing child, wrong parent and cycles are reported, not fatal.
+        let missing = build_run_tree(&root.events, &mut |_| None);
+        assert_eq!(
+            missing.problems,
+            vec![TreeProblem::ChildMissing {
+                child_run_id: child_id
+            }]
+        );
+        let root_events = root.events.clone();
+        let cyclic = build_run_tree(&root.events, &mut |_| Some(root_events.clone()));
+        assert!(
+            cyclic
+                .all_problems()
+                .iter()
+                .any(|p| matches!(p, TreeProblem::Cycle { .. }))
+        );
+        assert!(
+            cyclic
+                .all_problems()
+                .iter()
+                .any(|p| matches!(p, TreeProblem::ParentMismatch { .. }))
+        );
+    }
+
+    #[test]
+    fn orphan_completion_and_empty_input_do_not_fail() {
+        let ids = SequentialRunIds::new();
+        let mut run = Run::new(ids.next_run_id(), None);
+        run.end("ghost", 3, "command", None);
+        run.start("open", 0, "agent");
+        let tree = build_run_tree(&run.events, &mut |_| None);
+        assert_eq!(tree.status, Status::Incomplete);
+        assert_eq!(tree.steps.len(), 1);
+        assert_eq!(tree.steps[0].status, Status::Incomplete);
+        assert!(matches!(
+            tree.problems[0],
+            TreeProblem::CompletedWithoutStart { seq: 1, .. }
+        ));
+        let empty = build_run_tree(&[], &mut |_| None);
+        assert!(empty.steps.is_empty());
+        assert_eq!(empty.duration_ms(), None);
+    }
+}
