@@ -1,7 +1,150 @@
-//! Developer tooling for the transcript workspace.
+//! `cargo xtask`: command-line front of the workspace's developer tooling (see the library).
 #![forbid(unsafe_code)]
 
-fn main() {
-    eprintln!("usage: cargo xtask <arch-check|schema|bench|stress|fuzz>");
-    std::process::exit(2);
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use xtask::schema::Freshness;
+use xtask::tasks::{self, FuzzTargets};
+use xtask::{arch, schema, workspace_root};
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  arch-check [--root DIR]            check the crate layering and purity rules
+  schema [--check]                   write (or check) schema/exchange-event.schema.json
+  bench [-p PKG] [-- ARGS]           run every bench target (release)
+  stress [--trials N]                run the infra kill test N times (default 100, release)
+  fuzz <TARGET>|--all --seconds N    run cargo-fuzz targets in fuzz/ for N seconds each
+  coverage                           per-crate line coverage of the library crates";
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match dispatch(&args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Splits `args` at a `--`: (own arguments, pass-through arguments).
+fn split_passthrough(args: &[String]) -> (&[String], &[String]) {
+    match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[]),
+    }
+}
+
+/// Value following `flag` in `args`, if the flag is present.
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>> {
+    match args.iter().position(|a| a == flag) {
+        None => Ok(None),
+        Some(i) => match args.get(i + 1) {
+            Some(v) => Ok(Some(v)),
+            None => Err(format!("{flag} needs a value\n\n{USAGE}").into()),
+        },
+    }
+}
+
+fn usage_error(msg: &str) -> Result<u8> {
+    eprintln!("xtask: {msg}\n\n{USAGE}");
+    Ok(2)
+}
+
+fn dispatch(args: &[String]) -> Result<u8> {
+    let Some(cmd) = args.first() else {
+        return usage_error("no command given");
+    };
+    let rest = &args[1..];
+    let root = workspace_root();
+    let code = match cmd.as_str() {
+        "arch-check" => {
+            let root = flag_value(rest, "--root")?.map_or(root, PathBuf::from);
+            arch_check(&root)?
+        }
+        "schema" => schema_cmd(&root, rest.iter().any(|a| a == "--check"))?,
+        "bench" => {
+            let (own, pass) = split_passthrough(rest);
+            tasks::bench(&root, flag_value(own, "-p")?, pass)?
+        }
+        "stress" => {
+            let trials = flag_value(rest, "--trials")?.unwrap_or("100").parse()?;
+            tasks::stress(&root, trials)?
+        }
+        "fuzz" => {
+            let (own, pass) = split_passthrough(rest);
+            let Some(seconds) = flag_value(own, "--seconds")? else {
+                return usage_error("fuzz needs --seconds N");
+            };
+            let seconds: u64 = seconds.parse()?;
+            let targets = if own.iter().any(|a| a == "--all") {
+                FuzzTargets::All
+            } else {
+                let mut positional = own.iter().enumerate().filter(|(i, a)| {
+                    !a.starts_with("--") && (*i == 0 || own[i - 1] != "--seconds")
+                });
+                match positional.next() {
+                    Some((_, t)) => FuzzTargets::One(t.clone()),
+                    None => return usage_error("fuzz needs a target name or --all"),
+                }
+            };
+            tasks::fuzz(&root, &targets, seconds, pass)?
+        }
+        "coverage" => tasks::coverage(&root)?,
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            0
+        }
+        other => return usage_error(&format!("unknown command `{other}`")),
+    };
+    Ok(u8::try_from(code).unwrap_or(1))
+}
+
+fn arch_check(root: &std::path::Path) -> Result<i32> {
+    let violations = arch::check(root)?;
+    if violations.is_empty() {
+        println!("arch-check: ok ({} rules)", arch::RULES.len());
+        return Ok(0);
+    }
+    for v in &violations {
+        eprintln!("error[arch]: {v}");
+    }
+    eprintln!("arch-check: {} violation(s)", violations.len());
+    Ok(1)
+}
+
+fn schema_cmd(root: &std::path::Path, check: bool) -> Result<i32> {
+    if !check {
+        let path = schema::write(root)?;
+        println!("schema: wrote {}", path.display());
+        return Ok(0);
+    }
+    match schema::check(root)? {
+        Freshness::Fresh => {
+            println!("schema: {} is up to date", schema::SCHEMA_FILE);
+            Ok(0)
+        }
+        Freshness::Missing => {
+            eprintln!(
+                "schema: {} is missing; run `cargo xtask schema`",
+                schema::SCHEMA_FILE
+            );
+            Ok(1)
+        }
+        Freshness::Differs {
+            line,
+            generated,
+            checked_in,
+        } => {
+            eprintln!(
+                "schema: {} differs from a fresh generation at line {line}:\n  checked in: {checked_in}\n  generated:  {generated}\nrun `cargo xtask schema` and commit the result",
+                schema::SCHEMA_FILE
+            );
+            Ok(1)
+        }
+    }
 }
