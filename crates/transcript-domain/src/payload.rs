@@ -9,6 +9,8 @@ use crate::vocab::{EventType, Fidelity, Role};
 
 /// Payload of `run.*` and `step.*` events.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct StepPayload {
     /// Step name from the workflow, or the workflow name for `run.*`.
     pub name: String,
@@ -23,7 +25,12 @@ pub struct StepPayload {
     )]
     pub error: Option<String>,
     /// Kind-dependent result on `*.completed`, verbatim; absent when none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A present `null` is kept as `Some(null)`, so lines re-encode exactly.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_value"
+    )]
     pub result: Option<RawJson>,
 }
 
@@ -55,6 +62,8 @@ impl StepPayload {
 /// Token usage and cost reported by a provider for one turn (decision 10).
 /// Every field is omitted when the provider did not report it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct Usage {
     /// Input (prompt) tokens, excluding cache reads and writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,6 +111,8 @@ impl Usage {
 
 /// Payload of `message.user` and `message.assistant`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct MessagePayload {
     /// `user` or `assistant`.
     pub role: Role,
@@ -133,6 +144,8 @@ impl MessagePayload {
 
 /// Payload of `tool.call` and `tool.result`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct ToolPayload {
     /// Tool name.
     pub name: String,
@@ -190,6 +203,10 @@ impl ToolPayload {
             fidelity,
         }
     }
+}
+
+fn present_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RawJson>, D::Error> {
+    RawJson::deserialize(d).map(Some)
 }
 
 fn non_empty_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
