@@ -1,0 +1,408 @@
+//! Anthropic Messages API: a `message` response, its SSE stream
+//! (`message_start`, `content_block_start` / `_delta` / `_stop`,
+//! `message_delta`, `message_stop`), and recorded HTTP exchanges (an array
+//! of `{request, response}` where each request's trailing `tool_result`
+//! blocks answer the previous response's `tool_use` blocks; a response body
+//! may be a JSON message or the raw SSE text).
+
+use std::collections::BTreeMap;
+
+use crate::json::Value;
+use transcript_domain::{RawJson, Usage};
+
+use crate::claude::{assistant_content, content_error};
+use crate::frame::{Frame, Framer, Record};
+use crate::output::{DiagnosticKind as K, Output, Position};
+use crate::turns::Turns;
+use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, raw_of, raw_opt, rtype, s, u};
+
+#[derive(Debug, Default)]
+pub(crate) struct Anthropic {
+    open: BTreeMap<u64, Open>,
+    usage: Usage,
+    stop_reason: Option<String>,
+}
+
+#[derive(Debug)]
+enum Open {
+    Text(String),
+    Thinking {
+        text: String,
+        signed: bool,
+    },
+    Tool {
+        name: String,
+        id: String,
+        json: String,
+        initial: Value,
+    },
+    Result {
+        id: String,
+        content: Value,
+        error: Option<String>,
+    },
+    Skip,
+}
+
+impl Mapper for Anthropic {
+    fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
+        let v = &rec.value;
+        let pos = rec.position;
+        if v.get("request").is_some() && v.get("response").is_some() {
+            return self.exchange(v, pos, turns, out);
+        }
+        let t = rtype(v);
+        match t {
+            "message" => {
+                self.close_all(pos, turns, out);
+                message(v, pos, turns, out);
+            }
+            "message_start" => {
+                self.close_all(pos, turns, out);
+                let null = Value::Null;
+                let m = v.get("message").unwrap_or(&null);
+                turns.message(ne(m, "id"), ne(m, "model"), out);
+                self.usage = m.get("usage").map(anthropic_usage).unwrap_or_default();
+                self.stop_reason = None;
+                turns.set_usage(self.usage.clone());
+            }
+            "content_block_start" => {
+                let index = u(v, "index").unwrap_or(0);
+                let null = Value::Null;
+                let b = v.get("content_block").unwrap_or(&null);
+                let bt = rtype(b);
+                let open = match bt {
+                    "text" => Open::Text(s(b, "text").unwrap_or_default().to_owned()),
+                    "thinking" => Open::Thinking {
+                        text: s(b, "thinking").unwrap_or_default().to_owned(),
+                        signed: ne(b, "signature").is_some(),
+                    },
+                    "tool_use" | "server_tool_use" | "mcp_tool_use" => Open::Tool {
+                        name: ne(b, "name").unwrap_or("unknown").to_owned(),
+                        id: ne(b, "id")
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| format!("line{}#{index}", pos.line)),
+                        json: String::new(),
+                        initial: b.get("input").cloned().unwrap_or(Value::Null),
+                    },
+                    _ if bt.ends_with("tool_result") => {
+                        let content = b.get("content").cloned().unwrap_or(Value::Null);
+                        let failed = b.get("is_error").and_then(Value::as_bool) == Some(true)
+                            || s(&content, "type").is_some_and(|t| t.ends_with("_error"));
+                        Open::Result {
+                            id: ne(b, "tool_use_id").unwrap_or_default().to_owned(),
+                            error: failed.then(|| content_error(Some(&content))),
+                            content,
+                        }
+                    }
+                    "redacted_thinking" => {
+                        diag(out, K::Extra, pos, bt, "encrypted thinking");
+                        Open::Skip
+                    }
+                    _ => {
+                        diag(
+                            out,
+                            K::Unknown,
+                            pos,
+                            format!("content_block_start/{bt}"),
+                            "",
+                        );
+                        Open::Skip
+                    }
+                };
+                self.open.insert(index, open);
+            }
+            "content_block_delta" => {
+                let index = u(v, "index").unwrap_or(0);
+                let null = Value::Null;
+                let d = v.get("delta").unwrap_or(&null);
+                let dt = rtype(d);
+                match (self.open.get_mut(&index), dt) {
+                    (Some(Open::Text(text)), "text_delta") => {
+                        text.push_str(s(d, "text").unwrap_or_default())
+                    }
+                    (Some(Open::Thinking { text, .. }), "thinking_delta") => {
+                        text.push_str(s(d, "thinking").unwrap_or_default())
+                    }
+                    (Some(Open::Thinking { signed, .. }), "signature_delta") => *signed = true,
+                    (Some(Open::Tool { json, .. }), "input_json_delta") => {
+                        json.push_str(s(d, "partial_json").unwrap_or_default())
+                    }
+                    (Some(Open::Skip), _) => {}
+                    (_, "citations_delta") => diag(
+                        out,
+                        K::Extra,
+                        pos,
+                        "content_block_delta/citations_delta",
+                        "",
+                    ),
+                    (None, _) => diag(
+                        out,
+                        K::Orphan,
+                        pos,
+                        format!("content_block_delta/{dt}"),
+                        format!("no open block {index}"),
+                    ),
+                    _ => diag(
+                        out,
+                        K::Unknown,
+                        pos,
+                        format!("content_block_delta/{dt}"),
+                        "",
+                    ),
+                }
+            }
+            "content_block_stop" => {
+                let index = u(v, "index").unwrap_or(0);
+                match self.open.remove(&index) {
+                    Some(b) => self.close(b, false, pos, turns, out),
+                    None => diag(out, K::Orphan, pos, t, format!("no open block {index}")),
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = v.get("delta").and_then(|d| ne(d, "stop_reason")) {
+                    self.stop_reason = Some(reason.to_owned());
+                    if reason == "refusal" {
+                        diag(out, K::Refusal, pos, "message_delta/stop_reason", reason);
+                    }
+                }
+                if let Some(usage) = v.get("usage") {
+                    // message_delta usage is cumulative: later fields win.
+                    let d = anthropic_usage(usage);
+                    let cur = &mut self.usage;
+                    for (dst, src) in [
+                        (&mut cur.input_tokens, d.input_tokens),
+                        (&mut cur.output_tokens, d.output_tokens),
+                        (&mut cur.cache_read_tokens, d.cache_read_tokens),
+                        (&mut cur.cache_write_tokens, d.cache_write_tokens),
+                        (&mut cur.reasoning_tokens, d.reasoning_tokens),
+                    ] {
+                        if src.is_some() {
+                            *dst = src;
+                        }
+                    }
+                    turns.set_usage(self.usage.clone());
+                }
+            }
+            "message_stop" => self.close_all(pos, turns, out),
+            "ping" => diag(out, K::Progress, pos, t, ""),
+            "error" => diag(
+                out,
+                K::ProviderError,
+                pos,
+                t,
+                v.get("error").map(error_text).unwrap_or_default(),
+            ),
+            _ => diag(out, K::Unknown, pos, t, ""),
+        }
+    }
+
+    fn finish(&mut self, turns: &mut Turns, out: &mut Vec<Output>) {
+        let pos = Position::default();
+        if !self.open.is_empty() {
+            diag(
+                out,
+                K::Incomplete,
+                pos,
+                "stream",
+                "stream ended before message_stop",
+            );
+        }
+        self.close_all(pos, turns, out);
+    }
+}
+
+impl Anthropic {
+    fn close_all(&mut self, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+        for (_, b) in std::mem::take(&mut self.open) {
+            self.close(b, true, pos, turns, out);
+        }
+    }
+
+    fn close(
+        &mut self,
+        b: Open,
+        unterminated: bool,
+        pos: Position,
+        turns: &mut Turns,
+        out: &mut Vec<Output>,
+    ) {
+        let why = || match &self.stop_reason {
+            Some(r) => format!("block never stopped (stop_reason {r})"),
+            None => "block never stopped".to_owned(),
+        };
+        match b {
+            Open::Text(text) => {
+                if unterminated {
+                    diag(out, K::Incomplete, pos, "content_block/text", why());
+                }
+                turns.text(text, out);
+            }
+            Open::Thinking { text, signed } => {
+                if unterminated {
+                    diag(out, K::Incomplete, pos, "content_block/thinking", why());
+                }
+                turns.thinking(text, out);
+                if signed {
+                    diag(
+                        out,
+                        K::Extra,
+                        pos,
+                        "thinking/signature",
+                        "thinking signature not carried by blocks",
+                    );
+                }
+            }
+            Open::Tool {
+                name,
+                id,
+                json,
+                initial,
+            } => {
+                let input = if json.trim().is_empty() {
+                    if unterminated {
+                        diag(out, K::Incomplete, pos, "content_block/tool_use", why());
+                    }
+                    raw_of(initial)
+                } else {
+                    match serde_json::from_str::<Value>(&json) {
+                        Ok(v) => {
+                            if unterminated {
+                                diag(out, K::Incomplete, pos, "content_block/tool_use", why());
+                            }
+                            raw_of(v)
+                        }
+                        Err(e) => {
+                            diag(
+                                out,
+                                K::Incomplete,
+                                pos,
+                                "content_block/tool_use",
+                                format!("{}; input JSON incomplete ({e}), kept as a string", why()),
+                            );
+                            RawJson::string(&json)
+                        }
+                    }
+                };
+                turns.tool_use(&name, &id, input, out);
+            }
+            Open::Result { id, content, error } => {
+                turns.server_tool_result(
+                    &id,
+                    raw_of(content),
+                    error,
+                    pos,
+                    "content_block/tool_result",
+                    out,
+                );
+            }
+            Open::Skip => {}
+        }
+    }
+
+    fn exchange(&mut self, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+        let null = Value::Null;
+        let req = v
+            .get("request")
+            .and_then(|r| r.get("body"))
+            .unwrap_or(&null);
+        // The request's last user message answers the previous response.
+        let last = req
+            .get("messages")
+            .and_then(Value::as_array)
+            .and_then(|m| m.last())
+            .filter(|m| s(m, "role") == Some("user"));
+        let mut answered = false;
+        if let Some(Value::Array(blocks)) = last.and_then(|m| m.get("content")) {
+            for b in blocks.iter().filter(|b| rtype(b) == "tool_result") {
+                answered = true;
+                let id = ne(b, "tool_use_id").unwrap_or_default();
+                let error = (b.get("is_error").and_then(Value::as_bool) == Some(true))
+                    .then(|| content_error(b.get("content")));
+                turns.tool_result(
+                    id,
+                    raw_opt(b.get("content")),
+                    error,
+                    pos,
+                    "request/tool_result",
+                    out,
+                );
+            }
+        }
+        if !answered {
+            diag(
+                out,
+                K::Extra,
+                pos,
+                "request",
+                "request body (prompt, history, tool definitions)",
+            );
+        }
+        let resp = v.get("response").unwrap_or(&null);
+        if let Some(code) = resp.get("status_code").and_then(Value::as_u64)
+            && code >= 400
+        {
+            diag(
+                out,
+                K::ProviderError,
+                pos,
+                "response",
+                format!("HTTP {code}"),
+            );
+        }
+        match resp.get("body") {
+            Some(Value::String(sse)) => {
+                let mut framer = Framer::new();
+                let mut frames = Vec::new();
+                framer.feed(sse.as_bytes(), &mut frames);
+                framer.finish(&mut frames);
+                for f in frames {
+                    match f {
+                        Frame::Record(mut r) => {
+                            r.position = pos;
+                            self.record(r, turns, out);
+                        }
+                        Frame::Diagnostic(mut d) => {
+                            d.position = pos;
+                            out.push(Output::Diagnostic(d));
+                        }
+                    }
+                }
+                if !self.open.is_empty() {
+                    diag(
+                        out,
+                        K::Incomplete,
+                        pos,
+                        "response",
+                        "SSE body ended before message_stop",
+                    );
+                    self.close_all(pos, turns, out);
+                }
+            }
+            Some(body @ Value::Object(_)) => {
+                let r = Record {
+                    position: pos,
+                    event: None,
+                    value: body.clone(),
+                };
+                self.record(r, turns, out);
+            }
+            _ => diag(out, K::Malformed, pos, "response", "no response body"),
+        }
+    }
+}
+
+fn message(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let fallback = format!("line{}", pos.line);
+    let id = ne(v, "id").unwrap_or(&fallback);
+    turns.message(Some(id), ne(v, "model"), out);
+    if let Some(content) = v.get("content") {
+        assistant_content(content, id, pos, turns, out);
+    }
+    if let Some(usage) = v.get("usage") {
+        turns.set_usage(anthropic_usage(usage));
+    }
+    if s(v, "stop_reason") == Some("refusal") {
+        diag(out, K::Refusal, pos, "message/stop_reason", "refusal");
+    }
+}

@@ -1,0 +1,377 @@
+//! Codex: `codex exec --json` (current `thread.*` / `turn.*` / `item.*`
+//! events, and the 0.42–0.43 form with `item_type` / `assistant_message`),
+//! the legacy `{"id","msg":{…}}` stream with its config and prompt header
+//! lines, and `~/.codex/sessions` rollout files (`session_meta`,
+//! `turn_context`, `response_item`, `event_msg`, …).
+
+use crate::json::Value;
+use transcript_domain::{RawJson, Usage};
+
+use crate::frame::Record;
+use crate::openai::response_item;
+use crate::output::{DiagnosticKind as K, Output, Position};
+use crate::turns::Turns;
+use crate::util::{
+    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, raw_opt, rtype, s, u,
+};
+
+#[derive(Debug, Default)]
+pub(crate) struct Codex;
+
+/// `event_msg` types of rollout files that duplicate a `response_item`.
+const ROLLOUT_DUPLICATES: &[&str] = &[
+    "user_message",
+    "agent_message",
+    "agent_reasoning",
+    "agent_reasoning_raw_content",
+    "exec_command_begin",
+    "exec_command_end",
+    "mcp_tool_call_begin",
+    "mcp_tool_call_end",
+    "patch_apply_begin",
+    "patch_apply_end",
+    "web_search_begin",
+    "web_search_end",
+    "item_started",
+    "item_completed",
+    "view_image_tool_call",
+    "image_generation_end",
+    "dynamic_tool_call_request",
+    "dynamic_tool_call_response",
+];
+
+impl Mapper for Codex {
+    fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
+        let v = &rec.value;
+        let pos = rec.position;
+        if let Some(msg) = v.get("msg") {
+            return legacy(msg, pos, turns, out);
+        }
+        let t = rtype(v);
+        match t {
+            "thread.started" => diag(out, K::Metadata, pos, t, ""),
+            "turn.started" => {
+                turns.end_turn(out);
+                diag(out, K::Metadata, pos, t, "");
+            }
+            "turn.completed" => {
+                if let Some(usage) = v.get("usage") {
+                    turns.set_usage(exec_usage(usage));
+                } else {
+                    diag(out, K::Metadata, pos, t, "no usage");
+                }
+                turns.end_turn(out);
+            }
+            "turn.failed" => {
+                let detail = v.get("error").map(error_text).unwrap_or_default();
+                diag(out, K::ProviderError, pos, t, detail);
+                turns.end_turn(out);
+            }
+            "error" => {
+                let detail = s(v, "message").unwrap_or_default();
+                diag(out, K::ProviderError, pos, t, detail);
+            }
+            "item.started" | "item.updated" | "item.completed" => match v.get("item") {
+                Some(item) => exec_item(t, item, pos, turns, out),
+                None => diag(out, K::Malformed, pos, t, "no item"),
+            },
+            // Rollout session files.
+            "session_meta" | "compacted" | "world_state" | "inter_agent_communication_metadata" => {
+                diag(out, K::Metadata, pos, t, "")
+            }
+            "turn_context" => {
+                if let Some(m) = v.get("payload").and_then(|p| ne(p, "model")) {
+                    turns.default_model = Some(m.to_owned());
+                }
+                diag(out, K::Metadata, pos, t, "");
+            }
+            "response_item" => match v.get("payload") {
+                Some(p) => response_item(p, pos, turns, out),
+                None => diag(out, K::Malformed, pos, t, "no payload"),
+            },
+            "event_msg" => match v.get("payload") {
+                Some(p) => rollout_event(p, pos, turns, out),
+                None => diag(out, K::Malformed, pos, t, "no payload"),
+            },
+            "-" if v.get("prompt").is_some() => {
+                diag(out, K::Extra, pos, "prompt", "user prompt header (legacy)")
+            }
+            "-" if v.is_object() && (v.get("model").is_some() || v.get("sandbox").is_some()) => {
+                if let Some(m) = ne(v, "model") {
+                    turns.default_model = Some(m.to_owned());
+                }
+                diag(out, K::Metadata, pos, "config", "legacy config header");
+            }
+            _ => diag(out, K::Unknown, pos, t, ""),
+        }
+    }
+}
+
+/// `turn.completed.usage`: `input_tokens` includes `cached_input_tokens`.
+fn exec_usage(v: &Value) -> Usage {
+    let cached = u(v, "cached_input_tokens");
+    Usage {
+        input_tokens: minus(u(v, "input_tokens"), cached),
+        output_tokens: u(v, "output_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: u(v, "cache_write_input_tokens"),
+        reasoning_tokens: u(v, "reasoning_output_tokens"),
+        cost_usd: None,
+    }
+}
+
+fn item_id(item: &Value, pos: Position) -> String {
+    ne(item, "id")
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("item@line{}", pos.line))
+}
+
+fn exec_item(event: &str, item: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let kind = s(item, "type")
+        .or_else(|| s(item, "item_type"))
+        .unwrap_or("-");
+    let record = format!("{event}/{kind}");
+    let id = item_id(item, pos);
+    let completed = event == "item.completed";
+    let started = event == "item.started";
+    match kind {
+        "agent_message" | "assistant_message" | "reasoning" if !completed => {
+            diag(out, K::Progress, pos, record, "")
+        }
+        "agent_message" | "assistant_message" => {
+            turns.text(s(item, "text").unwrap_or_default(), out)
+        }
+        "reasoning" => turns.thinking(s(item, "text").unwrap_or_default(), out),
+        "command_execution" | "mcp_tool_call" | "web_search" | "file_change" | "function_call" => {
+            if !(started || completed) {
+                return diag(out, K::Progress, pos, record, "");
+            }
+            if !turns.is_pending(&id) {
+                let (name, input) = tool_call(kind, item);
+                turns.tool_use(&name, &id, input, out);
+            } else if started {
+                return diag(out, K::Progress, pos, record, "duplicate start");
+            }
+            if completed && kind != "function_call" {
+                let (content, error) = tool_outcome(kind, item);
+                turns.tool_result(&id, content, error, pos, &record, out);
+            }
+        }
+        "todo_list" => diag(out, K::Extra, pos, record, "plan state"),
+        "error" => diag(
+            out,
+            K::ProviderError,
+            pos,
+            record,
+            s(item, "message").unwrap_or_default(),
+        ),
+        _ => diag(out, K::Unknown, pos, record, ""),
+    }
+}
+
+fn tool_call(kind: &str, item: &Value) -> (String, RawJson) {
+    match kind {
+        "command_execution" => (
+            kind.to_owned(),
+            raw_of(Value::object([(
+                "command",
+                Value::from(item.get("command")),
+            )])),
+        ),
+        "mcp_tool_call" => {
+            let name = match (ne(item, "server"), ne(item, "tool")) {
+                (Some(server), Some(tool)) => format!("{server}/{tool}"),
+                (_, Some(tool)) => tool.to_owned(),
+                _ => kind.to_owned(),
+            };
+            (name, json_arguments(item.get("arguments")))
+        }
+        "web_search" => (
+            kind.to_owned(),
+            raw_of(Value::object([("query", Value::from(item.get("query")))])),
+        ),
+        "file_change" => (
+            kind.to_owned(),
+            raw_of(Value::object([(
+                "changes",
+                Value::from(item.get("changes")),
+            )])),
+        ),
+        _ => (
+            ne(item, "name").unwrap_or(kind).to_owned(),
+            json_arguments(item.get("arguments")),
+        ),
+    }
+}
+
+fn tool_outcome(kind: &str, item: &Value) -> (RawJson, Option<String>) {
+    let failed = s(item, "status") == Some("failed");
+    match kind {
+        "command_execution" => {
+            let code = item.get("exit_code").and_then(Value::as_i64);
+            let error = match code {
+                Some(c) if c != 0 => Some(format!("exit code {c}")),
+                _ if failed => Some("failed".to_owned()),
+                _ => None,
+            };
+            (raw_opt(item.get("aggregated_output")), error)
+        }
+        "mcp_tool_call" => {
+            let error = item.get("error").filter(|e| !e.is_null()).map(error_text);
+            let error = error.or_else(|| failed.then(|| "failed".to_owned()));
+            (raw_opt(item.get("result")), error)
+        }
+        _ => (
+            raw_of(Value::object([("status", Value::from(item.get("status")))])),
+            failed.then(|| "failed".to_owned()),
+        ),
+    }
+}
+
+/// Legacy (≤ 0.41) `{"id","msg":{…}}` events.
+fn legacy(msg: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let t = rtype(msg);
+    let record = format!("msg/{t}");
+    let call_id = |m: &Value| {
+        ne(m, "call_id")
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("call@line{}", pos.line))
+    };
+    match t {
+        "task_started" | "task_complete" => {
+            turns.end_turn(out);
+            diag(out, K::Metadata, pos, record, "");
+        }
+        "agent_message" => turns.text(s(msg, "message").unwrap_or_default(), out),
+        "agent_reasoning" | "agent_reasoning_raw_content" => {
+            turns.thinking(s(msg, "text").unwrap_or_default(), out)
+        }
+        "exec_command_begin" => {
+            let input = Value::object([
+                ("command", Value::from(msg.get("command"))),
+                ("cwd", Value::from(msg.get("cwd"))),
+            ]);
+            turns.tool_use("command_execution", &call_id(msg), raw_of(input), out);
+        }
+        "exec_command_end" => {
+            let code = msg.get("exit_code").and_then(Value::as_i64);
+            let error = code.filter(|c| *c != 0).map(|c| {
+                let stderr = s(msg, "stderr").unwrap_or_default();
+                format!("exit code {c}: {stderr}")
+                    .trim_end()
+                    .trim_end_matches(':')
+                    .to_owned()
+            });
+            let output = msg.get("aggregated_output").or_else(|| msg.get("stdout"));
+            turns.tool_result(&call_id(msg), raw_opt(output), error, pos, &record, out);
+        }
+        "patch_apply_begin" => {
+            let input = Value::object([("changes", Value::from(msg.get("changes")))]);
+            turns.tool_use("apply_patch", &call_id(msg), raw_of(input), out);
+        }
+        "patch_apply_end" => {
+            let ok = msg.get("success").and_then(Value::as_bool) != Some(false);
+            let error = (!ok).then(|| s(msg, "stderr").unwrap_or("failed").to_owned());
+            turns.tool_result(
+                &call_id(msg),
+                raw_opt(msg.get("stdout")),
+                error,
+                pos,
+                &record,
+                out,
+            );
+        }
+        "mcp_tool_call_begin" => {
+            let inv = msg.get("invocation").unwrap_or(msg);
+            let name = match (ne(inv, "server"), ne(inv, "tool")) {
+                (Some(a), Some(b)) => format!("{a}/{b}"),
+                (_, Some(b)) => b.to_owned(),
+                _ => "mcp_tool_call".to_owned(),
+            };
+            turns.tool_use(
+                &name,
+                &call_id(msg),
+                json_arguments(inv.get("arguments")),
+                out,
+            );
+        }
+        "mcp_tool_call_end" => {
+            let result = msg.get("result");
+            let (content, error) = match result.and_then(|r| r.get("Err")) {
+                Some(e) => (raw_opt(Some(e)), Some(error_text(e))),
+                None => (raw_opt(result.and_then(|r| r.get("Ok")).or(result)), None),
+            };
+            turns.tool_result(&call_id(msg), content, error, pos, &record, out);
+        }
+        "web_search_begin" => {
+            let input = Value::object([("query", Value::from(msg.get("query")))]);
+            turns.tool_use("web_search", &call_id(msg), raw_of(input), out);
+        }
+        "web_search_end" => {
+            let id = call_id(msg);
+            if !turns.is_pending(&id) {
+                let input = Value::object([("query", Value::from(msg.get("query")))]);
+                turns.tool_use("web_search", &id, raw_of(input), out);
+            }
+            turns.tool_result(&id, RawJson::null(), None, pos, &record, out);
+        }
+        "token_count" => token_count(msg, pos, &record, turns, out),
+        "error" | "stream_error" | "turn_aborted" => {
+            let detail = s(msg, "message")
+                .or_else(|| s(msg, "reason"))
+                .unwrap_or_default();
+            diag(out, K::ProviderError, pos, record, detail);
+        }
+        "agent_message_delta"
+        | "agent_reasoning_delta"
+        | "agent_reasoning_raw_content_delta"
+        | "agent_reasoning_section_break"
+        | "exec_command_output_delta" => diag(out, K::Progress, pos, record, ""),
+        "session_configured"
+        | "background_event"
+        | "turn_diff"
+        | "plan_update"
+        | "exec_approval_request"
+        | "apply_patch_approval_request"
+        | "get_history_entry_response"
+        | "shutdown_complete" => diag(out, K::Metadata, pos, record, ""),
+        _ => diag(out, K::Unknown, pos, record, ""),
+    }
+}
+
+/// `token_count`: the last model response's usage (`info.last_token_usage`;
+/// the legacy form carries the counts directly).
+fn token_count(p: &Value, pos: Position, record: &str, turns: &mut Turns, out: &mut Vec<Output>) {
+    let usage = match p.get("info") {
+        Some(Value::Null) => None,
+        Some(info) => info.get("last_token_usage"),
+        None if p.get("input_tokens").is_some() => Some(p),
+        None => None,
+    };
+    match usage {
+        Some(usage) => turns.set_usage(exec_usage(usage)),
+        None => diag(out, K::Metadata, pos, record, "token_count without usage"),
+    }
+}
+
+fn rollout_event(p: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let t = rtype(p);
+    let record = format!("event_msg/{t}");
+    match t {
+        "token_count" => token_count(p, pos, &record, turns, out),
+        "error" | "stream_error" | "turn_aborted" => {
+            let detail = s(p, "message")
+                .or_else(|| s(p, "reason"))
+                .unwrap_or_default();
+            diag(out, K::ProviderError, pos, record, detail);
+        }
+        "task_started" | "task_complete" => {
+            turns.end_turn(out);
+            diag(out, K::Metadata, pos, record, "");
+        }
+        _ if ROLLOUT_DUPLICATES.contains(&t) => {
+            diag(out, K::Progress, pos, record, "duplicates a response_item")
+        }
+        _ => diag(out, K::Metadata, pos, record, ""),
+    }
+}

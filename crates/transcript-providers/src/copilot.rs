@@ -1,0 +1,135 @@
+//! GitHub Copilot CLI: `--output-format json` events and the session-state
+//! `events.jsonl` files (same event vocabulary: `assistant.message` with
+//! `toolRequests`, `tool.execution_start` / `_complete` by `toolCallId`,
+//! reasoning, ephemeral deltas, a final `result`).
+
+use crate::json::Value;
+use transcript_domain::Usage;
+
+use crate::frame::Record;
+use crate::output::{DiagnosticKind as K, Output};
+use crate::turns::Turns;
+use crate::util::{Mapper, diag, error_text, json_arguments, ne, raw_opt, rtype, s, u};
+
+#[derive(Debug, Default)]
+pub(crate) struct Copilot;
+
+impl Mapper for Copilot {
+    fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
+        let v = &rec.value;
+        let pos = rec.position;
+        let t = rtype(v);
+        let null = Value::Null;
+        let d = v.get("data").unwrap_or(&null);
+        match t {
+            "assistant.message" => {
+                let fallback = format!("line{}", pos.line);
+                let id = ne(d, "messageId").unwrap_or(&fallback);
+                turns.message(Some(id), ne(d, "model"), out);
+                if let Some(r) = ne(d, "reasoningText") {
+                    turns.thinking(r, out);
+                }
+                if let Some(text) = ne(d, "content") {
+                    turns.text(text, out);
+                }
+                if d.get("reasoningOpaque").is_some_and(|x| !x.is_null())
+                    || d.get("encryptedContent").is_some_and(|x| !x.is_null())
+                {
+                    diag(
+                        out,
+                        K::Extra,
+                        pos,
+                        "assistant.message/reasoningOpaque",
+                        "encrypted reasoning",
+                    );
+                }
+                if let Some(Value::Array(reqs)) = d.get("toolRequests") {
+                    for (i, r) in reqs.iter().enumerate() {
+                        let id = ne(r, "toolCallId")
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| format!("{id}#{i}"));
+                        turns.tool_use(
+                            ne(r, "name").unwrap_or("unknown"),
+                            &id,
+                            json_arguments(r.get("arguments")),
+                            out,
+                        );
+                    }
+                }
+                if let Some(n) = u(d, "outputTokens") {
+                    turns.set_usage(Usage {
+                        output_tokens: Some(n),
+                        ..Usage::default()
+                    });
+                }
+            }
+            "assistant.reasoning" => turns.thinking(s(d, "content").unwrap_or_default(), out),
+            "assistant.turn_start" => {
+                if let Some(m) = ne(d, "model") {
+                    turns.default_model = Some(m.to_owned());
+                }
+                diag(out, K::Metadata, pos, t, "");
+            }
+            "assistant.turn_end" => {
+                turns.end_turn(out);
+                diag(out, K::Metadata, pos, t, "");
+            }
+            "tool.execution_start" => {
+                let id = ne(d, "toolCallId")
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("line{}", pos.line));
+                if turns.is_pending(&id) {
+                    diag(out, K::Progress, pos, t, "");
+                } else {
+                    turns.tool_use(
+                        ne(d, "toolName").unwrap_or("unknown"),
+                        &id,
+                        json_arguments(d.get("arguments")),
+                        out,
+                    );
+                }
+            }
+            "tool.execution_complete" => {
+                let id = ne(d, "toolCallId").unwrap_or_default();
+                let result = d.get("result");
+                let content = result.and_then(|r| r.get("content")).or(result);
+                let error = (d.get("success").and_then(Value::as_bool) == Some(false)).then(|| {
+                    d.get("error")
+                        .map(error_text)
+                        .or_else(|| content.map(error_text))
+                        .filter(|e| !e.is_empty())
+                        .unwrap_or_else(|| "failed".to_owned())
+                });
+                turns.tool_result(id, raw_opt(content), error, pos, t, out);
+            }
+            "assistant.message_delta"
+            | "assistant.reasoning_delta"
+            | "assistant.streaming_delta"
+            | "tool.execution_partial_result"
+            | "tool.execution_progress"
+            | "assistant.intent" => diag(out, K::Progress, pos, t, ""),
+            "user.message" | "system.message" => diag(out, K::Extra, pos, t, "prompt message"),
+            "session.error" | "abort" => {
+                let detail = ne(d, "message")
+                    .or_else(|| ne(d, "reason"))
+                    .unwrap_or_default();
+                diag(out, K::ProviderError, pos, t, detail);
+            }
+            "result" => {
+                let code = v.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
+                if code != 0 {
+                    diag(out, K::ProviderError, pos, t, format!("exit code {code}"));
+                } else {
+                    diag(out, K::Metadata, pos, t, "");
+                }
+            }
+            _ if ["session.", "hook.", "subagent.", "system.", "skill."]
+                .iter()
+                .any(|p| t.starts_with(p)) =>
+            {
+                diag(out, K::Metadata, pos, t, "")
+            }
+            _ => diag(out, K::Unknown, pos, t, ""),
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Gemini CLI: `--output-format stream-json` (init, message deltas to
+//! accumulate, tool_use / tool_result by `tool_id`, error, result stats) and
+//! `--output-format json` (one document: `response`, `stats`, `error`).
+
+use crate::json::Value;
+use transcript_domain::Usage;
+
+use crate::frame::Record;
+use crate::output::{DiagnosticKind as K, Output, Position};
+use crate::turns::Turns;
+use crate::util::{Mapper, diag, error_text, json_arguments, minus, ne, raw_opt, rtype, s, u};
+
+#[derive(Debug, Default)]
+pub(crate) struct Gemini;
+
+impl Mapper for Gemini {
+    fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
+        let v = &rec.value;
+        let pos = rec.position;
+        if v.get("response").is_some() || (v.get("stats").is_some() && v.get("type").is_none()) {
+            return json_document(v, pos, turns, out);
+        }
+        let t = rtype(v);
+        match t {
+            "init" => {
+                if let Some(m) = ne(v, "model") {
+                    turns.default_model = Some(m.to_owned());
+                }
+                diag(out, K::Metadata, pos, t, "");
+            }
+            "message" | "user" => {
+                let role = s(v, "role").unwrap_or(if t == "user" { "user" } else { "assistant" });
+                if role != "assistant" {
+                    return diag(out, K::Extra, pos, format!("message/{role}"), "user prompt");
+                }
+                let text = s(v, "content").unwrap_or_default();
+                if v.get("delta").and_then(Value::as_bool) == Some(true) {
+                    turns.append_text(text, out);
+                } else if !text.is_empty() || v.get("toolCalls").is_none() {
+                    turns.text(text, out);
+                }
+                // Older hand-written shape: tool calls inside the message.
+                if let Some(Value::Array(calls)) = v.get("toolCalls") {
+                    for (i, c) in calls.iter().enumerate() {
+                        let id = ne(c, "id")
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| format!("line{}#{i}", pos.line));
+                        turns.tool_use(
+                            ne(c, "name").unwrap_or("unknown"),
+                            &id,
+                            json_arguments(c.get("arguments")),
+                            out,
+                        );
+                    }
+                }
+            }
+            "tool_use" => {
+                let id = ne(v, "tool_id")
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("line{}", pos.line));
+                turns.tool_use(
+                    ne(v, "tool_name").unwrap_or("unknown"),
+                    &id,
+                    json_arguments(v.get("parameters")),
+                    out,
+                );
+            }
+            "tool_result" => {
+                let id = ne(v, "tool_id").unwrap_or_default();
+                let error = (s(v, "status") == Some("error")).then(|| {
+                    v.get("error")
+                        .map(error_text)
+                        .filter(|e| !e.is_empty())
+                        .unwrap_or_else(|| "error".to_owned())
+                });
+                turns.tool_result(id, raw_opt(v.get("output")), error, pos, t, out);
+            }
+            "error" => diag(
+                out,
+                K::ProviderError,
+                pos,
+                t,
+                s(v, "message").unwrap_or_default(),
+            ),
+            "result" => {
+                if let Some(stats) = v.get("stats") {
+                    turns.set_usage(stream_usage(stats));
+                }
+                if s(v, "status").is_some_and(|st| st != "success") {
+                    let detail = v.get("error").map(error_text).unwrap_or_default();
+                    diag(out, K::ProviderError, pos, t, detail);
+                } else if v.get("stats").is_none() {
+                    diag(out, K::Metadata, pos, t, "result without stats");
+                }
+            }
+            _ => diag(out, K::Unknown, pos, t, ""),
+        }
+    }
+}
+
+/// `result.stats` of stream-json: totals for the whole run (`input_tokens`
+/// includes `cached`).
+fn stream_usage(st: &Value) -> Usage {
+    let cached = u(st, "cached");
+    Usage {
+        input_tokens: minus(u(st, "input_tokens").or_else(|| u(st, "input")), cached),
+        output_tokens: u(st, "output_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: None,
+        reasoning_tokens: u(st, "thoughts"),
+        cost_usd: None,
+    }
+}
+
+fn json_document(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let models = v
+        .get("stats")
+        .and_then(|s| s.get("models"))
+        .and_then(Value::as_object);
+    if let Some(models) = models
+        && models.len() == 1
+        && let Some(name) = models.keys().next()
+    {
+        turns.model(name);
+    }
+    if let Some(text) = ne(v, "response") {
+        turns.text(text, out);
+    }
+    if let Some(models) = models {
+        let mut usage = Usage::default();
+        for m in models.values() {
+            if let Some(t) = m.get("tokens") {
+                let cached = u(t, "cached");
+                usage.accumulate(&Usage {
+                    input_tokens: minus(u(t, "prompt"), cached),
+                    output_tokens: u(t, "candidates"),
+                    cache_read_tokens: cached,
+                    cache_write_tokens: None,
+                    reasoning_tokens: u(t, "thoughts"),
+                    cost_usd: None,
+                });
+            }
+        }
+        turns.set_usage(usage);
+    }
+    let tool_calls = v
+        .get("stats")
+        .and_then(|s| s.get("tools"))
+        .and_then(|t| u(t, "totalCalls"))
+        .unwrap_or(0);
+    if tool_calls > 0 {
+        diag(
+            out,
+            K::Extra,
+            pos,
+            "stats/tools",
+            format!("{tool_calls} tool call(s) reported only as statistics"),
+        );
+    }
+    if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+        diag(out, K::ProviderError, pos, "error", error_text(e));
+    }
+}

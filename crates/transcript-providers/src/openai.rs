@@ -1,0 +1,608 @@
+//! OpenAI: Chat Completions (a `chat.completion` response, SSE
+//! `chat.completion.chunk`s with tool calls assembled by index, chat
+//! `messages` lists where role `tool` messages are tool results) and the
+//! Responses API (a `response` object or its SSE events; items `reasoning`,
+//! `message` / `output_text`, `function_call`, `function_call_output`, …).
+//! The Responses item mapping is shared with Codex rollout files.
+
+use std::collections::BTreeMap;
+
+use crate::json::Value;
+use transcript_domain::{RawJson, Usage};
+
+use crate::frame::Record;
+use crate::output::{DiagnosticKind as K, Output, Position};
+use crate::turns::Turns;
+use crate::util::{
+    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, raw_opt, rtype, s, u,
+};
+
+#[derive(Debug, Default)]
+pub(crate) struct OpenAi {
+    chunks: Option<Chunks>,
+}
+
+/// A streamed chat completion being assembled.
+#[derive(Debug, Default)]
+struct Chunks {
+    id: String,
+    pos: Position,
+    reasoning: String,
+    text: String,
+    refusal: Option<String>,
+    tools: BTreeMap<u64, (String, String, String)>,
+    finished: bool,
+}
+
+impl Mapper for OpenAi {
+    fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
+        let v = &rec.value;
+        let pos = rec.position;
+        let object = s(v, "object").unwrap_or("");
+        match object {
+            "chat.completion.chunk" => return self.chunk(v, pos, turns, out),
+            "chat.completion" => return completion(v, pos, turns, out),
+            "response" => return response(v, pos, turns, out),
+            _ => {}
+        }
+        if v.get("choices")
+            .is_some_and(|c| c.at(0).and_then(|c| c.get("delta")).is_some())
+        {
+            return self.chunk(v, pos, turns, out);
+        }
+        if v.get("choices").is_some() {
+            return completion(v, pos, turns, out);
+        }
+        if let Some(Value::Array(messages)) = v.get("messages") {
+            for m in messages {
+                chat_message(m, pos, turns, out);
+            }
+            return;
+        }
+        if v.get("role").is_some() {
+            return chat_message(v, pos, turns, out);
+        }
+        let t = rtype(v);
+        if t.starts_with("response.") {
+            return response_event(t, v, pos, turns, out);
+        }
+        match t {
+            "error" => diag(
+                out,
+                K::ProviderError,
+                pos,
+                t,
+                v.get("error").map(error_text).unwrap_or_default(),
+            ),
+            _ if v.get("error").is_some_and(|e| !e.is_null()) => diag(
+                out,
+                K::ProviderError,
+                pos,
+                "error",
+                v.get("error").map(error_text).unwrap_or_default(),
+            ),
+            _ => diag(out, K::Unknown, pos, if t == "-" { object } else { t }, ""),
+        }
+    }
+
+    fn finish(&mut self, turns: &mut Turns, out: &mut Vec<Output>) {
+        if let Some(c) = self.chunks.take()
+            && !c.finished
+        {
+            diag(
+                out,
+                K::Incomplete,
+                c.pos,
+                "chat.completion.chunk",
+                "stream ended without finish_reason",
+            );
+            flush_chunks(c, turns, out);
+        }
+    }
+}
+
+impl OpenAi {
+    fn chunk(&mut self, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+        let id = s(v, "id").unwrap_or("");
+        if self.chunks.as_ref().is_none_or(|c| c.id != id) {
+            if let Some(prev) = self.chunks.take()
+                && !prev.finished
+            {
+                diag(
+                    out,
+                    K::Incomplete,
+                    prev.pos,
+                    "chat.completion.chunk",
+                    "completion ended without finish_reason",
+                );
+                flush_chunks(prev, turns, out);
+            }
+            turns.message((!id.is_empty()).then_some(id), ne(v, "model"), out);
+            self.chunks = Some(Chunks {
+                id: id.to_owned(),
+                pos,
+                ..Chunks::default()
+            });
+        }
+        let Some(c) = self.chunks.as_mut() else {
+            return;
+        };
+        if let Some(Value::Array(choices)) = v.get("choices") {
+            for choice in choices {
+                if u(choice, "index").unwrap_or(0) != 0 {
+                    diag(
+                        out,
+                        K::Extra,
+                        pos,
+                        "chat.completion.chunk/choice",
+                        "alternative choice (n > 1)",
+                    );
+                    continue;
+                }
+                if let Some(d) = choice.get("delta") {
+                    if let Some(t) = s(d, "content") {
+                        c.text.push_str(t);
+                    }
+                    if let Some(t) = s(d, "reasoning_content").or_else(|| s(d, "reasoning")) {
+                        c.reasoning.push_str(t);
+                    }
+                    if let Some(t) = s(d, "refusal") {
+                        c.refusal.get_or_insert_with(String::new).push_str(t);
+                    }
+                    if let Some(Value::Array(calls)) = d.get("tool_calls") {
+                        for call in calls {
+                            let entry = c.tools.entry(u(call, "index").unwrap_or(0)).or_default();
+                            if let Some(id) = ne(call, "id") {
+                                entry.0 = id.to_owned();
+                            }
+                            if let Some(f) = call.get("function") {
+                                if let Some(n) = ne(f, "name") {
+                                    entry.1.push_str(n);
+                                }
+                                if let Some(a) = s(f, "arguments") {
+                                    entry.2.push_str(a);
+                                }
+                            }
+                        }
+                    }
+                }
+                if let Some(reason) = ne(choice, "finish_reason") {
+                    match reason {
+                        "length" => diag(
+                            out,
+                            K::Incomplete,
+                            pos,
+                            "chat.completion.chunk",
+                            "finish_reason length",
+                        ),
+                        "content_filter" => diag(
+                            out,
+                            K::Refusal,
+                            pos,
+                            "chat.completion.chunk",
+                            "finish_reason content_filter",
+                        ),
+                        _ => {}
+                    }
+                    if !c.finished {
+                        c.finished = true;
+                        let done = std::mem::replace(
+                            c,
+                            Chunks {
+                                id: c.id.clone(),
+                                pos: c.pos,
+                                finished: true,
+                                ..Chunks::default()
+                            },
+                        );
+                        flush_chunks(done, turns, out);
+                    }
+                }
+            }
+        }
+        if let Some(usage) = v.get("usage").filter(|x| x.is_object()) {
+            turns.set_usage(chat_usage(usage));
+        }
+    }
+}
+
+fn flush_chunks(c: Chunks, turns: &mut Turns, out: &mut Vec<Output>) {
+    if !c.reasoning.is_empty() {
+        turns.thinking(c.reasoning, out);
+    }
+    if !c.text.is_empty() {
+        turns.text(c.text, out);
+    }
+    if let Some(r) = c.refusal {
+        diag(
+            out,
+            K::Refusal,
+            c.pos,
+            "chat.completion.chunk/refusal",
+            r.clone(),
+        );
+        turns.text(r, out);
+    }
+    for (index, (id, name, args)) in c.tools {
+        let id = if id.is_empty() {
+            format!("{}#tool{index}", c.id)
+        } else {
+            id
+        };
+        let input = match serde_json::from_str::<Value>(&args) {
+            Ok(v) => raw_of(v),
+            Err(_) if args.is_empty() => raw_of(Value::object([])),
+            Err(e) => {
+                diag(
+                    out,
+                    K::Incomplete,
+                    c.pos,
+                    "chat.completion.chunk/tool_calls",
+                    format!("arguments are not JSON ({e}); kept as a string"),
+                );
+                RawJson::string(&args)
+            }
+        };
+        turns.tool_use(
+            if name.is_empty() { "unknown" } else { &name },
+            &id,
+            input,
+            out,
+        );
+    }
+}
+
+/// Chat Completions usage: `prompt_tokens` includes cached tokens.
+fn chat_usage(v: &Value) -> Usage {
+    let cached = v
+        .get("prompt_tokens_details")
+        .and_then(|d| u(d, "cached_tokens"));
+    Usage {
+        input_tokens: minus(u(v, "prompt_tokens"), cached),
+        output_tokens: u(v, "completion_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: None,
+        reasoning_tokens: v
+            .get("completion_tokens_details")
+            .and_then(|d| u(d, "reasoning_tokens")),
+        cost_usd: None,
+    }
+}
+
+/// Responses API usage: `input_tokens` includes cached tokens.
+fn responses_usage(v: &Value) -> Usage {
+    let details = v.get("input_tokens_details");
+    let cached = details.and_then(|d| u(d, "cached_tokens"));
+    Usage {
+        input_tokens: minus(u(v, "input_tokens"), cached),
+        output_tokens: u(v, "output_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: details.and_then(|d| u(d, "cache_write_tokens")),
+        reasoning_tokens: v
+            .get("output_tokens_details")
+            .and_then(|d| u(d, "reasoning_tokens")),
+        cost_usd: None,
+    }
+}
+
+fn completion(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    turns.message(ne(v, "id"), ne(v, "model"), out);
+    if let Some(Value::Array(choices)) = v.get("choices") {
+        for (i, choice) in choices.iter().enumerate() {
+            if i > 0 {
+                diag(
+                    out,
+                    K::Extra,
+                    pos,
+                    "chat.completion/choice",
+                    "alternative choice (n > 1)",
+                );
+                continue;
+            }
+            match choice.get("message") {
+                Some(m) => assistant_message(m, pos, turns, out),
+                None => diag(
+                    out,
+                    K::Malformed,
+                    pos,
+                    "chat.completion/choice",
+                    "choice without message",
+                ),
+            }
+            if s(choice, "finish_reason") == Some("length") {
+                diag(
+                    out,
+                    K::Incomplete,
+                    pos,
+                    "chat.completion",
+                    "finish_reason length",
+                );
+            }
+        }
+    }
+    if let Some(usage) = v.get("usage").filter(|x| x.is_object()) {
+        turns.set_usage(chat_usage(usage));
+    }
+}
+
+fn assistant_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    if let Some(r) = ne(m, "reasoning_content") {
+        turns.thinking(r, out);
+    }
+    match m.get("content") {
+        Some(Value::String(t)) if !t.is_empty() => turns.text(t.as_str(), out),
+        Some(Value::Array(parts)) => {
+            for p in parts {
+                match (rtype(p), s(p, "text")) {
+                    ("text" | "output_text", Some(t)) => turns.text(t, out),
+                    ("refusal", _) => {
+                        let r = s(p, "refusal").unwrap_or_default();
+                        diag(out, K::Refusal, pos, "message/refusal", r);
+                        turns.text(r, out);
+                    }
+                    (t, _) => diag(out, K::Extra, pos, format!("message/{t}"), ""),
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(r) = ne(m, "refusal") {
+        diag(out, K::Refusal, pos, "message/refusal", r);
+        turns.text(r, out);
+    }
+    if let Some(Value::Array(calls)) = m.get("tool_calls") {
+        for (i, call) in calls.iter().enumerate() {
+            let f = call.get("function").unwrap_or(call);
+            let id = ne(call, "id")
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("call@line{}#{i}", pos.line));
+            turns.tool_use(
+                ne(f, "name").unwrap_or("unknown"),
+                &id,
+                json_arguments(f.get("arguments")),
+                out,
+            );
+        }
+    }
+}
+
+fn chat_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let role = s(m, "role").unwrap_or("-");
+    match role {
+        "assistant" => {
+            turns.message(None, None, out);
+            assistant_message(m, pos, turns, out);
+        }
+        "tool" | "function" => {
+            let id = ne(m, "tool_call_id")
+                .or_else(|| ne(m, "name"))
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("call@line{}", pos.line));
+            turns.tool_result(
+                &id,
+                raw_opt(m.get("content")),
+                None,
+                pos,
+                "message/tool",
+                out,
+            );
+        }
+        "user" | "system" | "developer" => diag(
+            out,
+            K::Extra,
+            pos,
+            format!("message/{role}"),
+            "prompt message",
+        ),
+        _ => diag(out, K::Unknown, pos, format!("message/{role}"), ""),
+    }
+}
+
+fn response(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    turns.message(ne(v, "id"), ne(v, "model"), out);
+    if let Some(Value::Array(items)) = v.get("output") {
+        for item in items {
+            response_item(item, pos, turns, out);
+        }
+    }
+    if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+        diag(out, K::ProviderError, pos, "response/error", error_text(e));
+    }
+    if s(v, "status") == Some("incomplete") {
+        let why = v
+            .get("incomplete_details")
+            .map(|d| d.to_string())
+            .unwrap_or_default();
+        diag(out, K::Incomplete, pos, "response", why);
+    }
+    if let Some(usage) = v.get("usage").filter(|x| x.is_object()) {
+        turns.set_usage(responses_usage(usage));
+    }
+}
+
+fn response_event(t: &str, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    match t {
+        "response.created" | "response.in_progress" => {
+            if let Some(r) = v.get("response") {
+                turns.message(ne(r, "id"), ne(r, "model"), out);
+            }
+            diag(out, K::Metadata, pos, t, "");
+        }
+        "response.output_item.done" => match v.get("item") {
+            Some(item) => response_item(item, pos, turns, out),
+            None => diag(out, K::Malformed, pos, t, "no item"),
+        },
+        "response.completed" | "response.incomplete" | "response.failed" => {
+            let r = v.get("response");
+            if let Some(usage) = r.and_then(|r| r.get("usage")).filter(|x| x.is_object()) {
+                turns.set_usage(responses_usage(usage));
+            }
+            match t {
+                "response.failed" => {
+                    let e = r
+                        .and_then(|r| r.get("error"))
+                        .map(error_text)
+                        .unwrap_or_default();
+                    diag(out, K::ProviderError, pos, t, e);
+                }
+                "response.incomplete" => diag(out, K::Incomplete, pos, t, ""),
+                _ => diag(out, K::Metadata, pos, t, ""),
+            }
+        }
+        _ => diag(out, K::Progress, pos, t, ""),
+    }
+}
+
+fn call_id(item: &Value, pos: Position) -> String {
+    ne(item, "call_id")
+        .or_else(|| ne(item, "id"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("item@line{}", pos.line))
+}
+
+/// Maps one Responses API output item (also Codex rollout `response_item`s).
+pub(crate) fn response_item(item: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let t = rtype(item);
+    match t {
+        "message" => {
+            let role = s(item, "role").unwrap_or("assistant");
+            if role != "assistant" {
+                return diag(
+                    out,
+                    K::Extra,
+                    pos,
+                    format!("message/{role}"),
+                    "prompt message",
+                );
+            }
+            if let Some(Value::Array(parts)) = item.get("content") {
+                for p in parts {
+                    match rtype(p) {
+                        "output_text" | "text" => turns.text(s(p, "text").unwrap_or_default(), out),
+                        "refusal" => {
+                            let r = s(p, "refusal").unwrap_or_default();
+                            diag(out, K::Refusal, pos, "message/refusal", r);
+                            turns.text(r, out);
+                        }
+                        pt => diag(out, K::Extra, pos, format!("message/{pt}"), ""),
+                    }
+                }
+            }
+        }
+        "reasoning" => {
+            let mut any = false;
+            for key in ["summary", "content"] {
+                if let Some(Value::Array(parts)) = item.get(key) {
+                    for p in parts {
+                        if let Some(text) = s(p, "text") {
+                            turns.thinking(text, out);
+                            any = true;
+                        }
+                    }
+                }
+            }
+            if !any {
+                diag(
+                    out,
+                    K::Extra,
+                    pos,
+                    "reasoning",
+                    "reasoning without readable text (encrypted or empty)",
+                );
+            }
+        }
+        "function_call" => {
+            let name = ne(item, "name").unwrap_or("unknown");
+            turns.tool_use(
+                name,
+                &call_id(item, pos),
+                json_arguments(item.get("arguments")),
+                out,
+            );
+        }
+        "custom_tool_call" => {
+            let name = ne(item, "name").unwrap_or("unknown");
+            turns.tool_use(name, &call_id(item, pos), raw_opt(item.get("input")), out);
+        }
+        "local_shell_call" => turns.tool_use(
+            "local_shell",
+            &call_id(item, pos),
+            raw_opt(item.get("action")),
+            out,
+        ),
+        "tool_search_call" => turns.tool_use(
+            "tool_search",
+            &call_id(item, pos),
+            raw_opt(item.get("arguments")),
+            out,
+        ),
+        "function_call_output"
+        | "custom_tool_call_output"
+        | "local_shell_call_output"
+        | "tool_search_output"
+        | "computer_call_output" => turns.tool_result(
+            &call_id(item, pos),
+            raw_opt(item.get("output")),
+            None,
+            pos,
+            t,
+            out,
+        ),
+        // Server-side tools: the call and its outcome arrive as one item.
+        "web_search_call"
+        | "image_generation_call"
+        | "mcp_call"
+        | "file_search_call"
+        | "code_interpreter_call" => {
+            let id = call_id(item, pos);
+            let (name, input, output) = match t {
+                "web_search_call" => (
+                    "web_search".to_owned(),
+                    raw_opt(item.get("action")),
+                    Value::object([("status", Value::from(item.get("status")))]),
+                ),
+                "image_generation_call" => (
+                    "image_generation".to_owned(),
+                    raw_of(Value::object([(
+                        "revised_prompt",
+                        Value::from(item.get("revised_prompt")),
+                    )])),
+                    item.get("result").cloned().unwrap_or(Value::Null),
+                ),
+                "mcp_call" => (
+                    match (ne(item, "server_label"), ne(item, "name")) {
+                        (Some(a), Some(b)) => format!("{a}/{b}"),
+                        (_, b) => b.unwrap_or("mcp_call").to_owned(),
+                    },
+                    json_arguments(item.get("arguments")),
+                    item.get("output").cloned().unwrap_or(Value::Null),
+                ),
+                "file_search_call" => (
+                    "file_search".to_owned(),
+                    raw_of(Value::object([(
+                        "queries",
+                        Value::from(item.get("queries")),
+                    )])),
+                    item.get("results").cloned().unwrap_or(Value::Null),
+                ),
+                _ => (
+                    "code_interpreter".to_owned(),
+                    raw_of(Value::object([("code", Value::from(item.get("code")))])),
+                    item.get("outputs").cloned().unwrap_or(Value::Null),
+                ),
+            };
+            turns.tool_use(&name, &id, input, out);
+            let error = item
+                .get("error")
+                .filter(|e| !e.is_null())
+                .map(error_text)
+                .or_else(|| (s(item, "status") == Some("failed")).then(|| "failed".to_owned()));
+            turns.server_tool_result(&id, raw_of(output), error, pos, t, out);
+        }
+        "agent_message" => diag(out, K::Extra, pos, t, "inter-agent message"),
+        "ghost_snapshot" | "compaction" | "compaction_summary" | "item_reference" => {
+            diag(out, K::Metadata, pos, t, "")
+        }
+        _ => diag(out, K::Unknown, pos, t, ""),
+    }
+}

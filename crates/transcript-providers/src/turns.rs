@@ -1,0 +1,226 @@
+//! Turn assembly shared by every provider (decision 11).
+//!
+//! A turn collects the model's thinking / text / tool_use blocks in order,
+//! then the tool_result blocks answering them. It is emitted when the next
+//! turn starts (a different provider message id, or model output arriving
+//! after results) or when the stream ends. `tool.call` is emitted as soon as
+//! a tool_use is seen, `tool.result` as soon as its result is seen.
+
+use std::collections::HashMap;
+
+use transcript_domain::{
+    ContentBlock, Fidelity, MessagePayload, RawJson, Role, ToolPayload, Usage,
+};
+
+use crate::output::{Diagnostic, DiagnosticKind, Output, Position};
+
+const FIDELITY: Fidelity = Fidelity::AgentEmitted;
+
+#[derive(Debug, Default)]
+struct Turn {
+    message_id: Option<String>,
+    blocks: Vec<ContentBlock>,
+    has_results: bool,
+    model: Option<String>,
+    usage: Option<Usage>,
+}
+
+/// Assembles turns and tool events for one provider stream.
+#[derive(Debug)]
+pub(crate) struct Turns {
+    provider: &'static str,
+    current: Option<Turn>,
+    /// Calls not yet answered: id → tool name.
+    pending: HashMap<String, String>,
+    /// Model announced by the session (init lines), used when a turn has none.
+    pub(crate) default_model: Option<String>,
+}
+
+impl Turns {
+    pub(crate) fn new(provider: &'static str) -> Self {
+        Self {
+            provider,
+            current: None,
+            pending: HashMap::new(),
+            default_model: None,
+        }
+    }
+
+    fn turn(&mut self) -> &mut Turn {
+        self.current.get_or_insert_with(Turn::default)
+    }
+
+    /// A provider message begins (or continues, when `id` equals the open
+    /// turn's id: one API message split over several records).
+    pub(crate) fn message(&mut self, id: Option<&str>, model: Option<&str>, out: &mut Vec<Output>) {
+        if let Some(t) = &self.current {
+            let same = match (id, &t.message_id) {
+                (Some(a), Some(b)) => a == b,
+                (Some(_), None) => t.blocks.is_empty() && t.usage.is_none(),
+                (None, _) => !t.has_results,
+            };
+            if !same {
+                self.end_turn(out);
+            }
+        }
+        let t = self.turn();
+        if let Some(id) = id {
+            t.message_id = Some(id.to_owned());
+        }
+        if let Some(m) = model {
+            t.model = Some(m.to_owned());
+        }
+    }
+
+    /// Sets the model of the open turn.
+    pub(crate) fn model(&mut self, model: &str) {
+        self.turn().model = Some(model.to_owned());
+    }
+
+    fn model_output(&mut self, out: &mut Vec<Output>) -> &mut Turn {
+        if self.current.as_ref().is_some_and(|t| t.has_results) {
+            self.end_turn(out);
+        }
+        self.turn()
+    }
+
+    /// Appends a text block.
+    pub(crate) fn text(&mut self, text: impl Into<String>, out: &mut Vec<Output>) {
+        let t = self.model_output(out);
+        t.blocks.push(ContentBlock::text(FIDELITY, text));
+    }
+
+    /// Appends text to the last block when it is a text block (streamed
+    /// deltas), otherwise starts a text block.
+    pub(crate) fn append_text(&mut self, delta: &str, out: &mut Vec<Output>) {
+        let t = self.model_output(out);
+        if let Some(ContentBlock {
+            body: transcript_domain::BlockBody::Text { text },
+            ..
+        }) = t.blocks.last_mut()
+        {
+            text.push_str(delta);
+            return;
+        }
+        t.blocks.push(ContentBlock::text(FIDELITY, delta));
+    }
+
+    /// Appends a thinking block.
+    pub(crate) fn thinking(&mut self, thinking: impl Into<String>, out: &mut Vec<Output>) {
+        let t = self.model_output(out);
+        t.blocks.push(ContentBlock::thinking(FIDELITY, thinking));
+    }
+
+    /// Appends a tool_use block and emits `tool.call`.
+    pub(crate) fn tool_use(&mut self, name: &str, id: &str, input: RawJson, out: &mut Vec<Output>) {
+        let t = self.model_output(out);
+        t.blocks
+            .push(ContentBlock::tool_use(FIDELITY, name, id, input.clone()));
+        self.pending.insert(id.to_owned(), name.to_owned());
+        out.push(Output::ToolCall(ToolPayload::call(
+            name, id, input, FIDELITY,
+        )));
+    }
+
+    /// Whether a call with this id is waiting for its result.
+    pub(crate) fn is_pending(&self, id: &str) -> bool {
+        self.pending.contains_key(id)
+    }
+
+    /// Appends a tool_result block answering `id` and emits `tool.result`.
+    /// A result without a known call is kept and flagged [`DiagnosticKind::Orphan`].
+    pub(crate) fn tool_result(
+        &mut self,
+        id: &str,
+        content: RawJson,
+        error: Option<String>,
+        pos: Position,
+        record: &str,
+        out: &mut Vec<Output>,
+    ) {
+        self.result(id, content, error, pos, record, false, out);
+    }
+
+    /// A server-side tool's result reported inside the model's own message
+    /// (Anthropic `*_tool_result` blocks, OpenAI `web_search_call`, …): same
+    /// as [`Turns::tool_result`], but model output may follow it in the same
+    /// turn, so it does not close the turn.
+    pub(crate) fn server_tool_result(
+        &mut self,
+        id: &str,
+        content: RawJson,
+        error: Option<String>,
+        pos: Position,
+        record: &str,
+        out: &mut Vec<Output>,
+    ) {
+        self.result(id, content, error, pos, record, true, out);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn result(
+        &mut self,
+        id: &str,
+        content: RawJson,
+        error: Option<String>,
+        pos: Position,
+        record: &str,
+        inline: bool,
+        out: &mut Vec<Output>,
+    ) {
+        let name = match self.pending.remove(id) {
+            Some(name) => name,
+            None => {
+                out.push(Output::Diagnostic(Diagnostic {
+                    kind: DiagnosticKind::Orphan,
+                    position: pos,
+                    record: record.to_owned(),
+                    detail: format!("tool result for unknown call id {id:?}"),
+                }));
+                "unknown".to_owned()
+            }
+        };
+        let t = self.turn();
+        t.blocks
+            .push(ContentBlock::tool_result(FIDELITY, id, content.clone()));
+        t.has_results |= !inline;
+        out.push(Output::ToolResult(ToolPayload::result(
+            name, id, content, error, FIDELITY,
+        )));
+    }
+
+    /// Replaces the open turn's usage (usage is reported per provider
+    /// message; a later report for the same message supersedes the earlier
+    /// one, which is how duplicates are removed).
+    pub(crate) fn set_usage(&mut self, usage: Usage) {
+        if !usage.is_empty() {
+            self.turn().usage = Some(usage);
+        }
+    }
+
+    /// Adds a cost to the open turn's usage; `false` when no turn is open.
+    pub(crate) fn add_cost(&mut self, cost: f64) -> bool {
+        match &mut self.current {
+            Some(t) => {
+                t.usage.get_or_insert_with(Usage::default).cost_usd = Some(cost);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Emits the open turn, if it has blocks or usage.
+    pub(crate) fn end_turn(&mut self, out: &mut Vec<Output>) {
+        if let Some(t) = self.current.take()
+            && (!t.blocks.is_empty() || t.usage.is_some())
+        {
+            out.push(Output::Turn(MessagePayload {
+                role: Role::Assistant,
+                blocks: t.blocks,
+                provider: Some(self.provider.to_owned()),
+                model: t.model.or_else(|| self.default_model.clone()),
+                usage: t.usage,
+            }));
+        }
+    }
+}

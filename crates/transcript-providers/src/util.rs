@@ -1,0 +1,160 @@
+//! Small helpers shared by the provider mappers: JSON field access, usage
+//! conversion, diagnostics, and the generic framed parser.
+
+use crate::json::Value;
+use transcript_domain::{RawJson, Usage};
+
+use crate::frame::{Frame, Framer, Record};
+use crate::output::{Diagnostic, DiagnosticKind, Output, Position};
+use crate::turns::Turns;
+use crate::{Normalizer, Provider};
+
+/// Maps framed records of one provider format to outputs.
+pub(crate) trait Mapper: Send {
+    /// Handles one record.
+    fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>);
+    /// Flushes provider state at the end of the stream (before the last
+    /// turn is emitted).
+    fn finish(&mut self, _turns: &mut Turns, _out: &mut Vec<Output>) {}
+}
+
+/// A framer, a turn assembler and a provider mapper: the shape of every parser.
+pub(crate) struct Framed<M> {
+    provider: Provider,
+    framer: Framer,
+    frames: Vec<Frame>,
+    turns: Turns,
+    mapper: M,
+}
+
+impl<M: Mapper> Framed<M> {
+    pub(crate) fn new(provider: Provider, mapper: M) -> Self {
+        Self {
+            provider,
+            framer: Framer::new(),
+            frames: Vec::new(),
+            turns: Turns::new(provider.name()),
+            mapper,
+        }
+    }
+
+    fn drain(&mut self, out: &mut Vec<Output>) {
+        for f in self.frames.drain(..) {
+            match f {
+                Frame::Record(r) => self.mapper.record(r, &mut self.turns, out),
+                Frame::Diagnostic(d) => out.push(Output::Diagnostic(d)),
+            }
+        }
+    }
+}
+
+impl<M: Mapper> Normalizer for Framed<M> {
+    fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Output>) {
+        self.framer.feed(bytes, &mut self.frames);
+        self.drain(out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<Output>) {
+        self.framer.finish(&mut self.frames);
+        self.drain(out);
+        self.mapper.finish(&mut self.turns, out);
+        self.turns.end_turn(out);
+    }
+}
+
+pub(crate) fn diag(
+    out: &mut Vec<Output>,
+    kind: DiagnosticKind,
+    position: Position,
+    record: impl Into<String>,
+    detail: impl Into<String>,
+) {
+    out.push(Output::Diagnostic(Diagnostic {
+        kind,
+        position,
+        record: record.into(),
+        detail: detail.into(),
+    }));
+}
+
+pub(crate) fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+pub(crate) fn u(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_u64)
+}
+
+/// Non-empty string field.
+pub(crate) fn ne<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    s(v, key).filter(|x| !x.is_empty())
+}
+
+pub(crate) fn raw(v: &Value) -> RawJson {
+    v.to_raw()
+}
+
+/// Verbatim-order JSON text of an owned value.
+pub(crate) fn raw_of(v: Value) -> RawJson {
+    v.to_raw()
+}
+
+pub(crate) fn raw_opt(v: Option<&Value>) -> RawJson {
+    v.map(raw).unwrap_or_default()
+}
+
+/// Tool arguments sent as a JSON-encoded string (OpenAI, Codex, Copilot):
+/// the decoded value when the string is valid JSON, else the string itself.
+pub(crate) fn json_arguments(v: Option<&Value>) -> RawJson {
+    match v {
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(parsed) => raw_of(parsed),
+            Err(_) => RawJson::string(text),
+        },
+        Some(other) => raw(other),
+        None => raw_of(Value::Object(Default::default())),
+    }
+}
+
+/// Short text for an error payload: a string as is, `message` of an object,
+/// else the JSON text.
+pub(crate) fn error_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(_) => s(v, "message")
+            .map(str::to_owned)
+            .or_else(|| v.get("error").map(error_text))
+            .unwrap_or_else(|| v.to_string()),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Anthropic-style usage (`input_tokens` excludes cache reads and writes).
+pub(crate) fn anthropic_usage(v: &Value) -> Usage {
+    Usage {
+        input_tokens: u(v, "input_tokens"),
+        output_tokens: u(v, "output_tokens"),
+        cache_read_tokens: u(v, "cache_read_input_tokens"),
+        cache_write_tokens: u(v, "cache_creation_input_tokens"),
+        reasoning_tokens: v
+            .get("output_tokens_details")
+            .and_then(|d| u(d, "thinking_tokens")),
+        cost_usd: None,
+    }
+}
+
+/// Input tokens excluding cached ones, for providers whose input count
+/// includes cache reads (OpenAI, Codex, Gemini).
+pub(crate) fn minus(total: Option<u64>, cached: Option<u64>) -> Option<u64> {
+    total.map(|t| t.saturating_sub(cached.unwrap_or(0)))
+}
+
+/// The record's `type` (or `-`).
+pub(crate) fn rtype(v: &Value) -> &str {
+    s(v, "type").unwrap_or("-")
+}
