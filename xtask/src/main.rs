@@ -12,7 +12,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   arch-check [--root DIR]            check the crate layering and purity rules
-  schema [--check]                   write (or check) schema/exchange-event.schema.json
+  schema [--check] [--root DIR]      write (or check) schema/exchange-event.schema.json
   bench [-p PKG] [-- ARGS]           run every bench target (release)
   stress [--trials N]                run the infra kill test N times (default 100, release)
   fuzz <TARGET>|--all --seconds N    run cargo-fuzz targets in fuzz/ for N seconds each
@@ -66,7 +66,10 @@ fn dispatch(args: &[String]) -> Result<u8> {
             let root = flag_value(rest, "--root")?.map_or(root, PathBuf::from);
             arch_check(&root)?
         }
-        "schema" => schema_cmd(&root, rest.iter().any(|a| a == "--check"))?,
+        "schema" => {
+            let root = flag_value(rest, "--root")?.map_or(root, PathBuf::from);
+            schema_cmd(&root, rest.iter().any(|a| a == "--check"))?
+        }
         "bench" => {
             let (own, pass) = split_passthrough(rest);
             tasks::bench(&root, flag_value(own, "-p")?, pass)?

@@ -1,0 +1,148 @@
+//! Repository hygiene checks, run by plain `cargo test` (in the spirit of rust-analyzer's
+//! `xtask/src/tidy.rs`): module docs, README/CI agreement, ARCHITECTURE.md in sync with the
+//! layering rules.
+
+#![allow(clippy::unwrap_used)] // test harness: a panic is a test failure with a location
+
+use std::path::{Path, PathBuf};
+
+use xtask::arch::{self, Allowed};
+
+fn root() -> PathBuf {
+    xtask::workspace_root()
+}
+
+fn read(rel: &str) -> String {
+    let path = root().join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn sources_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    arch::rust_files(dir, &mut files).unwrap();
+    files
+}
+
+#[test]
+fn every_source_file_starts_with_a_module_doc_comment() {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(root().join("crates")).unwrap() {
+        files.extend(sources_under(&entry.unwrap().path().join("src")));
+    }
+    files.extend(sources_under(&root().join("xtask/src")));
+    assert!(files.len() > 5, "found only {files:?}");
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|f| !std::fs::read_to_string(f).unwrap().starts_with("//!"))
+        .map(|f| f.strip_prefix(root()).unwrap_or(f).display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "these files must open with a `//!` paragraph saying what the module owns:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// Lines of fenced code blocks in a Markdown text.
+fn code_lines(markdown: &str) -> Vec<&str> {
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            inside = !inside;
+        } else if inside {
+            out.push(line.trim());
+        }
+    }
+    out
+}
+
+#[test]
+fn readme_test_command_is_what_ci_runs() {
+    let readme = read("README.md");
+    let commands: Vec<&str> = code_lines(&readme)
+        .into_iter()
+        .filter(|l| l.starts_with("cargo test"))
+        .collect();
+    assert_eq!(
+        commands.len(),
+        1,
+        "README must show exactly one test command: {commands:?}"
+    );
+    let ci = read(".ci/run");
+    assert!(
+        ci.lines().any(|l| l.trim() == commands[0]),
+        ".ci/run must run the README's test command `{}` exactly as written",
+        commands[0]
+    );
+    assert!(
+        ci.starts_with("#!/usr/bin/env bash\n") && ci.contains("set -euo pipefail"),
+        ".ci/run must be strict bash"
+    );
+}
+
+/// Rows of the layering table in ARCHITECTURE.md: crate -> (deps column, pure column).
+fn architecture_table(md: &str) -> Vec<(String, String, String)> {
+    md.lines()
+        .skip_while(|l| !l.starts_with("| crate | may depend on"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<String> = l
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_owned())
+                .collect();
+            (cells[0].clone(), cells[1].clone(), cells[2].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn architecture_md_layering_table_equals_the_rules() {
+    let md = read("ARCHITECTURE.md");
+    let table = architecture_table(&md);
+    let expected: Vec<(String, String, String)> = arch::RULES
+        .iter()
+        .map(|r| {
+            let deps = match r.may_depend_on {
+                Allowed::Only([]) => "none".to_owned(),
+                Allowed::Only(list) => list
+                    .iter()
+                    .map(|d| format!("`{d}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                Allowed::AnyLibrary => "any library crate".to_owned(),
+            };
+            let pure = if r.pure { "yes" } else { "no" };
+            (format!("`{}`", r.krate), deps, pure.to_owned())
+        })
+        .collect();
+    assert_eq!(
+        table, expected,
+        "ARCHITECTURE.md's layering table and xtask/src/arch.rs RULES differ"
+    );
+}
+
+#[test]
+fn architecture_md_has_a_code_map_entry_per_workspace_crate() {
+    let md = read("ARCHITECTURE.md");
+    let meta = xtask::metadata::load(&root()).unwrap();
+    let missing: Vec<&str> = meta
+        .packages
+        .iter()
+        .map(|p| {
+            let dir = p
+                .dir()
+                .strip_prefix(&meta.workspace_root)
+                .unwrap_or(p.dir());
+            (p.name.as_str(), format!("### `{}`", dir.display()))
+        })
+        .filter(|(_, heading)| !md.lines().any(|l| l.starts_with(heading.as_str())))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md has no code-map section for {missing:?}"
+    );
+}
