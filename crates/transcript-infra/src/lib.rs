@@ -1,6 +1,22 @@
 //! Storage adapters for canonical agent exchange transcripts.
-//!
-//! This crate implements the `transcript_domain::Recorder` port on top of an
-//! append-only JSONL file, the live fan-out to subscribers and the tolerant
-//! streaming reader. It depends on `transcript-domain` only.
 #![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod clock;
+mod factory;
+mod fanout;
+mod fs;
+mod reader;
+mod recorder;
+mod resume;
+mod sink;
+
+pub use clock::{RandomRunIds, SystemClock};
+pub use factory::JsonlRecorderFactory;
+pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, JsonlSubscription, SubscriberStats};
+pub use reader::{
+    DEFAULT_MAX_LINE_BYTES, MalformedCause, MalformedLine, ReadError, ReadEvent, ReadItem,
+    ReadWarning, ReadWarningKind, TranscriptReader,
+};
+pub use recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder};
+pub use resume::{ResumeInfo, ResumeWarning};

@@ -1,0 +1,104 @@
+//! One recorder per run in a shared storage directory (decision 7).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use transcript_domain::{Clock, EventMask, RecordError, Recorder, RecorderFactory, RunId};
+
+use crate::clock::SystemClock;
+use crate::fanout::DEFAULT_SUBSCRIBER_BUFFER;
+use crate::recorder::{Durability, JsonlRecorder};
+
+/// Creates a [`JsonlRecorder`] per run, all in one storage directory: the
+/// root run and each `call_workflow` child run get their own
+/// `<run_id>.jsonl` with their own seq series.
+#[derive(Clone)]
+pub struct JsonlRecorderFactory {
+    storage_dir: PathBuf,
+    clock: Arc<dyn Clock>,
+    durability: Durability,
+    subscriber_buffer: usize,
+    mask: Option<Arc<dyn EventMask>>,
+}
+
+impl std::fmt::Debug for JsonlRecorderFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlRecorderFactory")
+            .field("storage_dir", &self.storage_dir)
+            .field("durability", &self.durability)
+            .field("subscriber_buffer", &self.subscriber_buffer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsonlRecorderFactory {
+    /// Recorders in `storage_dir` with the system clock, [`Durability::None`]
+    /// and the default subscriber buffer.
+    pub fn new(storage_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            storage_dir: storage_dir.into(),
+            clock: Arc::new(SystemClock),
+            durability: Durability::None,
+            subscriber_buffer: DEFAULT_SUBSCRIBER_BUFFER,
+            mask: None,
+        }
+    }
+
+    /// Sets the clock of every recorder.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the durability policy of every recorder.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets the per-subscriber buffer of every recorder.
+    pub fn with_subscriber_buffer(mut self, events: usize) -> Self {
+        self.subscriber_buffer = events.max(1);
+        self
+    }
+
+    /// Sets the masking stage of every recorder.
+    pub fn with_mask(mut self, mask: Arc<dyn EventMask>) -> Self {
+        self.mask = Some(mask);
+        self
+    }
+
+    /// The storage directory.
+    pub fn storage_dir(&self) -> &Path {
+        &self.storage_dir
+    }
+
+    /// Opens the concrete recorder of `run_id`.
+    pub fn open(
+        &self,
+        run_id: RunId,
+        parent_run_id: Option<RunId>,
+    ) -> Result<JsonlRecorder, RecordError> {
+        let mut builder = JsonlRecorder::builder(self.storage_dir.clone(), run_id)
+            .parent_run_id(parent_run_id)
+            .clock(Arc::clone(&self.clock))
+            .durability(self.durability)
+            .subscriber_buffer(self.subscriber_buffer);
+        if let Some(mask) = &self.mask {
+            builder = builder.mask(Arc::clone(mask));
+        }
+        builder.open()
+    }
+}
+
+#[async_trait]
+impl RecorderFactory for JsonlRecorderFactory {
+    async fn create(
+        &self,
+        run_id: RunId,
+        parent_run_id: Option<RunId>,
+    ) -> Result<Arc<dyn Recorder>, RecordError> {
+        Ok(Arc::new(self.open(run_id, parent_run_id)?))
+    }
+}

@@ -1,0 +1,422 @@
+//! Live fan-out (write-then-broadcast) and subscriptions, including
+//! replay-then-live from the file.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::Serialize;
+use tokio::sync::mpsc::{self, error::TryRecvError, error::TrySendError};
+use transcript_domain::{ExchangeEvent, Seq, Subscription, decode_line};
+
+/// Default per-subscriber buffer (events), from the wire contract.
+pub const DEFAULT_SUBSCRIBER_BUFFER: usize = 256;
+
+const WARN_EVERY: Duration = Duration::from_secs(1);
+
+/// Counters shared between the broadcaster and one subscription.
+#[derive(Debug, Default)]
+pub(crate) struct SubCounters {
+    dropped: AtomicU64,
+    /// Set by the broadcaster when a replaying subscriber's buffer was full:
+    /// the subscriber must catch up from the file.
+    lagged: AtomicBool,
+}
+
+struct SubEntry {
+    id: u64,
+    tx: mpsc::Sender<Arc<ExchangeEvent>>,
+    counters: Arc<SubCounters>,
+    replaying: bool,
+    last_warn: Option<Instant>,
+}
+
+/// Subscriber registry; lives inside the writer's lock, so registration and
+/// broadcast are ordered with respect to writes.
+#[derive(Default)]
+pub(crate) struct FanOut {
+    subs: Vec<SubEntry>,
+    next_id: u64,
+    /// Drops of subscribers that are gone.
+    retired_drops: u64,
+}
+
+/// Fan-out statistics of one recorder.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FanOutStats {
+    /// Subscriptions currently registered.
+    pub subscribers: usize,
+    /// Events dropped for all subscribers, including ones that have closed.
+    pub dropped_total: u64,
+    /// Per live subscription.
+    pub per_subscriber: Vec<SubscriberStats>,
+}
+
+/// Statistics of one subscription.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SubscriberStats {
+    /// Registration order id, unique per recorder.
+    pub id: u64,
+    /// Events it missed because its buffer was full (always 0 for a
+    /// replaying subscription: it catches up from the file instead).
+    pub dropped: u64,
+    /// Whether it was opened with `subscribe(Some(seq))`.
+    pub replaying: bool,
+}
+
+impl FanOut {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.subs.is_empty()
+    }
+
+    pub(crate) fn register(
+        &mut self,
+        capacity: usize,
+        replaying: bool,
+    ) -> (mpsc::Receiver<Arc<ExchangeEvent>>, Arc<SubCounters>, u64) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let counters = Arc::new(SubCounters::default());
+        let id = self.next_id;
+        self.next_id += 1;
+        self.subs.push(SubEntry {
+            id,
+            tx,
+            counters: Arc::clone(&counters),
+            replaying,
+            last_warn: None,
+        });
+        (rx, counters, id)
+    }
+
+    /// Hands `event` to every subscriber without waiting: a full buffer
+    /// drops the event for that subscriber only (drop-newest).
+    pub(crate) fn broadcast(&mut self, event: &Arc<ExchangeEvent>) {
+        let mut retired = 0;
+        self.subs
+            .retain_mut(|s| match s.tx.try_send(Arc::clone(event)) {
+                Ok(()) => true,
+                Err(TrySendError::Full(_)) => {
+                    if s.replaying {
+                        s.counters.lagged.store(true, Ordering::Release);
+                    } else {
+                        let dropped = s.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                        let now = Instant::now();
+                        if s.last_warn
+                            .is_none_or(|t| now.duration_since(t) >= WARN_EVERY)
+                        {
+                            s.last_warn = Some(now);
+                            tracing::warn!(
+                                subscriber = s.id,
+                                dropped,
+                                seq = event.seq,
+                                "transcript subscriber is not keeping up; dropping newest events"
+                            );
+                        }
+                    }
+                    true
+                }
+                Err(TrySendError::Closed(_)) => {
+                    retired += s.counters.dropped.load(Ordering::Relaxed);
+                    false
+                }
+            });
+        self.retired_drops += retired;
+    }
+
+    /// Ends every subscription (their buffered events are still delivered).
+    pub(crate) fn close_all(&mut self) {
+        for s in self.subs.drain(..) {
+            self.retired_drops += s.counters.dropped.load(Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn stats(&mut self) -> FanOutStats {
+        let mut retired = 0;
+        self.subs.retain(|s| {
+            let open = !s.tx.is_closed();
+            if !open {
+                retired += s.counters.dropped.load(Ordering::Relaxed);
+            }
+            open
+        });
+        self.retired_drops += retired;
+        let per_subscriber: Vec<SubscriberStats> = self
+            .subs
+            .iter()
+            .map(|s| SubscriberStats {
+                id: s.id,
+                dropped: s.counters.dropped.load(Ordering::Relaxed),
+                replaying: s.replaying,
+            })
+            .collect();
+        FanOutStats {
+            subscribers: per_subscriber.len(),
+            dropped_total: self.retired_drops
+                + per_subscriber.iter().map(|s| s.dropped).sum::<u64>(),
+            per_subscriber,
+        }
+    }
+}
+
+/// Reads acknowledged lines of the transcript for a replaying subscription.
+pub(crate) struct FileTail {
+    file: File,
+    path: PathBuf,
+    /// Absolute offset of the next byte `file` will read.
+    file_pos: u64,
+    buf: Vec<u8>,
+    start: usize,
+    /// The writer's acknowledged length: bytes below it are whole lines
+    /// that are never rewritten.
+    committed: Arc<AtomicU64>,
+}
+
+impl FileTail {
+    pub(crate) fn new(file: File, path: PathBuf, committed: Arc<AtomicU64>) -> Self {
+        Self {
+            file,
+            path,
+            file_pos: 0,
+            buf: Vec::new(),
+            start: 0,
+            committed,
+        }
+    }
+
+    /// The next acknowledged event with seq >= `from`, or `None` when the
+    /// acknowledged part of the file is exhausted.
+    fn next_event(&mut self, from: Seq) -> Option<Arc<ExchangeEvent>> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..]) {
+                let line = &self.buf[self.start..self.start + i];
+                self.start += i + 1;
+                if quick_seq(line).is_some_and(|s| s < from) {
+                    continue;
+                }
+                match decode_line(line).map(|d| d.event.to_event()) {
+                    Ok(Ok(ev)) if ev.seq >= from => return Some(Arc::new(ev)),
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => tracing::warn!(
+                        path = %self.path.display(),
+                        "replay skips a stored line that is not canonical: {e}"
+                    ),
+                    Err(e) => tracing::warn!(
+                        path = %self.path.display(),
+                        "replay skips a malformed stored line: {e}"
+                    ),
+                }
+                continue;
+            }
+            let limit = self.committed.load(Ordering::Acquire);
+            if self.file_pos >= limit {
+                return None;
+            }
+            self.buf.drain(..self.start);
+            self.start = 0;
+            let want = usize::try_from(limit - self.file_pos)
+                .unwrap_or(usize::MAX)
+                .min(256 * 1024);
+            let old = self.buf.len();
+            self.buf.resize(old + want, 0);
+            match self.file.read(&mut self.buf[old..]) {
+                Ok(0) | Err(_) => {
+                    self.buf.truncate(old);
+                    return None;
+                }
+                Ok(n) => {
+                    self.buf.truncate(old + n);
+                    self.file_pos += n as u64;
+                }
+            }
+        }
+    }
+}
+
+/// `{"seq":N,` prefix of lines this crate writes: skips replayed lines
+/// below the requested seq without a full decode.
+fn quick_seq(line: &[u8]) -> Option<Seq> {
+    let rest = line.strip_prefix(b"{\"seq\":")?;
+    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+    if end == 0 || end > 19 || rest[end] != b',' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
+struct Replay {
+    tail: FileTail,
+    /// Next seq this subscription delivers.
+    wanted: Seq,
+    catching_up: bool,
+}
+
+/// A subscription to a [`crate::JsonlRecorder`].
+///
+/// Live (`subscribe(None)`): events in seq order as they are written;
+/// when its buffer is full, newer events are dropped for it and counted in
+/// [`Subscription::dropped`]. Replaying (`subscribe(Some(seq))`): stored
+/// events from `seq` read from the file, then live ones; when it falls
+/// behind it reads the file again instead of dropping.
+pub struct JsonlSubscription {
+    id: u64,
+    rx: mpsc::Receiver<Arc<ExchangeEvent>>,
+    counters: Arc<SubCounters>,
+    closed: bool,
+    live_ended: bool,
+    pending: Option<Arc<ExchangeEvent>>,
+    replay: Option<Replay>,
+}
+
+impl std::fmt::Debug for JsonlSubscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlSubscription")
+            .field("id", &self.id)
+            .field("closed", &self.closed)
+            .field("replaying", &self.replay.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsonlSubscription {
+    pub(crate) fn live(
+        id: u64,
+        rx: mpsc::Receiver<Arc<ExchangeEvent>>,
+        counters: Arc<SubCounters>,
+    ) -> Self {
+        Self {
+            id,
+            rx,
+            counters,
+            closed: false,
+            live_ended: false,
+            pending: None,
+            replay: None,
+        }
+    }
+
+    pub(crate) fn replaying(
+        id: u64,
+        rx: mpsc::Receiver<Arc<ExchangeEvent>>,
+        counters: Arc<SubCounters>,
+        tail: FileTail,
+        from: Seq,
+    ) -> Self {
+        Self {
+            replay: Some(Replay {
+                tail,
+                wanted: from,
+                catching_up: true,
+            }),
+            ..Self::live(id, rx, counters)
+        }
+    }
+
+    /// The subscription's id (matches [`SubscriberStats::id`]).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    async fn next_replaying(&mut self) -> Option<Arc<ExchangeEvent>> {
+        loop {
+            let replay = self.replay.as_mut()?;
+            if replay.catching_up {
+                if let Some(ev) = replay.tail.next_event(replay.wanted) {
+                    replay.wanted = ev.seq + 1;
+                    return Some(ev);
+                }
+                replay.catching_up = false;
+                if let Some(ev) = self.pending.take() {
+                    // The file had nothing before this live event (a line
+                    // that could not be replayed): deliver it and move on.
+                    if ev.seq >= replay.wanted {
+                        replay.wanted = ev.seq + 1;
+                        return Some(ev);
+                    }
+                }
+            }
+            let ev = match self.pending.take() {
+                Some(ev) => ev,
+                None => match self.rx.try_recv() {
+                    Ok(ev) => ev,
+                    Err(TryRecvError::Empty) => {
+                        if self.counters.lagged.swap(false, Ordering::AcqRel) {
+                            replay.catching_up = true;
+                            continue;
+                        }
+                        match self.rx.recv().await {
+                            Some(ev) => ev,
+                            None => {
+                                self.live_ended = true;
+                                continue;
+                            }
+                        }
+                    }
+                    Err(TryRecvError::Disconnected) => {
+                        if self.live_ended {
+                            return None;
+                        }
+                        // Recorder closed: whatever was acknowledged but not
+                        // buffered is still in the file.
+                        self.live_ended = true;
+                        replay.catching_up = true;
+                        continue;
+                    }
+                },
+            };
+            let replay = self.replay.as_mut()?;
+            if ev.seq < replay.wanted {
+                continue;
+            }
+            if ev.seq == replay.wanted {
+                replay.wanted += 1;
+                return Some(ev);
+            }
+            // A gap: the buffer overflowed; the missing lines are in the file.
+            self.pending = Some(ev);
+            replay.catching_up = true;
+        }
+    }
+}
+
+#[async_trait]
+impl Subscription for JsonlSubscription {
+    async fn next(&mut self) -> Option<Arc<ExchangeEvent>> {
+        if self.closed {
+            return None;
+        }
+        if self.replay.is_some() {
+            self.next_replaying().await
+        } else {
+            self.rx.recv().await
+        }
+    }
+
+    fn close(&mut self) {
+        self.closed = true;
+        self.rx.close();
+        self.pending = None;
+        self.replay = None;
+    }
+
+    fn dropped(&self) -> u64 {
+        self.counters.dropped.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quick_seq;
+
+    #[test]
+    fn quick_seq_reads_our_prefix_only() {
+        assert_eq!(quick_seq(b"{\"seq\":42,\"run_id\":1}"), Some(42));
+        assert_eq!(quick_seq(b"{\"seq\":,"), None);
+        assert_eq!(quick_seq(b"{ \"seq\":4,"), None);
+        assert_eq!(quick_seq(b"{\"seq\":4}"), None);
+        assert_eq!(quick_seq(b"{\"seq\":99999999999999999999,"), None);
+    }
+}

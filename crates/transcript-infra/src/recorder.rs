@@ -1,0 +1,1175 @@
+//! The JSONL recorder: leader/follower group commit over an append-only,
+//! locked file, with write-then-broadcast fan-out.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+use transcript_domain::{
+    Clock, EventDraft, EventMask, PreEncoded, RecordError, Recorder, RunId, Seq, Subscription,
+    Timestamp,
+};
+
+use crate::clock::SystemClock;
+use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOut, FanOutStats, FileTail, JsonlSubscription};
+use crate::fs::{self, storage_error};
+use crate::resume::{ResumeInfo, scan_and_repair};
+use crate::sink::{FileSink, Sink};
+
+/// When an acknowledged event is forced to stable storage.
+///
+/// Every policy acknowledges a record only after its line was handed to the
+/// kernel in full, so every acknowledged event survives a process kill.
+/// They differ in what survives a power loss or kernel crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// No `fdatasync` except at `close`: a power loss can lose events the
+    /// kernel had not written back yet (typically up to ~30 s).
+    #[default]
+    None,
+    /// A background thread calls `fdatasync` every interval while there is
+    /// unsynced data: a power loss loses at most about one interval.
+    Interval(Duration),
+    /// `fdatasync` before acknowledging: an acknowledged event survives a
+    /// power loss. Concurrent records share one write and one sync.
+    Always,
+}
+
+/// Configures and opens a [`JsonlRecorder`].
+#[must_use = "call .open() to create the recorder"]
+pub struct JsonlRecorderBuilder {
+    storage_dir: PathBuf,
+    run_id: RunId,
+    parent_run_id: Option<RunId>,
+    clock: Arc<dyn Clock>,
+    durability: Durability,
+    subscriber_buffer: usize,
+    mask: Option<Arc<dyn EventMask>>,
+}
+
+impl std::fmt::Debug for JsonlRecorderBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlRecorderBuilder")
+            .field("storage_dir", &self.storage_dir)
+            .field("run_id", &self.run_id)
+            .field("parent_run_id", &self.parent_run_id)
+            .field("durability", &self.durability)
+            .field("subscriber_buffer", &self.subscriber_buffer)
+            .field("mask", &self.mask.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsonlRecorderBuilder {
+    /// Sets the invoking run (for a child run's recorder).
+    pub fn parent_run_id(mut self, parent: Option<RunId>) -> Self {
+        self.parent_run_id = parent;
+        self
+    }
+
+    /// Sets the clock (default [`SystemClock`]).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the durability policy (default [`Durability::None`]).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets the per-subscriber buffer in events (default 256, at least 1).
+    pub fn subscriber_buffer(mut self, events: usize) -> Self {
+        self.subscriber_buffer = events.max(1);
+        self
+    }
+
+    /// Sets a masking stage applied to every draft's payload before it is
+    /// encoded, written and broadcast.
+    pub fn mask(mut self, mask: Arc<dyn EventMask>) -> Self {
+        self.mask = Some(mask);
+        self
+    }
+
+    /// Opens (or resumes) `<storage_dir>/<run_id>.jsonl`.
+    ///
+    /// Blocking: creates the directory, opens and locks the file and scans
+    /// an existing one. Fails with [`RecordError::Locked`] when another
+    /// recorder holds the run, and [`RecordError::Storage`] for a symlink,
+    /// a non-directory storage path or any I/O failure.
+    pub fn open(self) -> Result<JsonlRecorder, RecordError> {
+        self.open_with(|file| Box::new(file))
+    }
+
+    pub(crate) fn open_with(
+        self,
+        wrap: impl FnOnce(FileSink) -> Box<dyn Sink>,
+    ) -> Result<JsonlRecorder, RecordError> {
+        fs::ensure_storage_dir(&self.storage_dir)?;
+        let path = self.storage_dir.join(self.run_id.file_name());
+        let torn_path = self
+            .storage_dir
+            .join(format!("{}.torn", self.run_id.file_name()));
+        let existed = path.exists();
+        let file = fs::open_append(&path)?;
+        fs::lock_exclusive(&path, &file)?;
+        fs::force_file_mode(&path, &file)?;
+        let read = fs::open_read(&path)?;
+        if !fs::same_file(&file, &read)
+            .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
+        {
+            return Err(storage_error(
+                &path,
+                "file was replaced while opening",
+                None,
+            ));
+        }
+        let scan = scan_and_repair(&path, &torn_path, read, &file)?;
+        if !existed && self.durability != Durability::None {
+            // The new name must survive a power loss too.
+            fs::sync_dir(&self.storage_dir)
+                .map_err(|e| storage_error(&self.storage_dir, "cannot sync directory", Some(e)))?;
+        }
+        for warning in &scan.info.warnings {
+            tracing::warn!(path = %path.display(), "resuming transcript: {warning}");
+        }
+        let sink = wrap(FileSink { file });
+        let committed = Arc::new(AtomicU64::new(scan.length));
+        let flusher = match self.durability {
+            Durability::Interval(every) => Some(Flusher::start(
+                sink.syncer()
+                    .map_err(|e| storage_error(&path, "cannot start interval sync", Some(e)))?,
+                every,
+                Arc::clone(&committed),
+                path.clone(),
+            )),
+            _ => None,
+        };
+        let (closed_tx, _) = watch::channel(false);
+        let writer = Writer {
+            sink: Some(sink),
+            next_seq: scan.info.highest_seq + 1,
+            last_ms: scan.last_timestamp.map_or(i64::MIN, Timestamp::unix_millis),
+            ts_sec: i64::MIN,
+            ts_prefix: [0; 24],
+            acked: scan.length,
+            needs_repair: false,
+            buf: Vec::with_capacity(64 * 1024),
+            ends: Vec::new(),
+            stamps: Vec::new(),
+            fanout: FanOut::default(),
+            flusher,
+            closed: false,
+        };
+        Ok(JsonlRecorder {
+            shared: Arc::new(Shared {
+                run_id: self.run_id,
+                parent_run_id: self.parent_run_id,
+                path,
+                clock: self.clock,
+                mask: self.mask,
+                durability: self.durability,
+                subscriber_buffer: self.subscriber_buffer,
+                queue: Mutex::new(Queue::default()),
+                writer: Mutex::new(writer),
+                committed,
+                closed_tx,
+                resume: scan.info,
+            }),
+        })
+    }
+}
+
+/// A [`Recorder`] writing `<storage>/<run_id>.jsonl` (see the crate docs for
+/// the file properties, durability, failure and fan-out contracts).
+///
+/// Cheap to clone: clones share the same file and sequence.
+#[derive(Clone)]
+pub struct JsonlRecorder {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for JsonlRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlRecorder")
+            .field("path", &self.shared.path)
+            .field("run_id", &self.shared.run_id)
+            .field("durability", &self.shared.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsonlRecorder {
+    /// Starts configuring the recorder of `run_id` in `storage_dir`.
+    pub fn builder(storage_dir: impl Into<PathBuf>, run_id: RunId) -> JsonlRecorderBuilder {
+        JsonlRecorderBuilder {
+            storage_dir: storage_dir.into(),
+            run_id,
+            parent_run_id: None,
+            clock: Arc::new(SystemClock),
+            durability: Durability::None,
+            subscriber_buffer: DEFAULT_SUBSCRIBER_BUFFER,
+            mask: None,
+        }
+    }
+
+    /// The transcript's path.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// The durability policy.
+    pub fn durability(&self) -> Durability {
+        self.shared.durability
+    }
+
+    /// What opening found in an existing file (empty for a new one).
+    pub fn resume_info(&self) -> &ResumeInfo {
+        &self.shared.resume
+    }
+
+    /// The seq the next successful record will get.
+    pub fn next_seq(&self) -> Seq {
+        self.shared.lock_writer().next_seq
+    }
+
+    /// Acknowledged length of the file in bytes.
+    pub fn acknowledged_len(&self) -> u64 {
+        self.shared.committed.load(Ordering::Acquire)
+    }
+
+    /// Fan-out statistics: subscriber count and drops.
+    pub fn fanout_stats(&self) -> FanOutStats {
+        self.shared.lock_writer().fanout.stats()
+    }
+
+    /// [`Recorder::subscribe`] with the concrete subscription type.
+    pub fn subscribe_jsonl(&self, from: Option<Seq>) -> Result<JsonlSubscription, RecordError> {
+        self.shared.subscribe(from)
+    }
+}
+
+#[async_trait]
+impl Recorder for JsonlRecorder {
+    fn run_id(&self) -> RunId {
+        self.shared.run_id
+    }
+
+    fn parent_run_id(&self) -> Option<RunId> {
+        self.shared.parent_run_id
+    }
+
+    async fn record(&self, draft: EventDraft) -> Result<Seq, RecordError> {
+        self.shared.record(draft).await
+    }
+
+    async fn subscribe(&self, from: Option<Seq>) -> Result<Box<dyn Subscription>, RecordError> {
+        Ok(Box::new(self.shared.subscribe(from)?))
+    }
+
+    async fn close(&self) -> Result<(), RecordError> {
+        self.shared.close().await
+    }
+}
+
+/// Background `fdatasync` for [`Durability::Interval`].
+struct Flusher {
+    stop: Option<std_mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Flusher {
+    fn start(
+        mut sync: crate::sink::SyncFn,
+        every: Duration,
+        committed: Arc<AtomicU64>,
+        path: PathBuf,
+    ) -> Self {
+        let (stop, stopped) = std_mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("transcript-flush".to_owned())
+            .spawn(move || {
+                let mut synced = committed.load(Ordering::Acquire);
+                // Wakes every interval; a dropped sender (close) ends the loop.
+                while let Err(std_mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                    let now = committed.load(Ordering::Acquire);
+                    if now != synced {
+                        match sync() {
+                            Ok(()) => synced = now,
+                            Err(e) => tracing::error!(
+                                path = %path.display(),
+                                "interval fdatasync failed: {e}"
+                            ),
+                        }
+                    }
+                }
+            })
+            .ok();
+        Self {
+            stop: Some(stop),
+            thread,
+        }
+    }
+
+    fn stop(&mut self) {
+        self.stop = None;
+        if let Some(t) = self.thread.take() {
+            // The thread holds a duplicate of the locked descriptor: join so
+            // the lock is really released when close returns.
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+struct Shared {
+    run_id: RunId,
+    parent_run_id: Option<RunId>,
+    path: PathBuf,
+    clock: Arc<dyn Clock>,
+    mask: Option<Arc<dyn EventMask>>,
+    durability: Durability,
+    subscriber_buffer: usize,
+    queue: Mutex<Queue>,
+    writer: Mutex<Writer>,
+    /// Acknowledged file length, published before broadcast.
+    committed: Arc<AtomicU64>,
+    closed_tx: watch::Sender<bool>,
+    resume: ResumeInfo,
+}
+
+#[derive(Default)]
+struct Queue {
+    entries: Vec<Entry>,
+    spare: Vec<Entry>,
+    /// Someone is leading: the next records queue behind it.
+    leader: bool,
+    closed: bool,
+    last_batch: usize,
+}
+
+// One close per recorder; records are the common case.
+#[allow(clippy::large_enum_variant)]
+enum Work {
+    Record {
+        pre: PreEncoded,
+        draft: Option<EventDraft>,
+    },
+    Close,
+}
+
+struct Entry {
+    work: Work,
+    ticket: Arc<Ticket>,
+}
+
+struct Writer {
+    /// `None` once closed.
+    sink: Option<Box<dyn Sink>>,
+    next_seq: Seq,
+    last_ms: i64,
+    ts_sec: i64,
+    ts_prefix: [u8; 24],
+    /// Acknowledged length: everything before is whole, acknowledged lines.
+    acked: u64,
+    /// A failed write could not be cut back yet: retry before writing.
+    needs_repair: bool,
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    stamps: Vec<Timestamp>,
+    fanout: FanOut,
+    flusher: Option<Flusher>,
+    closed: bool,
+}
+
+impl Writer {
+    /// The canonical timestamp bytes, reusing the formatted second.
+    fn stamp(&mut self, ms: i64) -> [u8; 24] {
+        let sec = ms.div_euclid(1000);
+        if sec != self.ts_sec {
+            self.ts_sec = sec;
+            self.ts_prefix = Timestamp::saturating_from_unix_millis(sec * 1000).canonical_bytes();
+        }
+        let mut out = self.ts_prefix;
+        let milli = ms.rem_euclid(1000);
+        out[20] = b'0' + (milli / 100) as u8;
+        out[21] = b'0' + (milli / 10 % 10) as u8;
+        out[22] = b'0' + (milli % 10) as u8;
+        out
+    }
+}
+
+/// Where a record stands: written (or failed), or handed the leadership.
+#[derive(Default)]
+struct TicketState {
+    outcome: Option<Result<Seq, RecordError>>,
+    lead: bool,
+    abandoned: bool,
+    waker: Option<Waker>,
+}
+
+#[derive(Default)]
+struct Ticket {
+    state: Mutex<TicketState>,
+}
+
+impl Ticket {
+    fn lock(&self) -> MutexGuard<'_, TicketState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn complete(&self, outcome: Result<Seq, RecordError>) {
+        let waker = {
+            let mut s = self.lock();
+            s.outcome = Some(outcome);
+            s.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Makes this ticket's waiter the next leader, unless it gave up.
+    fn offer_lead(&self) -> bool {
+        let waker = {
+            let mut s = self.lock();
+            if s.abandoned || s.outcome.is_some() {
+                return false;
+            }
+            s.lead = true;
+            s.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+        true
+    }
+
+    fn take_outcome(&self) -> Option<Result<Seq, RecordError>> {
+        self.lock().outcome.take()
+    }
+}
+
+enum Waited {
+    Done(Result<Seq, RecordError>),
+    Lead,
+}
+
+/// A follower waiting for its line. If dropped after being made leader it
+/// leads synchronously, so leadership is never lost with a cancelled caller.
+struct WaitTicket<'a> {
+    shared: &'a Shared,
+    ticket: Arc<Ticket>,
+    finished: bool,
+}
+
+impl Future for WaitTicket<'_> {
+    type Output = Waited;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Waited> {
+        let ready = {
+            let mut s = self.ticket.lock();
+            if let Some(outcome) = s.outcome.take() {
+                Some(Waited::Done(outcome))
+            } else if s.lead {
+                s.lead = false;
+                Some(Waited::Lead)
+            } else {
+                if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    s.waker = Some(cx.waker().clone());
+                }
+                None
+            }
+        };
+        match ready {
+            Some(r) => {
+                self.finished = true;
+                Poll::Ready(r)
+            }
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for WaitTicket<'_> {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let lead = {
+            let mut s = self.ticket.lock();
+            if s.lead {
+                true
+            } else {
+                // Still queued: the line is written anyway, nobody waits.
+                s.abandoned = true;
+                false
+            }
+        };
+        if lead {
+            self.shared.lead_sync();
+        }
+    }
+}
+
+/// Held while leading; dropping it mid-lead finishes the work synchronously.
+struct LeaderGuard<'a> {
+    shared: &'a Shared,
+    active: bool,
+}
+
+impl Drop for LeaderGuard<'_> {
+    fn drop(&mut self) {
+        if self.active {
+            self.shared.lead_sync();
+        }
+    }
+}
+
+impl LeaderGuard<'_> {
+    async fn lead(&mut self) {
+        loop {
+            self.shared.adaptive_yield().await;
+            if self.shared.run_batch() != BatchEnd::Continue {
+                self.active = false;
+                return;
+            }
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum BatchEnd {
+    /// Queue empty; leadership released.
+    Released,
+    /// Another waiter leads now.
+    HandedOff,
+    /// Only abandoned records are queued: keep leading.
+    Continue,
+}
+
+/// Rounds of `yield_now` a leader may spend letting concurrent producers
+/// join its batch (see the performance notes in the crate docs).
+const MAX_YIELD_ROUNDS: usize = 3;
+
+impl Shared {
+    fn lock_queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_writer(&self) -> MutexGuard<'_, Writer> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn record(&self, mut draft: EventDraft) -> Result<Seq, RecordError> {
+        if let Some(mask) = &self.mask {
+            let before = draft.event_type();
+            mask.mask(&mut draft.payload);
+            if draft.event_type() != before {
+                return Err(RecordError::Encode(format!(
+                    "event mask changed the event type from {before} to {}",
+                    draft.event_type()
+                )));
+            }
+        }
+        let pre = PreEncoded::new(self.run_id, self.parent_run_id, &draft)
+            .map_err(|e| RecordError::Encode(e.to_string()))?;
+        self.submit(Work::Record {
+            pre,
+            draft: Some(draft),
+        })
+        .await
+    }
+
+    /// Queues `work` and waits for it, leading when nobody else does.
+    async fn submit(&self, work: Work) -> Result<Seq, RecordError> {
+        let ticket = Arc::new(Ticket::default());
+        let lead = {
+            let mut q = self.lock_queue();
+            if q.closed {
+                return Err(RecordError::Closed);
+            }
+            if matches!(work, Work::Close) {
+                q.closed = true;
+            }
+            q.entries.push(Entry {
+                work,
+                ticket: Arc::clone(&ticket),
+            });
+            !std::mem::replace(&mut q.leader, true)
+        };
+        if !lead {
+            let waited = WaitTicket {
+                shared: self,
+                ticket: Arc::clone(&ticket),
+                finished: false,
+            }
+            .await;
+            match waited {
+                Waited::Done(outcome) => return outcome,
+                Waited::Lead => {}
+            }
+        }
+        let mut guard = LeaderGuard {
+            shared: self,
+            active: true,
+        };
+        guard.lead().await;
+        // A leader's own entry is always in its first batch.
+        ticket.take_outcome().unwrap_or_else(|| {
+            Err(storage_error(
+                &self.path,
+                "internal error: record finished without an outcome",
+                None,
+            ))
+        })
+    }
+
+    /// Gives producers that were just woken a chance to join the next batch.
+    /// Only after a batch of several lines, so a lone producer never yields.
+    async fn adaptive_yield(&self) {
+        let (last, mut seen) = {
+            let q = self.lock_queue();
+            (q.last_batch, q.entries.len())
+        };
+        if last <= 1 {
+            return;
+        }
+        for _ in 0..MAX_YIELD_ROUNDS {
+            tokio::task::yield_now().await;
+            let now = self.lock_queue().entries.len();
+            if now <= seen || now >= last {
+                break;
+            }
+            seen = now;
+        }
+    }
+
+    fn lead_sync(&self) {
+        while self.run_batch() == BatchEnd::Continue {}
+    }
+
+    /// Takes every queued entry, writes them as one batch, acknowledges
+    /// them, and passes leadership on.
+    fn run_batch(&self) -> BatchEnd {
+        let mut batch = {
+            let mut q = self.lock_queue();
+            if q.entries.is_empty() {
+                q.leader = false;
+                return BatchEnd::Released;
+            }
+            let spare = std::mem::take(&mut q.spare);
+            let batch = std::mem::replace(&mut q.entries, spare);
+            q.last_batch = batch.len();
+            batch
+        };
+        let mut outcomes = self.write_batch(&mut batch);
+        for entry in batch.drain(..) {
+            let outcome = outcomes.next().unwrap_or(Err(RecordError::Closed));
+            entry.ticket.complete(outcome);
+        }
+        let mut q = self.lock_queue();
+        if q.spare.capacity() < batch.capacity() {
+            q.spare = batch;
+        }
+        if q.entries.is_empty() {
+            q.leader = false;
+            return BatchEnd::Released;
+        }
+        if q.entries.iter().any(|e| e.ticket.offer_lead()) {
+            BatchEnd::HandedOff
+        } else {
+            BatchEnd::Continue
+        }
+    }
+
+    /// The critical section: assigns seq and timestamp, writes, syncs per
+    /// policy, publishes and broadcasts. Returns one outcome per entry.
+    fn write_batch(&self, batch: &mut [Entry]) -> std::vec::IntoIter<Result<Seq, RecordError>> {
+        let mut w = self.lock_writer();
+        let w = &mut *w;
+        let mut out = Vec::with_capacity(batch.len());
+        if w.sink.is_none() {
+            out.extend(batch.iter().map(|e| match e.work {
+                Work::Close => Ok(0),
+                Work::Record { .. } => Err(RecordError::Closed),
+            }));
+            return out.into_iter();
+        }
+        let records = batch
+            .iter()
+            .filter(|e| matches!(e.work, Work::Record { .. }))
+            .count();
+        let mut good = 0usize;
+        let mut failure: Option<(String, std::io::Error)> = None;
+        if records > 0 {
+            match self.write_records(w, batch) {
+                Ok(n) => good = n,
+                Err((n, message, e)) => {
+                    good = n;
+                    failure = Some((message, e));
+                }
+            }
+        }
+        let first = w.next_seq;
+        w.next_seq += good as u64;
+        self.committed.store(w.acked, Ordering::Release);
+        if good > 0 && !w.fanout.is_empty() {
+            for (i, entry) in batch.iter_mut().take(good).enumerate() {
+                if let Work::Record { draft, .. } = &mut entry.work
+                    && let Some(draft) = draft.take()
+                {
+                    let event = Arc::new(draft.into_event(
+                        first + i as u64,
+                        self.run_id,
+                        self.parent_run_id,
+                        w.stamps[i],
+                    ));
+                    w.fanout.broadcast(&event);
+                }
+            }
+        }
+        let mut close_result = Ok(0);
+        if batch.iter().any(|e| matches!(e.work, Work::Close)) {
+            close_result = self.finish_close(w);
+        }
+        for (i, entry) in batch.iter().enumerate() {
+            out.push(match entry.work {
+                Work::Close => std::mem::replace(&mut close_result, Ok(0)),
+                Work::Record { .. } if i < good => Ok(first + i as u64),
+                Work::Record { .. } => Err(match &failure {
+                    Some((message, e)) => storage_error(
+                        &self.path,
+                        message.clone(),
+                        Some(std::io::Error::new(e.kind(), e.to_string())),
+                    ),
+                    None => RecordError::Closed,
+                }),
+            });
+        }
+        out.into_iter()
+    }
+
+    /// Writes the batch's records with as few `write(2)` calls as the kernel
+    /// allows. Returns how many leading records are acknowledged; on error
+    /// also the failure, after cutting the file back to whole lines.
+    fn write_records(
+        &self,
+        w: &mut Writer,
+        batch: &[Entry],
+    ) -> Result<usize, (usize, String, std::io::Error)> {
+        let Some(sink) = w.sink.as_mut() else {
+            return Ok(0);
+        };
+        if w.needs_repair {
+            sink.truncate(w.acked).map_err(|e| {
+                (
+                    0,
+                    "cannot cut a failed write back to the last acknowledged line".to_owned(),
+                    e,
+                )
+            })?;
+            w.needs_repair = false;
+        }
+        w.buf.clear();
+        w.ends.clear();
+        w.stamps.clear();
+        let mut seq = w.next_seq;
+        for entry in batch {
+            if let Work::Record { pre, .. } = &entry.work {
+                // Assigned together, under the lock (decision 15); never backwards.
+                let ms = self.clock.now().unix_millis().max(w.last_ms);
+                w.last_ms = ms;
+                let stamp = w.stamp(ms);
+                pre.write_line_with(seq, &stamp, &mut w.buf);
+                w.ends.push(w.buf.len());
+                w.stamps.push(Timestamp::saturating_from_unix_millis(ms));
+                seq += 1;
+            }
+        }
+        let Some(sink) = w.sink.as_mut() else {
+            return Ok(0);
+        };
+        let mut written = 0usize;
+        let mut error = None;
+        while written < w.buf.len() {
+            match sink.write(&w.buf[written..]) {
+                Ok(0) => {
+                    error = Some(std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        "write returned 0 bytes",
+                    ));
+                    break;
+                }
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        let mut whole = w.ends.partition_point(|&end| end <= written);
+        let mut whole_bytes = if whole == 0 { 0 } else { w.ends[whole - 1] };
+        let mut message = "write failed";
+        if error.is_some() && written > whole_bytes {
+            // A partial line: cut it off now, or before the next write.
+            if sink.truncate(w.acked + whole_bytes as u64).is_err() {
+                w.needs_repair = true;
+            }
+        }
+        if whole > 0
+            && self.durability == Durability::Always
+            && let Err(e) = sink.sync_data()
+        {
+            // Not durable, so not acknowledged: none of this batch stays.
+            if sink.truncate(w.acked).is_err() {
+                w.needs_repair = true;
+            } else if let Err(e2) = sink.sync_data() {
+                tracing::warn!(path = %self.path.display(), "sync after cut-back failed: {e2}");
+            }
+            whole = 0;
+            whole_bytes = 0;
+            message = "fdatasync failed";
+            error = Some(e);
+        }
+        // With `needs_repair` set, bytes after this point are garbage that the
+        // next batch (or the next open) cuts off before anything is appended.
+        w.acked += whole_bytes as u64;
+        match error {
+            None => Ok(whole),
+            Some(e) => Err((whole, message.to_owned(), e)),
+        }
+    }
+
+    /// Close work: final sync, end subscriptions, release the file and lock.
+    fn finish_close(&self, w: &mut Writer) -> Result<Seq, RecordError> {
+        let mut result = Ok(0);
+        if let Some(mut sink) = w.sink.take() {
+            if w.needs_repair && sink.truncate(w.acked).is_err() {
+                tracing::warn!(path = %self.path.display(), "closing with an unrepaired partial line; the next open moves it to .torn");
+            }
+            if let Err(e) = sink.sync_data() {
+                result = Err(storage_error(
+                    &self.path,
+                    "fdatasync at close failed",
+                    Some(e),
+                ));
+            }
+        }
+        if let Some(mut f) = w.flusher.take() {
+            f.stop();
+        }
+        w.fanout.close_all();
+        w.closed = true;
+        self.closed_tx.send_replace(true);
+        result
+    }
+
+    fn subscribe(&self, from: Option<Seq>) -> Result<JsonlSubscription, RecordError> {
+        let mut w = self.lock_writer();
+        if w.closed {
+            return Err(RecordError::Closed);
+        }
+        let last = w.next_seq - 1;
+        match from {
+            None => {
+                let (rx, counters, id) = w.fanout.register(self.subscriber_buffer, false);
+                Ok(JsonlSubscription::live(id, rx, counters))
+            }
+            Some(seq) if seq == 0 || seq > last + 1 => Err(RecordError::Replay {
+                requested: seq,
+                reason: if seq == 0 {
+                    "seq starts at 1".to_owned()
+                } else {
+                    format!("the last written seq is {last}")
+                },
+            }),
+            Some(seq) => {
+                let file = fs::open_read(&self.path)?;
+                let tail = FileTail::new(file, self.path.clone(), Arc::clone(&self.committed));
+                let (rx, counters, id) = w.fanout.register(self.subscriber_buffer, true);
+                Ok(JsonlSubscription::replaying(id, rx, counters, tail, seq))
+            }
+        }
+    }
+
+    async fn close(&self) -> Result<(), RecordError> {
+        let mut done = self.closed_tx.subscribe();
+        match self.submit(Work::Close).await {
+            Ok(_) => Ok(()),
+            Err(RecordError::Closed) => {
+                // Someone else is closing: wait until it is finished.
+                let _ = done.wait_for(|closed| *closed).await;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::Arc;
+    use std::sync::Mutex;
+
+    use transcript_domain::{
+        EventDraft, ManualClock, Payload, RecordError, Recorder, RunIdGenerator, SequentialRunIds,
+        StepPayload, Timestamp,
+    };
+
+    use super::*;
+    use crate::sink::{FileSink, Sink, SyncFn};
+
+    /// Failures to inject, consumed as they trigger.
+    #[derive(Default)]
+    struct Faults {
+        /// Next write: write only this many bytes, then fail the call after.
+        short_then_enospc: Option<usize>,
+        /// Fail the next N writes outright.
+        fail_writes: u32,
+        /// Fail the next N syncs.
+        fail_syncs: u32,
+        /// Fail the next N truncates.
+        fail_truncates: u32,
+        pending_enospc: bool,
+    }
+
+    struct FaultySink {
+        inner: FileSink,
+        faults: Arc<Mutex<Faults>>,
+    }
+
+    fn enospc() -> io::Error {
+        io::Error::from_raw_os_error(28)
+    }
+
+    impl Sink for FaultySink {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let mut f = self.faults.lock().unwrap();
+            if f.pending_enospc {
+                f.pending_enospc = false;
+                return Err(enospc());
+            }
+            if f.fail_writes > 0 {
+                f.fail_writes -= 1;
+                return Err(enospc());
+            }
+            if let Some(n) = f.short_then_enospc.take() {
+                f.pending_enospc = true;
+                return self.inner.write(&buf[..n.min(buf.len())]);
+            }
+            self.inner.write(buf)
+        }
+
+        fn sync_data(&mut self) -> io::Result<()> {
+            let mut f = self.faults.lock().unwrap();
+            if f.fail_syncs > 0 {
+                f.fail_syncs -= 1;
+                return Err(io::Error::other("injected EIO"));
+            }
+            self.inner.sync_data()
+        }
+
+        fn truncate(&mut self, len: u64) -> io::Result<()> {
+            let mut f = self.faults.lock().unwrap();
+            if f.fail_truncates > 0 {
+                f.fail_truncates -= 1;
+                return Err(io::Error::other("injected truncate failure"));
+            }
+            self.inner.truncate(len)
+        }
+
+        fn syncer(&self) -> io::Result<SyncFn> {
+            self.inner.syncer()
+        }
+    }
+
+    fn open_faulty(
+        dir: &std::path::Path,
+        durability: Durability,
+    ) -> (JsonlRecorder, Arc<Mutex<Faults>>) {
+        let faults = Arc::new(Mutex::new(Faults::default()));
+        let f2 = Arc::clone(&faults);
+        let rec = JsonlRecorder::builder(dir, SequentialRunIds::new().next_run_id())
+            .clock(Arc::new(ManualClock::stepping(Timestamp::UNIX_EPOCH, 1)))
+            .durability(durability)
+            .open_with(move |inner| Box::new(FaultySink { inner, faults: f2 }))
+            .unwrap();
+        (rec, faults)
+    }
+
+    fn draft(name: &str) -> EventDraft {
+        EventDraft::new(
+            name,
+            0,
+            Payload::StepStarted(StepPayload::new(name, "agent")),
+        )
+    }
+
+    fn file_seqs(rec: &JsonlRecorder) -> Vec<u64> {
+        crate::reader::TranscriptReader::open(rec.path())
+            .unwrap()
+            .map(|item| match item.unwrap() {
+                crate::ReadItem::Event(e) => e.event.seq,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn short_write_then_disk_full_is_cut_back_and_seq_stays_gapless() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rec, faults) = open_faulty(tmp.path(), Durability::None);
+        assert_eq!(rec.record(draft("a")).await.unwrap(), 1);
+        let acked = rec.acknowledged_len();
+        faults.lock().unwrap().short_then_enospc = Some(10);
+        let err = rec.record(draft("b")).await.unwrap_err();
+        assert!(
+            matches!(&err, RecordError::Storage { source: Some(e), .. } if e.raw_os_error() == Some(28) || e.kind() == io::ErrorKind::StorageFull),
+            "{err:?}"
+        );
+        assert_eq!(std::fs::metadata(rec.path()).unwrap().len(), acked);
+        assert_eq!(rec.record(draft("c")).await.unwrap(), 2);
+        rec.close().await.unwrap();
+        assert_eq!(file_seqs(&rec), [1, 2]);
+    }
+
+    #[tokio::test]
+    async fn failed_write_and_failed_cut_back_are_repaired_before_the_next_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rec, faults) = open_faulty(tmp.path(), Durability::None);
+        rec.record(draft("a")).await.unwrap();
+        {
+            let mut f = faults.lock().unwrap();
+            f.short_then_enospc = Some(5);
+            f.fail_truncates = 1;
+        }
+        assert!(rec.record(draft("b")).await.is_err());
+        // The partial line is still there: the repair is pending.
+        assert!(std::fs::metadata(rec.path()).unwrap().len() > rec.acknowledged_len());
+        // The repair fails once more: the record fails, nothing is written.
+        faults.lock().unwrap().fail_truncates = 1;
+        let err = rec.record(draft("c")).await.unwrap_err();
+        assert!(err.to_string().contains("cut"), "{err}");
+        // Now it succeeds, at seq 2.
+        assert_eq!(rec.record(draft("d")).await.unwrap(), 2);
+        rec.close().await.unwrap();
+        assert_eq!(file_seqs(&rec), [1, 2]);
+    }
+
+    #[tokio::test]
+    async fn failed_sync_under_always_is_not_acknowledged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rec, faults) = open_faulty(tmp.path(), Durability::Always);
+        rec.record(draft("a")).await.unwrap();
+        let mut sub = rec.subscribe_jsonl(None).unwrap();
+        faults.lock().unwrap().fail_syncs = 1;
+        let err = rec.record(draft("b")).await.unwrap_err();
+        assert!(err.to_string().contains("fdatasync"), "{err}");
+        assert_eq!(
+            std::fs::metadata(rec.path()).unwrap().len(),
+            rec.acknowledged_len()
+        );
+        assert_eq!(rec.record(draft("c")).await.unwrap(), 2);
+        rec.close().await.unwrap();
+        assert_eq!(file_seqs(&rec), [1, 2]);
+        // The subscriber saw only the acknowledged event.
+        let ev = transcript_domain::Subscription::next(&mut sub)
+            .await
+            .unwrap();
+        assert_eq!((ev.seq, ev.path.as_str()), (2, "c"));
+        assert!(
+            transcript_domain::Subscription::next(&mut sub)
+                .await
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_fails_every_record_in_it_and_consumes_no_seq() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rec, faults) = open_faulty(tmp.path(), Durability::None);
+        faults.lock().unwrap().fail_writes = 1;
+        assert!(rec.record(draft("a")).await.is_err());
+        let rec2 = rec.clone();
+        let results = futures_join(&rec, &rec2).await;
+        assert_eq!(results, [1, 2]);
+        rec.close().await.unwrap();
+        assert_eq!(file_seqs(&rec), [1, 2]);
+    }
+
+    async fn futures_join(a: &JsonlRecorder, b: &JsonlRecorder) -> Vec<u64> {
+        let (x, y) = tokio::join!(a.record(draft("x")), b.record(draft("y")));
+        let mut v = vec![x.unwrap(), y.unwrap()];
+        v.sort();
+        v
+    }
+
+    #[tokio::test]
+    async fn close_reports_a_failed_final_sync_and_still_closes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rec, faults) = open_faulty(tmp.path(), Durability::None);
+        rec.record(draft("a")).await.unwrap();
+        faults.lock().unwrap().fail_syncs = 1;
+        assert!(rec.close().await.is_err());
+        assert!(matches!(
+            rec.record(draft("b")).await,
+            Err(RecordError::Closed)
+        ));
+        rec.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn interval_policy_flushes_in_the_background_and_stops_on_close() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rec, _faults) =
+            open_faulty(tmp.path(), Durability::Interval(Duration::from_millis(5)));
+        for i in 0..10 {
+            assert_eq!(rec.record(draft("a")).await.unwrap(), i + 1);
+        }
+        rec.close().await.unwrap();
+        // The flusher's duplicate descriptor is gone: the run can be reopened.
+        let again = JsonlRecorder::builder(tmp.path(), rec.run_id())
+            .open()
+            .unwrap();
+        assert_eq!(again.next_seq(), 11);
+    }
+
+    #[test]
+    fn stamp_cache_matches_canonical_formatting() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rec, _) = open_faulty(tmp.path(), Durability::None);
+        let mut w = rec.shared.lock_writer();
+        for ms in [
+            0i64,
+            999,
+            1000,
+            1_780_000_123_456,
+            1_780_000_123_999,
+            -1,
+            -1001,
+        ] {
+            assert_eq!(
+                w.stamp(ms),
+                Timestamp::saturating_from_unix_millis(ms).canonical_bytes(),
+                "{ms}"
+            );
+        }
+    }
+}
