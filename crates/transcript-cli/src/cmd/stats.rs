@@ -1,0 +1,183 @@
+//! `transcript stats`: counts per event and block type, tool calls per name
+//! and fidelity, step durations, and token usage per step and provider.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use transcript_domain::{DecodedEvent, EventKind, EventType, Usage};
+
+use crate::cmd::tree::duration;
+
+/// Aggregated statistics over one or more runs.
+#[derive(Debug, Default, Serialize)]
+pub struct Stats {
+    /// Runs seen.
+    pub runs: usize,
+    /// Events seen.
+    pub events: usize,
+    /// Events per type (unknown types as written).
+    pub event_types: BTreeMap<String, u64>,
+    /// Blocks per type.
+    pub block_types: BTreeMap<String, u64>,
+    /// Tool calls per `name` and fidelity.
+    pub tool_calls: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Failed tool results per name.
+    pub tool_errors: BTreeMap<String, u64>,
+    /// Step executions per path.
+    pub steps: BTreeMap<String, StepStats>,
+    /// Token usage per step path (assistant turns).
+    pub usage_by_step: BTreeMap<String, Usage>,
+    /// Token usage per provider.
+    pub usage_by_provider: BTreeMap<String, Usage>,
+}
+
+/// Durations of the executions of one step path.
+#[derive(Debug, Default, Serialize)]
+pub struct StepStats {
+    /// Step kind.
+    pub kind: String,
+    /// Completed executions.
+    pub count: u64,
+    /// Failed executions.
+    pub failed: u64,
+    /// Total milliseconds.
+    pub total_ms: i64,
+    /// Longest execution.
+    pub max_ms: i64,
+}
+
+impl Stats {
+    /// Adds one run's events.
+    pub fn add_run(&mut self, events: &[DecodedEvent]) {
+        self.runs += 1;
+        self.events += events.len();
+        let mut started: BTreeMap<(String, u64), transcript_domain::Timestamp> = BTreeMap::new();
+        for e in events {
+            *self
+                .event_types
+                .entry(e.kind.as_str().to_owned())
+                .or_default() += 1;
+            if let Some(m) = e.message() {
+                for b in &m.blocks {
+                    *self.block_types.entry(b.type_str().to_owned()).or_default() += 1;
+                }
+                if let Some(u) = &m.usage {
+                    self.usage_by_step
+                        .entry(e.path.clone())
+                        .or_default()
+                        .accumulate(u);
+                    let provider = m.provider.clone().unwrap_or_else(|| "unknown".to_owned());
+                    self.usage_by_provider
+                        .entry(provider)
+                        .or_default()
+                        .accumulate(u);
+                }
+            }
+            match e.kind {
+                EventKind::Known(EventType::ToolCall) => {
+                    if let Some(t) = e.tool() {
+                        *self
+                            .tool_calls
+                            .entry(t.name.clone())
+                            .or_default()
+                            .entry(t.fidelity.as_str().to_owned())
+                            .or_default() += 1;
+                    }
+                }
+                EventKind::Known(EventType::ToolResult) => {
+                    if let Some(t) = e.tool().filter(|t| t.error.is_some()) {
+                        *self.tool_errors.entry(t.name.clone()).or_default() += 1;
+                    }
+                }
+                EventKind::Known(EventType::StepStarted | EventType::CallWorkflowStarted) => {
+                    started.insert((e.path.clone(), e.iteration), e.timestamp);
+                }
+                EventKind::Known(EventType::StepCompleted | EventType::CallWorkflowCompleted) => {
+                    let entry = self.steps.entry(e.path.clone()).or_default();
+                    if let Some(s) = e.step() {
+                        entry.kind = s.kind.clone();
+                        if s.error.is_some() {
+                            entry.failed += 1;
+                        }
+                    }
+                    entry.count += 1;
+                    if let Some(start) = started.remove(&(e.path.clone(), e.iteration)) {
+                        let ms = e.timestamp.millis_since(start);
+                        entry.total_ms += ms;
+                        entry.max_ms = entry.max_ms.max(ms);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Renders the tables.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "runs: {}  events: {}", self.runs, self.events);
+        let _ = writeln!(out, "\nevents by type");
+        for (t, n) in &self.event_types {
+            let _ = writeln!(out, "  {t:<32} {n:>8}");
+        }
+        let _ = writeln!(out, "\nblocks by type");
+        for (t, n) in &self.block_types {
+            let _ = writeln!(out, "  {t:<32} {n:>8}");
+        }
+        let _ = writeln!(out, "\ntool calls by name and fidelity");
+        for (name, by) in &self.tool_calls {
+            for (fidelity, n) in by {
+                let errors = self.tool_errors.get(name).copied().unwrap_or(0);
+                let _ = writeln!(out, "  {name:<24} {fidelity:<14} {n:>6}  errors {errors}");
+            }
+        }
+        let _ = writeln!(out, "\nsteps (completed executions)");
+        let _ = writeln!(
+            out,
+            "  {:<32} {:<14} {:>5} {:>6} {:>10} {:>10}",
+            "path", "kind", "runs", "failed", "total", "max"
+        );
+        for (path, s) in &self.steps {
+            let _ = writeln!(
+                out,
+                "  {path:<32} {:<14} {:>5} {:>6} {:>10} {:>10}",
+                s.kind,
+                s.count,
+                s.failed,
+                duration(Some(s.total_ms)),
+                duration(Some(s.max_ms))
+            );
+        }
+        let _ = writeln!(out, "\ntoken usage by step");
+        render_usage(&mut out, &self.usage_by_step);
+        let _ = writeln!(out, "\ntoken usage by provider");
+        render_usage(&mut out, &self.usage_by_provider);
+        out
+    }
+}
+
+fn render_usage(out: &mut String, usage: &BTreeMap<String, Usage>) {
+    if usage.is_empty() {
+        let _ = writeln!(out, "  (no provider reported usage)");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>9} {:>9} {:>11} {:>11} {:>9} {:>9}",
+        "", "input", "output", "cache_read", "cache_write", "reasoning", "cost_usd"
+    );
+    let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
+    for (key, u) in usage {
+        let _ = writeln!(
+            out,
+            "  {key:<24} {:>9} {:>9} {:>11} {:>11} {:>9} {:>9}",
+            n(u.input_tokens),
+            n(u.output_tokens),
+            n(u.cache_read_tokens),
+            n(u.cache_write_tokens),
+            n(u.reasoning_tokens),
+            u.cost_usd.map_or("—".to_owned(), |c| format!("{c:.4}"))
+        );
+    }
+}

@@ -1,0 +1,94 @@
+//! `transcript tree`: the step tree across a run and its child runs, rebuilt
+//! only from the files.
+
+use std::fmt::Write as _;
+
+use transcript_domain::tree::{RunTree, Status, StepNode, build_run_tree};
+
+use crate::source::{Loaded, child_lookup, dir_of};
+use crate::style::Style;
+
+/// Builds the tree of a loaded run, following child files in its directory.
+pub fn build(loaded: &Loaded) -> RunTree {
+    let mut lookup = child_lookup(dir_of(&loaded.path));
+    build_run_tree(&loaded.decoded(), &mut lookup)
+}
+
+/// Human-readable milliseconds.
+pub fn duration(ms: Option<i64>) -> String {
+    match ms {
+        None => "—".to_owned(),
+        Some(ms) if ms < 1000 => format!("{ms}ms"),
+        Some(ms) if ms < 60_000 => format!("{:.2}s", ms as f64 / 1000.0),
+        Some(ms) => format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000),
+    }
+}
+
+fn status(style: &Style, s: Status) -> String {
+    match s {
+        Status::Succeeded => style.green("ok"),
+        Status::Failed => style.red("failed"),
+        Status::Incomplete => style.yellow("incomplete"),
+    }
+}
+
+/// Renders the tree as text.
+pub fn render(tree: &RunTree, style: &Style) -> String {
+    let mut out = String::new();
+    render_run(tree, 0, style, &mut out);
+    out
+}
+
+fn render_run(tree: &RunTree, depth: usize, style: &Style, out: &mut String) {
+    let indent = "  ".repeat(depth);
+    let _ = writeln!(
+        out,
+        "{indent}{} {} {} {}",
+        style.bold(&format!("run {}", tree.run_id)),
+        tree.workflow.as_deref().unwrap_or("?"),
+        status(style, tree.status),
+        style.dim(&duration(tree.duration_ms())),
+    );
+    if let Some(err) = &tree.error {
+        let _ = writeln!(out, "{indent}  {}", style.red(&format!("error: {err}")));
+    }
+    for node in &tree.steps {
+        render_step(node, depth + 1, style, out);
+    }
+    for problem in &tree.problems {
+        let _ = writeln!(
+            out,
+            "{indent}  {}",
+            style.yellow(&format!("problem: {problem}"))
+        );
+    }
+}
+
+fn render_step(node: &StepNode, depth: usize, style: &Style, out: &mut String) {
+    let indent = "  ".repeat(depth);
+    let _ = write!(out, "{indent}{} [{}] {}", node.path, node.kind, node.name);
+    if node.iteration > 0 || node.path.contains('.') {
+        let _ = write!(out, " #{}", node.iteration);
+    }
+    let _ = writeln!(
+        out,
+        " {} {}",
+        status(style, node.status),
+        style.dim(&duration(node.duration_ms()))
+    );
+    if let Some(err) = &node.error {
+        let _ = writeln!(out, "{indent}  {}", style.red(&format!("error: {err}")));
+    }
+    if let Some(child) = &node.child {
+        render_run(child, depth + 1, style, out);
+    } else if let Some(id) = node.child_run_id {
+        let _ = writeln!(
+            out,
+            "{indent}  {}",
+            style.yellow(&format!("child run {id}: file not found"))
+        );
+    }
+    for c in &node.children {
+        render_step(c, depth + 1, style, out);
+    }
+}
