@@ -17,7 +17,7 @@ mod registry;
 mod turns;
 mod util;
 
-pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary};
+pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
 pub use registry::{AutoNormalizer, Provider, UnknownProvider, detect};
 
 /// An incremental normalizer for one provider stream.

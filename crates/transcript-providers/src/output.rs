@@ -241,3 +241,15 @@ impl Summary {
         self.blocks.get(t.as_str()).copied().unwrap_or(0)
     }
 }
+
+/// The block types of each turn, in order: the shape compared by the
+/// cross-provider equivalence test.
+pub fn turn_block_types(outputs: &[Output]) -> Vec<Vec<&'static str>> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Turn(m) => Some(m.blocks.iter().map(|b| b.block_type().as_str()).collect()),
+            _ => None,
+        })
+        .collect()
+}

@@ -125,7 +125,12 @@ fn detect_record(event: Option<&str>, v: &Value) -> Option<Provider> {
     {
         return Some(Provider::OpenAi);
     }
-    if v.get("choices").is_some() || t.starts_with("response.") {
+    if v.get("choices").is_some()
+        || t.starts_with("response.")
+        || v.get("messages").is_some_and(Value::is_array)
+        || v.get("tool_call_id").is_some()
+        || v.get("tool_calls").is_some()
+    {
         return Some(Provider::OpenAi);
     }
     if v.get("msg").is_some() && v.get("id").is_some() {

@@ -56,7 +56,7 @@ impl Turns {
         if let Some(t) = &self.current {
             let same = match (id, &t.message_id) {
                 (Some(a), Some(b)) => a == b,
-                (Some(_), None) => t.blocks.is_empty() && t.usage.is_none(),
+                (Some(_), None) => !t.has_results,
                 (None, _) => !t.has_results,
             };
             if !same {
