@@ -1,0 +1,87 @@
+//! Loads a run and its child runs from a storage directory into the
+//! domain's step tree.
+
+use std::path::{Path, PathBuf};
+
+use transcript_domain::RunId;
+use transcript_domain::tree::{RunTree, build_run_tree};
+
+use crate::reader::{MalformedLine, ReadError, ReadItem, TranscriptReader};
+
+/// Why a run could not be loaded at all.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The root run's file could not be opened or read.
+    #[error("cannot read run {run_id}: {source}")]
+    Read {
+        /// The run.
+        run_id: RunId,
+        /// The cause.
+        #[source]
+        source: ReadError,
+    },
+}
+
+/// A rebuilt run tree plus the lines that could not be read on the way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedRun {
+    /// The tree (inconsistencies are in `tree.problems` and per child).
+    pub tree: RunTree,
+    /// Malformed lines met in any of the files (skipped).
+    pub malformed: Vec<MalformedLine>,
+    /// Files read, root first.
+    pub files: Vec<PathBuf>,
+}
+
+/// Reads every event of `<storage_dir>/<run_id>.jsonl`, skipping bad lines
+/// into `malformed`.
+fn read_events(
+    path: &Path,
+    malformed: &mut Vec<MalformedLine>,
+) -> Result<Vec<transcript_domain::DecodedEvent>, ReadError> {
+    let mut events = Vec::new();
+    for item in TranscriptReader::open(path)? {
+        match item {
+            Ok(ReadItem::Event(e)) => events.push(e.event),
+            Ok(ReadItem::Warning(_)) => {}
+            Err(ReadError::Malformed(m)) => malformed.push(m),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(events)
+}
+
+/// Loads the run `run_id` from `storage_dir` and follows `child_run_id`
+/// links to the child runs' files next to it (decision 7). A missing or
+/// unreadable child file shows up in the tree's problems, not as an error.
+pub fn load_run_tree(storage_dir: impl AsRef<Path>, run_id: RunId) -> Result<LoadedRun, LoadError> {
+    let dir = storage_dir.as_ref();
+    let mut malformed = Vec::new();
+    let mut files = Vec::new();
+    let root_path = dir.join(run_id.file_name());
+    let events = read_events(&root_path, &mut malformed)
+        .map_err(|source| LoadError::Read { run_id, source })?;
+    files.push(root_path);
+    let mut lookup = |child: RunId| {
+        let path = dir.join(child.file_name());
+        if !path.exists() {
+            return None;
+        }
+        match read_events(&path, &mut malformed) {
+            Ok(events) => {
+                files.push(path);
+                Some(events)
+            }
+            Err(e) => {
+                tracing::warn!("cannot read child run {child}: {e}");
+                None
+            }
+        }
+    };
+    let tree = build_run_tree(&events, &mut lookup);
+    Ok(LoadedRun {
+        tree,
+        malformed,
+        files,
+    })
+}

@@ -1,0 +1,425 @@
+//! `verify`: structural checks of transcript files, as a serializable
+//! report (used by `transcript validate`).
+
+use std::collections::HashSet;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use transcript_domain::{EventType, RunId, Seq, Timestamp};
+
+use crate::reader::{ReadError, ReadItem, ReadWarningKind, TranscriptReader};
+
+/// What a finding is about (stable `snake_case` codes for tools).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FindingCode {
+    /// A line that is not an event.
+    MalformedLine,
+    /// The file could not be read to the end.
+    ReadFailed,
+    /// The first event's seq is not 1.
+    FirstSeqNotOne,
+    /// Seqs skip values.
+    SeqGap,
+    /// A seq that is not greater than the previous one.
+    SeqNotIncreasing,
+    /// A `run_id` different from the file's first one.
+    MixedRunId,
+    /// The file is not named after its run id.
+    FileNameMismatch,
+    /// A `parent_run_id` different from the file's first one.
+    MixedParentRunId,
+    /// `child_run_id` on an event that is not `step.call_workflow.*`.
+    UnexpectedChildRunId,
+    /// `step.call_workflow.*` without `child_run_id`.
+    MissingChildRunId,
+    /// A run naming itself as its child or parent.
+    SelfLink,
+    /// A child run's file does not exist.
+    ChildMissing,
+    /// A child run whose events do not name the caller as parent.
+    ChildParentMismatch,
+    /// A child link that leads back to a run already being verified.
+    LinkCycle,
+    /// Bytes after the last newline (a writer stopped mid-line).
+    UnterminatedFinalLine,
+    /// A whitespace-only line.
+    EmptyLine,
+    /// An event or block type outside this version's vocabulary, or a
+    /// payload that did not fit its type.
+    DecodeWarning,
+    /// A timestamp earlier than the previous line's.
+    TimestampBackwards,
+    /// A file without any event.
+    NoEvents,
+}
+
+/// One finding, with its position when it has one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// What kind of finding.
+    pub code: FindingCode,
+    /// 1-based line, when it concerns one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// Byte offset of that line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Human-readable explanation.
+    pub message: String,
+}
+
+impl Finding {
+    fn at(code: FindingCode, line: u64, offset: u64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            line: Some(line),
+            offset: Some(offset),
+            message: message.into(),
+        }
+    }
+
+    fn file(code: FindingCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            line: None,
+            offset: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// Checks of one transcript file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileReport {
+    /// The file, when verified from a path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// The run id of the first event.
+    pub run_id: Option<RunId>,
+    /// The parent run id of the first event.
+    pub parent_run_id: Option<RunId>,
+    /// Lines read (including bad ones).
+    pub lines: u64,
+    /// Events decoded.
+    pub events: u64,
+    /// Lowest and highest seq seen.
+    pub first_seq: Option<Seq>,
+    /// Highest seq seen.
+    pub last_seq: Option<Seq>,
+    /// Child runs named by `child_run_id`, in order of first mention.
+    pub child_run_ids: Vec<RunId>,
+    /// Violations of the file contract.
+    pub errors: Vec<Finding>,
+    /// Tolerated oddities (forward compatibility, crash leftovers).
+    pub warnings: Vec<Finding>,
+}
+
+impl FileReport {
+    /// No errors.
+    pub fn is_valid(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+/// Verifies one transcript from a reader.
+///
+/// Errors: malformed lines, seq not strictly increasing from 1 without gaps
+/// or duplicates, more than one `run_id` or `parent_run_id`, child links on
+/// the wrong event types. Warnings: unterminated final line, empty lines,
+/// decode warnings, timestamps going backwards.
+pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
+    let mut report = FileReport {
+        path: None,
+        run_id: None,
+        parent_run_id: None,
+        lines: 0,
+        events: 0,
+        first_seq: None,
+        last_seq: None,
+        child_run_ids: Vec::new(),
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut expected: Seq = 1;
+    let mut last_ts: Option<Timestamp> = None;
+    let mut children = HashSet::new();
+    for item in reader {
+        match item {
+            Ok(ReadItem::Event(ev)) => {
+                let (line, offset, e) = (ev.line, ev.offset, ev.event);
+                report.lines = report.lines.max(line);
+                report.events += 1;
+                if report.events == 1 {
+                    report.run_id = Some(e.run_id);
+                    report.parent_run_id = e.parent_run_id;
+                    if e.seq != 1 {
+                        report.errors.push(Finding::at(
+                            FindingCode::FirstSeqNotOne,
+                            line,
+                            offset,
+                            format!("first seq is {}, expected 1", e.seq),
+                        ));
+                    }
+                } else if e.seq > expected {
+                    report.errors.push(Finding::at(
+                        FindingCode::SeqGap,
+                        line,
+                        offset,
+                        format!(
+                            "seq {} follows {}: {} missing",
+                            e.seq,
+                            expected - 1,
+                            e.seq - expected
+                        ),
+                    ));
+                } else if e.seq < expected {
+                    report.errors.push(Finding::at(
+                        FindingCode::SeqNotIncreasing,
+                        line,
+                        offset,
+                        format!(
+                            "seq {} after {} (duplicate or out of order)",
+                            e.seq,
+                            expected - 1
+                        ),
+                    ));
+                }
+                expected = expected.max(e.seq.saturating_add(1));
+                report.first_seq = Some(report.first_seq.map_or(e.seq, |s| s.min(e.seq)));
+                report.last_seq = Some(report.last_seq.map_or(e.seq, |s| s.max(e.seq)));
+                if report.run_id != Some(e.run_id) {
+                    report.errors.push(Finding::at(
+                        FindingCode::MixedRunId,
+                        line,
+                        offset,
+                        format!(
+                            "run_id {} in a file of run {}",
+                            e.run_id,
+                            fmt_id(report.run_id)
+                        ),
+                    ));
+                }
+                if report.parent_run_id != e.parent_run_id {
+                    report.errors.push(Finding::at(
+                        FindingCode::MixedParentRunId,
+                        line,
+                        offset,
+                        format!(
+                            "parent_run_id {} differs from the file's {}",
+                            fmt_id(e.parent_run_id),
+                            fmt_id(report.parent_run_id)
+                        ),
+                    ));
+                }
+                if e.parent_run_id == Some(e.run_id) {
+                    report.errors.push(Finding::at(
+                        FindingCode::SelfLink,
+                        line,
+                        offset,
+                        "run names itself as its parent",
+                    ));
+                }
+                let call = matches!(
+                    e.kind.known(),
+                    Some(EventType::CallWorkflowStarted | EventType::CallWorkflowCompleted)
+                );
+                match (call, e.child_run_id) {
+                    (true, None) => report.errors.push(Finding::at(
+                        FindingCode::MissingChildRunId,
+                        line,
+                        offset,
+                        format!("{} without child_run_id", e.kind.as_str()),
+                    )),
+                    (false, Some(child)) if e.kind.known().is_some() => {
+                        report.errors.push(Finding::at(
+                            FindingCode::UnexpectedChildRunId,
+                            line,
+                            offset,
+                            format!("child_run_id {child} on {}", e.kind.as_str()),
+                        ))
+                    }
+                    (_, Some(child)) if child == e.run_id => report.errors.push(Finding::at(
+                        FindingCode::SelfLink,
+                        line,
+                        offset,
+                        "run names itself as its child",
+                    )),
+                    (_, Some(child)) => {
+                        if children.insert(child) {
+                            report.child_run_ids.push(child);
+                        }
+                    }
+                    (false, None) => {}
+                }
+                if last_ts.is_some_and(|t| e.timestamp < t) {
+                    report.warnings.push(Finding::at(
+                        FindingCode::TimestampBackwards,
+                        line,
+                        offset,
+                        format!(
+                            "timestamp {} is earlier than the previous line's",
+                            e.timestamp
+                        ),
+                    ));
+                }
+                last_ts = Some(e.timestamp);
+                for w in ev.warnings {
+                    report.warnings.push(Finding::at(
+                        FindingCode::DecodeWarning,
+                        line,
+                        offset,
+                        w.to_string(),
+                    ));
+                }
+            }
+            Ok(ReadItem::Warning(w)) => {
+                report.lines = report.lines.max(w.line);
+                let code = match w.kind {
+                    ReadWarningKind::UnterminatedFinalLine { .. } => {
+                        FindingCode::UnterminatedFinalLine
+                    }
+                    ReadWarningKind::EmptyLine => FindingCode::EmptyLine,
+                };
+                report
+                    .warnings
+                    .push(Finding::at(code, w.line, w.offset, w.kind.to_string()));
+            }
+            Err(ReadError::Malformed(m)) => {
+                report.lines = report.lines.max(m.line);
+                report.errors.push(Finding::at(
+                    FindingCode::MalformedLine,
+                    m.line,
+                    m.offset,
+                    m.cause.to_string(),
+                ));
+            }
+            Err(e @ ReadError::Io { .. }) => {
+                report
+                    .errors
+                    .push(Finding::file(FindingCode::ReadFailed, e.to_string()));
+            }
+        }
+    }
+    if report.events == 0 {
+        report
+            .warnings
+            .push(Finding::file(FindingCode::NoEvents, "no events"));
+    }
+    report
+}
+
+fn fmt_id(id: Option<RunId>) -> String {
+    id.map_or_else(|| "(none)".to_owned(), |i| i.to_string())
+}
+
+/// Verifies one transcript file; a file named `<uuid>.jsonl` must hold that run.
+pub fn verify_file(path: impl AsRef<Path>) -> FileReport {
+    let path = path.as_ref();
+    let mut report = match TranscriptReader::open(path) {
+        Ok(reader) => verify_reader(reader),
+        Err(e) => {
+            let mut r = verify_reader(TranscriptReader::new(std::io::empty()));
+            r.warnings.clear();
+            r.errors
+                .push(Finding::file(FindingCode::ReadFailed, e.to_string()));
+            r
+        }
+    };
+    report.path = Some(path.to_path_buf());
+    let named = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".jsonl"))
+        .and_then(|stem| RunId::parse(stem).ok());
+    if let (Some(named), Some(actual)) = (named, report.run_id)
+        && named != actual
+    {
+        report.errors.push(Finding::file(
+            FindingCode::FileNameMismatch,
+            format!("file is named after run {named} but holds run {actual}"),
+        ));
+    }
+    report
+}
+
+/// Checks of a run and, following `child_run_id`, its child runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunReport {
+    /// The root run.
+    pub run_id: RunId,
+    /// One report per file, root first, then children depth-first.
+    pub files: Vec<FileReport>,
+    /// Cross-file problems (missing children, parent mismatches, cycles).
+    pub links: Vec<Finding>,
+}
+
+impl RunReport {
+    /// No errors in any file and no link problems.
+    pub fn is_valid(&self) -> bool {
+        self.links.is_empty() && self.files.iter().all(FileReport::is_valid)
+    }
+
+    /// Errors across all files plus link problems.
+    pub fn error_count(&self) -> usize {
+        self.links.len() + self.files.iter().map(|f| f.errors.len()).sum::<usize>()
+    }
+}
+
+/// Verifies `<storage_dir>/<run_id>.jsonl` and every child run it links to,
+/// checking that each child file exists and names its caller as parent.
+pub fn verify_run(storage_dir: impl AsRef<Path>, run_id: RunId) -> RunReport {
+    let dir = storage_dir.as_ref();
+    let mut report = RunReport {
+        run_id,
+        files: Vec::new(),
+        links: Vec::new(),
+    };
+    let mut seen = HashSet::new();
+    visit(dir, run_id, None, &mut seen, &mut report);
+    report
+}
+
+fn visit(
+    dir: &Path,
+    run: RunId,
+    caller: Option<RunId>,
+    seen: &mut HashSet<RunId>,
+    report: &mut RunReport,
+) {
+    if !seen.insert(run) {
+        report.links.push(Finding::file(
+            FindingCode::LinkCycle,
+            format!("run {run} is linked more than once (cycle or shared child)"),
+        ));
+        return;
+    }
+    let path = dir.join(run.file_name());
+    if caller.is_some() && !path.exists() {
+        report.links.push(Finding::file(
+            FindingCode::ChildMissing,
+            format!("child run {run} has no file {}", path.display()),
+        ));
+        return;
+    }
+    let file = verify_file(&path);
+    if let Some(caller) = caller
+        && file.events > 0
+        && file.parent_run_id != Some(caller)
+    {
+        report.links.push(Finding::file(
+            FindingCode::ChildParentMismatch,
+            format!(
+                "child run {run} names {} as parent, expected {caller}",
+                fmt_id(file.parent_run_id)
+            ),
+        ));
+    }
+    let children = file.child_run_ids.clone();
+    report.files.push(file);
+    for child in children {
+        visit(dir, child, Some(run), seen, report);
+    }
+}
