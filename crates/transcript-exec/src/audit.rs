@@ -1,0 +1,268 @@
+//! The channels that predate the transcript and must not change because of
+//! it (000 "Coexistence", FR-013, SC-004): the `audit.jsonl` trail of paired
+//! start/end records and [`DisplayEvent`]s for human progress.
+//!
+//! Both read their own [`Clock`] (never the recorder's), and nothing in them
+//! depends on whether a recorder is wired, so their bytes are identical with
+//! and without a transcript.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use transcript_domain::{Clock, RunId, Timestamp};
+
+/// How a step or run ended, as shown to humans and written to the audit trail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Succeeded.
+    Success,
+    /// Failed.
+    Failure,
+    /// Cancelled (run cancellation).
+    Cancelled,
+}
+
+impl Status {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::Failure => "failure",
+            Status::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One line of `audit.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditRecord {
+    /// Audit clock reading.
+    pub ts: Timestamp,
+    /// The run.
+    pub run_id: RunId,
+    /// `run_start`, `run_end`, `step_start` or `step_end`.
+    pub event: &'static str,
+    /// Step path (`""` for run records).
+    pub path: String,
+    /// Innermost loop iteration.
+    pub iteration: u64,
+    /// Step name (workflow name for run records).
+    pub name: String,
+    /// Step kind (`workflow` for run records).
+    pub kind: String,
+    /// On `*_end`: how it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// On a failed `*_end`: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// On `call_workflow` steps: the child run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child_run_id: Option<RunId>,
+}
+
+/// Appends [`AuditRecord`]s to a file, one JSON line each, flushed per line.
+pub struct AuditTrail {
+    path: PathBuf,
+    file: Mutex<std::fs::File>,
+}
+
+impl std::fmt::Debug for AuditTrail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditTrail")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl AuditTrail {
+    /// Opens (creates or appends to) `path`.
+    pub fn open(path: impl AsRef<Path>) -> std::io::Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        Ok(Self {
+            path,
+            file: Mutex::new(file),
+        })
+    }
+
+    /// The file path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record. Errors are returned, never panicked on.
+    pub fn append(&self, record: &AuditRecord) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| std::io::Error::other("audit trail lock poisoned"))?;
+        file.write_all(&line)
+    }
+}
+
+/// A progress event for humans (a terminal display, a TUI).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum DisplayEvent {
+    /// A run began.
+    RunStarted {
+        /// Display clock reading.
+        at: Timestamp,
+        /// The run.
+        run_id: RunId,
+        /// Workflow name.
+        workflow: String,
+    },
+    /// A step began.
+    StepStarted {
+        /// Display clock reading.
+        at: Timestamp,
+        /// Step path.
+        path: String,
+        /// Iteration.
+        iteration: u64,
+        /// Step kind.
+        kind: String,
+    },
+    /// A step ended.
+    StepFinished {
+        /// Display clock reading.
+        at: Timestamp,
+        /// Step path.
+        path: String,
+        /// Iteration.
+        iteration: u64,
+        /// How it ended.
+        status: Status,
+        /// Milliseconds on the display clock.
+        elapsed_ms: i64,
+        /// Why it failed.
+        error: Option<String>,
+    },
+    /// A run ended.
+    RunFinished {
+        /// Display clock reading.
+        at: Timestamp,
+        /// The run.
+        run_id: RunId,
+        /// How it ended.
+        status: Status,
+        /// Why it failed.
+        error: Option<String>,
+    },
+}
+
+impl DisplayEvent {
+    /// One human-readable line.
+    pub fn render(&self) -> String {
+        match self {
+            DisplayEvent::RunStarted {
+                run_id, workflow, ..
+            } => format!("run {workflow} ({run_id}) started"),
+            DisplayEvent::StepStarted {
+                path,
+                iteration,
+                kind,
+                ..
+            } => format!("  > {path}[{iteration}] ({kind})"),
+            DisplayEvent::StepFinished {
+                path,
+                iteration,
+                status,
+                elapsed_ms,
+                error,
+                ..
+            } => {
+                let mark = match status {
+                    Status::Success => "ok",
+                    Status::Failure => "FAILED",
+                    Status::Cancelled => "cancelled",
+                };
+                match error {
+                    Some(e) => format!("  < {path}[{iteration}] {mark} in {elapsed_ms}ms: {e}"),
+                    None => format!("  < {path}[{iteration}] {mark} in {elapsed_ms}ms"),
+                }
+            }
+            DisplayEvent::RunFinished {
+                run_id,
+                status,
+                error,
+                ..
+            } => match error {
+                Some(e) => format!("run {run_id} {}: {e}", status.as_str()),
+                None => format!("run {run_id} {}", status.as_str()),
+            },
+        }
+    }
+}
+
+/// Receives display events.
+pub trait DisplaySink: Send + Sync {
+    /// Called in emission order (per branch when branches run concurrently).
+    fn display(&self, event: DisplayEvent);
+}
+
+impl DisplaySink for tokio::sync::mpsc::UnboundedSender<DisplayEvent> {
+    fn display(&self, event: DisplayEvent) {
+        // A closed receiver just means nobody is watching.
+        let _ = self.send(event);
+    }
+}
+
+/// A sink that keeps every event (tests, goldens).
+#[derive(Debug, Default)]
+pub struct CollectDisplay {
+    events: Mutex<Vec<DisplayEvent>>,
+}
+
+impl CollectDisplay {
+    /// The events so far.
+    pub fn events(&self) -> Vec<DisplayEvent> {
+        self.events.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
+impl DisplaySink for CollectDisplay {
+    fn display(&self, event: DisplayEvent) {
+        if let Ok(mut e) = self.events.lock() {
+            e.push(event);
+        }
+    }
+}
+
+/// Audit trail + display + their clock, shared by the runs of a service.
+#[derive(Clone)]
+pub(crate) struct Observers {
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) audit: Option<Arc<AuditTrail>>,
+    pub(crate) display: Option<Arc<dyn DisplaySink>>,
+}
+
+impl Observers {
+    pub(crate) fn audit(&self, record: AuditRecord) -> Option<String> {
+        let audit = self.audit.as_ref()?;
+        audit
+            .append(&record)
+            .err()
+            .map(|e| format!("audit trail {}: {e}", audit.path().display()))
+    }
+
+    pub(crate) fn display(&self, event: DisplayEvent) {
+        if let Some(d) = &self.display {
+            d.display(event);
+        }
+    }
+
+    pub(crate) fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+}
