@@ -1,0 +1,107 @@
+//! Real corpus: every file under `$TRANSCRIPT_REAL_FIXTURES/<folder>` is
+//! normalized and its counts compared with the checked-in manifest
+//! `fixtures/real-manifest/<provider>.json`, whose numbers were computed by
+//! the jq program named in it (`fixtures/real-manifest/generate.sh`), never
+//! by this parser. Unset variable: skipped (printed). Set but folder
+//! missing: fails loudly. A capture missing from the manifest fails too.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+use transcript_providers::{Provider, Summary};
+
+fn real_root() -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
+        println!("skipped: TRANSCRIPT_REAL_FIXTURES is not set");
+        return None;
+    };
+    let mut dir = PathBuf::from(dir);
+    if dir.is_relative() {
+        // CI sets it relative to the repository root.
+        dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(dir);
+    }
+    assert!(
+        dir.is_dir(),
+        "TRANSCRIPT_REAL_FIXTURES={} is set but is not a directory",
+        dir.display()
+    );
+    Some(dir)
+}
+
+fn count(s: &Summary, key: &str) -> u64 {
+    match key {
+        "text" | "thinking" | "tool_use" | "tool_result" => s.blocks.get(key).copied().unwrap_or(0),
+        "tool_pairs" => s.tool_pairs,
+        "dangling_calls" => s.dangling_calls,
+        "input_tokens" => s.usage.input_tokens.unwrap_or(0),
+        "output_tokens" => s.usage.output_tokens.unwrap_or(0),
+        "provider_error" | "malformed" | "refusal" | "incomplete" => {
+            s.diagnostics.get(key).copied().unwrap_or(0)
+        }
+        other => panic!("manifest count {other:?} is not known to the test"),
+    }
+}
+
+fn check_provider(provider: Provider) {
+    let Some(root) = real_root() else { return };
+    let manifest_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/real-manifest")
+        .join(format!("{}.json", provider.name()));
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    let folder = root.join(manifest["folder"].as_str().unwrap());
+    assert!(folder.is_dir(), "{} is missing", folder.display());
+    let files = manifest["files"].as_object().unwrap();
+    let mut failures = Vec::new();
+    let mut seen = 0;
+    for path in inputs(&folder) {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let expected = files
+            .get(&name)
+            .unwrap_or_else(|| panic!("{name} is not covered by {}", manifest_path.display()));
+        let bytes = std::fs::read(&path).unwrap();
+        let out = assert_chunking_invariant(provider, &bytes, &name);
+        let s = Summary::of(&out);
+        // Tool events and blocks agree with each other.
+        assert_eq!(
+            s.tool_calls,
+            count(&s, "tool_use"),
+            "{name}: tool.call vs tool_use blocks"
+        );
+        assert_eq!(
+            s.tool_results,
+            count(&s, "tool_result"),
+            "{name}: tool.result vs tool_result blocks"
+        );
+        for (key, want) in expected.as_object().unwrap() {
+            let got = count(&s, key);
+            if got != want.as_u64().unwrap() {
+                failures.push(format!("{name}: {key} = {got}, manifest (jq) says {want}"));
+            }
+        }
+        seen += 1;
+    }
+    assert_eq!(
+        seen,
+        files.len(),
+        "manifest lists files that are not in {}",
+        folder.display()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn claude_corpus_matches_manifest() {
+    check_provider(Provider::Claude);
+}
+
+#[test]
+fn codex_corpus_matches_manifest() {
+    check_provider(Provider::Codex);
+}
