@@ -1,6 +1,194 @@
 //! Provider normalizers: agent CLI and API output to canonical content blocks.
 //!
-//! DOCS_PLACEHOLDER
+//! The canonical transcript absorbs provider divergence in exactly one place
+//! (US2, FR-010): this crate. It turns what an agent prints (Claude Code,
+//! Codex, Gemini CLI, Copilot CLI) or what an HTTP API returns (OpenAI,
+//! Anthropic) into the wire contract's vocabulary: `message.assistant`
+//! payloads of [`transcript_domain::ContentBlock`]s and agent-emitted
+//! `tool.call` / `tool.result` payloads.
+//!
+//! # Model
+//!
+//! A [`Normalizer`] is an incremental state machine fed bytes as the agent
+//! produces them ([`Normalizer::feed`], any chunking) and closed with
+//! [`Normalizer::finish`]. It appends [`Output`] items as soon as they are
+//! known:
+//!
+//! - [`Output::ToolCall`] when a tool_use is seen (`tool.call`, output `null`),
+//! - [`Output::ToolResult`] when its result is seen (`tool.result`, input `null`),
+//! - [`Output::Turn`] when a turn is complete (decision 11): its thinking /
+//!   text / tool_use blocks in order, then the tool_result blocks answering
+//!   them, with `provider`, `model` and `usage` (decision 10). A turn is
+//!   complete when the next one starts (a new provider message id, or model
+//!   output arriving after tool results) or when the stream ends.
+//! - [`Output::Diagnostic`] for everything else (see below).
+//!
+//! Inside, every parser is the same pipeline: [`frame::Framer`] (bytes →
+//! JSON records: NDJSON, pretty-printed documents, top-level arrays, SSE
+//! events) → a provider mapper (records → blocks and tool events) → a shared
+//! turn assembler. The [`Provider`] registry looks parsers up by name
+//! (`claude`, `codex`, `gemini`, `copilot`, `openai`, `anthropic`) and
+//! [`detect`] / [`AutoNormalizer`] recognise a stream from its first records.
+//!
+//! # Invariants
+//!
+//! - **Pure**: no I/O, no clock, no randomness; depends on `transcript-domain`
+//!   only (checked by `cargo xtask arch-check`).
+//! - **Never panics, never drops silently**: every record or event that does
+//!   not become a block or tool event yields a [`Diagnostic`] with its
+//!   [`Position`] (line, byte offset, array element) and provider type.
+//!   Tested by `tests/robustness.rs` (proptest: arbitrary, JSON-ish and
+//!   mutated inputs with arbitrary chunk boundaries).
+//! - **Chunking invariant**: output is identical whether the input is fed
+//!   whole, by line, in random byte chunks or byte by byte (every own and
+//!   real fixture, `assert_chunking_invariant`).
+//! - **Valid JSON out**: raw control bytes inside strings (Codex has been
+//!   seen emitting 0x00) are escaped, so U+0000 is preserved; invalid UTF-8
+//!   becomes U+FFFD; both are flagged [`DiagnosticKind::Repaired`].
+//! - **Ids preserved, never empty**: provider call ids are kept (`tool_id`
+//!   links tool_use and tool_result; `call_id` pairs the events). Where a
+//!   provider has no call id the item id is used; where it has neither, a
+//!   position-derived id (`<record uuid>#<block>`, `item@line<N>`).
+//! - **Dangling calls stay**: a tool_use without result stays in its turn
+//!   and its `tool.call` is still emitted. A result without a known call is
+//!   kept and flagged [`DiagnosticKind::Orphan`].
+//! - **Usage per provider message**: a later usage report for the same
+//!   message replaces the earlier one (Claude repeats it on every line of a
+//!   split message), so summing `usage` over turns never double counts.
+//!   `input_tokens` excludes cache reads for every provider (OpenAI, Codex
+//!   and Gemini counts are converted by subtracting cached tokens).
+//! - **Opaque values keep key order**: tool inputs and outputs go through an
+//!   order-preserving [`json::Value`] (decision 14's spirit without
+//!   serde_json's workspace-wide `preserve_order` feature).
+//!
+//! # Threat model
+//!
+//! Input is untrusted agent output. The framer buffers at most one record
+//! (or one SSE event) at a time; a record that never closes is salvaged line
+//! by line at the end of the stream, and a raw newline inside a string or a
+//! column-0 `{` inside an open object ends a truncated record early, so one
+//! broken line cannot swallow the rest of an NDJSON stream. Nothing is
+//! executed or resolved; strings are carried verbatim (no secret masking
+//! here, as the seed's Limitations state).
+//!
+//! # Mapping table
+//!
+//! Diagnostic kinds: **M** metadata, **P** progress (superseded by a mapped
+//! record), **X** extra (no block type for it), **U** unknown type, **E**
+//! provider error, **R** refusal, **I** incomplete, **O** orphan, **F**
+//! malformed, **Rp** repaired. "use/result" means a `tool_use` block plus
+//! `tool.call`, and a `tool_result` block plus `tool.result`.
+//!
+//! | provider | record / event / item | becomes |
+//! |---|---|---|
+//! | claude | `system/init` | M; its `model` is the default model of turns |
+//! | claude | `system/api_error`, `system/error` | E |
+//! | claude | `system/api_refusal`, `system/model_refusal_fallback` | R |
+//! | claude | other `system/*` (compact_boundary, turn_duration, hooks…) | M |
+//! | claude | `assistant` (one API message may span several lines sharing `message.id`: one turn) | its content blocks below; `message.usage` → turn usage (last report per id); `message.model` → model |
+//! | claude | block `text` / `thinking` | text / thinking |
+//! | claude | thinking `signature` (non-empty) | X `thinking/signature` (blocks have no field for it) |
+//! | claude | block `redacted_thinking` | X |
+//! | claude | block `tool_use`, `server_tool_use`, `mcp_tool_use` (MCP: `server/name`) | use; MCP tools named `mcp__*` are ordinary tool_use |
+//! | claude | assistant block `*_tool_result` (server-side tools: web search, code execution) | result, inside the same turn |
+//! | claude | block `fallback` | M |
+//! | claude | `user` tool_result (id `tool_use_id`, else record `sourceToolUseID`) | result; `is_error` → `error` = its text |
+//! | claude | `user` string content, text / image blocks | X (the prompt is `message.user`, written by the agent seam) |
+//! | claude | `result` success | M; `total_cost_usd` → `cost_usd` of the last turn |
+//! | claude | `result` error (`is_error`, `error_max_turns`, `error_during_execution`) | E |
+//! | claude | `stream_event` (partial messages) | P |
+//! | claude | session records (`summary`, `attachment`, `file-history-snapshot`, `progress`, `queue-operation`, titles, modes, links, `worktree-state`…) | M |
+//! | codex | `thread.started`, `turn.started` | M (turn.started closes the open turn) |
+//! | codex | `turn.completed` | `usage` → the open turn's usage (covers the whole Codex turn); closes it |
+//! | codex | `turn.failed`, `error`, item `error` | E |
+//! | codex | item `agent_message` / `assistant_message` (0.42–0.43) | text (on `item.completed`; started/updated P) |
+//! | codex | item `reasoning` | thinking |
+//! | codex | item `command_execution` | use on start (name `command_execution`, input `{command}`), result on completion (`aggregated_output`; non-zero `exit_code` / `failed` → error) |
+//! | codex | item `file_change` (file changes) | use `file_change` `{changes}` + result `{status}` |
+//! | codex | item `mcp_tool_call` (MCP calls) | use `server/tool` with `arguments`, result `result` / `error` |
+//! | codex | item `web_search` | use `{query}` + result (`{status}`) |
+//! | codex | item `todo_list` (todo lists) | X on every event (plan state, not a tool exchange) |
+//! | codex | item `function_call` (0.42 form) | use (arguments decoded when JSON) |
+//! | codex | any `item.updated` | P |
+//! | codex | legacy config header / `{"prompt"}` line | M / X |
+//! | codex | legacy `task_started`, `task_complete` | M (close the turn) |
+//! | codex | legacy `agent_message`, `agent_reasoning` | text, thinking |
+//! | codex | legacy `exec_command_begin`/`_end`, `patch_apply_begin`/`_end` (`apply_patch`), `mcp_tool_call_begin`/`_end`, `web_search_begin`/`_end` | use / result by `call_id` |
+//! | codex | legacy `token_count` | usage |
+//! | codex | legacy deltas, `exec_command_output_delta` | P |
+//! | codex | legacy `error`, `stream_error`, `turn_aborted` | E |
+//! | codex | rollout `session_meta`, `turn_context` (model), `compacted`, `world_state` | M |
+//! | codex | rollout `response_item` | as the OpenAI Responses items below |
+//! | codex | rollout `event_msg/token_count` | `info.last_token_usage` → usage |
+//! | codex | rollout `event_msg` duplicating a response item (`agent_message`, `exec_command_end`, `mcp_tool_call_end`, `user_message`…) | P |
+//! | codex | other rollout `event_msg` | M (errors E) |
+//! | gemini | `init` | M; model |
+//! | gemini | `message` role user | X |
+//! | gemini | `message` role assistant (`delta: true` pieces accumulate into one text block) | text |
+//! | gemini | `tool_use` / `tool_result` by `tool_id` | use / result (`status: error` → error) |
+//! | gemini | `error` | E |
+//! | gemini | `result` | `stats` → usage of the open turn (whole run); non-success status → E |
+//! | gemini | `--output-format json` document | `response` → text; `stats.models.*.tokens` summed → usage; `stats.tools` calls → X (no content); `error` → E |
+//! | gemini | thinking | none in stream-json: the documented extra of the equivalence test |
+//! | copilot | `assistant.message` | turn per `messageId`: `reasoningText` → thinking, `content` → text, `toolRequests` → use, `outputTokens` → usage |
+//! | copilot | `reasoningOpaque` / `encryptedContent` | X |
+//! | copilot | `assistant.reasoning` | thinking |
+//! | copilot | `tool.execution_start` | P when the call was requested, else use |
+//! | copilot | `tool.execution_complete` by `toolCallId` | result (`success: false` → error) |
+//! | copilot | `assistant.message_delta`, `reasoning_delta`, partial results (ephemeral) | P |
+//! | copilot | `assistant.turn_start` / `turn_end` | M (turn_end closes the turn) |
+//! | copilot | `user.message`, `system.message` | X |
+//! | copilot | `session.error`, `abort`, `result` with non-zero `exitCode` | E |
+//! | copilot | `result`, `session.*`, `hook.*`, `subagent.*`, `system.notification` | M |
+//! | openai | `chat.completion` | turn per response id: `reasoning_content` → thinking, `content` → text, `refusal` → text + R, `tool_calls` → use; choices after the first X; `usage` |
+//! | openai | `chat.completion.chunk` SSE | accumulated per id; tool calls assembled by `index`; flushed at `finish_reason` (`length` I, `content_filter` R); usage chunk → usage; unparsable arguments → string input + I |
+//! | openai | `data: [DONE]`, SSE comments | M |
+//! | openai | chat `messages` (role `assistant` / `tool`) | turns / result by `tool_call_id` (role `user`/`system` X) |
+//! | openai | Responses `response` | turn per id; `usage` (cached and reasoning tokens) |
+//! | openai | item `message` / `output_text` / `refusal` | text (refusal + R); other parts X |
+//! | openai | item `reasoning` | one thinking block per summary / content text; none readable (encrypted only) → X |
+//! | openai | item `function_call`, `custom_tool_call`, `local_shell_call`, `tool_search_call` | use (`call_id`, else item id) |
+//! | openai | item `*_output` | result |
+//! | openai | item `web_search_call`, `image_generation_call`, `mcp_call`, `file_search_call`, `code_interpreter_call` (server-side tools) | use + result in the same turn |
+//! | openai | Responses SSE `response.output_item.done` / `response.completed` | item as above / usage; other `response.*` events P |
+//! | anthropic | `message` response | as the claude assistant content; usage; `stop_reason: refusal` → R |
+//! | anthropic | `message_start` | opens a turn per message id; usage |
+//! | anthropic | `content_block_start` / `_delta` / `_stop` | the block, emitted at stop; `input_json_delta` assembled |
+//! | anthropic | `signature_delta` | X `thinking/signature` |
+//! | anthropic | `server_tool_use` + `*_tool_result` blocks | use + result in the same turn |
+//! | anthropic | block never stopped (stream cut, `max_tokens`) | the block is kept + I; incomplete tool JSON → input kept as a JSON string |
+//! | anthropic | `message_delta` | stop reason (`refusal` → R), cumulative usage |
+//! | anthropic | `ping` | P |
+//! | anthropic | `error` | E |
+//! | anthropic | recorded exchange `{request, response}` | the request's last user message's `tool_result` blocks → results (answering the previous response), else X; body JSON or SSE text as above; HTTP ≥ 400 → E |
+//! | all | not JSON / truncated record | F (with the line's start) |
+//! | all | unknown record, event or block type | U |
+//!
+//! # Versioning
+//!
+//! Provider formats change without notice; unknown types are counted (U),
+//! never fatal, so a new CLI version degrades to diagnostics rather than
+//! errors. Changing what a record maps to changes the goldens in
+//! `fixtures/providers/` (reviewed by reading) and, for real captures, the
+//! jq-computed manifest in `fixtures/real-manifest/` (regenerated with its
+//! `generate.sh`, never from this parser). The public API ([`Normalizer`],
+//! [`Output`], [`Diagnostic`], [`Provider`]) follows the workspace version;
+//! new [`DiagnosticKind`]s or providers are additive.
+//!
+//! # Example
+//!
+//! ```
+//! use transcript_providers::{Normalizer, Output, Provider};
+//!
+//! let mut n = Provider::Codex.normalizer();
+//! let mut out = Vec::new();
+//! n.feed(br#"{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"PING"}}"#, &mut out);
+//! n.feed(b"\n", &mut out);
+//! n.finish(&mut out);
+//! let Output::Turn(turn) = &out[0] else { panic!() };
+//! assert_eq!(turn.blocks[0].as_text(), Some("PING"));
+//! assert_eq!(turn.provider.as_deref(), Some("codex"));
+//! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
