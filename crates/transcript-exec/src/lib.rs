@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod cli_agent;
 pub mod custom;
 pub mod emit;
 pub mod plugin;
@@ -13,6 +14,7 @@ pub mod workflow;
 
 pub use agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentRunners, AgentSeam};
 pub use audit::{AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status};
+pub use cli_agent::CliAgentRunner;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
 pub use plugin::ExternalPlugin;

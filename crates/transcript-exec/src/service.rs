@@ -1030,11 +1030,18 @@ async fn run_kind(
                     Payload::MessageUser(MessagePayload::new(Role::User, blocks))
                 })
                 .await;
-            let Some(runner) = ctx.inner.agents.get(&spec.provider).cloned() else {
-                return KindOut::flow(Flow::Failed(format!(
-                    "no agent runner for provider '{}'",
-                    spec.provider
-                )));
+            // CLI agents (a command is given) need no registration.
+            let runner = match ctx.inner.agents.get(&spec.provider) {
+                Some(r) => r.clone(),
+                None if !spec.command.is_empty() => {
+                    Arc::new(crate::cli_agent::CliAgentRunner) as Arc<dyn AgentRunner>
+                }
+                None => {
+                    return KindOut::flow(Flow::Failed(format!(
+                        "no agent runner for provider '{}'",
+                        spec.provider
+                    )));
+                }
             };
             let seam = AgentSeam::new(
                 call_scope(ctx, path, iteration, cancel),

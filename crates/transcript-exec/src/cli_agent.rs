@@ -1,0 +1,177 @@
+//! CLI agents: a real subprocess whose stdout is fed, as it arrives, to the
+//! provider's normalizer (transcript-providers); every normalized item goes
+//! straight to the [`AgentSeam`].
+//!
+//! The prompt and system prompt reach the process as the environment
+//! variables `TRANSCRIPT_PROMPT` and `TRANSCRIPT_SYSTEM_PROMPT` (argv may
+//! carry them too, through templates). A non-zero exit, a provider-reported
+//! error, a cancellation or a timeout fail the step; whatever the process
+//! printed before is still normalized and recorded, including a turn whose
+//! tool_use never got its result (it stays dangling, decision 11).
+//!
+//! For offline runs, the command can replay a recorded provider stream:
+//! `["cat", "fixtures/workflows/agents/claude-review.jsonl"]`.
+
+use std::process::Stdio;
+
+use async_trait::async_trait;
+use tokio::io::AsyncReadExt;
+use transcript_domain::BlockBody;
+use transcript_providers::{DiagnosticKind, Output, Provider};
+
+use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
+
+/// Most stderr bytes kept for the error message.
+const STDERR_KEEP: usize = 4096;
+
+/// Runs CLI agents (see the module docs). One instance serves every provider
+/// the normalizer registry knows.
+#[derive(Debug, Default, Clone)]
+pub struct CliAgentRunner;
+
+impl CliAgentRunner {
+    /// A runner.
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+#[derive(Default)]
+struct Collected {
+    last_text: Option<String>,
+    provider_errors: Vec<String>,
+}
+
+async fn dispatch(outputs: &mut Vec<Output>, seam: &AgentSeam, c: &mut Collected) {
+    for item in outputs.drain(..) {
+        match item {
+            Output::ToolCall(p) => seam.agent_tool_call(&p.name, &p.call_id, p.input).await,
+            Output::ToolResult(p) => {
+                seam.agent_tool_result(&p.name, &p.call_id, p.output, p.error)
+                    .await
+            }
+            Output::Turn(m) => {
+                let text: Vec<&str> = m
+                    .blocks
+                    .iter()
+                    .filter_map(|b| match &b.body {
+                        BlockBody::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                if !text.is_empty() {
+                    c.last_text = Some(text.join(""));
+                }
+                seam.assistant(m).await;
+            }
+            Output::Diagnostic(d) if d.kind == DiagnosticKind::ProviderError => {
+                c.provider_errors.push(if d.detail.is_empty() {
+                    d.record.clone()
+                } else {
+                    d.detail.clone()
+                });
+            }
+            Output::Diagnostic(_) => {}
+        }
+    }
+}
+
+#[async_trait]
+impl AgentRunner for CliAgentRunner {
+    async fn run(&self, request: AgentRequest, seam: &AgentSeam) -> Result<AgentReply, AgentError> {
+        let provider = Provider::from_name(&request.provider)
+            .map_err(|e| AgentError(format!("no normalizer: {e}")))?;
+        let (program, args) = request
+            .command
+            .split_first()
+            .ok_or_else(|| AgentError("agent step has no command".into()))?;
+        let mut child = tokio::process::Command::new(program)
+            .args(args)
+            .current_dir(&request.workspace)
+            .env("TRANSCRIPT_PROMPT", &request.prompt)
+            .env("TRANSCRIPT_SYSTEM_PROMPT", &request.system_prompt)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| AgentError(format!("cannot start agent '{program}': {e}")))?;
+        let mut stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| AgentError("agent has no stdout pipe".into()))?;
+        let stderr_task = child.stderr.take().map(|mut stderr| {
+            tokio::spawn(async move {
+                let mut all = Vec::new();
+                let _ = stderr.read_to_end(&mut all).await;
+                let start = all.len().saturating_sub(STDERR_KEEP);
+                String::from_utf8_lossy(&all[start..]).trim().to_owned()
+            })
+        });
+
+        let mut normalizer = provider.normalizer();
+        let mut outputs = Vec::new();
+        let mut collected = Collected::default();
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut cancelled = false;
+        let mut read_error = None;
+        loop {
+            tokio::select! {
+                n = stdout.read(&mut buf) => match n {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        normalizer.feed(&buf[..n], &mut outputs);
+                        dispatch(&mut outputs, seam, &mut collected).await;
+                    }
+                    Err(e) => {
+                        read_error = Some(e.to_string());
+                        break;
+                    }
+                },
+                _ = seam.cancel().cancelled() => {
+                    cancelled = true;
+                    break;
+                }
+            }
+        }
+        if cancelled {
+            let _ = child.start_kill();
+        }
+        // Flush the last turn (a dangling tool_use stays in it).
+        normalizer.finish(&mut outputs);
+        dispatch(&mut outputs, seam, &mut collected).await;
+        let status = child.wait().await;
+        let stderr = match stderr_task {
+            Some(t) if !cancelled => t.await.unwrap_or_default(),
+            Some(t) => {
+                t.abort();
+                String::new()
+            }
+            None => String::new(),
+        };
+        if cancelled {
+            return Err(AgentError("cancelled".into()));
+        }
+        if let Some(e) = read_error {
+            return Err(AgentError(format!("reading agent output failed: {e}")));
+        }
+        let status = status.map_err(|e| AgentError(format!("waiting for agent failed: {e}")))?;
+        if !status.success() {
+            let code = status
+                .code()
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "signal".into());
+            return Err(AgentError(if stderr.is_empty() {
+                format!("agent exited with code {code}")
+            } else {
+                format!("agent exited with code {code}: {stderr}")
+            }));
+        }
+        if let Some(e) = collected.provider_errors.first() {
+            return Err(AgentError(format!("provider reported an error: {e}")));
+        }
+        Ok(AgentReply {
+            output: collected.last_text.unwrap_or_default(),
+        })
+    }
+}

@@ -1,0 +1,324 @@
+//! The agent seam with real subprocesses replaying recorded provider streams.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+use transcript_domain::{BlockType, DecodedEvent, EventType, Fidelity};
+use transcript_exec::{
+    AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam, AgentSpec, ExecutionService,
+    Status, Step, StepKind, Workflow, WorkflowSet,
+};
+
+use support::*;
+
+fn agent(name: &str, provider: &str, command: Vec<String>, prompt: &str) -> Step {
+    Step::new(
+        name,
+        StepKind::Agent(AgentSpec {
+            provider: provider.into(),
+            command,
+            prompt: prompt.into(),
+            system_prompt: Some("You are terse.".into()),
+            ..AgentSpec::default()
+        }),
+    )
+}
+
+fn replay(file: &str) -> Vec<String> {
+    vec![
+        "cat".into(),
+        fixtures()
+            .join("workflows/agents")
+            .join(file)
+            .display()
+            .to_string(),
+    ]
+}
+
+fn of_type(events: &[DecodedEvent], t: EventType) -> Vec<&DecodedEvent> {
+    events
+        .iter()
+        .filter(|e| e.kind.known() == Some(t))
+        .collect()
+}
+
+async fn run_one(step: Step) -> (Arc<MemoryFactory>, transcript_exec::RunOutcome) {
+    let (_d, ws) = workspace();
+    let factory = MemoryFactory::new();
+    let svc = ExecutionService::deterministic_builder(&ws, ts0())
+        .recorder_factory(factory.clone())
+        .build()
+        .unwrap();
+    let wf = Workflow::new("agents")
+        .input("topic", Some(json!("greetings")))
+        .step(step);
+    let out = svc
+        .run(
+            &WorkflowSet::new("a", wf),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    (factory, out)
+}
+
+#[tokio::test]
+async fn cli_agent_replay_records_prompt_turns_and_agent_tool_calls() {
+    let (factory, out) = run_one(agent(
+        "review",
+        "claude",
+        replay("claude-review.jsonl"),
+        "Review the {{inputs.topic}}.",
+    ))
+    .await;
+    assert!(out.succeeded(), "{:?}", out.error);
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    assert_eq!(
+        types(&events),
+        [
+            "run.started",
+            "step.started",
+            "message.user",
+            "tool.call",
+            "tool.result",
+            "message.assistant",
+            "message.assistant",
+            "step.completed",
+            "run.completed"
+        ]
+    );
+    // message.user: resolved prompt, then the system prompt (decision 11).
+    let user = events[2].message().unwrap().to_message().unwrap();
+    let texts: Vec<_> = user.blocks.iter().map(|b| b.as_text().unwrap()).collect();
+    assert_eq!(texts, ["Review the greetings.", "You are terse."]);
+    assert!(user.blocks.iter().all(|b| b.fidelity == Fidelity::Router));
+    // Agent tool calls at agent_emitted fidelity, at the agent step's path.
+    let call = events[3].tool().unwrap();
+    assert_eq!(
+        (call.name.as_str(), call.call_id.as_str()),
+        ("Read", "toolu_demo_1")
+    );
+    assert_eq!(call.fidelity, Fidelity::AgentEmitted);
+    assert_eq!(
+        events[4].tool().unwrap().output.to_value(),
+        json!("hello world")
+    );
+    assert!(events[2..7].iter().all(|e| e.path == "review"));
+    // Turns carry provider, model and usage (decision 10).
+    let turn = events[5].message().unwrap().to_message().unwrap();
+    assert_eq!(turn.provider.as_deref(), Some("claude"));
+    assert_eq!(turn.model.as_deref(), Some("claude-demo-1"));
+    assert_eq!(turn.usage.as_ref().unwrap().output_tokens, Some(9));
+    let kinds: Vec<BlockType> = turn.blocks.iter().map(|b| b.block_type()).collect();
+    assert_eq!(
+        kinds,
+        [
+            BlockType::Thinking,
+            BlockType::ToolUse,
+            BlockType::ToolResult
+        ]
+    );
+    let done = events[7].step().unwrap();
+    assert_eq!(done.kind, "agent");
+    assert_eq!(
+        done.result.as_ref().unwrap().to_value(),
+        json!("The greeting is friendly.")
+    );
+}
+
+#[tokio::test]
+async fn codex_replay_is_normalized_too() {
+    let (factory, out) = run_one(agent(
+        "sum",
+        "codex",
+        replay("codex-summary.jsonl"),
+        "Count words",
+    ))
+    .await;
+    assert!(out.succeeded(), "{:?}", out.error);
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    let turns = of_type(&events, EventType::MessageAssistant);
+    assert!(!turns.is_empty());
+    assert!(turns.iter().all(|t| {
+        t.message()
+            .unwrap()
+            .to_message()
+            .unwrap()
+            .provider
+            .as_deref()
+            == Some("codex")
+    }));
+    let calls = of_type(&events, EventType::ToolCall);
+    let results = of_type(&events, EventType::ToolResult);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(results.len(), 1);
+    assert_eq!(
+        calls[0].tool().unwrap().call_id,
+        results[0].tool().unwrap().call_id
+    );
+    assert_eq!(
+        out.steps[0].error, None,
+        "step succeeded with the final message"
+    );
+}
+
+#[tokio::test]
+async fn crashed_agent_keeps_its_dangling_tool_use_and_fails_the_step() {
+    let script = format!(
+        "cat '{}'; echo 'segfault in agent' >&2; exit 2",
+        fixtures()
+            .join("workflows/agents/claude-partial.jsonl")
+            .display()
+    );
+    let (factory, out) = run_one(agent(
+        "crash",
+        "claude",
+        vec!["sh".into(), "-c".into(), script],
+        "Build it",
+    ))
+    .await;
+    assert_eq!(out.status, Status::Failure);
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    let turn = of_type(&events, EventType::MessageAssistant)[0]
+        .message()
+        .unwrap()
+        .to_message()
+        .unwrap();
+    assert_eq!(turn.blocks.last().unwrap().block_type(), BlockType::ToolUse);
+    assert_eq!(of_type(&events, EventType::ToolCall).len(), 1);
+    assert!(of_type(&events, EventType::ToolResult).is_empty());
+    let done = of_type(&events, EventType::StepCompleted)[0]
+        .step()
+        .unwrap();
+    assert_eq!(
+        done.error.as_deref(),
+        Some("agent exited with code 2: segfault in agent")
+    );
+}
+
+#[tokio::test]
+async fn timed_out_agent_is_killed_and_recorded() {
+    let script = format!(
+        "cat '{}'; exec sleep 30",
+        fixtures()
+            .join("workflows/agents/claude-partial.jsonl")
+            .display()
+    );
+    let started = std::time::Instant::now();
+    let (factory, out) = run_one(
+        agent(
+            "hang",
+            "claude",
+            vec!["sh".into(), "-c".into(), script],
+            "Build it",
+        )
+        .with_timeout(Duration::from_millis(500)),
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        out.error.as_deref(),
+        Some("step 'hang' failed: timed out after 500ms")
+    );
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    // The turn printed before the hang is flushed before the step completes.
+    let types = types(&events);
+    let turn_at = types.iter().position(|t| t == "message.assistant").unwrap();
+    let done_at = types.iter().position(|t| t == "step.completed").unwrap();
+    assert!(turn_at < done_at);
+}
+
+#[tokio::test]
+async fn unknown_provider_and_missing_runner_fail_cleanly() {
+    let (factory, out) = run_one(agent("x", "nobody", replay("claude-review.jsonl"), "hi")).await;
+    assert_eq!(out.status, Status::Failure);
+    assert!(
+        out.error.as_deref().unwrap().contains("no normalizer"),
+        "{:?}",
+        out.error
+    );
+    assert_well_formed(&factory.events(out.run_id));
+    let (_, out) = run_one(agent("y", "nobody", Vec::new(), "hi")).await;
+    assert_eq!(
+        out.error.as_deref(),
+        Some("step 'y' failed: no agent runner for provider 'nobody'")
+    );
+}
+
+/// A runner that executes a tool through the router and also reports it as
+/// agent-emitted: the call must be recorded once, at router fidelity (US3).
+struct RoutingRunner;
+
+#[async_trait::async_trait]
+impl AgentRunner for RoutingRunner {
+    async fn run(&self, req: AgentRequest, seam: &AgentSeam) -> Result<AgentReply, AgentError> {
+        let input = json!({"path": "note.txt", "content": req.prompt});
+        seam.call_tool("write_file", input.clone(), Some("call_7".into()))
+            .await
+            .map_err(|e| AgentError(e.to_string()))?;
+        let raw = transcript_domain::RawJson::from_value(&input).unwrap();
+        seam.agent_tool_call("write_file", "call_7", raw.clone())
+            .await;
+        seam.agent_tool_result("write_file", "call_7", raw, None)
+            .await;
+        // An agent-only call is recorded once even if reported twice.
+        let other = transcript_domain::RawJson::from_value(&json!({})).unwrap();
+        seam.agent_tool_call("Think", "a1", other.clone()).await;
+        seam.agent_tool_call("Think", "a1", other).await;
+        Ok(AgentReply {
+            output: "done".into(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn router_executed_calls_are_not_double_counted() {
+    let (_d, ws) = workspace();
+    let factory = MemoryFactory::new();
+    let svc = ExecutionService::deterministic_builder(&ws, ts0())
+        .recorder_factory(factory.clone())
+        .agent_runner("http", Arc::new(RoutingRunner))
+        .build()
+        .unwrap();
+    let wf = Workflow::new("route").step(agent("a", "http", Vec::new(), "remember"));
+    let out = svc
+        .run(
+            &WorkflowSet::new("r", wf),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(out.succeeded(), "{:?}", out.error);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("note.txt")).unwrap(),
+        "remember"
+    );
+    let events = factory.events(out.run_id);
+    let calls: Vec<(String, Fidelity)> = of_type(&events, EventType::ToolCall)
+        .iter()
+        .map(|e| {
+            let t = e.tool().unwrap();
+            (t.call_id.clone(), t.fidelity)
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_7".to_owned(), Fidelity::Router),
+            ("a1".to_owned(), Fidelity::AgentEmitted)
+        ]
+    );
+    assert_eq!(of_type(&events, EventType::ToolResult).len(), 1);
+    let _ = Value::Null;
+}
