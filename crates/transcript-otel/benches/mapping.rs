@@ -1,0 +1,2 @@
+//! Placeholder, replaced by the mapping bench.
+fn main() {}

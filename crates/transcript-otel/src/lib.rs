@@ -1,0 +1,151 @@
+//! # transcript-otel: transcripts as OpenTelemetry GenAI spans
+//!
+//! An adapter from the transcript wire format (`transcript-domain`) to
+//! OpenTelemetry traces, so runs flow into the observability stack a team
+//! already runs (an OpenTelemetry Collector, Jaeger, Arize Phoenix, Langfuse:
+//! anything that accepts OTLP). The transcript file stays the source of
+//! truth; spans are a derived view, rebuilt from events alone, and exporting
+//! them never changes or waits on the transcript.
+//!
+//! ## Model
+//!
+//! Events become [`opentelemetry_sdk::trace::SpanData`] directly, without a
+//! tracer or span processor: the mapping is pure, deterministic and fast
+//! (the `mapping` bench compares it with decoding the same lines). One
+//! [`SpanMapper`] state machine serves both modes:
+//!
+//! * **offline** ([`map_run`]): a stored run and, through a lookup, its child
+//!   runs (the contract of `transcript_domain::tree::build_run_tree`), then
+//!   [`export_otlp_http`] (OTLP/HTTP protobuf) or [`write_otlp_json`]
+//!   (OTLP/JSON lines for file-based collectors and inspection);
+//! * **live** ([`LiveExporter`]): events pushed as they are recorded, spans
+//!   sent in batches as they finish.
+//!
+//! ## Mapping
+//!
+//! Attribute names follow the OpenTelemetry GenAI semantic conventions
+//! v1.41.0 (see [`semconv`]; upstream status: development).
+//!
+//! | transcript | span name | attributes |
+//! |---|---|---|
+//! | run (`run.started` … `run.completed`) | `invoke_workflow {workflow}` | `gen_ai.operation.name`, `gen_ai.workflow.name`, `gen_ai.conversation.id` = run id, `transcript.run_id`, `transcript.parent_run_id` (child runs) |
+//! | step execution (`step.started` … `step.completed`) | `{kind} {name}` | `transcript.kind`, `transcript.name`, `transcript.path`, `transcript.iteration`, `transcript.seq` |
+//! | agent step (kind `agent`) | `invoke_agent {name}` | the step's, plus `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.conversation.id`, and from its `message.assistant` payloads (decision 10) `gen_ai.provider.name`, `gen_ai.request.model` / `gen_ai.response.model` (first / last reported), `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `transcript.usage.reasoning_tokens`, `transcript.usage.cost_usd` (summed over turns, each only when reported) |
+//! | `call_workflow` step | `call_workflow {name}` | the step's, plus `transcript.child_run_id`; the child run's `invoke_workflow` span is its child, in the same trace |
+//! | tool call (`tool.call` … `tool.result`, paired by `call_id` and fidelity) | `execute_tool {tool}` | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `transcript.fidelity` |
+//!
+//! * **Structure**: one trace per root run. Steps nest by path (decision 4:
+//!   `a.b` under the open `a`); messages and tools belong to the open step
+//!   with their path and iteration (decision 5), else to the run span.
+//! * **Times** are the events' timestamps (millisecond precision); a tool
+//!   span runs from its call to its result.
+//! * **Status**: a recorded error (`run.completed`/`step.completed` `error`,
+//!   `tool.result` `error`) sets status Error with that message; success
+//!   leaves status Unset, as instrumentation should. A run, step or tool call
+//!   that never completed (a crashed run, a lost result) ends at its run's
+//!   last event (or the last event of a descendant run) with status Error
+//!   `"incomplete"`.
+//! * **Tolerance**: unknown event types only advance the clock; a completion
+//!   without a start, a result without a call, a missing or cyclic child run
+//!   are reported as [`MapProblem`]s, never as failures.
+//!
+//! ## Determinism of ids
+//!
+//! Trace and span ids are SHA-256 prefixes of domain-separated keys: the
+//! trace from the root run id; a run span from its run id; a step span from
+//! run id, path, iteration and start seq; a tool span from run id, call id
+//! and call seq. Exporting the same transcript twice, offline or live, yields
+//! the same ids, so a backend sees the same spans again rather than a second
+//! trace. Ids are derived, not secret: they reveal nothing a run id does not.
+//!
+//! ## Content capture and privacy
+//!
+//! By default no content leaves the machine: spans carry names, kinds,
+//! paths, models, token counts, tool names, ids and error messages. With
+//! [`MapOptions::capture_content`] (the CLI's `--capture-content`) agent
+//! spans also carry `gen_ai.input.messages`, `gen_ai.output.messages` and
+//! `gen_ai.system_instructions`, and tool spans `gen_ai.tool.call.arguments`
+//! and `gen_ai.tool.call.result`, as JSON in the conventions' message schema
+//! (`{"role", "parts": [...]}` with parts of type `text`, `reasoning`,
+//! `tool_call`, `tool_call_response`; other blocks keep their type). The
+//! prompt is the first text block of a `message.user`, further text blocks
+//! are the system prompt (decision 11). Content is exported verbatim: prompts
+//! and tool output may hold secrets, so enable it only towards a backend
+//! trusted with them, or mask at record time (`EventMask`). Error messages
+//! are always exported; they come from the tools and agents as recorded.
+//!
+//! ## Transport
+//!
+//! [`export_otlp_http`] and [`LiveExporter`] use `opentelemetry-otlp`'s
+//! HTTP/protobuf exporter with its blocking client, which must not be
+//! created or dropped inside a tokio runtime: both run it on a dedicated
+//! thread of their own, so callers may be async or not. This build carries
+//! no TLS stack: endpoints are `http://` (a local collector forwards
+//! elsewhere); an `https://` endpoint is rejected up front with a clear
+//! error. A base endpoint (`http://host:4318`) gets `/v1/traces` appended; a
+//! URL with a path is used as given.
+//!
+//! ## Live mode guarantees
+//!
+//! * [`LiveSender::push`] never blocks: a bounded queue feeds the export
+//!   thread; when it is full the event is dropped and counted.
+//! * Mapping and network I/O happen on the export thread; the recorder
+//!   never waits on the network.
+//! * Failures (unreachable endpoint, rejected request, exporter that cannot
+//!   be built) are counted in the [`ExportReport`] returned by
+//!   [`LiveExporter::finish`]; nothing fails the run.
+//! * Child runs' events may arrive before the parent's call_workflow step
+//!   (separate subscriptions): they are held until it arrives, so the tree
+//!   is the same as offline.
+//!
+//! ## Versioning
+//!
+//! The span shape (names, attribute keys, id derivation) is part of this
+//! crate's contract: a change is a semver-breaking change and is listed in
+//! the changelog, as dashboards and queries depend on it. The GenAI names
+//! track the conventions' version named in [`semconv`]; moving to a newer
+//! version is such a change. The `opentelemetry*` crates are pinned to the
+//! 0.33 line; their types appear in this API (`SpanData`), so moving to a
+//! new line is breaking too.
+//!
+//! ## Example
+//!
+//! ```
+//! use transcript_domain::{DecodedEvent, EventDraft, Payload, RunId, StepPayload, Timestamp};
+//! use transcript_otel::{map_run, MapOptions};
+//!
+//! let run = RunId::from_bytes([7; 16]);
+//! let at = |ms| Timestamp::from_unix_millis(ms).unwrap();
+//! let events: Vec<DecodedEvent> = [
+//!     EventDraft::run_level(Payload::RunStarted(StepPayload::new("review", "workflow"))),
+//!     EventDraft::run_level(Payload::RunCompleted(StepPayload::new("review", "workflow"))),
+//! ]
+//! .into_iter()
+//! .enumerate()
+//! .map(|(i, d)| d.into_event(i as u64 + 1, run, None, at(1_000 + i as i64)).into())
+//! .collect();
+//! let trace = map_run(&events, &mut |_| None, MapOptions::default());
+//! assert_eq!(trace.spans.len(), 1);
+//! assert_eq!(trace.spans[0].name, "invoke_workflow review");
+//! ```
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod content;
+mod export;
+pub mod ids;
+mod live;
+mod mapping;
+pub mod semconv;
+
+pub use export::{
+    DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError, ExportReport, OtlpHttpConfig, SpanSink,
+    export_otlp_http, to_otlp_request, write_otlp_json,
+};
+pub use live::{LiveConfig, LiveExporter, LiveSender, forward};
+pub use mapping::{MapOptions, MapProblem, MappedTrace, SCOPE_NAME, SpanMapper, map_run};
+
+/// Re-exported OTLP message types (for decoding requests in tests and tools).
+pub use opentelemetry_proto::tonic as otlp_proto;
+/// Re-exported so callers can name the span type without depending on the SDK.
+pub use opentelemetry_sdk::trace::SpanData;

@@ -1,0 +1,262 @@
+//! Live export: events in as they are recorded, spans out in batches, on a
+//! thread of its own that the recorder never waits for.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use transcript_domain::{DecodedEvent, ExchangeEvent, Subscription};
+
+use crate::export::{
+    DEFAULT_BATCH_SIZE, ExportError, ExportReport, OtlpHttpConfig, OtlpHttpSink, SpanSink,
+};
+use crate::mapping::{MapOptions, SpanMapper};
+
+/// Tuning of a [`LiveExporter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveConfig {
+    /// Mapping options (content capture).
+    pub options: MapOptions,
+    /// Events buffered between the recorder and the export thread; when
+    /// full, further events are dropped and counted, never waited for.
+    pub queue_capacity: usize,
+    /// Finished spans per request.
+    pub batch_size: usize,
+    /// A partial batch is sent after the queue has been idle this long.
+    pub flush_interval: Duration,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        Self {
+            options: MapOptions::default(),
+            queue_capacity: 65_536,
+            batch_size: DEFAULT_BATCH_SIZE,
+            flush_interval: Duration::from_secs(2),
+        }
+    }
+}
+
+enum Message {
+    Event(Arc<ExchangeEvent>),
+    Decoded(Box<DecodedEvent>),
+    Finish,
+}
+
+/// A cloneable, non-blocking handle that feeds a [`LiveExporter`]; give one
+/// to each subscription (the root run's and each child run's).
+#[derive(Clone)]
+pub struct LiveSender {
+    tx: SyncSender<Message>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for LiveSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveSender")
+            .field("dropped", &self.dropped.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl LiveSender {
+    /// Queues an event without blocking. Returns `false` (and counts the
+    /// event as dropped) when the queue is full or the exporter finished.
+    pub fn push(&self, event: Arc<ExchangeEvent>) -> bool {
+        self.offer(Message::Event(event))
+    }
+
+    /// Queues a decoded event (e.g. replayed from a file) without blocking.
+    pub fn push_decoded(&self, event: DecodedEvent) -> bool {
+        self.offer(Message::Decoded(Box::new(event)))
+    }
+
+    /// Counts events lost upstream (a lagging subscription's
+    /// [`Subscription::dropped`]).
+    pub fn note_dropped(&self, events: u64) {
+        self.dropped.fetch_add(events, Ordering::Relaxed);
+    }
+
+    fn offer(&self, message: Message) -> bool {
+        match self.tx.try_send(message) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+}
+
+/// Forwards every event of `subscription` to `sender` until the
+/// subscription ends (the recorder closed), then records its lag. Returns
+/// the number of events forwarded. Runtime-agnostic: spawn it on the
+/// runtime that drives the recorder.
+pub async fn forward(mut subscription: Box<dyn Subscription>, sender: LiveSender) -> u64 {
+    let mut forwarded = 0;
+    while let Some(event) = subscription.next().await {
+        sender.push(event);
+        forwarded += 1;
+    }
+    sender.note_dropped(subscription.dropped());
+    forwarded
+}
+
+/// Maps events to spans and exports them while a run is recorded.
+///
+/// Guarantees: [`LiveSender::push`] never blocks and never fails the run
+/// (a full queue drops and counts the event); mapping and export happen on
+/// a dedicated thread, where the OTLP exporter and its blocking HTTP client
+/// are created, used and dropped (never inside a tokio runtime); export
+/// failures are counted in the [`ExportReport`] returned by
+/// [`LiveExporter::finish`], which also closes whatever the run left open
+/// as "incomplete" and sends it.
+#[derive(Debug)]
+pub struct LiveExporter {
+    sender: LiveSender,
+    worker: JoinHandle<ExportReport>,
+}
+
+impl LiveExporter {
+    /// Starts exporting to an OTLP/HTTP endpoint (batch size from
+    /// `config`; `http.batch_size` applies to [`crate::export_otlp_http`]
+    /// only). Fails only on an endpoint
+    /// this build cannot use or if the thread cannot start; an unreachable
+    /// endpoint shows up in the final report.
+    pub fn start(http: OtlpHttpConfig, config: LiveConfig) -> Result<Self, ExportError> {
+        http.traces_url()?;
+        Self::start_with_sink(
+            move || Ok(Box::new(OtlpHttpSink::new(&http)?) as Box<dyn SpanSink>),
+            config,
+        )
+    }
+
+    /// Starts exporting to the sink built by `make_sink`, which runs on the
+    /// export thread (so a sink that must not live in an async runtime is
+    /// safe). A sink that fails to build is reported, not returned.
+    pub fn start_with_sink<F>(make_sink: F, config: LiveConfig) -> Result<Self, ExportError>
+    where
+        F: FnOnce() -> Result<Box<dyn SpanSink>, ExportError> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::sync_channel(config.queue_capacity.max(1));
+        let dropped = Arc::new(AtomicU64::new(0));
+        let counter = dropped.clone();
+        let worker = thread::Builder::new()
+            .name("transcript-otlp-live".into())
+            .spawn(move || run_worker(rx, make_sink, config, counter))
+            .map_err(|e| ExportError::Thread(e.to_string()))?;
+        Ok(Self {
+            sender: LiveSender { tx, dropped },
+            worker,
+        })
+    }
+
+    /// A handle for feeding events (cheap to clone).
+    pub fn sender(&self) -> LiveSender {
+        self.sender.clone()
+    }
+
+    /// Queues an event without blocking (see [`LiveSender::push`]).
+    pub fn push(&self, event: Arc<ExchangeEvent>) -> bool {
+        self.sender.push(event)
+    }
+
+    /// Stops accepting events, maps what is queued, closes open spans as
+    /// incomplete, sends the rest and returns the report. Waits for the
+    /// export thread (at most the configured request timeouts).
+    pub fn finish(self) -> ExportReport {
+        // Blocking here is fine: the run is over. Events pushed through
+        // other senders after this point are counted as dropped.
+        let _ = self.sender.tx.send(Message::Finish);
+        let dropped = self.sender.dropped.clone();
+        drop(self.sender);
+        let mut report = match self.worker.join() {
+            Ok(report) => report,
+            Err(_) => ExportReport {
+                failures: 1,
+                last_error: Some("the live export thread panicked".into()),
+                ..ExportReport::default()
+            },
+        };
+        report.events_dropped = dropped.load(Ordering::Relaxed);
+        report
+    }
+}
+
+fn run_worker<F>(
+    rx: Receiver<Message>,
+    make_sink: F,
+    config: LiveConfig,
+    dropped: Arc<AtomicU64>,
+) -> ExportReport
+where
+    F: FnOnce() -> Result<Box<dyn SpanSink>, ExportError>,
+{
+    let mut report = ExportReport::default();
+    let mut sink = match make_sink() {
+        Ok(sink) => Some(sink),
+        Err(e) => {
+            report.failures += 1;
+            report.last_error = Some(e.to_string());
+            None
+        }
+    };
+    let mut mapper = SpanMapper::new(config.options);
+    let batch_size = config.batch_size.max(1);
+    loop {
+        match rx.recv_timeout(config.flush_interval) {
+            Ok(Message::Event(event)) => {
+                report.events_received += 1;
+                mapper.ingest(&DecodedEvent::from(ExchangeEvent::clone(&event)));
+            }
+            Ok(Message::Decoded(event)) => {
+                report.events_received += 1;
+                mapper.ingest(&event);
+            }
+            Ok(Message::Finish) | Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {
+                if mapper.ready() > 0 {
+                    deliver(&mut sink, mapper.take_spans(), batch_size, &mut report);
+                }
+                continue;
+            }
+        }
+        if mapper.ready() >= batch_size {
+            deliver(&mut sink, mapper.take_spans(), batch_size, &mut report);
+        }
+    }
+    let trace = mapper.finish();
+    deliver(&mut sink, trace.spans, batch_size, &mut report);
+    report.problems = trace.problems;
+    report.events_dropped = dropped.load(Ordering::Relaxed);
+    // The sink (and its HTTP client) is dropped here, on this thread.
+    drop(sink);
+    report
+}
+
+fn deliver(
+    sink: &mut Option<Box<dyn SpanSink>>,
+    spans: Vec<opentelemetry_sdk::trace::SpanData>,
+    batch_size: usize,
+    report: &mut ExportReport,
+) {
+    if spans.is_empty() {
+        return;
+    }
+    match sink {
+        Some(sink) => {
+            let sent = crate::export::send_batches(sink.as_mut(), spans, batch_size);
+            report.spans_sent += sent.spans_sent;
+            report.spans_failed += sent.spans_failed;
+            report.requests += sent.requests;
+            report.failures += sent.failures;
+            if sent.last_error.is_some() {
+                report.last_error = sent.last_error;
+            }
+        }
+        // The sink could not be built: count, do not retry.
+        None => report.spans_failed += spans.len() as u64,
+    }
+}

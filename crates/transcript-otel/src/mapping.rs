@@ -1,0 +1,888 @@
+//! Events to spans: an incremental state machine shared by offline export
+//! ([`map_run`]) and live export ([`crate::LiveExporter`]).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, SystemTime};
+
+use opentelemetry::trace::{
+    SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+};
+use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+use transcript_domain::tree::MAX_DEPTH;
+use transcript_domain::{DecodedEvent, EventType, Fidelity, RunId, Seq, Timestamp, Usage};
+
+use crate::content::{Conversation, raw_value};
+use crate::ids;
+use crate::semconv::*;
+
+/// The instrumentation scope name on every exported span.
+pub const SCOPE_NAME: &str = "transcript-otel";
+
+/// What the mapping puts on spans beyond structure and metadata.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MapOptions {
+    /// Attach message content, tool arguments and tool results
+    /// (`gen_ai.input.messages`, `gen_ai.output.messages`,
+    /// `gen_ai.system_instructions`, `gen_ai.tool.call.arguments`,
+    /// `gen_ai.tool.call.result`). Off by default: content may hold secrets.
+    pub capture_content: bool,
+}
+
+impl MapOptions {
+    /// Options with content capture switched on or off.
+    pub const fn with_content(capture_content: bool) -> Self {
+        Self { capture_content }
+    }
+}
+
+/// An inconsistency met while mapping. Nothing is dropped for it: the
+/// affected span is still produced, as well as it can be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MapProblem {
+    /// A step completion with no open start of the same path and iteration.
+    #[error(
+        "run {run_id} seq {seq}: completion of {path:?} (iteration {iteration}) without a start"
+    )]
+    CompletedWithoutStart {
+        /// The run.
+        run_id: RunId,
+        /// Seq of the completion.
+        seq: Seq,
+        /// Its path.
+        path: String,
+        /// Its iteration.
+        iteration: u64,
+    },
+    /// A `tool.result` with no open `tool.call` of the same `call_id`; it
+    /// becomes a zero-length span at the result's time.
+    #[error("run {run_id} seq {seq}: result of tool call {call_id:?} without a call")]
+    ResultWithoutCall {
+        /// The run.
+        run_id: RunId,
+        /// Seq of the result.
+        seq: Seq,
+        /// Its call id.
+        call_id: String,
+    },
+    /// A `call_workflow` step whose child run's events could not be found.
+    #[error("child run {child_run_id} not found")]
+    ChildMissing {
+        /// The child run id.
+        child_run_id: RunId,
+    },
+    /// A child run already mapped (a link cycle or a duplicated link).
+    #[error("child run {child_run_id} is linked more than once")]
+    Cycle {
+        /// The child run id.
+        child_run_id: RunId,
+    },
+    /// Child runs nested deeper than [`MAX_DEPTH`].
+    #[error("child run {child_run_id} is nested deeper than {MAX_DEPTH} levels")]
+    TooDeep {
+        /// The child run id not followed.
+        child_run_id: RunId,
+    },
+    /// Events of a child run whose `call_workflow` step was never seen (live
+    /// mode); the run was exported as the root of its own trace.
+    #[error("run {run_id} names parent {parent_run_id}, whose call_workflow step was never seen")]
+    Unlinked {
+        /// The run.
+        run_id: RunId,
+        /// The parent it names.
+        parent_run_id: RunId,
+    },
+}
+
+/// The spans of one root run and its child runs.
+#[derive(Debug, Clone)]
+pub struct MappedTrace {
+    /// The trace id (derived from the root run id); invalid for no events.
+    pub trace_id: TraceId,
+    /// Every span, children before parents where both ended together.
+    pub spans: Vec<SpanData>,
+    /// Inconsistencies met (the spans are produced regardless).
+    pub problems: Vec<MapProblem>,
+}
+
+/// Maps a stored run and, through `lookup`, its child runs (the contract of
+/// [`transcript_domain::tree::build_run_tree`]) to spans: one trace, rooted
+/// at the run's `invoke_workflow` span. The first event's run is the root,
+/// whatever its `parent_run_id`. Child runs are followed with cycle and depth
+/// guards; a missing child is a [`MapProblem::ChildMissing`].
+pub fn map_run(
+    events: &[DecodedEvent],
+    lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
+    options: MapOptions,
+) -> MappedTrace {
+    let mut mapper = SpanMapper::new(options);
+    let Some(root) = events.first().map(|e| e.run_id) else {
+        return mapper.finish();
+    };
+    mapper.add_root(root);
+    for event in events {
+        mapper.ingest(event);
+    }
+    let mut visited: HashSet<RunId> = HashSet::from([root]);
+    while let Some((child, depth)) = mapper.next_child() {
+        if !visited.insert(child) {
+            mapper.problems.push(MapProblem::Cycle {
+                child_run_id: child,
+            });
+            continue;
+        }
+        if depth > MAX_DEPTH {
+            mapper.problems.push(MapProblem::TooDeep {
+                child_run_id: child,
+            });
+            continue;
+        }
+        match lookup(child) {
+            Some(child_events) => {
+                for event in &child_events {
+                    mapper.ingest(event);
+                }
+            }
+            None => mapper.problems.push(MapProblem::ChildMissing {
+                child_run_id: child,
+            }),
+        }
+    }
+    mapper.finish()
+}
+
+/// Where a run's spans hang in the trace.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    trace_id: TraceId,
+    parent_span: SpanId,
+    parent_run: Option<RunId>,
+    depth: usize,
+}
+
+#[derive(Debug, Default)]
+struct AgentInfo {
+    provider: Option<String>,
+    request_model: Option<String>,
+    response_model: Option<String>,
+    usage: Option<Usage>,
+    conversation: Conversation,
+}
+
+#[derive(Debug)]
+struct OpenStep {
+    path: String,
+    iteration: u64,
+    span_id: SpanId,
+    parent_span: SpanId,
+    start: Timestamp,
+    start_seq: Seq,
+    name: String,
+    kind: String,
+    child_run_id: Option<RunId>,
+    agent: Option<Box<AgentInfo>>,
+}
+
+#[derive(Debug)]
+struct OpenTool {
+    call_id: String,
+    fidelity: Fidelity,
+    name: String,
+    span_id: SpanId,
+    parent_span: SpanId,
+    start: Timestamp,
+    start_seq: Seq,
+    arguments: Option<serde_json::Value>,
+}
+
+#[derive(Debug)]
+struct RunState {
+    run_id: RunId,
+    parent_run_id: Option<RunId>,
+    link: Link,
+    span_id: SpanId,
+    workflow: Option<String>,
+    start: Timestamp,
+    start_seq: Seq,
+    last: Timestamp,
+    done: bool,
+    steps: Vec<OpenStep>,
+    tools: Vec<OpenTool>,
+}
+
+/// The incremental mapper: feed events in file order per run (runs may
+/// interleave), collect finished spans with [`SpanMapper::take_spans`], and
+/// close whatever is still open with [`SpanMapper::finish`].
+///
+/// A span is produced as soon as its closing event arrives (`run.completed`,
+/// `step.*completed`, `tool.result`); spans still open at `finish` end at
+/// their run's last event with status error `"incomplete"`.
+///
+/// Events of a child run are held back until the parent's
+/// `step.call_workflow.started` naming it has been seen, so its spans land
+/// under that step whatever order the runs' events arrive in.
+#[derive(Debug)]
+pub struct SpanMapper {
+    capture_content: bool,
+    scope: InstrumentationScope,
+    runs: HashMap<RunId, RunState>,
+    /// Run ids in the order their state was created (deterministic finish).
+    order: Vec<RunId>,
+    links: HashMap<RunId, Link>,
+    roots: HashSet<RunId>,
+    first_trace: Option<TraceId>,
+    pending: HashMap<RunId, Vec<DecodedEvent>>,
+    pending_order: Vec<RunId>,
+    children: Vec<(RunId, usize)>,
+    next_child: usize,
+    spans: Vec<SpanData>,
+    problems: Vec<MapProblem>,
+}
+
+impl SpanMapper {
+    /// An empty mapper.
+    pub fn new(options: MapOptions) -> Self {
+        Self {
+            capture_content: options.capture_content,
+            scope: InstrumentationScope::builder(SCOPE_NAME)
+                .with_version(env!("CARGO_PKG_VERSION"))
+                .build(),
+            runs: HashMap::new(),
+            order: Vec::new(),
+            links: HashMap::new(),
+            roots: HashSet::new(),
+            first_trace: None,
+            pending: HashMap::new(),
+            pending_order: Vec::new(),
+            children: Vec::new(),
+            next_child: 0,
+            spans: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Declares `run` a root even if its events name a parent (exporting a
+    /// child run on its own). Runs without `parent_run_id` are roots anyway.
+    pub fn add_root(&mut self, run: RunId) {
+        self.roots.insert(run);
+    }
+
+    /// Feeds one event.
+    pub fn ingest(&mut self, event: &DecodedEvent) {
+        if !self.runs.contains_key(&event.run_id) {
+            let link = match self.links.get(&event.run_id) {
+                Some(link) => *link,
+                None if event.parent_run_id.is_none() || self.roots.contains(&event.run_id) => {
+                    self.root_link(event.run_id)
+                }
+                None => {
+                    let held = self.pending.entry(event.run_id).or_default();
+                    if held.is_empty() {
+                        self.pending_order.push(event.run_id);
+                    }
+                    held.push(event.clone());
+                    return;
+                }
+            };
+            self.open_run(event, link);
+        }
+        self.apply(event);
+    }
+
+    /// Spans finished so far (removed from the mapper).
+    pub fn take_spans(&mut self) -> Vec<SpanData> {
+        std::mem::take(&mut self.spans)
+    }
+
+    /// Number of finished spans waiting in [`SpanMapper::take_spans`].
+    pub fn ready(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Problems met so far.
+    pub fn problems(&self) -> &[MapProblem] {
+        &self.problems
+    }
+
+    /// Closes everything still open (status error `"incomplete"`, ending at
+    /// the run's last event), maps runs whose parent link never arrived as
+    /// roots of their own traces, and returns every span not yet taken.
+    pub fn finish(mut self) -> MappedTrace {
+        let unlinked = std::mem::take(&mut self.pending_order);
+        for run in unlinked {
+            let Some(events) = self.pending.remove(&run) else {
+                continue;
+            };
+            if let Some(parent) = events.first().and_then(|e| e.parent_run_id) {
+                self.problems.push(MapProblem::Unlinked {
+                    run_id: run,
+                    parent_run_id: parent,
+                });
+            }
+            self.roots.insert(run);
+            for event in &events {
+                self.ingest(event);
+            }
+        }
+        let order = std::mem::take(&mut self.order);
+        for run in order.iter().rev() {
+            let Some(mut state) = self.runs.remove(run) else {
+                continue;
+            };
+            let end = state.last;
+            self.close_open(&mut state, end);
+            if !state.done {
+                self.emit_run(&state, end, Status::error(INCOMPLETE));
+            }
+        }
+        MappedTrace {
+            trace_id: self.first_trace.unwrap_or(TraceId::INVALID),
+            spans: self.spans,
+            problems: self.problems,
+        }
+    }
+
+    /// The next child run discovered through `step.call_workflow.started`
+    /// and its depth below the root (offline traversal).
+    fn next_child(&mut self) -> Option<(RunId, usize)> {
+        let next = self.children.get(self.next_child).copied();
+        if next.is_some() {
+            self.next_child += 1;
+        }
+        next
+    }
+
+    fn root_link(&mut self, run: RunId) -> Link {
+        let trace_id = ids::trace_id(run);
+        self.first_trace.get_or_insert(trace_id);
+        Link {
+            trace_id,
+            parent_span: SpanId::INVALID,
+            parent_run: None,
+            depth: 0,
+        }
+    }
+
+    fn open_run(&mut self, event: &DecodedEvent, link: Link) {
+        self.order.push(event.run_id);
+        self.runs.insert(
+            event.run_id,
+            RunState {
+                run_id: event.run_id,
+                parent_run_id: event.parent_run_id,
+                link,
+                span_id: ids::run_span_id(event.run_id),
+                workflow: None,
+                start: event.timestamp,
+                start_seq: event.seq,
+                last: event.timestamp,
+                done: false,
+                steps: Vec::new(),
+                tools: Vec::new(),
+            },
+        );
+    }
+
+    fn apply(&mut self, event: &DecodedEvent) {
+        // A child run's activity keeps its ancestors' incomplete spans open
+        // until its own last event.
+        self.touch(event.run_id, event.timestamp);
+        let Some(kind) = event.kind.known() else {
+            return;
+        };
+        let Some(mut state) = self.runs.remove(&event.run_id) else {
+            return;
+        };
+        match kind {
+            EventType::RunStarted => {
+                state.start = event.timestamp;
+                state.start_seq = event.seq;
+                if let Some(p) = event.step() {
+                    state.workflow = Some(p.name.clone());
+                }
+            }
+            EventType::RunCompleted => {
+                if state.workflow.is_none() {
+                    state.workflow = event.step().map(|p| p.name.clone());
+                }
+                self.close_open(&mut state, event.timestamp);
+                let status = match event.step().and_then(|p| p.error.as_deref()) {
+                    Some(error) => Status::error(error.to_owned()),
+                    None => Status::Unset,
+                };
+                if !state.done {
+                    self.emit_run(&state, event.timestamp, status);
+                }
+                state.done = true;
+            }
+            EventType::StepStarted | EventType::CallWorkflowStarted => {
+                self.start_step(&mut state, event, kind);
+            }
+            EventType::StepCompleted | EventType::CallWorkflowCompleted => {
+                self.complete_step(&mut state, event);
+            }
+            EventType::MessageUser | EventType::MessageAssistant => {
+                self.message(&mut state, event, kind);
+            }
+            EventType::ToolCall => self.tool_call(&mut state, event),
+            EventType::ToolResult => self.tool_result(&mut state, event),
+        }
+        self.runs.insert(event.run_id, state);
+    }
+
+    fn touch(&mut self, run: RunId, at: Timestamp) {
+        let mut current = Some(run);
+        // Bounded by the link depth guard; the counter is a belt and braces.
+        for _ in 0..=MAX_DEPTH + 1 {
+            let Some(id) = current else { break };
+            let Some(state) = self.runs.get_mut(&id) else {
+                break;
+            };
+            if at > state.last {
+                state.last = at;
+            }
+            current = state.link.parent_run;
+        }
+    }
+
+    /// The open step a message or tool event belongs to (decision 5: it
+    /// carries its step's path and iteration).
+    fn owner(state: &RunState, path: &str, iteration: u64) -> Option<usize> {
+        if path.is_empty() {
+            return None;
+        }
+        let steps = &state.steps;
+        steps
+            .iter()
+            .rposition(|s| s.path == path && s.iteration == iteration)
+            .or_else(|| steps.iter().rposition(|s| s.path == path))
+            .or_else(|| parent_of(steps, path))
+    }
+
+    fn start_step(&mut self, state: &mut RunState, event: &DecodedEvent, kind: EventType) {
+        let payload = event.step();
+        let parent_span =
+            parent_of(&state.steps, &event.path).map_or(state.span_id, |i| state.steps[i].span_id);
+        let span_id = ids::step_span_id(state.run_id, &event.path, event.iteration, event.seq);
+        let step_kind = match payload {
+            Some(p) => p.kind.clone(),
+            None if kind == EventType::CallWorkflowStarted => "call_workflow".to_owned(),
+            None => String::new(),
+        };
+        if let Some(child) = event.child_run_id {
+            self.link_child(child, state, span_id);
+        }
+        state.steps.push(OpenStep {
+            path: event.path.clone(),
+            iteration: event.iteration,
+            span_id,
+            parent_span,
+            start: event.timestamp,
+            start_seq: event.seq,
+            name: payload.map(|p| p.name.clone()).unwrap_or_default(),
+            kind: step_kind,
+            child_run_id: event.child_run_id,
+            agent: None,
+        });
+    }
+
+    fn link_child(&mut self, child: RunId, state: &RunState, step_span: SpanId) {
+        if self.links.contains_key(&child) || self.runs.contains_key(&child) {
+            self.problems.push(MapProblem::Cycle {
+                child_run_id: child,
+            });
+            return;
+        }
+        let depth = state.link.depth + 1;
+        self.children.push((child, depth));
+        if depth > MAX_DEPTH {
+            // map_run reports it; live mode drops the link (the child, if it
+            // arrives, becomes its own root at finish).
+            return;
+        }
+        self.links.insert(
+            child,
+            Link {
+                trace_id: state.link.trace_id,
+                parent_span: step_span,
+                parent_run: Some(state.run_id),
+                depth,
+            },
+        );
+        // Live mode: the child's events may have arrived first.
+        if let Some(held) = self.pending.remove(&child) {
+            self.pending_order.retain(|r| *r != child);
+            let link = self.links[&child];
+            if let Some(first) = held.first() {
+                self.open_run(first, link);
+            }
+            // The parent's state is checked out by `apply`; a child's events
+            // never touch it except through `touch`, which tolerates that.
+            for e in &held {
+                self.apply(e);
+            }
+        }
+    }
+
+    fn complete_step(&mut self, state: &mut RunState, event: &DecodedEvent) {
+        let Some(index) = state
+            .steps
+            .iter()
+            .rposition(|s| s.path == event.path && s.iteration == event.iteration)
+        else {
+            self.problems.push(MapProblem::CompletedWithoutStart {
+                run_id: state.run_id,
+                seq: event.seq,
+                path: event.path.clone(),
+                iteration: event.iteration,
+            });
+            return;
+        };
+        // Steps nested under it that never completed end with it.
+        while state.steps.len() > index + 1 {
+            if let Some(inner) = state.steps.pop() {
+                self.close_tools_of(state, inner.span_id, event.timestamp);
+                self.emit_step(state, inner, event.timestamp, Status::error(INCOMPLETE));
+            }
+        }
+        if let Some(step) = state.steps.pop() {
+            self.close_tools_of(state, step.span_id, event.timestamp);
+            let status = match event.step().and_then(|p| p.error.as_deref()) {
+                Some(error) => Status::error(error.to_owned()),
+                None => Status::Unset,
+            };
+            self.emit_step(state, step, event.timestamp, status);
+        }
+    }
+
+    fn message(&mut self, state: &mut RunState, event: &DecodedEvent, kind: EventType) {
+        let Some(msg) = event.message() else { return };
+        let Some(index) = Self::owner(state, &event.path, event.iteration) else {
+            return;
+        };
+        let capture = self.capture_content;
+        let agent = state.steps[index].agent.get_or_insert_with(Box::default);
+        if kind == EventType::MessageAssistant {
+            if agent.provider.is_none() {
+                agent.provider.clone_from(&msg.provider);
+            }
+            if let Some(model) = &msg.model {
+                if agent.request_model.is_none() {
+                    agent.request_model = Some(model.clone());
+                }
+                agent.response_model = Some(model.clone());
+            }
+            if let Some(usage) = &msg.usage {
+                agent
+                    .usage
+                    .get_or_insert_with(Usage::default)
+                    .accumulate(usage);
+            }
+            if capture {
+                agent.conversation.push_assistant(msg);
+            }
+        } else if capture {
+            agent.conversation.push_user(msg);
+        }
+    }
+
+    fn tool_call(&mut self, state: &mut RunState, event: &DecodedEvent) {
+        let Some(tool) = event.tool() else { return };
+        let parent_span = Self::owner(state, &event.path, event.iteration)
+            .map_or(state.span_id, |i| state.steps[i].span_id);
+        state.tools.push(OpenTool {
+            call_id: tool.call_id.clone(),
+            fidelity: tool.fidelity,
+            name: tool.name.clone(),
+            span_id: ids::tool_span_id(state.run_id, &tool.call_id, event.seq),
+            parent_span,
+            start: event.timestamp,
+            start_seq: event.seq,
+            arguments: self.capture_content.then(|| raw_value(&tool.input)),
+        });
+    }
+
+    fn tool_result(&mut self, state: &mut RunState, event: &DecodedEvent) {
+        let Some(tool) = event.tool() else { return };
+        let index = state
+            .tools
+            .iter()
+            .rposition(|t| t.call_id == tool.call_id && t.fidelity == tool.fidelity)
+            .or_else(|| state.tools.iter().rposition(|t| t.call_id == tool.call_id));
+        let open = match index {
+            Some(i) => state.tools.remove(i),
+            None => {
+                self.problems.push(MapProblem::ResultWithoutCall {
+                    run_id: state.run_id,
+                    seq: event.seq,
+                    call_id: tool.call_id.clone(),
+                });
+                OpenTool {
+                    call_id: tool.call_id.clone(),
+                    fidelity: tool.fidelity,
+                    name: tool.name.clone(),
+                    span_id: ids::tool_span_id(state.run_id, &tool.call_id, event.seq),
+                    parent_span: Self::owner(state, &event.path, event.iteration)
+                        .map_or(state.span_id, |i| state.steps[i].span_id),
+                    start: event.timestamp,
+                    start_seq: event.seq,
+                    arguments: None,
+                }
+            }
+        };
+        let status = match &tool.error {
+            Some(error) => Status::error(error.clone()),
+            None => Status::Unset,
+        };
+        let result = self.capture_content.then(|| raw_value(&tool.output));
+        self.emit_tool(state, open, event.timestamp, status, result);
+    }
+
+    /// Closes open tools and steps (innermost first) as incomplete.
+    fn close_open(&mut self, state: &mut RunState, end: Timestamp) {
+        while let Some(tool) = state.tools.pop() {
+            self.emit_tool(state, tool, end, Status::error(INCOMPLETE), None);
+        }
+        while let Some(step) = state.steps.pop() {
+            self.emit_step(state, step, end, Status::error(INCOMPLETE));
+        }
+    }
+
+    fn close_tools_of(&mut self, state: &mut RunState, step_span: SpanId, end: Timestamp) {
+        let mut i = 0;
+        while i < state.tools.len() {
+            if state.tools[i].parent_span == step_span {
+                let tool = state.tools.remove(i);
+                self.emit_tool(state, tool, end, Status::error(INCOMPLETE), None);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn emit_run(&mut self, state: &RunState, end: Timestamp, status: Status) {
+        let workflow = state.workflow.clone().unwrap_or_default();
+        let run_id = state.run_id.to_string();
+        let mut attributes = vec![
+            KeyValue::new(GEN_AI_OPERATION_NAME, OP_INVOKE_WORKFLOW),
+            KeyValue::new(GEN_AI_WORKFLOW_NAME, workflow.clone()),
+            KeyValue::new(GEN_AI_CONVERSATION_ID, run_id.clone()),
+            KeyValue::new(TRANSCRIPT_KIND, "workflow"),
+            KeyValue::new(TRANSCRIPT_RUN_ID, run_id),
+            KeyValue::new(TRANSCRIPT_SEQ, to_i64(state.start_seq)),
+        ];
+        if let Some(parent) = state.parent_run_id {
+            attributes.push(KeyValue::new(TRANSCRIPT_PARENT_RUN_ID, parent.to_string()));
+        }
+        let name = if workflow.is_empty() {
+            OP_INVOKE_WORKFLOW.to_owned()
+        } else {
+            format!("{OP_INVOKE_WORKFLOW} {workflow}")
+        };
+        self.push_span(
+            state.link.trace_id,
+            state.span_id,
+            state.link.parent_span,
+            name,
+            (state.start, end),
+            attributes,
+            status,
+        );
+    }
+
+    fn emit_step(&mut self, state: &RunState, step: OpenStep, end: Timestamp, status: Status) {
+        let mut attributes = Vec::with_capacity(8);
+        let is_agent = step.kind == "agent";
+        if is_agent {
+            attributes.push(KeyValue::new(GEN_AI_OPERATION_NAME, OP_INVOKE_AGENT));
+            attributes.push(KeyValue::new(GEN_AI_AGENT_NAME, step.name.clone()));
+            attributes.push(KeyValue::new(
+                GEN_AI_CONVERSATION_ID,
+                state.run_id.to_string(),
+            ));
+        }
+        let name = if is_agent {
+            format!("{OP_INVOKE_AGENT} {}", step.name)
+        } else if step.name.is_empty() {
+            step.kind.clone()
+        } else {
+            format!("{} {}", step.kind, step.name)
+        };
+        attributes.push(KeyValue::new(TRANSCRIPT_KIND, step.kind));
+        attributes.push(KeyValue::new(TRANSCRIPT_NAME, step.name));
+        attributes.push(KeyValue::new(TRANSCRIPT_PATH, step.path));
+        attributes.push(KeyValue::new(TRANSCRIPT_ITERATION, to_i64(step.iteration)));
+        attributes.push(KeyValue::new(TRANSCRIPT_SEQ, to_i64(step.start_seq)));
+        if let Some(child) = step.child_run_id {
+            attributes.push(KeyValue::new(TRANSCRIPT_CHILD_RUN_ID, child.to_string()));
+        }
+        if let Some(agent) = step.agent {
+            agent_attributes(*agent, &mut attributes);
+        }
+        self.push_span(
+            state.link.trace_id,
+            step.span_id,
+            step.parent_span,
+            name,
+            (step.start, end),
+            attributes,
+            status,
+        );
+    }
+
+    fn emit_tool(
+        &mut self,
+        state: &RunState,
+        tool: OpenTool,
+        end: Timestamp,
+        status: Status,
+        result: Option<serde_json::Value>,
+    ) {
+        let mut attributes = vec![
+            KeyValue::new(GEN_AI_OPERATION_NAME, OP_EXECUTE_TOOL),
+            KeyValue::new(GEN_AI_TOOL_NAME, tool.name.clone()),
+            KeyValue::new(GEN_AI_TOOL_CALL_ID, tool.call_id),
+            KeyValue::new(TRANSCRIPT_FIDELITY, tool.fidelity.as_str()),
+            KeyValue::new(TRANSCRIPT_SEQ, to_i64(tool.start_seq)),
+        ];
+        if let Some(arguments) = tool.arguments {
+            attributes.push(KeyValue::new(
+                GEN_AI_TOOL_CALL_ARGUMENTS,
+                arguments.to_string(),
+            ));
+        }
+        if let Some(result) = result {
+            attributes.push(KeyValue::new(GEN_AI_TOOL_CALL_RESULT, result.to_string()));
+        }
+        self.push_span(
+            state.link.trace_id,
+            tool.span_id,
+            tool.parent_span,
+            format!("{OP_EXECUTE_TOOL} {}", tool.name),
+            (tool.start, end),
+            attributes,
+            status,
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_span(
+        &mut self,
+        trace_id: TraceId,
+        span_id: SpanId,
+        parent_span_id: SpanId,
+        name: String,
+        (start, end): (Timestamp, Timestamp),
+        attributes: Vec<KeyValue>,
+        status: Status,
+    ) {
+        let end = if end < start { start } else { end };
+        self.spans.push(SpanData {
+            span_context: SpanContext::new(
+                trace_id,
+                span_id,
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::NONE,
+            ),
+            parent_span_id,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: Cow::Owned(name),
+            start_time: system_time(start),
+            end_time: system_time(end),
+            attributes,
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status,
+            instrumentation_scope: self.scope.clone(),
+        });
+    }
+}
+
+/// The innermost open step whose path is a proper dotted prefix of `path`
+/// (decision 4), most recent first.
+fn parent_of(steps: &[OpenStep], path: &str) -> Option<usize> {
+    let mut best: Option<(usize, usize)> = None;
+    for (i, s) in steps.iter().enumerate().rev() {
+        let is_prefix = path.len() > s.path.len()
+            && path.starts_with(s.path.as_str())
+            && path.as_bytes()[s.path.len()] == b'.'
+            && !s.path.is_empty();
+        if is_prefix && best.is_none_or(|(_, len)| s.path.len() > len) {
+            best = Some((i, s.path.len()));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+fn agent_attributes(agent: AgentInfo, attributes: &mut Vec<KeyValue>) {
+    if let Some(provider) = agent.provider {
+        attributes.push(KeyValue::new(GEN_AI_PROVIDER_NAME, provider));
+    }
+    if let Some(model) = agent.request_model {
+        attributes.push(KeyValue::new(GEN_AI_REQUEST_MODEL, model));
+    }
+    if let Some(model) = agent.response_model {
+        attributes.push(KeyValue::new(GEN_AI_RESPONSE_MODEL, model));
+    }
+    if let Some(usage) = agent.usage {
+        let counts = [
+            (GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens),
+            (GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens),
+            (
+                GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+                usage.cache_read_tokens,
+            ),
+            (
+                GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+                usage.cache_write_tokens,
+            ),
+            (TRANSCRIPT_USAGE_REASONING_TOKENS, usage.reasoning_tokens),
+        ];
+        for (key, value) in counts {
+            if let Some(value) = value {
+                attributes.push(KeyValue::new(key, to_i64(value)));
+            }
+        }
+        if let Some(cost) = usage.cost_usd {
+            attributes.push(KeyValue::new(TRANSCRIPT_USAGE_COST_USD, cost));
+        }
+    }
+    let conversation = agent.conversation;
+    let json = |messages: Vec<serde_json::Value>| serde_json::Value::Array(messages).to_string();
+    if !conversation.system.is_empty() {
+        attributes.push(KeyValue::new(
+            GEN_AI_SYSTEM_INSTRUCTIONS,
+            json(conversation.system),
+        ));
+    }
+    if !conversation.input.is_empty() {
+        attributes.push(KeyValue::new(
+            GEN_AI_INPUT_MESSAGES,
+            json(conversation.input),
+        ));
+    }
+    if !conversation.output.is_empty() {
+        attributes.push(KeyValue::new(
+            GEN_AI_OUTPUT_MESSAGES,
+            json(conversation.output),
+        ));
+    }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Event time as `SystemTime` (times before 1970 clamp to the epoch, which
+/// OTLP cannot express anyway).
+pub(crate) fn system_time(ts: Timestamp) -> SystemTime {
+    u64::try_from(ts.unix_millis())
+        .ok()
+        .and_then(|ms| SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(ms)))
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
