@@ -1,4 +1,129 @@
-//! Sample workflow execution service (docs below).
+//! Sample workflow execution service, tools router and agent seam that emit
+//! canonical agent exchange transcripts **only through the
+//! [`transcript_domain::Recorder`] port**.
+//!
+//! This crate is the runner integration tests drive and that teams composing
+//! their own runner can copy from. It owns no storage: every transcript byte
+//! goes through a `Recorder` (one per run, from a
+//! [`transcript_domain::RecorderFactory`]), and it reads no wall clock and
+//! generates no randomness itself (the composition root passes a
+//! [`transcript_domain::Clock`] and a [`transcript_domain::RunIdGenerator`]).
+//!
+//! # Model
+//!
+//! A [`Workflow`] is a name, declared inputs, output templates and a list of
+//! [`Step`]s run in order. Workflows come from YAML ([`Workflow::from_yaml`],
+//! [`WorkflowSet::load`]) or are built in Rust ([`Workflow::new`],
+//! [`Step::command`], …). A [`WorkflowSet`] is a root workflow plus every
+//! workflow its `call_workflow` steps can reach.
+//!
+//! | kind | does | `result` on `step.completed` |
+//! |---|---|---|
+//! | `agent` | runs an agent (CLI subprocess or a registered [`AgentRunner`]) | the final answer text |
+//! | `command` | `sh -c` in the workspace | `{"stdout", "exit_code"}` |
+//! | `operation` | one tool call through the [`ToolRouter`] | the tool's output |
+//! | `terminal` | ends the run with success or failure and a message | `{"status", "message"}` |
+//! | `parallel` | branches (each a step), `all_succeed` or `first_success` | `{branch: output}` |
+//! | `for_each` | the body once per item (`{{loop.item}}`, `{{loop.index}}`) | `[last output per iteration]` |
+//! | `while` | the body while a condition holds, at most `max_iterations` | `{"iterations": n}` |
+//! | `call_workflow` | another workflow as a child run | the child's outputs |
+//! | custom | a [`CustomStep`] registered from Rust by type name | its serialized return value |
+//!
+//! Templates (`{{inputs.x}}`, `{{steps.build.output}}`,
+//! `{{steps.build.exit_code}}`, `{{steps.build.error}}`, `{{loop.item}}`,
+//! `{{loop.item.field}}`, `{{loop.index}}`) are parsed and checked before a
+//! run: an unknown kind, a reference to an undeclared input or to a step
+//! that has not run at that point, a malformed template, a duplicate name or
+//! a `call_workflow` cycle is a [`WorkflowError`] naming file, step path and
+//! reason, and nothing is emitted.
+//!
+//! # Event emission
+//!
+//! * `run.started` / `run.completed` bracket every run with a `StepPayload`
+//!   whose name is the workflow's and kind `workflow` (decision 2);
+//!   `run.completed` carries `error` on failure or cancellation and `result`
+//!   = the rendered outputs of a successful run.
+//! * Every step but `call_workflow` writes `step.started` and
+//!   `step.completed` (`error` on failure, the result above on success).
+//!   `call_workflow` writes `step.call_workflow.started` / `.completed`
+//!   carrying `child_run_id` instead (decision 12); the child run gets a new
+//!   id and its own recorder from the factory, so every child line carries
+//!   `parent_run_id` and its own seq series (decision 7).
+//! * `path` is the dot-joined step names (`block.branch`, `loop.step`,
+//!   nested freely) and `iteration` the index of the innermost enclosing loop
+//!   (decision 4); a loop step itself carries its enclosing iteration.
+//!   Two executions of the same path are never open at once, which is what
+//!   lets `transcript_domain::tree::build_run_tree` rebuild the executed
+//!   tree from the file alone (tested, also with branches running on real
+//!   threads).
+//! * Tools: every [`ToolRouter::call_tool`] writes `tool.call` (output
+//!   `null`) then `tool.result` (input `null`, decision 6) with one
+//!   `call_id`, fidelity `router`, the error in `tool.result.error`, at the
+//!   calling step's path and iteration (decision 5).
+//! * Agents: `message.user` (prompt, then system prompt; fidelity `router`)
+//!   before the agent starts; one `message.assistant` per provider turn with
+//!   provider, model and usage (decisions 10, 11); agent-reported tool calls
+//!   at fidelity `agent_emitted`, never for a call id the router executed.
+//!
+//! # Exit-path guarantees
+//!
+//! Every started step writes its completion, and every run its
+//! `run.completed`, whatever happens: a step error (the enclosing sequence
+//! stops unless the step has `continue_on_error`), a panic in a custom step,
+//! tool or agent runner (caught at the boundary and turned into the step's
+//! error), a step timeout (the step's own cancellation token fires; nested
+//! steps close as `cancelled`, the step as `timed out after Nms`), and run
+//! cancellation through the [`tokio_util::sync::CancellationToken`] given to
+//! [`ExecutionService::run`] (running subprocesses are killed, steps not yet
+//! started never start, open ones close with `cancelled`). Futures that
+//! opened events are never dropped; custom steps and agents that ignore
+//! cancellation get a grace period ([`ServiceBuilder::cancel_grace`]).
+//! Recorder failures never fail a run: they are collected in
+//! [`RunOutcome::transcript_errors`] (the transcript is a pure addition).
+//!
+//! # Determinism
+//!
+//! [`ServiceBuilder::deterministic`] runs parallel branches one at a time in
+//! declaration order (loop iterations are always sequential); with a
+//! `ManualClock` for the recorder, another for audit/display, and
+//! `SequentialRunIds`, a run's files are byte-for-byte reproducible
+//! ([`ExecutionService::deterministic_builder`] sets the exec side up). In
+//! the default mode branches run as concurrent tokio tasks, each on its own
+//! copy of the template scope, so no loop state is shared between them.
+//!
+//! # Coexistence
+//!
+//! The service also writes an `audit.jsonl` trail (paired `step_start` /
+//! `step_end` records, plus `run_start` / `run_end`, see [`AuditRecord`])
+//! and emits [`DisplayEvent`]s to a [`DisplaySink`]. Both read their own
+//! clock and never depend on whether a recorder is wired, so they are
+//! byte-identical with and without a transcript (golden-tested).
+//!
+//! # Tools and plugins
+//!
+//! Builtins `read_file`, `write_file`, `list_dir` and `run_command` work in
+//! the service's workspace directory; file paths are resolved and
+//! canonicalized and anything outside the workspace, symlinks pointing out
+//! included, is refused ([`ToolError::PathEscapes`]). Plugins are Rust
+//! [`Plugin`]s or external processes spoken to over NDJSON on stdio
+//! ([`ExternalPlugin`]; the protocol is documented in [`plugin`]).
+//!
+//! # Threat model
+//!
+//! Workflows are trusted code: `command` steps and `run_command` run shell
+//! commands with the service's privileges. The workspace confinement of the
+//! file tools protects against a model steering a tool call elsewhere, not
+//! against a hostile local user racing the check (there is a window between
+//! resolving a path and opening it). Prompts, tool inputs and outputs are
+//! recorded verbatim; masking is the recorder's opt-in `EventMask` stage.
+//!
+//! # Versioning
+//!
+//! The wire format is the domain crate's; this crate adds no field. The
+//! YAML workflow format, the audit record and the plugin protocol (version
+//! 1, announced in `describe`) are additive-only within a major version:
+//! new optional fields and step kinds may appear, existing ones keep their
+//! meaning.
 #![forbid(unsafe_code)]
 
 pub mod agent;
