@@ -1,0 +1,142 @@
+//! Normalization throughput per format, as a ratio to parsing the same JSON
+//! payloads into `serde_json::Value` in the same run (target ≥ 0.5×).
+//!
+//! Each stream is ≥ 10 MB, built by repeating real captured lines from
+//! `$TRANSCRIPT_REAL_FIXTURES` (unset: prints that it is skipped). Run with
+//! `cargo bench -p transcript-providers --bench normalize` (or
+//! `cargo xtask bench`). Prints a table; best of 5 runs each.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use transcript_providers::Provider;
+
+const TARGET: usize = 10 * 1024 * 1024;
+
+struct Case {
+    provider: Provider,
+    file: &'static str,
+    sse: bool,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        provider: Provider::Claude,
+        file: "claude-code/tielec-ai-workflow-stream-json-v2.0.21-multi-tool.jsonl",
+        sse: false,
+    },
+    Case {
+        provider: Provider::Codex,
+        file: "codex/tielec-ai-workflow-exec-json-commands.jsonl",
+        sse: false,
+    },
+    Case {
+        provider: Provider::Gemini,
+        file: "gemini/hyperyolo-stream-json-v0.19.3-shell-tool.jsonl",
+        sse: false,
+    },
+    Case {
+        provider: Provider::Copilot,
+        file: "copilot/agent-sessions-copilot-events-jsonl-schema-fixture.jsonl",
+        sse: false,
+    },
+    Case {
+        provider: Provider::OpenAi,
+        file: "openai/openai-python-chat-completions-stream-single-tool-call.sse",
+        sse: true,
+    },
+    Case {
+        provider: Provider::Anthropic,
+        file: "anthropic/anthropic-sdk-python-stream-text-then-tool-use.sse",
+        sse: true,
+    },
+];
+
+fn best_of<F: FnMut()>(mut f: F) -> Duration {
+    (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+fn main() {
+    let Some(root) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
+        println!("normalize bench skipped: TRANSCRIPT_REAL_FIXTURES is not set");
+        return;
+    };
+    let mut root = PathBuf::from(root);
+    if root.is_relative() {
+        root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(root);
+    }
+    assert!(
+        root.is_dir(),
+        "TRANSCRIPT_REAL_FIXTURES={} is not a directory",
+        root.display()
+    );
+    println!(
+        "{:<10} {:>8} {:>14} {:>14} {:>7}",
+        "format", "MB", "normalize MB/s", "Value MB/s", "ratio"
+    );
+    for case in CASES {
+        let mut unit = std::fs::read(root.join(case.file)).unwrap();
+        if !unit.ends_with(b"\n") {
+            unit.push(b'\n');
+        }
+        if case.sse {
+            unit.push(b'\n');
+        }
+        let mut stream = Vec::with_capacity(TARGET + unit.len());
+        while stream.len() < TARGET {
+            stream.extend_from_slice(&unit);
+        }
+        // The same JSON payloads the normalizer parses: one per line, or the
+        // `data:` payloads of SSE events.
+        let payloads: Vec<&[u8]> = stream
+            .split(|&b| b == b'\n')
+            .filter_map(|l| {
+                let l = if case.sse {
+                    l.strip_prefix(b"data: ")?
+                } else {
+                    l
+                };
+                (l.first() == Some(&b'{')).then_some(l)
+            })
+            .collect();
+        let baseline = best_of(|| {
+            for p in &payloads {
+                let v: serde_json::Value = serde_json::from_slice(p).unwrap();
+                std::hint::black_box(v);
+            }
+        });
+        let mut items = 0;
+        let normalize = best_of(|| {
+            let mut n = case.provider.normalizer();
+            let mut out = Vec::new();
+            for chunk in stream.chunks(64 * 1024) {
+                n.feed(chunk, &mut out);
+                items += out.len();
+                out.clear();
+            }
+            n.finish(&mut out);
+            std::hint::black_box(&out);
+        });
+        std::hint::black_box(items);
+        let mb = stream.len() as f64 / 1e6;
+        let (n_rate, b_rate) = (mb / normalize.as_secs_f64(), mb / baseline.as_secs_f64());
+        println!(
+            "{:<10} {:>8.1} {:>14.1} {:>14.1} {:>6.2}x",
+            case.provider.name(),
+            mb,
+            n_rate,
+            b_rate,
+            n_rate / b_rate
+        );
+    }
+}
