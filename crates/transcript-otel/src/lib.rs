@@ -143,7 +143,9 @@ pub use export::{
     export_otlp_http, to_otlp_request, write_otlp_json,
 };
 pub use live::{LiveConfig, LiveExporter, LiveSender, forward};
-pub use mapping::{MapOptions, MapProblem, MappedTrace, SCOPE_NAME, SpanMapper, map_run};
+pub use mapping::{
+    MapOptions, MapProblem, MappedTrace, SCOPE_NAME, SpanMapper, map_run, span_time,
+};
 
 /// Re-exported OTLP message types (for decoding requests in tests and tools).
 pub use opentelemetry_proto::tonic as otlp_proto;

@@ -791,8 +791,8 @@ impl SpanMapper {
             parent_span_is_remote: false,
             span_kind: SpanKind::Internal,
             name: Cow::Owned(name),
-            start_time: system_time(start),
-            end_time: system_time(end),
+            start_time: span_time(start),
+            end_time: span_time(end),
             attributes,
             dropped_attributes_count: 0,
             events: SpanEvents::default(),
@@ -880,7 +880,7 @@ fn to_i64(n: u64) -> i64 {
 
 /// Event time as `SystemTime` (times before 1970 clamp to the epoch, which
 /// OTLP cannot express anyway).
-pub(crate) fn system_time(ts: Timestamp) -> SystemTime {
+pub fn span_time(ts: Timestamp) -> SystemTime {
     u64::try_from(ts.unix_millis())
         .ok()
         .and_then(|ms| SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(ms)))
