@@ -1,0 +1,71 @@
+//! # transcript-export: derived views of a transcript
+//!
+//! The transcript file is the single source of truth; everything here is
+//! derived from its events and can be regenerated at any time. This crate
+//! depends on `transcript-domain` only and does no I/O: callers (the CLI)
+//! read the files and pass the events, plus a lookup for child runs.
+//!
+//! ## Views
+//!
+//! * [`build_document`] → [`ExportDocument`]: one self-describing JSON
+//!   document with `schema_version` (semver, starting at [`SCHEMA_VERSION`]
+//!   `1.0.0`) holding the run, its child runs (nested under their
+//!   `call_workflow` steps), the step tree and typed content blocks. Its JSON
+//!   Schema comes from the types ([`export_schema`]) and is checked in at
+//!   `schema/export-document.schema.json`.
+//! * [`to_markdown`]: a readable document; step headings follow the tree,
+//!   thinking sits in collapsible `<details>`, tool calls show inputs and
+//!   outputs in fenced code (fences longer than any backtick run inside).
+//! * [`to_html`]: one self-contained page (inline CSS, no scripts, a
+//!   Content-Security-Policy that forbids loading anything), with the step
+//!   tree as a navigable outline, the conversation with tool calls paired to
+//!   results, timing and token usage per step.
+//! * [`receipts`]: one receipt per agent step (provider, model, timing,
+//!   status, tokens, cost) with totals per run and over child runs.
+//!
+//! ## Options
+//!
+//! [`ExportOptions::include_reasoning`] = false drops thinking blocks
+//! everywhere. [`ExportOptions::truncate_outputs`] shortens tool inputs and
+//! outputs (tool events and tool_use / tool_result blocks) above a byte
+//! limit: strings are cut on a UTF-8 boundary and marked with the original
+//! size and sha256; other values become a stub
+//! `{"_truncated": true, "original_size_bytes", "sha256", "preview"}` whose
+//! hash is of the value's bytes as recorded ([`truncate_raw`]).
+//!
+//! ## Invariants
+//!
+//! * Exported JSON validates against the checked-in schema
+//!   (`tests/export.rs::json_export_validates_against_checked_in_schema`).
+//! * Readers accept unknown fields and unknown block types of later 1.x
+//!   writers (`tests/export.rs::reader_accepts_newer_minor_versions`).
+//! * With reasoning off, no thinking text appears in any format
+//!   (`tests/export.rs::no_reasoning_leaves_no_thinking_text`).
+//! * Recorded content cannot inject markup: HTML and Markdown escape it
+//!   (`tests/export.rs::content_is_escaped`).
+//!
+//! ## Versioning
+//!
+//! `schema_version` follows semver: a minor bump adds optional fields or
+//! block types (readers of the same major version must ignore what they do
+//! not know; [`ExportBlock::Unknown`] absorbs unknown block types); a major
+//! bump changes or removes something.
+#![forbid(unsafe_code)]
+
+mod build;
+mod html;
+mod markdown;
+mod model;
+mod receipts;
+mod render_util;
+mod truncate;
+
+pub use build::{ExportOptions, build_document};
+pub use html::to_html;
+pub use markdown::to_markdown;
+pub use model::{
+    Entry, ExportBlock, ExportDocument, ExportOptionsRecord, MessageExport, RunExport,
+    SCHEMA_VERSION, StepExport, ToolCallExport, UsageSchema, export_schema,
+};
+pub use receipts::{Receipt, Receipts, RunTotal, receipts};
+pub use truncate::{PREVIEW_CHARS, sha256_hex, truncate_raw, truncate_value};

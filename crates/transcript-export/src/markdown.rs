@@ -1,0 +1,262 @@
+//! Markdown rendering of an [`ExportDocument`]: step headings follow the
+//! tree (child runs nested under their `call_workflow` step), prompts and
+//! answers as text, thinking in collapsible `<details>`, tool calls with
+//! inputs and outputs in fenced code, errors marked.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::model::{Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport};
+use crate::render_util::{duration, usage_line};
+
+/// Renders the document as Markdown.
+pub fn to_markdown(doc: &ExportDocument) -> String {
+    let mut out = String::new();
+    render_run(&doc.run, 1, &mut out);
+    let _ = writeln!(
+        out,
+        "\n---\n_Exported by {} (schema {}){}{}._",
+        doc.generator,
+        doc.schema_version,
+        if doc.options.reasoning_included {
+            ""
+        } else {
+            "; reasoning omitted"
+        },
+        doc.options
+            .truncate_outputs_bytes
+            .map(|b| format!("; tool values truncated above {b} bytes"))
+            .unwrap_or_default()
+    );
+    out
+}
+
+fn heading(level: usize, text: &str, out: &mut String) {
+    if level <= 6 {
+        let _ = writeln!(out, "\n{} {text}\n", "#".repeat(level));
+    } else {
+        let _ = writeln!(out, "\n**{text}**\n");
+    }
+}
+
+fn status_mark(status: &str) -> &'static str {
+    match status {
+        "succeeded" => "✅",
+        "failed" => "❌",
+        _ => "⏸",
+    }
+}
+
+fn render_run(run: &RunExport, level: usize, out: &mut String) {
+    heading(
+        level,
+        &format!(
+            "{} Run `{}` — {}",
+            status_mark(&run.status),
+            run.workflow.as_deref().unwrap_or("?"),
+            run.status
+        ),
+        out,
+    );
+    let _ = writeln!(out, "- Run id: `{}`", run.run_id);
+    if let Some(parent) = &run.parent_run_id {
+        let _ = writeln!(out, "- Parent run: `{parent}`");
+    }
+    if let Some(started) = &run.started_at {
+        let _ = writeln!(out, "- Started: {started}");
+    }
+    let _ = writeln!(out, "- Duration: {}", duration(run.duration_ms));
+    if let Some(u) = &run.usage {
+        let _ = writeln!(out, "- Tokens: {}", usage_line(u));
+    }
+    if let Some(err) = &run.error {
+        let _ = writeln!(out, "- **Error:** {}", inline(err));
+    }
+    for p in &run.problems {
+        let _ = writeln!(out, "- ⚠ {}", inline(p));
+    }
+    render_entries(&run.entries, out);
+    for step in &run.steps {
+        render_step(step, level + 1, out);
+    }
+}
+
+fn render_step(step: &StepExport, level: usize, out: &mut String) {
+    let iteration = if step.iteration > 0 || step.path.contains('.') {
+        format!(" #{}", step.iteration)
+    } else {
+        String::new()
+    };
+    heading(
+        level,
+        &format!(
+            "{} `{}`{iteration} · {} · {}",
+            status_mark(&step.status),
+            step.path,
+            step.kind,
+            duration(step.duration_ms)
+        ),
+        out,
+    );
+    if step.name != step.path.rsplit('.').next().unwrap_or_default() {
+        let _ = writeln!(out, "- Name: {}", inline(&step.name));
+    }
+    if let Some(u) = &step.usage {
+        let _ = writeln!(out, "- Tokens: {}", usage_line(u));
+    }
+    if let Some(err) = &step.error {
+        let _ = writeln!(out, "- **Error:** {}", inline(err));
+    }
+    if let Some(result) = &step.result {
+        let _ = writeln!(out, "- Result:\n");
+        fenced(result, out);
+    }
+    render_entries(&step.entries, out);
+    for child in &step.steps {
+        render_step(child, level + 1, out);
+    }
+    if let Some(child) = &step.child_run {
+        render_run(child, level + 1, out);
+    } else if let Some(id) = &step.child_run_id {
+        let _ = writeln!(out, "\n⚠ Child run `{id}` was not found.");
+    }
+}
+
+fn render_entries(entries: &[Entry], out: &mut String) {
+    for entry in entries {
+        match entry {
+            Entry::Message(m) => {
+                let mut who = if m.role == "user" {
+                    "🧑 Prompt".to_owned()
+                } else {
+                    "🤖 Assistant".to_owned()
+                };
+                if let Some(p) = &m.provider {
+                    who.push_str(&format!(" · {p}"));
+                }
+                if let Some(model) = &m.model {
+                    who.push_str(&format!(" · {model}"));
+                }
+                if let Some(u) = &m.usage {
+                    who.push_str(&format!(" · {}", usage_line(u)));
+                }
+                let _ = writeln!(out, "\n**{who}**\n");
+                for (i, block) in m.blocks.iter().enumerate() {
+                    render_block(block, m.role == "user" && i > 0, out);
+                }
+            }
+            Entry::ToolCall(call) => render_call(call, out),
+        }
+    }
+}
+
+fn render_block(block: &ExportBlock, system: bool, out: &mut String) {
+    match block {
+        ExportBlock::Text { text, .. } => {
+            if system {
+                let _ = writeln!(
+                    out,
+                    "<details><summary>System prompt</summary>\n\n{}\n\n</details>\n",
+                    quote(text)
+                );
+            } else {
+                let _ = writeln!(out, "{}\n", quote(text));
+            }
+        }
+        ExportBlock::Thinking { thinking, .. } => {
+            let _ = writeln!(
+                out,
+                "<details><summary>Thinking</summary>\n\n{}\n\n</details>\n",
+                quote(thinking)
+            );
+        }
+        ExportBlock::ToolUse {
+            tool_name,
+            tool_id,
+            tool_input,
+            fidelity,
+        } => {
+            let _ = writeln!(
+                out,
+                "🔧 Tool use `{}` (`{}`, {fidelity}):\n",
+                inline(tool_name),
+                inline(tool_id)
+            );
+            fenced(tool_input, out);
+        }
+        ExportBlock::ToolResult {
+            tool_id,
+            tool_content,
+            ..
+        } => {
+            let _ = writeln!(out, "↳ Tool result for `{}`:\n", inline(tool_id));
+            fenced(tool_content, out);
+        }
+        ExportBlock::Command { command, .. } => {
+            fenced(&Value::String(command.clone()), out);
+        }
+        ExportBlock::Stream { text, .. } => {
+            let _ = writeln!(out, "_stream:_ {}\n", inline(text));
+        }
+        ExportBlock::Other { original_type, .. } => {
+            let _ = writeln!(
+                out,
+                "_(block of unknown type `{}` not rendered)_\n",
+                inline(original_type)
+            );
+        }
+        ExportBlock::Unknown => {
+            let _ = writeln!(out, "_(block of a newer type not rendered)_\n");
+        }
+    }
+}
+
+fn render_call(call: &ToolCallExport, out: &mut String) {
+    let status = match (&call.error, call.completed) {
+        (Some(_), _) => "❌",
+        (None, true) => "✅",
+        (None, false) => "⏸ no result",
+    };
+    let _ = writeln!(
+        out,
+        "\n🔧 **Tool call** `{}` (`{}`, {}) {status}\n",
+        inline(&call.name),
+        inline(&call.call_id),
+        call.fidelity
+    );
+    let _ = writeln!(out, "Input:\n");
+    fenced(&call.input, out);
+    if call.completed {
+        if let Some(err) = &call.error {
+            let _ = writeln!(out, "**Error:** {}\n", inline(err));
+        }
+        let _ = writeln!(out, "Output:\n");
+        fenced(&call.output, out);
+    }
+}
+
+/// A fenced block longer than any backtick run inside, so content cannot
+/// close it early.
+fn fenced(value: &Value, out: &mut String) {
+    let (lang, body) = match value {
+        Value::String(s) => ("text", s.clone()),
+        other => (
+            "json",
+            serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+        ),
+    };
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let _ = writeln!(out, "{fence}{lang}\n{body}\n{fence}\n");
+}
+
+/// Text as a Markdown blockquote-free paragraph: HTML-significant characters
+/// escaped so recorded content cannot inject markup.
+fn quote(text: &str) -> String {
+    crate::render_util::escape_html(text)
+}
+
+fn inline(text: &str) -> String {
+    crate::render_util::escape_html(&text.replace('`', "'").replace('\n', " "))
+}

@@ -1,0 +1,53 @@
+//! Helpers shared by the Markdown and HTML renderers.
+
+use transcript_domain::Usage;
+
+/// Human-readable duration.
+pub fn duration(ms: Option<i64>) -> String {
+    match ms {
+        None => "—".to_owned(),
+        Some(ms) if ms < 1000 => format!("{ms} ms"),
+        Some(ms) if ms < 60_000 => format!("{:.2} s", ms as f64 / 1000.0),
+        Some(ms) => format!("{} min {:02} s", ms / 60_000, (ms % 60_000) / 1000),
+    }
+}
+
+/// `1200 in / 85 out / 1000 cache read / $0.0123`.
+pub fn usage_line(u: &Usage) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = u.input_tokens {
+        parts.push(format!("{n} in"));
+    }
+    if let Some(n) = u.output_tokens {
+        parts.push(format!("{n} out"));
+    }
+    if let Some(n) = u.cache_read_tokens {
+        parts.push(format!("{n} cache read"));
+    }
+    if let Some(n) = u.cache_write_tokens {
+        parts.push(format!("{n} cache write"));
+    }
+    if let Some(n) = u.reasoning_tokens {
+        parts.push(format!("{n} reasoning"));
+    }
+    if let Some(c) = u.cost_usd {
+        parts.push(format!("${c:.4}"));
+    }
+    parts.join(" / ")
+}
+
+/// Escapes `& < > " '`.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
