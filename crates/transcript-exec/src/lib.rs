@@ -130,6 +130,7 @@ pub mod agent;
 pub mod audit;
 pub mod cli_agent;
 pub mod custom;
+pub mod demo;
 pub mod emit;
 pub mod plugin;
 pub mod service;

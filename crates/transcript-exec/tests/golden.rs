@@ -1,0 +1,196 @@
+//! The golden demo run (NFR-004): `fixtures/workflows/demo.yaml` run
+//! deterministically through the real JSONL recorder must equal
+//! `fixtures/workflows/golden/demo/` byte for byte (root file, child files
+//! and audit trail). Regenerate after an intended change with
+//! `TRANSCRIPT_UPDATE_GOLDEN=1 cargo test -p transcript-exec --test golden`
+//! and review the diff.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, json};
+use tokio_util::sync::CancellationToken;
+use transcript_domain::tree::build_run_tree;
+use transcript_domain::{EventType, Fidelity, ManualClock, RunId};
+use transcript_exec::{ExecutionService, ExternalPlugin, ToolRouter, WorkflowSet};
+use transcript_infra::JsonlRecorderFactory;
+
+use support::*;
+
+fn read_dir_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Runs the demo; returns the storage directory's files and the outcome.
+async fn demo_run(storage: &Path) -> transcript_exec::RunOutcome {
+    let (_d, ws) = workspace();
+    let factory =
+        JsonlRecorderFactory::new(storage).with_clock(Arc::new(ManualClock::stepping(ts0(), 1)));
+    let mut router = ToolRouter::with_builtins();
+    let plugin = ExternalPlugin::start(
+        &[
+            "python3".into(),
+            fixtures()
+                .join("plugins/text_plugin.py")
+                .display()
+                .to_string(),
+        ],
+        None,
+    )
+    .await
+    .unwrap();
+    router.register_plugin(Arc::new(plugin)).unwrap();
+    let builder = ExecutionService::deterministic_builder(&ws, ts0())
+        .clock(Arc::new(ManualClock::stepping(ts0(), 1)))
+        .recorder_factory(Arc::new(factory))
+        .audit_file(storage.join("audit.jsonl"))
+        .router(router);
+    let svc = transcript_exec::demo::register_demo_steps(builder)
+        .unwrap()
+        .build()
+        .unwrap();
+    let set = WorkflowSet::load(fixtures().join("workflows/demo.yaml")).unwrap();
+    let agents = fixtures().join("workflows/agents").canonicalize().unwrap();
+    let inputs = Map::from_iter([("agents_dir".to_owned(), json!(agents.display().to_string()))]);
+    svc.run(&set, inputs, CancellationToken::new())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn demo_run_equals_the_golden_files() {
+    let storage = tempfile::tempdir().unwrap();
+    let out = demo_run(storage.path()).await;
+    assert!(out.succeeded(), "{:?}", out.error);
+    assert!(
+        out.transcript_errors.is_empty(),
+        "{:?}",
+        out.transcript_errors
+    );
+    let produced = read_dir_files(storage.path());
+
+    let golden_dir = fixtures().join("workflows/golden/demo");
+    if std::env::var_os("TRANSCRIPT_UPDATE_GOLDEN").is_some() {
+        let _ = std::fs::remove_dir_all(&golden_dir);
+        std::fs::create_dir_all(&golden_dir).unwrap();
+        for (name, bytes) in &produced {
+            std::fs::write(golden_dir.join(name), bytes).unwrap();
+        }
+        eprintln!("golden files rewritten in {}", golden_dir.display());
+    }
+    assert!(
+        golden_dir.is_dir(),
+        "no golden files; run with TRANSCRIPT_UPDATE_GOLDEN=1 and review"
+    );
+    let golden = read_dir_files(&golden_dir);
+    assert_eq!(
+        produced.keys().collect::<Vec<_>>(),
+        golden.keys().collect::<Vec<_>>(),
+        "same files (root, children, audit)"
+    );
+    for (name, bytes) in &produced {
+        assert!(
+            *bytes == golden[name],
+            "{name} differs from the golden file:\n--- produced\n{}\n--- golden\n{}",
+            String::from_utf8_lossy(bytes),
+            String::from_utf8_lossy(&golden[name])
+        );
+    }
+}
+
+#[tokio::test]
+async fn demo_exercises_every_kind_and_its_tree_matches_the_execution() {
+    let storage = tempfile::tempdir().unwrap();
+    let out = demo_run(storage.path()).await;
+    assert!(out.succeeded(), "{:?}", out.error);
+    let load = |id: RunId| -> Option<Vec<transcript_domain::DecodedEvent>> {
+        std::fs::read(storage.path().join(id.file_name()))
+            .ok()
+            .map(|b| decode_all(&b))
+    };
+    let root = load(out.run_id).unwrap();
+    let tree = build_run_tree(&root, &mut |id| load(id));
+    assert!(tree.all_problems().is_empty(), "{:?}", tree.all_problems());
+    assert_eq!(tree.outline(), exec_outline(&out));
+
+    let mut all = Vec::new();
+    let mut files = 0;
+    for (name, bytes) in read_dir_files(storage.path()) {
+        if name.ends_with(".jsonl") && name != "audit.jsonl" {
+            let events = decode_all(&bytes);
+            assert_well_formed(&events);
+            all.extend(events);
+            files += 1;
+        }
+    }
+    assert_eq!(files, 3, "root + child + grandchild");
+    let kinds: BTreeSet<String> = all
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind.known(),
+                Some(EventType::StepStarted | EventType::CallWorkflowStarted)
+            )
+        })
+        .map(|e| e.step().unwrap().kind.clone())
+        .collect();
+    for k in [
+        "agent",
+        "command",
+        "operation",
+        "terminal",
+        "parallel",
+        "for_each",
+        "while",
+        "call_workflow",
+        "stamp",
+    ] {
+        assert!(kinds.contains(k), "kind {k} missing from {kinds:?}");
+    }
+    let providers: BTreeSet<String> = all
+        .iter()
+        .filter_map(|e| e.message().and_then(|m| m.provider.clone()))
+        .collect();
+    assert_eq!(
+        providers,
+        BTreeSet::from(["claude".to_owned(), "codex".to_owned()])
+    );
+    let router_tools: BTreeSet<String> = all
+        .iter()
+        .filter_map(|e| e.tool())
+        .filter(|t| t.fidelity == Fidelity::Router)
+        .map(|t| t.name.clone())
+        .collect();
+    assert!(router_tools.contains("write_file") && router_tools.contains("upper"));
+    let failed: Vec<&str> = all
+        .iter()
+        .filter(|e| e.kind.known() == Some(EventType::StepCompleted))
+        .filter(|e| e.step().unwrap().error.is_some())
+        .map(|e| e.path.as_str())
+        .collect();
+    assert_eq!(failed, ["attempts.flaky"], "exactly one failing branch");
+    // One call/result pair per call_id per file (US3).
+    let mut per_file: BTreeMap<(RunId, String, &str), usize> = BTreeMap::new();
+    for e in &all {
+        if let Some(t) = e.tool() {
+            *per_file
+                .entry((e.run_id, t.call_id.clone(), e.kind.as_str()))
+                .or_default() += 1;
+        }
+    }
+    assert!(per_file.values().all(|n| *n == 1), "{per_file:?}");
+}
