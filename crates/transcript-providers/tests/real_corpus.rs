@@ -105,3 +105,13 @@ fn claude_corpus_matches_manifest() {
 fn codex_corpus_matches_manifest() {
     check_provider(Provider::Codex);
 }
+
+#[test]
+fn gemini_corpus_matches_manifest() {
+    check_provider(Provider::Gemini);
+}
+
+#[test]
+fn copilot_corpus_matches_manifest() {
+    check_provider(Provider::Copilot);
+}
