@@ -34,6 +34,40 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Check transcripts: seq from 1 without gaps, one run per file, child links, malformed lines.
+    Validate {
+        /// Transcript files or run ids.
+        #[arg(required = true)]
+        runs: Vec<String>,
+        /// Print a machine-readable report.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a run (and its child runs) as Markdown, versioned JSON or a self-contained HTML page.
+    Export {
+        /// A transcript file or a run id.
+        run: String,
+        /// Output format.
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Output file; `-` or absent for stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Drop thinking blocks.
+        #[arg(long)]
+        no_reasoning: bool,
+        /// Shorten tool inputs and outputs larger than this many bytes.
+        #[arg(long, value_name = "BYTES")]
+        truncate_outputs: Option<usize>,
+    },
+    /// Per agent step: provider, model, timing, status, tokens and cost, with run totals.
+    Receipts {
+        /// A transcript file or a run id.
+        run: String,
+        /// Print the receipts as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the step tree of a run and its child runs, rebuilt from the files.
     Tree {
         /// A transcript file or a run id.
@@ -66,6 +100,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Formats of `export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ExportFormat {
+    /// A readable Markdown document.
+    Markdown,
+    /// One versioned JSON document (schema/export-document.schema.json).
+    Json,
+    /// One self-contained HTML page.
+    Html,
 }
 
 /// A failure the CLI reports on one line.
@@ -120,6 +165,76 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let mut out = stdout.lock();
     let style = Style::for_stdout(cli.color);
     match cli.command {
+        Command::Validate { runs, json } => {
+            let mut reports = Vec::new();
+            for run in &runs {
+                let path = source::resolve(run, &cli.storage)?;
+                reports.push(cmd::validate::verify(&path));
+            }
+            if json {
+                let text = serde_json::to_string_pretty(&reports)
+                    .map_err(|e| CliError::Failed(e.to_string()))?;
+                let _ = writeln!(out, "{text}");
+            } else {
+                for r in &reports {
+                    let _ = write!(out, "{}", cmd::validate::render(r, &style));
+                }
+            }
+            let invalid = reports.iter().filter(|r| !r.is_valid()).count();
+            if invalid > 0 {
+                return Err(CliError::Failed(format!(
+                    "{invalid} of {} transcripts invalid",
+                    reports.len()
+                )));
+            }
+        }
+        Command::Export {
+            run,
+            format,
+            output,
+            no_reasoning,
+            truncate_outputs,
+        } => {
+            let path = source::resolve(&run, &cli.storage)?;
+            let loaded = source::load(&path)?;
+            report_read_problems(&loaded);
+            let options = transcript_export::ExportOptions {
+                include_reasoning: !no_reasoning,
+                truncate_outputs,
+                redacted: false,
+            };
+            let mut lookup = source::child_lookup(source::dir_of(&path));
+            let doc = transcript_export::build_document(&loaded.decoded(), &mut lookup, &options);
+            let text = match format {
+                ExportFormat::Markdown => transcript_export::to_markdown(&doc),
+                ExportFormat::Html => transcript_export::to_html(&doc),
+                ExportFormat::Json => {
+                    serde_json::to_string_pretty(&doc)
+                        .map_err(|e| CliError::Failed(e.to_string()))?
+                        + "\n"
+                }
+            };
+            write_output(output.as_deref(), &text, &mut out)?;
+        }
+        Command::Receipts { run, json } => {
+            let path = source::resolve(&run, &cli.storage)?;
+            let loaded = source::load(&path)?;
+            report_read_problems(&loaded);
+            let mut lookup = source::child_lookup(source::dir_of(&path));
+            let doc = transcript_export::build_document(
+                &loaded.decoded(),
+                &mut lookup,
+                &transcript_export::ExportOptions::default(),
+            );
+            let receipts = transcript_export::receipts(&doc);
+            if json {
+                let text = serde_json::to_string_pretty(&receipts)
+                    .map_err(|e| CliError::Failed(e.to_string()))?;
+                let _ = writeln!(out, "{text}");
+            } else {
+                let _ = write!(out, "{}", receipts.render());
+            }
+        }
         Command::Tree { run, json } => {
             let path = source::resolve(&run, &cli.storage)?;
             let loaded = source::load(&path)?;
@@ -193,6 +308,24 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// Writes to `path` (created or truncated), or to stdout for `-` / none.
+fn write_output(
+    path: Option<&std::path::Path>,
+    text: &str,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    match path {
+        Some(p) if p.as_os_str() != "-" => std::fs::write(p, text).map_err(|e| CliError::Read {
+            path: p.to_path_buf(),
+            message: format!("cannot write: {e}"),
+        }),
+        _ => {
+            let _ = out.write_all(text.as_bytes());
+            Ok(())
+        }
+    }
 }
 
 /// Malformed lines and reader warnings go to stderr, one line each, naming

@@ -4,3 +4,4 @@ pub mod show;
 pub mod stats;
 pub mod tail;
 pub mod tree;
+pub mod validate;
