@@ -255,7 +255,7 @@ fn ids_are_deterministic_across_exports() {
                 )
             })
             .collect();
-        v.sort_by(|x, y| (x.0.clone(), x.1.to_bytes()).cmp(&(y.0.clone(), y.1.to_bytes())));
+        v.sort_by_key(|x| (x.0.clone(), x.1.to_bytes()));
         v
     };
     assert_eq!(ids_of(&a), ids_of(&b));
