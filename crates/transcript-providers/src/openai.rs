@@ -213,7 +213,7 @@ fn flush_chunks(c: Chunks, turns: &mut Turns, out: &mut Vec<Output>) {
     if !c.text.is_empty() {
         turns.text(c.text, out);
     }
-    if let Some(r) = c.refusal {
+    if let Some(r) = c.refusal.filter(|r| !r.is_empty()) {
         diag(
             out,
             K::Refusal,

@@ -115,3 +115,13 @@ fn gemini_corpus_matches_manifest() {
 fn copilot_corpus_matches_manifest() {
     check_provider(Provider::Copilot);
 }
+
+#[test]
+fn openai_corpus_matches_manifest() {
+    check_provider(Provider::OpenAi);
+}
+
+#[test]
+fn anthropic_corpus_matches_manifest() {
+    check_provider(Provider::Anthropic);
+}
