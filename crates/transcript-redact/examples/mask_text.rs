@@ -1,0 +1,17 @@
+//! Masks secrets in text read from stdin with the built-in rules and prints
+//! the result and the number of masks made.
+//!
+//! Run: `echo 'Bearer abcdefghijklmnop' | cargo run -p transcript-redact --example mask_text`
+
+use std::io::Read;
+
+use transcript_redact::Redactor;
+
+fn main() -> std::io::Result<()> {
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text)?;
+    let redactor = Redactor::builtin();
+    print!("{}", redactor.mask_text(&text));
+    eprintln!("{} masks", redactor.masks_made());
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! # transcript-redact: opt-in masking of secrets in transcripts
+//!
+//! Transcripts record content verbatim (prompts, tool inputs and outputs,
+//! model replies), so they can hold secrets. This crate is the opt-in masking
+//! stage: a [`Redactor`] implements the domain's
+//! [`EventMask`](transcript_domain::EventMask) port, which the JSONL recorder
+//! applies to each draft **before** it is encoded, written or broadcast, so
+//! with redaction on nothing unmasked reaches disk or subscribers. The same
+//! redactor rewrites already recorded events
+//! ([`Redactor::mask_decoded`]) for `export --redact` and `import --redact`.
+//! Pure: no I/O, depends on `transcript-domain` and `regex` only.
+//!
+//! ## What is masked
+//!
+//! * Built-in patterns ([`Redactor::builtin`]): provider API keys (OpenAI
+//!   and Anthropic `sk-…`, Google `AIza…`, GitHub `ghp_…`/`github_pat_…`,
+//!   Slack `xox?-…`, Hugging Face `hf_…`), bearer tokens, AWS access key ids
+//!   and secret keys, PEM private key blocks, JWTs, and the values of
+//!   `password=` / `secret:` / `token=`-style assignments in text.
+//! * In structured values (tool inputs and outputs, `tool_input`,
+//!   `tool_content`, step results), every string under a key named like
+//!   `password`, `secret`, `token`, `api_key`, `credential`, `private_key`,
+//!   `authorization` is masked whole, whatever it looks like.
+//! * User patterns ([`Redactor::with_pattern`]): every match is masked.
+//!
+//! A mask keeps a short prefix, a short suffix and the length, so readers can
+//! tell values apart without learning them: `sk-a…wxyz (51 chars)`. Values of
+//! 12 characters or fewer keep nothing: `…(8 chars)`.
+//!
+//! ## Structure-only privacy
+//!
+//! [`Privacy::StructureOnly`] keeps envelopes, step names and kinds, tool
+//! names and call ids, timings, provider, model and usage, and drops all
+//! content: text, thinking and command strings become empty, tool inputs,
+//! outputs and contents become `null`, step results are removed, and errors
+//! become `"[redacted]"` (so failures stay visible).
+//!
+//! ## What is not masked, and why it is opt-in
+//!
+//! * Secrets that match no pattern (a password in free prose with no
+//!   `password:` marker, a key format we do not know) are not found: pattern
+//!   masking reduces exposure, it does not guarantee absence. Use
+//!   structure-only mode when content must not be kept at all.
+//! * Envelope fields (paths, step and tool names, run ids) are never masked:
+//!   they come from workflow definitions, not from model or tool output.
+//! * Masking rewrites what the agent saw and said, which is exactly what an
+//!   audit or a replay needs verbatim; false positives (an identifier that
+//!   looks like a key) lose information. The default therefore records
+//!   verbatim, in `0o600` files, and masking is a deliberate choice.
+//!
+//! ## Invariants
+//!
+//! * Every planted secret of the corpus, in every field that carries
+//!   content, is masked (`tests/redact.rs::planted_secrets_are_masked_in_every_content_field`).
+//! * Ordinary text is left alone (`tests/redact.rs::ordinary_text_is_untouched`).
+//! * Masking never changes the event type or envelope and never panics
+//!   (`tests/redact.rs::masking_never_panics_and_keeps_shape`).
+#![forbid(unsafe_code)]
+
+mod mask;
+mod redactor;
+
+pub use mask::{mask_value, mask_with};
+pub use redactor::{InvalidPattern, Privacy, Redactor};
