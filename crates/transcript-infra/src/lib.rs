@@ -1,4 +1,169 @@
-//! Storage adapters for canonical agent exchange transcripts.
+//! Storage adapters for canonical agent exchange transcripts: the durable
+//! JSONL recorder, its live fan-out, and the tolerant streaming reader.
+//!
+//! This crate implements the `transcript_domain::Recorder` port
+//! ([`JsonlRecorder`], created per run by [`JsonlRecorderFactory`]), reads
+//! transcripts back ([`TranscriptReader`], [`verify_file`], [`verify_run`],
+//! [`load_run_tree`]), and provides the production [`SystemClock`] and
+//! [`RandomRunIds`]. It depends on `transcript-domain` only; everything
+//! about the wire format (field order, vocabularies, decoding) lives there.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), transcript_domain::RecordError> {
+//! use transcript_domain::{EventDraft, Payload, Recorder, RunIdGenerator, StepPayload};
+//! use transcript_infra::{Durability, JsonlRecorder, RandomRunIds};
+//!
+//! let run = RandomRunIds.next_run_id();
+//! let recorder = JsonlRecorder::builder("storage/transcripts", run)
+//!     .durability(Durability::Always)
+//!     .open()?;
+//! let seq = recorder
+//!     .record(EventDraft::run_level(Payload::RunStarted(StepPayload::new("deploy", "workflow"))))
+//!     .await?;
+//! assert_eq!(seq, 1);
+//! recorder.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # File properties
+//!
+//! * One file per run: `<storage>/<run_id>.jsonl`; a `call_workflow` child
+//!   run gets its own file next to its parent's, with its own seq series
+//!   (decision 7). [`RunId`](transcript_domain::RunId) only admits a
+//!   hyphenated UUID, so no path separator, `..` or NUL can reach a file name.
+//! * UTF-8, one compact JSON object per line, `\n` line endings, fields in
+//!   the wire contract's order; lines are produced by
+//!   [`PreEncoded`](transcript_domain::PreEncoded) and are byte-identical to
+//!   `ExchangeEvent::encode_line`.
+//! * `seq` starts at 1 and increases by exactly 1 per line in file order: it
+//!   is assigned together with the timestamp inside the writer's critical
+//!   section (decision 15), so lines never land out of order and timestamps
+//!   never go backwards in file order (the writer keeps the later of the
+//!   clock and the previous timestamp). A record that was not written
+//!   consumes no seq.
+//! * Storage directories are created with mode 0o700; the file is opened
+//!   `O_APPEND | O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW` and forced to
+//!   0o600 with `fchmod`, whatever the umask.
+//!
+//! # Writing: group commit
+//!
+//! `record` serializes the draft outside any lock, queues it, and the first
+//! caller to find the writer idle becomes the *leader*: it takes every queued
+//! line, assigns seqs and timestamps, writes them with one `write(2)` (and one
+//! `fdatasync` under [`Durability::Always`]), publishes the new acknowledged
+//! length, broadcasts the events in seq order, and acknowledges the callers.
+//! Callers arriving meanwhile wait and are written in the next batch. A lone
+//! producer therefore pays no thread hand-off at all; concurrent producers
+//! share writes and syncs. After a batch of several lines the leader yields a
+//! few times so producers that were just woken can join the next batch. The
+//! I/O is plain blocking `std::fs` on the leader's thread (never `tokio::fs`
+//! per event): short, and it is what acknowledgement waits for anyway.
+//!
+//! Cancellation: a queued record is written even if its caller drops the
+//! future. If a leader's future is dropped mid-lead, or a waiter is dropped
+//! after being handed the leadership, the drop finishes the batch
+//! synchronously, so leadership is never lost.
+//!
+//! # Durability
+//!
+//! `record` returns only after the whole line was handed to the kernel, so
+//! under every policy **every acknowledged event survives a process kill**
+//! (`SIGKILL`, panic, OOM kill). What survives a power loss or kernel crash
+//! depends on the policy:
+//!
+//! | policy | acknowledged after | survives power loss |
+//! |---|---|---|
+//! | [`Durability::None`] | `write(2)` | what the kernel wrote back (usually up to ~30 s old) |
+//! | [`Durability::Interval`]`(d)` | `write(2)`; a background thread syncs every `d` | events acknowledged more than about `d` before the loss |
+//! | [`Durability::Always`] | `write(2)` + `fdatasync` | every acknowledged event |
+//!
+//! `close` always syncs. For a new file under `Interval` or `Always` the
+//! directory is synced once too, so the file name survives a power loss.
+//!
+//! # Failure and resume
+//!
+//! * A failed or short write (disk full, I/O error) returns
+//!   [`RecordError::Storage`](transcript_domain::RecordError) to the records
+//!   of that batch that are not whole on disk; whole lines written before the
+//!   failure are acknowledged. The file is cut back to the last acknowledged
+//!   offset before anything else is appended (if the cut itself fails, the
+//!   next batch retries it first and fails until it succeeds), seq stays
+//!   gapless and the recorder stays usable. A failed `fdatasync` under
+//!   `Always` un-writes the whole batch the same way: nothing unsynced is
+//!   acknowledged.
+//! * Opening an existing file continues at the highest valid seq + 1 (also
+//!   for foreign files whose lines are out of order). Bytes after the last
+//!   newline were never acknowledged (decision 13): they are appended to
+//!   `<run_id>.jsonl.torn` (0o600, never lost), the transcript is truncated
+//!   to its last newline, and a [`ResumeWarning::TornTail`] is returned in
+//!   [`JsonlRecorder::resume_info`] and logged. Malformed lines in the middle
+//!   are left in place and reported. Acknowledged bytes are never rewritten.
+//!
+//! # Live fan-out
+//!
+//! * Write-then-broadcast: a subscriber receives an event only after it is on
+//!   disk (after the sync under `Always`), in seq order, from the code that
+//!   performed the write. Subscribing is registered under the writer's lock,
+//!   so `subscribe(None)` receives exactly the events written after it.
+//! * Each subscription has a bounded buffer (default
+//!   [`DEFAULT_SUBSCRIBER_BUFFER`] = 256, see
+//!   [`JsonlRecorderBuilder::subscriber_buffer`]). When it is full the newest
+//!   event is dropped *for that subscriber only*; the disk write never waits
+//!   for a subscriber. Drops are visible: `Subscription::dropped`,
+//!   [`JsonlRecorder::fanout_stats`] (subscriber count, drops per subscriber
+//!   and in total), and a `tracing` warning at most once per second per
+//!   dropping subscriber.
+//! * Replay then live: `subscribe(Some(seq))` first reads the stored events
+//!   from `seq` out of the file (of this and earlier sessions), then continues
+//!   with live events, with no gap and no duplicate at the seam. A replaying
+//!   subscriber never drops: when it falls behind, it reads the file again
+//!   (only the acknowledged part, which is never rewritten).
+//! * What a subscriber receives re-encodes (`ExchangeEvent::to_line`) to
+//!   exactly the bytes of the stored line: the live stream and the file are
+//!   the same stream (masking, if configured, happens before both).
+//! * Closing a subscription and closing the recorder are idempotent. Closing
+//!   the recorder ends every subscription after its buffered events; `record`
+//!   and `subscribe` after close return `RecordError::Closed`.
+//!
+//! # Reading
+//!
+//! [`TranscriptReader`] streams any `BufRead` in constant memory (bounded by
+//! the per-line cap, default 16 MiB, plus a 64 KiB buffer). It yields each
+//! event with its decode warnings, reader warnings (unterminated final line,
+//! empty line), and malformed lines as errors carrying path, line number,
+//! byte offset and cause, then continues. Lines over the cap are measured
+//! and skipped without being buffered. [`verify_file`] / [`verify_run`] turn
+//! this into a serializable report; [`load_run_tree`] rebuilds the step tree
+//! of a run and its child runs.
+//!
+//! # Threat model
+//!
+//! * **Content is verbatim.** Prompts, system prompts, tool inputs and
+//!   outputs are recorded as given; nothing is masked unless an
+//!   `EventMask` is installed with [`JsonlRecorderBuilder::mask`]. Treat
+//!   transcripts as secrets.
+//! * **Permissions.** Files 0o600 and directories 0o700 regardless of umask;
+//!   an existing file's mode is tightened to 0o600 on open.
+//! * **Symlinks and special files.** A symlink at the transcript path or as
+//!   the storage directory is refused (`O_NOFOLLOW`, `lstat`), as is anything
+//!   that is not a regular file (a FIFO cannot block the open:
+//!   `O_NONBLOCK`). Parent directories above the storage directory are
+//!   trusted.
+//! * **Locking.** An exclusive `flock` is held for the recorder's lifetime:
+//!   a second recorder, in this or another process, fails with
+//!   `RecordError::Locked` before writing or repairing anything. The lock is
+//!   advisory: it keeps cooperating writers apart, not a hostile process of
+//!   the same user.
+//! * **Readers** never trust the file: malformed input yields typed errors,
+//!   never a panic, and memory stays bounded.
+//!
+//! # Versioning
+//!
+//! The on-disk format is the wire contract of `transcript-domain` (seed 000
+//! plus the numbered wire decisions); this crate adds no fields. The reader
+//! is tolerant (unknown event and block types are kept and reported as
+//! warnings), the writer strict. This crate follows semver for its Rust API;
+//! the file format changes only with the domain's schema version.
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -21,7 +186,7 @@ pub use reader::{
     DEFAULT_MAX_LINE_BYTES, MalformedCause, MalformedLine, ReadError, ReadEvent, ReadItem,
     ReadWarning, ReadWarningKind, TranscriptReader,
 };
-pub use recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder};
+pub use recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder, WriteStats};
 pub use resume::{ResumeInfo, ResumeWarning};
 pub use verify::{
     FileReport, Finding, FindingCode, RunReport, verify_file, verify_reader, verify_run,

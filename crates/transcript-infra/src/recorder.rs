@@ -43,6 +43,16 @@ pub enum Durability {
     Always,
 }
 
+/// Group-commit counters of one recorder.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WriteStats {
+    /// Batches written (each one `write(2)` in the common case, and one
+    /// `fdatasync` under [`Durability::Always`]).
+    pub batches: u64,
+    /// Records (and the close marker) carried by those batches.
+    pub entries: u64,
+}
+
 /// Configures and opens a [`JsonlRecorder`].
 #[must_use = "call .open() to create the recorder"]
 pub struct JsonlRecorderBuilder {
@@ -247,6 +257,16 @@ impl JsonlRecorder {
         self.shared.committed.load(Ordering::Acquire)
     }
 
+    /// Group-commit statistics: how many batches were written for how many
+    /// queued records (their ratio is the average batch size).
+    pub fn write_stats(&self) -> WriteStats {
+        let q = self.shared.lock_queue();
+        WriteStats {
+            batches: q.batches,
+            entries: q.batched_entries,
+        }
+    }
+
     /// Fan-out statistics: subscriber count and drops.
     pub fn fanout_stats(&self) -> FanOutStats {
         self.shared.lock_writer().fanout.stats()
@@ -360,6 +380,8 @@ struct Queue {
     leader: bool,
     closed: bool,
     last_batch: usize,
+    batches: u64,
+    batched_entries: u64,
 }
 
 // One close per recorder; records are the common case.
@@ -542,9 +564,12 @@ impl Drop for LeaderGuard<'_> {
 
 impl LeaderGuard<'_> {
     async fn lead(&mut self) {
-        loop {
+        // A running leader is cheaper than waking a successor: keep writing
+        // the batches that queue up meanwhile, up to a bound so its own
+        // caller is not held forever.
+        for led in 1.. {
             self.shared.adaptive_yield().await;
-            if self.shared.run_batch() != BatchEnd::Continue {
+            if self.shared.run_batch(led < MAX_LEAD_BATCHES) != BatchEnd::Continue {
                 self.active = false;
                 return;
             }
@@ -558,13 +583,16 @@ enum BatchEnd {
     Released,
     /// Another waiter leads now.
     HandedOff,
-    /// Only abandoned records are queued: keep leading.
+    /// Records are queued and this leader writes them too.
     Continue,
 }
 
 /// Rounds of `yield_now` a leader may spend letting concurrent producers
 /// join its batch (see the performance notes in the crate docs).
 const MAX_YIELD_ROUNDS: usize = 3;
+
+/// Batches one leader writes before handing leadership to a waiter.
+const MAX_LEAD_BATCHES: usize = 32;
 
 impl Shared {
     fn lock_queue(&self) -> MutexGuard<'_, Queue> {
@@ -588,11 +616,19 @@ impl Shared {
         }
         let pre = PreEncoded::new(self.run_id, self.parent_run_id, &draft)
             .map_err(|e| RecordError::Encode(e.to_string()))?;
-        self.submit(Work::Record {
-            pre,
-            draft: Some(draft),
-        })
-        .await
+        let seq = self
+            .submit(Work::Record {
+                pre,
+                draft: Some(draft),
+            })
+            .await?;
+        // A lone producer's record never suspends; without this it would
+        // monopolize its worker and starve subscribers woken onto it. Yields
+        // only when the task's coop budget is spent (every ~128 records), and
+        // only after the record is written, so a caller dropping the future
+        // here loses nothing.
+        tokio::task::coop::consume_budget().await;
+        Ok(seq)
     }
 
     /// Queues `work` and waits for it, leading when nobody else does.
@@ -660,12 +696,12 @@ impl Shared {
     }
 
     fn lead_sync(&self) {
-        while self.run_batch() == BatchEnd::Continue {}
+        while self.run_batch(false) == BatchEnd::Continue {}
     }
 
     /// Takes every queued entry, writes them as one batch, acknowledges
     /// them, and passes leadership on.
-    fn run_batch(&self) -> BatchEnd {
+    fn run_batch(&self, keep_leading: bool) -> BatchEnd {
         let mut batch = {
             let mut q = self.lock_queue();
             if q.entries.is_empty() {
@@ -675,6 +711,8 @@ impl Shared {
             let spare = std::mem::take(&mut q.spare);
             let batch = std::mem::replace(&mut q.entries, spare);
             q.last_batch = batch.len();
+            q.batches += 1;
+            q.batched_entries += batch.len() as u64;
             batch
         };
         let mut outcomes = self.write_batch(&mut batch);
@@ -690,7 +728,9 @@ impl Shared {
             q.leader = false;
             return BatchEnd::Released;
         }
-        if q.entries.iter().any(|e| e.ticket.offer_lead()) {
+        if keep_leading {
+            BatchEnd::Continue
+        } else if q.entries.iter().any(|e| e.ticket.offer_lead()) {
             BatchEnd::HandedOff
         } else {
             BatchEnd::Continue
