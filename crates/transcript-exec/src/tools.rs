@@ -422,7 +422,8 @@ impl Tool for ReadFile {
     }
 }
 
-/// `write_file {path, content}` → `{"bytes": n}`.
+/// `write_file {path, content}` → `{"bytes": n}` (non-string content is
+/// written as its JSON text).
 #[derive(Debug)]
 pub struct WriteFile;
 
@@ -430,9 +431,17 @@ pub struct WriteFile;
 impl Tool for WriteFile {
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
         let path = str_field(&input, "path")?;
-        let content = str_field(&input, "content")?;
+        // A single-reference template may have rendered a number or an
+        // object; write its text form rather than refusing it.
+        let content = match input.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => {
+                return Err(ToolError::InvalidInput("missing field 'content'".into()));
+            }
+            Some(other) => crate::template::value_to_text(other),
+        };
         let resolved = resolve_for_write(&ctx.workspace, path)?;
-        tokio::fs::write(&resolved, content)
+        tokio::fs::write(&resolved, &content)
             .await
             .map_err(|e| io_err("write", path, e))?;
         Ok(json!({ "bytes": content.len() }))
