@@ -133,6 +133,10 @@ pub fn map_run(
             });
             continue;
         }
+        if mapper.runs.contains_key(&child) {
+            // Its events came with the parent's (one file holding both).
+            continue;
+        }
         if depth > MAX_DEPTH {
             mapper.problems.push(MapProblem::TooDeep {
                 child_run_id: child,

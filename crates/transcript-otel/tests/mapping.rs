@@ -441,3 +441,63 @@ fn a_child_run_whose_parent_never_shows_becomes_its_own_root() {
     );
     assert_eq!(trace.spans.len(), 3);
 }
+
+#[test]
+fn child_events_in_the_same_slice_need_no_lookup() {
+    let (root, child) = demo();
+    let mut events = root.decoded();
+    events.extend(child.decoded());
+    let mut asked = 0;
+    let trace = map_run(
+        &events,
+        &mut |_| {
+            asked += 1;
+            None
+        },
+        MapOptions::default(),
+    );
+    assert_eq!(asked, 0);
+    assert!(trace.problems.is_empty(), "{:?}", trace.problems);
+    let offline = mapped(false);
+    assert_eq!(shape(&trace.spans), shape(&offline.spans));
+}
+
+#[test]
+fn child_chains_deeper_than_the_guard_stop() {
+    let run = |n: u32| {
+        let mut b = [0u8; 16];
+        b[..4].copy_from_slice(&n.to_be_bytes());
+        transcript_domain::RunId::from_bytes(b)
+    };
+    let chain = |n: u32| {
+        let parent = (n > 0).then(|| run(n - 1));
+        let mut r = common::RunBuilder::new(run(n), parent, BASE_MS + i64::from(n) * 100);
+        r.run_started("deep").push(
+            EventDraft::new(
+                "next",
+                0,
+                Payload::CallWorkflowStarted(StepPayload::new("next", "call_workflow")),
+            )
+            .with_child(run(n + 1)),
+        );
+        r.decoded()
+    };
+    let mut lookup = |id: transcript_domain::RunId| {
+        let n = u32::from_be_bytes(id.as_uuid().as_bytes()[..4].try_into().unwrap());
+        Some(chain(n))
+    };
+    let trace = map_run(&chain(0), &mut lookup, MapOptions::default());
+    let limit = transcript_domain::tree::MAX_DEPTH;
+    assert!(
+        trace.problems.contains(&MapProblem::TooDeep {
+            child_run_id: run(limit as u32 + 1)
+        }),
+        "{:?}",
+        trace.problems.last()
+    );
+    // Root plus MAX_DEPTH nested runs, each with its call_workflow step.
+    assert_eq!(
+        by_name(&trace.spans, "invoke_workflow deep").len(),
+        limit + 1
+    );
+}
