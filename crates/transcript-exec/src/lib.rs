@@ -19,7 +19,7 @@
 //!
 //! | kind | does | `result` on `step.completed` |
 //! |---|---|---|
-//! | `agent` | runs an agent (CLI subprocess or a registered [`AgentRunner`]) | the final answer text |
+//! | `agent` | runs an agent: a CLI subprocess ([`CliAgentRunner`]), the OpenAI-compatible HTTP tool loop ([`HttpAgentRunner`]) or any registered [`AgentRunner`] | the final answer text |
 //! | `command` | `sh -c` in the workspace | `{"stdout", "exit_code"}` |
 //! | `operation` | one tool call through the [`ToolRouter`] | the tool's output |
 //! | `terminal` | ends the run with success or failure and a message | `{"status", "message"}` |
@@ -132,6 +132,7 @@ pub mod cli_agent;
 pub mod custom;
 pub mod demo;
 pub mod emit;
+pub mod http_agent;
 pub mod plugin;
 pub mod service;
 pub mod template;
@@ -143,6 +144,7 @@ pub use audit::{AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySi
 pub use cli_agent::CliAgentRunner;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
+pub use http_agent::HttpAgentRunner;
 pub use plugin::ExternalPlugin;
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Scope, StepValue, Template, TemplateError};
