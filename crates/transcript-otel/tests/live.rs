@@ -271,3 +271,42 @@ fn otlp_json_follows_the_json_protobuf_encoding() {
         hex(&ids::run_span_id(ROOT).to_bytes()).as_str()
     );
 }
+
+/// Signals every batch it receives.
+struct Notify(mpsc::Sender<usize>);
+
+impl SpanSink for Notify {
+    fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
+        let _ = self.0.send(batch.len());
+        Ok(())
+    }
+}
+
+#[test]
+fn an_idle_queue_flushes_a_partial_batch_before_finish() {
+    let (tx, batches) = mpsc::channel();
+    let live = LiveExporter::start_with_sink(
+        move || Ok(Box::new(Notify(tx)) as Box<dyn SpanSink>),
+        LiveConfig {
+            batch_size: 1_000,
+            flush_interval: std::time::Duration::from_millis(1),
+            ..LiveConfig::default()
+        },
+    )
+    .unwrap();
+    let (root, child) = demo();
+    for e in root.events.iter().chain(&child.events) {
+        live.push(Arc::new(e.clone()));
+    }
+    // Every span finished with the events above, so the idle flush sends
+    // all of them while the exporter is still running.
+    let mut sent = 0;
+    while sent < 10 {
+        sent += batches
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+    }
+    let report = live.finish();
+    assert_eq!(report.spans_sent, 10);
+    assert!(batches.try_recv().is_err(), "nothing left for finish");
+}
