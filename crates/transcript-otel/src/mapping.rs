@@ -492,7 +492,7 @@ impl SpanMapper {
         });
     }
 
-    fn link_child(&mut self, child: RunId, state: &RunState, step_span: SpanId) {
+    fn link_child(&mut self, child: RunId, state: &mut RunState, step_span: SpanId) {
         if self.links.contains_key(&child) || self.runs.contains_key(&child) {
             self.problems.push(MapProblem::Cycle {
                 child_run_id: child,
@@ -522,10 +522,16 @@ impl SpanMapper {
             if let Some(first) = held.first() {
                 self.open_run(first, link);
             }
-            // The parent's state is checked out by `apply`; a child's events
-            // never touch it except through `touch`, which tolerates that.
             for e in &held {
                 self.apply(e);
+            }
+            // The parent's state is checked out by `apply`, so `touch` could
+            // not reach it (nor, through it, its ancestors): catch up here.
+            if let Some(latest) = held.iter().map(|e| e.timestamp).max() {
+                state.last = state.last.max(latest);
+                if let Some(grandparent) = state.link.parent_run {
+                    self.touch(grandparent, latest);
+                }
             }
         }
     }

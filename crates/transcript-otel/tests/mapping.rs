@@ -501,3 +501,24 @@ fn child_chains_deeper_than_the_guard_stop() {
         limit + 1
     );
 }
+
+#[test]
+fn held_child_events_keep_a_crashed_parent_open_until_the_child_ends() {
+    let (root, child) = demo();
+    let mut mapper = SpanMapper::new(MapOptions::default());
+    for e in child.decoded() {
+        mapper.ingest(&e);
+    }
+    // The parent crashed right after starting the call_workflow step.
+    for e in root.decoded().into_iter().take(15) {
+        mapper.ingest(&e);
+    }
+    let mut spans = mapper.take_spans();
+    spans.extend(mapper.finish().spans);
+    let end = span_time(child.at(6));
+    for name in ["invoke_workflow review", "call_workflow sub"] {
+        let span = one(&spans, name);
+        assert_eq!(span.status, Status::error("incomplete"), "{name}");
+        assert_eq!(span.end_time, end, "{name}");
+    }
+}
