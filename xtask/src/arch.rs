@@ -58,6 +58,8 @@ pub const RULES: &[Rule] = &[
     Rule { krate: PROVIDERS, may_depend_on: Allowed::Only(&[DOMAIN]), pure: true, text: "transcript-providers normalizes provider output in memory: among workspace crates it depends on transcript-domain only, and it does no I/O" },
     Rule { krate: "transcript-infra", may_depend_on: Allowed::Only(&[DOMAIN]), pure: false, text: "transcript-infra is the storage adapter: among workspace crates it depends on transcript-domain only" },
     Rule { krate: "transcript-exec", may_depend_on: Allowed::Only(&[DOMAIN, PROVIDERS]), pure: false, text: "transcript-exec depends on transcript-domain and transcript-providers only, never on transcript-infra: it reaches storage through the Recorder port" },
+    Rule { krate: "transcript-export", may_depend_on: Allowed::Only(&[DOMAIN]), pure: true, text: "transcript-export derives views (JSON document, Markdown, HTML) from events: it depends on transcript-domain only and does no I/O (the CLI reads the files)" },
+    Rule { krate: "transcript-redact", may_depend_on: Allowed::Only(&[DOMAIN]), pure: true, text: "transcript-redact is the opt-in masking stage (an EventMask): it depends on transcript-domain only and does no I/O" },
     Rule { krate: "transcript-otel", may_depend_on: Allowed::Only(&[DOMAIN]), pure: false, text: "transcript-otel is an exporter adapter: it depends on transcript-domain only, and only transcript-cli composes it" },
     Rule { krate: "transcript-cli", may_depend_on: Allowed::AnyLibrary, pure: false, text: "transcript-cli is the composition root: it may depend on every library crate" },
     Rule { krate: "xtask", may_depend_on: Allowed::AnyLibrary, pure: false, text: "xtask is dev tooling: it may depend on library crates, never on transcript-cli" },

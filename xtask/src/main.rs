@@ -8,15 +8,17 @@ use xtask::schema::Freshness;
 use xtask::tasks::{self, FuzzTargets};
 use xtask::{arch, schema, workspace_root};
 
-const USAGE: &str = "usage: cargo xtask <command>
+const USAGE: &str = "usage: cargo xtask <command> [--root DIR]
 
 commands:
-  arch-check [--root DIR]            check the crate layering and purity rules
-  schema [--check] [--root DIR]      write (or check) schema/exchange-event.schema.json
+  arch-check                         check the crate layering and purity rules
+  schema [--check]                   write (or check) schema/exchange-event.schema.json
   bench [-p PKG] [-- ARGS]           run every bench target (release)
   stress [--trials N]                run the infra kill test N times (default 100, release)
   fuzz <TARGET>|--all --seconds N    run cargo-fuzz targets in fuzz/ for N seconds each
-  coverage                           per-crate line coverage of the library crates";
+  coverage                           per-crate line coverage of the library crates
+
+--root DIR runs a command on another workspace (default: the one xtask was built from).";
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -59,17 +61,21 @@ fn dispatch(args: &[String]) -> Result<u8> {
     let Some(cmd) = args.first() else {
         return usage_error("no command given");
     };
-    let rest = &args[1..];
-    let root = workspace_root();
+    // `--root DIR` applies to every command; it is removed before command-specific parsing.
+    let (own, pass) = split_passthrough(&args[1..]);
+    let root = flag_value(own, "--root")?.map_or_else(workspace_root, PathBuf::from);
+    let mut rest: Vec<String> = own.to_vec();
+    if let Some(i) = rest.iter().position(|a| a == "--root") {
+        rest.drain(i..i + 2);
+    }
+    if args[1..].iter().any(|a| a == "--") {
+        rest.push("--".to_owned());
+        rest.extend(pass.iter().cloned());
+    }
+    let rest = rest.as_slice();
     let code = match cmd.as_str() {
-        "arch-check" => {
-            let root = flag_value(rest, "--root")?.map_or(root, PathBuf::from);
-            arch_check(&root)?
-        }
-        "schema" => {
-            let root = flag_value(rest, "--root")?.map_or(root, PathBuf::from);
-            schema_cmd(&root, rest.iter().any(|a| a == "--check"))?
-        }
+        "arch-check" => arch_check(&root)?,
+        "schema" => schema_cmd(&root, rest.iter().any(|a| a == "--check"))?,
         "bench" => {
             let (own, pass) = split_passthrough(rest);
             tasks::bench(&root, flag_value(own, "-p")?, pass)?

@@ -3,68 +3,15 @@
 
 #![allow(clippy::unwrap_used)] // test harness: a panic is a test failure with a location
 
-use std::path::Path;
 use std::process::Command;
 
+use support::Ws;
 use xtask::arch::{self, Offense, Violation};
 
-/// A synthetic workspace in a temp dir: `crates/<name>` packages with path dependencies only,
-/// so `cargo metadata --offline --no-deps` needs no registry.
-struct Ws {
-    dir: tempfile::TempDir,
-    members: Vec<String>,
-}
+mod support;
 
-impl Ws {
-    fn new() -> Self {
-        Ws {
-            dir: tempfile::tempdir().unwrap(),
-            members: Vec::new(),
-        }
-    }
-
-    /// Adds a package; `deps` are `(name, section)` with section `dependencies`,
-    /// `dev-dependencies` or `build-dependencies`.
-    fn krate(mut self, name: &str, deps: &[(&str, &str)], lib_rs: &str) -> Self {
-        let dir = self.dir.path().join("crates").join(name);
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        let mut manifest =
-            format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n");
-        for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
-            manifest.push_str(&format!("\n[{section}]\n"));
-            for (dep, s) in deps.iter().filter(|(_, s)| *s == section) {
-                let _ = s;
-                manifest.push_str(&format!("{dep} = {{ path = \"../{dep}\" }}\n"));
-            }
-        }
-        std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-        std::fs::write(dir.join("src/lib.rs"), lib_rs).unwrap();
-        self.members.push(format!("\"crates/{name}\""));
-        self
-    }
-
-    fn file(self, rel: &str, text: &str) -> Self {
-        let path = self.dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-        self
-    }
-
-    fn root(&self) -> &Path {
-        std::fs::write(
-            self.dir.path().join("Cargo.toml"),
-            format!(
-                "[workspace]\nresolver = \"3\"\nmembers = [{}]\n",
-                self.members.join(", ")
-            ),
-        )
-        .unwrap();
-        self.dir.path()
-    }
-
-    fn check(&self) -> Vec<Violation> {
-        arch::check(self.root()).unwrap()
-    }
+fn check(ws: &Ws) -> Vec<Violation> {
+    arch::check(ws.root()).unwrap()
 }
 
 const PURE: &str = "//! A pure crate.\npub fn f() -> u32 { 1 }\n";
@@ -116,7 +63,7 @@ fn clean_synthetic_workspace_passes_and_dev_dependencies_may_cross_layers() {
         ],
         "//! cli\n",
     );
-    assert_eq!(messages(&ws.check()), Vec::<String>::new());
+    assert_eq!(messages(&check(&ws)), Vec::<String>::new());
 }
 
 #[test]
@@ -136,7 +83,7 @@ fn exec_depending_on_infra_is_a_violation() {
             ],
             PURE,
         );
-    let v = ws.check();
+    let v = check(&ws);
     assert_eq!(v.len(), 1, "{:#?}", messages(&v));
     assert_eq!(v[0].krate, "transcript-exec");
     assert_eq!(
@@ -169,8 +116,7 @@ fn domain_depending_on_a_workspace_crate_or_tokio_is_a_violation() {
             ],
             PURE,
         );
-    let v: Vec<_> = ws
-        .check()
+    let v: Vec<_> = check(&ws)
         .into_iter()
         .filter(|v| v.krate == "transcript-domain")
         .collect();
@@ -192,7 +138,7 @@ fn depending_on_the_cli_is_a_violation_even_for_the_composition_root_peers() {
         &[("transcript-cli", "dependencies")],
         "//! x\n",
     );
-    let v = ws.check();
+    let v = check(&ws);
     assert_eq!(v.len(), 1, "{:#?}", messages(&v));
     assert_eq!(v[0].krate, "xtask");
     assert_eq!(v[0].rule, arch::TERMINAL_RULE);
@@ -201,7 +147,7 @@ fn depending_on_the_cli_is_a_violation_even_for_the_composition_root_peers() {
 #[test]
 fn unplaced_crate_is_a_violation() {
     let ws = layered().krate("transcript-extra", &[], PURE);
-    let v = ws.check();
+    let v = check(&ws);
     assert_eq!(v.len(), 1, "{:#?}", messages(&v));
     assert_eq!(v[0].offense, Offense::Unplaced);
     assert!(
@@ -216,7 +162,7 @@ fn clock_call_in_the_domain_is_reported_with_file_and_line() {
         "crates/transcript-domain/src/clock.rs",
         "//! Clock.\n\n/// Now.\npub fn now() -> std::time::SystemTime {\n    std::time::SystemTime::now()\n}\n",
     );
-    let v = ws.check();
+    let v = check(&ws);
     assert_eq!(v.len(), 1, "{:#?}", messages(&v));
     let msg = v[0].to_string();
     assert_eq!(
@@ -237,8 +183,7 @@ fn grouped_io_imports_in_providers_are_reported() {
         "//! Providers.\nuse std::{\n    collections::BTreeMap,\n    fs,\n    io::{self, stdin},\n};\n\
          pub fn f() { let _ = (fs::read(\"x\"), stdin(), uuid::Uuid::new_v4(), BTreeMap::<u8, u8>::new(), io::empty()); }\n",
     );
-    let hits: Vec<(String, usize)> = ws
-        .check()
+    let hits: Vec<(String, usize)> = check(&ws)
         .into_iter()
         .map(|v| match v.offense {
             Offense::Source { pattern, line, .. } => (pattern, line),
@@ -273,7 +218,7 @@ fn test_only_code_and_documentation_are_not_scanned() {
             "crates/transcript-domain/src/helpers.rs",
             "//! Test-only file.\n#![cfg(test)]\nuse std::net::TcpStream;\n",
         );
-    assert_eq!(messages(&ws.check()), Vec::<String>::new());
+    assert_eq!(messages(&check(&ws)), Vec::<String>::new());
 }
 
 #[test]
