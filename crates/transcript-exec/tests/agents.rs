@@ -322,3 +322,90 @@ async fn router_executed_calls_are_not_double_counted() {
     assert_eq!(of_type(&events, EventType::ToolResult).len(), 1);
     let _ = Value::Null;
 }
+
+/// Forwards to a memory recorder and reports each event type as it is recorded.
+struct Notify {
+    inner: Arc<MemoryRecorder>,
+    tx: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+#[async_trait::async_trait]
+impl transcript_domain::Recorder for Notify {
+    fn run_id(&self) -> transcript_domain::RunId {
+        self.inner.run_id()
+    }
+    fn parent_run_id(&self) -> Option<transcript_domain::RunId> {
+        None
+    }
+    async fn record(
+        &self,
+        draft: transcript_domain::EventDraft,
+    ) -> Result<transcript_domain::Seq, transcript_domain::RecordError> {
+        let t = draft.event_type().as_str().to_owned();
+        let seq = self.inner.record(draft).await?;
+        let _ = self.tx.send(t);
+        Ok(seq)
+    }
+    async fn subscribe(
+        &self,
+        from: Option<transcript_domain::Seq>,
+    ) -> Result<Box<dyn transcript_domain::Subscription>, transcript_domain::RecordError> {
+        self.inner.subscribe(from).await
+    }
+    async fn close(&self) -> Result<(), transcript_domain::RecordError> {
+        self.inner.close().await
+    }
+}
+
+#[tokio::test]
+async fn agent_output_is_recorded_while_the_agent_still_runs() {
+    let (_d, ws) = workspace();
+    let review = fixtures().join("workflows/agents/claude-review.jsonl");
+    // Print the first two records, then wait (in the agent) until the test
+    // has seen the tool call recorded and creates `go`.
+    let script = format!(
+        "head -n 2 '{f}'; while [ ! -f go ]; do sleep 0.02; done; tail -n +3 '{f}'",
+        f = review.display()
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let inner = Arc::new(MemoryRecorder::new(
+        transcript_domain::RunId::from_bytes([3; 16]),
+        None,
+        Arc::new(transcript_domain::ManualClock::new(ts0())),
+    ));
+    let rec = Arc::new(Notify {
+        inner: inner.clone(),
+        tx,
+    });
+    let svc = ExecutionService::deterministic_builder(&ws, ts0())
+        .build()
+        .unwrap();
+    let wf = Workflow::new("paced").step(agent(
+        "paced",
+        "claude",
+        vec!["sh".into(), "-c".into(), script],
+        "go",
+    ));
+    let run = {
+        let svc = svc.clone();
+        tokio::spawn(async move {
+            svc.run_with_recorder(
+                &WorkflowSet::new("p", wf),
+                Map::new(),
+                rec,
+                CancellationToken::new(),
+            )
+            .await
+        })
+    };
+    while let Some(t) = rx.recv().await {
+        assert_ne!(t, "step.completed", "the agent cannot have finished yet");
+        if t == "tool.call" {
+            break;
+        }
+    }
+    std::fs::write(ws.join("go"), "").unwrap();
+    let out = run.await.unwrap().unwrap();
+    assert!(out.succeeded(), "{:?}", out.error);
+    assert_well_formed(&decode_all(&inner.bytes()));
+}
