@@ -82,6 +82,10 @@ pub struct ExportReport {
     pub events_dropped: u64,
     /// The last failure, if any.
     pub last_error: Option<String>,
+    /// The live exporter stopped sending after
+    /// [`crate::MAX_CONSECUTIVE_FAILURES`] failed requests in a row; later
+    /// spans are counted in `spans_failed` without being sent.
+    pub gave_up: bool,
     /// Mapping inconsistencies (the spans were produced regardless).
     pub problems: Vec<MapProblem>,
 }
@@ -253,7 +257,7 @@ pub fn export_otlp_http(
 }
 
 /// Sends `spans` through `sink` in batches of `batch_size` (at least 1).
-pub(crate) fn send_batches(
+fn send_batches(
     sink: &mut dyn SpanSink,
     mut spans: Vec<SpanData>,
     batch_size: usize,

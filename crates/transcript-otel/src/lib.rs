@@ -93,7 +93,10 @@
 //!   never waits on the network.
 //! * Failures (unreachable endpoint, rejected request, exporter that cannot
 //!   be built) are counted in the [`ExportReport`] returned by
-//!   [`LiveExporter::finish`]; nothing fails the run.
+//!   [`LiveExporter::finish`]; nothing fails the run. After
+//!   [`MAX_CONSECUTIVE_FAILURES`] failed requests in a row the exporter stops
+//!   sending and only counts, so a hanging endpoint costs a bounded number of
+//!   timeouts, at most, however long the run.
 //! * Child runs' events may arrive before the parent's call_workflow step
 //!   (separate subscriptions): they are held until it arrives, so the tree
 //!   is the same as offline.
@@ -142,7 +145,7 @@ pub use export::{
     DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError, ExportReport, OtlpHttpConfig, SpanSink,
     export_otlp_http, to_otlp_request, write_otlp_json,
 };
-pub use live::{LiveConfig, LiveExporter, LiveSender, forward};
+pub use live::{LiveConfig, LiveExporter, LiveSender, MAX_CONSECUTIVE_FAILURES, forward};
 pub use mapping::{
     MapOptions, MapProblem, MappedTrace, SCOPE_NAME, SpanMapper, map_run, span_time,
 };

@@ -195,13 +195,17 @@ where
     F: FnOnce() -> Result<Box<dyn SpanSink>, ExportError>,
 {
     let mut report = ExportReport::default();
-    let mut sink = match make_sink() {
+    let sink = match make_sink() {
         Ok(sink) => Some(sink),
         Err(e) => {
             report.failures += 1;
             report.last_error = Some(e.to_string());
             None
         }
+    };
+    let mut delivery = Delivery {
+        sink,
+        failure_streak: 0,
     };
     let mut mapper = SpanMapper::new(config.options);
     let batch_size = config.batch_size.max(1);
@@ -218,45 +222,66 @@ where
             Ok(Message::Finish) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {
                 if mapper.ready() > 0 {
-                    deliver(&mut sink, mapper.take_spans(), batch_size, &mut report);
+                    deliver(&mut delivery, mapper.take_spans(), batch_size, &mut report);
                 }
                 continue;
             }
         }
         if mapper.ready() >= batch_size {
-            deliver(&mut sink, mapper.take_spans(), batch_size, &mut report);
+            deliver(&mut delivery, mapper.take_spans(), batch_size, &mut report);
         }
     }
     let trace = mapper.finish();
-    deliver(&mut sink, trace.spans, batch_size, &mut report);
+    deliver(&mut delivery, trace.spans, batch_size, &mut report);
     report.problems = trace.problems;
     report.events_dropped = dropped.load(Ordering::Relaxed);
     // The sink (and its HTTP client) is dropped here, on this thread.
-    drop(sink);
+    drop(delivery);
     report
 }
 
+/// Consecutive failed requests after which the live exporter stops
+/// sending (the rest of the run's spans are counted as failed), so an
+/// endpoint that hangs costs at most this many timeouts.
+pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
+
+/// Where the worker sends, and whether it still tries.
+struct Delivery {
+    sink: Option<Box<dyn SpanSink>>,
+    failure_streak: u32,
+}
+
 fn deliver(
-    sink: &mut Option<Box<dyn SpanSink>>,
-    spans: Vec<opentelemetry_sdk::trace::SpanData>,
+    delivery: &mut Delivery,
+    mut spans: Vec<opentelemetry_sdk::trace::SpanData>,
     batch_size: usize,
     report: &mut ExportReport,
 ) {
-    if spans.is_empty() {
-        return;
-    }
-    match sink {
-        Some(sink) => {
-            let sent = crate::export::send_batches(sink.as_mut(), spans, batch_size);
-            report.spans_sent += sent.spans_sent;
-            report.spans_failed += sent.spans_failed;
-            report.requests += sent.requests;
-            report.failures += sent.failures;
-            if sent.last_error.is_some() {
-                report.last_error = sent.last_error;
+    while !spans.is_empty() {
+        let rest = spans.split_off(spans.len().min(batch_size));
+        let batch = std::mem::replace(&mut spans, rest);
+        let n = batch.len() as u64;
+        let Some(sink) = delivery.sink.as_mut() else {
+            // Never built, or given up on: count, do not send.
+            report.spans_failed += n;
+            continue;
+        };
+        report.requests += 1;
+        match sink.export(batch) {
+            Ok(()) => {
+                report.spans_sent += n;
+                delivery.failure_streak = 0;
+            }
+            Err(error) => {
+                report.failures += 1;
+                report.spans_failed += n;
+                report.last_error = Some(error);
+                delivery.failure_streak += 1;
+                if delivery.failure_streak >= MAX_CONSECUTIVE_FAILURES {
+                    report.gave_up = true;
+                    delivery.sink = None;
+                }
             }
         }
-        // The sink could not be built: count, do not retry.
-        None => report.spans_failed += spans.len() as u64,
     }
 }

@@ -24,13 +24,13 @@ impl SpanSink for Memory {
     }
 }
 
-/// Fails every other batch.
-struct Flaky(u32);
+/// Fails every other batch (every batch with `Flaky(0, true)`).
+struct Flaky(u32, bool);
 
 impl SpanSink for Flaky {
     fn export(&mut self, _batch: Vec<SpanData>) -> Result<(), String> {
         self.0 += 1;
-        if self.0 % 2 == 1 {
+        if self.1 || self.0 % 2 == 1 {
             Err(format!("refused batch {}", self.0))
         } else {
             Ok(())
@@ -120,7 +120,7 @@ fn a_full_queue_drops_and_counts_instead_of_blocking() {
 #[test]
 fn sink_failures_are_counted_not_raised() {
     let live = LiveExporter::start_with_sink(
-        || Ok(Box::new(Flaky(0)) as Box<dyn SpanSink>),
+        || Ok(Box::new(Flaky(0, false)) as Box<dyn SpanSink>),
         LiveConfig {
             batch_size: 5,
             ..LiveConfig::default()
@@ -309,4 +309,26 @@ fn an_idle_queue_flushes_a_partial_batch_before_finish() {
     let report = live.finish();
     assert_eq!(report.spans_sent, 10);
     assert!(batches.try_recv().is_err(), "nothing left for finish");
+}
+
+#[test]
+fn the_live_exporter_gives_up_after_consecutive_failures() {
+    let live = LiveExporter::start_with_sink(
+        || Ok(Box::new(Flaky(0, true)) as Box<dyn SpanSink>),
+        LiveConfig {
+            batch_size: 1,
+            ..LiveConfig::default()
+        },
+    )
+    .unwrap();
+    for e in all_events() {
+        live.push(Arc::new(e));
+    }
+    let report = live.finish();
+    let limit = u64::from(transcript_otel::MAX_CONSECUTIVE_FAILURES);
+    assert_eq!(report.requests, limit);
+    assert_eq!(report.failures, limit);
+    assert_eq!(report.spans_failed, 10);
+    assert!(report.gave_up);
+    assert_eq!(report.last_error.as_deref(), Some("refused batch 3"));
 }
