@@ -210,19 +210,26 @@ fn record_with_subscribers(
     let drafts: Vec<EventDraft> = (0..n).map(|i| draft(i as u64, pad)).collect();
     rt.block_on(async {
         let mut consumers = Vec::new();
-        let (grant, granted) = tokio::sync::mpsc::unbounded_channel::<()>();
-        let mut granted = Some(granted);
+        // The slow subscriber paces itself from this counter (1 ms ticks),
+        // so the producer pays nothing for the pacing.
+        let produced = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         for _ in 0..subs {
             let mut sub = rec.subscribe(None).await.unwrap();
-            let mut granted = if slow { granted.take() } else { None };
+            let (produced, done) = (Arc::clone(&produced), Arc::clone(&done));
             consumers.push(tokio::spawn(async move {
                 let mut got = 0u64;
-                if let Some(g) = granted.as_mut() {
-                    while g.recv().await.is_some() {
-                        if sub.next().await.is_none() {
-                            break;
+                if slow {
+                    let mut tick = tokio::time::interval(Duration::from_millis(1));
+                    while !done.load(std::sync::atomic::Ordering::Acquire) {
+                        tick.tick().await;
+                        let target = produced.load(std::sync::atomic::Ordering::Relaxed) / 10;
+                        while got < target {
+                            if sub.next().await.is_none() {
+                                return (got, sub.dropped());
+                            }
+                            got += 1;
                         }
-                        got += 1;
                     }
                 }
                 while sub.next().await.is_some() {
@@ -234,18 +241,18 @@ fn record_with_subscribers(
         // The producer is a task, as the executor's emitters are.
         let producer = {
             let rec = Arc::clone(&rec);
+            let produced = Arc::clone(&produced);
             tokio::spawn(async move {
                 let t = Instant::now();
-                for (i, d) in drafts.into_iter().enumerate() {
+                for d in drafts {
                     rec.record(d).await.unwrap();
-                    if slow && i % 10 == 9 {
-                        let _ = grant.send(());
-                    }
+                    produced.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 t.elapsed()
             })
         };
         let took = producer.await.unwrap();
+        done.store(true, std::sync::atomic::Ordering::Release);
         rec.close().await.unwrap();
         let (mut delivered, mut dropped) = (0, 0);
         for c in consumers {
