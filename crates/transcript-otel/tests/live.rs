@@ -332,3 +332,24 @@ fn the_live_exporter_gives_up_after_consecutive_failures() {
     assert!(report.gave_up);
     assert_eq!(report.last_error.as_deref(), Some("refused batch 3"));
 }
+
+#[test]
+fn decoded_events_replayed_from_a_file_feed_the_same_spans() {
+    let batches = Arc::new(Mutex::new(Vec::new()));
+    let sink = Memory(batches.clone());
+    let live = LiveExporter::start_with_sink(
+        move || Ok(Box::new(sink) as Box<dyn SpanSink>),
+        LiveConfig::default(),
+    )
+    .unwrap();
+    let sender = live.sender();
+    assert!(format!("{sender:?}").contains("dropped: 0"));
+    let (root, child) = demo();
+    for e in child.decoded().into_iter().chain(root.decoded()) {
+        assert!(sender.push_decoded(e));
+    }
+    let report = live.finish();
+    assert_eq!(report.events_received, 23);
+    assert_eq!(report.spans_sent, 10);
+    assert!(report.problems.is_empty());
+}

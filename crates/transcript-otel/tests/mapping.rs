@@ -409,6 +409,7 @@ fn incremental_mapping_holds_child_events_until_their_link_arrives() {
         mapper.ingest(&e);
     }
     assert_eq!(mapper.ready(), 0, "child spans wait for their parent link");
+    assert!(mapper.problems().is_empty());
     for e in root.decoded() {
         mapper.ingest(&e);
     }
