@@ -4,7 +4,7 @@
 //! Each stream is ≥ 10 MB, built by repeating real captured lines from
 //! `$TRANSCRIPT_REAL_FIXTURES` (unset: prints that it is skipped). Run with
 //! `cargo bench -p transcript-providers --bench normalize` (or
-//! `cargo xtask bench`). Prints a table; best of 5 runs each.
+//! `cargo xtask bench`). Prints a table; best of 15 alternating runs each.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::PathBuf;
@@ -53,15 +53,10 @@ const CASES: &[Case] = &[
     },
 ];
 
-fn best_of<F: FnMut()>(mut f: F) -> Duration {
-    (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap()
+fn time<F: FnMut()>(mut f: F) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
 }
 
 fn main() {
@@ -84,7 +79,15 @@ fn main() {
         "{:<10} {:>8} {:>14} {:>14} {:>7}",
         "format", "MB", "normalize MB/s", "Value MB/s", "ratio"
     );
+    // `cargo bench --bench normalize -- claude codex` runs only those formats.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     for case in CASES {
+        if !only.is_empty() && !only.iter().any(|o| o == case.provider.name()) {
+            continue;
+        }
         let mut unit = std::fs::read(root.join(case.file)).unwrap();
         if !unit.ends_with(b"\n") {
             unit.push(b'\n');
@@ -109,24 +112,29 @@ fn main() {
                 (l.first() == Some(&b'{')).then_some(l)
             })
             .collect();
-        let baseline = best_of(|| {
-            for p in &payloads {
-                let v: serde_json::Value = serde_json::from_slice(p).unwrap();
-                std::hint::black_box(v);
-            }
-        });
+        // Baseline and normalization alternate, best of 15 each, so load
+        // from other processes affects both sides alike.
         let mut items = 0;
-        let normalize = best_of(|| {
-            let mut n = case.provider.normalizer();
-            let mut out = Vec::new();
-            for chunk in stream.chunks(64 * 1024) {
-                n.feed(chunk, &mut out);
-                items += out.len();
-                out.clear();
-            }
-            n.finish(&mut out);
-            std::hint::black_box(&out);
-        });
+        let (mut baseline, mut normalize) = (Duration::MAX, Duration::MAX);
+        for _ in 0..15 {
+            baseline = baseline.min(time(|| {
+                for p in &payloads {
+                    let v: serde_json::Value = serde_json::from_slice(p).unwrap();
+                    std::hint::black_box(v);
+                }
+            }));
+            normalize = normalize.min(time(|| {
+                let mut n = case.provider.normalizer();
+                let mut out = Vec::new();
+                for chunk in stream.chunks(64 * 1024) {
+                    n.feed(chunk, &mut out);
+                    items += out.len();
+                    out.clear();
+                }
+                n.finish(&mut out);
+                std::hint::black_box(&out);
+            }));
+        }
         std::hint::black_box(items);
         let mb = stream.len() as f64 / 1e6;
         let (n_rate, b_rate) = (mb / normalize.as_secs_f64(), mb / baseline.as_secs_f64());

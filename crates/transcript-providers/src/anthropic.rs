@@ -14,7 +14,7 @@ use crate::claude::{assistant_content, content_error};
 use crate::frame::{Frame, Framer, Record};
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, raw_of, raw_opt, rtype, s, u};
+use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, raw_of, rtype, s, u};
 
 #[derive(Debug, Default)]
 pub(crate) struct Anthropic {
@@ -319,14 +319,7 @@ impl Anthropic {
                 let id = ne(b, "tool_use_id").unwrap_or_default();
                 let error = (b.get("is_error").and_then(Value::as_bool) == Some(true))
                     .then(|| content_error(b.get("content")));
-                turns.tool_result(
-                    id,
-                    raw_opt(b.get("content")),
-                    error,
-                    pos,
-                    "request/tool_result",
-                    out,
-                );
+                turns.tool_result(id, b.raw("content"), error, pos, "request/tool_result", out);
             }
         }
         if !answered {

@@ -8,7 +8,7 @@ use crate::json::Value;
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, raw_opt, rtype, s};
+use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, rtype, s};
 
 /// Session-file record types that carry no content for blocks.
 const METADATA_TYPES: &[&str] = &[
@@ -184,14 +184,14 @@ pub(crate) fn assistant_content(
                     ("mcp_tool_use", Some(server), Some(n)) => format!("{server}/{n}"),
                     (_, _, n) => n.unwrap_or("unknown").to_owned(),
                 };
-                turns.tool_use(&name, &id, raw_opt(b.get("input")), out);
+                turns.tool_use(&name, &id, b.raw("input"), out);
             }
             "fallback" => diag(out, K::Metadata, pos, bt, ""),
             _ if bt.ends_with("tool_result") => {
                 // Server-side tool results arrive inside the assistant message.
                 let id = ne(b, "tool_use_id").unwrap_or_default();
                 let err = error_flag(b).then(|| content_error(b.get("content")));
-                turns.server_tool_result(id, raw_opt(b.get("content")), err, pos, bt, out);
+                turns.server_tool_result(id, b.raw("content"), err, pos, bt, out);
             }
             "image" | "document" => diag(out, K::Extra, pos, format!("assistant/{bt}"), ""),
             _ => diag(out, K::Unknown, pos, format!("assistant/{bt}"), ""),
@@ -252,14 +252,7 @@ fn user_content(
                     .map(str::to_owned)
                     .unwrap_or_else(|| format!("{}#{i}", record_id(rec, pos)));
                 let err = error_flag(b).then(|| content_error(b.get("content")));
-                turns.tool_result(
-                    &id,
-                    raw_opt(b.get("content")),
-                    err,
-                    pos,
-                    "user/tool_result",
-                    out,
-                );
+                turns.tool_result(&id, b.raw("content"), err, pos, "user/tool_result", out);
             }
             "text" | "image" | "document" => {
                 diag(out, K::Extra, pos, format!("user/{bt}"), "user content")

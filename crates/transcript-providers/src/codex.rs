@@ -214,12 +214,12 @@ fn tool_outcome(kind: &str, item: &Value) -> (RawJson, Option<String>) {
                 _ if failed => Some("failed".to_owned()),
                 _ => None,
             };
-            (raw_opt(item.get("aggregated_output")), error)
+            (item.raw("aggregated_output"), error)
         }
         "mcp_tool_call" => {
             let error = item.get("error").filter(|e| !e.is_null()).map(error_text);
             let error = error.or_else(|| failed.then(|| "failed".to_owned()));
-            (raw_opt(item.get("result")), error)
+            (item.raw("result"), error)
         }
         _ => (
             raw_of(Value::object([("status", Value::from(item.get("status")))])),
@@ -262,8 +262,12 @@ fn legacy(msg: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) 
                     .trim_end_matches(':')
                     .to_owned()
             });
-            let output = msg.get("aggregated_output").or_else(|| msg.get("stdout"));
-            turns.tool_result(&call_id(msg), raw_opt(output), error, pos, &record, out);
+            let output = if msg.get("aggregated_output").is_some() {
+                msg.raw("aggregated_output")
+            } else {
+                msg.raw("stdout")
+            };
+            turns.tool_result(&call_id(msg), output, error, pos, &record, out);
         }
         "patch_apply_begin" => {
             let input = Value::object([("changes", Value::from(msg.get("changes")))]);
@@ -272,14 +276,7 @@ fn legacy(msg: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) 
         "patch_apply_end" => {
             let ok = msg.get("success").and_then(Value::as_bool) != Some(false);
             let error = (!ok).then(|| s(msg, "stderr").unwrap_or("failed").to_owned());
-            turns.tool_result(
-                &call_id(msg),
-                raw_opt(msg.get("stdout")),
-                error,
-                pos,
-                &record,
-                out,
-            );
+            turns.tool_result(&call_id(msg), msg.raw("stdout"), error, pos, &record, out);
         }
         "mcp_tool_call_begin" => {
             let inv = msg.get("invocation").unwrap_or(msg);

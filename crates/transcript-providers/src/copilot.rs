@@ -9,7 +9,7 @@ use transcript_domain::Usage;
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output};
 use crate::turns::Turns;
-use crate::util::{Mapper, diag, error_text, json_arguments, ne, raw_opt, rtype, s, u};
+use crate::util::{Mapper, diag, error_text, json_arguments, ne, rtype, s, u};
 
 #[derive(Debug, Default)]
 pub(crate) struct Copilot;
@@ -100,7 +100,11 @@ impl Mapper for Copilot {
                         .filter(|e| !e.is_empty())
                         .unwrap_or_else(|| "failed".to_owned())
                 });
-                turns.tool_result(id, raw_opt(content), error, pos, t, out);
+                let raw = match result {
+                    Some(r) if r.get("content").is_some() => r.raw("content"),
+                    _ => d.raw("result"),
+                };
+                turns.tool_result(id, raw, error, pos, t, out);
             }
             "assistant.message_delta"
             | "assistant.reasoning_delta"

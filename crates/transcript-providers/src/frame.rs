@@ -132,7 +132,24 @@ impl Framer {
         while i < bytes.len() {
             match self.mode {
                 Mode::Json => {
-                    // Fast path: copy runs of plain string bytes at once.
+                    // Fast path: a whole single-line record inside this
+                    // chunk that serde accepts as is. The scanner below
+                    // would frame exactly the same record (a valid
+                    // single-line value triggers none of its repair rules),
+                    // so chunking cannot change the output.
+                    if !self.json.active
+                        && matches!(bytes[i], b'{' | b'[')
+                        && let Some(nl) = find_newline(&bytes[i..])
+                        && let Ok(value) = serde_json::from_slice::<Value>(&bytes[i..i + nl])
+                    {
+                        emit_value(value, self.here(), None, out);
+                        self.offset += nl as u64 + 1;
+                        self.line += 1;
+                        self.at_line_start = true;
+                        i += nl + 1;
+                        continue;
+                    }
+                    // Copy runs of plain string bytes at once.
                     if self.json.active && self.json.in_str && !self.json.esc {
                         let rest = &bytes[i..];
                         let run = rest
@@ -147,9 +164,51 @@ impl Framer {
                             continue;
                         }
                     }
+                    // Same outside strings: only quotes, brackets and
+                    // newlines change the state.
+                    if self.json.active && !self.json.in_str && !self.json.garbage {
+                        let rest = &bytes[i..];
+                        let run = rest
+                            .iter()
+                            .position(|&b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']' | b'\n'))
+                            .unwrap_or(rest.len());
+                        if run > 0 {
+                            self.json.buf.extend_from_slice(&rest[..run]);
+                            self.offset += run as u64;
+                            self.at_line_start = false;
+                            i += run;
+                            continue;
+                        }
+                    }
                     self.json_byte(bytes[i], out)
                 }
-                Mode::Undecided | Mode::Sse => self.line_byte(bytes[i], out),
+                Mode::Sse => {
+                    // Whole lines at once.
+                    let rest = &bytes[i..];
+                    if !self.line_active {
+                        self.line_active = true;
+                        self.line_start = self.here();
+                        self.line_buf.clear();
+                    }
+                    match find_newline(rest) {
+                        Some(nl) => {
+                            self.line_buf.extend_from_slice(&rest[..nl]);
+                            self.offset += nl as u64 + 1;
+                            self.line += 1;
+                            self.at_line_start = true;
+                            self.end_line(out);
+                            i += nl + 1;
+                        }
+                        None => {
+                            self.line_buf.extend_from_slice(rest);
+                            self.offset += rest.len() as u64;
+                            self.at_line_start = false;
+                            i = bytes.len();
+                        }
+                    }
+                    continue;
+                }
+                Mode::Undecided => self.line_byte(bytes[i], out),
             }
             i += 1;
         }
@@ -296,8 +355,17 @@ impl Framer {
             out.push(diag(DiagnosticKind::Metadata, start, "sse/[DONE]", ""));
             return;
         }
-        let (bytes, repaired) = sanitize(&data);
-        match parse(&bytes) {
+        // Valid JSON has no raw control bytes in strings, so the repair
+        // pass only runs when a plain parse fails (same result, less work).
+        let plain = serde_json::from_slice::<Value>(&data).map(|v| (v, false));
+        let (parsed, repaired) = match plain {
+            Ok(v) => (Ok(v), false),
+            Err(_) => {
+                let (bytes, repaired) = sanitize(&data);
+                (parse(&bytes), repaired)
+            }
+        };
+        match parsed {
             Ok((value, lossy)) => {
                 if repaired || lossy {
                     out.push(repaired_diag(start, repaired, lossy));
@@ -445,7 +513,7 @@ fn emit_value(value: Value, start: Position, event: Option<String>, out: &mut Ve
                         ..start
                     },
                     event: event.clone(),
-                    value: v,
+                    value: v.into_value(),
                 }));
             }
         }
@@ -584,6 +652,30 @@ pub fn sanitize(bytes: &[u8]) -> (std::borrow::Cow<'_, [u8]>, bool) {
     (std::borrow::Cow::Owned(out), true)
 }
 
+/// Position of the first `\n`, eight bytes at a time (records are long;
+/// this search is the framer's hottest loop).
+fn find_newline(hay: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const NL: u64 = LO * b'\n' as u64;
+    let mut chunks = hay.chunks_exact(8);
+    let mut base = 0;
+    for c in chunks.by_ref() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(c);
+        let x = u64::from_le_bytes(word) ^ NL;
+        if (x.wrapping_sub(LO) & !x & HI) != 0 {
+            return c.iter().position(|&b| b == b'\n').map(|p| base + p);
+        }
+        base += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|p| base + p)
+}
+
 fn is_sse_field(line: &[u8]) -> bool {
     line.starts_with(b":")
         || [&b"event:"[..], b"data:", b"id:", b"retry:"]
@@ -672,6 +764,21 @@ mod tests {
         let Frame::Record(r) = &fr[4] else { panic!() };
         assert_eq!(r.event.as_deref(), Some("b"));
         assert_eq!(r.value.get("y").and_then(Value::as_u64), Some(2));
+    }
+
+    #[test]
+    fn find_newline_matches_naive_search() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut v = vec![b'x'; len];
+                if at < len {
+                    v[at] = b'\n';
+                }
+                let naive = v.iter().position(|&b| b == b'\n');
+                assert_eq!(find_newline(&v), naive, "len {len} at {at}");
+            }
+        }
+        assert_eq!(find_newline("é\u{80}\n".as_bytes()), Some(4));
     }
 
     #[test]

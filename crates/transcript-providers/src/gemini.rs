@@ -8,7 +8,7 @@ use transcript_domain::Usage;
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, diag, error_text, json_arguments, minus, ne, raw_opt, rtype, s, u};
+use crate::util::{Mapper, diag, error_text, json_arguments, minus, ne, rtype, s, u};
 
 #[derive(Debug, Default)]
 pub(crate) struct Gemini;
@@ -73,7 +73,7 @@ impl Mapper for Gemini {
                         .filter(|e| !e.is_empty())
                         .unwrap_or_else(|| "error".to_owned())
                 });
-                turns.tool_result(id, raw_opt(v.get("output")), error, pos, t, out);
+                turns.tool_result(id, v.raw("output"), error, pos, t, out);
             }
             "error" => diag(
                 out,

@@ -7,14 +7,22 @@
 //! value type keeps objects as ordered vectors instead, and is also cheaper
 //! to build than a map for the small objects provider records consist of.
 
+use std::cell::OnceCell;
 use std::fmt;
+use std::ops::Deref;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Number;
+use serde_json::value::RawValue;
 use transcript_domain::RawJson;
 
 /// A JSON value whose objects keep their key order.
+///
+/// Containers are lazy: their elements are kept as raw JSON text and parsed
+/// on first access, so subtrees a mapper never reads (tool outputs, big
+/// metadata) are never built, and opaque values are copied verbatim instead
+/// of being re-serialized ([`Value::raw`]).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
     /// `null`.
@@ -27,18 +35,109 @@ pub enum Value {
     /// A string.
     String(String),
     /// An array.
-    Array(Vec<Value>),
+    Array(Vec<Lazy>),
     /// An object, keys in input order.
     Object(Map),
 }
 
+/// A value kept as raw JSON text until first read.
+pub struct Lazy {
+    raw: Box<RawValue>,
+    parsed: OnceCell<Value>,
+}
+
+impl Lazy {
+    /// Wraps raw JSON text.
+    pub fn new(raw: Box<RawValue>) -> Self {
+        Self {
+            raw,
+            parsed: OnceCell::new(),
+        }
+    }
+
+    /// A lazy holder of an already parsed value (serialized for its text).
+    pub fn from_value(v: Value) -> Self {
+        let raw = serde_json::value::to_raw_value(&v).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        let parsed = OnceCell::new();
+        let _ = parsed.set(v);
+        Self { raw, parsed }
+    }
+
+    /// The parsed value (parsed on first call).
+    pub fn value(&self) -> &Value {
+        self.parsed
+            .get_or_init(|| serde_json::from_str(self.raw.get()).unwrap_or(Value::Null))
+    }
+
+    /// The parsed value, by value.
+    pub fn into_value(self) -> Value {
+        match self.parsed.into_inner() {
+            Some(v) => v,
+            None => serde_json::from_str(self.raw.get()).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The value as compact JSON text: the input text verbatim (key order,
+    /// number spelling and escapes preserved) unless it spans several lines,
+    /// which a JSON Lines transcript cannot carry; then it is re-serialized.
+    pub fn to_raw(&self) -> RawJson {
+        let text = self.raw.get();
+        if text.bytes().any(|b| b == b'\n' || b == b'\r') {
+            self.value().to_raw()
+        } else {
+            RawJson::from_raw(self.raw.clone())
+        }
+    }
+}
+
+impl Deref for Lazy {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        self.value()
+    }
+}
+
+impl Clone for Lazy {
+    fn clone(&self) -> Self {
+        Self {
+            raw: self.raw.clone(),
+            parsed: self.parsed.clone(),
+        }
+    }
+}
+
+impl PartialEq for Lazy {
+    fn eq(&self, other: &Self) -> bool {
+        self.value() == other.value()
+    }
+}
+
+impl fmt::Debug for Lazy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Lazy({})", self.raw.get())
+    }
+}
+
+impl Serialize for Lazy {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.parsed.get() {
+            Some(v) => v.serialize(s),
+            None => self.to_raw().serialize(s),
+        }
+    }
+}
+
 /// The entries of a JSON object, in input order.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Map(pub Vec<(String, Value)>);
+pub struct Map(pub Vec<(String, Lazy)>);
 
 impl Map {
     /// The value of the first entry named `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
+        self.entry(key).map(Lazy::value)
+    }
+    /// The raw holder of the first entry named `key`.
+    pub fn entry(&self, key: &str) -> Option<&Lazy> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
     /// Number of entries.
@@ -55,7 +154,7 @@ impl Map {
     }
     /// Values in order.
     pub fn values(&self) -> impl Iterator<Item = &Value> {
-        self.0.iter().map(|(_, v)| v)
+        self.0.iter().map(|(_, v)| v.value())
     }
 }
 
@@ -67,10 +166,18 @@ impl Value {
             _ => None,
         }
     }
+    /// A field as verbatim JSON text (`null` when absent): how opaque
+    /// values (tool inputs and outputs) are carried.
+    pub fn raw(&self, key: &str) -> RawJson {
+        match self {
+            Value::Object(m) => m.entry(key).map(Lazy::to_raw).unwrap_or_default(),
+            _ => RawJson::null(),
+        }
+    }
     /// Element of an array.
     pub fn at(&self, index: usize) -> Option<&Value> {
         match self {
-            Value::Array(a) => a.get(index),
+            Value::Array(a) => a.get(index).map(Lazy::value),
             _ => None,
         }
     }
@@ -110,7 +217,7 @@ impl Value {
         }
     }
     /// The elements, if this is an array.
-    pub fn as_array(&self) -> Option<&Vec<Value>> {
+    pub fn as_array(&self) -> Option<&Vec<Lazy>> {
         match self {
             Value::Array(a) => Some(a),
             _ => None,
@@ -135,7 +242,7 @@ impl Value {
     pub fn is_array(&self) -> bool {
         matches!(self, Value::Array(_))
     }
-    /// The value as verbatim-order JSON text.
+    /// The value as compact JSON text (object key order kept).
     pub fn to_raw(&self) -> RawJson {
         RawJson::from_value(self).unwrap_or_default()
     }
@@ -143,7 +250,7 @@ impl Value {
     pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
         Value::Object(Map(entries
             .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
+            .map(|(k, v)| (k.to_owned(), Lazy::from_value(v)))
             .collect()))
     }
 }
@@ -231,15 +338,15 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(e) = seq.next_element()? {
-            v.push(e);
+        while let Some(e) = seq.next_element::<Box<RawValue>>()? {
+            v.push(Lazy::new(e));
         }
         Ok(Value::Array(v))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0));
-        while let Some((k, v)) = map.next_entry::<String, Value>()? {
-            entries.push((k, v));
+        while let Some((k, v)) = map.next_entry::<String, Box<RawValue>>()? {
+            entries.push((k, Lazy::new(v)));
         }
         Ok(Value::Object(Map(entries)))
     }
@@ -261,5 +368,11 @@ mod tests {
         );
         assert_eq!(v.get("m").and_then(Value::as_object).map(Map::len), Some(2));
         assert_eq!(v.to_string(), text);
+        // Opaque fields are carried verbatim, unless they span lines.
+        let v: Value =
+            serde_json::from_str("{\"a\": {\"k\" : 1.50}, \"b\": {\"x\":\n 1}}").unwrap();
+        assert_eq!(v.raw("a").get(), r#"{"k" : 1.50}"#);
+        assert_eq!(v.raw("b").get(), r#"{"x":1}"#);
+        assert!(v.raw("missing").is_null());
     }
 }

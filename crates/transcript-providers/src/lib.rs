@@ -57,9 +57,21 @@
 //!   split message), so summing `usage` over turns never double counts.
 //!   `input_tokens` excludes cache reads for every provider (OpenAI, Codex
 //!   and Gemini counts are converted by subtracting cached tokens).
-//! - **Opaque values keep key order**: tool inputs and outputs go through an
-//!   order-preserving [`json::Value`] (decision 14's spirit without
-//!   serde_json's workspace-wide `preserve_order` feature).
+//! - **Opaque values verbatim**: tool inputs and outputs are copied from the
+//!   input text as is (key order, number spelling, escapes; decision 14's
+//!   spirit), re-serialized compactly only when they span several lines,
+//!   which a JSON Lines transcript cannot carry. [`json::Value`] keeps
+//!   containers as raw text until a mapper reads them, without serde_json's
+//!   workspace-wide `preserve_order` feature.
+//!
+//! # Performance
+//!
+//! `benches/normalize.rs` (`cargo xtask bench`) normalizes a ≥ 10 MB stream
+//! per format built from real captured lines and reports throughput as a
+//! ratio to parsing the same payloads into `serde_json::Value` in the same
+//! run (target ≥ 0.5×). Single-line records inside a chunk take a fast path
+//! (one serde parse, no byte-by-byte scan), newlines are searched eight bytes
+//! at a time, and the repair pass only runs when a plain parse fails.
 //!
 //! # Threat model
 //!

@@ -13,9 +13,7 @@ use transcript_domain::{RawJson, Usage};
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{
-    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, raw_opt, rtype, s, u,
-};
+use crate::util::{Mapper, diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, u};
 
 #[derive(Debug, Default)]
 pub(crate) struct OpenAi {
@@ -378,14 +376,7 @@ fn chat_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Outpu
                 .or_else(|| ne(m, "name"))
                 .map(str::to_owned)
                 .unwrap_or_else(|| format!("call@line{}", pos.line));
-            turns.tool_result(
-                &id,
-                raw_opt(m.get("content")),
-                None,
-                pos,
-                "message/tool",
-                out,
-            );
+            turns.tool_result(&id, m.raw("content"), None, pos, "message/tool", out);
         }
         "user" | "system" | "developer" => diag(
             out,
@@ -522,32 +513,24 @@ pub(crate) fn response_item(item: &Value, pos: Position, turns: &mut Turns, out:
         }
         "custom_tool_call" => {
             let name = ne(item, "name").unwrap_or("unknown");
-            turns.tool_use(name, &call_id(item, pos), raw_opt(item.get("input")), out);
+            turns.tool_use(name, &call_id(item, pos), item.raw("input"), out);
         }
-        "local_shell_call" => turns.tool_use(
-            "local_shell",
-            &call_id(item, pos),
-            raw_opt(item.get("action")),
-            out,
-        ),
+        "local_shell_call" => {
+            turns.tool_use("local_shell", &call_id(item, pos), item.raw("action"), out)
+        }
         "tool_search_call" => turns.tool_use(
             "tool_search",
             &call_id(item, pos),
-            raw_opt(item.get("arguments")),
+            item.raw("arguments"),
             out,
         ),
         "function_call_output"
         | "custom_tool_call_output"
         | "local_shell_call_output"
         | "tool_search_output"
-        | "computer_call_output" => turns.tool_result(
-            &call_id(item, pos),
-            raw_opt(item.get("output")),
-            None,
-            pos,
-            t,
-            out,
-        ),
+        | "computer_call_output" => {
+            turns.tool_result(&call_id(item, pos), item.raw("output"), None, pos, t, out)
+        }
         // Server-side tools: the call and its outcome arrive as one item.
         "web_search_call"
         | "image_generation_call"
@@ -558,7 +541,7 @@ pub(crate) fn response_item(item: &Value, pos: Position, turns: &mut Turns, out:
             let (name, input, output) = match t {
                 "web_search_call" => (
                     "web_search".to_owned(),
-                    raw_opt(item.get("action")),
+                    item.raw("action"),
                     Value::object([("status", Value::from(item.get("status")))]),
                 ),
                 "image_generation_call" => (
