@@ -12,6 +12,7 @@ mod style;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
@@ -34,6 +35,41 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a workflow, recording its transcript (live progress on stderr).
+    Run {
+        /// The workflow YAML file.
+        workflow: PathBuf,
+        /// Workflow input (`KEY=VALUE`; JSON values are parsed), repeatable.
+        #[arg(long = "input", value_name = "KEY=VALUE", value_parser = cmd::run::parse_input)]
+        inputs: Vec<(String, String)>,
+        /// Working directory for commands and file tools (default: the current directory).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// An external tool plugin to start (`"python3 plugin.py"`), repeatable.
+        #[arg(long = "plugin", value_name = "COMMAND")]
+        plugins: Vec<String>,
+        /// When events reach stable storage.
+        #[arg(long, value_enum, default_value_t = DurabilityArg::None)]
+        durability: DurabilityArg,
+        /// Sequential ids, a manual clock and sequential branches (byte-stable output).
+        #[arg(long, hide = true)]
+        deterministic: bool,
+        #[command(flatten)]
+        redaction: RedactionArgs,
+    },
+    /// Normalize raw agent logs (any supported provider format) into canonical transcripts.
+    Import {
+        /// The provider (claude, codex, gemini, copilot, openai, anthropic) or `auto`.
+        provider: String,
+        /// Raw log files, one run each.
+        #[arg(required = true)]
+        logs: Vec<PathBuf>,
+        /// Sequential ids and a manual clock (byte-stable output).
+        #[arg(long, hide = true)]
+        deterministic: bool,
+        #[command(flatten)]
+        redaction: RedactionArgs,
+    },
     /// Check transcripts: seq from 1 without gaps, one run per file, child links, malformed lines.
     Validate {
         /// Transcript files or run ids.
@@ -59,6 +95,8 @@ enum Command {
         /// Shorten tool inputs and outputs larger than this many bytes.
         #[arg(long, value_name = "BYTES")]
         truncate_outputs: Option<usize>,
+        #[command(flatten)]
+        redaction: RedactionArgs,
     },
     /// Per agent step: provider, model, timing, status, tokens and cost, with run totals.
     Receipts {
@@ -100,6 +138,72 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Opt-in masking (see `transcript-redact`).
+#[derive(Debug, Clone, clap::Args)]
+struct RedactionArgs {
+    /// Mask secrets (API keys, bearer tokens, AWS keys, private keys, JWTs, password=… values).
+    #[arg(long)]
+    redact: bool,
+    /// Also mask matches of this regular expression (a named group `secret` limits the mask), repeatable.
+    #[arg(long = "redact-pattern", value_name = "REGEX")]
+    redact_patterns: Vec<String>,
+    /// `structure-only` keeps envelopes, names, timings and usage but drops all content.
+    #[arg(long, value_enum)]
+    privacy: Option<PrivacyArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PrivacyArg {
+    /// Keep content (masking secrets when --redact is given).
+    Full,
+    /// Drop all content.
+    StructureOnly,
+}
+
+impl RedactionArgs {
+    fn redactor(&self) -> Result<Option<transcript_redact::Redactor>, CliError> {
+        if self.privacy == Some(PrivacyArg::StructureOnly) {
+            return Ok(Some(transcript_redact::Redactor::structure_only()));
+        }
+        if !self.redact && self.redact_patterns.is_empty() {
+            return Ok(None);
+        }
+        let mut r = if self.redact {
+            transcript_redact::Redactor::builtin()
+        } else {
+            transcript_redact::Redactor::empty()
+        };
+        for p in &self.redact_patterns {
+            r = r
+                .with_pattern(p)
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+        }
+        Ok(Some(r))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DurabilityArg {
+    /// Kernel on acknowledgement (survives a process kill).
+    None,
+    /// fdatasync every second while there is unsynced data.
+    Interval,
+    /// fdatasync before acknowledging (survives power loss).
+    Always,
+}
+
+impl DurabilityArg {
+    fn policy(self) -> transcript_infra::Durability {
+        match self {
+            DurabilityArg::None => transcript_infra::Durability::None,
+            DurabilityArg::Interval => {
+                transcript_infra::Durability::Interval(std::time::Duration::from_secs(1))
+            }
+            DurabilityArg::Always => transcript_infra::Durability::Always,
+        }
+    }
 }
 
 /// Formats of `export`.
@@ -165,6 +269,82 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let mut out = stdout.lock();
     let style = Style::for_stdout(cli.color);
     match cli.command {
+        Command::Run {
+            workflow,
+            inputs,
+            workspace,
+            plugins,
+            durability,
+            deterministic,
+            redaction,
+        } => {
+            let mask = redaction
+                .redactor()?
+                .map(|r| Arc::new(r) as Arc<dyn transcript_domain::EventMask>);
+            let args = cmd::run::RunArgs {
+                workflow,
+                inputs,
+                storage: cli.storage.clone(),
+                workspace: workspace.unwrap_or_else(cmd::run::default_workspace),
+                plugins,
+                mask,
+                durability: durability.policy(),
+                deterministic,
+                style: Style::for_stderr(cli.color),
+            };
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+            let ok = runtime.block_on(cmd::run::run(args))?;
+            if !ok {
+                return Err(CliError::Failed("the run failed".to_owned()));
+            }
+        }
+        Command::Import {
+            provider,
+            logs,
+            deterministic,
+            redaction,
+        } => {
+            let redactor = redaction.redactor()?.map(Arc::new);
+            let ctx = cmd::import::ImportContext {
+                storage: cli.storage.clone(),
+                provider: cmd::import::parse_provider(&provider)?,
+                mask: redactor
+                    .clone()
+                    .map(|r| r as Arc<dyn transcript_domain::EventMask>),
+                deterministic,
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+            let (done, failed) = runtime.block_on(cmd::import::import_all(&ctx, &logs));
+            for i in &done {
+                let _ = writeln!(out, "{}\t{}\t{}", i.run_id, i.provider, i.path.display());
+                eprintln!(
+                    "transcript: imported {} ({}): {} events, {} diagnostics",
+                    i.input.display(),
+                    i.provider,
+                    i.events,
+                    i.diagnostics
+                );
+            }
+            if let Some(r) = &redactor {
+                eprintln!("transcript: {} masks applied", r.masks_made());
+            }
+            for e in &failed {
+                eprintln!("transcript: {e}");
+            }
+            if !failed.is_empty() {
+                return Err(CliError::Failed(format!(
+                    "{} of {} inputs not imported",
+                    failed.len(),
+                    logs.len()
+                )));
+            }
+        }
         Command::Validate { runs, json } => {
             let mut reports = Vec::new();
             for run in &runs {
@@ -194,17 +374,30 @@ fn run(cli: Cli) -> Result<(), CliError> {
             output,
             no_reasoning,
             truncate_outputs,
+            redaction,
         } => {
             let path = source::resolve(&run, &cli.storage)?;
             let loaded = source::load(&path)?;
             report_read_problems(&loaded);
+            let redactor = redaction.redactor()?;
             let options = transcript_export::ExportOptions {
                 include_reasoning: !no_reasoning,
                 truncate_outputs,
-                redacted: false,
+                redacted: redactor.is_some(),
             };
-            let mut lookup = source::child_lookup(source::dir_of(&path));
-            let doc = transcript_export::build_document(&loaded.decoded(), &mut lookup, &options);
+            let mask = |mut events: Vec<transcript_domain::DecodedEvent>| {
+                if let Some(r) = &redactor {
+                    events.iter_mut().for_each(|e| r.mask_decoded(e));
+                }
+                events
+            };
+            let mut children = source::child_lookup(source::dir_of(&path));
+            let mut lookup = |id| children(id).map(mask);
+            let doc =
+                transcript_export::build_document(&mask(loaded.decoded()), &mut lookup, &options);
+            if let Some(r) = &redactor {
+                eprintln!("transcript: {} masks applied", r.masks_made());
+            }
             let text = match format {
                 ExportFormat::Markdown => transcript_export::to_markdown(&doc),
                 ExportFormat::Html => transcript_export::to_html(&doc),
@@ -284,7 +477,13 @@ fn run(cli: Cli) -> Result<(), CliError> {
                         message: e.to_string(),
                     })?
                     .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                    // Transcripts only: `<run-id>.jsonl` (not audit.jsonl, not .torn files).
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .and_then(|n| n.strip_suffix(".jsonl"))
+                            .is_some_and(|stem| transcript_domain::RunId::parse(stem).is_ok())
+                    })
                     .collect();
                 files.sort();
                 for file in files {

@@ -1,5 +1,7 @@
 //! One module per subcommand.
 
+pub mod import;
+pub mod run;
 pub mod show;
 pub mod stats;
 pub mod tail;

@@ -87,8 +87,16 @@ pub fn render(events: &[DecodedEvent], style: &Style) -> String {
                         );
                     }
                     None => {
-                        let _ =
-                            writeln!(out, "{indent}{}", style.green(&format!("✓ {}", event.path)));
+                        // Non-agent results (command stdout, tool output) are short facts
+                        // worth seeing; agent results repeat the conversation.
+                        let result = event
+                            .step()
+                            .filter(|s| s.kind != "agent")
+                            .and_then(|s| s.result.as_ref())
+                            .map(|r| format!(" {}", style.dim(&format!("→ {}", short(r)))))
+                            .unwrap_or_default();
+                        let done = style.green(&format!("✓ {}", event.path));
+                        let _ = writeln!(out, "{indent}{done}{result}");
                     }
                 }
             }
@@ -113,15 +121,15 @@ pub fn render(events: &[DecodedEvent], style: &Style) -> String {
             }
             EventKind::Known(EventType::ToolResult) => {
                 // Printed with its call; a result without a call is shown alone.
-                if let Some(result) = event.tool() {
-                    if !calls.contains(result.call_id.as_str()) {
-                        let _ = writeln!(
-                            out,
-                            "{indent}  {}",
-                            style.yellow(&format!("⚙ {} (result without call)", result.name))
-                        );
-                        render_result(result, &indent, style, &mut out);
-                    }
+                if let Some(result) = event.tool()
+                    && !calls.contains(result.call_id.as_str())
+                {
+                    let _ = writeln!(
+                        out,
+                        "{indent}  {}",
+                        style.yellow(&format!("⚙ {} (result without call)", result.name))
+                    );
+                    render_result(result, &indent, style, &mut out);
                 }
             }
             EventKind::Unknown(t) => {

@@ -1,0 +1,607 @@
+//! End-to-end tests of the built `transcript` binary: the demo run, every
+//! inspection command on it (snapshots with deterministic ids and times),
+//! the seed's jq recipes, corrupted inputs, tail -f, import and redaction.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_transcript"));
+    c.env_remove("NO_COLOR").env_remove("TRANSCRIPT_STORAGE");
+    c
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+struct Demo {
+    _dir: tempfile::TempDir,
+    storage: PathBuf,
+    root: PathBuf,
+    run_id: String,
+}
+
+/// Runs the demo deterministically into a fresh storage directory.
+fn demo() -> Demo {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("transcripts");
+    let workspace = dir.path().join("workspace");
+    let out = bin()
+        .current_dir(repo())
+        .args([
+            "run",
+            "fixtures/workflows/demo.yaml",
+            "--deterministic",
+            "--storage",
+        ])
+        .arg(&storage)
+        .arg("--workspace")
+        .arg(&workspace)
+        .args([
+            "--plugin",
+            "python3 fixtures/plugins/text_plugin.py",
+            "--input",
+        ])
+        .arg(format!(
+            "agents_dir={}",
+            repo().join("fixtures/workflows/agents").display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let stdout = text(&out.stdout);
+    let run_id = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: "))
+        .expect("run id printed")
+        .to_owned();
+    let root = storage.join(format!("{run_id}.jsonl"));
+    assert!(root.exists());
+    Demo {
+        _dir: dir,
+        storage,
+        root,
+        run_id,
+    }
+}
+
+fn run_ok(args: &[&str], storage: &Path) -> String {
+    let out = bin()
+        .args(args)
+        .arg("--storage")
+        .arg(storage)
+        .arg("--color")
+        .arg("never")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn demo_runs_and_every_view_matches_its_snapshot() {
+    let d = demo();
+    assert_eq!(d.run_id, "00000000-0000-4000-8000-000000000001");
+    let validate = run_ok(&["validate", &d.run_id], &d.storage);
+    assert!(validate.contains(": ok ("), "{validate}");
+    let storage = d.storage.display().to_string();
+    let scrub = |s: String| s.replace(&storage, "[storage]");
+    insta::assert_snapshot!("validate", scrub(validate));
+    insta::assert_snapshot!("tree", run_ok(&["tree", &d.run_id], &d.storage));
+    insta::assert_snapshot!("show", run_ok(&["show", &d.run_id], &d.storage));
+    insta::assert_snapshot!("stats", run_ok(&["stats", &d.run_id], &d.storage));
+    insta::assert_snapshot!("tail", run_ok(&["tail", &d.run_id], &d.storage));
+    insta::assert_snapshot!("receipts", run_ok(&["receipts", &d.run_id], &d.storage));
+    insta::assert_snapshot!(
+        "export_markdown",
+        run_ok(&["export", &d.run_id, "--format", "markdown"], &d.storage)
+    );
+    insta::assert_snapshot!(
+        "export_json",
+        run_ok(&["export", &d.run_id, "--format", "json"], &d.storage)
+    );
+    // The tree is rebuilt from the files only and covers the child runs.
+    let tree = run_ok(&["tree", &d.run_id, "--json"], &d.storage);
+    let v: serde_json::Value = serde_json::from_str(&tree).unwrap();
+    assert_eq!(v["status"], "succeeded");
+    assert!(tree.contains("\"child\""), "child run nested");
+    // stats over the whole directory.
+    let all = run_ok(&["stats", &storage], &d.storage);
+    assert!(all.contains("runs: 3"), "{all}");
+}
+
+#[test]
+fn seed_jq_recipes_work_on_the_demo_transcript() {
+    if Command::new("jq").arg("--version").output().is_err() {
+        panic!("jq is required (.ci/run installs it)");
+    }
+    let d = demo();
+    let jq = |args: &[&str], file: &Path| {
+        let out = Command::new("jq").args(args).arg(file).output().unwrap();
+        assert!(out.status.success(), "jq {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    // Verify monotonic seq.
+    assert_eq!(
+        jq(&["-s", "[.[].seq] | . == (sort)"], &d.root).trim(),
+        "true"
+    );
+    // Decode every event.
+    let all = jq(&["-c", "."], &d.root);
+    let lines = std::fs::read_to_string(&d.root).unwrap().lines().count();
+    assert_eq!(all.lines().count(), lines);
+    // Pair tool calls with their results.
+    let pairs = jq(
+        &[
+            "-s",
+            r#"[.[] | select(.type == "tool.call" or .type == "tool.result")] | group_by(.payload.call_id) | map({call_id: .[0].payload.call_id, name: .[0].payload.name, input: (map(select(.type == "tool.call"))[0].payload.input), output: (map(select(.type == "tool.result"))[0].payload.output)})"#,
+        ],
+        &d.root,
+    );
+    let pairs: serde_json::Value = serde_json::from_str(&pairs).unwrap();
+    let pairs = pairs.as_array().unwrap();
+    assert!(pairs.len() >= 4);
+    assert!(
+        pairs
+            .iter()
+            .all(|p| !p["output"].is_null() || p["name"] == "list_dir"),
+        "{pairs:?}"
+    );
+    assert!(
+        pairs
+            .iter()
+            .any(|p| p["name"] == "upper" && p["output"] == "HELLO WORLD")
+    );
+    // Extract every assistant text response.
+    let texts = jq(
+        &[
+            "-r",
+            r#"select(.type == "message.assistant") | .payload.blocks[] | select(.type == "text") | .text"#,
+        ],
+        &d.root,
+    );
+    assert!(texts.contains("The greeting is friendly."), "{texts}");
+    // Reconstruct a step tree.
+    let steps = jq(
+        &[
+            "-r",
+            r#"select(.type == "step.started") | "\(.seq)\t\(.path)\t\(.payload.kind)\t\(.payload.name)""#,
+        ],
+        &d.root,
+    );
+    assert!(steps.contains("\tagents.review\tagent\treview"), "{steps}");
+    assert!(steps.contains("\teach.inner.cell\tcommand\tcell"));
+    // Walk parent -> child runs.
+    let children = jq(
+        &[
+            "-r",
+            r#"select(.type == "step.call_workflow.started") | .child_run_id"#,
+        ],
+        &d.root,
+    );
+    let child = children.lines().next().unwrap();
+    let child_file = d.storage.join(format!("{child}.jsonl"));
+    assert!(child_file.exists());
+    let parents = jq(&["-r", ".parent_run_id"], &child_file);
+    assert!(parents.lines().all(|l| l == d.run_id));
+    // Distinguish router-fidelity vs agent-emitted tool calls.
+    let fidelity = jq(
+        &[
+            "-s",
+            "-c",
+            r#"[.[] | select(.type == "tool.call")] | group_by(.payload.fidelity) | map({fidelity: .[0].payload.fidelity, count: length})"#,
+        ],
+        &d.root,
+    );
+    assert!(
+        fidelity.contains(r#"{"fidelity":"agent_emitted","count":2}"#),
+        "{fidelity}"
+    );
+    assert!(fidelity.contains(r#""fidelity":"router""#), "{fidelity}");
+}
+
+fn corrupted_set(dir: &Path, good: &Path) -> Vec<(String, PathBuf)> {
+    let good_text = std::fs::read_to_string(good).unwrap();
+    let lines: Vec<&str> = good_text.lines().collect();
+    let mut cases = Vec::new();
+    let mut write = |name: &str, bytes: Vec<u8>| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        cases.push((name.to_owned(), p));
+    };
+    let truncated = format!(
+        "{}\n{}",
+        lines[..5].join("\n"),
+        &lines[5][..lines[5].len() / 2]
+    );
+    write("truncated.jsonl", truncated.into_bytes());
+    let mut garbage = lines[..3].join("\n").into_bytes();
+    garbage.extend_from_slice(b"\n\x00\x01garbage\xff\xfe\n");
+    garbage.extend_from_slice(lines[3..6].join("\n").as_bytes());
+    garbage.push(b'\n');
+    write("garbage.jsonl", garbage);
+    let nul = format!("{}\n", lines[..4].join("\n"))
+        .replace("\"path\":\"greet\"", "\"path\":\"gr\u{0}eet\"");
+    write("nul.jsonl", nul.into_bytes());
+    let wrong = format!("{}\n", lines[..4].join("\n")).replacen("\"seq\":2", "\"seq\":\"two\"", 1);
+    write("wrong-types.jsonl", wrong.into_bytes());
+    // A parent whose child file is missing.
+    let parent_id = "00000000-0000-4000-8000-0000000000aa";
+    let missing_child = good_text.replace(
+        &lines[0][lines[0].find("\"run_id\":\"").unwrap() + 10..][..36],
+        parent_id,
+    );
+    write(&format!("{parent_id}.jsonl"), missing_child.into_bytes());
+    write("empty.jsonl", Vec::new());
+    cases
+}
+
+#[test]
+fn corrupted_inputs_give_one_line_errors_and_never_panic() {
+    let d = demo();
+    let dir = tempfile::tempdir().unwrap();
+    let cases = corrupted_set(dir.path(), &d.root);
+    for (name, path) in &cases {
+        let p = path.display().to_string();
+        for args in [
+            vec!["validate", p.as_str()],
+            vec!["tree", p.as_str()],
+            vec!["show", p.as_str()],
+            vec!["stats", p.as_str()],
+            vec!["tail", p.as_str()],
+            vec!["receipts", p.as_str()],
+            vec!["export", p.as_str(), "--format", "json"],
+            vec!["export", p.as_str(), "--format", "html"],
+        ] {
+            let out = bin()
+                .args(&args)
+                .arg("--color")
+                .arg("never")
+                .output()
+                .unwrap();
+            let stderr = text(&out.stderr);
+            assert!(
+                !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+                "{name} {args:?}: {stderr}"
+            );
+            assert!(
+                out.status.code().is_some(),
+                "{name} {args:?} killed by a signal"
+            );
+            if args[0] == "validate" {
+                // A torn tail (decision 13) and an empty file are warnings; the rest are errors.
+                let expected = if name == "truncated.jsonl" || name == "empty.jsonl" {
+                    0
+                } else {
+                    1
+                };
+                assert_eq!(
+                    out.status.code(),
+                    Some(expected),
+                    "{name}: {}",
+                    text(&out.stdout)
+                );
+                if name == "truncated.jsonl" {
+                    assert!(text(&out.stdout).contains(":6: warning: unterminated final line"));
+                }
+            }
+            for line in stderr.lines() {
+                assert!(line.len() < 400, "{name}: diagnostic too long: {line}");
+            }
+        }
+    }
+    // Malformed lines are named with file and line.
+    let garbage = dir.path().join("garbage.jsonl");
+    let out = bin()
+        .args(["validate", &garbage.display().to_string()])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("garbage.jsonl:4: error"), "{stdout}");
+    // Missing paths and bad arguments.
+    let out = bin()
+        .args(["show", "/nonexistent/file.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr).lines().count(), 1);
+    assert!(text(&out.stderr).contains("/nonexistent/file.jsonl"));
+    let out = bin()
+        .args(["export", "x", "--format", "pdf"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bin()
+        .args(["run", "fixtures/workflows/invalid_kind.yaml"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("invalid_kind.yaml"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn tail_follows_a_file_that_appears_later_through_a_torn_tail() {
+    let d = demo();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir
+        .path()
+        .join("00000000-0000-4000-8000-0000000000bb.jsonl");
+    let child = bin()
+        .args(["tail", "-f", "--until-complete", "--color", "never"])
+        .arg(&target)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let good = std::fs::read(&d.root).unwrap();
+    // Write the first half with a torn last line, then the rest.
+    let cut = good.len() / 2;
+    std::fs::write(&target, &good[..cut]).unwrap();
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&target)
+            .unwrap();
+        f.write_all(&good[cut..]).unwrap();
+    }
+    let out: Output = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines = String::from_utf8(good).unwrap().lines().count();
+    assert_eq!(stdout.lines().count(), lines, "{stdout}");
+    assert!(stdout.lines().last().unwrap().contains("run.completed"));
+}
+
+fn real_fixtures() -> Option<PathBuf> {
+    match std::env::var_os("TRANSCRIPT_REAL_FIXTURES") {
+        None => {
+            eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
+            None
+        }
+        Some(p) => {
+            let p = PathBuf::from(p);
+            assert!(
+                p.is_dir(),
+                "TRANSCRIPT_REAL_FIXTURES={} is not a directory",
+                p.display()
+            );
+            Some(p)
+        }
+    }
+}
+
+#[test]
+fn import_every_real_fixture_and_validate_the_result() {
+    let Some(root) = real_fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for provider in std::fs::read_dir(&root).unwrap() {
+        let provider = provider.unwrap().path();
+        if !provider.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&provider).unwrap() {
+            files.push(f.unwrap().path());
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 30, "{files:?}");
+    let mut imported = 0;
+    for file in &files {
+        let provider = file
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let name = match provider.as_str() {
+            "claude-code" => "claude",
+            "_synthetic" => "auto",
+            other => other,
+        };
+        let out = bin()
+            .args(["import", name])
+            .arg(file)
+            .arg("--storage")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{}: {stderr}", file.display());
+        if !out.status.success() {
+            // Only documents that hold no agent output may be refused, with a reason.
+            assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+            eprintln!("not imported: {}", stderr.trim());
+            continue;
+        }
+        imported += 1;
+        let run_id = text(&out.stdout).split('\t').next().unwrap().to_owned();
+        let v = bin()
+            .args(["validate", &run_id, "--storage"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            v.status.success(),
+            "{}: {}",
+            file.display(),
+            text(&v.stdout)
+        );
+    }
+    assert!(
+        imported * 10 >= files.len() * 8,
+        "imported {imported} of {}",
+        files.len()
+    );
+}
+
+#[test]
+fn import_refuses_bad_input_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, b"").unwrap();
+    let garbage = dir.path().join("garbage.bin");
+    std::fs::write(&garbage, [0u8, 159, 146, 150, 255, 1, 2, 3, b'\n', 7]).unwrap();
+    let prose = dir.path().join("notes.txt");
+    std::fs::write(&prose, "just some notes\nnothing else\n").unwrap();
+    for (file, provider) in [
+        (&empty, "auto"),
+        (&garbage, "auto"),
+        (&prose, "auto"),
+        (&prose, "claude"),
+    ] {
+        let out = bin()
+            .args(["import", provider])
+            .arg(file)
+            .arg("--storage")
+            .arg(&storage)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", file.display());
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+        assert!(!stderr.contains("panicked"));
+        let written = std::fs::read_dir(&storage)
+            .map(|d| {
+                d.filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .path()
+                        .extension()
+                        .is_some_and(|x| x == "jsonl")
+                })
+                .count()
+            })
+            .unwrap_or(0);
+        assert_eq!(written, 0, "nothing written for {}", file.display());
+    }
+    let out = bin()
+        .args(["import", "mystery"])
+        .arg(&prose)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn import_our_own_provider_fixtures_deterministically() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = repo().join("fixtures/workflows/agents/claude-review.jsonl");
+    let out = bin()
+        .args(["import", "auto", "--deterministic"])
+        .arg(&fixture)
+        .arg("--storage")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line = text(&out.stdout);
+    assert!(
+        line.starts_with("00000000-0000-4000-8000-000000000001\tclaude\t"),
+        "{line}"
+    );
+    let shown = run_ok(
+        &["show", "00000000-0000-4000-8000-000000000001"],
+        dir.path(),
+    );
+    insta::assert_snapshot!("import_show", shown);
+}
+
+#[test]
+fn redaction_keeps_planted_secrets_off_disk_and_out_of_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "sk-proj-PLANTEDsecretVALUE0123456789abcdef";
+    let wf = dir.path().join("secret.yaml");
+    std::fs::write(
+        &wf,
+        format!(
+            "name: secrets\nsteps:\n  - name: leak\n    type: command\n    command: \"echo token={secret}\"\n  - name: write\n    type: operation\n    tool: write_file\n    input: {{ path: k.txt, content: \"Bearer {secret}\", password: hunter2hunter2 }}\n"
+        ),
+    )
+    .unwrap();
+    let storage = dir.path().join("s");
+    let out = bin()
+        .args(["run", "--redact", "--storage"])
+        .arg(&storage)
+        .arg("--workspace")
+        .arg(dir.path().join("ws"))
+        .arg(&wf)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        !stderr.contains(secret),
+        "live progress showed the secret: {stderr}"
+    );
+    for entry in std::fs::read_dir(&storage).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "jsonl")
+            && path.file_name().unwrap() != "audit.jsonl"
+        {
+            let body = std::fs::read_to_string(&path).unwrap();
+            assert!(!body.contains(secret), "{}: {body}", path.display());
+            assert!(!body.contains("hunter2hunter2"));
+            assert!(body.contains("chars)"), "masks are visible: {body}");
+        }
+    }
+    // Unmasked run, masked export.
+    let storage2 = dir.path().join("s2");
+    let out = bin()
+        .args(["run", "--storage"])
+        .arg(&storage2)
+        .arg("--workspace")
+        .arg(dir.path().join("ws2"))
+        .arg(&wf)
+        .output()
+        .unwrap();
+    let run_id = text(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: ").map(str::to_owned))
+        .unwrap();
+    for format in ["markdown", "json", "html"] {
+        let exported = run_ok(
+            &["export", &run_id, "--format", format, "--redact"],
+            &storage2,
+        );
+        assert!(!exported.contains(secret), "{format}");
+        let plain = run_ok(&["export", &run_id, "--format", format], &storage2);
+        assert!(
+            plain.contains(secret) || format == "html" && plain.contains("sk-proj"),
+            "{format}: unmasked export keeps content"
+        );
+    }
+    let structure = run_ok(
+        &[
+            "export",
+            &run_id,
+            "--format",
+            "json",
+            "--privacy",
+            "structure-only",
+        ],
+        &storage2,
+    );
+    assert!(!structure.contains(secret) && structure.contains("\"leak\""));
+}
