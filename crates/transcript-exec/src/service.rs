@@ -338,10 +338,24 @@ impl ExecutionService {
         &self.inner.router
     }
 
-    /// Validates the set (including custom kinds registered here).
+    /// Validates the set against this service: structure and templates,
+    /// custom kinds registered here, and the router tools that operation
+    /// and agent steps name.
     pub fn validate(&self, set: &WorkflowSet) -> Result<(), WorkflowError> {
         let custom = &self.inner.custom;
-        set.validate(&|k| custom.contains(k))
+        set.validate(&|k| custom.contains(k))?;
+        let router = &self.inner.router;
+        set.check_steps(&|step| match &step.kind {
+            StepKind::Operation { tool, .. } if !router.has(tool) => Some(format!(
+                "unknown tool '{tool}' (not registered with the router)"
+            )),
+            StepKind::Agent(a) => a
+                .tools
+                .iter()
+                .find(|t| !router.has(t))
+                .map(|t| format!("agent tool '{t}' is not registered with the router")),
+            _ => None,
+        })
     }
 
     /// Runs the set's root workflow with a new run id; its transcript (and

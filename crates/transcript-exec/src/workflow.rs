@@ -722,6 +722,37 @@ impl WorkflowSet {
         Ok(())
     }
 
+    /// Runs `check` on every step of every workflow (keys sorted, steps in
+    /// document order); the first `Some(reason)` becomes the error.
+    pub fn check_steps(
+        &self,
+        check: &dyn Fn(&Step) -> Option<String>,
+    ) -> Result<(), WorkflowError> {
+        fn walk(
+            file: &str,
+            prefix: &str,
+            steps: &[Step],
+            check: &dyn Fn(&Step) -> Option<String>,
+        ) -> Result<(), WorkflowError> {
+            for s in steps {
+                let path = join_path(prefix, &s.name);
+                if let Some(reason) = check(s) {
+                    return Err(WorkflowError::new(file, Some(&path), reason));
+                }
+                walk(file, &path, s.kind.children(), check)?;
+            }
+            Ok(())
+        }
+        let mut keys: Vec<&String> = self.workflows.keys().collect();
+        keys.sort();
+        for key in keys {
+            if let Some(wf) = self.workflows.get(key) {
+                walk(key, "", &wf.steps, check)?;
+            }
+        }
+        Ok(())
+    }
+
     fn validate_structure(&self) -> Result<(), WorkflowError> {
         if !self.workflows.contains_key(&self.root) {
             return Err(WorkflowError::new(

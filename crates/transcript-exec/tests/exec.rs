@@ -416,24 +416,23 @@ async fn failing_tool_is_recorded_and_the_workflow_decides() {
     assert!(steps_of(&events, "after").is_empty());
     let last = events.last().unwrap().step().unwrap();
     assert_eq!(last.error, out.error);
-    // Unknown tools fail the same way, still with a call/result pair.
-    let wf = Workflow::new("unknown").step(Step::operation("x", "nope", json!({})));
-    let out = run(&svc, &WorkflowSet::new("u", wf)).await;
-    let events = factory.events(out.run_id);
+    // Unknown tools are a missing reference, rejected before the run.
+    let wf = Workflow::new("unknown").step(Step::for_each(
+        "l",
+        transcript_exec::Items::List(vec![json!(1)]),
+        vec![Step::operation("x", "nope", json!({}))],
+    ));
+    let err = svc
+        .run(
+            &WorkflowSet::new("u.yaml", wf),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(
-        types(&events),
-        [
-            "run.started",
-            "step.started",
-            "tool.call",
-            "tool.result",
-            "step.completed",
-            "run.completed"
-        ]
-    );
-    assert_eq!(
-        events[3].tool().unwrap().error.as_deref(),
-        Some("unknown tool 'nope'")
+        err.to_string(),
+        "u.yaml: step 'l.x': unknown tool 'nope' (not registered with the router)"
     );
 }
 

@@ -80,6 +80,11 @@ async fn builtins_record_pairs_and_keep_failed_command_output() {
         .unwrap_err();
     assert_eq!(err.to_string(), "command exited with code 4");
     let err = router
+        .call_tool(&s, "nope", json!({}), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "unknown tool 'nope'");
+    let err = router
         .call_tool(&s, "read_file", json!({"nope": 1}), None)
         .await
         .unwrap_err();
@@ -99,7 +104,7 @@ async fn builtins_record_pairs_and_keep_failed_command_output() {
     assert!(matches!(err, ToolError::PathEscapes(_)), "{err}");
 
     let events = decode_all(&rec.bytes());
-    assert_eq!(events.len(), 12, "one call/result pair per call");
+    assert_eq!(events.len(), 14, "one call/result pair per call");
     for pair in events.chunks(2) {
         assert_eq!(pair[0].kind.known(), Some(EventType::ToolCall));
         assert_eq!(pair[1].kind.known(), Some(EventType::ToolResult));
@@ -109,6 +114,10 @@ async fn builtins_record_pairs_and_keep_failed_command_output() {
         );
         assert_eq!((pair[0].path.as_str(), pair[0].iteration), ("step", 3));
     }
+    assert_eq!(
+        events[9].tool().unwrap().error.as_deref(),
+        Some("unknown tool 'nope'")
+    );
     let failed = events[7].tool().unwrap();
     assert_eq!(failed.call_id, "mine");
     assert_eq!(failed.error.as_deref(), Some("command exited with code 4"));
