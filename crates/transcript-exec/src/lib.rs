@@ -75,9 +75,13 @@
 //! steps close as `cancelled`, the step as `timed out after Nms`), and run
 //! cancellation through the [`tokio_util::sync::CancellationToken`] given to
 //! [`ExecutionService::run`] (running subprocesses are killed, steps not yet
-//! started never start, open ones close with `cancelled`). Futures that
-//! opened events are never dropped; custom steps and agents that ignore
-//! cancellation get a grace period ([`ServiceBuilder::cancel_grace`]).
+//! started never start, open ones close with `cancelled`). The engine never
+//! drops a future that opened events; custom steps and agent runners (user
+//! code) see the cancellation and get a grace period to finish
+//! ([`ServiceBuilder::cancel_grace`], default 5 s) before they are dropped,
+//! and their step still closes. Dropping the future returned by
+//! [`ExecutionService::run`] abandons the run mid-way: cancel through the
+//! token instead.
 //! Recorder failures never fail a run: they are collected in
 //! [`RunOutcome::transcript_errors`] (the transcript is a pure addition).
 //!
