@@ -18,8 +18,10 @@ use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, raw_of, rtype, 
 
 #[derive(Debug, Default)]
 pub(crate) struct Anthropic {
-    open: BTreeMap<u64, Open>,
+    open: BTreeMap<u64, (Position, Open)>,
     usage: Usage,
+    /// Position of the last record, for diagnostics raised at the end.
+    last: Position,
     stop_reason: Option<String>,
 }
 
@@ -48,6 +50,7 @@ impl Mapper for Anthropic {
     fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
         let v = &rec.value;
         let pos = rec.position;
+        self.last = pos;
         if v.get("request").is_some() && v.get("response").is_some() {
             return self.exchange(v, pos, turns, out);
         }
@@ -110,14 +113,14 @@ impl Mapper for Anthropic {
                         Open::Skip
                     }
                 };
-                self.open.insert(index, open);
+                self.open.insert(index, (pos, open));
             }
             "content_block_delta" => {
                 let index = u(v, "index").unwrap_or(0);
                 let null = Value::Null;
                 let d = v.get("delta").unwrap_or(&null);
                 let dt = rtype(d);
-                match (self.open.get_mut(&index), dt) {
+                match (self.open.get_mut(&index).map(|(_, o)| o), dt) {
                     (Some(Open::Text(text)), "text_delta") => {
                         text.push_str(s(d, "text").unwrap_or_default())
                     }
@@ -155,7 +158,7 @@ impl Mapper for Anthropic {
             "content_block_stop" => {
                 let index = u(v, "index").unwrap_or(0);
                 match self.open.remove(&index) {
-                    Some(b) => self.close(b, false, pos, turns, out),
+                    Some((_, b)) => self.close(b, false, pos, turns, out),
                     None => diag(out, K::Orphan, pos, t, format!("no open block {index}")),
                 }
             }
@@ -198,7 +201,7 @@ impl Mapper for Anthropic {
     }
 
     fn finish(&mut self, turns: &mut Turns, out: &mut Vec<Output>) {
-        let pos = Position::default();
+        let pos = self.last;
         if !self.open.is_empty() {
             diag(
                 out,
@@ -213,9 +216,11 @@ impl Mapper for Anthropic {
 }
 
 impl Anthropic {
-    fn close_all(&mut self, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
-        for (_, b) in std::mem::take(&mut self.open) {
-            self.close(b, true, pos, turns, out);
+    /// Closes blocks that never got `content_block_stop`; each diagnostic
+    /// points at the block's `content_block_start`.
+    fn close_all(&mut self, _pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+        for (_, (start, b)) in std::mem::take(&mut self.open) {
+            self.close(b, true, start, turns, out);
         }
     }
 
