@@ -16,7 +16,7 @@ use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 use transcript_domain::tree::build_run_tree;
 use transcript_domain::{EventType, Fidelity, ManualClock, RunId};
-use transcript_exec::{ExecutionService, ExternalPlugin, ToolRouter, WorkflowSet};
+use transcript_exec::{ExecutionService, WorkflowSet};
 use transcript_infra::JsonlRecorderFactory;
 
 use support::*;
@@ -40,20 +40,9 @@ async fn demo_run(storage: &Path) -> transcript_exec::RunOutcome {
     let (_d, ws) = workspace();
     let factory =
         JsonlRecorderFactory::new(storage).with_clock(Arc::new(ManualClock::stepping(ts0(), 1)));
-    let mut router = ToolRouter::with_builtins();
-    let plugin = ExternalPlugin::start(
-        &[
-            "python3".into(),
-            fixtures()
-                .join("plugins/text_plugin.py")
-                .display()
-                .to_string(),
-        ],
-        None,
-    )
-    .await
-    .unwrap();
-    router.register_plugin(Arc::new(plugin)).unwrap();
+    let router = transcript_exec::demo::demo_router(&fixtures().join("plugins/text_plugin.py"))
+        .await
+        .unwrap();
     let builder = ExecutionService::deterministic_builder(&ws, ts0())
         .clock(Arc::new(ManualClock::stepping(ts0(), 1)))
         .recorder_factory(Arc::new(factory))
