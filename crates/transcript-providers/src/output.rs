@@ -253,3 +253,47 @@ pub fn turn_block_types(outputs: &[Output]) -> Vec<Vec<&'static str>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use transcript_domain::{EventType, Fidelity, RawJson};
+
+    use super::*;
+
+    #[test]
+    fn payloads_summary_and_display() {
+        let call = ToolPayload::call("Read", "t1", RawJson::null(), Fidelity::AgentEmitted);
+        let d = Diagnostic {
+            kind: DiagnosticKind::Refusal,
+            position: Position {
+                line: 3,
+                offset: 10,
+                element: Some(2),
+            },
+            record: "message".to_owned(),
+            detail: "no".to_owned(),
+        };
+        let outs = vec![
+            Output::ToolCall(call.clone()),
+            Output::Diagnostic(d.clone()),
+        ];
+        assert_eq!(
+            outs[0].to_payload().map(|p| p.event_type()),
+            Some(EventType::ToolCall)
+        );
+        assert!(outs[1].to_payload().is_none());
+        assert_eq!(outs[1].as_diagnostic(), Some(&d));
+        assert_eq!(
+            d.to_string(),
+            "refusal: message at line 3 (byte 10) element 2: no"
+        );
+        let s = Summary::of(&outs);
+        assert_eq!((s.tool_calls, s.dangling_calls, s.tool_pairs), (1, 1, 0));
+        assert_eq!(s.blocks_of(BlockType::Text), 0);
+        assert_eq!(s.diagnostics.get("refusal"), Some(&1));
+        for k in DiagnosticKind::ALL {
+            let json = serde_json::to_string(k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.as_str()));
+        }
+    }
+}

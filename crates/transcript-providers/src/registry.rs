@@ -272,3 +272,113 @@ fn detect_complete(input: &[u8]) -> Option<Provider> {
         Frame::Diagnostic(_) => None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_by_name() {
+        for p in Provider::ALL {
+            assert_eq!(Provider::from_name(p.name()), Ok(*p));
+            assert_eq!(p.to_string().parse::<Provider>(), Ok(*p));
+            assert_eq!(p.normalizer().provider(), *p);
+        }
+        assert_eq!(Provider::from_name(" Claude-Code "), Ok(Provider::Claude));
+        let err = Provider::from_name("bard").unwrap_err();
+        assert!(err.to_string().contains("\"bard\""), "{err}");
+    }
+
+    #[test]
+    fn detection_from_first_records() {
+        let cases: &[(&[u8], Option<Provider>)] = &[
+            (
+                b"{\"type\":\"system\",\"subtype\":\"init\"}\n",
+                Some(Provider::Claude),
+            ),
+            (
+                b"[{\"type\":\"assistant\",\"message\":{}}]",
+                Some(Provider::Claude),
+            ),
+            (b"{\"type\":\"thread.started\"}\n", Some(Provider::Codex)),
+            (
+                b"{\"id\":\"1\",\"msg\":{\"type\":\"task_started\"}}\n",
+                Some(Provider::Codex),
+            ),
+            (
+                b"{\"sandbox\":\"x\",\"approval\":\"y\"}\n",
+                Some(Provider::Codex),
+            ),
+            (
+                b"{\"timestamp\":\"t\",\"type\":\"session_meta\"}\n",
+                Some(Provider::Codex),
+            ),
+            (
+                b"{\"type\":\"init\",\"session_id\":\"s\"}\n",
+                Some(Provider::Gemini),
+            ),
+            (b"{\"response\":\"x\",\"stats\":{}}", Some(Provider::Gemini)),
+            (
+                b"{\"type\":\"tool_use\",\"tool_id\":\"t\"}\n",
+                Some(Provider::Gemini),
+            ),
+            (
+                b"{\"type\":\"session.start\",\"data\":{}}\n",
+                Some(Provider::Copilot),
+            ),
+            (
+                b"data: {\"object\":\"chat.completion.chunk\"}\n\n",
+                Some(Provider::OpenAi),
+            ),
+            (
+                b"event: response.created\ndata: {}\n\n",
+                Some(Provider::OpenAi),
+            ),
+            (b"{\"messages\":[]}", Some(Provider::OpenAi)),
+            (
+                b"event: message_start\ndata: {}\n\n",
+                Some(Provider::Anthropic),
+            ),
+            (
+                b"{\"type\":\"message\",\"content\":[]}",
+                Some(Provider::Anthropic),
+            ),
+            (
+                b"[{\"request\":{},\"response\":{}}]",
+                Some(Provider::Anthropic),
+            ),
+            (
+                b"{\"type\":\"content_block_delta\"}\n",
+                Some(Provider::Anthropic),
+            ),
+            (b"{\"hello\":1}\n", None),
+            (b"", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(detect(input), *want, "{}", String::from_utf8_lossy(input));
+        }
+    }
+
+    #[test]
+    fn undetectable_input_is_reported_not_dropped() {
+        let mut auto = AutoNormalizer::new();
+        let mut out = Vec::new();
+        auto.feed(b"{\"hello\":1}\n", &mut out);
+        assert!(out.is_empty());
+        auto.finish(&mut out);
+        let kinds: Vec<_> = out
+            .iter()
+            .filter_map(Output::as_diagnostic)
+            .map(|d| d.kind)
+            .collect();
+        assert_eq!(kinds, [DiagnosticKind::Unknown, DiagnosticKind::Unknown]);
+        assert_eq!(auto.provider(), Provider::Claude);
+
+        let mut empty = AutoNormalizer::default();
+        let mut out = Vec::new();
+        empty.feed(b"  \n", &mut out);
+        empty.finish(&mut out);
+        assert!(out.is_empty());
+        assert_eq!(empty.detected(), Some(Provider::Claude));
+    }
+}
