@@ -6,6 +6,57 @@
 //! canonical file path (YAML). Validation rejects unknown kinds, missing
 //! references, bad templates, duplicate names and `call_workflow` cycles,
 //! naming the file, the step path and the reason.
+//!
+//! # YAML format
+//!
+//! ```yaml
+//! name: build                      # run.* payload name
+//! inputs:                          # {{inputs.NAME}}; no default = required
+//!   - name: target
+//!     default: release
+//! outputs:                         # rendered into run.completed.result
+//!   binary: "{{steps.compile.output}}"
+//! steps:                           # every step: name, type, timeout_ms?, continue_on_error?
+//!   - name: compile
+//!     type: command
+//!     command: "cargo build --{{inputs.target}}"
+//!   - name: read
+//!     type: operation              # tool + input (string leaves templated)
+//!     tool: read_file
+//!     input: { path: Cargo.toml }
+//!   - name: checks
+//!     type: parallel               # mode: all_succeed (default) | first_success
+//!     branches: [ { name: lint, type: command, command: "cargo clippy" } ]
+//!   - name: each
+//!     type: for_each               # items: a list, or a template giving a JSON array or lines
+//!     items: [a, b]
+//!     steps: [ { name: show, type: command, command: "echo {{loop.index}} {{loop.item}}" } ]
+//!   - name: poll
+//!     type: while                  # condition: "A == B", "A != B" or a truth value
+//!     condition: "{{steps.probe.output}} != ready"
+//!     max_iterations: 5
+//!     steps: [ { name: probe, type: command, command: "cat status" } ]
+//!   - name: sub
+//!     type: call_workflow          # a file relative to this one, with inputs
+//!     workflow: child.yaml
+//!     inputs: { text: "{{steps.read.output}}" }
+//!   - name: review
+//!     type: agent                  # provider, prompt, system_prompt?, command? (argv),
+//!     provider: claude             # model?, max_turns?, tools? (router tools, HTTP agents)
+//!     command: ["claude", "-p", "--output-format", "stream-json", "--verbose"]
+//!     prompt: "Review {{steps.read.output}}"
+//!   - name: stamp
+//!     type: my_custom_type         # any registered custom type; parameters under `with`
+//!     with: { label: x }
+//!   - name: done
+//!     type: terminal               # status: success | failure
+//!     status: success
+//!     message: "built {{steps.compile.output}}"
+//! ```
+//!
+//! Fields of another kind are rejected (a typo is an error, not a no-op).
+//! Plain YAML scalars follow YAML 1.1-style typing in places (`y`, `no`):
+//! quote strings that could read as booleans.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
