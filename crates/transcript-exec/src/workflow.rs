@@ -1263,6 +1263,37 @@ steps:
     }
 
     #[test]
+    fn the_documented_yaml_example_parses() {
+        let src = include_str!("workflow.rs");
+        let start = src.find("//! ```yaml\n").unwrap() + "//! ```yaml\n".len();
+        let end = start + src[start..].find("//! ```\n").unwrap();
+        let yaml: String = src[start..end]
+            .lines()
+            .map(|l| l.strip_prefix("//! ").unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let wf = Workflow::from_yaml(&yaml, "doc.yaml").unwrap();
+        let kinds: Vec<&str> = wf.steps.iter().map(|s| s.kind.kind_name()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "command",
+                "operation",
+                "parallel",
+                "for_each",
+                "while",
+                "call_workflow",
+                "agent",
+                "my_custom_type",
+                "terminal"
+            ]
+        );
+        let set = WorkflowSet::new("doc.yaml", wf)
+            .with("child.yaml", Workflow::new("child").input("text", None));
+        set.validate(&|k| k == "my_custom_type").unwrap();
+    }
+
+    #[test]
     fn detects_call_cycles_and_missing_targets() {
         let a = Workflow::new("a").step(Step::call_workflow("c", "b", BTreeMap::new()));
         let b = Workflow::new("b").step(Step::call_workflow("c", "a", BTreeMap::new()));
