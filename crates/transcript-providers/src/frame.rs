@@ -341,12 +341,12 @@ impl Framer {
     fn dispatch_sse(&mut self, out: &mut Vec<Frame>) {
         let ev = std::mem::take(&mut self.sse);
         let Some(start) = ev.start else { return };
-        let record = ev.event.clone().unwrap_or_else(|| "message".to_owned());
+        let record = || format!("sse/{}", ev.event.as_deref().unwrap_or("message"));
         let Some(data) = ev.data else {
             out.push(diag(
                 DiagnosticKind::Metadata,
                 start,
-                &format!("sse/{record}"),
+                &record(),
                 "event without data",
             ));
             return;
@@ -379,7 +379,7 @@ impl Framer {
             Err(e) => out.push(diag(
                 DiagnosticKind::Malformed,
                 start,
-                &format!("sse/{record}"),
+                &record(),
                 &format!("data is not JSON ({e}): {}", snippet(&data)),
             )),
         }
