@@ -54,6 +54,12 @@ enum Command {
         /// Sequential ids, a manual clock and sequential branches (byte-stable output).
         #[arg(long, hide = true)]
         deterministic: bool,
+        /// Export spans live to this OTLP/HTTP endpoint (never slows or fails the run).
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
+        /// Put message content on live spans.
+        #[arg(long, requires = "otlp_endpoint")]
+        capture_content: bool,
         #[command(flatten)]
         redaction: RedactionArgs,
     },
@@ -95,6 +101,12 @@ enum Command {
         /// Shorten tool inputs and outputs larger than this many bytes.
         #[arg(long, value_name = "BYTES")]
         truncate_outputs: Option<usize>,
+        /// OTLP/HTTP endpoint for `--format otlp` (e.g. http://127.0.0.1:4318).
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
+        /// Put message content, tool arguments and results on spans (otlp formats).
+        #[arg(long)]
+        capture_content: bool,
         #[command(flatten)]
         redaction: RedactionArgs,
     },
@@ -215,6 +227,10 @@ enum ExportFormat {
     Json,
     /// One self-contained HTML page.
     Html,
+    /// OpenTelemetry GenAI spans sent over OTLP/HTTP (needs --endpoint).
+    Otlp,
+    /// OpenTelemetry GenAI spans as OTLP/JSON.
+    OtlpJson,
 }
 
 /// A failure the CLI reports on one line.
@@ -276,6 +292,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             plugins,
             durability,
             deterministic,
+            otlp_endpoint,
+            capture_content,
             redaction,
         } => {
             let mask = redaction
@@ -290,6 +308,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 mask,
                 durability: durability.policy(),
                 deterministic,
+                otlp: otlp_endpoint.map(|url| (url, capture_content)),
                 style: Style::for_stderr(cli.color),
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -374,6 +393,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             output,
             no_reasoning,
             truncate_outputs,
+            endpoint,
+            capture_content,
             redaction,
         } => {
             let path = source::resolve(&run, &cli.storage)?;
@@ -398,7 +419,22 @@ fn run(cli: Cli) -> Result<(), CliError> {
             if let Some(r) = &redactor {
                 eprintln!("transcript: {} masks applied", r.masks_made());
             }
+            if matches!(format, ExportFormat::Otlp | ExportFormat::OtlpJson) {
+                let mut children = source::child_lookup(source::dir_of(&path));
+                let mut lookup = |id| children(id).map(mask);
+                let events = mask(loaded.decoded());
+                return cmd::otel::export(
+                    &events,
+                    &mut lookup,
+                    format == ExportFormat::Otlp,
+                    endpoint,
+                    capture_content,
+                    output.as_deref(),
+                    &mut out,
+                );
+            }
             let text = match format {
+                ExportFormat::Otlp | ExportFormat::OtlpJson => unreachable_format(),
                 ExportFormat::Markdown => transcript_export::to_markdown(&doc),
                 ExportFormat::Html => transcript_export::to_html(&doc),
                 ExportFormat::Json => {
@@ -507,6 +543,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// The otlp formats return before the document formats are matched.
+fn unreachable_format() -> String {
+    String::new()
 }
 
 /// Writes to `path` (created or truncated), or to stdout for `-` / none.

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod import;
+pub mod otel;
 pub mod run;
 pub mod show;
 pub mod stats;

@@ -38,6 +38,8 @@ pub struct RunArgs {
     pub durability: Durability,
     /// Sequential ids, a manual clock and sequential branches (byte-stable output).
     pub deterministic: bool,
+    /// Live OTLP export: endpoint and content capture.
+    pub otlp: Option<(String, bool)>,
     /// Stderr styling.
     pub style: Style,
 }
@@ -81,7 +83,21 @@ pub async fn run(args: RunArgs) -> Result<bool, CliError> {
     if let Some(mask) = &args.mask {
         factory = factory.with_mask(mask.clone());
     }
-    let factory = Arc::new(factory);
+    let factory: Arc<dyn RecorderFactory> = Arc::new(factory);
+    let live = match &args.otlp {
+        Some((endpoint, capture)) => Some(crate::cmd::otel::start_live(endpoint, *capture)?),
+        None => None,
+    };
+    let live_factory = live.as_ref().map(|l| {
+        Arc::new(crate::cmd::otel::LiveFactory::new(
+            factory.clone(),
+            l.sender(),
+        ))
+    });
+    let factory: Arc<dyn RecorderFactory> = match &live_factory {
+        Some(f) => f.clone(),
+        None => factory,
+    };
 
     let mut router = ToolRouter::with_builtins();
     for plugin in &args.plugins {
@@ -143,6 +159,14 @@ pub async fn run(args: RunArgs) -> Result<bool, CliError> {
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let closed = recorder.close().await;
     let _ = progress.await;
+    if let (Some(live), Some(forwarding), Some((endpoint, _))) = (live, &live_factory, &args.otlp) {
+        forwarding.drain().await;
+        let report = tokio::task::spawn_blocking(move || live.finish()).await;
+        match report {
+            Ok(r) => crate::cmd::otel::report_live(endpoint, &r),
+            Err(e) => eprintln!("transcript: warning: OTLP export thread failed: {e}"),
+        }
+    }
     closed.map_err(|e| CliError::Failed(format!("closing the transcript failed: {e}")))?;
 
     for e in &outcome.transcript_errors {

@@ -1,0 +1,149 @@
+//! OpenTelemetry export: stored runs (`export --format otlp|otlp-json`) and
+//! live runs (`run --otlp-endpoint`), through `transcript-otel`.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use transcript_domain::{DecodedEvent, RecordError, Recorder, RecorderFactory, RunId};
+use transcript_otel::{
+    DEFAULT_SERVICE_NAME, ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions,
+    OtlpHttpConfig, export_otlp_http, forward, map_run, write_otlp_json,
+};
+
+use crate::CliError;
+
+/// `export --format otlp|otlp-json`.
+pub fn export(
+    events: &[DecodedEvent],
+    lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
+    network: bool,
+    endpoint: Option<String>,
+    capture_content: bool,
+    output: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let trace = map_run(events, lookup, MapOptions::with_content(capture_content));
+    for p in &trace.problems {
+        eprintln!("transcript: warning: {p}");
+    }
+    let spans = trace.spans.len();
+    if network {
+        let endpoint = endpoint
+            .ok_or_else(|| CliError::Usage("--format otlp needs --endpoint URL".to_owned()))?;
+        let report = export_otlp_http(trace.spans, &OtlpHttpConfig::new(endpoint.clone()))
+            .map_err(|e| CliError::Failed(format!("OTLP export to {endpoint} failed: {e}")))?;
+        eprintln!(
+            "transcript: sent {} of {spans} spans to {endpoint} in {} requests",
+            report.spans_sent, report.requests
+        );
+        return Ok(());
+    }
+    match output {
+        Some(p) if p.as_os_str() != "-" => {
+            let file = std::fs::File::create(p).map_err(|e| CliError::Read {
+                path: p.to_path_buf(),
+                message: format!("cannot write: {e}"),
+            })?;
+            write_otlp_json(
+                trace.spans,
+                DEFAULT_SERVICE_NAME,
+                std::io::BufWriter::new(file),
+            )
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        }
+        _ => {
+            write_otlp_json(trace.spans, DEFAULT_SERVICE_NAME, &mut *out)
+                .map_err(|e| CliError::Failed(e.to_string()))?;
+            let _ = writeln!(out);
+        }
+    }
+    eprintln!("transcript: wrote {spans} spans as OTLP/JSON");
+    Ok(())
+}
+
+/// A recorder factory that also feeds every run it opens (root and child
+/// runs) to the live exporter, from a fan-out subscription. Recording never
+/// waits on the exporter: its queue drops and counts when full.
+pub struct LiveFactory {
+    inner: Arc<dyn RecorderFactory>,
+    sender: LiveSender,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<u64>>>,
+}
+
+impl LiveFactory {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn RecorderFactory>, sender: LiveSender) -> Self {
+        Self {
+            inner,
+            sender,
+            tasks: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Waits for every forwarding task (they end when their recorders close).
+    pub async fn drain(&self) {
+        let tasks: Vec<_> = self
+            .tasks
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+#[async_trait]
+impl RecorderFactory for LiveFactory {
+    async fn create(
+        &self,
+        run_id: RunId,
+        parent_run_id: Option<RunId>,
+    ) -> Result<Arc<dyn Recorder>, RecordError> {
+        let recorder = self.inner.create(run_id, parent_run_id).await?;
+        // From seq 1: nothing recorded before the subscription is missed.
+        let subscription = recorder.subscribe(Some(1)).await?;
+        let task = tokio::spawn(forward(subscription, self.sender.clone()));
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.push(task);
+        }
+        Ok(recorder)
+    }
+}
+
+/// Starts a live exporter.
+pub fn start_live(endpoint: &str, capture_content: bool) -> Result<LiveExporter, CliError> {
+    LiveExporter::start(
+        OtlpHttpConfig::new(endpoint.to_owned()),
+        LiveConfig {
+            options: MapOptions::with_content(capture_content),
+            ..LiveConfig::default()
+        },
+    )
+    .map_err(|e| CliError::Usage(format!("--otlp-endpoint {endpoint}: {e}")))
+}
+
+/// Reports the live export at the end of a run (never fails it).
+pub fn report_live(endpoint: &str, report: &ExportReport) {
+    if report.is_complete() {
+        eprintln!(
+            "transcript: exported {} spans to {endpoint}",
+            report.spans_sent
+        );
+    } else {
+        eprintln!(
+            "transcript: warning: OTLP export to {endpoint} incomplete: {} spans sent, {} failed, {} failed requests, {} events dropped{}",
+            report.spans_sent,
+            report.spans_failed,
+            report.failures,
+            report.events_dropped,
+            report
+                .last_error
+                .as_deref()
+                .map(|e| format!(" (last error: {e})"))
+                .unwrap_or_default()
+        );
+    }
+}
