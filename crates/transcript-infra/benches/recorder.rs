@@ -380,7 +380,11 @@ fn row(case: &str, value: String, ratio: f64, target: &str, pass: bool) -> Row {
     Row {
         case: case.to_owned(),
         value,
-        ratio: format!("{ratio:.2}"),
+        ratio: if ratio < 0.01 {
+            format!("{ratio:.4}")
+        } else {
+            format!("{ratio:.2}")
+        },
         target: target.to_owned(),
         verdict: if pass { "PASS" } else { "MISS" },
     }
@@ -500,7 +504,13 @@ fn main() {
 
     let g = |k: &str| m.get(k).map_or(f64::NAN, |v| median(v.clone()));
     let (a, b, c, d) = (g("1a"), g("1b"), g("1c"), g("1d"));
-    let k = |r: f64| format!("{:.0}k ev/s", r / 1000.0);
+    let k = |r: f64| {
+        if r < 10_000.0 {
+            format!("{:.2}k ev/s", r / 1000.0)
+        } else {
+            format!("{:.0}k ev/s", r / 1000.0)
+        }
+    };
     let mut rows = vec![
         row("1a write(2) per line (baseline)", k(a), 1.0, "-", true),
         row("1b 64 KiB buffered writes", k(b), b / a, "-", true),

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::chan::{self, Linger, PushError, Pushed, Receiver, Sender, TryRecvError};
 use async_trait::async_trait;
 use serde::Serialize;
-use tokio::sync::mpsc::{self, error::TryRecvError, error::TrySendError};
 use transcript_domain::{ExchangeEvent, Seq, Subscription, decode_line};
 
 /// Default per-subscriber buffer (events), from the wire contract.
@@ -29,7 +29,7 @@ pub(crate) struct SubCounters {
 
 struct SubEntry {
     id: u64,
-    tx: mpsc::Sender<Arc<ExchangeEvent>>,
+    tx: Sender<Arc<ExchangeEvent>>,
     counters: Arc<SubCounters>,
     replaying: bool,
     last_warn: Option<Instant>,
@@ -43,6 +43,8 @@ pub(crate) struct FanOut {
     next_id: u64,
     /// Drops of subscribers that are gone.
     retired_drops: u64,
+    /// Started with the first subscriber.
+    linger: Option<Linger>,
 }
 
 /// Fan-out statistics of one recorder.
@@ -77,8 +79,9 @@ impl FanOut {
         &mut self,
         capacity: usize,
         replaying: bool,
-    ) -> (mpsc::Receiver<Arc<ExchangeEvent>>, Arc<SubCounters>, u64) {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
+    ) -> (Receiver<Arc<ExchangeEvent>>, Arc<SubCounters>, u64) {
+        let (tx, rx, flush) = chan::channel(capacity);
+        self.linger.get_or_insert_with(Linger::start).watch(flush);
         let counters = Arc::new(SubCounters::default());
         let id = self.next_id;
         self.next_id += 1;
@@ -96,10 +99,15 @@ impl FanOut {
     /// drops the event for that subscriber only (drop-newest).
     pub(crate) fn broadcast(&mut self, event: &Arc<ExchangeEvent>) {
         let mut retired = 0;
+        let mut deferred = false;
         self.subs
             .retain_mut(|s| match s.tx.try_send(Arc::clone(event)) {
-                Ok(()) => true,
-                Err(TrySendError::Full(_)) => {
+                Ok(Pushed::Signalled) => true,
+                Ok(Pushed::Deferred) => {
+                    deferred = true;
+                    true
+                }
+                Err(PushError::Full) => {
                     if s.replaying {
                         s.counters.lagged.store(true, Ordering::Release);
                     } else {
@@ -119,19 +127,34 @@ impl FanOut {
                     }
                     true
                 }
-                Err(TrySendError::Closed(_)) => {
+                Err(PushError::Closed) => {
                     retired += s.counters.dropped.load(Ordering::Relaxed);
                     false
                 }
             });
         self.retired_drops += retired;
+        if deferred {
+            match &self.linger {
+                Some(l) if l.running() => l.arm(),
+                _ => self.flush_all(),
+            }
+        }
+    }
+
+    /// Wakes every parked subscriber that has events (close, or no linger thread).
+    fn flush_all(&self) {
+        for s in &self.subs {
+            s.tx.flush();
+        }
     }
 
     /// Ends every subscription (their buffered events are still delivered).
     pub(crate) fn close_all(&mut self) {
+        // Dropping the senders wakes every receiver.
         for s in self.subs.drain(..) {
             self.retired_drops += s.counters.dropped.load(Ordering::Relaxed);
         }
+        self.linger = None;
     }
 
     pub(crate) fn stats(&mut self) -> FanOutStats {
@@ -263,7 +286,7 @@ struct Replay {
 /// behind it reads the file again instead of dropping.
 pub struct JsonlSubscription {
     id: u64,
-    rx: mpsc::Receiver<Arc<ExchangeEvent>>,
+    rx: Receiver<Arc<ExchangeEvent>>,
     counters: Arc<SubCounters>,
     closed: bool,
     live_ended: bool,
@@ -284,7 +307,7 @@ impl std::fmt::Debug for JsonlSubscription {
 impl JsonlSubscription {
     pub(crate) fn live(
         id: u64,
-        rx: mpsc::Receiver<Arc<ExchangeEvent>>,
+        rx: Receiver<Arc<ExchangeEvent>>,
         counters: Arc<SubCounters>,
     ) -> Self {
         Self {
@@ -300,7 +323,7 @@ impl JsonlSubscription {
 
     pub(crate) fn replaying(
         id: u64,
-        rx: mpsc::Receiver<Arc<ExchangeEvent>>,
+        rx: Receiver<Arc<ExchangeEvent>>,
         counters: Arc<SubCounters>,
         tail: FileTail,
         from: Seq,
