@@ -55,7 +55,11 @@
 //! Callers arriving meanwhile wait and are written in the next batch. A lone
 //! producer therefore pays no thread hand-off at all; concurrent producers
 //! share writes and syncs. After a batch of several lines the leader yields a
-//! few times so producers that were just woken can join the next batch. The
+//! few times so producers that were just woken can join the next batch, and
+//! it keeps writing the batches that queue up meanwhile (up to 32) before it
+//! hands leadership to a waiter: a running leader is cheaper than waking one.
+//! A successful `record` also spends tokio's cooperative budget, so a lone
+//! producer that never has to wait still lets its worker run other tasks. The
 //! I/O is plain blocking `std::fs` on the leader's thread (never `tokio::fs`
 //! per event): short, and it is what acknowledgement waits for anyway.
 //!

@@ -35,8 +35,9 @@ pub enum Durability {
     /// kernel had not written back yet (typically up to ~30 s).
     #[default]
     None,
-    /// A background thread calls `fdatasync` every interval while there is
-    /// unsynced data: a power loss loses at most about one interval.
+    /// A background thread calls `fdatasync` every interval (at least 1 ms)
+    /// while there is unsynced data: a power loss loses at most about one
+    /// interval.
     Interval(Duration),
     /// `fdatasync` before acknowledging: an acknowledged event survives a
     /// power loss. Concurrent records share one write and one sync.
@@ -314,6 +315,8 @@ impl Flusher {
         committed: Arc<AtomicU64>,
         path: PathBuf,
     ) -> Self {
+        // A zero interval would spin; 1 ms is already far below what a disk syncs at.
+        let every = every.max(Duration::from_millis(1));
         let (stop, stopped) = std_mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("transcript-flush".to_owned())
