@@ -140,7 +140,8 @@ impl Framer {
                     if !self.json.active
                         && matches!(bytes[i], b'{' | b'[')
                         && let Some(nl) = find_newline(&bytes[i..])
-                        && let Ok(value) = serde_json::from_slice::<Value>(&bytes[i..i + nl])
+                        && let Ok(value) =
+                            crate::json::parse_record(bytes[i..i + nl].trim_ascii_end())
                     {
                         emit_value(value, self.here(), None, out);
                         self.offset += nl as u64 + 1;
@@ -357,7 +358,7 @@ impl Framer {
         }
         // Valid JSON has no raw control bytes in strings, so the repair
         // pass only runs when a plain parse fails (same result, less work).
-        let plain = serde_json::from_slice::<Value>(&data).map(|v| (v, false));
+        let plain = crate::json::parse_record(&data).map(|v| (v, false));
         let (parsed, repaired) = match plain {
             Ok(v) => (Ok(v), false),
             Err(_) => {
@@ -536,8 +537,10 @@ fn fallback_lines(buf: &[u8], start: Position, out: &mut Vec<Frame>, why: &str) 
             element: None,
         };
         offset += raw.len() as u64 + 1;
-        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if line.iter().all(|b| b.is_ascii_whitespace()) {
+        // Trailing whitespace trimmed as the scanner's records are, so the
+        // eager/lazy parse choice (by size) sees the same bytes.
+        let line = raw.trim_ascii_end();
+        if line.is_empty() {
             continue;
         }
         let (bytes, repaired) = sanitize(line);
@@ -582,13 +585,13 @@ fn diag(kind: DiagnosticKind, position: Position, record: &str, detail: &str) ->
 
 /// Parses JSON; on invalid UTF-8 retries with lossy replacement.
 fn parse(bytes: &[u8]) -> Result<(Value, bool), serde_json::Error> {
-    match serde_json::from_slice::<Value>(bytes) {
+    match crate::json::parse_record(bytes) {
         Ok(v) => Ok((v, false)),
         Err(e) => match std::str::from_utf8(bytes) {
             Ok(_) => Err(e),
             Err(_) => {
                 let text = String::from_utf8_lossy(bytes);
-                serde_json::from_str::<Value>(&text).map(|v| (v, true))
+                crate::json::parse_record(text.as_bytes()).map(|v| (v, true))
             }
         },
     }
@@ -779,6 +782,35 @@ mod tests {
             }
         }
         assert_eq!(find_newline("é\u{80}\n".as_bytes()), Some(4));
+    }
+
+    #[test]
+    fn eager_lazy_choice_does_not_depend_on_chunking() {
+        for extra in 0..3 {
+            let head = "{\"input\":{\"a\": 1},\"pad\":\"";
+            let pad = crate::json::EAGER_LIMIT + extra - head.len() - 2;
+            let record = format!("{head}{}\"}}", "x".repeat(pad));
+            // After a first record, so that the whole-chunk feed takes the
+            // single-line fast path while byte-by-byte feeding scans.
+            let input = format!("{{}}\n{record}  \r\n");
+            let whole = frames(input.as_bytes());
+            let mut f = Framer::new();
+            let mut bytewise = Vec::new();
+            for b in input.as_bytes() {
+                f.feed(std::slice::from_ref(b), &mut bytewise);
+            }
+            f.finish(&mut bytewise);
+            let raw = |fr: &[Frame]| match &fr[1] {
+                Frame::Record(r) => r.value.raw("input").get().to_owned(),
+                Frame::Diagnostic(d) => panic!("{d}"),
+            };
+            assert_eq!(
+                raw(&whole),
+                raw(&bytewise),
+                "record length {}",
+                record.len()
+            );
+        }
     }
 
     #[test]

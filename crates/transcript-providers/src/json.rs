@@ -40,9 +40,10 @@ pub enum Value {
     Object(Map),
 }
 
-/// A value kept as raw JSON text until first read.
+/// A value kept as raw JSON text until first read (or parsed eagerly, for
+/// small records; see [`parse_record`]).
 pub struct Lazy {
-    raw: Box<RawValue>,
+    raw: Option<Box<RawValue>>,
     parsed: OnceCell<Value>,
 }
 
@@ -50,30 +51,34 @@ impl Lazy {
     /// Wraps raw JSON text.
     pub fn new(raw: Box<RawValue>) -> Self {
         Self {
-            raw,
+            raw: Some(raw),
             parsed: OnceCell::new(),
         }
     }
 
-    /// A lazy holder of an already parsed value (serialized for its text).
+    /// A holder of an already parsed value.
     pub fn from_value(v: Value) -> Self {
-        let raw = serde_json::value::to_raw_value(&v).unwrap_or_else(|_| RawValue::NULL.to_owned());
         let parsed = OnceCell::new();
         let _ = parsed.set(v);
-        Self { raw, parsed }
+        Self { raw: None, parsed }
     }
 
     /// The parsed value (parsed on first call).
     pub fn value(&self) -> &Value {
-        self.parsed
-            .get_or_init(|| serde_json::from_str(self.raw.get()).unwrap_or(Value::Null))
+        self.parsed.get_or_init(|| match &self.raw {
+            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            None => Value::Null,
+        })
     }
 
     /// The parsed value, by value.
     pub fn into_value(self) -> Value {
         match self.parsed.into_inner() {
             Some(v) => v,
-            None => serde_json::from_str(self.raw.get()).unwrap_or(Value::Null),
+            None => match &self.raw {
+                Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+                None => Value::Null,
+            },
         }
     }
 
@@ -81,13 +86,34 @@ impl Lazy {
     /// number spelling and escapes preserved) unless it spans several lines,
     /// which a JSON Lines transcript cannot carry; then it is re-serialized.
     pub fn to_raw(&self) -> RawJson {
-        let text = self.raw.get();
-        if text.bytes().any(|b| b == b'\n' || b == b'\r') {
-            self.value().to_raw()
-        } else {
-            RawJson::from_raw(self.raw.clone())
+        match &self.raw {
+            Some(raw) if !has_line_break(raw.get()) => RawJson::from_raw(raw.clone()),
+            _ => self.value().to_raw(),
         }
     }
+}
+
+/// Whether raw JSON text spans lines. Strings cannot contain a raw line
+/// break (it is escaped), so only containers are searched, eight bytes at a
+/// time.
+fn has_line_break(text: &str) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let bytes = text.as_bytes();
+    if !matches!(bytes.first(), Some(b'{' | b'[')) {
+        return false;
+    }
+    let zero_in = |x: u64| x.wrapping_sub(LO) & !x & HI != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in chunks.by_ref() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let x = u64::from_le_bytes(w);
+        if zero_in(x ^ (LO * u64::from(b'\n'))) || zero_in(x ^ (LO * u64::from(b'\r'))) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| b == b'\n' || b == b'\r')
 }
 
 impl Deref for Lazy {
@@ -114,7 +140,10 @@ impl PartialEq for Lazy {
 
 impl fmt::Debug for Lazy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Lazy({})", self.raw.get())
+        match &self.raw {
+            Some(raw) => write!(f, "Lazy({})", raw.get()),
+            None => write!(f, "Lazy({:?})", self.value()),
+        }
     }
 }
 
@@ -301,6 +330,81 @@ impl<'de> Deserialize<'de> for Value {
     }
 }
 
+/// Records up to this size are parsed eagerly: building a small tree
+/// directly costs fewer allocations than keeping every field as raw text.
+pub const EAGER_LIMIT: usize = 1024;
+
+/// Parses one framed record: eagerly when small, lazily otherwise. Opaque
+/// values of lazy records are carried verbatim; those of eager records are
+/// re-serialized compactly (same JSON value, same key order).
+pub fn parse_record(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    if bytes.len() <= EAGER_LIMIT {
+        serde_json::from_slice::<Eager>(bytes).map(|e| e.0)
+    } else {
+        serde_json::from_slice::<Value>(bytes)
+    }
+}
+
+/// A value parsed with every container built immediately.
+struct Eager(Value);
+
+impl<'de> Deserialize<'de> for Eager {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(EagerVisitor).map(Eager)
+    }
+}
+
+struct EagerVisitor;
+
+impl<'de> Visitor<'de> for EagerVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Eager::deserialize(d).map(|e| e.0)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(Eager(e)) = seq.next_element::<Eager>()? {
+            v.push(Lazy::from_value(e));
+        }
+        Ok(Value::Array(v))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some((k, Eager(v))) = map.next_entry::<String, Eager>()? {
+            entries.push((k, Lazy::from_value(v)));
+        }
+        Ok(Value::Object(Map(entries)))
+    }
+}
+
 struct ValueVisitor;
 
 impl<'de> Visitor<'de> for ValueVisitor {
@@ -374,5 +478,14 @@ mod tests {
         assert_eq!(v.raw("a").get(), r#"{"k" : 1.50}"#);
         assert_eq!(v.raw("b").get(), r#"{"x":1}"#);
         assert!(v.raw("missing").is_null());
+        for (text, want) in [
+            ("\"a\\nb\"", false),
+            ("[1,\n2]", true),
+            ("{\"a\":1,\r\"b\":2}", true),
+            ("{\"a\":\"0123456789abcdef\"}", false),
+            ("12", false),
+        ] {
+            assert_eq!(has_line_break(text), want, "{text}");
+        }
     }
 }

@@ -57,12 +57,17 @@
 //!   split message), so summing `usage` over turns never double counts.
 //!   `input_tokens` excludes cache reads for every provider (OpenAI, Codex
 //!   and Gemini counts are converted by subtracting cached tokens).
-//! - **Opaque values verbatim**: tool inputs and outputs are copied from the
-//!   input text as is (key order, number spelling, escapes; decision 14's
-//!   spirit), re-serialized compactly only when they span several lines,
-//!   which a JSON Lines transcript cannot carry. [`json::Value`] keeps
-//!   containers as raw text until a mapper reads them, without serde_json's
-//!   workspace-wide `preserve_order` feature.
+//! - **Opaque values keep their key order**, and in records over
+//!   [`json::EAGER_LIMIT`] bytes they are copied verbatim from the input
+//!   (number spelling, escapes, spacing; decision 14's spirit) unless they
+//!   span several lines, which a JSON Lines transcript cannot carry; small
+//!   records are parsed eagerly and their opaque values re-serialized
+//!   compactly (same value, same key order). [`json::Value`] keeps the
+//!   containers of large records as raw text until a mapper reads them,
+//!   without serde_json's workspace-wide `preserve_order` feature. The
+//!   eager/lazy choice is made on the record's bytes with trailing
+//!   whitespace trimmed on every path, so it cannot depend on chunking
+//!   (`frame::tests::eager_lazy_choice_does_not_depend_on_chunking`).
 //!
 //! # Performance
 //!
