@@ -46,15 +46,6 @@ fn demo() -> Demo {
         .arg(&storage)
         .arg("--workspace")
         .arg(&workspace)
-        .args([
-            "--plugin",
-            "python3 fixtures/plugins/text_plugin.py",
-            "--input",
-        ])
-        .arg(format!(
-            "agents_dir={}",
-            repo().join("fixtures/workflows/agents").display()
-        ))
         .output()
         .unwrap();
     assert!(
@@ -508,7 +499,7 @@ fn import_refuses_bad_input_and_writes_nothing() {
 #[test]
 fn import_our_own_provider_fixtures_deterministically() {
     let dir = tempfile::tempdir().unwrap();
-    let fixture = repo().join("fixtures/workflows/agents/claude-review.jsonl");
+    let fixture = repo().join("fixtures/agents/claude-review.jsonl");
     let out = bin()
         .args(["import", "auto", "--deterministic"])
         .arg(&fixture)

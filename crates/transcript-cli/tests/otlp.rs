@@ -86,13 +86,6 @@ fn demo_args(storage: &std::path::Path, workspace: &std::path::Path) -> Vec<Stri
         storage.display().to_string(),
         "--workspace".into(),
         workspace.display().to_string(),
-        "--plugin".into(),
-        "python3 fixtures/plugins/text_plugin.py".into(),
-        "--input".into(),
-        format!(
-            "agents_dir={}",
-            repo().join("fixtures/workflows/agents").display()
-        ),
     ]
 }
 

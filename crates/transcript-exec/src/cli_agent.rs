@@ -10,7 +10,7 @@
 //! tool_use never got its result (it stays dangling, decision 11).
 //!
 //! For offline runs, the command can replay a recorded provider stream:
-//! `["cat", "fixtures/workflows/agents/claude-review.jsonl"]`.
+//! `["cat", "fixtures/agents/claude-review.jsonl"]`.
 
 use std::process::Stdio;
 

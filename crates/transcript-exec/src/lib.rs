@@ -149,10 +149,11 @@ pub use cli_agent::CliAgentRunner;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
 pub use http_agent::HttpAgentRunner;
-pub use plugin::ExternalPlugin;
+pub use plugin::{ExternalPlugin, start_declared_plugins};
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};
 pub use workflow::{
-    AgentSpec, InputDef, Items, ParallelMode, Step, StepKind, Workflow, WorkflowError, WorkflowSet,
+    AgentSpec, InputDef, Items, ParallelMode, PluginSpec, Step, StepKind, Workflow, WorkflowError,
+    WorkflowSet,
 };

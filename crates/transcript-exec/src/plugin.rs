@@ -191,3 +191,18 @@ impl Plugin for ExternalPlugin {
         .await
     }
 }
+
+/// Starts every plugin the workflow set declares (`plugins:`; each in its
+/// workflow's directory) and registers it on `router`. Returns how many were
+/// started.
+pub async fn start_declared_plugins(
+    set: &crate::workflow::WorkflowSet,
+    router: &mut crate::tools::ToolRouter,
+) -> Result<usize, ToolError> {
+    let specs = set.plugins();
+    for spec in &specs {
+        let plugin = ExternalPlugin::start(&spec.argv, spec.cwd.clone()).await?;
+        router.register_plugin(std::sync::Arc::new(plugin))?;
+    }
+    Ok(specs.len())
+}

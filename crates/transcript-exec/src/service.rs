@@ -587,7 +587,7 @@ fn run_workflow(
             workflow: wf.name.clone(),
         });
 
-        let mut scope = Scope::new(inputs);
+        let mut scope = Scope::new(inputs).with_workflow_dir(wf.dir.as_deref());
         let seq = run_seq(&ctx, &wf.steps, "", 0, &mut scope, &cancel).await;
         let (status, error) = match seq.flow {
             Flow::Done | Flow::Terminate { success: true, .. } => (Status::Success, None),

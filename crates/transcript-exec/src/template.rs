@@ -37,6 +37,10 @@ pub enum Reference {
     LoopItem(Vec<String>),
     /// `loop.index`
     LoopIndex,
+    /// `workflow.dir`: the absolute directory of the workflow's file
+    /// (empty for workflows built in Rust), so a workflow can name files
+    /// that ship beside it.
+    WorkflowDir,
 }
 
 /// The value of a step a template can read.
@@ -66,6 +70,7 @@ impl fmt::Display for Reference {
             Reference::LoopItem(path) if path.is_empty() => f.write_str("loop.item"),
             Reference::LoopItem(path) => write!(f, "loop.item.{}", path.join(".")),
             Reference::LoopIndex => f.write_str("loop.index"),
+            Reference::WorkflowDir => f.write_str("workflow.dir"),
         }
     }
 }
@@ -170,6 +175,7 @@ fn parse_reference(inner: &str) -> Result<Reference, String> {
             })
         }
         ["loop", "index"] => Ok(Reference::LoopIndex),
+        ["workflow", "dir"] => Ok(Reference::WorkflowDir),
         ["loop", "item", fields @ ..] => Ok(Reference::LoopItem(
             fields.iter().map(|f| (*f).to_owned()).collect(),
         )),
@@ -213,6 +219,7 @@ pub struct LoopFrame {
 /// shared between branches.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
+    workflow_dir: Option<Arc<str>>,
     inputs: Arc<Map<String, Value>>,
     steps: HashMap<String, StepValue>,
     loop_frame: Option<LoopFrame>,
@@ -222,10 +229,17 @@ impl Scope {
     /// A scope with the run's inputs and nothing else.
     pub fn new(inputs: Map<String, Value>) -> Self {
         Self {
+            workflow_dir: None,
             inputs: Arc::new(inputs),
             steps: HashMap::new(),
             loop_frame: None,
         }
+    }
+
+    /// Sets what `{{workflow.dir}}` reads.
+    pub fn with_workflow_dir(mut self, dir: Option<&std::path::Path>) -> Self {
+        self.workflow_dir = dir.map(|d| Arc::from(d.display().to_string()));
+        self
     }
 
     /// Records a step's value.
@@ -249,6 +263,9 @@ impl Scope {
                 (Some(v), StepField::Error) => Value::String(v.error.clone().unwrap_or_default()),
                 (None, _) => Value::Null,
             },
+            Reference::WorkflowDir => {
+                Value::String(self.workflow_dir.as_deref().unwrap_or_default().to_owned())
+            }
             Reference::LoopIndex => self
                 .loop_frame
                 .as_ref()

@@ -114,6 +114,22 @@ pub struct Workflow {
     pub outputs: BTreeMap<String, String>,
     /// The top-level steps.
     pub steps: Vec<Step>,
+    /// External tool plugins the workflow needs (argv each), started by the
+    /// runner with the workflow's directory as working directory.
+    pub plugins: Vec<Vec<String>>,
+    /// The directory of the workflow's file (`{{workflow.dir}}`); `None` for
+    /// workflows built in Rust.
+    pub dir: Option<PathBuf>,
+}
+
+/// An external plugin a workflow declares: its argv and the directory it
+/// starts in (the declaring workflow's).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PluginSpec {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
 }
 
 impl Workflow {
@@ -124,6 +140,8 @@ impl Workflow {
             inputs: Vec::new(),
             outputs: BTreeMap::new(),
             steps: Vec::new(),
+            plugins: Vec::new(),
+            dir: None,
         }
     }
 
@@ -436,6 +454,8 @@ struct WorkflowDef {
     inputs: Vec<InputDef>,
     #[serde(default)]
     outputs: BTreeMap<String, String>,
+    #[serde(default)]
+    plugins: Vec<Vec<String>>,
     steps: Vec<StepDef>,
 }
 
@@ -506,11 +526,20 @@ impl WorkflowDef {
             .into_iter()
             .map(|s| s.into_step(file, ""))
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(empty) = self.plugins.iter().position(Vec::is_empty) {
+            return Err(WorkflowError::new(
+                file,
+                None,
+                format!("plugins[{empty}]: empty command"),
+            ));
+        }
         Ok(Workflow {
             name: self.name,
             inputs: self.inputs,
             outputs: self.outputs,
             steps,
+            plugins: self.plugins,
+            dir: None,
         })
     }
 }
@@ -744,6 +773,27 @@ impl WorkflowSet {
         Ok(set)
     }
 
+    /// Every plugin the set's workflows declare, once each, root first.
+    pub fn plugins(&self) -> Vec<PluginSpec> {
+        let mut keys: Vec<&String> = self.workflows.keys().collect();
+        keys.sort_by_key(|k| (*k != &self.root, (*k).clone()));
+        let mut out: Vec<PluginSpec> = Vec::new();
+        for key in keys {
+            if let Some(wf) = self.workflows.get(key) {
+                for argv in &wf.plugins {
+                    let spec = PluginSpec {
+                        argv: argv.clone(),
+                        cwd: wf.dir.clone(),
+                    };
+                    if !out.contains(&spec) {
+                        out.push(spec);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The root workflow's key.
     pub fn root_key(&self) -> &str {
         &self.root
@@ -893,6 +943,7 @@ fn load_file(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     rewrite_calls(&mut wf.steps, "", &dir, &shown, workflows)?;
+    wf.dir = Some(dir);
     workflows.insert(key.clone(), Arc::new(wf));
     Ok(key)
 }
@@ -1312,5 +1363,48 @@ steps:
             .unwrap_err();
         assert!(e.reason.contains("required input 'need'"), "{e}");
         let _ = json!(null);
+    }
+}
+
+#[cfg(test)]
+mod declared_plugins_tests {
+    use super::*;
+
+    #[test]
+    fn plugins_and_workflow_dir_come_from_the_file() {
+        let dir = std::env::temp_dir().join(format!("wf-plugins-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("p.yaml");
+        std::fs::write(
+            &file,
+            "name: p\nplugins:\n  - [\"python3\", \"tool.py\"]\n  - [\"python3\", \"tool.py\"]\nsteps:\n  - name: s\n    type: command\n    command: \"cat {{workflow.dir}}/data.txt\"\n",
+        )
+        .unwrap();
+        let set = WorkflowSet::load(&file).unwrap();
+        let specs = set.plugins();
+        assert_eq!(specs.len(), 1, "declared twice, started once");
+        assert_eq!(specs[0].argv, ["python3", "tool.py"]);
+        assert_eq!(
+            specs[0].cwd.as_deref(),
+            Some(dir.canonicalize().unwrap().as_path())
+        );
+        assert_eq!(set.root().unwrap().dir, specs[0].cwd);
+        let empty =
+            Workflow::from_yaml("name: e\nplugins: [[]]\nsteps: []\n", "e.yaml").unwrap_err();
+        assert!(
+            empty.reason.contains("plugins[0]: empty command"),
+            "{empty}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn workflow_dir_template_reads_the_scope() {
+        let t = crate::template::Template::parse("{{workflow.dir}}/agents").unwrap();
+        let scope = crate::template::Scope::new(serde_json::Map::new())
+            .with_workflow_dir(Some(Path::new("/srv/flows")));
+        assert_eq!(t.render(&scope), "/srv/flows/agents");
+        let rust_built = crate::template::Scope::new(serde_json::Map::new());
+        assert_eq!(t.render(&rust_built), "/agents");
     }
 }

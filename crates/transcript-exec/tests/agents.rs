@@ -32,11 +32,7 @@ fn agent(name: &str, provider: &str, command: Vec<String>, prompt: &str) -> Step
 fn replay(file: &str) -> Vec<String> {
     vec![
         "cat".into(),
-        fixtures()
-            .join("workflows/agents")
-            .join(file)
-            .display()
-            .to_string(),
+        fixtures().join("agents").join(file).display().to_string(),
     ]
 }
 
@@ -174,9 +170,7 @@ async fn codex_replay_is_normalized_too() {
 async fn crashed_agent_keeps_its_dangling_tool_use_and_fails_the_step() {
     let script = format!(
         "cat '{}'; echo 'segfault in agent' >&2; exit 2",
-        fixtures()
-            .join("workflows/agents/claude-partial.jsonl")
-            .display()
+        fixtures().join("agents/claude-partial.jsonl").display()
     );
     let (factory, out) = run_one(agent(
         "crash",
@@ -209,9 +203,7 @@ async fn crashed_agent_keeps_its_dangling_tool_use_and_fails_the_step() {
 async fn timed_out_agent_is_killed_and_recorded() {
     let script = format!(
         "cat '{}'; exec sleep 30",
-        fixtures()
-            .join("workflows/agents/claude-partial.jsonl")
-            .display()
+        fixtures().join("agents/claude-partial.jsonl").display()
     );
     let started = std::time::Instant::now();
     let (factory, out) = run_one(
@@ -360,7 +352,7 @@ impl transcript_domain::Recorder for Notify {
 #[tokio::test]
 async fn agent_output_is_recorded_while_the_agent_still_runs() {
     let (_d, ws) = workspace();
-    let review = fixtures().join("workflows/agents/claude-review.jsonl");
+    let review = fixtures().join("agents/claude-review.jsonl");
     // Print the first two records, then wait (in the agent) until the test
     // has seen the tool call recorded and creates `go`.
     let script = format!(

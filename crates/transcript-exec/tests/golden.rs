@@ -1,6 +1,6 @@
 //! The golden demo run (NFR-004): `fixtures/workflows/demo.yaml` run
 //! deterministically through the real JSONL recorder must equal
-//! `fixtures/workflows/golden/demo/` byte for byte (root file, child files
+//! `fixtures/golden/demo-run/` byte for byte (root file, child files
 //! and audit trail). Regenerate after an intended change with
 //! `TRANSCRIPT_UPDATE_GOLDEN=1 cargo test -p transcript-exec --test golden`
 //! and review the diff.
@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::{Map, json};
+use serde_json::Map;
 use tokio_util::sync::CancellationToken;
 use transcript_domain::tree::build_run_tree;
 use transcript_domain::{EventType, Fidelity, ManualClock, RunId};
@@ -40,9 +40,15 @@ async fn demo_run(storage: &Path) -> transcript_exec::RunOutcome {
     let (_d, ws) = workspace();
     let factory =
         JsonlRecorderFactory::new(storage).with_clock(Arc::new(ManualClock::stepping(ts0(), 1)));
-    let router = transcript_exec::demo::demo_router(&fixtures().join("plugins/text_plugin.py"))
-        .await
-        .unwrap();
+    let set = WorkflowSet::load(fixtures().join("workflows/demo.yaml")).unwrap();
+    // The demo declares its plugin; start it the way a runner does.
+    let mut router = transcript_exec::ToolRouter::with_builtins();
+    assert_eq!(
+        transcript_exec::start_declared_plugins(&set, &mut router)
+            .await
+            .unwrap(),
+        1
+    );
     let builder = ExecutionService::deterministic_builder(&ws, ts0())
         .clock(Arc::new(ManualClock::stepping(ts0(), 1)))
         .recorder_factory(Arc::new(factory))
@@ -52,10 +58,7 @@ async fn demo_run(storage: &Path) -> transcript_exec::RunOutcome {
         .unwrap()
         .build()
         .unwrap();
-    let set = WorkflowSet::load(fixtures().join("workflows/demo.yaml")).unwrap();
-    let agents = fixtures().join("workflows/agents").canonicalize().unwrap();
-    let inputs = Map::from_iter([("agents_dir".to_owned(), json!(agents.display().to_string()))]);
-    svc.run(&set, inputs, CancellationToken::new())
+    svc.run(&set, Map::new(), CancellationToken::new())
         .await
         .unwrap()
 }
@@ -72,7 +75,7 @@ async fn demo_run_equals_the_golden_files() {
     );
     let produced = read_dir_files(storage.path());
 
-    let golden_dir = fixtures().join("workflows/golden/demo");
+    let golden_dir = fixtures().join("golden/demo-run");
     if std::env::var_os("TRANSCRIPT_UPDATE_GOLDEN").is_some() {
         let _ = std::fs::remove_dir_all(&golden_dir);
         std::fs::create_dir_all(&golden_dir).unwrap();

@@ -77,8 +77,7 @@ async fn replay_server(responses: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>
 }
 
 fn recorded() -> Vec<Value> {
-    let text =
-        std::fs::read_to_string(fixtures().join("workflows/agents/openai-tool-loop.json")).unwrap();
+    let text = std::fs::read_to_string(fixtures().join("agents/openai-tool-loop.json")).unwrap();
     serde_json::from_str::<Vec<Value>>(&text).unwrap()
 }
 

@@ -100,6 +100,9 @@ pub async fn run(args: RunArgs) -> Result<bool, CliError> {
     };
 
     let mut router = ToolRouter::with_builtins();
+    transcript_exec::start_declared_plugins(&set, &mut router)
+        .await
+        .map_err(|e| CliError::Failed(format!("{}: plugin: {e}", args.workflow.display())))?;
     for plugin in &args.plugins {
         let argv: Vec<String> = plugin.split_whitespace().map(str::to_owned).collect();
         let started = ExternalPlugin::start(&argv, None)
