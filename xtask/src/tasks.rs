@@ -200,7 +200,8 @@ pub fn stress(root: &Path, trials: u32) -> Result<i32, Error> {
     let counts = test_counts(&lines);
     let trial_lines: Vec<&String> = lines
         .iter()
-        .filter(|l| l.to_ascii_lowercase().contains("trial"))
+        // the test's own report, not libtest's `test kill_trials ... ok` line
+        .filter(|l| l.to_ascii_lowercase().contains("trials") && !l.starts_with("test "))
         .collect();
     eprintln!(
         "stress: {KILL_TRIALS_VAR}={trials}: kill test {} ({} passed, {} failed) in {:.1}s",
