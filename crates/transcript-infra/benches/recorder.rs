@@ -25,7 +25,7 @@ use transcript_infra::{Durability, JsonlRecorder, ReadItem, SystemClock, Transcr
 
 const N: usize = 200_000;
 const LINE: usize = 377;
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 
 fn bench_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")

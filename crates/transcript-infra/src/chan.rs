@@ -97,6 +97,12 @@ impl<T> Sender<T> {
         Ok(pushed)
     }
 
+    /// Whether a push would be accepted now (open and not full).
+    pub(crate) fn has_room(&self) -> bool {
+        let s = self.chan.lock();
+        !s.receiver_gone && s.buf.len() < self.chan.capacity
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.chan.lock().receiver_gone
     }

@@ -35,6 +35,36 @@ struct SubEntry {
     last_warn: Option<Instant>,
 }
 
+impl SubEntry {
+    /// The buffer was full for event `seq`: a replaying subscriber will
+    /// re-read the file; a live one loses the event (drop-newest).
+    fn full(&mut self, seq: Seq) {
+        if self.replaying {
+            self.counters.lagged.store(true, Ordering::Release);
+            return;
+        }
+        let dropped = self.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        // Reading the clock on every drop would cost the writer; every 64th
+        // drop (and the first) is often enough for a once-per-second warning.
+        if dropped % 64 != 1 {
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .last_warn
+            .is_none_or(|t| now.duration_since(t) >= WARN_EVERY)
+        {
+            self.last_warn = Some(now);
+            tracing::warn!(
+                subscriber = self.id,
+                dropped,
+                seq,
+                "transcript subscriber is not keeping up; dropping newest events"
+            );
+        }
+    }
+}
+
 /// Subscriber registry; lives inside the writer's lock, so registration and
 /// broadcast are ordered with respect to writes.
 #[derive(Default)]
@@ -97,6 +127,26 @@ impl FanOut {
 
     /// Hands `event` to every subscriber without waiting: a full buffer
     /// drops the event for that subscriber only (drop-newest).
+    /// Broadcasts event `seq`, building it with `make` only if some
+    /// subscriber has room (a slow subscriber alone costs no event build).
+    pub(crate) fn broadcast_with(&mut self, seq: Seq, make: impl FnOnce() -> Arc<ExchangeEvent>) {
+        if self.subs.iter().any(|s| s.tx.has_room()) {
+            self.broadcast(&make());
+        } else {
+            let mut retired = 0;
+            self.subs.retain_mut(|s| {
+                if s.tx.is_closed() {
+                    retired += s.counters.dropped.load(Ordering::Relaxed);
+                    false
+                } else {
+                    s.full(seq);
+                    true
+                }
+            });
+            self.retired_drops += retired;
+        }
+    }
+
     pub(crate) fn broadcast(&mut self, event: &Arc<ExchangeEvent>) {
         let mut retired = 0;
         let mut deferred = false;
@@ -108,23 +158,7 @@ impl FanOut {
                     true
                 }
                 Err(PushError::Full) => {
-                    if s.replaying {
-                        s.counters.lagged.store(true, Ordering::Release);
-                    } else {
-                        let dropped = s.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-                        let now = Instant::now();
-                        if s.last_warn
-                            .is_none_or(|t| now.duration_since(t) >= WARN_EVERY)
-                        {
-                            s.last_warn = Some(now);
-                            tracing::warn!(
-                                subscriber = s.id,
-                                dropped,
-                                seq = event.seq,
-                                "transcript subscriber is not keeping up; dropping newest events"
-                            );
-                        }
-                    }
+                    s.full(event.seq);
                     true
                 }
                 Err(PushError::Closed) => {

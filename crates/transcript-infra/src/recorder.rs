@@ -795,13 +795,11 @@ impl Shared {
                 if let Work::Record { draft, .. } = &mut entry.work
                     && let Some(draft) = draft.take()
                 {
-                    let event = Arc::new(draft.into_event(
-                        first + i as u64,
-                        self.run_id,
-                        self.parent_run_id,
-                        w.stamps[i],
-                    ));
-                    w.fanout.broadcast(&event);
+                    let (run_id, parent, stamp) = (self.run_id, self.parent_run_id, w.stamps[i]);
+                    let seq = first + i as u64;
+                    w.fanout.broadcast_with(seq, || {
+                        Arc::new(draft.into_event(seq, run_id, parent, stamp))
+                    });
                 }
             }
         }
