@@ -596,3 +596,51 @@ fn redaction_keeps_planted_secrets_off_disk_and_out_of_exports() {
     );
     assert!(!structure.contains(secret) && structure.contains("\"leak\""));
 }
+
+/// Receipts derive usage only from the transcript; Claude Code repeats a
+/// message's usage on every line of that message, and it must count once:
+/// totals equal the jq-established (deduplicated) figures of the manifest.
+#[test]
+fn receipts_count_claude_usage_once_per_message() {
+    let Some(root) = real_fixtures() else { return };
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("fixtures/real-manifest/claude.json")).unwrap(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for (file, expected) in manifest["files"].as_object().unwrap() {
+        let input_tokens = expected["input_tokens"].as_u64().unwrap();
+        if input_tokens == 0 {
+            continue;
+        }
+        let path = root.join("claude-code").join(file);
+        let out = bin()
+            .args(["import", "claude"])
+            .arg(&path)
+            .arg("--storage")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{file}: {}", text(&out.stderr));
+        let run_id = text(&out.stdout).split('\t').next().unwrap().to_owned();
+        let receipts: serde_json::Value =
+            serde_json::from_str(&run_ok(&["receipts", &run_id, "--json"], dir.path())).unwrap();
+        assert_eq!(
+            receipts["receipts"].as_array().unwrap().len(),
+            1,
+            "{file}: one agent step"
+        );
+        assert_eq!(
+            receipts["total"]["input_tokens"].as_u64(),
+            Some(input_tokens),
+            "{file}"
+        );
+        assert_eq!(
+            receipts["total"]["output_tokens"], expected["output_tokens"],
+            "{file}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 4, "checked {checked} captures with usage");
+}

@@ -1,0 +1,162 @@
+//! The HTML export rendered in headless Chromium (Debian's `chromium`
+//! package; `.ci/run` installs it when missing). The page must load without
+//! console errors or blocked requests and show every step name. A screenshot
+//! is taken into a temporary directory, never into the repository.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRANSCRIPT_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            Command::new(name)
+                .arg("--version")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|_| PathBuf::from(name))
+        })
+}
+
+fn headless(browser: &Path, profile: &Path) -> Command {
+    let mut c = Command::new(browser);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+fn step_names(tree: &serde_json::Value, out: &mut Vec<String>) {
+    if let Some(steps) = tree["steps"].as_array() {
+        for s in steps {
+            out.push(s["name"].as_str().unwrap().to_owned());
+            step_names(s, out);
+        }
+    }
+    if let Some(children) = tree["children"].as_array() {
+        for s in children {
+            out.push(s["name"].as_str().unwrap().to_owned());
+            step_names(s, out);
+        }
+    }
+    if tree["child"].is_object() {
+        step_names(&tree["child"], out);
+    }
+}
+
+#[test]
+fn html_export_renders_in_headless_chromium_with_every_step() {
+    let Some(browser) = chromium() else {
+        eprintln!("skipped: no chromium on PATH (install Debian's `chromium`; .ci/run does)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
+        .current_dir(repo())
+        .args([
+            "run",
+            "fixtures/workflows/demo.yaml",
+            "--deterministic",
+            "--storage",
+        ])
+        .arg(&storage)
+        .arg("--workspace")
+        .arg(dir.path().join("ws"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run_id = "00000000-0000-4000-8000-000000000001";
+    let page = dir.path().join("run.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
+        .args(["export", run_id, "--format", "html", "-o"])
+        .arg(&page)
+        .arg("--storage")
+        .arg(&storage)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let tree = Command::new(env!("CARGO_BIN_EXE_transcript"))
+        .args(["tree", run_id, "--json", "--storage"])
+        .arg(&storage)
+        .output()
+        .unwrap();
+    let tree: serde_json::Value = serde_json::from_slice(&tree.stdout).unwrap();
+    let mut names = Vec::new();
+    step_names(&tree, &mut names);
+    assert!(names.len() > 20, "{names:?}");
+
+    let url = format!("file://{}", page.display());
+    let dom = headless(&browser, &dir.path().join("profile1"))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let html = String::from_utf8_lossy(&dom.stdout);
+    for name in &names {
+        assert!(
+            html.contains(&format!("{name} ")) || html.contains(&format!(">{name}<")),
+            "step {name} not shown"
+        );
+    }
+    let log = String::from_utf8_lossy(&dom.stderr);
+    for bad in [
+        "Uncaught",
+        "CONSOLE",
+        "Refused to",
+        "net::ERR_",
+        "Failed to load",
+    ] {
+        assert!(
+            !log.lines()
+                .any(|l| l.contains(bad) && l.contains("run.html")),
+            "{bad} in browser log:\n{log}"
+        );
+    }
+    let shot = dir.path().join("page.png");
+    let s = headless(&browser, &dir.path().join("profile2"))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1280,2000")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    eprintln!(
+        "screenshot: {} ({} bytes, temporary)",
+        shot.display(),
+        png.len()
+    );
+}
