@@ -256,7 +256,7 @@ fn render_block(block: &ExportBlock, system: bool, out: &mut String) {
         } => {
             let _ = write!(
                 out,
-                "<div class=\"tool\">🔧 <strong>{}</strong> <span class=\"meta\">{} · {}</span>{}</div>",
+                "<div class=\"tool\">tool use <strong>{}</strong> <span class=\"meta\">{} · {}</span>{}</div>",
                 esc(tool_name),
                 esc(tool_id),
                 esc(fidelity),
@@ -299,7 +299,7 @@ fn render_call(call: &ToolCallExport, out: &mut String) {
     };
     let _ = write!(
         out,
-        "<div class=\"tool\">🔧 tool call <strong>{}</strong> <span class=\"meta\">{} · {}</span> {status}\
+        "<div class=\"tool\">tool call <strong>{}</strong> <span class=\"meta\">{} · {}</span> {status}\
          <details open><summary>Input</summary>{}</details>",
         esc(&call.name),
         esc(&call.call_id),
