@@ -644,3 +644,76 @@ fn receipts_count_claude_usage_once_per_message() {
     }
     assert!(checked >= 4, "checked {checked} captures with usage");
 }
+
+/// Ctrl-C (SIGINT) cancels the run: every started step gets its completion,
+/// the run ends with an error, and the file validates.
+#[test]
+fn interrupt_cancels_cleanly_and_leaves_a_valid_file() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join("slow.yaml");
+    std::fs::write(
+        &wf,
+        "name: slow\nsteps:\n  - name: first\n    type: command\n    command: \"echo ready\"\n  - name: wait\n    type: parallel\n    branches:\n      - name: sleeper\n        type: command\n        command: \"sleep 60\"\n      - name: other\n        type: command\n        command: \"sleep 60\"\n  - name: never\n    type: command\n    command: \"echo unreachable\"\n",
+    )
+    .unwrap();
+    let storage = dir.path().join("s");
+    let mut child = bin()
+        .args(["run", "--color", "never", "--storage"])
+        .arg(&storage)
+        .arg("--workspace")
+        .arg(dir.path())
+        .arg(&wf)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (on the progress stream, not on time) until both sleeps started.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut started = 0;
+    let mut line = String::new();
+    while started < 2 {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "progress ended early"
+        );
+        if line.contains("step.started") && line.contains("wait.") {
+            started += 1;
+        }
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a cancelled run is a failed run: {rest}"
+    );
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let run_id = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: "))
+        .unwrap()
+        .to_owned();
+    run_ok(&["validate", &run_id], &storage);
+    let tree: serde_json::Value =
+        serde_json::from_str(&run_ok(&["tree", &run_id, "--json"], &storage)).unwrap();
+    assert_eq!(tree["status"], "failed");
+    assert!(tree["error"].as_str().unwrap().contains("cancel"), "{tree}");
+    let text = serde_json::to_string(&tree).unwrap();
+    assert!(
+        !text.contains("\"incomplete\""),
+        "every started step completed: {text}"
+    );
+    assert!(
+        !text.contains("never"),
+        "no step started after the interrupt"
+    );
+}
