@@ -298,3 +298,97 @@ fn close_races_with_records_and_subscribes() {
         assert_eq!(s, (1..=ok).collect::<Vec<_>>());
     }
 }
+
+/// A replaying subscriber that has caught up switches to the live buffer;
+/// when that overflows it re-reads the file; no gap, no duplicate, no drop.
+#[test]
+fn replaying_subscriber_goes_live_then_falls_back_to_the_file() {
+    const BURSTS: u64 = 12;
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = Arc::new(
+        builder(tmp.path(), run_id(9))
+            .subscriber_buffer(3)
+            .open()
+            .unwrap(),
+    );
+    rt(2).block_on(async {
+        for i in 0..5 {
+            rec.record(tool(i)).await.unwrap();
+        }
+        let mut sub = rec.subscribe_jsonl(Some(1)).unwrap();
+        // Caught-up reports from the consumer, so bursts start when it is live.
+        let (caught_up, mut is_caught_up) = mpsc::unbounded_channel::<u64>();
+        let total = 5 + (1..=BURSTS).sum::<u64>() * 7;
+        let consumer = tokio::spawn(async move {
+            let mut expected = 1;
+            let mut burst_end = 5;
+            let mut burst = 0;
+            while expected <= total {
+                let ev = sub.next().await.unwrap();
+                assert_eq!(ev.seq, expected);
+                expected += 1;
+                if ev.seq == burst_end {
+                    caught_up.send(ev.seq).unwrap();
+                    burst += 1;
+                    burst_end += burst * 7;
+                }
+            }
+            assert_eq!(sub.dropped(), 0);
+            sub
+        });
+        for burst in 1..=BURSTS {
+            is_caught_up.recv().await.unwrap();
+            // Bursts of 7, 14, 21, ... against a buffer of 3.
+            for i in 0..burst * 7 {
+                rec.record(tool(1000 * burst + i)).await.unwrap();
+                if i % 5 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+        let mut sub = consumer.await.unwrap();
+        rec.record(step("last")).await.unwrap();
+        assert_eq!(sub.next().await.unwrap().seq, total + 1);
+        rec.close().await.unwrap();
+        assert!(sub.next().await.is_none());
+        assert_eq!(rec.fanout_stats().dropped_total, 0);
+    });
+}
+
+/// The gap path, step by step on one thread: a replaying subscriber in live
+/// mode finds a live event beyond the next seq and fills the gap from the file.
+#[tokio::test]
+async fn replaying_subscriber_fills_a_live_gap_from_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = builder(tmp.path(), run_id(10))
+        .subscriber_buffer(3)
+        .open()
+        .unwrap();
+    rec.record(step("1")).await.unwrap();
+    let mut sub = rec.subscribe_jsonl(Some(1)).unwrap();
+    assert_eq!(sub.next().await.unwrap().seq, 1);
+    // Poll once with nothing new: the file is exhausted, it parks on live.
+    {
+        let mut fut = std::pin::pin!(sub.next());
+        let polled = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+        assert!(polled.is_pending());
+    }
+    for s in 2..=5 {
+        rec.record(step(&s.to_string())).await.unwrap(); // 5 overflows the buffer
+    }
+    assert_eq!(sub.next().await.unwrap().seq, 2);
+    rec.record(step("6")).await.unwrap(); // fits again: buffer is [3, 4, 6]
+    let got: Vec<u64> = {
+        let mut v = Vec::new();
+        for _ in 0..4 {
+            v.push(sub.next().await.unwrap().seq);
+        }
+        v
+    };
+    assert_eq!(got, [3, 4, 5, 6]);
+    rec.record(step("7")).await.unwrap();
+    assert_eq!(sub.next().await.unwrap().seq, 7);
+    assert_eq!(sub.dropped(), 0);
+    rec.close().await.unwrap();
+    assert!(sub.next().await.is_none());
+}
