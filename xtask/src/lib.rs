@@ -11,6 +11,7 @@
 //! | `stress [--trials N]` | [`tasks`] | the infra kill test with N trials (default 100), release |
 //! | `fuzz <TARGET>\|--all --seconds N` | [`tasks`] | cargo-fuzz targets in `fuzz/` |
 //! | `coverage` | [`tasks`] | per-crate line coverage of library crates (tarpaulin, ptrace) |
+//! | `e2e-phoenix` | [`phoenix`] | the demo exported to a real Arize Phoenix on 127.0.0.1 (outside CI) |
 //!
 //! Repository hygiene checks (every module opens with `//!`, README and CI agree on the test
 //! command, ARCHITECTURE.md names every crate) are ordinary `#[test]`s in `tests/tidy.rs`, so
@@ -19,6 +20,7 @@
 
 pub mod arch;
 pub mod metadata;
+pub mod phoenix;
 pub mod scan;
 pub mod schema;
 pub mod tasks;

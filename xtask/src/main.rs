@@ -17,6 +17,7 @@ commands:
   stress [--trials N]                run the infra kill test N times (default 100, release)
   fuzz <TARGET>|--all --seconds N    run cargo-fuzz targets in fuzz/ for N seconds each
   coverage                           per-crate line coverage of the library crates
+  e2e-phoenix                        export the demo to a real Arize Phoenix on 127.0.0.1 (outside CI)
 
 --root DIR runs a command on another workspace (default: the one xtask was built from).";
 
@@ -104,6 +105,7 @@ fn dispatch(args: &[String]) -> Result<u8> {
             tasks::fuzz(&root, &targets, seconds, pass)?
         }
         "coverage" => tasks::coverage(&root)?,
+        "e2e-phoenix" => xtask::phoenix::e2e_phoenix(&root)?,
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             0

@@ -1,0 +1,340 @@
+//! `cargo xtask e2e-phoenix`: end to end against a real tracing backend,
+//! outside CI. Creates a virtual environment with Arize Phoenix from PyPI
+//! (`arize-phoenix`) when missing, starts `phoenix serve` on 127.0.0.1 with
+//! a temporary working directory and its telemetry off, runs the demo,
+//! exports it with `transcript export --format otlp`, polls Phoenix's REST
+//! API until the spans arrive or a deadline passes, checks the span tree,
+//! and always stops the server (a guard kills it on every exit path).
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Errors of the end-to-end run.
+pub type Error = Box<dyn std::error::Error>;
+
+const STARTUP: Duration = Duration::from_secs(180);
+const ARRIVAL: Duration = Duration::from_secs(90);
+
+/// Kills the server when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> Result<u16, Error> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A plain HTTP/1.1 GET on 127.0.0.1 (`Connection: close`); returns status and body.
+fn get(port: u16, path: &str) -> Result<(u16, Vec<u8>), Error> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("malformed HTTP response")?;
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status: u16 = head.split_whitespace().nth(1).ok_or("no status")?.parse()?;
+    let mut body = raw[split + 4..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = dechunk(&body)?;
+    }
+    Ok((status, body))
+}
+
+fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = data
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("bad chunk")?;
+        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..line_end]).trim(), 16)?;
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(data.get(..size).ok_or("short chunk")?);
+        data = data.get(size + 2..).ok_or("short chunk")?;
+    }
+}
+
+fn ensure_phoenix(venv: &Path) -> Result<PathBuf, Error> {
+    let phoenix = venv.join("bin/phoenix");
+    if phoenix.exists() {
+        return Ok(phoenix);
+    }
+    println!(
+        "e2e-phoenix: creating {} with arize-phoenix (takes a few minutes)",
+        venv.display()
+    );
+    let ok = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(venv)
+        .status()?
+        .success()
+        && Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "arize-phoenix"])
+            .status()?
+            .success();
+    if !ok || !phoenix.exists() {
+        return Err("could not install arize-phoenix into the virtual environment".into());
+    }
+    Ok(phoenix)
+}
+
+fn transcript(root: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO"));
+    c.current_dir(root)
+        .args(["run", "--quiet", "--release", "-p", "transcript-cli", "--"]);
+    c
+}
+
+fn run_checked(mut cmd: Command, what: &str) -> Result<String, Error> {
+    let out = cmd.stderr(Stdio::inherit()).output()?;
+    if !out.status.success() {
+        return Err(format!("{what} failed ({})", out.status).into());
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+fn step_names(tree: &Value, out: &mut Vec<String>) {
+    for key in ["steps", "children"] {
+        if let Some(steps) = tree[key].as_array() {
+            for s in steps {
+                if let Some(n) = s["name"].as_str() {
+                    out.push(n.to_owned());
+                }
+                step_names(s, out);
+            }
+        }
+    }
+    if tree["child"].is_object() {
+        step_names(&tree["child"], out);
+    }
+}
+
+/// Runs the end-to-end check; returns the process exit code.
+pub fn e2e_phoenix(root: &Path) -> Result<i32, Error> {
+    let venv = root.join("target/phoenix-venv");
+    let phoenix = ensure_phoenix(&venv)?;
+    let work = std::env::temp_dir().join(format!("transcript-phoenix-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let (port, grpc) = (free_port()?, free_port()?);
+    println!(
+        "e2e-phoenix: starting phoenix serve on 127.0.0.1:{port} (working dir {})",
+        work.display()
+    );
+    let server = Server(
+        Command::new(&phoenix)
+            .arg("serve")
+            .env("PHOENIX_WORKING_DIR", work.join("phoenix"))
+            .env("PHOENIX_HOST", "127.0.0.1")
+            .env("PHOENIX_PORT", port.to_string())
+            .env("PHOENIX_GRPC_PORT", grpc.to_string())
+            .env("PHOENIX_TELEMETRY_ENABLED", "false")
+            .env("DO_NOT_TRACK", "1")
+            .stdout(std::fs::File::create(work.join("phoenix.log"))?)
+            .stderr(Stdio::null())
+            .spawn()?,
+    );
+    let result = check(root, &work, port);
+    drop(server);
+    println!("e2e-phoenix: server stopped");
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
+    let started = Instant::now();
+    while !matches!(get(port, "/healthz"), Ok((200, _))) {
+        if started.elapsed() > STARTUP {
+            return Err(format!("phoenix did not become healthy within {STARTUP:?}").into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    println!(
+        "e2e-phoenix: healthy after {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let storage = work.join("transcripts");
+    let mut run = transcript(root);
+    run.args([
+        "run",
+        "fixtures/workflows/demo.yaml",
+        "--deterministic",
+        "--storage",
+    ])
+    .arg(&storage)
+    .arg("--workspace")
+    .arg(work.join("workspace"));
+    let out = run_checked(run, "the demo run")?;
+    let run_id = out
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: "))
+        .ok_or("no run id printed")?
+        .to_owned();
+    let mut json = transcript(root);
+    json.args(["export", &run_id, "--format", "otlp-json", "--storage"])
+        .arg(&storage);
+    let expected: Value = serde_json::from_str(&run_checked(json, "otlp-json export")?)?;
+    let expected = expected["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let mut export = transcript(root);
+    export
+        .args([
+            "export",
+            &run_id,
+            "--format",
+            "otlp",
+            "--endpoint",
+            &format!("http://127.0.0.1:{port}"),
+            "--storage",
+        ])
+        .arg(&storage);
+    run_checked(export, "the OTLP export")?;
+
+    let polled = Instant::now();
+    let spans = loop {
+        let (status, body) = get(port, "/v1/projects/default/spans?limit=1000")?;
+        let spans: Vec<Value> = if status == 200 {
+            serde_json::from_slice::<Value>(&body)?["data"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        if spans.len() >= expected {
+            break spans;
+        }
+        if polled.elapsed() > ARRIVAL {
+            return Err(format!(
+                "{} of {expected} spans arrived within {ARRIVAL:?}",
+                spans.len()
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    println!(
+        "e2e-phoenix: {} spans arrived after {:.1}s",
+        spans.len(),
+        polled.elapsed().as_secs_f64()
+    );
+
+    let mut tree = transcript(root);
+    tree.args(["tree", &run_id, "--json", "--storage"])
+        .arg(&storage);
+    let tree: Value = serde_json::from_str(&run_checked(tree, "tree")?)?;
+    let mut names = Vec::new();
+    step_names(&tree, &mut names);
+
+    let by_id: HashMap<&str, &Value> = spans
+        .iter()
+        .filter_map(|s| Some((s["context"]["span_id"].as_str()?, s)))
+        .collect();
+    let name_of = |id: &str| by_id.get(id).and_then(|s| s["name"].as_str()).unwrap_or("");
+    let mut failures = Vec::new();
+    let roots: Vec<&Value> = spans.iter().filter(|s| s["parent_id"].is_null()).collect();
+    if roots.len() != 1 || roots[0]["name"] != "invoke_workflow demo" {
+        failures.push(format!(
+            "expected one root `invoke_workflow demo`, got {:?}",
+            roots.iter().map(|s| &s["name"]).collect::<Vec<_>>()
+        ));
+    }
+    let traces: BTreeSet<&str> = spans
+        .iter()
+        .filter_map(|s| s["context"]["trace_id"].as_str())
+        .collect();
+    if traces.len() != 1 {
+        failures.push(format!("expected one trace, got {}", traces.len()));
+    }
+    let span_names: Vec<&str> = spans.iter().filter_map(|s| s["name"].as_str()).collect();
+    for n in &names {
+        if !span_names.iter().any(|s| s.ends_with(&format!(" {n}"))) {
+            failures.push(format!("no span for step {n}"));
+        }
+    }
+    for s in &spans {
+        let name = s["name"].as_str().unwrap_or("");
+        let parent = s["parent_id"].as_str().map(name_of).unwrap_or("");
+        if name.starts_with("execute_tool")
+            && (parent.is_empty() || parent.starts_with("invoke_workflow"))
+        {
+            failures.push(format!(
+                "tool span {name} is not under a step (parent {parent:?})"
+            ));
+        }
+        if name == "invoke_workflow child" && !parent.contains("child") {
+            failures.push(format!(
+                "child run span under {parent:?}, not its call_workflow step"
+            ));
+        }
+        if name.ends_with(" flaky") && s["status_code"] != "ERROR" {
+            failures.push(format!(
+                "failing branch flaky has status {}",
+                s["status_code"]
+            ));
+        }
+    }
+    if failures.is_empty() {
+        println!(
+            "e2e-phoenix: ok: {} spans, 1 trace, 1 root, {} steps, tool spans under steps, child runs under call_workflow, error status on the failing branch",
+            spans.len(),
+            names.len()
+        );
+        Ok(0)
+    } else {
+        for f in &failures {
+            eprintln!("e2e-phoenix: FAIL: {f}");
+        }
+        Ok(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunked_bodies_are_decoded() {
+        assert_eq!(
+            dechunk(b"4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n").unwrap(),
+            b"Wikipedia"
+        );
+        assert!(dechunk(b"zz\r\n").is_err());
+    }
+
+    #[test]
+    fn step_names_walk_children_and_child_runs() {
+        let tree = serde_json::json!({"steps": [
+            {"name": "a", "children": [{"name": "b"}]},
+            {"name": "call", "children": [], "child": {"steps": [{"name": "c"}]}}
+        ]});
+        let mut names = Vec::new();
+        step_names(&tree, &mut names);
+        assert_eq!(names, ["a", "b", "call", "c"]);
+    }
+}
