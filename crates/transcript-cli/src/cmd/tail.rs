@@ -39,9 +39,16 @@ pub fn summary(event: &DecodedEvent, style: &Style) -> String {
             ),
             DecodedPayload::Step(s),
         ) => match &s.error {
-            Some(err) => style.red(&format!("{} failed: {err}", s.name)),
-            None => style.green(&format!("{} ok", s.name)),
+            // Run-level lines have no path: name the workflow.
+            Some(err) if event.path.is_empty() => style.red(&format!("{} failed: {err}", s.name)),
+            Some(err) => style.red(&format!("failed: {err}")),
+            None if event.path.is_empty() => style.green(&format!("{} ok", s.name)),
+            None => style.green("ok"),
         },
+        // The name only when the path does not already end with it.
+        (_, DecodedPayload::Step(s)) if event.path.rsplit('.').next() == Some(s.name.as_str()) => {
+            format!("[{}]", s.kind)
+        }
         (_, DecodedPayload::Step(s)) => format!("{} [{}]", s.name, s.kind),
         (_, DecodedPayload::Message(m)) => {
             let text = m
