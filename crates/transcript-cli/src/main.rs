@@ -481,7 +481,13 @@ fn run(cli: Cli) -> Result<(), CliError> {
             let path = source::resolve(&run, &cli.storage)?;
             let loaded = source::load(&path)?;
             report_read_problems(&loaded);
-            let _ = write!(out, "{}", cmd::show::render(&loaded.decoded(), &style));
+            let mut lookup = source::child_lookup(source::dir_of(&path));
+            let doc = transcript_export::build_document(
+                &loaded.decoded(),
+                &mut lookup,
+                &transcript_export::ExportOptions::default(),
+            );
+            let _ = write!(out, "{}", cmd::show::render(&doc, &style));
         }
         Command::Tail {
             run,

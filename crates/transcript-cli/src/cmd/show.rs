@@ -1,193 +1,180 @@
 //! `transcript show`: the conversation for humans — prompts, answers,
 //! thinking (dimmed), tool calls paired with their results, errors
-//! highlighted.
+//! highlighted. It follows the step tree (from the export document), so
+//! concurrent branches read one after the other instead of interleaved as in
+//! the file, and child runs appear under their `call_workflow` step.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use transcript_domain::{
-    BlockBody, DecodedBlock, DecodedEvent, DecodedPayload, EventKind, EventType, RawJson,
-    ToolPayload,
+use serde_json::Value;
+use transcript_domain::RawJson;
+use transcript_export::{
+    Entry, ExportBlock, ExportDocument, MessageExport, RunExport, StepExport, ToolCallExport,
 };
 
-use crate::style::Style;
+use crate::style::{Style, clean};
 
 /// Longest tool input/output shown inline before it is shortened.
 const MAX_VALUE_CHARS: usize = 600;
 
-/// Renders a run's events as a conversation.
-pub fn render(events: &[DecodedEvent], style: &Style) -> String {
+/// Renders a run (with its child runs) as a conversation.
+pub fn render(doc: &ExportDocument, style: &Style) -> String {
     let mut out = String::new();
-    // Results by call id, so each call is printed with its result.
-    let results: HashMap<&str, &ToolPayload> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::Known(EventType::ToolResult))
-        .filter_map(|e| e.tool().map(|t| (t.call_id.as_str(), t)))
-        .collect();
-    let calls: std::collections::HashSet<&str> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::Known(EventType::ToolCall))
-        .filter_map(|e| e.tool().map(|t| t.call_id.as_str()))
-        .collect();
-    for event in events {
-        let indent = "  ".repeat(depth(&event.path));
-        match &event.kind {
-            EventKind::Known(EventType::RunStarted) => {
-                let name = event.step().map(|s| s.name.as_str()).unwrap_or("?");
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    style.bold(&format!(
-                        "━━ run {} · {name} · {}",
-                        event.run_id, event.timestamp
-                    ))
-                );
-                if let Some(parent) = event.parent_run_id {
-                    let _ = writeln!(out, "{}", style.dim(&format!("   child of run {parent}")));
-                }
-            }
-            EventKind::Known(EventType::RunCompleted) => {
-                match event.step().and_then(|s| s.error.as_deref()) {
-                    Some(err) => {
-                        let _ = writeln!(out, "{}", style.red(&format!("━━ run failed: {err}")));
-                    }
-                    None => {
-                        let _ = writeln!(out, "{}", style.bold("━━ run succeeded"));
-                    }
-                }
-            }
-            EventKind::Known(EventType::StepStarted | EventType::CallWorkflowStarted) => {
-                let (name, kind) = event
-                    .step()
-                    .map(|s| (s.name.as_str(), s.kind.as_str()))
-                    .unwrap_or(("?", "?"));
-                let iteration = if event.iteration > 0 {
-                    format!(" #{}", event.iteration)
-                } else {
-                    String::new()
-                };
-                let child = event
-                    .child_run_id
-                    .map(|c| format!(" → run {c}"))
-                    .unwrap_or_default();
-                let _ = writeln!(
-                    out,
-                    "{indent}{} {}",
-                    style.bold(&format!("▶ {} [{kind}]{iteration}", event.path)),
-                    style.dim(&format!("{name}{child}"))
-                );
-            }
-            EventKind::Known(EventType::StepCompleted | EventType::CallWorkflowCompleted) => {
-                match event.step().and_then(|s| s.error.as_deref()) {
-                    Some(err) => {
-                        let _ = writeln!(
-                            out,
-                            "{indent}{}",
-                            style.red(&format!("✗ {} failed: {err}", event.path))
-                        );
-                    }
-                    None => {
-                        // Non-agent results (command stdout, tool output) are short facts
-                        // worth seeing; agent results repeat the conversation.
-                        let result = event
-                            .step()
-                            .filter(|s| s.kind != "agent")
-                            .and_then(|s| s.result.as_ref())
-                            .map(|r| format!(" {}", style.dim(&format!("→ {}", short(r)))))
-                            .unwrap_or_default();
-                        let done = style.green(&format!("✓ {}", event.path));
-                        let _ = writeln!(out, "{indent}{done}{result}");
-                    }
-                }
-            }
-            EventKind::Known(EventType::MessageUser | EventType::MessageAssistant) => {
-                render_message(event, &indent, style, &mut out);
-            }
-            EventKind::Known(EventType::ToolCall) => {
-                if let Some(call) = event.tool() {
-                    let _ = writeln!(
-                        out,
-                        "{indent}  {} {}",
-                        style.yellow(&format!("⚙ {} ({})", call.name, call.fidelity)),
-                        style.dim(&format!("{} {}", call.call_id, short(&call.input)))
-                    );
-                    match results.get(call.call_id.as_str()) {
-                        Some(result) => render_result(result, &indent, style, &mut out),
-                        None => {
-                            let _ = writeln!(out, "{indent}    {}", style.yellow("↳ (no result)"));
-                        }
-                    }
-                }
-            }
-            EventKind::Known(EventType::ToolResult) => {
-                // Printed with its call; a result without a call is shown alone.
-                if let Some(result) = event.tool()
-                    && !calls.contains(result.call_id.as_str())
-                {
-                    let _ = writeln!(
-                        out,
-                        "{indent}  {}",
-                        style.yellow(&format!("⚙ {} (result without call)", result.name))
-                    );
-                    render_result(result, &indent, style, &mut out);
-                }
-            }
-            EventKind::Unknown(t) => {
-                let _ = writeln!(
-                    out,
-                    "{indent}  {}",
-                    style.dim(&format!("· unknown event {t}"))
-                );
-            }
-        }
-    }
+    render_run(&doc.run, 0, style, &mut out);
     out
 }
 
-fn depth(path: &str) -> usize {
-    if path.is_empty() {
-        0
-    } else {
-        path.matches('.').count() + 1
-    }
+fn pad(depth: usize) -> String {
+    "  ".repeat(depth)
 }
 
-fn render_result(result: &ToolPayload, indent: &str, style: &Style, out: &mut String) {
-    match &result.error {
-        Some(err) => {
-            let _ = writeln!(out, "{indent}    {}", style.red(&format!("↳ error: {err}")));
-            if !result.output.is_null() {
-                let _ = writeln!(out, "{indent}      {}", style.dim(&short(&result.output)));
-            }
-        }
-        None => {
-            let _ = writeln!(out, "{indent}    ↳ {}", short(&result.output));
-        }
-    }
-}
-
-fn render_message(event: &DecodedEvent, indent: &str, style: &Style, out: &mut String) {
-    let DecodedPayload::Message(message) = &event.payload else {
+fn render_run(run: &RunExport, depth: usize, style: &Style, out: &mut String) {
+    let p = pad(depth);
+    let _ = writeln!(
+        out,
+        "{p}{}",
+        style.bold(&format!(
+            "━━ run {} · {} · {}",
+            run.run_id,
+            run.workflow.as_deref().unwrap_or("?"),
+            run.started_at.as_deref().unwrap_or("?")
+        ))
+    );
+    if let Some(parent) = &run.parent_run_id {
         let _ = writeln!(
             out,
-            "{indent}  {}",
-            style.dim("· message with an unreadable payload")
+            "{p}{}",
+            style.dim(&format!("   child of run {parent}"))
         );
-        return;
+    }
+    render_entries(&run.entries, depth + 1, style, out);
+    for step in &run.steps {
+        render_step(step, depth + 1, style, out);
+    }
+    let end = match (&run.error, run.status.as_str()) {
+        (Some(err), _) => style.red(&format!("━━ run failed: {}", clean(err))),
+        (None, "succeeded") => style.bold("━━ run succeeded"),
+        _ => style.yellow("━━ run incomplete (no run.completed)"),
     };
-    let user = event.kind == EventKind::Known(EventType::MessageUser);
-    let mut header = if user {
-        "user".to_owned()
+    let _ = writeln!(out, "{p}{end}");
+    for problem in &run.problems {
+        let _ = writeln!(
+            out,
+            "{p}{}",
+            style.yellow(&format!("problem: {}", clean(problem)))
+        );
+    }
+}
+
+fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String) {
+    let p = pad(depth);
+    let iteration = if step.iteration > 0 || step.path.contains('.') {
+        format!(" #{}", step.iteration)
     } else {
-        "assistant".to_owned()
+        String::new()
     };
-    if let Some(p) = &message.provider {
-        header.push_str(&format!(" · {p}"));
+    let name = if step.path.rsplit('.').next() == Some(step.name.as_str()) {
+        String::new()
+    } else {
+        format!(" {}", style.dim(&step.name))
+    };
+    let _ = writeln!(
+        out,
+        "{p}{}{name}",
+        style.bold(&format!("▶ {} [{}]{iteration}", step.path, step.kind))
+    );
+    render_entries(&step.entries, depth + 1, style, out);
+    for child in &step.steps {
+        render_step(child, depth + 1, style, out);
     }
-    if let Some(m) = &message.model {
-        header.push_str(&format!(" · {m}"));
+    if let Some(child) = &step.child_run {
+        render_run(child, depth + 1, style, out);
+    } else if let Some(id) = &step.child_run_id {
+        let _ = writeln!(
+            out,
+            "{p}  {}",
+            style.yellow(&format!("child run {id}: file not found"))
+        );
     }
-    if let Some(u) = &message.usage {
+    match (&step.error, step.status.as_str()) {
+        (Some(err), _) => {
+            let _ = writeln!(
+                out,
+                "{p}{}",
+                style.red(&format!("✗ {} failed: {}", step.path, clean(err)))
+            );
+        }
+        (None, "succeeded") => {
+            // Non-agent results (command stdout, tool output) are short facts
+            // worth seeing; an agent's result repeats its conversation.
+            let result = step
+                .result
+                .as_ref()
+                .filter(|_| step.kind != "agent")
+                .map(|r| format!(" {}", style.dim(&format!("→ {}", short_value(r)))))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{p}{}{result}",
+                style.green(&format!("✓ {}", step.path))
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "{p}{}",
+                style.yellow(&format!("… {} incomplete", step.path))
+            );
+        }
+    }
+}
+
+fn render_entries(entries: &[Entry], depth: usize, style: &Style, out: &mut String) {
+    for entry in entries {
+        match entry {
+            Entry::Message(m) => render_message(m, depth, style, out),
+            Entry::ToolCall(call) => render_call(call, depth, style, out),
+        }
+    }
+}
+
+fn render_call(call: &ToolCallExport, depth: usize, style: &Style, out: &mut String) {
+    let p = pad(depth);
+    let _ = writeln!(
+        out,
+        "{p}{} {}",
+        style.yellow(&format!("⚙ {} ({})", call.name, call.fidelity)),
+        style.dim(&format!("{} {}", call.call_id, short_value(&call.input)))
+    );
+    match (&call.error, call.completed) {
+        (Some(err), _) => {
+            let _ = writeln!(
+                out,
+                "{p}  {}",
+                style.red(&format!("↳ error: {}", clean(err)))
+            );
+            if !call.output.is_null() {
+                let _ = writeln!(out, "{p}    {}", style.dim(&short_value(&call.output)));
+            }
+        }
+        (None, true) => {
+            let _ = writeln!(out, "{p}  ↳ {}", short_value(&call.output));
+        }
+        (None, false) => {
+            let _ = writeln!(out, "{p}  {}", style.yellow("↳ (no result)"));
+        }
+    }
+}
+
+fn render_message(m: &MessageExport, depth: usize, style: &Style, out: &mut String) {
+    let p = pad(depth);
+    let user = m.role == "user";
+    let mut header = m.role.clone();
+    for part in [&m.provider, &m.model].into_iter().flatten() {
+        header.push_str(&format!(" · {part}"));
+    }
+    if let Some(u) = &m.usage {
         header.push_str(&format!(
             " · {} in / {} out tokens",
             u.input_tokens.map_or("?".into(), |n| n.to_string()),
@@ -196,7 +183,7 @@ fn render_message(event: &DecodedEvent, indent: &str, style: &Style, out: &mut S
     }
     let _ = writeln!(
         out,
-        "{indent}  {}",
+        "{p}{}",
         if user {
             style.cyan(&header)
         } else {
@@ -204,113 +191,115 @@ fn render_message(event: &DecodedEvent, indent: &str, style: &Style, out: &mut S
         }
     );
     // tool_result blocks are printed under their tool_use block.
-    let block_results: HashMap<&str, &RawJson> = message
+    let results: Vec<(&str, &Value)> = m
         .blocks
         .iter()
         .filter_map(|b| match b {
-            DecodedBlock::Known(k) => match &k.body {
-                BlockBody::ToolResult {
-                    tool_id,
-                    tool_content,
-                } => Some((tool_id.as_str(), tool_content)),
-                _ => None,
-            },
+            ExportBlock::ToolResult {
+                tool_id,
+                tool_content,
+                ..
+            } => Some((tool_id.as_str(), tool_content)),
             _ => None,
         })
         .collect();
-    let used: std::collections::HashSet<&str> = message
+    let used: HashSet<&str> = m
         .blocks
         .iter()
         .filter_map(|b| match b {
-            DecodedBlock::Known(k) => match &k.body {
-                BlockBody::ToolUse { tool_id, .. } => Some(tool_id.as_str()),
-                _ => None,
-            },
+            ExportBlock::ToolUse { tool_id, .. } => Some(tool_id.as_str()),
             _ => None,
         })
         .collect();
-    for (i, block) in message.blocks.iter().enumerate() {
-        let pad = format!("{indent}    ");
+    let body = format!("{p}  ");
+    for (i, block) in m.blocks.iter().enumerate() {
         match block {
-            DecodedBlock::Known(b) => match &b.body {
-                BlockBody::Text { text } => {
-                    let label = if user && i > 0 { "system: " } else { "" };
-                    let _ = writeln!(out, "{}", indent_text(&format!("{label}{text}"), &pad));
-                }
-                BlockBody::Thinking { thinking } => {
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        style.dim(&indent_text(&format!("thinking: {thinking}"), &pad))
-                    );
-                }
-                BlockBody::ToolUse {
-                    tool_name,
-                    tool_id,
-                    tool_input,
-                } => {
-                    let _ = writeln!(
-                        out,
-                        "{pad}{} {}",
-                        style.yellow(&format!("⚙ {tool_name}")),
-                        style.dim(&format!("{tool_id} {}", short(tool_input)))
-                    );
-                    match block_results.get(tool_id.as_str()) {
-                        Some(content) => {
-                            let _ = writeln!(out, "{pad}  ↳ {}", short(content));
-                        }
-                        None => {
-                            let _ =
-                                writeln!(out, "{pad}  {}", style.yellow("↳ (dangling: no result)"));
-                        }
-                    }
-                }
-                BlockBody::ToolResult {
-                    tool_id,
-                    tool_content,
-                } => {
-                    if !used.contains(tool_id.as_str()) {
-                        let _ = writeln!(out, "{pad}↳ {tool_id}: {}", short(tool_content));
-                    }
-                }
-                BlockBody::Command { command } => {
-                    let _ = writeln!(out, "{pad}$ {}", crate::style::clean(command));
-                }
-                BlockBody::Stream { text } => {
-                    let _ = writeln!(out, "{}", style.dim(&indent_text(text, &pad)));
-                }
-            },
-            DecodedBlock::Unknown(u) => {
+            ExportBlock::Text { text, .. } => {
+                let label = if user && i > 0 { "system: " } else { "" };
+                let _ = writeln!(out, "{}", indent_text(&format!("{label}{text}"), &body));
+            }
+            ExportBlock::Thinking { thinking, .. } => {
                 let _ = writeln!(
                     out,
-                    "{pad}{}",
-                    style.dim(&format!("· unknown block {}", u.block_type))
+                    "{}",
+                    style.dim(&indent_text(&format!("thinking: {thinking}"), &body))
                 );
+            }
+            ExportBlock::ToolUse {
+                tool_name,
+                tool_id,
+                tool_input,
+                ..
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{body}{} {}",
+                    style.yellow(&format!("⚙ {tool_name}")),
+                    style.dim(&format!("{tool_id} {}", short_value(tool_input)))
+                );
+                match results.iter().find(|(id, _)| id == tool_id) {
+                    Some((_, content)) => {
+                        let _ = writeln!(out, "{body}  ↳ {}", short_value(content));
+                    }
+                    None => {
+                        let _ =
+                            writeln!(out, "{body}  {}", style.yellow("↳ (dangling: no result)"));
+                    }
+                }
+            }
+            ExportBlock::ToolResult {
+                tool_id,
+                tool_content,
+                ..
+            } => {
+                if !used.contains(tool_id.as_str()) {
+                    let _ = writeln!(out, "{body}↳ {tool_id}: {}", short_value(tool_content));
+                }
+            }
+            ExportBlock::Command { command, .. } => {
+                let _ = writeln!(out, "{body}$ {}", clean(command));
+            }
+            ExportBlock::Stream { text, .. } => {
+                let _ = writeln!(out, "{}", style.dim(&indent_text(text, &body)));
+            }
+            ExportBlock::Other { original_type, .. } => {
+                let _ = writeln!(
+                    out,
+                    "{body}{}",
+                    style.dim(&format!("· unknown block {}", clean(original_type)))
+                );
+            }
+            ExportBlock::Unknown => {
+                let _ = writeln!(out, "{body}{}", style.dim("· block of a newer type"));
             }
         }
     }
 }
 
 fn indent_text(text: &str, pad: &str) -> String {
-    crate::style::clean(text)
+    clean(text)
         .lines()
         .map(|l| format!("{pad}{l}"))
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-/// A JSON value on one line, shortened on a character boundary.
-pub fn short(value: &RawJson) -> String {
-    let text: String = match serde_json::from_str::<serde_json::Value>(value.get()) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(v) => v.to_string(),
-        Err(_) => value.get().to_owned(),
+/// A JSON value on one line (strings unquoted), shortened on a character boundary.
+pub fn short_value(value: &Value) -> String {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     };
-    let one_line = crate::style::clean(&text.replace('\n', "⏎"));
+    let one_line = clean(&text.replace('\n', "⏎"));
     if one_line.chars().count() > MAX_VALUE_CHARS {
         let cut: String = one_line.chars().take(MAX_VALUE_CHARS).collect();
         format!("{cut}… ({} bytes)", text.len())
     } else {
         one_line
     }
+}
+
+/// [`short_value`] for a verbatim value.
+pub fn short(value: &RawJson) -> String {
+    short_value(&value.to_value())
 }
