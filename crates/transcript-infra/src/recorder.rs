@@ -320,18 +320,23 @@ impl Flusher {
         let (stop, stopped) = std_mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("transcript-flush".to_owned())
-            .spawn(move || {
+            .spawn({
+                // Captured now, not when the thread first runs: records made
+                // before it is scheduled are still unsynced.
                 let mut synced = committed.load(Ordering::Acquire);
-                // Wakes every interval; a dropped sender (close) ends the loop.
-                while let Err(std_mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
-                    let now = committed.load(Ordering::Acquire);
-                    if now != synced {
-                        match sync() {
-                            Ok(()) => synced = now,
-                            Err(e) => tracing::error!(
-                                path = %path.display(),
-                                "interval fdatasync failed: {e}"
-                            ),
+                move || {
+                    // Wakes every interval; a dropped sender (close) ends the loop.
+                    while let Err(std_mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
+                    {
+                        let now = committed.load(Ordering::Acquire);
+                        if now != synced {
+                            match sync() {
+                                Ok(()) => synced = now,
+                                Err(e) => tracing::error!(
+                                    path = %path.display(),
+                                    "interval fdatasync failed: {e}"
+                                ),
+                            }
                         }
                     }
                 }
@@ -1008,6 +1013,8 @@ mod tests {
         /// Fail the next N truncates.
         fail_truncates: u32,
         pending_enospc: bool,
+        /// Told about every background (interval) sync and whether it worked.
+        on_background_sync: Option<std::sync::mpsc::Sender<bool>>,
     }
 
     struct FaultySink {
@@ -1056,7 +1063,21 @@ mod tests {
         }
 
         fn syncer(&self) -> io::Result<SyncFn> {
-            self.inner.syncer()
+            let mut inner = self.inner.syncer()?;
+            let faults = Arc::clone(&self.faults);
+            Ok(Box::new(move || {
+                let mut f = faults.lock().unwrap();
+                let result = if f.fail_syncs > 0 {
+                    f.fail_syncs -= 1;
+                    Err(io::Error::other("injected EIO"))
+                } else {
+                    inner()
+                };
+                if let Some(tx) = &f.on_background_sync {
+                    let _ = tx.send(result.is_ok());
+                }
+                result
+            }))
         }
     }
 
@@ -1209,6 +1230,61 @@ mod tests {
             .open()
             .unwrap();
         assert_eq!(again.next_seq(), 11);
+    }
+
+    #[tokio::test]
+    async fn interval_policy_syncs_dirty_data_in_the_background_and_survives_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (tx, synced) = std::sync::mpsc::channel();
+        let faults = Arc::new(Mutex::new(Faults {
+            on_background_sync: Some(tx),
+            fail_syncs: 1,
+            ..Faults::default()
+        }));
+        let f2 = Arc::clone(&faults);
+        let rec = JsonlRecorder::builder(tmp.path(), SequentialRunIds::new().next_run_id())
+            .durability(Durability::Interval(Duration::ZERO))
+            .open_with(move |inner| Box::new(FaultySink { inner, faults: f2 }))
+            .unwrap();
+        rec.record(draft("a")).await.unwrap();
+        // The first background sync fails (logged), the next one succeeds.
+        assert!(!synced.recv().unwrap());
+        assert!(synced.recv().unwrap());
+        // Clean data: no further syncs until something new is written.
+        assert!(synced.try_recv().is_err());
+        rec.record(draft("b")).await.unwrap();
+        assert!(synced.recv().unwrap());
+        rec.close().await.unwrap();
+        assert_eq!(file_seqs(&rec), [1, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_leader_dropped_while_yielding_still_writes_its_batch() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rec, _) = open_faulty(tmp.path(), Durability::None);
+        assert_eq!(rec.record(draft("a")).await.unwrap(), 1);
+        assert_eq!(rec.record(draft("b")).await.unwrap(), 2);
+        // As after a batch of several lines: the next leader yields first.
+        rec.shared.lock_queue().last_batch = 2;
+        {
+            let mut leader = std::pin::pin!(rec.record(draft("c")));
+            let mut follower = std::pin::pin!(rec.record(draft("d")));
+            let poll = |f: Pin<&mut dyn Future<Output = Result<Seq, RecordError>>>| {
+                let waker = Waker::noop();
+                let mut cx = Context::from_waker(waker);
+                f.poll(&mut cx).is_pending()
+            };
+            assert!(poll(leader.as_mut()), "leader yields");
+            assert!(poll(follower.as_mut()), "follower waits");
+            assert_eq!(
+                rec.acknowledged_len(),
+                std::fs::metadata(rec.path()).unwrap().len()
+            );
+            // Both futures are dropped here, the leader mid-yield.
+        }
+        assert_eq!(file_seqs(&rec), [1, 2, 3, 4]);
+        assert_eq!(rec.record(draft("e")).await.unwrap(), 5);
+        rec.close().await.unwrap();
     }
 
     #[test]
