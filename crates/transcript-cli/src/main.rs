@@ -397,96 +397,59 @@ fn run(cli: Cli) -> Result<(), CliError> {
             capture_content,
             redaction,
         } => {
-            let path = source::resolve(&run, &cli.storage)?;
-            let loaded = source::load(&path)?;
-            report_read_problems(&loaded);
             let redactor = redaction.redactor()?;
+            let run = source::open_run(&run, &cli.storage, redactor.as_ref())?;
             let options = transcript_export::ExportOptions {
                 include_reasoning: !no_reasoning,
                 truncate_outputs,
                 redacted: redactor.is_some(),
             };
-            let mask = |mut events: Vec<transcript_domain::DecodedEvent>| {
-                if let Some(r) = &redactor {
-                    events.iter_mut().for_each(|e| r.mask_decoded(e));
-                }
-                events
-            };
-            let mut children = source::child_lookup(source::dir_of(&path));
-            let mut lookup = |id| children(id).map(mask);
-            let doc =
-                transcript_export::build_document(&mask(loaded.decoded()), &mut lookup, &options);
-            if let Some(r) = &redactor {
-                eprintln!("transcript: {} masks applied", r.masks_made());
-            }
             if matches!(format, ExportFormat::Otlp | ExportFormat::OtlpJson) {
-                let mut children = source::child_lookup(source::dir_of(&path));
-                let mut lookup = |id| children(id).map(mask);
-                let events = mask(loaded.decoded());
-                return cmd::otel::export(
-                    &events,
-                    &mut lookup,
+                let result = cmd::otel::export(
+                    &run.events,
+                    &mut run.lookup(),
                     format == ExportFormat::Otlp,
                     endpoint,
                     capture_content,
                     output.as_deref(),
                     &mut out,
                 );
+                report_masks(redactor.as_ref());
+                return result;
             }
+            let doc = run.document(&options);
+            report_masks(redactor.as_ref());
             let text = match format {
-                ExportFormat::Otlp | ExportFormat::OtlpJson => unreachable_format(),
                 ExportFormat::Markdown => transcript_export::to_markdown(&doc),
                 ExportFormat::Html => transcript_export::to_html(&doc),
-                ExportFormat::Json => {
-                    serde_json::to_string_pretty(&doc)
-                        .map_err(|e| CliError::Failed(e.to_string()))?
-                        + "\n"
+                ExportFormat::Json | ExportFormat::Otlp | ExportFormat::OtlpJson => {
+                    to_json(&doc)? + "\n"
                 }
             };
             write_output(output.as_deref(), &text, &mut out)?;
         }
         Command::Receipts { run, json } => {
-            let path = source::resolve(&run, &cli.storage)?;
-            let loaded = source::load(&path)?;
-            report_read_problems(&loaded);
-            let mut lookup = source::child_lookup(source::dir_of(&path));
-            let doc = transcript_export::build_document(
-                &loaded.decoded(),
-                &mut lookup,
-                &transcript_export::ExportOptions::default(),
-            );
+            let doc = source::open_run(&run, &cli.storage, None)?
+                .document(&transcript_export::ExportOptions::default());
             let receipts = transcript_export::receipts(&doc);
             if json {
-                let text = serde_json::to_string_pretty(&receipts)
-                    .map_err(|e| CliError::Failed(e.to_string()))?;
-                let _ = writeln!(out, "{text}");
+                let _ = writeln!(out, "{}", to_json(&receipts)?);
             } else {
                 let _ = write!(out, "{}", receipts.render());
             }
         }
         Command::Tree { run, json } => {
-            let path = source::resolve(&run, &cli.storage)?;
-            let loaded = source::load(&path)?;
-            report_read_problems(&loaded);
-            let tree = cmd::tree::build(&loaded);
+            let run = source::open_run(&run, &cli.storage, None)?;
+            let tree = transcript_domain::tree::build_run_tree(&run.events, &mut run.lookup());
             if json {
-                let text = serde_json::to_string_pretty(&tree)
-                    .map_err(|e| CliError::Failed(e.to_string()))?;
-                let _ = writeln!(out, "{text}");
+                let _ = writeln!(out, "{}", to_json(&tree)?);
             } else {
                 let _ = write!(out, "{}", cmd::tree::render(&tree, &style));
             }
         }
         Command::Show { run } => {
-            let path = source::resolve(&run, &cli.storage)?;
-            let loaded = source::load(&path)?;
-            report_read_problems(&loaded);
-            let mut lookup = source::child_lookup(source::dir_of(&path));
-            let doc = transcript_export::build_document(
-                &loaded.decoded(),
-                &mut lookup,
-                &transcript_export::ExportOptions::default(),
-            );
+            let doc = source::open_run(&run, &cli.storage, None)?
+                .document(&transcript_export::ExportOptions::default());
             let _ = write!(out, "{}", cmd::show::render(&doc, &style));
         }
         Command::Tail {
@@ -530,13 +493,13 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 files.sort();
                 for file in files {
                     let loaded = source::load(&file)?;
-                    report_read_problems(&loaded);
+                    source::report_read_problems(&loaded);
                     stats.add_run(&loaded.decoded());
                 }
             } else {
                 let path = source::resolve(&target, &cli.storage)?;
                 let loaded = source::load(&path)?;
-                report_read_problems(&loaded);
+                source::report_read_problems(&loaded);
                 stats.add_run(&loaded.decoded());
             }
             if json {
@@ -549,11 +512,6 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
     }
     Ok(())
-}
-
-/// The otlp formats return before the document formats are matched.
-fn unreachable_format() -> String {
-    String::new()
 }
 
 /// Writes to `path` (created or truncated), or to stdout for `-` / none.
@@ -574,18 +532,14 @@ fn write_output(
     }
 }
 
-/// Malformed lines and reader warnings go to stderr, one line each, naming
-/// the file and line; the command goes on with what could be read.
-fn report_read_problems(loaded: &source::Loaded) {
-    for m in &loaded.malformed {
-        let line = m.to_string();
-        if line.starts_with(&loaded.path.display().to_string()) {
-            eprintln!("warning: {line}");
-        } else {
-            eprintln!("warning: {}: {line}", loaded.path.display());
-        }
-    }
-    for w in &loaded.warnings {
-        eprintln!("warning: {}: {w}", loaded.path.display());
+/// Pretty JSON for `--json` outputs.
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
+    serde_json::to_string_pretty(value).map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// How many masks a redactor made (stderr).
+fn report_masks(redactor: Option<&transcript_redact::Redactor>) {
+    if let Some(r) = redactor {
+        eprintln!("transcript: {} masks applied", r.masks_made());
     }
 }

@@ -100,3 +100,71 @@ pub fn dir_of(path: &Path) -> PathBuf {
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
 }
+
+/// Malformed lines and reader warnings go to stderr, one line each, naming
+/// the file and line; the command goes on with what could be read.
+pub fn report_read_problems(loaded: &Loaded) {
+    for m in &loaded.malformed {
+        let line = m.to_string();
+        if line.starts_with(&loaded.path.display().to_string()) {
+            eprintln!("warning: {line}");
+        } else {
+            eprintln!("warning: {}: {line}", loaded.path.display());
+        }
+    }
+    for w in &loaded.warnings {
+        eprintln!("warning: {}: {w}", loaded.path.display());
+    }
+}
+
+/// A run opened for a view: its events (masked when a redactor is given)
+/// and access to its child runs, masked the same way.
+pub struct RunSource<'a> {
+    /// The run's file.
+    pub path: PathBuf,
+    /// Its events, masked when asked.
+    pub events: Vec<DecodedEvent>,
+    redactor: Option<&'a transcript_redact::Redactor>,
+}
+
+/// Resolves, reads (reporting bad lines on stderr) and masks a run.
+pub fn open_run<'a>(
+    arg: &str,
+    storage: &Path,
+    redactor: Option<&'a transcript_redact::Redactor>,
+) -> Result<RunSource<'a>, CliError> {
+    let path = resolve(arg, storage)?;
+    let loaded = load(&path)?;
+    report_read_problems(&loaded);
+    let mut events = loaded.decoded();
+    if let Some(r) = redactor {
+        events.iter_mut().for_each(|e| r.mask_decoded(e));
+    }
+    Ok(RunSource {
+        path,
+        events,
+        redactor,
+    })
+}
+
+impl RunSource<'_> {
+    /// The child-run lookup the pure views take (files beside this run's).
+    pub fn lookup(&self) -> impl FnMut(RunId) -> Option<Vec<DecodedEvent>> + '_ {
+        let mut children = child_lookup(dir_of(&self.path));
+        move |id| {
+            let mut events = children(id)?;
+            if let Some(r) = self.redactor {
+                events.iter_mut().for_each(|e| r.mask_decoded(e));
+            }
+            Some(events)
+        }
+    }
+
+    /// The export document of the run and its child runs.
+    pub fn document(
+        &self,
+        options: &transcript_export::ExportOptions,
+    ) -> transcript_export::ExportDocument {
+        transcript_export::build_document(&self.events, &mut self.lookup(), options)
+    }
+}

@@ -3,16 +3,9 @@
 
 use std::fmt::Write as _;
 
-use transcript_domain::tree::{RunTree, Status, StepNode, build_run_tree};
+use transcript_domain::tree::{RunTree, Status, StepNode};
 
-use crate::source::{Loaded, child_lookup, dir_of};
 use crate::style::Style;
-
-/// Builds the tree of a loaded run, following child files in its directory.
-pub fn build(loaded: &Loaded) -> RunTree {
-    let mut lookup = child_lookup(dir_of(&loaded.path));
-    build_run_tree(&loaded.decoded(), &mut lookup)
-}
 
 /// Human-readable milliseconds.
 pub fn duration(ms: Option<i64>) -> String {
