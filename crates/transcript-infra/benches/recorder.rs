@@ -428,7 +428,7 @@ fn main() {
                 .or_default()
                 .push(base_sync_every(&base, &all_lines[..12_800], 64));
         }
-        if want("record") {
+        if want("record") || want("r1") {
             m.entry("r1").or_default().push(record(
                 &rt,
                 &dir,
@@ -438,6 +438,8 @@ fn main() {
                 N,
                 Durability::None,
             ));
+        }
+        if want("record") || want("r8") {
             m.entry("r8").or_default().push(record(
                 &rt,
                 &dir,

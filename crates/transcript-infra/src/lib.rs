@@ -58,6 +58,9 @@
 //! few times so producers that were just woken can join the next batch, and
 //! it keeps writing the batches that queue up meanwhile (up to 32) before it
 //! hands leadership to a waiter: a running leader is cheaper than waking one.
+//! A waiting record stays runnable for a few scheduler rounds before it
+//! parks, because its batch is usually written within microseconds and a
+//! park/unpark costs a syscall on each side.
 //! A successful `record` also spends tokio's cooperative budget, so a lone
 //! producer that never has to wait still lets its worker run other tasks. The
 //! I/O is plain blocking `std::fs` on the leader's thread (never `tokio::fs`

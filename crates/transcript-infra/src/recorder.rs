@@ -505,6 +505,7 @@ struct WaitTicket<'a> {
     shared: &'a Shared,
     ticket: Arc<Ticket>,
     finished: bool,
+    spins: u32,
 }
 
 impl Future for WaitTicket<'_> {
@@ -525,6 +526,13 @@ impl Future for WaitTicket<'_> {
                 None
             }
         };
+        if ready.is_none() && self.spins < FOLLOWER_SPINS {
+            // The batch is usually written within a few microseconds: stay
+            // runnable for a few scheduler rounds instead of letting the
+            // worker park and be woken again (a syscall on each side).
+            self.spins += 1;
+            cx.waker().wake_by_ref();
+        }
         match ready {
             Some(r) => {
                 self.finished = true;
@@ -618,6 +626,9 @@ impl Future for YieldOnce {
 /// join its batch (see the performance notes in the crate docs).
 const MAX_YIELD_ROUNDS: usize = 3;
 
+/// Scheduler rounds a waiting record stays runnable before it parks.
+const FOLLOWER_SPINS: u32 = 16;
+
 /// Batches one leader writes before handing leadership to a waiter.
 const MAX_LEAD_BATCHES: usize = 32;
 
@@ -680,6 +691,7 @@ impl Shared {
                 shared: self,
                 ticket: Arc::clone(&ticket),
                 finished: false,
+                spins: 0,
             }
             .await;
             match waited {
