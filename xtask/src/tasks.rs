@@ -405,6 +405,19 @@ pub fn coverage(root: &Path) -> Result<i32, Error> {
             (p.name.clone(), format!("{}/src/", dir.display()))
         })
         .collect();
+    // cargo-llvm-cov (source-based coverage) when the toolchain has
+    // llvm-tools: exact and unaffected by ptrace timing; tarpaulin otherwise.
+    if llvm_tools_present(root) {
+        ensure_installed(root, "llvm-cov", "cargo-llvm-cov")?;
+        let mut cmd = cargo(root);
+        cmd.args(["llvm-cov", "--summary-only"]);
+        for p in &libs {
+            cmd.args(["-p", &p.name]);
+        }
+        let (ok, lines) = run_tee(cmd)?;
+        print_table(&parse_llvm_cov(&lines, &crates));
+        return Ok(i32::from(!ok));
+    }
     ensure_installed(root, "tarpaulin", "cargo-tarpaulin")?;
     let mut cmd = cargo(root);
     // llvm-tools are not available on this toolchain: the ptrace engine needs none.
@@ -422,9 +435,54 @@ pub fn coverage(root: &Path) -> Result<i32, Error> {
         cmd.args(["-p", &p.name]);
     }
     let (ok, lines) = run_tee(cmd)?;
-    let table = parse_tarpaulin(&lines, &crates);
+    print_table(&parse_tarpaulin(&lines, &crates));
+    Ok(i32::from(!ok))
+}
+
+/// Whether `rustup component list --installed` names llvm-tools.
+fn llvm_tools_present(root: &Path) -> bool {
+    Command::new("rustup")
+        .current_dir(root)
+        .args(["component", "list", "--installed"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("llvm-tools"))
+}
+
+/// Per-crate line totals from `cargo llvm-cov --summary-only`'s table: each
+/// row is `<file> regions missed cover functions missed cover lines missed
+/// cover …`, file paths relative to the workspace (or absolute).
+pub fn parse_llvm_cov(lines: &[String], crates: &[(String, String)]) -> Vec<CrateCoverage> {
+    crates
+        .iter()
+        .map(|(name, src)| {
+            let (mut covered, mut coverable) = (0u64, 0u64);
+            let crate_dir = src.trim_end_matches("src/");
+            let short = crate_dir.trim_start_matches("crates/");
+            for line in lines {
+                let parts: Vec<&str> = line.split_whitespace().collect();
+                let Some(file) = parts.first() else { continue };
+                let ours = file.contains(src.as_str()) || file.starts_with(&format!("{short}src/"));
+                if !ours || parts.len() < 10 {
+                    continue;
+                }
+                if let (Ok(total), Ok(missed)) = (parts[7].parse::<u64>(), parts[8].parse::<u64>())
+                {
+                    coverable += total;
+                    covered += total.saturating_sub(missed);
+                }
+            }
+            CrateCoverage {
+                krate: name.clone(),
+                covered,
+                coverable,
+            }
+        })
+        .collect()
+}
+
+fn print_table(table: &[CrateCoverage]) {
     println!("\n{:<24} {:>15} {:>8}", "crate", "lines", "cover");
-    for c in &table {
+    for c in table {
         println!(
             "{:<24} {:>15} {:>7.1}%{}",
             c.krate,
@@ -437,7 +495,6 @@ pub fn coverage(root: &Path) -> Result<i32, Error> {
             }
         );
     }
-    Ok(i32::from(!ok))
 }
 
 #[cfg(test)]
@@ -461,6 +518,30 @@ mod tests {
                 failed: 1
             }
         );
+    }
+
+    #[test]
+    fn llvm_cov_rows_are_grouped_per_crate() {
+        let out = lines(
+            "Filename  Regions  Missed  Cover  Functions  Missed  Executed  Lines  Missed  Cover\n\
+             transcript-a/src/lib.rs  10  1  90.00%  2  0  100.00%  20  5  75.00%  0  0  -\n\
+             transcript-a/src/x.rs  10  1  90.00%  2  0  100.00%  10  0  100.00%  0  0  -\n\
+             /abs/crates/transcript-b/src/lib.rs  1  1  0.00%  1  1  0.00%  4  4  0.00%  0  0  -\n\
+             TOTAL  21  3  85.00%  5  1  80.00%  34  9  73.53%  0  0  -",
+        );
+        let crates = vec![
+            (
+                "transcript-a".to_owned(),
+                "crates/transcript-a/src/".to_owned(),
+            ),
+            (
+                "transcript-b".to_owned(),
+                "crates/transcript-b/src/".to_owned(),
+            ),
+        ];
+        let got = parse_llvm_cov(&out, &crates);
+        assert_eq!((got[0].covered, got[0].coverable), (25, 30));
+        assert_eq!((got[1].covered, got[1].coverable), (0, 4));
     }
 
     #[test]
