@@ -168,3 +168,28 @@ impl RunSource<'_> {
         transcript_export::build_document(&self.events, &mut self.lookup(), options)
     }
 }
+
+/// The clock and run-id generator of a run or import: the system ones, or
+/// (`--deterministic`) a stepping manual clock and sequential ids, for
+/// byte-stable output in tests and docs.
+pub fn clock_and_ids(
+    deterministic: bool,
+) -> (
+    std::sync::Arc<dyn transcript_domain::Clock>,
+    std::sync::Arc<dyn transcript_domain::RunIdGenerator>,
+) {
+    use std::sync::Arc;
+    if deterministic {
+        let start = transcript_domain::Timestamp::from_unix_millis(1_780_000_000_000)
+            .unwrap_or(transcript_domain::Timestamp::UNIX_EPOCH);
+        (
+            Arc::new(transcript_domain::ManualClock::stepping(start, 1)),
+            Arc::new(transcript_domain::SequentialRunIds::new()),
+        )
+    } else {
+        (
+            Arc::new(transcript_infra::SystemClock),
+            Arc::new(transcript_infra::RandomRunIds),
+        )
+    }
+}

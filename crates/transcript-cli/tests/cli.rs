@@ -3,25 +3,12 @@
 //! the seed's jq recipes, corrupted inputs, tail -f, import and redaction.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_transcript"));
-    c.env_remove("NO_COLOR").env_remove("TRANSCRIPT_STORAGE");
-    c
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
+use common::{bin, demo_command, repo, text};
 
 struct Demo {
     _dir: tempfile::TempDir,
@@ -35,19 +22,7 @@ fn demo() -> Demo {
     let dir = tempfile::tempdir().unwrap();
     let storage = dir.path().join("transcripts");
     let workspace = dir.path().join("workspace");
-    let out = bin()
-        .current_dir(repo())
-        .args([
-            "run",
-            "fixtures/workflows/demo.yaml",
-            "--deterministic",
-            "--storage",
-        ])
-        .arg(&storage)
-        .arg("--workspace")
-        .arg(&workspace)
-        .output()
-        .unwrap();
+    let out = demo_command(&storage, &workspace).output().unwrap();
     assert!(
         out.status.success(),
         "stdout: {}\nstderr: {}",

@@ -4,15 +4,12 @@
 //! is taken into a temporary directory, never into the repository.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use common::{DEMO_RUN_ID, demo_command};
 
 fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TRANSCRIPT_CHROMIUM") {
@@ -74,17 +71,7 @@ fn html_export_renders_in_headless_chromium_with_every_step() {
     };
     let dir = tempfile::tempdir().unwrap();
     let storage = dir.path().join("s");
-    let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
-        .current_dir(repo())
-        .args([
-            "run",
-            "fixtures/workflows/demo.yaml",
-            "--deterministic",
-            "--storage",
-        ])
-        .arg(&storage)
-        .arg("--workspace")
-        .arg(dir.path().join("ws"))
+    let out = demo_command(&storage, &dir.path().join("ws"))
         .output()
         .unwrap();
     assert!(
@@ -92,7 +79,7 @@ fn html_export_renders_in_headless_chromium_with_every_step() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let run_id = "00000000-0000-4000-8000-000000000001";
+    let run_id = DEMO_RUN_ID;
     let page = dir.path().join("run.html");
     let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
         .args(["export", run_id, "--format", "html", "-o"])

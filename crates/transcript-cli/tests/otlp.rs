@@ -6,21 +6,16 @@
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod common;
+
+use common::{DEMO_RUN_ID, demo_command};
 use prost::Message;
 use transcript_otel::otlp_proto::collector::trace::v1::ExportTraceServiceRequest;
 use transcript_otel::otlp_proto::trace::v1::Span;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 /// Accepts connections until the test ends; every decoded span goes to the channel.
 fn receiver() -> (SocketAddr, mpsc::Receiver<Span>) {
@@ -77,18 +72,6 @@ fn receiver() -> (SocketAddr, mpsc::Receiver<Span>) {
     (addr, rx)
 }
 
-fn demo_args(storage: &std::path::Path, workspace: &std::path::Path) -> Vec<String> {
-    vec![
-        "run".into(),
-        "fixtures/workflows/demo.yaml".into(),
-        "--deterministic".into(),
-        "--storage".into(),
-        storage.display().to_string(),
-        "--workspace".into(),
-        workspace.display().to_string(),
-    ]
-}
-
 fn drain(rx: &mpsc::Receiver<Span>) -> Vec<Span> {
     // The CLI has exited: everything it sent has arrived or never will.
     let mut spans = Vec::new();
@@ -110,9 +93,7 @@ fn stored_and_live_export_deliver_the_same_span_tree() {
 
     // Live export during the run.
     let storage = dir.path().join("live");
-    let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
-        .current_dir(repo())
-        .args(demo_args(&storage, &dir.path().join("ws1")))
+    let out = demo_command(&storage, &dir.path().join("ws1"))
         .args(["--otlp-endpoint", &endpoint])
         .output()
         .unwrap();
@@ -127,7 +108,7 @@ fn stored_and_live_export_deliver_the_same_span_tree() {
         String::from_utf8_lossy(&out.stderr)
     );
     let live = drain(&rx);
-    let run_id = "00000000-0000-4000-8000-000000000001";
+    let run_id = DEMO_RUN_ID;
 
     // The same run exported from its files.
     let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
@@ -188,13 +169,11 @@ fn stored_and_live_export_deliver_the_same_span_tree() {
 fn otlp_json_export_and_a_dead_endpoint() {
     let dir = tempfile::tempdir().unwrap();
     let storage = dir.path().join("s");
-    let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
-        .current_dir(repo())
-        .args(demo_args(&storage, &dir.path().join("ws")))
+    let out = demo_command(&storage, &dir.path().join("ws"))
         .output()
         .unwrap();
     assert!(out.status.success());
-    let run_id = "00000000-0000-4000-8000-000000000001";
+    let run_id = DEMO_RUN_ID;
     let file = dir.path().join("spans.json");
     let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
         .args(["export", run_id, "--format", "otlp-json", "-o"])
@@ -217,9 +196,7 @@ fn otlp_json_export_and_a_dead_endpoint() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
-        .current_dir(repo())
-        .args(demo_args(&dir.path().join("s2"), &dir.path().join("ws2")))
+    let out = demo_command(&dir.path().join("s2"), &dir.path().join("ws2"))
         .args(["--otlp-endpoint", &format!("http://{dead}")])
         .output()
         .unwrap();

@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use transcript_domain::{
-    Clock, EventDraft, EventMask, ManualClock, Payload, RecorderFactory, RunIdGenerator,
-    SequentialRunIds, StepPayload, Timestamp,
+    EventDraft, EventMask, Payload, RecorderFactory, RunIdGenerator, StepPayload,
 };
-use transcript_infra::{JsonlRecorderFactory, RandomRunIds, SystemClock};
+use transcript_infra::JsonlRecorderFactory;
 use transcript_providers::{DiagnosticKind, Output, Provider, detect, normalize};
 
 use crate::CliError;
@@ -60,15 +59,7 @@ pub fn parse_provider(text: &str) -> Result<Option<Provider>, CliError> {
 
 /// Imports every input; returns what was written and the per-file failures.
 pub async fn import_all(ctx: &ImportContext, inputs: &[PathBuf]) -> (Vec<Imported>, Vec<CliError>) {
-    let (clock, ids): (Arc<dyn Clock>, Arc<dyn RunIdGenerator>) = if ctx.deterministic {
-        let start = Timestamp::from_unix_millis(1_780_000_000_000).unwrap_or(Timestamp::UNIX_EPOCH);
-        (
-            Arc::new(ManualClock::stepping(start, 1)),
-            Arc::new(SequentialRunIds::new()),
-        )
-    } else {
-        (Arc::new(SystemClock), Arc::new(RandomRunIds))
-    };
+    let (clock, ids) = crate::source::clock_and_ids(ctx.deterministic);
     let mut factory = JsonlRecorderFactory::new(&ctx.storage).with_clock(clock);
     if let Some(mask) = &ctx.mask {
         factory = factory.with_mask(mask.clone());

@@ -9,12 +9,9 @@ use std::sync::Arc;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
-use transcript_domain::{
-    Clock, EventKind, EventMask, EventType, ManualClock, RecorderFactory, RunIdGenerator,
-    SequentialRunIds, Subscription, Timestamp,
-};
+use transcript_domain::{EventKind, EventMask, EventType, RecorderFactory, Subscription};
 use transcript_exec::{ExecutionService, ExternalPlugin, ToolRouter, WorkflowSet};
-use transcript_infra::{Durability, JsonlRecorderFactory, RandomRunIds, SystemClock};
+use transcript_infra::{Durability, JsonlRecorderFactory};
 
 use crate::CliError;
 use crate::cmd::tail::summary;
@@ -68,15 +65,7 @@ pub async fn run(args: RunArgs) -> Result<bool, CliError> {
         message: format!("cannot create workspace: {e}"),
     })?;
 
-    let (clock, ids): (Arc<dyn Clock>, Arc<dyn RunIdGenerator>) = if args.deterministic {
-        let start = Timestamp::from_unix_millis(1_780_000_000_000).unwrap_or(Timestamp::UNIX_EPOCH);
-        (
-            Arc::new(ManualClock::stepping(start, 1)),
-            Arc::new(SequentialRunIds::new()),
-        )
-    } else {
-        (Arc::new(SystemClock), Arc::new(RandomRunIds))
-    };
+    let (clock, ids) = crate::source::clock_and_ids(args.deterministic);
     let mut factory = JsonlRecorderFactory::new(&args.storage)
         .with_clock(clock.clone())
         .with_durability(args.durability);

@@ -1,0 +1,46 @@
+//! Shared helpers of the end-to-end tests: the built binary, the repository
+//! root, and the deterministic demo run command.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The built `transcript` binary, with the environment the tests control.
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_transcript"));
+    c.env_remove("NO_COLOR").env_remove("TRANSCRIPT_STORAGE");
+    c
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Lossy UTF-8 of captured output.
+pub fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+/// The demo workflow run deterministically (run id
+/// `00000000-0000-4000-8000-000000000001`) into `storage`, working in `workspace`.
+pub fn demo_command(storage: &Path, workspace: &Path) -> Command {
+    let mut c = bin();
+    c.current_dir(repo())
+        .args([
+            "run",
+            "fixtures/workflows/demo.yaml",
+            "--deterministic",
+            "--storage",
+        ])
+        .arg(storage)
+        .arg("--workspace")
+        .arg(workspace);
+    c
+}
+
+/// The demo's root run id in deterministic mode.
+pub const DEMO_RUN_ID: &str = "00000000-0000-4000-8000-000000000001";
