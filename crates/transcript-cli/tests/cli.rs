@@ -291,12 +291,28 @@ fn corrupted_inputs_give_one_line_errors_and_never_panic() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let storage = dir.path().join("invalid-storage");
     let out = bin()
-        .args(["run", "fixtures/workflows/invalid_kind.yaml"])
+        .args(["run", "fixtures/workflows/invalid_kind.yaml", "--storage"])
+        .arg(&storage)
         .current_dir(repo())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+    // No transcript for a run that never started (the shared audit.jsonl
+    // trail may exist: it is opened with the service).
+    let transcripts = std::fs::read_dir(&storage).map_or(0, |d| {
+        d.filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .strip_suffix(".jsonl")
+                .is_some_and(|stem| transcript_domain::RunId::parse(stem).is_ok())
+        })
+        .count()
+    });
+    assert_eq!(transcripts, 0, "an invalid workflow records nothing");
     assert!(
         text(&out.stderr).contains("invalid_kind.yaml"),
         "{}",

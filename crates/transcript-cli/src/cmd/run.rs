@@ -111,6 +111,11 @@ pub async fn run(args: RunArgs) -> Result<bool, CliError> {
         .build()
         .map_err(|e| CliError::Failed(e.to_string()))?;
 
+    // Reject an invalid workflow before anything is recorded: no run id is
+    // spent and no transcript file is created for a run that never starts.
+    service
+        .validate(&set)
+        .map_err(|e| CliError::Failed(format!("invalid workflow: {e}")))?;
     let run_id = ids.next_run_id();
     let recorder = factory
         .create(run_id, None)
