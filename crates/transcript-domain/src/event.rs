@@ -155,12 +155,49 @@ impl EventDraft {
 ///
 /// `write_line` produces exactly the bytes of
 /// [`ExchangeEvent::encode_line`] for the completed event.
+///
+/// The encoded form is two byte runs kept in one buffer: the envelope
+/// fields between `seq` and `timestamp`, then the payload. Writers that
+/// batch many records can skip the per-record allocation: encode with
+/// [`PreEncoded::encode_into`] into a buffer of their own and splice with
+/// [`EncodedParts::write_line_with`].
 #[derive(Debug, Clone)]
 pub struct PreEncoded {
+    /// `,"run_id":…` through `"iteration":N`, then the serialized payload.
+    bytes: Vec<u8>,
+    /// Where the payload starts in `bytes`.
+    split: usize,
+}
+
+/// A borrowed view of pre-encoded parts (see [`PreEncoded::encode_into`]).
+#[derive(Debug, Clone, Copy)]
+pub struct EncodedParts<'a> {
     /// `,"run_id":…` through `"iteration":N` (everything between `seq` and `timestamp`).
-    middle: Vec<u8>,
+    pub middle: &'a [u8],
     /// The serialized payload.
-    payload: Vec<u8>,
+    pub payload: &'a [u8],
+}
+
+impl EncodedParts<'_> {
+    /// Appends the complete line (with `\n`) for `seq` and an already
+    /// formatted canonical timestamp (24 bytes, see
+    /// [`Timestamp::canonical_bytes`]).
+    pub fn write_line_with(&self, seq: Seq, timestamp: &[u8; 24], out: &mut Vec<u8>) {
+        out.reserve(self.len_hint());
+        out.extend_from_slice(b"{\"seq\":");
+        write_u64(out, seq);
+        out.extend_from_slice(self.middle);
+        out.extend_from_slice(b",\"timestamp\":\"");
+        out.extend_from_slice(timestamp);
+        out.extend_from_slice(b"\",\"payload\":");
+        out.extend_from_slice(self.payload);
+        out.extend_from_slice(b"}\n");
+    }
+
+    /// An upper bound of the line length (for buffer sizing).
+    pub fn len_hint(&self) -> usize {
+        self.middle.len() + self.payload.len() + 80
+    }
 }
 
 impl PreEncoded {
@@ -170,14 +207,32 @@ impl PreEncoded {
         parent_run_id: Option<RunId>,
         draft: &EventDraft,
     ) -> Result<Self, serde_json::Error> {
-        Self::from_parts(
+        let mut bytes = Vec::with_capacity(512);
+        let split = Self::encode_into(run_id, parent_run_id, draft, &mut bytes)?;
+        Ok(Self { bytes, split })
+    }
+
+    /// Appends the encoded parts of `draft` to `out` and returns where the
+    /// payload starts (an absolute index into `out`). The parts are
+    /// `out[start..split]` and `out[split..]`, `start` being `out`'s length
+    /// before the call. On error `out` is cut back to that length.
+    pub fn encode_into(
+        run_id: RunId,
+        parent_run_id: Option<RunId>,
+        draft: &EventDraft,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, serde_json::Error> {
+        let start = out.len();
+        Self::parts_into(
             run_id,
             parent_run_id,
             draft.child_run_id,
             &draft.path,
             draft.iteration,
             &draft.payload,
+            out,
         )
+        .inspect_err(|_| out.truncate(start))
     }
 
     fn from_parts(
@@ -188,26 +243,53 @@ impl PreEncoded {
         iteration: u64,
         payload_value: &Payload,
     ) -> Result<Self, serde_json::Error> {
-        let mut middle = Vec::with_capacity(160 + path.len());
-        middle.extend_from_slice(b",\"run_id\":\"");
-        run_id.write_to(&mut middle);
+        let mut bytes = Vec::with_capacity(512);
+        let split = Self::parts_into(
+            run_id,
+            parent_run_id,
+            child_run_id,
+            path,
+            iteration,
+            payload_value,
+            &mut bytes,
+        )?;
+        Ok(Self { bytes, split })
+    }
+
+    fn parts_into(
+        run_id: RunId,
+        parent_run_id: Option<RunId>,
+        child_run_id: Option<RunId>,
+        path: &str,
+        iteration: u64,
+        payload_value: &Payload,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, serde_json::Error> {
+        out.extend_from_slice(b",\"run_id\":\"");
+        run_id.write_to(out);
         if let Some(parent) = parent_run_id {
-            middle.extend_from_slice(b"\",\"parent_run_id\":\"");
-            parent.write_to(&mut middle);
+            out.extend_from_slice(b"\",\"parent_run_id\":\"");
+            parent.write_to(out);
         }
         if let Some(child) = child_run_id {
-            middle.extend_from_slice(b"\",\"child_run_id\":\"");
-            child.write_to(&mut middle);
+            out.extend_from_slice(b"\",\"child_run_id\":\"");
+            child.write_to(out);
         }
-        middle.extend_from_slice(b"\",\"type\":\"");
-        middle.extend_from_slice(payload_value.event_type().as_str().as_bytes());
-        middle.extend_from_slice(b"\",\"path\":");
-        serde_json::to_writer(&mut middle, path)?;
-        middle.extend_from_slice(b",\"iteration\":");
-        write_u64(&mut middle, iteration);
-        let mut payload = Vec::with_capacity(128);
-        serde_json::to_writer(&mut payload, payload_value)?;
-        Ok(Self { middle, payload })
+        out.extend_from_slice(b"\",\"type\":\"");
+        out.extend_from_slice(payload_value.event_type().as_str().as_bytes());
+        out.extend_from_slice(b"\",\"path\":");
+        serde_json::to_writer(&mut *out, path)?;
+        out.extend_from_slice(b",\"iteration\":");
+        write_u64(out, iteration);
+        let split = out.len();
+        serde_json::to_writer(&mut *out, payload_value)?;
+        Ok(split)
+    }
+
+    /// The two encoded parts.
+    pub fn parts(&self) -> EncodedParts<'_> {
+        let (middle, payload) = self.bytes.split_at(self.split);
+        EncodedParts { middle, payload }
     }
 
     /// Appends the complete line (with `\n`) for `seq` and `timestamp`.
@@ -218,20 +300,12 @@ impl PreEncoded {
     /// Like [`PreEncoded::write_line`] with an already formatted canonical
     /// timestamp (24 bytes), for writers that cache the per-second prefix.
     pub fn write_line_with(&self, seq: Seq, timestamp: &[u8; 24], out: &mut Vec<u8>) {
-        out.reserve(self.len_hint());
-        out.extend_from_slice(b"{\"seq\":");
-        write_u64(out, seq);
-        out.extend_from_slice(&self.middle);
-        out.extend_from_slice(b",\"timestamp\":\"");
-        out.extend_from_slice(timestamp);
-        out.extend_from_slice(b"\",\"payload\":");
-        out.extend_from_slice(&self.payload);
-        out.extend_from_slice(b"}\n");
+        self.parts().write_line_with(seq, timestamp, out);
     }
 
     /// An upper bound of the line length (for buffer sizing).
     pub fn len_hint(&self) -> usize {
-        self.middle.len() + self.payload.len() + 80
+        self.bytes.len() + 80
     }
 }
 

@@ -165,7 +165,7 @@ pub use decode::{
     DecodeError, DecodeWarning, Decoded, DecodedBlock, DecodedEvent, DecodedMessage,
     DecodedPayload, EventKind, NotCanonical, UnknownBlock, decode_line, decode_str,
 };
-pub use event::{EventDraft, ExchangeEvent, PreEncoded};
+pub use event::{EncodedParts, EventDraft, ExchangeEvent, PreEncoded};
 pub use ids::{InvalidRunId, RunId, Seq};
 pub use payload::{MessagePayload, Payload, StepPayload, ToolPayload, Usage};
 pub use port::{

@@ -125,13 +125,18 @@ impl FanOut {
         (rx, counters, id)
     }
 
-    /// Hands `event` to every subscriber without waiting: a full buffer
-    /// drops the event for that subscriber only (drop-newest).
     /// Broadcasts event `seq`, building it with `make` only if some
     /// subscriber has room (a slow subscriber alone costs no event build).
-    pub(crate) fn broadcast_with(&mut self, seq: Seq, make: impl FnOnce() -> Arc<ExchangeEvent>) {
+    /// `make` returning `None` (an event that cannot be built) skips it.
+    pub(crate) fn broadcast_with(
+        &mut self,
+        seq: Seq,
+        make: impl FnOnce() -> Option<Arc<ExchangeEvent>>,
+    ) {
         if self.subs.iter().any(|s| s.tx.has_room()) {
-            self.broadcast(&make());
+            if let Some(event) = make() {
+                self.broadcast(&event);
+            }
         } else {
             let mut retired = 0;
             self.subs.retain_mut(|s| {
@@ -147,6 +152,8 @@ impl FanOut {
         }
     }
 
+    /// Hands `event` to every subscriber without waiting: a full buffer
+    /// drops the event for that subscriber only (drop-newest).
     pub(crate) fn broadcast(&mut self, event: &Arc<ExchangeEvent>) {
         let mut retired = 0;
         let mut deferred = false;

@@ -1,10 +1,11 @@
 //! The JSONL recorder: leader/follower group commit over an append-only,
 //! locked file, with write-then-broadcast fan-out.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -14,8 +15,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::watch;
 use transcript_domain::{
-    Clock, EventDraft, EventMask, PreEncoded, RecordError, Recorder, RunId, Seq, Subscription,
-    Timestamp,
+    Clock, EncodedParts, EventDraft, EventMask, ExchangeEvent, PreEncoded, RecordError, Recorder,
+    RunId, Seq, Subscription, Timestamp, decode_line,
 };
 
 use crate::clock::SystemClock;
@@ -176,7 +177,7 @@ impl JsonlRecorderBuilder {
             needs_repair: false,
             buf: Vec::with_capacity(64 * 1024),
             ends: Vec::new(),
-            stamps: Vec::new(),
+            stamp: Timestamp::UNIX_EPOCH,
             fanout: FanOut::default(),
             flusher,
             closed: false,
@@ -192,6 +193,7 @@ impl JsonlRecorderBuilder {
                 subscriber_buffer: self.subscriber_buffer,
                 queue: Mutex::new(Queue::default()),
                 writer: Mutex::new(writer),
+                fanout_live: AtomicBool::new(false),
                 committed,
                 closed_tx,
                 resume: scan.info,
@@ -374,6 +376,10 @@ struct Shared {
     subscriber_buffer: usize,
     queue: Mutex<Queue>,
     writer: Mutex<Writer>,
+    /// Someone may subscribe: producers hand their drafts to the writer to
+    /// build broadcast events. Set under the writer lock; a stale `false`
+    /// is harmless (the writer decodes the written line instead).
+    fanout_live: AtomicBool,
     /// Acknowledged file length, published before broadcast.
     committed: Arc<AtomicU64>,
     closed_tx: watch::Sender<bool>,
@@ -383,7 +389,12 @@ struct Shared {
 #[derive(Default)]
 struct Queue {
     entries: Vec<Entry>,
+    /// The encoded parts of the queued records, back to back: producers
+    /// copy them in from a reused per-thread buffer, so a record costs no
+    /// allocation and the leader frees nothing on its critical path.
+    bytes: Vec<u8>,
     spare: Vec<Entry>,
+    spare_bytes: Vec<u8>,
     /// Someone is leading: the next records queue behind it.
     leader: bool,
     closed: bool,
@@ -396,7 +407,13 @@ struct Queue {
 #[allow(clippy::large_enum_variant)]
 enum Work {
     Record {
-        pre: PreEncoded,
+        /// `bytes[start..split]` is the envelope middle, `bytes[split..end]`
+        /// the payload (see [`PreEncoded::encode_into`]).
+        start: usize,
+        split: usize,
+        end: usize,
+        /// Carried only while someone subscribes, to build the broadcast
+        /// event cheaply; otherwise it is dropped by its producer.
         draft: Option<EventDraft>,
     },
     Close,
@@ -420,7 +437,8 @@ struct Writer {
     needs_repair: bool,
     buf: Vec<u8>,
     ends: Vec<usize>,
-    stamps: Vec<Timestamp>,
+    /// The timestamp of the last batch (one clock read per batch).
+    stamp: Timestamp,
     fanout: FanOut,
     flusher: Option<Flusher>,
     closed: bool,
@@ -632,6 +650,42 @@ const FOLLOWER_SPINS: u32 = 16;
 /// Batches one leader writes before handing leadership to a waiter.
 const MAX_LEAD_BATCHES: usize = 32;
 
+/// Reused encode and batch buffers above this capacity are released after
+/// use, so one huge event does not pin its memory for the recorder's life.
+const MAX_KEPT_BUFFER: usize = 1 << 20;
+
+thread_local! {
+    /// Per-thread encode buffer: a record is serialized here, outside every
+    /// lock, then copied into the queue.
+    static ENCODE_BUF: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(4096));
+}
+
+/// What one batch did.
+struct Written {
+    /// The seq of the batch's first record.
+    first: Seq,
+    /// How many leading records are acknowledged.
+    good: usize,
+    /// Why the rest were not.
+    failure: Option<(String, std::io::Error)>,
+    /// The close entry's outcome, if the batch held one.
+    close: Option<Result<Seq, RecordError>>,
+}
+
+/// The broadcast event of a line this recorder just wrote, for a record
+/// whose draft was not carried. The line is our own canonical encoding, so
+/// decoding cannot fail short of a bug; if it did, the event is logged and
+/// not broadcast (a replaying subscriber then reports the same line).
+fn rebuild_event(line: &[u8], path: &Path) -> Option<Arc<ExchangeEvent>> {
+    let cause = match decode_line(line).map(|d| d.event.to_event()) {
+        Ok(Ok(event)) => return Some(Arc::new(event)),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => e.to_string(),
+    };
+    tracing::error!(path = %path.display(), "cannot rebuild a written line for subscribers: {cause}");
+    None
+}
+
 impl Shared {
     fn lock_queue(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
@@ -652,14 +706,34 @@ impl Shared {
                 )));
             }
         }
-        let pre = PreEncoded::new(self.run_id, self.parent_run_id, &draft)
-            .map_err(|e| RecordError::Encode(e.to_string()))?;
-        let seq = self
-            .submit(Work::Record {
-                pre,
-                draft: Some(draft),
-            })
-            .await?;
+        let carry = self.fanout_live.load(Ordering::Acquire);
+        let (ticket, lead, kept) = ENCODE_BUF.with_borrow_mut(|buf| {
+            buf.clear();
+            let split = PreEncoded::encode_into(self.run_id, self.parent_run_id, &draft, buf)
+                .map_err(|e| RecordError::Encode(e.to_string()))?;
+            let (kept, carried) = if carry {
+                (None, Some(draft))
+            } else {
+                (Some(draft), None)
+            };
+            let (ticket, lead) = self.enqueue(false, |q| {
+                let start = q.bytes.len();
+                q.bytes.extend_from_slice(buf);
+                Work::Record {
+                    start,
+                    split: start + split,
+                    end: q.bytes.len(),
+                    draft: carried,
+                }
+            })?;
+            if buf.capacity() > MAX_KEPT_BUFFER {
+                *buf = Vec::new();
+            }
+            Ok::<_, RecordError>((ticket, lead, kept))
+        })?;
+        let seq = self.wait_or_lead(ticket, lead).await?;
+        // Freed here, by its producer, after the ack: off the writer's path.
+        drop(kept);
         // A lone producer's record never suspends; without this it would
         // monopolize its worker and starve subscribers woken onto it. Yields
         // only when the task's coop budget is spent (every ~128 records), and
@@ -669,23 +743,30 @@ impl Shared {
         Ok(seq)
     }
 
-    /// Queues `work` and waits for it, leading when nobody else does.
-    async fn submit(&self, work: Work) -> Result<Seq, RecordError> {
+    /// Queues the work `make` builds (under the queue lock) and says
+    /// whether the caller must lead.
+    fn enqueue(
+        &self,
+        close: bool,
+        make: impl FnOnce(&mut Queue) -> Work,
+    ) -> Result<(Arc<Ticket>, bool), RecordError> {
         let ticket = Arc::new(Ticket::default());
-        let lead = {
-            let mut q = self.lock_queue();
-            if q.closed {
-                return Err(RecordError::Closed);
-            }
-            if matches!(work, Work::Close) {
-                q.closed = true;
-            }
-            q.entries.push(Entry {
-                work,
-                ticket: Arc::clone(&ticket),
-            });
-            !std::mem::replace(&mut q.leader, true)
-        };
+        let mut q = self.lock_queue();
+        if q.closed {
+            return Err(RecordError::Closed);
+        }
+        q.closed |= close;
+        let work = make(&mut q);
+        q.entries.push(Entry {
+            work,
+            ticket: Arc::clone(&ticket),
+        });
+        let lead = !std::mem::replace(&mut q.leader, true);
+        Ok((ticket, lead))
+    }
+
+    /// Waits for a queued entry, leading when nobody else does.
+    async fn wait_or_lead(&self, ticket: Arc<Ticket>, lead: bool) -> Result<Seq, RecordError> {
         if !lead {
             let waited = WaitTicket {
                 shared: self,
@@ -741,7 +822,7 @@ impl Shared {
     /// Takes every queued entry, writes them as one batch, acknowledges
     /// them, and passes leadership on.
     fn run_batch(&self, keep_leading: bool) -> BatchEnd {
-        let mut batch = {
+        let (mut batch, mut bytes) = {
             let mut q = self.lock_queue();
             if q.entries.is_empty() {
                 q.leader = false;
@@ -749,19 +830,40 @@ impl Shared {
             }
             let spare = std::mem::take(&mut q.spare);
             let batch = std::mem::replace(&mut q.entries, spare);
+            let spare_bytes = std::mem::take(&mut q.spare_bytes);
+            let bytes = std::mem::replace(&mut q.bytes, spare_bytes);
             q.last_batch = batch.len();
             q.batches += 1;
             q.batched_entries += batch.len() as u64;
-            batch
+            (batch, bytes)
         };
-        let mut outcomes = self.write_batch(&mut batch);
-        for entry in batch.drain(..) {
-            let outcome = outcomes.next().unwrap_or(Err(RecordError::Closed));
+        let written = self.write_batch(&mut batch, &bytes);
+        let mut close_result = written.close;
+        for (i, entry) in batch.drain(..).enumerate() {
+            let outcome = match entry.work {
+                Work::Close => close_result.take().unwrap_or(Ok(0)),
+                Work::Record { .. } if i < written.good => Ok(written.first + i as u64),
+                Work::Record { .. } => Err(match &written.failure {
+                    Some((message, e)) => storage_error(
+                        &self.path,
+                        message.clone(),
+                        Some(std::io::Error::new(e.kind(), e.to_string())),
+                    ),
+                    None => RecordError::Closed,
+                }),
+            };
             entry.ticket.complete(outcome);
+        }
+        bytes.clear();
+        if bytes.capacity() > MAX_KEPT_BUFFER {
+            bytes = Vec::new();
         }
         let mut q = self.lock_queue();
         if q.spare.capacity() < batch.capacity() {
             q.spare = batch;
+        }
+        if q.spare_bytes.capacity() < bytes.capacity() {
+            q.spare_bytes = bytes;
         }
         if q.entries.is_empty() {
             q.leader = false;
@@ -777,68 +879,63 @@ impl Shared {
     }
 
     /// The critical section: assigns seq and timestamp, writes, syncs per
-    /// policy, publishes and broadcasts. Returns one outcome per entry.
-    fn write_batch(&self, batch: &mut [Entry]) -> std::vec::IntoIter<Result<Seq, RecordError>> {
+    /// policy, publishes and broadcasts.
+    fn write_batch(&self, batch: &mut [Entry], bytes: &[u8]) -> Written {
         let mut w = self.lock_writer();
         let w = &mut *w;
-        let mut out = Vec::with_capacity(batch.len());
+        let mut written = Written {
+            first: w.next_seq,
+            good: 0,
+            failure: None,
+            close: None,
+        };
         if w.sink.is_none() {
-            out.extend(batch.iter().map(|e| match e.work {
-                Work::Close => Ok(0),
-                Work::Record { .. } => Err(RecordError::Closed),
-            }));
-            return out.into_iter();
+            // Closed: records fail with `Closed`, a late close succeeds.
+            written.close = Some(Ok(0));
+            return written;
         }
-        let records = batch
-            .iter()
-            .filter(|e| matches!(e.work, Work::Record { .. }))
-            .count();
-        let mut good = 0usize;
-        let mut failure: Option<(String, std::io::Error)> = None;
-        if records > 0 {
-            match self.write_records(w, batch) {
-                Ok(n) => good = n,
+        if batch.iter().any(|e| matches!(e.work, Work::Record { .. })) {
+            match self.write_records(w, batch, bytes) {
+                Ok(n) => written.good = n,
                 Err((n, message, e)) => {
-                    good = n;
-                    failure = Some((message, e));
+                    written.good = n;
+                    written.failure = Some((message, e));
                 }
             }
         }
         let first = w.next_seq;
-        w.next_seq += good as u64;
+        w.next_seq += written.good as u64;
         self.committed.store(w.acked, Ordering::Release);
-        if good > 0 && !w.fanout.is_empty() {
-            for (i, entry) in batch.iter_mut().take(good).enumerate() {
-                if let Work::Record { draft, .. } = &mut entry.work
-                    && let Some(draft) = draft.take()
-                {
-                    let (run_id, parent, stamp) = (self.run_id, self.parent_run_id, w.stamps[i]);
-                    let seq = first + i as u64;
-                    w.fanout.broadcast_with(seq, || {
-                        Arc::new(draft.into_event(seq, run_id, parent, stamp))
-                    });
-                }
-            }
+        if written.good > 0 && !w.fanout.is_empty() {
+            self.broadcast(w, batch, first, written.good);
         }
-        let mut close_result = Ok(0);
+        if w.fanout.is_empty() {
+            self.fanout_live.store(false, Ordering::Release);
+        }
         if batch.iter().any(|e| matches!(e.work, Work::Close)) {
-            close_result = self.finish_close(w);
+            written.close = Some(self.finish_close(w));
         }
-        for (i, entry) in batch.iter().enumerate() {
-            out.push(match entry.work {
-                Work::Close => std::mem::replace(&mut close_result, Ok(0)),
-                Work::Record { .. } if i < good => Ok(first + i as u64),
-                Work::Record { .. } => Err(match &failure {
-                    Some((message, e)) => storage_error(
-                        &self.path,
-                        message.clone(),
-                        Some(std::io::Error::new(e.kind(), e.to_string())),
-                    ),
-                    None => RecordError::Closed,
-                }),
+        written
+    }
+
+    /// Hands the first `good` records of the batch to the subscribers, in
+    /// seq order. A record whose producer did not carry its draft (it saw
+    /// no subscriber) is rebuilt from the line just written.
+    fn broadcast(&self, w: &mut Writer, batch: &mut [Entry], first: Seq, good: usize) {
+        let (run_id, parent, stamp) = (self.run_id, self.parent_run_id, w.stamp);
+        for (i, entry) in batch.iter_mut().take(good).enumerate() {
+            let Work::Record { draft, .. } = &mut entry.work else {
+                continue;
+            };
+            let seq = first + i as u64;
+            let line_start = if i == 0 { 0 } else { w.ends[i - 1] };
+            let line = &w.buf[line_start..w.ends[i]];
+            let path = &self.path;
+            w.fanout.broadcast_with(seq, || match draft.take() {
+                Some(draft) => Some(Arc::new(draft.into_event(seq, run_id, parent, stamp))),
+                None => rebuild_event(line, path),
             });
         }
-        out.into_iter()
     }
 
     /// Writes the batch's records with as few `write(2)` calls as the kernel
@@ -848,6 +945,7 @@ impl Shared {
         &self,
         w: &mut Writer,
         batch: &[Entry],
+        bytes: &[u8],
     ) -> Result<usize, (usize, String, std::io::Error)> {
         let Some(sink) = w.sink.as_mut() else {
             return Ok(0);
@@ -864,17 +962,24 @@ impl Shared {
         }
         w.buf.clear();
         w.ends.clear();
-        w.stamps.clear();
+        // Assigned together, under the lock (decision 15); never backwards.
+        // One clock read per batch: its lines reach the kernel in one write.
+        let ms = self.clock.now().unix_millis().max(w.last_ms);
+        w.last_ms = ms;
+        let stamp_bytes = w.stamp(ms);
+        w.stamp = Timestamp::saturating_from_unix_millis(ms);
         let mut seq = w.next_seq;
         for entry in batch {
-            if let Work::Record { pre, .. } = &entry.work {
-                // Assigned together, under the lock (decision 15); never backwards.
-                let ms = self.clock.now().unix_millis().max(w.last_ms);
-                w.last_ms = ms;
-                let stamp = w.stamp(ms);
-                pre.write_line_with(seq, &stamp, &mut w.buf);
+            if let Work::Record {
+                start, split, end, ..
+            } = entry.work
+            {
+                EncodedParts {
+                    middle: &bytes[start..split],
+                    payload: &bytes[split..end],
+                }
+                .write_line_with(seq, &stamp_bytes, &mut w.buf);
                 w.ends.push(w.buf.len());
-                w.stamps.push(Timestamp::saturating_from_unix_millis(ms));
                 seq += 1;
             }
         }
@@ -962,6 +1067,9 @@ impl Shared {
         if w.closed {
             return Err(RecordError::Closed);
         }
+        // From now on producers carry their drafts (records already queued
+        // are rebuilt from their lines).
+        self.fanout_live.store(true, Ordering::Release);
         let last = w.next_seq - 1;
         match from {
             None => {
@@ -987,7 +1095,12 @@ impl Shared {
 
     async fn close(&self) -> Result<(), RecordError> {
         let mut done = self.closed_tx.subscribe();
-        match self.submit(Work::Close).await {
+        let queued = self.enqueue(true, |_| Work::Close);
+        let outcome = match queued {
+            Ok((ticket, lead)) => self.wait_or_lead(ticket, lead).await,
+            Err(e) => Err(e),
+        };
+        match outcome {
             Ok(_) => Ok(()),
             Err(RecordError::Closed) => {
                 // Someone else is closing: wait until it is finished.
@@ -1319,5 +1432,66 @@ mod tests {
                 "{ms}"
             );
         }
+    }
+
+    /// Queues a record the way `record` does, without leading or waiting.
+    fn queue_record(shared: &Shared, draft: EventDraft, carry: bool) -> (Arc<Ticket>, bool) {
+        let mut buf = Vec::new();
+        let split =
+            PreEncoded::encode_into(shared.run_id, shared.parent_run_id, &draft, &mut buf).unwrap();
+        shared
+            .enqueue(false, |q| {
+                let start = q.bytes.len();
+                q.bytes.extend_from_slice(&buf);
+                Work::Record {
+                    start,
+                    split: start + split,
+                    end: q.bytes.len(),
+                    draft: carry.then_some(draft),
+                }
+            })
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_arriving_after_a_record_was_queued_without_its_draft_still_gets_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rec = JsonlRecorder::builder(tmp.path(), SequentialRunIds::new().next_run_id())
+            .clock(Arc::new(ManualClock::stepping(Timestamp::UNIX_EPOCH, 1)))
+            .open()
+            .unwrap();
+        let shared = &rec.shared;
+        // No subscriber yet: producers do not carry drafts.
+        assert!(!shared.fanout_live.load(Ordering::Acquire));
+        let (t1, lead) = queue_record(shared, draft("queued-before"), false);
+        assert!(lead, "nobody leads yet");
+        // The subscriber registers while that record waits in the queue;
+        // a second record sees it and carries its draft.
+        let mut sub = rec.subscribe_jsonl(None).unwrap();
+        assert!(shared.fanout_live.load(Ordering::Acquire));
+        let (t2, lead) = queue_record(shared, draft("queued-after"), true);
+        assert!(!lead);
+        assert_eq!(shared.run_batch(false), BatchEnd::Released);
+        assert_eq!(t1.take_outcome().unwrap().unwrap(), 1);
+        assert_eq!(t2.take_outcome().unwrap().unwrap(), 2);
+        let rebuilt = sub.next().await.unwrap();
+        let carried = sub.next().await.unwrap();
+        assert_eq!((rebuilt.seq, carried.seq), (1, 2));
+        // The rebuilt event is exactly the one the draft would have made,
+        // and both share the batch's timestamp.
+        let expected = draft("queued-before").into_event(1, rec.run_id(), None, carried.timestamp);
+        assert_eq!(*rebuilt, expected);
+        assert_eq!(carried.path, "queued-after");
+        // Lines on disk and events delivered agree byte for byte.
+        let text = std::fs::read_to_string(rec.path()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], rebuilt.to_line().unwrap().trim_end());
+        assert_eq!(lines[1], carried.to_line().unwrap().trim_end());
+        // With the last subscriber gone, producers stop carrying drafts
+        // (noticed at the next batch).
+        drop(sub);
+        assert_eq!(rec.record(draft("after")).await.unwrap(), 3);
+        assert!(!shared.fanout_live.load(Ordering::Acquire));
+        rec.close().await.unwrap();
     }
 }
