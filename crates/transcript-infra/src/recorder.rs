@@ -275,6 +275,13 @@ impl JsonlRecorder {
         self.shared.lock_writer().fanout.stats()
     }
 
+    /// [`Recorder::record`] without the trait's boxed future: callers that
+    /// hold the concrete type (method resolution prefers this inherent
+    /// method) save an allocation per record.
+    pub async fn record(&self, draft: EventDraft) -> Result<Seq, RecordError> {
+        self.shared.record(draft).await
+    }
+
     /// [`Recorder::subscribe`] with the concrete subscription type.
     pub fn subscribe_jsonl(&self, from: Option<Seq>) -> Result<JsonlSubscription, RecordError> {
         self.shared.subscribe(from)
@@ -473,6 +480,10 @@ struct TicketState {
 #[derive(Default)]
 struct Ticket {
     state: Mutex<TicketState>,
+    /// Set (under `state`'s lock, after updating it) once there is an
+    /// outcome or a lead offer: a spinning waiter reads only this flag, so
+    /// it never contends for the lock the leader takes to complete it.
+    signalled: AtomicBool,
 }
 
 impl Ticket {
@@ -484,6 +495,7 @@ impl Ticket {
         let waker = {
             let mut s = self.lock();
             s.outcome = Some(outcome);
+            self.signalled.store(true, Ordering::Release);
             s.waker.take()
         };
         if let Some(w) = waker {
@@ -499,6 +511,7 @@ impl Ticket {
                 return false;
             }
             s.lead = true;
+            self.signalled.store(true, Ordering::Release);
             s.waker.take()
         };
         if let Some(w) = waker {
@@ -530,6 +543,15 @@ impl Future for WaitTicket<'_> {
     type Output = Waited;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Waited> {
+        if self.spins < FOLLOWER_SPINS && !self.ticket.signalled.load(Ordering::Acquire) {
+            // The batch is usually written within a few microseconds: stay
+            // runnable for some scheduler rounds instead of letting the
+            // worker park and be woken again (a syscall on each side, and
+            // the woken task lands on the leader's worker).
+            self.spins += 1;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         let ready = {
             let mut s = self.ticket.lock();
             if let Some(outcome) = s.outcome.take() {
@@ -544,13 +566,6 @@ impl Future for WaitTicket<'_> {
                 None
             }
         };
-        if ready.is_none() && self.spins < FOLLOWER_SPINS {
-            // The batch is usually written within a few microseconds: stay
-            // runnable for a few scheduler rounds instead of letting the
-            // worker park and be woken again (a syscall on each side).
-            self.spins += 1;
-            cx.waker().wake_by_ref();
-        }
         match ready {
             Some(r) => {
                 self.finished = true;
@@ -644,8 +659,11 @@ impl Future for YieldOnce {
 /// join its batch (see the performance notes in the crate docs).
 const MAX_YIELD_ROUNDS: usize = 3;
 
-/// Scheduler rounds a waiting record stays runnable before it parks.
-const FOLLOWER_SPINS: u32 = 16;
+/// Scheduler rounds a waiting record stays runnable before it parks
+/// (measured with 8 producers on 2 workers: 16 → 100 rounds raised the
+/// median from 0.78× to 0.86× of the one-write-per-line baseline; 300 did
+/// not help further). A round is cheap: one atomic load, no lock.
+const FOLLOWER_SPINS: u32 = 100;
 
 /// Batches one leader writes before handing leadership to a waiter.
 const MAX_LEAD_BATCHES: usize = 32;
@@ -909,7 +927,9 @@ impl Shared {
         if written.good > 0 && !w.fanout.is_empty() {
             self.broadcast(w, batch, first, written.good);
         }
-        if w.fanout.is_empty() {
+        // Read first: every producer reads this flag, so an unconditional
+        // store would pull its cache line away from them once per batch.
+        if w.fanout.is_empty() && self.fanout_live.load(Ordering::Relaxed) {
             self.fanout_live.store(false, Ordering::Release);
         }
         if batch.iter().any(|e| matches!(e.work, Work::Close)) {
