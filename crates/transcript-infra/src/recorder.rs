@@ -191,9 +191,9 @@ impl JsonlRecorderBuilder {
                 mask: self.mask,
                 durability: self.durability,
                 subscriber_buffer: self.subscriber_buffer,
-                queue: Mutex::new(Queue::default()),
-                writer: Mutex::new(writer),
-                fanout_live: AtomicBool::new(false),
+                queue: CachePadded(Mutex::new(Queue::default())),
+                writer: CachePadded(Mutex::new(writer)),
+                fanout_live: CachePadded(AtomicBool::new(false)),
                 committed,
                 closed_tx,
                 resume: scan.info,
@@ -373,6 +373,19 @@ impl Drop for Flusher {
     }
 }
 
+/// Aligns (and so pads) a value to two cache lines, the unit adjacent-line
+/// prefetchers pull in together.
+#[repr(align(128))]
+struct CachePadded<T>(T);
+
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 struct Shared {
     run_id: RunId,
     parent_run_id: Option<RunId>,
@@ -381,12 +394,14 @@ struct Shared {
     mask: Option<Arc<dyn EventMask>>,
     durability: Durability,
     subscriber_buffer: usize,
-    queue: Mutex<Queue>,
-    writer: Mutex<Writer>,
+    /// Producers write the queue's line constantly; the writer's state and
+    /// the flag every producer reads live on lines of their own.
+    queue: CachePadded<Mutex<Queue>>,
+    writer: CachePadded<Mutex<Writer>>,
     /// Someone may subscribe: producers hand their drafts to the writer to
     /// build broadcast events. Set under the writer lock; a stale `false`
     /// is harmless (the writer decodes the written line instead).
-    fanout_live: AtomicBool,
+    fanout_live: CachePadded<AtomicBool>,
     /// Acknowledged file length, published before broadcast.
     committed: Arc<AtomicU64>,
     closed_tx: watch::Sender<bool>,
@@ -477,7 +492,10 @@ struct TicketState {
     waker: Option<Waker>,
 }
 
+// Aligned so two producers' tickets never share a cache line: waiters spin
+// reading their own flag while the leader writes the others'.
 #[derive(Default)]
+#[repr(align(128))]
 struct Ticket {
     state: Mutex<TicketState>,
     /// Set (under `state`'s lock, after updating it) once there is an
