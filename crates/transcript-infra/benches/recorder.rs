@@ -76,8 +76,15 @@ fn lines(run: RunId, pad: usize, n: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Writes back whatever earlier cases left dirty, outside any timing, so
+/// every case starts from the same disk state.
+fn settle() {
+    rustix::fs::sync();
+}
+
 fn append_file(path: &Path) -> File {
     let _ = std::fs::remove_file(path);
+    settle();
     OpenOptions::new()
         .append(true)
         .create(true)
@@ -97,7 +104,9 @@ fn base_1a(path: &Path, lines: &[Vec<u8>]) -> f64 {
     for l in lines {
         f.write_all(l).unwrap();
     }
-    rate(lines.len(), t.elapsed())
+    let r = rate(lines.len(), t.elapsed());
+    let _ = std::fs::remove_file(path);
+    r
 }
 
 fn base_1b(path: &Path, lines: &[Vec<u8>]) -> f64 {
@@ -108,7 +117,9 @@ fn base_1b(path: &Path, lines: &[Vec<u8>]) -> f64 {
         w.write_all(l).unwrap();
     }
     w.flush().unwrap();
-    rate(lines.len(), t.elapsed())
+    let r = rate(lines.len(), t.elapsed());
+    let _ = std::fs::remove_file(path);
+    r
 }
 
 fn base_sync_every(path: &Path, lines: &[Vec<u8>], every: usize) -> f64 {
@@ -123,7 +134,9 @@ fn base_sync_every(path: &Path, lines: &[Vec<u8>], every: usize) -> f64 {
         f.write_all(&buf).unwrap();
         f.sync_data().unwrap();
     }
-    rate(lines.len(), t.elapsed())
+    let r = rate(lines.len(), t.elapsed());
+    let _ = std::fs::remove_file(path);
+    r
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -155,6 +168,7 @@ fn open_buffered(
     buffer: usize,
 ) -> Arc<JsonlRecorder> {
     let _ = std::fs::remove_file(dir.join(run.file_name()));
+    settle();
     Arc::new(
         JsonlRecorder::builder(dir, run)
             .clock(Arc::new(SystemClock))
