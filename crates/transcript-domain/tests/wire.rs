@@ -6,9 +6,9 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use transcript_domain::{
     BlockBody, BlockType, ContentBlock, DecodeError, DecodeWarning, DecodedBlock, DecodedPayload,
-    EventDraft, EventKind, EventType, ExchangeEvent, Fidelity, MessagePayload, Payload,
-    PayloadKind, PreEncoded, RawJson, Role, RunId, StepPayload, Timestamp, ToolPayload, Usage,
-    decode_line, decode_str,
+    EncodedParts, EventDraft, EventKind, EventType, ExchangeEvent, Fidelity, MessagePayload,
+    Payload, PayloadKind, PreEncoded, RawJson, Role, RunId, StepPayload, Timestamp, ToolPayload,
+    Usage, decode_line, decode_str,
 };
 
 const RUN: &str = "550e8400-e29b-41d4-a716-446655440000";
@@ -382,6 +382,22 @@ fn pre_encoded_lines_equal_full_encoding() {
     let ts = Timestamp::parse("2026-01-02T03:04:05.006Z").unwrap();
     let mut spliced = Vec::new();
     pre.write_line(18_446_744_073_709_551_615, ts, &mut spliced);
+    // Encoding into a shared buffer after other bytes gives the same line.
+    let mut shared = b"earlier record".to_vec();
+    let start = shared.len();
+    let split = PreEncoded::encode_into(run, Some(parent), &draft, &mut shared).unwrap();
+    let parts = EncodedParts {
+        middle: &shared[start..split],
+        payload: &shared[split..],
+    };
+    assert_eq!(
+        (parts.middle, parts.payload),
+        (pre.parts().middle, pre.parts().payload)
+    );
+    let mut from_parts = Vec::new();
+    parts.write_line_with(u64::MAX, &ts.canonical_bytes(), &mut from_parts);
+    assert_eq!(from_parts, spliced);
+    assert!(parts.len_hint() >= from_parts.len() && pre.len_hint() >= from_parts.len());
     let event = draft.into_event(u64::MAX, run, Some(parent), ts);
     assert_eq!(
         String::from_utf8(spliced).unwrap(),

@@ -47,9 +47,12 @@
 //!
 //! # Writing: group commit
 //!
-//! `record` serializes the draft outside any lock, queues it, and the first
-//! caller to find the writer idle becomes the *leader*: it takes every queued
-//! line, assigns seqs and timestamps, writes them with one `write(2)` (and one
+//! `record` serializes the draft outside any lock, into a reused per-thread
+//! buffer, and copies the bytes into the queue's shared buffer: a record
+//! costs no allocation of its own. The first caller to find the writer idle
+//! becomes the *leader*: it takes every queued line, reads the clock once,
+//! assigns seqs and that timestamp (the batch reaches the kernel in one
+//! `write(2)`, so its lines share one timestamp), writes them (and runs one
 //! `fdatasync` under [`Durability::Always`]), publishes the new acknowledged
 //! length, broadcasts the events in seq order, and acknowledges the callers.
 //! Callers arriving meanwhile wait and are written in the next batch. A lone
@@ -58,13 +61,22 @@
 //! few times so producers that were just woken can join the next batch, and
 //! it keeps writing the batches that queue up meanwhile (up to 32) before it
 //! hands leadership to a waiter: a running leader is cheaper than waking one.
-//! A waiting record stays runnable for a few scheduler rounds before it
-//! parks, because its batch is usually written within microseconds and a
-//! park/unpark costs a syscall on each side.
+//! A waiting record stays runnable for up to 100 scheduler rounds before it
+//! parks, reading only an atomic flag of its own (its ticket sits on its own
+//! cache line, so the leader completing other tickets never contends with
+//! it): its batch is usually written within microseconds, and a park/unpark
+//! costs a syscall on each side and moves the woken task to the leader's
+//! worker. A producer hands its draft to the writer only while someone
+//! subscribes (to build the broadcast event without re-parsing); otherwise
+//! it frees the draft itself after the ack, off the leader's path. A record
+//! queued just before a subscriber arrived is rebuilt from its written line,
+//! so subscribers still see every event after they subscribed.
 //! A successful `record` also spends tokio's cooperative budget, so a lone
 //! producer that never has to wait still lets its worker run other tasks. The
 //! I/O is plain blocking `std::fs` on the leader's thread (never `tokio::fs`
 //! per event): short, and it is what acknowledgement waits for anyway.
+//! [`JsonlRecorder::record`] is also an inherent method, so callers holding
+//! the concrete type skip the trait's boxed future.
 //!
 //! Cancellation: a queued record is written even if its caller drops the
 //! future. If a leader's future is dropped mid-lead, or a waiter is dropped
