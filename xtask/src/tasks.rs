@@ -409,6 +409,14 @@ pub fn coverage(root: &Path) -> Result<i32, Error> {
     // llvm-tools: exact and unaffected by ptrace timing; tarpaulin otherwise.
     if llvm_tools_present(root) {
         ensure_installed(root, "llvm-cov", "cargo-llvm-cov")?;
+        // Profiles left by earlier builds of changed code make llvm-cov drop
+        // the functions whose hashes no longer match ("mismatched data"),
+        // which silently counts their lines as uncovered.
+        let mut clean = cargo(root);
+        clean.args(["llvm-cov", "clean", "--workspace"]);
+        if !clean.status()?.success() {
+            return Err("cargo llvm-cov clean failed".into());
+        }
         let mut cmd = cargo(root);
         cmd.args(["llvm-cov", "--summary-only"]);
         for p in &libs {
