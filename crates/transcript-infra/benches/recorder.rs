@@ -25,7 +25,17 @@ use transcript_infra::{Durability, JsonlRecorder, ReadItem, SystemClock, Transcr
 
 const N: usize = 200_000;
 const LINE: usize = 377;
+/// Interleaved rounds (`TRANSCRIPT_BENCH_ROUNDS` overrides, for tuning:
+/// these 2-core machines move ±30% between runs).
 const ROUNDS: usize = 5;
+
+fn rounds() -> usize {
+    std::env::var("TRANSCRIPT_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(ROUNDS)
+}
 
 fn bench_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -459,8 +469,9 @@ fn main() {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|g| g == group))
     };
-    for round in 0..ROUNDS {
-        eprintln!("round {}/{ROUNDS}", round + 1);
+    let rounds = rounds();
+    for round in 0..rounds {
+        eprintln!("round {}/{rounds}", round + 1);
         m.entry("1a").or_default().push(base_1a(&base, &all_lines));
         m.entry("1b").or_default().push(base_1b(&base, &all_lines));
         if want("always") {
@@ -530,7 +541,7 @@ fn main() {
     if want("read") {
         write_file(&read_path, run, pad, (N * LINE) as u64);
     }
-    for _ in 0..if want("read") { ROUNDS } else { 0 } {
+    for _ in 0..if want("read") { rounds } else { 0 } {
         plain.push(read_plain(&read_path).0);
         ours.push(read_ours(&read_path).0);
     }
@@ -653,6 +664,23 @@ fn main() {
             "| {:w$} | {:>22} | {:>9} | {:>8} | {}   |",
             r.case, r.value, r.ratio, r.target, r.verdict
         );
+    }
+    // The spread behind each median: every round's ratio to the baseline
+    // measured in that same round.
+    println!();
+    for (case, key, base) in [
+        ("record, 1 producer (vs 1a)", "r1", "1a"),
+        ("record, 8 producers (vs 1a)", "r8", "1a"),
+        ("record, 64 producers, Always (vs 1d)", "r64a", "1d"),
+    ] {
+        if let (Some(v), Some(b)) = (m.get(key), m.get(base)) {
+            let per: Vec<String> = v
+                .iter()
+                .zip(b)
+                .map(|(v, b)| format!("{:.2}", v / b))
+                .collect();
+            println!("per round, {case}: {}", per.join(" "));
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
