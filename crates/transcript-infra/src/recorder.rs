@@ -483,6 +483,37 @@ impl Writer {
     }
 }
 
+thread_local! {
+    /// Tickets whose records finished, for this thread's next records: a
+    /// record allocates none in the steady state.
+    static TICKETS: RefCell<Vec<Arc<Ticket>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Tickets kept per thread.
+const KEPT_TICKETS: usize = 16;
+
+fn new_ticket() -> Arc<Ticket> {
+    TICKETS
+        .with_borrow_mut(Vec::pop)
+        .unwrap_or_else(|| Arc::new(Ticket::default()))
+}
+
+/// Keeps `ticket` for reuse if nobody else holds it any more (the leader
+/// usually dropped its handle before the waiter returns; if not, it is
+/// simply freed).
+fn recycle(mut ticket: Arc<Ticket>) {
+    let Some(t) = Arc::get_mut(&mut ticket) else {
+        return;
+    };
+    *t.state.get_mut().unwrap_or_else(|e| e.into_inner()) = TicketState::default();
+    *t.signalled.get_mut() = false;
+    TICKETS.with_borrow_mut(|kept| {
+        if kept.len() < KEPT_TICKETS {
+            kept.push(ticket);
+        }
+    });
+}
+
 /// Where a record stands: written (or failed), or handed the leadership.
 #[derive(Default)]
 struct TicketState {
@@ -552,7 +583,7 @@ enum Waited {
 /// leads synchronously, so leadership is never lost with a cancelled caller.
 struct WaitTicket<'a> {
     shared: &'a Shared,
-    ticket: Arc<Ticket>,
+    ticket: &'a Ticket,
     finished: bool,
     spins: u32,
 }
@@ -786,7 +817,7 @@ impl Shared {
         close: bool,
         make: impl FnOnce(&mut Queue) -> Work,
     ) -> Result<(Arc<Ticket>, bool), RecordError> {
-        let ticket = Arc::new(Ticket::default());
+        let ticket = new_ticket();
         let mut q = self.lock_queue();
         if q.closed {
             return Err(RecordError::Closed);
@@ -806,13 +837,16 @@ impl Shared {
         if !lead {
             let waited = WaitTicket {
                 shared: self,
-                ticket: Arc::clone(&ticket),
+                ticket: &ticket,
                 finished: false,
                 spins: 0,
             }
             .await;
             match waited {
-                Waited::Done(outcome) => return outcome,
+                Waited::Done(outcome) => {
+                    recycle(ticket);
+                    return outcome;
+                }
                 Waited::Lead => {}
             }
         }
@@ -822,13 +856,15 @@ impl Shared {
         };
         guard.lead().await;
         // A leader's own entry is always in its first batch.
-        ticket.take_outcome().unwrap_or_else(|| {
+        let outcome = ticket.take_outcome().unwrap_or_else(|| {
             Err(storage_error(
                 &self.path,
                 "internal error: record finished without an outcome",
                 None,
             ))
-        })
+        });
+        recycle(ticket);
+        outcome
     }
 
     /// Gives producers that were just woken a chance to join the next batch.
@@ -1531,5 +1567,34 @@ mod tests {
         assert_eq!(rec.record(draft("after")).await.unwrap(), 3);
         assert!(!shared.fanout_live.load(Ordering::Acquire));
         rec.close().await.unwrap();
+    }
+
+    #[test]
+    fn a_finished_records_ticket_is_reset_and_reused_by_the_next_record_on_its_thread() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rec = JsonlRecorder::builder(tmp.path(), SequentialRunIds::new().next_run_id())
+            .open()
+            .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        TICKETS.with_borrow_mut(Vec::clear);
+        assert_eq!(rt.block_on(rec.record(draft("a"))).unwrap(), 1);
+        let kept = TICKETS.with_borrow(|k| k.iter().map(Arc::as_ptr).collect::<Vec<_>>());
+        assert_eq!(kept.len(), 1, "the finished ticket is kept");
+        let t = TICKETS.with_borrow(|k| Arc::clone(&k[0]));
+        assert!(!t.signalled.load(Ordering::Acquire));
+        assert!(t.lock().outcome.is_none() && !t.lock().lead && !t.lock().abandoned);
+        drop(t);
+        assert_eq!(rt.block_on(rec.record(draft("b"))).unwrap(), 2);
+        let again = TICKETS.with_borrow(|k| k.iter().map(Arc::as_ptr).collect::<Vec<_>>());
+        assert_eq!(again, kept, "the next record reused it");
+        // A ticket someone still holds is not kept.
+        let held = new_ticket();
+        let other = Arc::clone(&held);
+        recycle(held);
+        assert!(TICKETS.with_borrow(Vec::is_empty));
+        drop(other);
+        rt.block_on(rec.close()).unwrap();
     }
 }
