@@ -20,7 +20,7 @@ pub struct StepPayload {
     /// string reads as absent (Go's `omitempty`).
     #[serde(
         default,
-        skip_serializing_if = "Option::is_none",
+        skip_serializing_if = "is_absent_text",
         deserialize_with = "non_empty_string"
     )]
     pub error: Option<String>,
@@ -80,8 +80,9 @@ pub struct Usage {
     /// Reasoning tokens (often a subset of output tokens; see the provider row).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
-    /// Cost in US dollars, when the provider reported one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Cost in US dollars, when the provider reported one. JSON has no NaN
+    /// or infinity: a non-finite cost is written as absent.
+    #[serde(default, skip_serializing_if = "is_absent_cost")]
     pub cost_usd: Option<f64>,
 }
 
@@ -160,7 +161,7 @@ pub struct ToolPayload {
     /// Failure description on `tool.result`; absent on success.
     #[serde(
         default,
-        skip_serializing_if = "Option::is_none",
+        skip_serializing_if = "is_absent_text",
         deserialize_with = "non_empty_string"
     )]
     pub error: Option<String>,
@@ -211,6 +212,18 @@ fn present_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RawJson>, D::
 
 fn non_empty_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     Ok(Option::<String>::deserialize(d)?.filter(|s| !s.is_empty()))
+}
+
+// An empty `error` reads as absent, so it is written as absent: every line
+// decodes back to the payload that wrote it.
+#[allow(clippy::ref_option)] // serde's skip_serializing_if passes a reference.
+fn is_absent_text(v: &Option<String>) -> bool {
+    v.as_deref().is_none_or(str::is_empty)
+}
+
+#[allow(clippy::ref_option)] // serde's skip_serializing_if passes a reference.
+fn is_absent_cost(v: &Option<f64>) -> bool {
+    !v.is_some_and(f64::is_finite)
 }
 
 /// The writer-side payload: one variant per event type, so an event type and
@@ -284,6 +297,38 @@ impl Payload {
         match self {
             Payload::ToolCall(p) | Payload::ToolResult(p) => Some(p),
             _ => None,
+        }
+    }
+
+    /// Makes the payload equal to what decoding its encoded line gives
+    /// back: an empty `error` becomes absent, and so does a non-finite
+    /// `cost_usd` (both are written as absent). Writers call it before
+    /// encoding so that an event built from a draft and the same event read
+    /// back from the file never differ.
+    pub fn canonicalize(&mut self) {
+        match self {
+            Payload::RunStarted(p)
+            | Payload::RunCompleted(p)
+            | Payload::StepStarted(p)
+            | Payload::StepCompleted(p)
+            | Payload::CallWorkflowStarted(p)
+            | Payload::CallWorkflowCompleted(p) => {
+                if is_absent_text(&p.error) {
+                    p.error = None;
+                }
+            }
+            Payload::MessageUser(p) | Payload::MessageAssistant(p) => {
+                if let Some(usage) = &mut p.usage
+                    && is_absent_cost(&usage.cost_usd)
+                {
+                    usage.cost_usd = None;
+                }
+            }
+            Payload::ToolCall(p) | Payload::ToolResult(p) => {
+                if is_absent_text(&p.error) {
+                    p.error = None;
+                }
+            }
         }
     }
 

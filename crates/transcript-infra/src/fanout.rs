@@ -127,16 +127,21 @@ impl FanOut {
 
     /// Broadcasts event `seq`, building it with `make` only if some
     /// subscriber has room (a slow subscriber alone costs no event build).
-    /// `make` returning `None` (an event that cannot be built) skips it.
+    /// An event `make` cannot build (`None`) counts as dropped for every
+    /// subscriber, like a full buffer: the gap is reported, and a replaying
+    /// subscriber reads the line from the file.
     pub(crate) fn broadcast_with(
         &mut self,
         seq: Seq,
         make: impl FnOnce() -> Option<Arc<ExchangeEvent>>,
     ) {
-        if self.subs.iter().any(|s| s.tx.has_room()) {
-            if let Some(event) = make() {
-                self.broadcast(&event);
-            }
+        let event = if self.subs.iter().any(|s| s.tx.has_room()) {
+            make()
+        } else {
+            None
+        };
+        if let Some(event) = event {
+            self.broadcast(&event);
         } else {
             let mut retired = 0;
             self.subs.retain_mut(|s| {
@@ -473,7 +478,20 @@ impl Subscription for JsonlSubscription {
 
 #[cfg(test)]
 mod tests {
-    use super::quick_seq;
+    use std::sync::atomic::Ordering;
+
+    use super::{FanOut, quick_seq};
+
+    #[test]
+    fn an_event_that_cannot_be_built_counts_as_dropped_for_every_subscriber() {
+        let mut fan = FanOut::default();
+        let (_live_rx, live, _) = fan.register(8, false);
+        let (_replay_rx, replaying, _) = fan.register(8, true);
+        fan.broadcast_with(1, || None);
+        assert_eq!(live.dropped.load(Ordering::Relaxed), 1);
+        assert!(replaying.lagged.load(Ordering::Acquire));
+        fan.close_all();
+    }
 
     #[test]
     fn quick_seq_reads_our_prefix_only() {

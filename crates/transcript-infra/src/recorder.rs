@@ -742,7 +742,8 @@ struct Written {
 /// The broadcast event of a line this recorder just wrote, for a record
 /// whose draft was not carried. The line is our own canonical encoding, so
 /// decoding cannot fail short of a bug; if it did, the event is logged and
-/// not broadcast (a replaying subscriber then reports the same line).
+/// counted as dropped for every subscriber (a replaying one then reads the
+/// line from the file and reports it).
 fn rebuild_event(line: &[u8], path: &Path) -> Option<Arc<ExchangeEvent>> {
     let cause = match decode_line(line).map(|d| d.event.to_event()) {
         Ok(Ok(event)) => return Some(Arc::new(event)),
@@ -773,30 +774,40 @@ impl Shared {
                 )));
             }
         }
+        // What subscribers get from the draft then equals what the line
+        // decodes to, however the event reaches them.
+        draft.payload.canonicalize();
         let carry = self.fanout_live.load(Ordering::Acquire);
         let (ticket, lead, kept) = ENCODE_BUF.with_borrow_mut(|buf| {
             buf.clear();
-            let split = PreEncoded::encode_into(self.run_id, self.parent_run_id, &draft, buf)
-                .map_err(|e| RecordError::Encode(e.to_string()))?;
-            let (kept, carried) = if carry {
-                (None, Some(draft))
-            } else {
-                (Some(draft), None)
-            };
-            let (ticket, lead) = self.enqueue(false, |q| {
-                let start = q.bytes.len();
-                q.bytes.extend_from_slice(buf);
-                Work::Record {
-                    start,
-                    split: start + split,
-                    end: q.bytes.len(),
-                    draft: carried,
+            let queued = match PreEncoded::encode_into(self.run_id, self.parent_run_id, &draft, buf)
+            {
+                Err(e) => Err(RecordError::Encode(e.to_string())),
+                Ok(split) => {
+                    let (kept, carried) = if carry {
+                        (None, Some(draft))
+                    } else {
+                        (Some(draft), None)
+                    };
+                    self.enqueue(false, |q| {
+                        let start = q.bytes.len();
+                        q.bytes.extend_from_slice(buf);
+                        Work::Record {
+                            start,
+                            split: start + split,
+                            end: q.bytes.len(),
+                            draft: carried,
+                        }
+                    })
+                    .map(|(ticket, lead)| (ticket, lead, kept))
                 }
-            })?;
+            };
+            // Whatever happened, one huge event does not pin this thread's
+            // buffer.
             if buf.capacity() > MAX_KEPT_BUFFER {
                 *buf = Vec::new();
             }
-            Ok::<_, RecordError>((ticket, lead, kept))
+            queued
         })?;
         let seq = self.wait_or_lead(ticket, lead).await?;
         // Freed here, by its producer, after the ack: off the writer's path.
@@ -952,7 +963,18 @@ impl Shared {
 
     /// The critical section: assigns seq and timestamp, writes, syncs per
     /// policy, publishes and broadcasts.
+    ///
+    /// A close is always the batch's last entry (`enqueue` refuses work
+    /// after it), so entry `i` is record `i`: `good`, the seqs and `ends`
+    /// index records and entries alike.
     fn write_batch(&self, batch: &mut [Entry], bytes: &[u8]) -> Written {
+        debug_assert!(
+            batch
+                .iter()
+                .position(|e| matches!(e.work, Work::Close))
+                .is_none_or(|i| i + 1 == batch.len()),
+            "a close is the last entry of its batch"
+        );
         let mut w = self.lock_writer();
         let w = &mut *w;
         let mut written = Written {
@@ -980,6 +1002,14 @@ impl Shared {
         self.committed.store(w.acked, Ordering::Release);
         if written.good > 0 && !w.fanout.is_empty() {
             self.broadcast(w, batch, first, written.good);
+        }
+        // The batch's lines are no longer needed: a huge one does not pin
+        // the writer's buffer.
+        if w.buf.capacity() > MAX_KEPT_BUFFER {
+            w.buf = Vec::with_capacity(64 * 1024);
+        }
+        if w.ends.capacity() > MAX_KEPT_BUFFER / 8 {
+            w.ends = Vec::new();
         }
         // Read first: every producer reads this flag, so an unconditional
         // store would pull its cache line away from them once per batch.
@@ -1596,5 +1626,30 @@ mod tests {
         assert!(TICKETS.with_borrow(Vec::is_empty));
         drop(other);
         rt.block_on(rec.close()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn subscribers_and_the_file_agree_on_a_non_canonical_draft() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rec = JsonlRecorder::builder(tmp.path(), SequentialRunIds::new().next_run_id())
+            .open()
+            .unwrap();
+        let mut sub = rec.subscribe_jsonl(None).unwrap();
+        let mut step = StepPayload::new("s", "agent");
+        step.error = Some(String::new());
+        rec.record(EventDraft::new("s", 0, Payload::StepCompleted(step)))
+            .await
+            .unwrap();
+        let live = sub.next().await.unwrap();
+        assert_eq!(live.payload.as_step().unwrap().error, None);
+        let text = std::fs::read_to_string(rec.path()).unwrap();
+        assert!(!text.contains("\"error\""), "{text}");
+        let stored = transcript_domain::decode_str(&text)
+            .unwrap()
+            .event
+            .to_event()
+            .unwrap();
+        assert_eq!(stored, *live);
+        rec.close().await.unwrap();
     }
 }
