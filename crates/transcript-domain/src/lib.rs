@@ -95,7 +95,10 @@
 //! 10. `message.assistant` may carry `provider`, `model` and [`Usage`]
 //!     (`input_tokens`, `output_tokens`, `cache_read_tokens`,
 //!     `cache_write_tokens`, `reasoning_tokens`, `cost_usd`; each omitted when
-//!     not reported).
+//!     not reported). Every line decodes back to the payload that wrote it:
+//!     an empty `error` (which reads as absent, Go's `omitempty`) and a
+//!     non-finite `cost_usd` (JSON has no NaN) are written as absent, and
+//!     [`Payload::canonicalize`] makes a draft equal to its decoded line.
 //! 14. Decoding is type-directed; a payload that does not fit its type, and
 //!     any unknown type, falls back to 000's shape probe (array → blocks,
 //!     `role` → message, `call_id` → tool, `kind` → step, else raw).
