@@ -789,17 +789,8 @@ impl Shared {
                     } else {
                         (Some(draft), None)
                     };
-                    self.enqueue(false, |q| {
-                        let start = q.bytes.len();
-                        q.bytes.extend_from_slice(buf);
-                        Work::Record {
-                            start,
-                            split: start + split,
-                            end: q.bytes.len(),
-                            draft: carried,
-                        }
-                    })
-                    .map(|(ticket, lead)| (ticket, lead, kept))
+                    self.enqueue_record(buf, split, carried)
+                        .map(|(ticket, lead)| (ticket, lead, kept))
                 }
             };
             // Whatever happened, one huge event does not pin this thread's
@@ -819,6 +810,26 @@ impl Shared {
         // here loses nothing.
         tokio::task::coop::consume_budget().await;
         Ok(seq)
+    }
+
+    /// Queues an encoded record (`encoded[..split]` the envelope middle,
+    /// `encoded[split..]` the payload) and says whether the caller must lead.
+    fn enqueue_record(
+        &self,
+        encoded: &[u8],
+        split: usize,
+        draft: Option<EventDraft>,
+    ) -> Result<(Arc<Ticket>, bool), RecordError> {
+        self.enqueue(false, |q| {
+            let start = q.bytes.len();
+            q.bytes.extend_from_slice(encoded);
+            Work::Record {
+                start,
+                split: start + split,
+                end: q.bytes.len(),
+                draft,
+            }
+        })
     }
 
     /// Queues the work `make` builds (under the queue lock) and says
@@ -1544,16 +1555,7 @@ mod tests {
         let split =
             PreEncoded::encode_into(shared.run_id, shared.parent_run_id, &draft, &mut buf).unwrap();
         shared
-            .enqueue(false, |q| {
-                let start = q.bytes.len();
-                q.bytes.extend_from_slice(&buf);
-                Work::Record {
-                    start,
-                    split: start + split,
-                    end: q.bytes.len(),
-                    draft: carry.then_some(draft),
-                }
-            })
+            .enqueue_record(&buf, split, carry.then_some(draft))
             .unwrap()
     }
 
