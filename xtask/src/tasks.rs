@@ -115,16 +115,27 @@ pub fn bench(root: &Path, package: Option<&str>, args: &[String]) -> Result<i32,
             }
         });
     }
+    let fixtures = default_real_fixtures(root);
     let mut failed = Vec::new();
+    let mut skipped = Vec::new();
     for t in &targets {
         let mut cmd = cargo(root);
         cmd.args(["bench", "-p", &t.package, "--bench", &t.name]);
+        if let Some(dir) = &fixtures {
+            cmd.env("TRANSCRIPT_REAL_FIXTURES", dir);
+        }
         if !args.is_empty() {
             cmd.arg("--").args(args);
         }
-        if !run(cmd)? {
+        let (ok, lines) = run_tee(cmd)?;
+        if !ok {
             failed.push(format!("{}/{}", t.package, t.name));
         }
+        skipped.extend(
+            skip_reasons(&lines)
+                .into_iter()
+                .map(|why| format!("{}/{}: {why}", t.package, t.name)),
+        );
     }
     eprintln!(
         "bench: {} target(s) run, {} failed{}",
@@ -136,7 +147,36 @@ pub fn bench(root: &Path, package: Option<&str>, args: &[String]) -> Result<i32,
             format!(": {}", failed.join(", "))
         }
     );
+    if skipped.is_empty() {
+        eprintln!("bench: nothing skipped");
+    } else {
+        eprintln!("bench: {} skipped part(s):", skipped.len());
+        for s in &skipped {
+            eprintln!("  {s}");
+        }
+    }
     Ok(i32::from(!failed.is_empty()))
+}
+
+/// The real provider captures for benches that need them: `$TRANSCRIPT_REAL_FIXTURES` when
+/// set (left to the bench, which fails on a missing folder), else `../shared/fixtures/providers`
+/// beside the repository when it exists — the same place `.ci/run` uses.
+pub fn default_real_fixtures(root: &Path) -> Option<std::path::PathBuf> {
+    if std::env::var_os("TRANSCRIPT_REAL_FIXTURES").is_some() {
+        return None;
+    }
+    let dir = root.join("../shared/fixtures/providers");
+    dir.is_dir().then(|| dir.canonicalize().unwrap_or(dir))
+}
+
+/// Lines of a bench's output that say it skipped something and why (a bench prints
+/// `... skipped: <reason>` for a part it cannot run on this machine).
+pub fn skip_reasons(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l.contains("skipped:"))
+        .map(|l| l.trim().to_owned())
+        .collect()
 }
 
 /// Counts from a libtest summary line (`test result: ok. 3 passed; 0 failed; ...`).
@@ -571,5 +611,36 @@ mod tests {
         assert_eq!((got[2].covered, got[2].coverable), (0, 0));
         assert!((got[0].percent() - 50.0).abs() < 1e-9);
         assert_eq!(got[2].percent(), 0.0);
+    }
+
+    #[test]
+    fn bench_skip_lines_are_collected_with_their_reason() {
+        let out = lines(
+            "format MB\nnormalize bench skipped: TRANSCRIPT_REAL_FIXTURES is not set\n| case | ratio |",
+        );
+        assert_eq!(
+            skip_reasons(&out),
+            vec!["normalize bench skipped: TRANSCRIPT_REAL_FIXTURES is not set".to_owned()]
+        );
+        assert!(skip_reasons(&lines("all ran\n| 1a | 1.00 |")).is_empty());
+    }
+
+    #[test]
+    fn benches_find_the_shared_fixtures_beside_the_repository() {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("repo");
+        let shared = root.path().join("shared/fixtures/providers");
+        std::fs::create_dir_all(&repo).unwrap();
+        // The variable, when the caller set it, is the bench's to check.
+        if std::env::var_os("TRANSCRIPT_REAL_FIXTURES").is_some() {
+            assert_eq!(default_real_fixtures(&repo), None);
+            return;
+        }
+        assert_eq!(default_real_fixtures(&repo), None);
+        std::fs::create_dir_all(&shared).unwrap();
+        assert_eq!(
+            default_real_fixtures(&repo),
+            Some(shared.canonicalize().unwrap())
+        );
     }
 }
