@@ -178,3 +178,11 @@ pub use port::{
 pub use raw::RawJson;
 pub use timestamp::{InvalidTimestamp, Timestamp};
 pub use vocab::{BlockType, EventType, Fidelity, PayloadKind, Role};
+
+/// The largest transcript line, in bytes (newline excluded), that writers may write and readers
+/// must accept: 16 MiB.
+///
+/// One number shared by every writer (the recorder refuses or truncates anything larger), every
+/// reader (longer lines are reported and skipped without being buffered whole) and every framer
+/// of provider output, so that the writer can never produce a line its own reader refuses.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;

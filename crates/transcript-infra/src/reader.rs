@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use transcript_domain::{DecodeError, DecodeWarning, DecodedEvent, decode_line};
 
-/// Default per-line size cap: 16 MiB. Longer lines are reported and skipped
-/// without being buffered whole.
-pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Default per-line size cap: the domain's [`transcript_domain::MAX_LINE_BYTES`] (16 MiB), the
+/// same cap the writer enforces. Longer lines are reported and skipped without being buffered
+/// whole.
+pub const DEFAULT_MAX_LINE_BYTES: usize = transcript_domain::MAX_LINE_BYTES;
 
 const READ_BUFFER: usize = 64 * 1024;
 
