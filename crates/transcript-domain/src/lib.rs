@@ -161,6 +161,7 @@ mod raw;
 pub mod schema;
 mod timestamp;
 pub mod tree;
+mod validate;
 mod vocab;
 
 pub use block::{BlockBody, ContentBlock};
@@ -177,6 +178,7 @@ pub use port::{
 };
 pub use raw::RawJson;
 pub use timestamp::{InvalidTimestamp, Timestamp};
+pub use validate::InvalidDraft;
 pub use vocab::{BlockType, EventType, Fidelity, PayloadKind, Role};
 
 /// The largest transcript line, in bytes (newline excluded), that writers may write and readers

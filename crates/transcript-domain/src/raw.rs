@@ -10,6 +10,11 @@ use serde_json::value::RawValue;
 ///
 /// Keeping the text as received means a line we wrote re-encodes byte for
 /// byte and foreign key order is preserved. Equality compares the JSON text.
+///
+/// **Compact by construction.** Every constructor (including `Deserialize`) drops the
+/// insignificant whitespace between tokens, so a `RawJson` never holds a line break and an
+/// event carrying it always encodes as exactly one line. Keys, their order, numbers and string
+/// escapes are kept exactly as received; only whitespace outside strings goes.
 #[derive(Clone)]
 pub struct RawJson(Box<RawValue>);
 
@@ -30,14 +35,19 @@ impl RawJson {
         Self::from_value(text).unwrap_or_else(|_| Self::null())
     }
 
-    /// Validates `json` and keeps it verbatim (surrounding whitespace included).
+    /// Validates `json` and keeps it verbatim but compact (whitespace between tokens dropped).
     pub fn from_json(json: String) -> Result<Self, serde_json::Error> {
-        RawValue::from_string(json).map(Self)
+        RawValue::from_string(json).map(Self::from_raw)
     }
 
-    /// Wraps an owned raw value.
+    /// Wraps an owned raw value, dropping whitespace between its tokens.
     pub fn from_raw(raw: Box<RawValue>) -> Self {
-        Self(raw)
+        match compact(raw.get()) {
+            // The compacted text is the same JSON value minus whitespace, so it parses again;
+            // the fallback keeps the original rather than losing it.
+            Some(text) => Self(RawValue::from_string(text).unwrap_or(raw)),
+            None => Self(raw),
+        }
     }
 
     /// The JSON text.
@@ -111,8 +121,47 @@ impl Serialize for RawJson {
 
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Box::<RawValue>::deserialize(deserializer).map(Self)
+        Box::<RawValue>::deserialize(deserializer).map(Self::from_raw)
     }
+}
+
+const fn is_json_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// `text` (valid JSON) without the whitespace between its tokens, or `None` when it has none.
+///
+/// Linear, no recursion (so no depth limit is needed): only string boundaries matter, and a
+/// string's content is copied untouched (its whitespace is significant; raw line breaks cannot
+/// occur inside a valid JSON string).
+fn compact(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    if !bytes.iter().any(|&b| is_json_whitespace(b)) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut run_start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if is_json_whitespace(b) {
+            // Whitespace is ASCII, so `i` is a char boundary.
+            out.push_str(&text[run_start..i]);
+            run_start = i + 1;
+        }
+    }
+    out.push_str(&text[run_start..]);
+    (out.len() != text.len()).then_some(out)
 }
 
 #[cfg(test)]
@@ -120,16 +169,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keeps_text_verbatim() {
+    fn keeps_text_verbatim_but_compact() {
         let raw = RawJson::from_json("{\"b\": 1,  \"a\":[2]}".to_owned()).unwrap();
-        assert_eq!(raw.get(), "{\"b\": 1,  \"a\":[2]}");
-        assert_eq!(
-            serde_json::to_string(&raw).unwrap(),
-            "{\"b\": 1,  \"a\":[2]}"
-        );
+        assert_eq!(raw.get(), "{\"b\":1,\"a\":[2]}");
+        assert_eq!(serde_json::to_string(&raw).unwrap(), "{\"b\":1,\"a\":[2]}");
         assert!(RawJson::from_json("{".to_owned()).is_err());
         assert!(RawJson::null().is_null());
         assert_eq!(RawJson::string("a\0b").get(), "\"a\\u0000b\"");
         assert_eq!(raw.to_value()["a"][0], 2);
+    }
+
+    #[test]
+    fn pretty_printed_values_become_one_line_with_strings_untouched() {
+        let pretty = "{\n  \"path\": \"a b\\n\\\" }\",\r\n\t\"n\": [ 1.50 , -0 ]\n}\n";
+        let raw = RawJson::from_json(pretty.to_owned()).unwrap();
+        assert_eq!(raw.get(), "{\"path\":\"a b\\n\\\" }\",\"n\":[1.50,-0]}");
+        let via_serde: RawJson = serde_json::from_str(pretty).unwrap();
+        assert_eq!(via_serde, raw);
+        let boxed = RawValue::from_string(pretty.to_owned()).unwrap();
+        assert_eq!(RawJson::from_raw(boxed), raw);
+        assert_eq!(compact("[1,\"  \"]"), None);
     }
 }
