@@ -66,10 +66,27 @@
 //!   `timestamp` inside it) yields exactly the bytes of
 //!   [`ExchangeEvent::encode_line`] (`tests/wire.rs::pre_encoded_lines_equal_full_encoding`).
 //! * The decoder never panics, whatever the bytes
-//!   (`tests/wire.rs::decoder_never_panics_on_arbitrary_bytes`).
+//!   (`tests/wire.rs::decoder_never_panics_on_arbitrary_bytes`), and on structured near-valid
+//!   lines (a field removed, retyped, wrapped, nested thousands deep, cut) it either accepts a
+//!   line that re-encodes stably or returns a typed error
+//!   (`tests/wire.rs::decoder_handles_structured_near_valid_lines`).
+//! * One event is one line: every [`RawJson`] is compact by construction (whitespace between
+//!   tokens dropped, strings untouched), so no value can carry a line break into a writer
+//!   (`raw::tests::pretty_printed_values_become_one_line_with_strings_untouched`). A value
+//!   deeper than serde_json's recursion limit is kept verbatim, never turned into `null`
+//!   (`raw::tests::values_too_deep_for_serde_json_are_kept_verbatim_never_null`).
+//! * The writer never writes what the reader flags: [`EventDraft::validate`] enforces the
+//!   structural rules the types cannot express (`child_run_id` exactly on
+//!   `step.call_workflow.*`, run-level path and iteration, non-empty `kind` / `name` /
+//!   `call_id`, role matching the type, agent metadata on assistant turns only, decision 6's
+//!   null sides) and returns a typed [`InvalidDraft`] naming the field; recorders call it
+//!   before assigning a seq (`validate::tests`). Lines longer than [`MAX_LINE_BYTES`] are
+//!   refused by writers and skipped (reported) by readers: one cap for both.
 //! * The step tree rebuilt from events alone ([`tree::build_run_tree`])
 //!   nests steps by path and iteration, follows child runs and reports, rather
-//!   than fails on, inconsistencies (`tree::tests`).
+//!   than fails on, inconsistencies (`tree::tests`). Work is linear in the number of runs: a
+//!   child run linked from two steps is expanded once and reported under the second
+//!   (`tree::tests::shared_children_are_expanded_once_so_work_stays_linear`).
 //! * No I/O, clock or randomness in this crate (`cargo xtask arch-check`).
 //!
 //! ## Wire decisions implemented here

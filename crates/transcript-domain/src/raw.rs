@@ -60,9 +60,19 @@ impl RawJson {
         self.0.get().trim() == "null"
     }
 
-    /// Parses the text into a [`serde_json::Value`].
+    /// Parses the text into a [`serde_json::Value`], never losing it: a value serde_json
+    /// refuses to build (nested deeper than its recursion limit of 128, which `RawJson` itself
+    /// accepts) comes back as a JSON string holding the verbatim text. Use
+    /// [`RawJson::try_to_value`] to tell the two apart.
     pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(self.0.get()).unwrap_or(serde_json::Value::Null)
+        self.try_to_value()
+            .unwrap_or_else(|_| serde_json::Value::String(self.0.get().to_owned()))
+    }
+
+    /// Parses the text into a [`serde_json::Value`]; fails for values nested deeper than
+    /// serde_json's recursion limit (128), which `RawJson` keeps verbatim.
+    pub fn try_to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_str(self.0.get())
     }
 
     /// Deserializes the text into `T`.
@@ -189,5 +199,14 @@ mod tests {
         let boxed = RawValue::from_string(pretty.to_owned()).unwrap();
         assert_eq!(RawJson::from_raw(boxed), raw);
         assert_eq!(compact("[1,\"  \"]"), None);
+    }
+
+    #[test]
+    fn values_too_deep_for_serde_json_are_kept_verbatim_never_null() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let raw = RawJson::from_json(deep.clone()).unwrap();
+        assert_eq!(raw.get(), deep);
+        assert!(raw.try_to_value().is_err());
+        assert_eq!(raw.to_value(), serde_json::Value::String(deep));
     }
 }

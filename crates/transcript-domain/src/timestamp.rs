@@ -103,22 +103,18 @@ impl Timestamp {
         out.extend_from_slice(&self.canonical_bytes());
     }
 
-    /// The canonical form as fixed-size bytes (no allocation).
+    /// The canonical form as fixed-size bytes (no allocation). The calendar arithmetic is the
+    /// `time` crate's; only the fixed-width digits are written here.
     pub fn canonical_bytes(self) -> [u8; 24] {
-        let days = self.unix_ms.div_euclid(86_400_000);
-        let ms_of_day = self.unix_ms.rem_euclid(86_400_000);
-        let (year, month, day) = civil_from_days(days);
-        let secs = ms_of_day / 1000;
-        let ms = ms_of_day % 1000;
-        let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
+        let dt = self.to_offset_date_time();
         let mut b = *b"0000-00-00T00:00:00.000Z";
-        put_digits(&mut b[0..4], year);
-        put_digits(&mut b[5..7], month);
-        put_digits(&mut b[8..10], day);
-        put_digits(&mut b[11..13], h);
-        put_digits(&mut b[14..16], m);
-        put_digits(&mut b[17..19], s);
-        put_digits(&mut b[20..23], ms);
+        put_digits(&mut b[0..4], i64::from(dt.year()));
+        put_digits(&mut b[5..7], i64::from(u8::from(dt.month())));
+        put_digits(&mut b[8..10], i64::from(dt.day()));
+        put_digits(&mut b[11..13], i64::from(dt.hour()));
+        put_digits(&mut b[14..16], i64::from(dt.minute()));
+        put_digits(&mut b[17..19], i64::from(dt.second()));
+        put_digits(&mut b[20..23], i64::from(dt.millisecond()));
         b
     }
 
@@ -137,20 +133,6 @@ fn put_digits(slot: &mut [u8], mut value: i64) {
         *byte = b'0' + (value % 10) as u8;
         value /= 10;
     }
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 impl fmt::Display for Timestamp {

@@ -207,17 +207,38 @@ pub enum TreeProblem {
         /// The child run id.
         child_run_id: RunId,
     },
+    /// A child run already attached under another `call_workflow` step. Each child run has
+    /// exactly one caller; a second link is reported and not expanded again (expanding shared
+    /// links would make the tree, and the work, exponential in the number of runs).
+    #[error("child run {child_run_id} is already attached under another step")]
+    SharedChild {
+        /// The child run id.
+        child_run_id: RunId,
+    },
 }
 
 /// Rebuilds the tree of a run from its events (file order) and, through
 /// `lookup`, the events of its child runs. Returns a tree even for empty or
 /// inconsistent input; inconsistencies are listed in `problems`.
+///
+/// Work is linear in the number of distinct runs: `lookup` is called at most once per child
+/// run id, a run linked from two steps is expanded under the first and reported
+/// ([`TreeProblem::SharedChild`]) under the others, and nesting stops at [`MAX_DEPTH`].
 pub fn build_run_tree(
     events: &[DecodedEvent],
     lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
 ) -> RunTree {
-    let mut visiting = HashSet::new();
-    build(events, lookup, &mut visiting)
+    let mut links = Links::default();
+    build(events, lookup, &mut links)
+}
+
+/// The child links followed so far.
+#[derive(Default)]
+struct Links {
+    /// Runs on the current path from the root (cycle detection and depth).
+    visiting: HashSet<RunId>,
+    /// Every run already looked up, anywhere in the tree.
+    seen: HashSet<RunId>,
 }
 
 /// An index path from the root list to a node.
@@ -226,13 +247,14 @@ type Slot = Vec<usize>;
 fn build(
     events: &[DecodedEvent],
     lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
-    visiting: &mut HashSet<RunId>,
+    links: &mut Links,
 ) -> RunTree {
     let run_id = events
         .first()
         .map(|e| e.run_id)
         .unwrap_or_else(|| RunId::from_bytes([0; 16]));
-    let newly_visited = visiting.insert(run_id);
+    let newly_visited = links.visiting.insert(run_id);
+    links.seen.insert(run_id);
     let mut tree = RunTree {
         run_id,
         parent_run_id: events.first().and_then(|e| e.parent_run_id),
@@ -340,15 +362,9 @@ fn build(
             _ => {}
         }
     }
-    attach_children(
-        &mut tree.steps,
-        run_id,
-        lookup,
-        visiting,
-        &mut tree.problems,
-    );
+    attach_children(&mut tree.steps, run_id, lookup, links, &mut tree.problems);
     if newly_visited {
-        visiting.remove(&run_id);
+        links.visiting.remove(&run_id);
     }
     tree
 }
@@ -361,32 +377,35 @@ fn attach_children(
     nodes: &mut [StepNode],
     run_id: RunId,
     lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
-    visiting: &mut HashSet<RunId>,
+    links: &mut Links,
     problems: &mut Vec<TreeProblem>,
 ) {
     for node in nodes.iter_mut() {
         if let Some(child_id) = node.child_run_id {
-            if visiting.contains(&child_id) {
+            if links.visiting.contains(&child_id) {
                 problems.push(TreeProblem::Cycle {
+                    child_run_id: child_id,
+                });
+            } else if links.visiting.len() >= MAX_DEPTH {
+                problems.push(TreeProblem::TooDeep {
+                    child_run_id: child_id,
+                });
+            } else if !links.seen.insert(child_id) {
+                problems.push(TreeProblem::SharedChild {
                     child_run_id: child_id,
                 });
             } else {
                 match lookup(child_id) {
-                    Some(events) if visiting.len() >= MAX_DEPTH && !events.is_empty() => {
-                        problems.push(TreeProblem::TooDeep {
-                            child_run_id: child_id,
-                        });
-                    }
                     Some(events) if !events.is_empty() => {
-                        visiting.insert(child_id);
                         if events.iter().any(|e| e.parent_run_id != Some(run_id)) {
                             problems.push(TreeProblem::ParentMismatch {
                                 child_run_id: child_id,
                                 expected_parent: run_id,
                             });
                         }
-                        node.child = Some(Box::new(build(&events, lookup, visiting)));
-                        visiting.remove(&child_id);
+                        links.visiting.insert(child_id);
+                        node.child = Some(Box::new(build(&events, lookup, links)));
+                        links.visiting.remove(&child_id);
                     }
                     _ => problems.push(TreeProblem::ChildMissing {
                         child_run_id: child_id,
@@ -394,7 +413,7 @@ fn attach_children(
                 }
             }
         }
-        attach_children(&mut node.children, run_id, lookup, visiting, problems);
+        attach_children(&mut node.children, run_id, lookup, links, problems);
     }
 }
 
@@ -575,6 +594,44 @@ mod tests {
                 .iter()
                 .any(|p| matches!(p, TreeProblem::ParentMismatch { .. }))
         );
+    }
+
+    #[test]
+    fn shared_children_are_expanded_once_so_work_stays_linear() {
+        // 18 runs, each calling the next from two steps: expanding every link would take
+        // 2^18 lookups; each run is looked up once and the second links are reported.
+        let ids = SequentialRunIds::new();
+        let run_ids: Vec<RunId> = (0..18).map(|_| ids.next_run_id()).collect();
+        let mut files = std::collections::HashMap::new();
+        for (i, id) in run_ids.iter().enumerate() {
+            let mut run = Run::new(*id, i.checked_sub(1).map(|p| run_ids[p]));
+            if let Some(next) = run_ids.get(i + 1) {
+                for step in ["a", "b"] {
+                    run.push(
+                        EventDraft::new(
+                            step,
+                            0,
+                            Payload::CallWorkflowStarted(StepPayload::new(step, "call_workflow")),
+                        )
+                        .with_child(*next),
+                    );
+                }
+            }
+            files.insert(*id, run.events);
+        }
+        let mut lookups = 0;
+        let tree = build_run_tree(&files[&run_ids[0]], &mut |id| {
+            lookups += 1;
+            files.get(&id).cloned()
+        });
+        assert_eq!(lookups, 17);
+        let shared = tree
+            .all_problems()
+            .into_iter()
+            .filter(|p| matches!(p, TreeProblem::SharedChild { .. }))
+            .count();
+        assert_eq!(shared, 17);
+        assert_eq!(tree.walk().len(), 2 * 17);
     }
 
     #[test]

@@ -1,5 +1,4 @@
 //! Prints the schema (feature `schema`) so a reviewer can read it.
-#![cfg(feature = "schema")]
 
 #[test]
 fn schema_describes_required_envelope_fields() {

@@ -618,3 +618,147 @@ proptest! {
         let _ = decode_line(&line);
     }
 }
+
+/// A JSON value of any shape, small: what a mutation puts in place of a field.
+fn any_json() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        Just(json!(u64::MAX)),
+        Just(json!(-1)),
+        Just(Value::from(1.5e300)),
+        "[a-z.]{0,12}".prop_map(Value::from),
+        Just(json!("x.unknown_type")),
+        Just(json!([])),
+        Just(json!({})),
+        Just(json!([{"type": "future_block", "fidelity": "router"}])),
+    ]
+}
+
+/// Every JSON pointer in `value`, walked iteratively.
+fn pointers(value: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), value)];
+    while let Some((ptr, v)) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    stack.push((
+                        format!("{ptr}/{}", k.replace('~', "~0").replace('/', "~1")),
+                        child,
+                    ));
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    stack.push((format!("{ptr}/{i}"), child));
+                }
+            }
+            _ => {}
+        }
+        out.push(ptr);
+    }
+    out
+}
+
+/// A structured mutation of a valid line: each keeps the line valid UTF-8 JSON (or nearly:
+/// a cut), so the decoder's typed paths are exercised instead of its UTF-8 check.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Remove,
+    Replace(Value),
+    Wrap,
+    Nest(usize),
+    Cut,
+}
+
+fn any_mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        Just(Mutation::Remove),
+        any_json().prop_map(Mutation::Replace),
+        Just(Mutation::Wrap),
+        (100usize..3000).prop_map(Mutation::Nest),
+        Just(Mutation::Cut),
+    ]
+}
+
+fn apply(mut root: Value, at: &str, mutation: &Mutation) -> String {
+    match mutation {
+        Mutation::Cut => {
+            let text = root.to_string();
+            let cut = text.len() * 2 / 3;
+            let cut = (0..=cut)
+                .rev()
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(0);
+            return text[..cut].to_owned();
+        }
+        Mutation::Remove => {
+            if let Some((parent, key)) = at.rsplit_once('/') {
+                match root.pointer_mut(parent) {
+                    Some(Value::Object(map)) => {
+                        map.remove(&key.replace("~1", "/").replace("~0", "~"));
+                    }
+                    Some(Value::Array(items)) => {
+                        if let Ok(i) = key.parse::<usize>() {
+                            if i < items.len() {
+                                items.remove(i);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Mutation::Replace(v) => {
+            if let Some(slot) = root.pointer_mut(at) {
+                *slot = v.clone();
+            }
+        }
+        Mutation::Wrap => {
+            if let Some(slot) = root.pointer_mut(at) {
+                *slot = Value::Array(vec![slot.take()]);
+            }
+        }
+        Mutation::Nest(depth) => {
+            // Spliced as text: building a deep `Value` would itself recurse on drop.
+            if let Some(slot) = root.pointer_mut(at) {
+                *slot = json!("__NEST__");
+            }
+            let nest = format!("{}1{}", "[".repeat(*depth), "]".repeat(*depth));
+            return root.to_string().replacen("\"__NEST__\"", &nest, 1);
+        }
+    }
+    root.to_string()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Near-valid lines: a valid event with one field removed, retyped, wrapped, nested
+    /// thousands deep or cut. The decoder never panics; what it accepts re-encodes to a line
+    /// that decodes to the same event (tolerant decoding is stable); what it refuses is a
+    /// typed error with a message.
+    #[test]
+    fn decoder_handles_structured_near_valid_lines(
+        event in any_event(),
+        pick in any::<prop::sample::Index>(),
+        mutation in any_mutation(),
+    ) {
+        let value: Value = serde_json::from_str(&event.to_line().unwrap()).unwrap();
+        let ptrs = pointers(&value);
+        let at = ptrs[pick.index(ptrs.len())].clone();
+        let line = apply(value, &at, &mutation);
+        match decode_str(&line) {
+            Ok(decoded) => {
+                let mut again = Vec::new();
+                decoded.event.encode_line(&mut again).unwrap();
+                prop_assert_eq!(again.iter().filter(|&&b| b == b'\n').count(), 1);
+                let redecoded = decode_line(&again[..again.len() - 1]).unwrap();
+                prop_assert_eq!(&redecoded.event, &decoded.event);
+            }
+            Err(err) => prop_assert!(!err.to_string().is_empty()),
+        }
+    }
+}
