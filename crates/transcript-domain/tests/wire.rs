@@ -701,10 +701,10 @@ fn apply(mut root: Value, at: &str, mutation: &Mutation) -> String {
                         map.remove(&key.replace("~1", "/").replace("~0", "~"));
                     }
                     Some(Value::Array(items)) => {
-                        if let Ok(i) = key.parse::<usize>() {
-                            if i < items.len() {
-                                items.remove(i);
-                            }
+                        if let Ok(i) = key.parse::<usize>()
+                            && i < items.len()
+                        {
+                            items.remove(i);
                         }
                     }
                     _ => {}
