@@ -1,11 +1,14 @@
 //! The `transcript` command: run workflows and audit, replay and inspect
 //! their canonical transcripts.
 //!
-//! Data goes to stdout, diagnostics to stderr. Exit codes: 0 success, 1 a
-//! failed check or run (or an unreadable input), 2 a usage error.
+//! Data goes to stdout, diagnostics to stderr; every recorded value printed for a person has
+//! its control characters escaped (`style::clean`). Exit codes are documented in `exit` and in
+//! `--help`: 0 success, 1 failed run or check, 2 usage, 3 not found or invalid input, 4 storage
+//! failure, 128+N interrupted by signal N, 141 stdout closed.
 #![forbid(unsafe_code)]
 
 mod cmd;
+mod exit;
 mod source;
 mod style;
 
@@ -16,12 +19,14 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
+pub use crate::exit::CliError;
+use crate::exit::{EXIT_CODES_HELP, stdout_result};
 use crate::source::DEFAULT_STORAGE;
 use crate::style::{ColorChoice, Style};
 
 /// Canonical agent exchange transcripts: run, validate, inspect, tail.
 #[derive(Debug, Parser)]
-#[command(name = "transcript", version, about, long_about = None)]
+#[command(name = "transcript", version, about, long_about = None, after_help = EXIT_CODES_HELP)]
 struct Cli {
     /// Where transcripts live; run ids resolve against it.
     #[arg(long, global = true, default_value = DEFAULT_STORAGE, env = "TRANSCRIPT_STORAGE")]
@@ -36,6 +41,9 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a workflow, recording its transcript (live progress on stderr).
+    #[command(
+        after_help = "Examples:\n  transcript run fixtures/workflows/demo.yaml --workspace storage/demo\n  transcript run review.yaml --input file=main.go --redact --durability always\n\nThe run id and transcript path are printed on stderr when the run starts (follow it with\n`transcript tail -f <id>`) and on stdout when it ends."
+    )]
     Run {
         /// The workflow YAML file.
         workflow: PathBuf,
@@ -64,6 +72,9 @@ enum Command {
         redaction: RedactionArgs,
     },
     /// Normalize raw agent logs (any supported provider format) into canonical transcripts.
+    #[command(
+        after_help = "Examples:\n  transcript import auto session.jsonl\n  claude -p hi --output-format stream-json --verbose > out.jsonl && transcript import claude out.jsonl"
+    )]
     Import {
         /// The provider (claude, codex, gemini, copilot, openai, anthropic) or `auto`.
         provider: String,
@@ -77,8 +88,11 @@ enum Command {
         redaction: RedactionArgs,
     },
     /// Check transcripts: seq from 1 without gaps, one run per file, child links, malformed lines.
+    #[command(
+        after_help = "Examples:\n  transcript validate latest\n  transcript validate storage/transcripts --json   # every transcript of a directory"
+    )]
     Validate {
-        /// Transcript files or run ids.
+        /// Transcript files, directories of transcripts, run ids (or unique prefixes) or `latest`.
         #[arg(required = true)]
         runs: Vec<String>,
         /// Print a machine-readable report.
@@ -86,6 +100,9 @@ enum Command {
         json: bool,
     },
     /// Export a run (and its child runs) as Markdown, versioned JSON or a self-contained HTML page.
+    #[command(
+        after_help = "Examples:\n  transcript export latest --format markdown -o run.md\n  transcript export 1259fec0 --format json --redact --no-reasoning\n  transcript export latest --format otlp --endpoint http://127.0.0.1:4318"
+    )]
     Export {
         /// A transcript file or a run id.
         run: String,
@@ -111,6 +128,9 @@ enum Command {
         redaction: RedactionArgs,
     },
     /// Per agent step: provider, model, timing, status, tokens and cost, with run totals.
+    #[command(
+        after_help = "Examples:\n  transcript receipts latest\n  transcript receipts 1259fec0 --json | jq .total"
+    )]
     Receipts {
         /// A transcript file or a run id.
         run: String,
@@ -119,6 +139,9 @@ enum Command {
         json: bool,
     },
     /// Print the step tree of a run and its child runs, rebuilt from the files.
+    #[command(
+        after_help = "Examples:\n  transcript tree latest\n  transcript tree 1259fec0 --json"
+    )]
     Tree {
         /// A transcript file or a run id.
         run: String,
@@ -127,11 +150,17 @@ enum Command {
         json: bool,
     },
     /// Print the conversation: prompts, answers, thinking, tool calls with results.
+    #[command(
+        after_help = "Examples:\n  transcript show latest\n  transcript show 1259fec0 | less -R"
+    )]
     Show {
         /// A transcript file or a run id.
         run: String,
     },
     /// Render events as they are appended.
+    #[command(
+        after_help = "Examples:\n  transcript tail -f latest\n  transcript tail -f 1259fec0-... --until-complete   # a run that has not started yet"
+    )]
     Tail {
         /// A transcript file or a run id (may not exist yet with -f).
         run: String,
@@ -143,10 +172,28 @@ enum Command {
         until_complete: bool,
     },
     /// Counts per event and block type, tool calls, step durations, token usage.
+    #[command(
+        after_help = "Examples:\n  transcript stats latest\n  transcript stats storage/transcripts --json"
+    )]
     Stats {
         /// A transcript file, a run id, or a directory of transcripts.
         target: String,
         /// Print the statistics as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Recent runs: id, workflow, status, start, duration, events (newest first).
+    #[command(
+        after_help = "Examples:\n  transcript list\n  transcript list --all --json | jq '.[] | select(.status == \"failed\")'"
+    )]
+    List {
+        /// How many runs (newest first).
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+        /// Child runs too (by default only root runs are listed).
+        #[arg(long)]
+        all: bool,
+        /// Print the list as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -233,48 +280,14 @@ enum ExportFormat {
     OtlpJson,
 }
 
-/// A failure the CLI reports on one line.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    /// A path or run that does not exist.
-    #[error("{}: {what} not found", path.display())]
-    NotFound {
-        /// What was looked for.
-        what: String,
-        /// Where.
-        path: PathBuf,
-    },
-    /// A file that could not be read.
-    #[error("{}: {message}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        message: String,
-    },
-    /// A check or run that failed (already reported in detail).
-    #[error("{0}")]
-    Failed(String),
-    /// Bad arguments beyond what clap checks.
-    #[error("{0}")]
-    Usage(String),
-}
-
-impl CliError {
-    fn exit_code(&self) -> u8 {
-        match self {
-            CliError::Usage(_) => 2,
-            _ => 1,
-        }
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("transcript: {e}");
+            if !e.is_silent() {
+                diag!("transcript: {}", style::clean(&e.to_string()));
+            }
             ExitCode::from(e.exit_code())
         }
     }
@@ -284,6 +297,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let style = Style::for_stdout(cli.color);
+    let storage = cli.storage.clone();
     match cli.command {
         Command::Run {
             workflow,
@@ -302,7 +316,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             let args = cmd::run::RunArgs {
                 workflow,
                 inputs,
-                storage: cli.storage.clone(),
+                storage,
                 workspace: workspace.unwrap_or_else(cmd::run::default_workspace),
                 plugins,
                 mask,
@@ -315,10 +329,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 .enable_all()
                 .build()
                 .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
-            let ok = runtime.block_on(cmd::run::run(args))?;
-            if !ok {
-                return Err(CliError::Failed("the run failed".to_owned()));
-            }
+            runtime.block_on(cmd::run::run(args, &mut out))
         }
         Command::Import {
             provider,
@@ -328,64 +339,17 @@ fn run(cli: Cli) -> Result<(), CliError> {
         } => {
             let redactor = redaction.redactor()?.map(Arc::new);
             let ctx = cmd::import::ImportContext {
-                storage: cli.storage.clone(),
+                storage,
                 provider: cmd::import::parse_provider(&provider)?,
                 mask: redactor
                     .clone()
                     .map(|r| r as Arc<dyn transcript_domain::EventMask>),
                 deterministic,
             };
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
-            let (done, failed) = runtime.block_on(cmd::import::import_all(&ctx, &logs));
-            for i in &done {
-                let _ = writeln!(out, "{}\t{}\t{}", i.run_id, i.provider, i.path.display());
-                eprintln!(
-                    "transcript: imported {} ({}): {} events, {} diagnostics",
-                    i.input.display(),
-                    i.provider,
-                    i.events,
-                    i.diagnostics
-                );
-            }
-            if let Some(r) = &redactor {
-                eprintln!("transcript: {} masks applied", r.masks_made());
-            }
-            for e in &failed {
-                eprintln!("transcript: {e}");
-            }
-            if !failed.is_empty() {
-                return Err(CliError::Failed(format!(
-                    "{} of {} inputs not imported",
-                    failed.len(),
-                    logs.len()
-                )));
-            }
+            cmd::import::run(&ctx, &logs, redactor.as_deref(), &mut out)
         }
         Command::Validate { runs, json } => {
-            let mut reports = Vec::new();
-            for run in &runs {
-                let path = source::resolve(run, &cli.storage)?;
-                reports.push(cmd::validate::verify(&path));
-            }
-            if json {
-                let text = serde_json::to_string_pretty(&reports)
-                    .map_err(|e| CliError::Failed(e.to_string()))?;
-                let _ = writeln!(out, "{text}");
-            } else {
-                for r in &reports {
-                    let _ = write!(out, "{}", cmd::validate::render(r, &style));
-                }
-            }
-            let invalid = reports.iter().filter(|r| !r.is_valid()).count();
-            if invalid > 0 {
-                return Err(CliError::Failed(format!(
-                    "{invalid} of {} transcripts invalid",
-                    reports.len()
-                )));
-            }
+            cmd::validate::run(&runs, &storage, json, &style, &mut out)
         }
         Command::Export {
             run,
@@ -398,14 +362,14 @@ fn run(cli: Cli) -> Result<(), CliError> {
             redaction,
         } => {
             let redactor = redaction.redactor()?;
-            let run = source::open_run(&run, &cli.storage, redactor.as_ref())?;
+            let run = source::open_run(&run, &storage, redactor.as_ref())?;
             let options = transcript_export::ExportOptions {
                 include_reasoning: !no_reasoning,
                 truncate_outputs,
                 redacted: redactor.is_some(),
             };
-            if matches!(format, ExportFormat::Otlp | ExportFormat::OtlpJson) {
-                let result = cmd::otel::export(
+            let result = match format {
+                ExportFormat::Otlp | ExportFormat::OtlpJson => cmd::otel::export(
                     &run.events,
                     &mut run.lookup(),
                     format == ExportFormat::Otlp,
@@ -413,121 +377,62 @@ fn run(cli: Cli) -> Result<(), CliError> {
                     capture_content,
                     output.as_deref(),
                     &mut out,
-                );
-                report_masks(redactor.as_ref());
-                return result;
-            }
-            let doc = run.document(&options);
-            report_masks(redactor.as_ref());
-            let text = match format {
-                ExportFormat::Markdown => transcript_export::to_markdown(&doc),
-                ExportFormat::Html => transcript_export::to_html(&doc),
-                ExportFormat::Json | ExportFormat::Otlp | ExportFormat::OtlpJson => {
-                    to_json(&doc)? + "\n"
+                ),
+                ExportFormat::Markdown | ExportFormat::Html | ExportFormat::Json => {
+                    let doc = run.document(&options);
+                    let text = match format {
+                        ExportFormat::Markdown => transcript_export::to_markdown(&doc),
+                        ExportFormat::Html => transcript_export::to_html(&doc),
+                        _ => to_json(&doc)? + "\n",
+                    };
+                    cmd::export::write_output(output.as_deref(), &run.path, &text, &mut out)
                 }
             };
-            write_output(output.as_deref(), &text, &mut out)?;
+            if let Some(r) = &redactor {
+                diag!("transcript: {} masks applied", r.masks_made());
+            }
+            result
         }
         Command::Receipts { run, json } => {
-            let doc = source::open_run(&run, &cli.storage, None)?
+            let doc = source::open_run(&run, &storage, None)?
                 .document(&transcript_export::ExportOptions::default());
             let receipts = transcript_export::receipts(&doc);
-            if json {
-                let _ = writeln!(out, "{}", to_json(&receipts)?);
+            let text = if json {
+                to_json(&receipts)? + "\n"
             } else {
-                let _ = write!(out, "{}", receipts.render());
-            }
+                style::clean(&receipts.render())
+            };
+            stdout_result(out.write_all(text.as_bytes()))
         }
         Command::Tree { run, json } => {
-            let run = source::open_run(&run, &cli.storage, None)?;
+            let run = source::open_run(&run, &storage, None)?;
             let tree = transcript_domain::tree::build_run_tree(&run.events, &mut run.lookup());
-            if json {
-                let _ = writeln!(out, "{}", to_json(&tree)?);
+            let text = if json {
+                to_json(&tree)? + "\n"
             } else {
-                let _ = write!(out, "{}", cmd::tree::render(&tree, &style));
-            }
+                cmd::tree::render(&tree, &style)
+            };
+            stdout_result(out.write_all(text.as_bytes()))
         }
         Command::Show { run } => {
-            let doc = source::open_run(&run, &cli.storage, None)?
+            let doc = source::open_run(&run, &storage, None)?
                 .document(&transcript_export::ExportOptions::default());
-            let _ = write!(out, "{}", cmd::show::render(&doc, &style));
+            stdout_result(out.write_all(cmd::show::render(&doc, &style).as_bytes()))
         }
         Command::Tail {
             run,
             follow,
             until_complete,
         } => {
-            let path = match source::resolve(&run, &cli.storage) {
-                Ok(p) => p,
-                Err(e) if follow => match transcript_domain::RunId::parse(&run) {
-                    Ok(id) => cli.storage.join(id.file_name()),
-                    Err(_) if !run.is_empty() => PathBuf::from(&run),
-                    Err(_) => return Err(e),
-                },
-                Err(e) => return Err(e),
-            };
             let options = cmd::tail::TailOptions {
                 follow,
                 until_complete,
             };
-            cmd::tail::run(&path, options, &style, &mut out)?;
+            cmd::tail::run_arg(&run, &storage, options, &style, &mut out)
         }
-        Command::Stats { target, json } => {
-            let mut stats = cmd::stats::Stats::default();
-            let dir = PathBuf::from(&target);
-            if dir.is_dir() {
-                let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-                    .map_err(|e| CliError::Read {
-                        path: dir.clone(),
-                        message: e.to_string(),
-                    })?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    // Transcripts only: `<run-id>.jsonl` (not audit.jsonl, not .torn files).
-                    .filter(|p| {
-                        p.file_name()
-                            .and_then(|n| n.to_str())
-                            .and_then(|n| n.strip_suffix(".jsonl"))
-                            .is_some_and(|stem| transcript_domain::RunId::parse(stem).is_ok())
-                    })
-                    .collect();
-                files.sort();
-                for file in files {
-                    let loaded = source::load(&file)?;
-                    source::report_read_problems(&loaded);
-                    stats.add_run(&loaded.decoded());
-                }
-            } else {
-                let path = source::resolve(&target, &cli.storage)?;
-                let loaded = source::load(&path)?;
-                source::report_read_problems(&loaded);
-                stats.add_run(&loaded.decoded());
-            }
-            if json {
-                let text = serde_json::to_string_pretty(&stats)
-                    .map_err(|e| CliError::Failed(e.to_string()))?;
-                let _ = writeln!(out, "{text}");
-            } else {
-                let _ = write!(out, "{}", stats.render());
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Writes to `path` (created or truncated), or to stdout for `-` / none.
-fn write_output(
-    path: Option<&std::path::Path>,
-    text: &str,
-    out: &mut dyn Write,
-) -> Result<(), CliError> {
-    match path {
-        Some(p) if p.as_os_str() != "-" => std::fs::write(p, text).map_err(|e| CliError::Read {
-            path: p.to_path_buf(),
-            message: format!("cannot write: {e}"),
-        }),
-        _ => {
-            let _ = out.write_all(text.as_bytes());
-            Ok(())
+        Command::Stats { target, json } => cmd::stats::run(&target, &storage, json, &mut out),
+        Command::List { limit, all, json } => {
+            cmd::list::run(&storage, limit, all, json, &style, &mut out)
         }
     }
 }
@@ -535,11 +440,4 @@ fn write_output(
 /// Pretty JSON for `--json` outputs.
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
     serde_json::to_string_pretty(value).map_err(|e| CliError::Failed(e.to_string()))
-}
-
-/// How many masks a redactor made (stderr).
-fn report_masks(redactor: Option<&transcript_redact::Redactor>) {
-    if let Some(r) = redactor {
-        eprintln!("transcript: {} masks applied", r.masks_made());
-    }
 }

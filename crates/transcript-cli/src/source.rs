@@ -11,8 +11,9 @@ use crate::CliError;
 /// The default storage directory, relative to the working directory.
 pub const DEFAULT_STORAGE: &str = "storage/transcripts";
 
-/// Resolves a `<file|run-id>` argument: an existing path wins; otherwise a
-/// run id names `<storage>/<run-id>.jsonl`.
+/// Resolves a `<file|run-id>` argument: an existing path wins; otherwise a full run id names
+/// `<storage>/<run-id>.jsonl`, a unique prefix of a run id (at least 4 hex digits) names the one
+/// run it starts, and `latest` names the most recently started root run.
 pub fn resolve(arg: &str, storage: &Path) -> Result<PathBuf, CliError> {
     let as_path = PathBuf::from(arg);
     if as_path.exists() {
@@ -28,10 +29,68 @@ pub fn resolve(arg: &str, storage: &Path) -> Result<PathBuf, CliError> {
             path,
         });
     }
+    if arg == "latest" {
+        return crate::cmd::list::latest(storage)?.ok_or_else(|| CliError::NotFound {
+            what: "any run (for `latest`)".to_owned(),
+            path: storage.to_path_buf(),
+        });
+    }
+    if is_id_prefix(arg) {
+        let prefix = arg.to_ascii_lowercase();
+        let mut matches: Vec<(RunId, PathBuf)> = run_files(storage)
+            .into_iter()
+            .filter(|(id, _)| id.to_string().starts_with(&prefix))
+            .collect();
+        return match matches.len() {
+            1 => Ok(matches.remove(0).1),
+            0 => Err(CliError::NotFound {
+                what: format!("run with id prefix {prefix:?}"),
+                path: storage.to_path_buf(),
+            }),
+            n => {
+                matches.sort_by_key(|(id, _)| id.to_string());
+                let shown: Vec<String> = matches
+                    .iter()
+                    .take(5)
+                    .map(|(id, _)| id.to_string())
+                    .collect();
+                Err(CliError::Invalid(format!(
+                    "run id prefix {prefix:?} is ambiguous: {n} runs match ({}{})",
+                    shown.join(", "),
+                    if n > 5 { ", …" } else { "" }
+                )))
+            }
+        };
+    }
     Err(CliError::NotFound {
         what: "transcript".to_owned(),
         path: as_path,
     })
+}
+
+/// Whether `arg` can be the start of a run id: 4 to 35 characters of hex digits and hyphens.
+fn is_id_prefix(arg: &str) -> bool {
+    (4..36).contains(&arg.len()) && arg.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+}
+
+/// Every transcript in `storage`: files named `<run-id>.jsonl` (not `audit.jsonl`, not `.torn`).
+pub fn run_files(storage: &Path) -> Vec<(RunId, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(storage) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(RunId, PathBuf)> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| {
+            let id = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".jsonl"))
+                .and_then(|stem| RunId::parse(stem).ok())?;
+            p.is_file().then_some((id, p))
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 /// One transcript file, read completely and tolerantly.

@@ -45,11 +45,14 @@ impl Style {
         Self { color: false }
     }
 
+    /// Styles `text`, escaping unsafe characters in it first: painted text is often recorded
+    /// content, and only the escapes added here may reach the terminal.
     fn paint(&self, code: &str, text: &str) -> String {
+        let text = clean(text);
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
-            text.to_owned()
+            text
         }
     }
 
@@ -79,20 +82,40 @@ impl Style {
     }
 }
 
-/// Makes transcript content safe to print on a terminal: control characters
-/// (ANSI escapes included) other than newline and tab are shown as `\u{..}`,
-/// so a recorded value cannot move the cursor or recolor the screen.
+/// Whether `c` could change what a terminal shows beyond printing itself: C0/C1 controls
+/// (ESC starts ANSI sequences that retitle windows, recolor or move the cursor) and the Unicode
+/// bidirectional overrides and isolates (which reorder what is shown, "Trojan Source").
+fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+/// Makes transcript content safe to print on a terminal: unsafe characters (see `is_unsafe`)
+/// other than newline and tab are shown as `\u{..}`, so a recorded value cannot move the
+/// cursor, recolor the screen or reorder text.
 pub fn clean(text: &str) -> String {
-    if !text
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
+    escape(text, |c| c == '\n' || c == '\t')
+}
+
+/// Like [`clean`], for one-line outputs (`tail`, live progress): newlines and tabs are escaped
+/// too, so a value cannot forge a line of its own.
+pub fn one_line(text: &str) -> String {
+    escape(text, |_| false)
+}
+
+fn escape(text: &str, keep: impl Fn(char) -> bool) -> String {
+    if !text.chars().any(|c| is_unsafe(c) && !keep(c)) {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        if is_unsafe(c) && !keep(c) {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            }
         } else {
             out.push(c);
         }
@@ -111,6 +134,8 @@ mod tests {
             "a\\u{1b}[31mred\\u{0}\n\tb"
         );
         assert_eq!(clean("plain ünïcode"), "plain ünïcode");
+        assert_eq!(clean("a\u{202e}b\u{9b}"), "a\\u{202e}b\\u{9b}");
+        assert_eq!(one_line("a\nb\tc\rd"), "a\\nb\\tc\\rd");
     }
 
     #[test]

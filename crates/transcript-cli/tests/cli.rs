@@ -283,7 +283,7 @@ fn corrupted_inputs_give_one_line_errors_and_never_panic() {
         .args(["show", "/nonexistent/file.jsonl"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "not found is exit 3");
     assert_eq!(text(&out.stderr).lines().count(), 1);
     assert!(text(&out.stderr).contains("/nonexistent/file.jsonl"));
     let out = bin()
@@ -298,7 +298,11 @@ fn corrupted_inputs_give_one_line_errors_and_never_panic() {
         .current_dir(repo())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "an invalid workflow is invalid input"
+    );
     // No transcript for a run that never started (the shared audit.jsonl
     // trail may exist: it is opened with the service).
     let transcripts = std::fs::read_dir(&storage).map_or(0, |d| {
@@ -461,7 +465,12 @@ fn import_refuses_bad_input_and_writes_nothing() {
             .arg(&storage)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", file.display());
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "invalid input: {}",
+            file.display()
+        );
         let stderr = text(&out.stderr);
         assert!(stderr.contains(&file.display().to_string()), "{stderr}");
         assert!(!stderr.contains("panicked"));
@@ -683,8 +692,8 @@ fn interrupt_cancels_cleanly_and_leaves_a_valid_file() {
     let status = child.wait().unwrap();
     assert_eq!(
         status.code(),
-        Some(1),
-        "a cancelled run is a failed run: {rest}"
+        Some(130),
+        "a run cancelled by SIGINT exits 128+2: {rest}"
     );
     let mut stdout = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();

@@ -57,6 +57,51 @@ pub fn parse_provider(text: &str) -> Result<Option<Provider>, CliError> {
     })
 }
 
+/// Runs `import`: one line per imported run on stdout (`run_id<TAB>provider<TAB>path`), a
+/// summary per input and every failure on stderr.
+pub fn run(
+    ctx: &ImportContext,
+    logs: &[PathBuf],
+    redactor: Option<&transcript_redact::Redactor>,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    let (done, failed) = runtime.block_on(import_all(ctx, logs));
+    for i in &done {
+        crate::exit::stdout_result(writeln!(
+            out,
+            "{}\t{}\t{}",
+            i.run_id,
+            i.provider,
+            i.path.display()
+        ))?;
+        crate::diag!(
+            "transcript: imported {} ({}): {} events, {} diagnostics",
+            i.input.display(),
+            i.provider,
+            i.events,
+            i.diagnostics
+        );
+    }
+    if let Some(r) = redactor {
+        crate::diag!("transcript: {} masks applied", r.masks_made());
+    }
+    for e in &failed {
+        crate::diag!("transcript: {}", crate::style::one_line(&e.to_string()));
+    }
+    if !failed.is_empty() {
+        return Err(CliError::Invalid(format!(
+            "{} of {} inputs not imported",
+            failed.len(),
+            logs.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Imports every input; returns what was written and the per-file failures.
 pub async fn import_all(ctx: &ImportContext, inputs: &[PathBuf]) -> (Vec<Imported>, Vec<CliError>) {
     let (clock, ids) = crate::source::clock_and_ids(ctx.deterministic);

@@ -1,7 +1,10 @@
 //! One module per subcommand.
 
+pub mod export;
 pub mod import;
+pub mod list;
 pub mod otel;
+pub mod progress;
 pub mod run;
 pub mod show;
 pub mod stats;

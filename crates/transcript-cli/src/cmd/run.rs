@@ -2,19 +2,16 @@
 //! recorder, showing live progress on stderr from a fan-out subscription
 //! (the first live consumer of the recorder).
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
-use transcript_domain::{EventKind, EventMask, EventType, RecorderFactory, Subscription};
+use transcript_domain::{EventMask, RecorderFactory};
 use transcript_exec::{ExecutionService, ExternalPlugin, ToolRouter, WorkflowSet};
 use transcript_infra::{Durability, JsonlRecorderFactory};
 
 use crate::CliError;
-use crate::cmd::tail::summary;
 use crate::style::Style;
 
 /// Everything `run` needs.
@@ -49,20 +46,105 @@ pub fn parse_input(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Runs the workflow; returns whether it succeeded.
-pub async fn run(args: RunArgs) -> Result<bool, CliError> {
+/// Checks `--input` names against the workflow's declared inputs before anything is created,
+/// so a typo leaves no empty transcript or audit trail behind.
+fn check_inputs(
+    root: &transcript_exec::Workflow,
+    inputs: &[(String, String)],
+) -> Result<(), CliError> {
+    if let Some((unknown, _)) = inputs
+        .iter()
+        .find(|(k, _)| !root.inputs.iter().any(|i| &i.name == k))
+    {
+        let declared: Vec<&str> = root.inputs.iter().map(|i| i.name.as_str()).collect();
+        return Err(CliError::Invalid(format!(
+            "workflow '{}' has no input '{unknown}' (declared: {})",
+            root.name,
+            if declared.is_empty() {
+                "none".to_owned()
+            } else {
+                declared.join(", ")
+            }
+        )));
+    }
+    if let Some(missing) = root
+        .inputs
+        .iter()
+        .find(|i| i.default.is_none() && !inputs.iter().any(|(k, _)| k == &i.name))
+    {
+        return Err(CliError::Invalid(format!(
+            "workflow '{}' needs --input {}=VALUE",
+            root.name, missing.name
+        )));
+    }
+    Ok(())
+}
+
+/// Cancels the run on SIGINT, SIGTERM or SIGHUP (the first one: every started step is
+/// completed and `run.completed` written); a second signal exits at once with 128+N.
+/// Returns the number of the signal that cancelled the run, once it has.
+fn watch_signals(cancel: CancellationToken) -> std::sync::Arc<std::sync::atomic::AtomicI32> {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    use tokio::signal::unix::{SignalKind, signal};
+    let received = Arc::new(AtomicI32::new(0));
+    let seen = received.clone();
+    tokio::spawn(async move {
+        let kinds = [
+            (SignalKind::interrupt(), 2),
+            (SignalKind::terminate(), 15),
+            (SignalKind::hangup(), 1),
+        ];
+        let mut streams = Vec::new();
+        for (kind, number) in kinds {
+            match signal(kind) {
+                Ok(s) => streams.push((s, number)),
+                Err(e) => crate::diag!("transcript: warning: cannot watch signal {number}: {e}"),
+            }
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        for (mut stream, number) in streams {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if tx.send(number).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        while let Some(number) = rx.recv().await {
+            if seen.swap(number, Ordering::SeqCst) != 0 {
+                crate::diag!("transcript: second signal: exiting now");
+                std::process::exit(128 + number);
+            }
+            crate::diag!(
+                "transcript: signal {number} received, cancelling the run (again to exit now)…"
+            );
+            cancel.cancel();
+        }
+    });
+    received
+}
+
+/// Runs the workflow. Errors carry the exit code: a failed run (1), invalid input (3), an
+/// incomplete transcript (4, takes precedence over success: a run whose transcript lost events
+/// never reports success) or a signal (128+N).
+pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliError> {
     let set = WorkflowSet::load(&args.workflow)
-        .map_err(|e| CliError::Failed(format!("invalid workflow: {e}")))?;
+        .map_err(|e| CliError::Invalid(format!("invalid workflow: {e}")))?;
     let root = set.root().cloned().ok_or_else(|| {
-        CliError::Failed(format!("{}: no root workflow", args.workflow.display()))
+        CliError::Invalid(format!("{}: no root workflow", args.workflow.display()))
     })?;
-    std::fs::create_dir_all(&args.storage).map_err(|e| CliError::Read {
-        path: args.storage.clone(),
-        message: format!("cannot create storage: {e}"),
+    check_inputs(&root, &args.inputs)?;
+    std::fs::create_dir_all(&args.storage).map_err(|e| {
+        CliError::Storage(format!(
+            "{}: cannot create the storage directory: {e}",
+            args.storage.display()
+        ))
     })?;
     std::fs::create_dir_all(&args.workspace).map_err(|e| CliError::Read {
         path: args.workspace.clone(),
-        message: format!("cannot create workspace: {e}"),
+        message: format!("cannot create the workspace directory: {e}"),
     })?;
 
     let (clock, ids) = crate::source::clock_and_ids(args.deterministic);
@@ -87,6 +169,9 @@ pub async fn run(args: RunArgs) -> Result<bool, CliError> {
         Some(f) => f.clone(),
         None => factory,
     };
+    let (progress_factory, progress) =
+        crate::cmd::progress::ProgressFactory::new(factory, args.style);
+    let factory: Arc<dyn RecorderFactory> = progress_factory.clone();
 
     let mut router = ToolRouter::with_builtins();
     transcript_exec::start_declared_plugins(&set, &mut router)
@@ -115,30 +200,18 @@ pub async fn run(args: RunArgs) -> Result<bool, CliError> {
     // spent and no transcript file is created for a run that never starts.
     service
         .validate(&set)
-        .map_err(|e| CliError::Failed(format!("invalid workflow: {e}")))?;
+        .map_err(|e| CliError::Invalid(format!("invalid workflow: {e}")))?;
     let run_id = ids.next_run_id();
+    let path = args.storage.join(run_id.file_name());
     let recorder = factory
         .create(run_id, None)
         .await
-        .map_err(|e| CliError::Failed(format!("cannot open transcript: {e}")))?;
-    let subscription = recorder
-        .subscribe(None)
-        .await
-        .map_err(|e| CliError::Failed(format!("cannot subscribe: {e}")))?;
-    let progress = tokio::spawn(show_progress(
-        subscription,
-        root.steps.len() as u64,
-        args.style,
-    ));
+        .map_err(|e| CliError::Storage(format!("cannot open the transcript: {e}")))?;
+    // The id first, so `transcript tail -f <id>` can follow the run from another terminal.
+    crate::diag!("transcript: run {run_id} → {}", path.display());
 
     let cancel = CancellationToken::new();
-    let on_signal = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("transcript: interrupted, cancelling the run…");
-            on_signal.cancel();
-        }
-    });
+    let signalled = watch_signals(cancel.clone());
 
     let inputs: Map<String, Value> = args
         .inputs
@@ -155,105 +228,71 @@ pub async fn run(args: RunArgs) -> Result<bool, CliError> {
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let closed = recorder.close().await;
+    progress_factory.finish().await;
     let _ = progress.await;
     if let (Some(live), Some(forwarding), Some((endpoint, _))) = (live, &live_factory, &args.otlp) {
         forwarding.drain().await;
         let report = tokio::task::spawn_blocking(move || live.finish()).await;
         match report {
             Ok(r) => crate::cmd::otel::report_live(endpoint, &r),
-            Err(e) => eprintln!("transcript: warning: OTLP export thread failed: {e}"),
+            Err(e) => crate::diag!("transcript: warning: OTLP export thread failed: {e}"),
         }
     }
-    closed.map_err(|e| CliError::Failed(format!("closing the transcript failed: {e}")))?;
 
-    for e in &outcome.transcript_errors {
-        eprintln!("transcript: warning: recorder: {e}");
+    // Storage failures: the first with its cause, then how many more (not one line each).
+    let mut storage_errors = outcome.transcript_errors.clone();
+    if let Err(e) = closed {
+        storage_errors.push(format!("closing the transcript failed: {e}"));
     }
-    for e in &outcome.audit_errors {
-        eprintln!("transcript: warning: audit: {e}");
+    if let Some(first) = storage_errors.first() {
+        crate::diag!(
+            "transcript: error: the transcript is incomplete: {}{}",
+            crate::style::one_line(first),
+            match storage_errors.len() {
+                1 => String::new(),
+                n => format!(" (and {} more recorder errors)", n - 1),
+            }
+        );
     }
-    let path = args.storage.join(run_id.file_name());
-    println!("run_id: {run_id}");
-    println!("transcript: {}", path.display());
+    if let Some(first) = outcome.audit_errors.first() {
+        crate::diag!(
+            "transcript: warning: audit trail incomplete: {}{}",
+            crate::style::one_line(first),
+            match outcome.audit_errors.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            }
+        );
+    }
+    crate::exit::stdout_result(writeln!(out, "run_id: {run_id}"))?;
+    crate::exit::stdout_result(writeln!(out, "transcript: {}", path.display()))?;
+    let word = status_word(outcome.succeeded());
     match &outcome.error {
-        Some(err) => {
-            eprintln!(
-                "transcript: run {} {}: {err}",
-                outcome.workflow,
-                status_word(outcome.succeeded())
-            );
-        }
-        None => eprintln!(
-            "transcript: run {} {}",
-            outcome.workflow,
-            status_word(outcome.succeeded())
+        Some(err) => crate::diag!(
+            "transcript: run {} {word}: {}",
+            crate::style::one_line(&outcome.workflow),
+            crate::style::one_line(err)
+        ),
+        None => crate::diag!(
+            "transcript: run {} {word}",
+            crate::style::one_line(&outcome.workflow)
         ),
     }
-    Ok(outcome.succeeded())
+    let signal = signalled.load(std::sync::atomic::Ordering::SeqCst);
+    if signal != 0 {
+        return Err(CliError::Interrupted(signal));
+    }
+    if !storage_errors.is_empty() {
+        return Err(CliError::Reported(4));
+    }
+    if !outcome.succeeded() {
+        return Err(CliError::Reported(1));
+    }
+    Ok(())
 }
 
 fn status_word(ok: bool) -> &'static str {
     if ok { "succeeded" } else { "failed" }
-}
-
-/// Renders the live stream: a progress bar over the top-level steps on a
-/// terminal, plain lines otherwise.
-async fn show_progress(mut sub: Box<dyn Subscription>, top_level_steps: u64, style: Style) {
-    let terminal = std::io::stderr().is_terminal();
-    let bar = if terminal {
-        let bar = ProgressBar::new(top_level_steps);
-        if let Ok(s) = ProgressStyle::with_template("{bar:30} {pos}/{len} steps {wide_msg}") {
-            bar.set_style(s);
-        }
-        Some(bar)
-    } else {
-        None
-    };
-    while let Some(event) = sub.next().await {
-        let decoded: transcript_domain::DecodedEvent = (*event).clone().into();
-        let interesting = matches!(
-            decoded.kind,
-            EventKind::Known(
-                EventType::StepStarted
-                    | EventType::StepCompleted
-                    | EventType::CallWorkflowStarted
-                    | EventType::CallWorkflowCompleted
-                    | EventType::ToolCall
-                    | EventType::ToolResult
-                    | EventType::MessageAssistant
-                    | EventType::RunCompleted
-            )
-        );
-        let top_level_done = matches!(
-            decoded.kind,
-            EventKind::Known(EventType::StepCompleted | EventType::CallWorkflowCompleted)
-        ) && !decoded.path.contains('.');
-        match &bar {
-            Some(bar) => {
-                if interesting {
-                    bar.println(summary(&decoded, &style));
-                }
-                if top_level_done {
-                    bar.inc(1);
-                }
-                bar.set_message(decoded.path.clone());
-            }
-            None => {
-                if interesting {
-                    eprintln!("{}", summary(&decoded, &Style::plain()));
-                }
-            }
-        }
-    }
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    let dropped = sub.dropped();
-    if dropped > 0 {
-        eprintln!(
-            "transcript: progress display skipped {dropped} events (the transcript has all of them)"
-        );
-    }
 }
 
 /// The default workspace: the current directory.

@@ -130,11 +130,41 @@ fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String)
     }
 }
 
+/// Renders a step's messages and tool calls. A tool call the agent reported (`agent_emitted`)
+/// is also a `tool_use` block of an assistant message: it is shown once, inside the message,
+/// linked to its `tool.call` / `tool.result` pair (its error, if the pair has one).
 fn render_entries(entries: &[Entry], depth: usize, style: &Style, out: &mut String) {
+    let in_messages: HashSet<&str> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Message(m) => Some(m),
+            Entry::ToolCall(_) => None,
+        })
+        .flat_map(|m| m.blocks.iter())
+        .filter_map(|b| match b {
+            ExportBlock::ToolUse { tool_id, .. } => Some(tool_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let linked: Vec<&ToolCallExport> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::ToolCall(c)
+                if c.fidelity == "agent_emitted" && in_messages.contains(c.call_id.as_str()) =>
+            {
+                Some(c)
+            }
+            _ => None,
+        })
+        .collect();
     for entry in entries {
         match entry {
-            Entry::Message(m) => render_message(m, depth, style, out),
-            Entry::ToolCall(call) => render_call(call, depth, style, out),
+            Entry::Message(m) => render_message(m, &linked, depth, style, out),
+            Entry::ToolCall(call) => {
+                if !linked.iter().any(|c| std::ptr::eq(*c, call)) {
+                    render_call(call, depth, style, out);
+                }
+            }
         }
     }
 }
@@ -167,7 +197,13 @@ fn render_call(call: &ToolCallExport, depth: usize, style: &Style, out: &mut Str
     }
 }
 
-fn render_message(m: &MessageExport, depth: usize, style: &Style, out: &mut String) {
+fn render_message(
+    m: &MessageExport,
+    linked: &[&ToolCallExport],
+    depth: usize,
+    style: &Style,
+    out: &mut String,
+) {
     let p = pad(depth);
     let user = m.role == "user";
     let mut header = m.role.clone();
@@ -231,12 +267,28 @@ fn render_message(m: &MessageExport, depth: usize, style: &Style, out: &mut Stri
                 tool_input,
                 ..
             } => {
+                let call = linked.iter().find(|c| &c.call_id == tool_id);
                 let _ = writeln!(
                     out,
                     "{body}{} {}",
-                    style.yellow(&format!("⚙ {tool_name}")),
+                    style.yellow(&format!(
+                        "⚙ {tool_name}{}",
+                        if call.is_some() {
+                            " (agent_emitted)"
+                        } else {
+                            ""
+                        }
+                    )),
                     style.dim(&format!("{tool_id} {}", short_value(tool_input)))
                 );
+                if let Some(err) = call.and_then(|c| c.error.as_ref()) {
+                    let _ = writeln!(
+                        out,
+                        "{body}  {}",
+                        style.red(&format!("↳ error: {}", clean(err)))
+                    );
+                    continue;
+                }
                 match results.iter().find(|(id, _)| id == tool_id) {
                     Some((_, content)) => {
                         let _ = writeln!(out, "{body}  ↳ {}", short_value(content));
@@ -253,7 +305,12 @@ fn render_message(m: &MessageExport, depth: usize, style: &Style, out: &mut Stri
                 ..
             } => {
                 if !used.contains(tool_id.as_str()) {
-                    let _ = writeln!(out, "{body}↳ {tool_id}: {}", short_value(tool_content));
+                    let _ = writeln!(
+                        out,
+                        "{body}↳ {}: {}",
+                        clean(tool_id),
+                        short_value(tool_content)
+                    );
                 }
             }
             ExportBlock::Command { command, .. } => {

@@ -181,3 +181,34 @@ fn render_usage(out: &mut String, usage: &BTreeMap<String, Usage>) {
         );
     }
 }
+
+/// Runs `stats` on a transcript, a run id (prefix, `latest`) or a directory of transcripts.
+pub fn run(
+    target: &str,
+    storage: &std::path::Path,
+    json: bool,
+    out: &mut dyn std::io::Write,
+) -> Result<(), crate::CliError> {
+    let mut stats = Stats::default();
+    let dir = std::path::Path::new(target);
+    let files: Vec<std::path::PathBuf> = if dir.is_dir() {
+        crate::source::run_files(dir)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect()
+    } else {
+        vec![crate::source::resolve(target, storage)?]
+    };
+    for file in files {
+        let loaded = crate::source::load(&file)?;
+        crate::source::report_read_problems(&loaded);
+        stats.add_run(&loaded.decoded());
+    }
+    let text = if json {
+        serde_json::to_string_pretty(&stats).map_err(|e| crate::CliError::Failed(e.to_string()))?
+            + "\n"
+    } else {
+        crate::style::clean(&stats.render())
+    };
+    crate::exit::stdout_result(out.write_all(text.as_bytes()))
+}

@@ -12,7 +12,8 @@ use transcript_domain::{DecodedEvent, DecodedPayload, EventKind, EventType, deco
 
 use crate::CliError;
 use crate::cmd::show::short;
-use crate::style::Style;
+use crate::exit::stdout_result;
+use crate::style::{Style, one_line};
 
 /// How often a follower looks for new bytes.
 const POLL: Duration = Duration::from_millis(100);
@@ -40,22 +41,24 @@ pub fn summary(event: &DecodedEvent, style: &Style) -> String {
             DecodedPayload::Step(s),
         ) => match &s.error {
             // Run-level lines have no path: name the workflow.
-            Some(err) if event.path.is_empty() => style.red(&format!("{} failed: {err}", s.name)),
-            Some(err) => style.red(&format!("failed: {err}")),
-            None if event.path.is_empty() => style.green(&format!("{} ok", s.name)),
+            Some(err) if event.path.is_empty() => {
+                style.red(&one_line(&format!("{} failed: {err}", s.name)))
+            }
+            Some(err) => style.red(&one_line(&format!("failed: {err}"))),
+            None if event.path.is_empty() => style.green(&one_line(&format!("{} ok", s.name))),
             None => style.green("ok"),
         },
         // The name only when the path does not already end with it.
         (_, DecodedPayload::Step(s)) if event.path.rsplit('.').next() == Some(s.name.as_str()) => {
-            format!("[{}]", s.kind)
+            format!("[{}]", one_line(&s.kind))
         }
-        (_, DecodedPayload::Step(s)) => format!("{} [{}]", s.name, s.kind),
+        (_, DecodedPayload::Step(s)) => format!("{} [{}]", one_line(&s.name), one_line(&s.kind)),
         (_, DecodedPayload::Message(m)) => {
             let text = m
                 .known_blocks()
                 .find_map(|b| b.as_text().map(str::to_owned))
                 .unwrap_or_default();
-            let mut text: String = crate::style::clean(&text.replace('\n', " "))
+            let mut text: String = one_line(&text.replace('\n', " "))
                 .chars()
                 .take(80)
                 .collect();
@@ -67,18 +70,18 @@ pub fn summary(event: &DecodedEvent, style: &Style) -> String {
         (EventKind::Known(EventType::ToolCall), DecodedPayload::Tool(t)) => {
             format!(
                 "{} {} {}",
-                t.name,
-                style.dim(&t.call_id),
-                style.dim(&short(&t.input))
+                one_line(&t.name),
+                style.dim(&one_line(&t.call_id)),
+                style.dim(&one_line(&short(&t.input)))
             )
         }
         (_, DecodedPayload::Tool(t)) => match &t.error {
-            Some(err) => style.red(&format!("{} {} error: {err}", t.name, t.call_id)),
+            Some(err) => style.red(&one_line(&format!("{} {} error: {err}", t.name, t.call_id))),
             None => format!(
                 "{} {} → {}",
-                t.name,
-                style.dim(&t.call_id),
-                style.dim(&short(&t.output))
+                one_line(&t.name),
+                style.dim(&one_line(&t.call_id)),
+                style.dim(&one_line(&short(&t.output)))
             ),
         },
         _ => String::new(),
@@ -87,15 +90,48 @@ pub fn summary(event: &DecodedEvent, style: &Style) -> String {
         .child_run_id
         .map(|c| format!(" child={c}"))
         .unwrap_or_default();
+    let iteration = if event.iteration > 0 {
+        format!(" #{}", event.iteration)
+    } else {
+        String::new()
+    };
     format!(
-        "{:>5} {} {:<28} {}{} {}",
+        "{:>5} {} {:<28} {}{}{} {}",
         event.seq,
         style.dim(clock),
-        event.kind.as_str(),
-        event.path,
+        one_line(event.kind.as_str()),
+        one_line(&event.path),
+        iteration,
         child,
         detail
     )
+}
+
+/// Resolves `tail`'s argument (a file, run id, prefix or `latest`; with `-f` a run id or path
+/// that does not exist yet is waited for, saying so) and runs it.
+pub fn run_arg(
+    arg: &str,
+    storage: &Path,
+    options: TailOptions,
+    style: &Style,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let path = match crate::source::resolve(arg, storage) {
+        Ok(p) => p,
+        Err(e) if options.follow => match transcript_domain::RunId::parse(arg) {
+            Ok(id) => storage.join(id.file_name()),
+            Err(_) if arg.ends_with(".jsonl") => std::path::PathBuf::from(arg),
+            Err(_) => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
+    if options.follow && !path.exists() {
+        crate::diag!(
+            "transcript: waiting for {} to appear (Ctrl-C to stop)…",
+            path.display()
+        );
+    }
+    run(&path, options, style, out)
 }
 
 /// Runs `tail`. Returns when the file is exhausted (no `-f`), when
@@ -119,23 +155,30 @@ pub fn run(
             Err(e) => return Err(io_err(e)),
         }
     };
+    let cap = transcript_domain::MAX_LINE_BYTES;
     let mut offset: u64 = 0;
     let mut line_no: u64 = 0;
+    // The start of the current line when it spans reads; never more than the line cap.
     let mut pending: Vec<u8> = Vec::new();
+    // Length so far of an over-long line being skipped (not buffered).
+    let mut skipping: Option<u64> = None;
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let n = file.read(&mut chunk).map_err(io_err)?;
         if n == 0 {
             if !options.follow {
-                if !pending.is_empty() {
-                    eprintln!(
-                        "{}: line {}: warning: unterminated final line ({} bytes)",
+                let torn = skipping.unwrap_or(pending.len() as u64);
+                if torn > 0 {
+                    crate::diag!(
+                        "{}: line {}: warning: unterminated final line ({torn} bytes)",
                         path.display(),
                         line_no + 1,
-                        pending.len()
                     );
                 }
                 return Ok(());
+            }
+            if stdout_closed() {
+                return Err(CliError::BrokenPipe);
             }
             std::thread::sleep(POLL);
             // A recorder reopening the run truncates a torn tail away: start
@@ -143,31 +186,100 @@ pub fn run(
             let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(offset);
             if len < offset {
                 pending.clear();
+                skipping = None;
                 offset = file.seek(SeekFrom::Start(len)).map_err(io_err)?;
             }
             continue;
         }
         offset += n as u64;
-        pending.extend_from_slice(&chunk[..n]);
-        while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=pos).collect();
+        let data = &chunk[..n];
+        let mut start = 0;
+        // Each byte is looked at once (memchr), so a 40 MB line costs what 40 MB of short lines do.
+        for newline in memchr::memchr_iter(b'\n', data) {
+            let piece = &data[start..newline];
+            start = newline + 1;
             line_no += 1;
-            let body = &line[..line.len() - 1];
-            if body.iter().all(u8::is_ascii_whitespace) {
+            if let Some(len) = skipping.take() {
+                skipped(path, line_no, len + piece.len() as u64, cap);
                 continue;
             }
-            match decode_line(body) {
-                Ok(decoded) => {
-                    let _ = writeln!(out, "{}", summary(&decoded.event, style));
-                    let _ = out.flush();
-                    if options.until_complete
-                        && decoded.event.kind == EventKind::Known(EventType::RunCompleted)
-                    {
-                        return Ok(());
-                    }
+            let body: &[u8] = if pending.is_empty() {
+                piece
+            } else {
+                pending.extend_from_slice(piece);
+                &pending
+            };
+            if body.len() > cap {
+                skipped(path, line_no, body.len() as u64, cap);
+            } else if show_line(path, line_no, body, options, style, out)? {
+                return Ok(());
+            }
+            pending.clear();
+        }
+        let rest = &data[start..];
+        match skipping.as_mut() {
+            Some(len) => *len += rest.len() as u64,
+            None => {
+                pending.extend_from_slice(rest);
+                if pending.len() > cap {
+                    skipping = Some(pending.len() as u64);
+                    pending = Vec::new();
                 }
-                Err(e) => eprintln!("{}: line {line_no}: malformed: {e}", path.display()),
             }
         }
     }
+}
+
+/// Renders one complete line; returns whether `tail` should stop (`--until-complete`).
+fn show_line(
+    path: &Path,
+    line_no: u64,
+    body: &[u8],
+    options: TailOptions,
+    style: &Style,
+    out: &mut dyn Write,
+) -> Result<bool, CliError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(false);
+    }
+    match decode_line(body) {
+        Ok(decoded) => {
+            // A reader that went away (`| head -1`) ends the tail, quietly.
+            stdout_result(writeln!(out, "{}", summary(&decoded.event, style)))?;
+            stdout_result(out.flush())?;
+            Ok(options.until_complete
+                && decoded.event.kind == EventKind::Known(EventType::RunCompleted))
+        }
+        Err(e) => {
+            crate::diag!(
+                "{}: line {line_no}: malformed: {}",
+                path.display(),
+                crate::style::one_line(&e.to_string())
+            );
+            Ok(false)
+        }
+    }
+}
+
+fn skipped(path: &Path, line_no: u64, len: u64, cap: usize) {
+    crate::diag!(
+        "{}: line {line_no}: skipped: {len} bytes is over the {cap}-byte line cap",
+        path.display()
+    );
+}
+
+/// Whether stdout is a pipe whose reader has gone: checked while `tail -f` waits, so
+/// `tail -f R | head -1` ends even when no new event arrives to fail a write.
+fn stdout_closed() -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    use std::os::fd::AsFd;
+    let stdout = std::io::stdout();
+    let fd = stdout.as_fd();
+    let mut fds = [PollFd::new(&fd, PollFlags::empty())];
+    let zero = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
+        && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use transcript_domain::tree::{RunTree, Status, StepNode};
 
-use crate::style::Style;
+use crate::style::{Style, clean};
 
 /// Human-readable milliseconds.
 pub fn duration(ms: Option<i64>) -> String {
@@ -38,7 +38,7 @@ fn render_run(tree: &RunTree, depth: usize, style: &Style, out: &mut String) {
         out,
         "{indent}{} {} {} {}",
         style.bold(&format!("run {}", tree.run_id)),
-        tree.workflow.as_deref().unwrap_or("?"),
+        clean(tree.workflow.as_deref().unwrap_or("?")),
         status(style, tree.status),
         style.dim(&duration(tree.duration_ms())),
     );
@@ -59,7 +59,13 @@ fn render_run(tree: &RunTree, depth: usize, style: &Style, out: &mut String) {
 
 fn render_step(node: &StepNode, depth: usize, style: &Style, out: &mut String) {
     let indent = "  ".repeat(depth);
-    let _ = write!(out, "{indent}{} [{}] {}", node.path, node.kind, node.name);
+    let _ = write!(
+        out,
+        "{indent}{} [{}] {}",
+        clean(&node.path),
+        clean(&node.kind),
+        clean(&node.name)
+    );
     if node.iteration > 0 || node.path.contains('.') {
         let _ = write!(out, " #{}", node.iteration);
     }

@@ -105,3 +105,76 @@ pub fn render(report: &Report, style: &Style) -> String {
     }
     out
 }
+
+/// Runs `validate` over files, directories (every transcript in them), run ids, prefixes and
+/// `latest`. A directory validates each root run with its children, and any file not reached
+/// from a root run on its own, so every transcript is checked once.
+pub fn run(
+    args: &[String],
+    storage: &Path,
+    json: bool,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> Result<(), crate::CliError> {
+    let mut reports = Vec::new();
+    for arg in args {
+        let dir = Path::new(arg);
+        if dir.is_dir() {
+            reports.extend(verify_dir(dir));
+        } else {
+            let path = crate::source::resolve(arg, storage)?;
+            reports.push(verify(&path));
+        }
+    }
+    let text = if json {
+        serde_json::to_string_pretty(&reports)
+            .map_err(|e| crate::CliError::Failed(e.to_string()))?
+            + "\n"
+    } else {
+        reports.iter().map(|r| render(r, style)).collect()
+    };
+    crate::exit::stdout_result(out.write_all(text.as_bytes()))?;
+    let invalid = reports.iter().filter(|r| !r.is_valid()).count();
+    if reports.is_empty() {
+        return Err(crate::CliError::NotFound {
+            what: "any transcript".to_owned(),
+            path: args.first().map(Into::into).unwrap_or_default(),
+        });
+    }
+    if invalid > 0 {
+        return Err(crate::CliError::Failed(format!(
+            "{invalid} of {} transcripts invalid",
+            reports.len()
+        )));
+    }
+    Ok(())
+}
+
+fn verify_dir(dir: &Path) -> Vec<Report> {
+    let files = crate::source::run_files(dir);
+    let mut reached = std::collections::HashSet::new();
+    let mut reports = Vec::new();
+    let roots: Vec<_> = files
+        .iter()
+        .filter(|(id, path)| {
+            crate::cmd::list::summarize(*id, path)
+                .parent_run_id
+                .is_none()
+        })
+        .collect();
+    for (id, _) in &roots {
+        let report = verify_run(dir, *id);
+        for f in &report.files {
+            if let Some(p) = &f.path {
+                reached.insert(p.clone());
+            }
+        }
+        reports.push(Report::Run(report));
+    }
+    for (_, path) in &files {
+        if !reached.contains(path) {
+            reports.push(Report::File(verify_file(path)));
+        }
+    }
+    reports
+}

@@ -1,0 +1,198 @@
+//! `transcript list`: the recent runs of a storage directory, newest first, and the `latest`
+//! alias every run argument accepts.
+//!
+//! Each run is summarised from its first and last lines only (the last one found by reading
+//! backwards from the end), so listing a storage of large transcripts stays fast.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use transcript_domain::{DecodedEvent, EventKind, EventType, RunId, Timestamp, decode_line};
+use transcript_infra::{ReadItem, TranscriptReader};
+
+use crate::CliError;
+use crate::exit::stdout_result;
+use crate::style::{Style, clean};
+
+/// One run of the list.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The run id.
+    pub run_id: RunId,
+    /// The calling run, for child runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<RunId>,
+    /// Workflow name from `run.started`.
+    pub workflow: Option<String>,
+    /// `succeeded`, `failed` or `incomplete` (no `run.completed` yet: running or crashed).
+    pub status: &'static str,
+    /// Time of the first event.
+    pub started_at: Option<Timestamp>,
+    /// Milliseconds from the first to the last event.
+    pub duration_ms: Option<i64>,
+    /// Events in the file (the last line's seq).
+    pub events: u64,
+    /// The transcript file.
+    pub path: PathBuf,
+}
+
+/// Summarises one transcript from its first and last events.
+pub fn summarize(run_id: RunId, path: &Path) -> RunSummary {
+    let first = first_event(path);
+    let last = last_event(path);
+    let status = match &last {
+        Some(e) if e.kind == EventKind::Known(EventType::RunCompleted) => {
+            if e.step().and_then(|p| p.error.as_ref()).is_some() {
+                "failed"
+            } else {
+                "succeeded"
+            }
+        }
+        _ => "incomplete",
+    };
+    RunSummary {
+        run_id,
+        parent_run_id: first.as_ref().and_then(|e| e.parent_run_id),
+        workflow: first
+            .as_ref()
+            .and_then(|e| e.step())
+            .map(|p| p.name.clone()),
+        status,
+        started_at: first.as_ref().map(|e| e.timestamp),
+        duration_ms: first
+            .as_ref()
+            .zip(last.as_ref())
+            .map(|(f, l)| l.timestamp.millis_since(f.timestamp)),
+        events: last.as_ref().map_or(0, |e| e.seq),
+        path: path.to_path_buf(),
+    }
+}
+
+fn first_event(path: &Path) -> Option<DecodedEvent> {
+    TranscriptReader::open(path)
+        .ok()?
+        .find_map(|item| match item {
+            Ok(ReadItem::Event(e)) => Some(e.event),
+            _ => None,
+        })
+}
+
+/// The last complete line's event, read backwards in growing windows (up to the line cap).
+fn last_event(path: &Path) -> Option<DecodedEvent> {
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut window: u64 = 64 * 1024;
+    loop {
+        let start = len.saturating_sub(window);
+        file.seek(SeekFrom::Start(start)).ok()?;
+        let mut buf = Vec::with_capacity((len - start) as usize);
+        Read::by_ref(&mut file)
+            .take(len - start)
+            .read_to_end(&mut buf)
+            .ok()?;
+        // Drop a torn tail: only newline-terminated lines were acknowledged.
+        let end = memchr_last_newline(&buf)?;
+        let body = &buf[..end];
+        let line_start = body.iter().rposition(|&b| b == b'\n').map(|i| i + 1);
+        match line_start {
+            Some(i) => return decode_line(&body[i..]).ok().map(|d| d.event),
+            None if start == 0 => return decode_line(body).ok().map(|d| d.event),
+            None if window >= transcript_domain::MAX_LINE_BYTES as u64 * 2 => return None,
+            None => window *= 4,
+        }
+    }
+}
+
+fn memchr_last_newline(buf: &[u8]) -> Option<usize> {
+    buf.iter().rposition(|&b| b == b'\n')
+}
+
+/// Every run of `storage`, newest first (runs without events last).
+pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
+    let mut runs: Vec<RunSummary> = crate::source::run_files(storage)
+        .into_iter()
+        .map(|(id, path)| summarize(id, &path))
+        .collect();
+    runs.sort_by(|a, b| {
+        b.started_at
+            .cmp(&a.started_at)
+            .then(a.run_id.cmp(&b.run_id))
+    });
+    runs
+}
+
+/// The most recently started root run.
+pub fn latest(storage: &Path) -> Result<Option<PathBuf>, CliError> {
+    if !storage.is_dir() {
+        return Err(CliError::NotFound {
+            what: "storage directory".to_owned(),
+            path: storage.to_path_buf(),
+        });
+    }
+    Ok(all_runs(storage)
+        .into_iter()
+        .find(|r| r.parent_run_id.is_none() && r.started_at.is_some())
+        .map(|r| r.path))
+}
+
+/// Runs `list`.
+pub fn run(
+    storage: &Path,
+    limit: usize,
+    all: bool,
+    json: bool,
+    style: &Style,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    if !storage.is_dir() {
+        return Err(CliError::NotFound {
+            what: "storage directory".to_owned(),
+            path: storage.to_path_buf(),
+        });
+    }
+    let runs: Vec<RunSummary> = all_runs(storage)
+        .into_iter()
+        .filter(|r| all || r.parent_run_id.is_none())
+        .take(limit)
+        .collect();
+    let text = if json {
+        serde_json::to_string_pretty(&runs).map_err(|e| CliError::Failed(e.to_string()))? + "\n"
+    } else {
+        render(&runs, style)
+    };
+    stdout_result(out.write_all(text.as_bytes()))
+}
+
+fn render(runs: &[RunSummary], style: &Style) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<36}  {:<20}  {:<10}  {:<24}  {:>9}  {:>6}",
+        "run_id", "workflow", "status", "started", "duration", "events"
+    );
+    for r in runs {
+        let status = match r.status {
+            "succeeded" => style.green(&format!("{:<10}", r.status)),
+            "failed" => style.red(&format!("{:<10}", r.status)),
+            _ => style.yellow(&format!("{:<10}", r.status)),
+        };
+        let workflow: String = clean(r.workflow.as_deref().unwrap_or("?"))
+            .chars()
+            .take(20)
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:<36}  {:<20}  {}  {:<24}  {:>9}  {:>6}",
+            r.run_id,
+            workflow,
+            status,
+            r.started_at.map_or("—".to_owned(), |t| t.to_string()),
+            crate::cmd::tree::duration(r.duration_ms),
+            r.events
+        );
+    }
+    out
+}

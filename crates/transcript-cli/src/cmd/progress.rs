@@ -1,0 +1,266 @@
+//! Live progress of `transcript run` on stderr, fed by fan-out subscriptions to every run the
+//! workflow opens (the root run and each child run of a `call_workflow` step).
+//!
+//! On a terminal: the event lines scroll above an indicatif status line that shows the elapsed
+//! time, steps done / failed / running, and the step running most recently started, with its
+//! iteration. Otherwise: plain event lines only (child runs' lines are marked with their short
+//! run id). Recording never waits for this view: a subscription that falls behind drops and
+//! counts (the transcript keeps everything).
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::mpsc;
+use transcript_domain::{
+    DecodedEvent, EventKind, EventType, ExchangeEvent, RecordError, Recorder, RecorderFactory,
+    RunId, Subscription,
+};
+
+use crate::cmd::tail::summary;
+use crate::style::{Style, one_line};
+
+/// What the view receives: an event of some run, or the count a subscription dropped.
+enum Feed {
+    Event(Arc<ExchangeEvent>),
+    Dropped(u64),
+}
+
+/// A recorder factory that subscribes the progress view to every run it opens.
+pub struct ProgressFactory {
+    inner: Arc<dyn RecorderFactory>,
+    sender: Mutex<Option<mpsc::Sender<Feed>>>,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl ProgressFactory {
+    /// Wraps `inner`; returns the factory and the view's task, which ends after [`Self::finish`]
+    /// once every run's subscription has ended.
+    pub fn new(
+        inner: Arc<dyn RecorderFactory>,
+        style: Style,
+    ) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel(4096);
+        let factory = Arc::new(Self {
+            inner,
+            sender: Mutex::new(Some(tx)),
+            tasks: Mutex::new(Vec::new()),
+        });
+        (factory, tokio::spawn(show(rx, style)))
+    }
+
+    /// No more runs will open: waits for the subscriptions of the runs opened so far (they
+    /// end when their recorders close) and lets the view finish.
+    pub async fn finish(&self) {
+        drop(self.sender.lock().ok().and_then(|mut s| s.take()));
+        let tasks: Vec<_> = self
+            .tasks
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+#[async_trait]
+impl RecorderFactory for ProgressFactory {
+    async fn create(
+        &self,
+        run_id: RunId,
+        parent_run_id: Option<RunId>,
+    ) -> Result<Arc<dyn Recorder>, RecordError> {
+        let recorder = self.inner.create(run_id, parent_run_id).await?;
+        let sender = self.sender.lock().ok().and_then(|s| s.clone());
+        if let Some(sender) = sender {
+            // From seq 1: nothing recorded before the subscription is missed.
+            let subscription = recorder.subscribe(Some(1)).await?;
+            let task = tokio::spawn(forward(subscription, sender));
+            if let Ok(mut tasks) = self.tasks.lock() {
+                tasks.push(task);
+            }
+        }
+        Ok(recorder)
+    }
+}
+
+async fn forward(mut sub: Box<dyn Subscription>, sender: mpsc::Sender<Feed>) {
+    while let Some(event) = sub.next().await {
+        if sender.send(Feed::Event(event)).await.is_err() {
+            return;
+        }
+    }
+    let dropped = sub.dropped();
+    if dropped > 0 {
+        let _ = sender.send(Feed::Dropped(dropped)).await;
+    }
+}
+
+/// Counters behind the status line.
+#[derive(Default)]
+struct State {
+    root: Option<RunId>,
+    done: u64,
+    failed: u64,
+    /// Open step executions: (run, path, iteration) → start order.
+    running: BTreeMap<(RunId, String, u64), u64>,
+    started: u64,
+}
+
+impl State {
+    fn apply(&mut self, e: &DecodedEvent) {
+        if self.root.is_none() && e.parent_run_id.is_none() {
+            self.root = Some(e.run_id);
+        }
+        let key = (e.run_id, e.path.clone(), e.iteration);
+        match e.kind {
+            EventKind::Known(EventType::StepStarted | EventType::CallWorkflowStarted) => {
+                self.started += 1;
+                self.running.insert(key, self.started);
+            }
+            EventKind::Known(EventType::StepCompleted | EventType::CallWorkflowCompleted) => {
+                self.running.remove(&key);
+                self.done += 1;
+                if e.step().and_then(|p| p.error.as_ref()).is_some() {
+                    self.failed += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn status(&self) -> String {
+        let current = self
+            .running
+            .iter()
+            .max_by_key(|(_, order)| **order)
+            .map(|((_, path, iteration), _)| {
+                if *iteration > 0 {
+                    format!("{} #{iteration}", one_line(path))
+                } else {
+                    one_line(path)
+                }
+            })
+            .unwrap_or_default();
+        format!(
+            "{} done{} · {} running · {current}",
+            self.done,
+            if self.failed > 0 {
+                format!(" ({} failed)", self.failed)
+            } else {
+                String::new()
+            },
+            self.running.len()
+        )
+    }
+
+    /// The event's line, marked with its run when it is not the root run's.
+    fn line(&self, e: &DecodedEvent, style: &Style) -> String {
+        let text = summary(e, style);
+        match self.root {
+            Some(root) if root != e.run_id => {
+                let id = e.run_id.to_string();
+                format!("{} {text}", style.dim(&format!("[{}]", &id[..8])))
+            }
+            _ => text,
+        }
+    }
+}
+
+fn interesting(e: &DecodedEvent) -> bool {
+    matches!(
+        e.kind,
+        EventKind::Known(
+            EventType::StepStarted
+                | EventType::StepCompleted
+                | EventType::CallWorkflowStarted
+                | EventType::CallWorkflowCompleted
+                | EventType::ToolCall
+                | EventType::ToolResult
+                | EventType::MessageAssistant
+                | EventType::RunCompleted
+        )
+    )
+}
+
+async fn show(mut rx: mpsc::Receiver<Feed>, style: Style) {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new_spinner();
+        if let Ok(s) = ProgressStyle::with_template("{spinner} {elapsed_precise} {wide_msg}") {
+            bar.set_style(s);
+        }
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    });
+    let mut state = State::default();
+    let mut dropped = 0;
+    while let Some(feed) = rx.recv().await {
+        let event = match feed {
+            Feed::Event(event) => event,
+            Feed::Dropped(n) => {
+                dropped += n;
+                continue;
+            }
+        };
+        let decoded: DecodedEvent = (*event).clone().into();
+        state.apply(&decoded);
+        match &bar {
+            Some(bar) => {
+                if interesting(&decoded) {
+                    bar.println(state.line(&decoded, &style));
+                }
+                bar.set_message(state.status());
+            }
+            None => {
+                if interesting(&decoded) {
+                    crate::diag!("{}", state.line(&decoded, &Style::plain()));
+                }
+            }
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if dropped > 0 {
+        crate::diag!(
+            "transcript: progress display skipped {dropped} events (the transcript has all of them)"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use transcript_domain::{EventDraft, Payload, StepPayload, Timestamp};
+
+    fn event(run: RunId, seq: u64, draft: EventDraft) -> DecodedEvent {
+        draft
+            .into_event(seq, run, None, Timestamp::UNIX_EPOCH)
+            .into()
+    }
+
+    #[test]
+    fn status_counts_nested_steps_and_names_the_latest_with_its_iteration() {
+        let run = RunId::from_bytes([1; 16]);
+        let mut state = State::default();
+        let start = |p: &str, i| {
+            EventDraft::new(p, i, Payload::StepStarted(StepPayload::new(p, "command")))
+        };
+        let end = |p: &str, i, err: Option<&str>| {
+            let mut s = StepPayload::new(p, "command");
+            if let Some(e) = err {
+                s = s.with_error(e);
+            }
+            EventDraft::new(p, i, Payload::StepCompleted(s))
+        };
+        state.apply(&event(run, 1, start("loop", 0)));
+        state.apply(&event(run, 2, start("loop.tick", 2)));
+        assert_eq!(state.status(), "0 done · 2 running · loop.tick #2");
+        state.apply(&event(run, 3, end("loop.tick", 2, Some("boom"))));
+        assert_eq!(state.status(), "1 done (1 failed) · 1 running · loop");
+    }
+}
