@@ -1,0 +1,420 @@
+//! The CLI as people at a terminal and scripts use it: hostile content cannot reach the
+//! terminal as control sequences, a closed pipe ends a command quietly, every exit code is the
+//! documented one, runs are found by prefix, `latest` and `list`, and signals cancel cleanly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{DEMO_RUN_ID, bin, demo_command, repo, text};
+
+const RUN: &str = "550e8400-e29b-41d4-a716-446655440000";
+/// An OSC window-title sequence, a screen clear, a C1 CSI and a bidi override.
+const HOSTILE: &str = "\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m\u{202e}";
+
+fn hostile_transcript(dir: &Path) -> std::path::PathBuf {
+    let h = HOSTILE;
+    let lines = [
+        serde_json::json!({"seq":1,"run_id":RUN,"type":"run.started","path":"","iteration":0,"timestamp":"2026-06-08T08:14:42.100Z","payload":{"name":format!("wf{h}"),"kind":"workflow"}}),
+        serde_json::json!({"seq":2,"run_id":RUN,"type":"step.started","path":format!("s{h}"),"iteration":0,"timestamp":"2026-06-08T08:14:42.101Z","payload":{"name":format!("n{h}"),"kind":format!("agent{h}")}}),
+        serde_json::json!({"seq":3,"run_id":RUN,"type":"message.assistant","path":format!("s{h}"),"iteration":0,"timestamp":"2026-06-08T08:14:42.102Z","payload":{"role":"assistant","provider":format!("p{h}"),"model":format!("m{h}"),"blocks":[{"type":"text","fidelity":"agent_emitted","text":format!("hello{h}")},{"type":"tool_use","fidelity":"agent_emitted","tool_name":format!("T{h}"),"tool_id":format!("id{h}"),"tool_input":{"k":h}}]}}),
+        serde_json::json!({"seq":4,"run_id":RUN,"type":"tool.call","path":format!("s{h}"),"iteration":0,"timestamp":"2026-06-08T08:14:42.103Z","payload":{"name":format!("T{h}"),"call_id":format!("c{h}"),"input":{"k":h},"output":null,"fidelity":"router"}}),
+        serde_json::json!({"seq":5,"run_id":RUN,"type":"tool.result","path":format!("s{h}"),"iteration":0,"timestamp":"2026-06-08T08:14:42.104Z","payload":{"name":format!("T{h}"),"call_id":format!("c{h}"),"input":null,"output":h,"error":format!("e{h}"),"fidelity":"router"}}),
+        serde_json::json!({"seq":6,"run_id":RUN,"type":"step.completed","path":format!("s{h}"),"iteration":0,"timestamp":"2026-06-08T08:14:42.105Z","payload":{"name":format!("n{h}"),"kind":format!("agent{h}"),"error":format!("boom{h}")}}),
+        serde_json::json!({"seq":7,"run_id":RUN,"type":"run.completed","path":"","iteration":0,"timestamp":"2026-06-08T08:14:42.106Z","payload":{"name":format!("wf{h}"),"kind":"workflow","error":format!("failed{h}")}}),
+    ];
+    let path = dir.join(format!("{RUN}.jsonl"));
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+/// No control character but newline and tab, no bidi override; with `--color always`, only
+/// our own SGR color sequences.
+fn assert_terminal_safe(what: &str, output: &str, colored: bool) {
+    let mut chars = output.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && colored {
+            // Ours: ESC [ digits m
+            assert_eq!(chars.next(), Some('['), "{what}: raw escape in {output:?}");
+            let mut code = String::new();
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+                code.push(d);
+            }
+            assert!(
+                code.chars().all(|d| d.is_ascii_digit()),
+                "{what}: foreign sequence ESC[{code} in {output:?}"
+            );
+            continue;
+        }
+        assert!(
+            !(c.is_control() && c != '\n' && c != '\t'),
+            "{what}: control U+{:04X} reached the terminal: {output:?}",
+            c as u32
+        );
+        assert!(
+            !matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'),
+            "{what}: bidi override reached the terminal"
+        );
+    }
+}
+
+#[test]
+fn hostile_content_never_reaches_the_terminal_as_control_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = hostile_transcript(dir.path());
+    let file = file.to_str().unwrap();
+    for color in ["never", "always"] {
+        for args in [
+            vec!["tail", file],
+            vec!["tree", file],
+            vec!["show", file],
+            vec!["stats", file],
+            vec!["receipts", file],
+            vec!["validate", file],
+            vec!["list", "--storage", dir.path().to_str().unwrap()],
+        ] {
+            let out = bin().args(&args).args(["--color", color]).output().unwrap();
+            let what = format!("{args:?} --color {color}");
+            assert!(!text(&out.stderr).contains("panicked"), "{what}");
+            assert_terminal_safe(&what, &text(&out.stdout), color == "always");
+            assert_terminal_safe(&what, &text(&out.stderr), false);
+        }
+    }
+    // The live progress of a run whose command fails with hostile stderr.
+    let wf = dir.path().join("hostile.yaml");
+    std::fs::write(
+        &wf,
+        "name: hostile\nsteps:\n  - name: evil\n    type: command\n    command: \"printf '\\\\033]0;PWNED\\\\007\\\\033[2J' >&2; exit 1\"\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["run", "--color", "never", "--storage"])
+        .arg(dir.path().join("st"))
+        .arg("--workspace")
+        .arg(dir.path())
+        .arg(&wf)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("PWNED"),
+        "the error is shown, escaped: {stderr}"
+    );
+    assert_terminal_safe("run progress", &stderr, false);
+}
+
+/// A pipe whose reader is already closed: every write to it fails with EPIPE.
+fn closed_pipe() -> std::io::PipeWriter {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    writer
+}
+
+/// Waits for `child`, failing (instead of hanging) if it has not exited after a minute.
+fn wait_bounded(mut child: std::process::Child, what: &str) -> std::process::ExitStatus {
+    let (tx, rx) = mpsc::channel();
+    let pid = child.id();
+    std::thread::spawn(move || tx.send(child.wait().unwrap()));
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(status) => status,
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{what} did not exit");
+        }
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_commands_quietly_with_141() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    let out = demo_command(&storage, &dir.path().join("w"))
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(141), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("panicked"));
+    // The run itself completed and its transcript is whole.
+    let valid = bin()
+        .args(["validate", DEMO_RUN_ID, "--storage"])
+        .arg(&storage)
+        .output()
+        .unwrap();
+    assert!(valid.status.success(), "{}", text(&valid.stdout));
+    for args in [
+        ["tail", DEMO_RUN_ID],
+        ["show", DEMO_RUN_ID],
+        ["tree", DEMO_RUN_ID],
+    ] {
+        let out = bin()
+            .args(args)
+            .arg("--storage")
+            .arg(&storage)
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(141), "{args:?}");
+        assert_eq!(text(&out.stderr), "", "{args:?}: quiet");
+    }
+    // `tail -f R | head -1`: the follower notices its reader is gone while idle.
+    let mut child = bin()
+        .args(["tail", "-f", DEMO_RUN_ID, "--storage"])
+        .arg(&storage)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("run.started"), "{first}");
+    let status = wait_bounded(child, "tail -f after its reader left");
+    assert_eq!(status.code(), Some(141));
+}
+
+#[test]
+fn runs_resolve_by_prefix_and_latest_and_list_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    assert!(
+        demo_command(&storage, &dir.path().join("w"))
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let run = |args: &[&str]| {
+        bin()
+            .args(args)
+            .args(["--color", "never", "--storage"])
+            .arg(&storage)
+            .output()
+            .unwrap()
+    };
+    let by_id = run(&["tree", DEMO_RUN_ID]);
+    assert!(by_id.status.success());
+    for alias in [
+        "latest",
+        "00000000-0000-4000-8000-000000000001",
+        "00000000-0000-4000-8000-0000000000",
+    ] {
+        let out = run(&["tree", alias]);
+        if alias.len() == 34 {
+            // Three runs start with it: ambiguous, named, exit 3.
+            assert_eq!(out.status.code(), Some(3), "{alias}");
+            let stderr = text(&out.stderr);
+            assert!(
+                stderr.contains("ambiguous") && stderr.contains("3 runs"),
+                "{stderr}"
+            );
+            assert!(stderr.contains(DEMO_RUN_ID), "{stderr}");
+        } else {
+            assert!(out.status.success(), "{alias}: {}", text(&out.stderr));
+            assert_eq!(out.stdout, by_id.stdout, "{alias}");
+        }
+    }
+    let unknown = run(&["show", "abcdef12"]);
+    assert_eq!(unknown.status.code(), Some(3));
+    let list = run(&["list", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "root runs only: {runs}");
+    assert_eq!(runs[0]["run_id"], DEMO_RUN_ID);
+    assert_eq!(runs[0]["workflow"], "demo");
+    assert_eq!(runs[0]["status"], "succeeded");
+    let events = std::fs::read_to_string(storage.join(format!("{DEMO_RUN_ID}.jsonl")))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(runs[0]["events"], events);
+    let all = run(&["list", "--all", "--json"]);
+    let all: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 3, "with both child runs");
+    let table = text(&run(&["list"]).stdout);
+    assert!(
+        table.lines().nth(1).unwrap().starts_with(DEMO_RUN_ID),
+        "{table}"
+    );
+    // validate a whole directory: every transcript once.
+    let dir_report = bin()
+        .args(["validate", "--json"])
+        .arg(&storage)
+        .output()
+        .unwrap();
+    assert!(dir_report.status.success(), "{}", text(&dir_report.stdout));
+    let reports: serde_json::Value = serde_json::from_slice(&dir_report.stdout).unwrap();
+    let files: usize = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["files"].as_array().map_or(1, Vec::len))
+        .sum();
+    assert_eq!(files, 3);
+}
+
+#[test]
+fn bad_input_creates_nothing_and_exports_keep_the_transcript_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    let out = demo_command(&storage, &dir.path().join("w"))
+        .args(["--input", "nope=1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("nope"), "{}", text(&out.stderr));
+    assert!(
+        !storage.exists(),
+        "nothing created for a run that never started"
+    );
+
+    assert!(
+        demo_command(&storage, &dir.path().join("w"))
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let exported = dir.path().join("run.md");
+    std::fs::write(&exported, "old").unwrap();
+    std::fs::set_permissions(&exported, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = bin()
+        .args(["export", DEMO_RUN_ID, "--format", "markdown", "-o"])
+        .arg(&exported)
+        .arg("--storage")
+        .arg(&storage)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mode = std::fs::metadata(&exported).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "same mode as the 0o600 transcript");
+    assert!(std::fs::read_to_string(&exported).unwrap().contains("demo"));
+}
+
+#[test]
+fn tail_follow_says_what_it_is_waiting_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .args(["tail", "-f", RUN, "--storage"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("waiting for") && line.contains(RUN), "{line}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// SIGTERM and SIGHUP cancel a run like SIGINT: every started step completed, run.completed
+/// written, the file valid, no process of the run left, exit 128+N.
+#[test]
+fn sigterm_and_sighup_cancel_the_run_cleanly() {
+    for (signal, code) in [("TERM", 143), ("HUP", 129), ("INT", 130)] {
+        let dir = tempfile::tempdir().unwrap();
+        let wf = dir.path().join("slow.yaml");
+        std::fs::write(
+            &wf,
+            "name: slow\nsteps:\n  - name: wait\n    type: parallel\n    branches:\n      - name: a\n        type: command\n        command: \"echo started-a; sleep 60\"\n      - name: b\n        type: command\n        command: \"echo started-b; sleep 60\"\n",
+        )
+        .unwrap();
+        let storage = dir.path().join("s");
+        let mut child = bin()
+            .args(["run", "--color", "never", "--storage"])
+            .arg(&storage)
+            .arg("--workspace")
+            .arg(dir.path())
+            .arg(&wf)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut started = 0;
+        let mut line = String::new();
+        while started < 2 {
+            line.clear();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "progress ended early"
+            );
+            if line.contains("step.started") && line.contains("wait.") {
+                started += 1;
+            }
+        }
+        let kill = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let mut rest = String::new();
+        stderr.read_to_string(&mut rest).unwrap();
+        let mut stdout = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        let status = wait_bounded(child, "cancelled run");
+        assert_eq!(status.code(), Some(code), "SIG{signal}: {rest}");
+        let run_id = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("run_id: "))
+            .unwrap()
+            .to_owned();
+        let valid = bin()
+            .args(["validate", &run_id, "--storage"])
+            .arg(&storage)
+            .output()
+            .unwrap();
+        assert!(
+            valid.status.success(),
+            "SIG{signal}: {}",
+            text(&valid.stdout)
+        );
+        let tree = bin()
+            .args(["tree", &run_id, "--json", "--storage"])
+            .arg(&storage)
+            .output()
+            .unwrap();
+        let tree = text(&tree.stdout);
+        assert!(tree.contains("\"failed\""), "SIG{signal}: {tree}");
+        assert!(
+            !tree.contains("\"incomplete\""),
+            "SIG{signal}: every started step completed"
+        );
+    }
+}
+
+#[test]
+fn help_documents_exit_codes_and_examples() {
+    let out = bin().arg("--help").output().unwrap();
+    let help = text(&out.stdout);
+    for needle in ["Exit codes:", "130", "141", "not found or invalid input"] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+    for sub in [
+        "run", "import", "validate", "export", "receipts", "tree", "show", "tail", "stats", "list",
+    ] {
+        let out = bin().args([sub, "--help"]).output().unwrap();
+        assert!(text(&out.stdout).contains("Examples:"), "{sub}");
+    }
+    let _ = repo();
+}
