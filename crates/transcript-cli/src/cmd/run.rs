@@ -266,7 +266,12 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     }
     crate::exit::stdout_result(writeln!(out, "run_id: {run_id}"))?;
     crate::exit::stdout_result(writeln!(out, "transcript: {}", path.display()))?;
-    let word = status_word(outcome.succeeded());
+    // Never "succeeded" for a run whose transcript lost events.
+    let word = match (outcome.succeeded(), storage_errors.is_empty()) {
+        (true, true) => "succeeded",
+        (true, false) => "ran to the end but its transcript is incomplete",
+        (false, _) => "failed",
+    };
     match &outcome.error {
         Some(err) => crate::diag!(
             "transcript: run {} {word}: {}",
@@ -289,10 +294,6 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         return Err(CliError::Reported(1));
     }
     Ok(())
-}
-
-fn status_word(ok: bool) -> &'static str {
-    if ok { "succeeded" } else { "failed" }
 }
 
 /// The default workspace: the current directory.
