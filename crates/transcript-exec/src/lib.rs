@@ -139,6 +139,7 @@ pub mod emit;
 pub mod http_agent;
 pub mod plugin;
 pub mod service;
+pub mod shell;
 pub mod template;
 pub mod tools;
 pub mod workflow;

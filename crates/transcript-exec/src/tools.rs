@@ -33,8 +33,11 @@ pub enum ToolError {
     /// The input does not fit the tool.
     #[error("invalid input: {0}")]
     InvalidInput(String),
-    /// A file tool was asked for a path outside the workspace.
-    #[error("path '{0}' escapes the workspace")]
+    /// A file tool's path does not resolve to an entry inside the
+    /// workspace: it points outside (symlinks included) or does not exist.
+    /// Both get the same answer, so a model cannot probe what exists
+    /// outside the workspace.
+    #[error("path '{0}' is outside the workspace or does not exist")]
     PathEscapes(String),
     /// A file system operation failed.
     #[error("{op} '{path}': {message}")]
@@ -97,6 +100,12 @@ pub struct ToolContext {
 /// A tool callable through the router.
 #[async_trait]
 pub trait Tool: Send + Sync {
+    /// The JSON Schema of the tool's input, offered to models as the
+    /// function's parameters (default: any object).
+    fn parameters(&self) -> Value {
+        any_object()
+    }
+
     /// Runs the tool.
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError>;
 }
@@ -108,6 +117,11 @@ pub trait Plugin: Send + Sync {
     fn name(&self) -> &str;
     /// The operations it offers; each becomes a router tool of that name.
     fn operations(&self) -> Vec<String>;
+    /// The JSON Schema of `operation`'s input (default: any object).
+    fn parameters(&self, operation: &str) -> Value {
+        let _ = operation;
+        any_object()
+    }
     /// Runs `operation`.
     async fn call(
         &self,
@@ -122,8 +136,17 @@ struct PluginTool {
     operation: String,
 }
 
+/// The schema of a tool that declares none: any JSON object.
+pub fn any_object() -> Value {
+    json!({"type": "object"})
+}
+
 #[async_trait]
 impl Tool for PluginTool {
+    fn parameters(&self) -> Value {
+        self.plugin.parameters(&self.operation)
+    }
+
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
         self.plugin.call(&self.operation, ctx, input).await
     }
@@ -199,7 +222,7 @@ impl ToolRouter {
         r.register("read_file", Arc::new(ReadFile));
         r.register("write_file", Arc::new(WriteFile));
         r.register("list_dir", Arc::new(ListDir));
-        r.register("run_command", Arc::new(RunCommand));
+        r.register(SHELL_TOOL, Arc::new(RunCommand));
         r
     }
 
@@ -233,6 +256,11 @@ impl ToolRouter {
     /// Whether `name` is registered.
     pub fn has(&self, name: &str) -> bool {
         self.tools.contains_key(name)
+    }
+
+    /// The input schema of tool `name`, if registered.
+    pub fn parameters(&self, name: &str) -> Option<Value> {
+        self.tools.get(name).map(|t| t.parameters())
     }
 
     /// Registered tool names, sorted.
@@ -340,13 +368,13 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Resolves `requested` inside `workspace` (canonical) for reading an
 /// existing entry: the canonical target (symlinks resolved) must lie inside.
+/// A missing entry and one outside get the same [`ToolError::PathEscapes`]:
+/// telling them apart would reveal what exists outside the workspace.
 pub fn resolve_existing(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> {
     let joined = workspace.join(requested);
-    let canonical = joined.canonicalize().map_err(|e| ToolError::Io {
-        op: "open",
-        path: requested.to_owned(),
-        message: e.to_string(),
-    })?;
+    let canonical = joined
+        .canonicalize()
+        .map_err(|_| ToolError::PathEscapes(requested.to_owned()))?;
     if canonical.starts_with(workspace) {
         Ok(canonical)
     } else {
@@ -412,6 +440,15 @@ pub struct ReadFile;
 
 #[async_trait]
 impl Tool for ReadFile {
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "A file path relative to the workspace."}},
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
         let path = str_field(&input, "path")?;
         let resolved = resolve_existing(&ctx.workspace, path)?;
@@ -429,6 +466,18 @@ pub struct WriteFile;
 
 #[async_trait]
 impl Tool for WriteFile {
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "A file path relative to the workspace; its directory must exist."},
+                "content": {"type": "string", "description": "The text to write (replaces the file)."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
+    }
+
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
         let path = str_field(&input, "path")?;
         // A single-reference template may have rendered a number or an
@@ -454,6 +503,14 @@ pub struct ListDir;
 
 #[async_trait]
 impl Tool for ListDir {
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "A directory relative to the workspace (default '.')."}},
+            "additionalProperties": false
+        })
+    }
+
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
         let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
         let resolved = resolve_existing(&ctx.workspace, path)?;
@@ -477,16 +534,51 @@ impl Tool for ListDir {
     }
 }
 
-/// `run_command {command}` → `{stdout, stderr, exit_code}`; runs `sh -c`
-/// in the workspace; a non-zero exit is an error that keeps the output.
+/// The builtin tool that runs shell commands.
+pub const SHELL_TOOL: &str = "run_command";
+
+/// `run_command {command}` → `{stdout, stderr, exit_code}`; a string runs
+/// with `sh -c`, a list of strings as an argv without a shell, in the
+/// workspace; a non-zero exit is an error that keeps the output.
 #[derive(Debug)]
 pub struct RunCommand;
 
 #[async_trait]
 impl Tool for RunCommand {
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"command": {
+                "description": "A shell command (sh -c) or a program and its arguments (no shell).",
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": "string"}, "minItems": 1}
+                ]
+            }},
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
-        let command = str_field(&input, "command")?;
-        let out = run_shell(command, &ctx.workspace, &ctx.cancel).await?;
+        let out = match input.get("command") {
+            Some(Value::String(command)) => run_shell(command, &ctx.workspace, &ctx.cancel).await?,
+            Some(Value::Array(items)) => {
+                let argv = items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| {
+                        ToolError::InvalidInput("'command' list must hold strings".into())
+                    })?;
+                run_argv(&argv, &ctx.workspace, &ctx.cancel).await?
+            }
+            _ => {
+                return Err(ToolError::InvalidInput(
+                    "missing field 'command' (a string or a list of strings)".into(),
+                ));
+            }
+        };
         let value = json!({
             "stdout": out.stdout,
             "stderr": out.stderr,
@@ -520,16 +612,47 @@ pub async fn run_shell(
     cwd: &Path,
     cancel: &CancellationToken,
 ) -> Result<ShellOutput, ToolError> {
-    let child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c").arg(command);
+    run_process(cmd, "sh", cwd, cancel).await
+}
+
+/// Runs `argv` (program, then arguments) in `cwd` without a shell, killing
+/// it on cancellation. A relative program path with a `/` is taken relative
+/// to `cwd`; a bare name is looked up in `PATH`.
+pub async fn run_argv(
+    argv: &[String],
+    cwd: &Path,
+    cancel: &CancellationToken,
+) -> Result<ShellOutput, ToolError> {
+    let Some((program, args)) = argv.split_first().filter(|(p, _)| !p.is_empty()) else {
+        return Err(ToolError::InvalidInput("empty command".into()));
+    };
+    let path = Path::new(program);
+    let resolved = if path.is_relative() && program.contains('/') {
+        cwd.join(path)
+    } else {
+        path.to_path_buf()
+    };
+    let mut cmd = tokio::process::Command::new(resolved);
+    cmd.args(args);
+    run_process(cmd, program, cwd, cancel).await
+}
+
+async fn run_process(
+    mut cmd: tokio::process::Command,
+    program: &str,
+    cwd: &Path,
+    cancel: &CancellationToken,
+) -> Result<ShellOutput, ToolError> {
+    let child = cmd
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| ToolError::Failed(format!("cannot start sh: {e}")))?;
+        .map_err(|e| ToolError::Failed(format!("cannot start {program}: {e}")))?;
     tokio::select! {
         out = child.wait_with_output() => {
             let out = out.map_err(|e| ToolError::Failed(format!("command failed: {e}")))?;
