@@ -1099,7 +1099,8 @@ async fn run_kind(
                 call_scope(ctx, path, iteration, cancel),
                 ctx.inner.router.clone(),
                 spec.provider.clone(),
-            );
+            )
+            .with_offered_tools(spec.tools.iter().cloned());
             let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
             match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
                 Some(Ok(Ok(reply))) if !cancel.is_cancelled() => KindOut::done(

@@ -68,6 +68,15 @@ pub enum ToolError {
         /// What went wrong.
         message: String,
     },
+    /// An agent asked for a tool its step does not offer (unknown tools
+    /// included); nothing ran.
+    #[error("tool '{tool}' is not offered to this step (offered: {})", if offered.is_empty() { "none".to_owned() } else { offered.join(", ") })]
+    NotOffered {
+        /// The tool the agent named.
+        tool: String,
+        /// The step's `tools:` list.
+        offered: Vec<String>,
+    },
     /// The call was cancelled (run cancelled or step timed out).
     #[error("cancelled")]
     Cancelled,
@@ -278,21 +287,45 @@ impl ToolRouter {
         input: Value,
         call_id: Option<String>,
     ) -> Result<Value, ToolError> {
+        let gate = Gate {
+            refuse: None,
+            record_call: true,
+            record_result: &|| true,
+        };
+        self.call_tool_gated(scope, name, input, call_id, gate)
+            .await
+    }
+
+    /// [`ToolRouter::call_tool`] with the agent seam's controls: a refusal
+    /// recorded in place of running the tool, and whether the call and the
+    /// result are still to be recorded (another report may have claimed the
+    /// call id first).
+    pub(crate) async fn call_tool_gated(
+        &self,
+        scope: &CallScope,
+        name: &str,
+        input: Value,
+        call_id: Option<String>,
+        gate: Gate<'_>,
+    ) -> Result<Value, ToolError> {
         let call_id = call_id.unwrap_or_else(|| scope.next_call_id());
-        scope
-            .emitter
-            .emit(&scope.path, scope.iteration, || {
-                Payload::ToolCall(ToolPayload::call(
-                    name,
-                    call_id.clone(),
-                    RawJson::from_value(&input).unwrap_or_default(),
-                    Fidelity::Router,
-                ))
-            })
-            .await;
-        let result = match self.tools.get(name) {
-            None => Err(ToolError::UnknownTool(name.to_owned())),
-            Some(tool) => {
+        if gate.record_call {
+            scope
+                .emitter
+                .emit(&scope.path, scope.iteration, || {
+                    Payload::ToolCall(ToolPayload::call(
+                        name,
+                        call_id.clone(),
+                        RawJson::from_value(&input).unwrap_or_default(),
+                        Fidelity::Router,
+                    ))
+                })
+                .await;
+        }
+        let result = match (gate.refuse, self.tools.get(name)) {
+            (Some(refusal), _) => Err(refusal),
+            (None, None) => Err(ToolError::UnknownTool(name.to_owned())),
+            (None, Some(tool)) => {
                 let ctx = ToolContext {
                     workspace: scope.workspace.clone(),
                     cancel: scope.cancel.clone(),
@@ -305,6 +338,9 @@ impl ToolRouter {
                 }
             }
         };
+        if !(gate.record_result)() {
+            return result;
+        }
         scope
             .emitter
             .emit(&scope.path, scope.iteration, || {
@@ -326,6 +362,16 @@ impl ToolRouter {
             .await;
         result
     }
+}
+
+/// How [`ToolRouter::call_tool_gated`] records and whether it runs.
+pub(crate) struct Gate<'a> {
+    /// Record this error instead of running the tool.
+    pub(crate) refuse: Option<ToolError>,
+    /// Record `tool.call`.
+    pub(crate) record_call: bool,
+    /// Asked once the tool finished: record `tool.result`?
+    pub(crate) record_result: &'a (dyn Fn() -> bool + Send + Sync),
 }
 
 /// Polls a future inside `catch_unwind`, turning a panic into `Err(message)`.
