@@ -18,8 +18,11 @@
 //!   binary: "{{steps.compile.output}}"
 //! steps:                           # every step: name, type, timeout_ms?, continue_on_error?
 //!   - name: compile
-//!     type: command
-//!     command: "cargo build --{{inputs.target}}"
+//!     type: command                # a string runs with sh -c; every {{value}} is
+//!     command: "cargo build --{{inputs.target}}"   # shell-quoted ({{x | raw}} opts out)
+//!   - name: show
+//!     type: command                # a list runs without a shell, one argument per element
+//!     command: ["printf", "%s\n", "{{steps.compile.output}}"]
 //!   - name: read
 //!     type: operation              # tool + input (string leaves templated)
 //!     tool: read_file
@@ -32,7 +35,8 @@
 //!     items: [a, b]
 //!     steps: [ { name: show, type: command, command: "echo {{loop.index}} {{loop.item}}" } ]
 //!   - name: poll
-//!     type: while                  # condition: "A == B", "A != B" or a truth value
+//!     type: while                  # condition: "A == B", "A != B" or a truth value; the
+//!                                  # operator is read from this text, values are data
 //!     condition: "{{steps.probe.output}} != ready"
 //!     max_iterations: 5
 //!     steps: [ { name: probe, type: command, command: "cat status" } ]
@@ -42,9 +46,9 @@
 //!     inputs: { text: "{{steps.read.output}}" }
 //!   - name: review
 //!     type: agent                  # provider, prompt, system_prompt?, command? (argv),
-//!     provider: claude             # model?, max_turns?, tools? (router tools, HTTP agents)
+//!     provider: claude             # model?, max_turns?, tools? (the router tools the agent may call)
 //!     command: ["claude", "-p", "--output-format", "stream-json", "--verbose"]
-//!     prompt: "Review {{steps.read.output}}"
+//!     prompt: "Review {{steps.read.output}}; keep {% raw %}{{ .Values }}{% endraw %} as is"
 //!   - name: stamp
 //!     type: my_custom_type         # any registered custom type; parameters under `with`
 //!     with: { label: x }
@@ -1382,6 +1386,35 @@ steps:
     }
 
     #[test]
+    fn command_lists_are_argv() {
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: a\n    type: command\n    command: [printf, '%s', '{{inputs.q}}']\n",
+        );
+        assert!(e.contains("undeclared input"), "{e}");
+        let wf = Workflow::from_yaml(
+            "name: x\ninputs: [{name: q}]\nsteps:\n  - name: a\n    type: command\n    command: [printf, '%s', '{{inputs.q}}']\n",
+            "t.yaml",
+        )
+        .unwrap();
+        assert_eq!(
+            wf.steps[0].kind,
+            StepKind::Command {
+                command: CommandLine::Argv(vec![
+                    "printf".into(),
+                    "%s".into(),
+                    "{{inputs.q}}".into()
+                ])
+            }
+        );
+        for bad in ["[]", "[1]", "{a: b}"] {
+            let e = yaml_err(&format!(
+                "name: x\nsteps:\n  - name: a\n    type: command\n    command: {bad}\n"
+            ));
+            assert!(e.contains("'command'"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn the_documented_yaml_example_parses() {
         let src = include_str!("workflow.rs");
         let start = src.find("//! ```yaml\n").unwrap() + "//! ```yaml\n".len();
@@ -1396,6 +1429,7 @@ steps:
         assert_eq!(
             kinds,
             [
+                "command",
                 "command",
                 "operation",
                 "parallel",
