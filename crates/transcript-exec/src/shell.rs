@@ -56,6 +56,11 @@ pub struct ShellLexer {
     prev: Option<char>,
     /// A `<<` was seen: what follows may be a here-document body.
     heredoc: bool,
+    /// The unquoted word being read (to spot `case`).
+    word: String,
+    /// A `case` inside `$(…)` or `(…)`: its unbalanced `)` patterns make
+    /// the nesting unknowable for this lexer, so nothing after is quoted.
+    lost: bool,
 }
 
 impl Default for ShellLexer {
@@ -65,6 +70,8 @@ impl Default for ShellLexer {
             escape: false,
             prev: None,
             heredoc: false,
+            word: String::new(),
+            lost: false,
         }
     }
 }
@@ -91,7 +98,20 @@ impl ShellLexer {
                 continue;
             }
             let next = chars.peek().copied();
-            match self.top() {
+            let frame = self.top();
+            if matches!(frame, Frame::Subst | Frame::Paren) {
+                if c.is_alphanumeric() || c == '_' {
+                    self.word.push(c);
+                } else {
+                    if self.word == "case" {
+                        self.lost = true;
+                    }
+                    self.word.clear();
+                }
+            } else {
+                self.word.clear();
+            }
+            match frame {
                 Frame::Top | Frame::Subst | Frame::Paren => match c {
                     '\\' => self.escape = true,
                     '\'' => self.stack.push(Frame::Single),
@@ -174,6 +194,11 @@ impl ShellLexer {
         if self.prev == Some('$') && frame == Frame::Double {
             return ShellContext::Unsafe("right after '$'");
         }
+        if self.lost {
+            return ShellContext::Unsafe(
+                "after a 'case' inside (…) (its ')' patterns hide the nesting)",
+            );
+        }
         if self.heredoc && frame != Frame::Single {
             return ShellContext::Unsafe("after '<<' (a here-document expands its body)");
         }
@@ -254,6 +279,12 @@ mod tests {
         assert!(matches!(ctx("echo \\"), ShellContext::Unsafe(_)));
         assert!(matches!(ctx("echo $"), ShellContext::Unsafe(_)));
         assert!(matches!(ctx("echo \"$"), ShellContext::Unsafe(_)));
+        assert!(matches!(
+            ctx("echo \"$(case a in a) echo "),
+            ShellContext::Unsafe(_)
+        ));
+        assert_eq!(ctx("echo \"$(cased "), ShellContext::Unquoted);
+        assert_eq!(ctx("case a in a) echo "), ShellContext::Unquoted);
     }
 
     #[test]
