@@ -166,7 +166,9 @@
 
 pub mod agent;
 pub mod audit;
+pub mod builtins;
 pub mod cli_agent;
+pub mod condition;
 pub mod custom;
 pub mod demo;
 pub mod emit;

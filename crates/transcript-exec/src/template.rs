@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+pub use crate::condition::{Condition, eval_condition};
 use crate::shell::{ShellContext, ShellLexer, quote};
 
 /// Why a template string is not valid.
@@ -88,7 +89,7 @@ impl fmt::Display for Reference {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
+pub(crate) enum Segment {
     /// Literal text; `escaped` when it came from `{% raw %}` or a string
     /// literal (never read as a condition operator).
     Lit { text: String, escaped: bool },
@@ -99,7 +100,7 @@ enum Segment {
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
-    segments: Vec<Segment>,
+    pub(crate) segments: Vec<Segment>,
 }
 
 impl Template {
@@ -528,91 +529,6 @@ pub fn render_str(text: &str, scope: &Scope) -> String {
         Ok(t) => t.render(scope),
         Err(_) => text.to_owned(),
     }
-}
-
-/// A comparison operator of a condition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CmpOp {
-    Eq,
-    Ne,
-}
-
-/// A `while` condition: `A == B`, `A != B` (sides rendered separately and
-/// trimmed) or a truth value (false for "", "false", "0", "no", "null",
-/// case-insensitive). The operator is found in the condition's own literal
-/// text, never in rendered values: data containing `==` or `!=` is only
-/// ever compared.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Condition {
-    left: Template,
-    compare: Option<(CmpOp, Template)>,
-}
-
-impl Condition {
-    /// Parses a condition (a template with at most one operator outside
-    /// its `{{…}}`; later operators are literal text of the right side).
-    pub fn parse(text: &str) -> Result<Self, TemplateError> {
-        let t = Template::parse(text)?;
-        for (i, seg) in t.segments.iter().enumerate() {
-            let Segment::Lit {
-                text: lit,
-                escaped: false,
-            } = seg
-            else {
-                continue;
-            };
-            let found = [("==", CmpOp::Eq), ("!=", CmpOp::Ne)]
-                .into_iter()
-                .filter_map(|(sym, op)| lit.find(sym).map(|p| (p, op)))
-                .min_by_key(|(p, _)| *p);
-            if let Some((p, op)) = found {
-                let lit_seg = |text: &str| Segment::Lit {
-                    text: text.to_owned(),
-                    escaped: false,
-                };
-                let mut left = t.segments[..i].to_vec();
-                left.push(lit_seg(&lit[..p]));
-                let mut right = vec![lit_seg(&lit[p + 2..])];
-                right.extend_from_slice(&t.segments[i + 1..]);
-                return Ok(Self {
-                    left: Template { segments: left },
-                    compare: Some((op, Template { segments: right })),
-                });
-            }
-        }
-        Ok(Self {
-            left: t,
-            compare: None,
-        })
-    }
-
-    /// The references of both sides.
-    pub fn references(&self) -> impl Iterator<Item = &Reference> {
-        self.left
-            .references()
-            .chain(self.compare.iter().flat_map(|(_, r)| r.references()))
-    }
-
-    /// Evaluates the condition against `scope`.
-    pub fn eval(&self, scope: &Scope) -> bool {
-        let left = self.left.render(scope);
-        match &self.compare {
-            Some((op, right)) => {
-                let same = left.trim() == right.render(scope).trim();
-                (*op == CmpOp::Eq) == same
-            }
-            None => {
-                let t = left.trim().to_ascii_lowercase();
-                !matches!(t.as_str(), "" | "false" | "0" | "no" | "null")
-            }
-        }
-    }
-}
-
-/// Evaluates a `while` condition (see [`Condition`]); a condition that does
-/// not parse (validation rejects those before a run) is false.
-pub fn eval_condition(text: &str, scope: &Scope) -> bool {
-    Condition::parse(text).is_ok_and(|c| c.eval(scope))
 }
 
 #[cfg(test)]
