@@ -8,10 +8,20 @@
 //! the agent's own tool calls through [`AgentSeam::agent_tool_call`] /
 //! [`AgentSeam::agent_tool_result`] (fidelity `agent_emitted`), and runs
 //! tools it executes itself through [`AgentSeam::call_tool`] (the router,
-//! fidelity `router`). A call id the router executed is never recorded
-//! again at `agent_emitted` fidelity (US3: no double counting).
+//! fidelity `router`).
+//!
+//! No double counting (US3), whatever the order of the reports: each call
+//! id gets one `tool.call` and one `tool.result`, written by whichever
+//! report comes first (the router's when it routes first, the agent's when
+//! the runner reports the call before routing it; the tool still runs).
+//!
+//! Tool allowlist: the service builds each agent's seam with the step's
+//! `tools:` ([`AgentSeam::with_offered_tools`]). A call to any other tool,
+//! unknown names included, is never executed: it is recorded as a
+//! `tool.call` plus a `tool.result` carrying the error, and the runner gets
+//! [`ToolError::NotOffered`] to hand back to the model.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -20,7 +30,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use transcript_domain::{Fidelity, MessagePayload, Payload, RawJson, ToolPayload};
 
-use crate::tools::{CallScope, ToolError, ToolRouter};
+use crate::tools::{CallScope, Gate, ToolError, ToolRouter};
 
 /// A resolved agent invocation.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,8 +112,12 @@ pub struct AgentSeam {
     scope: CallScope,
     router: Arc<ToolRouter>,
     provider: String,
-    routed: Mutex<HashSet<String>>,
-    agent_calls: Mutex<HashSet<String>>,
+    /// `None`: every router tool (a seam built outside the service).
+    offered: Option<BTreeSet<String>>,
+    /// Call ids whose `tool.call` is recorded.
+    calls: Mutex<HashSet<String>>,
+    /// Call ids whose `tool.result` is recorded.
+    results: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for AgentSeam {
@@ -122,9 +136,30 @@ impl AgentSeam {
             scope,
             router,
             provider: provider.into(),
-            routed: Mutex::default(),
-            agent_calls: Mutex::default(),
+            offered: None,
+            calls: Mutex::default(),
+            results: Mutex::default(),
         }
+    }
+
+    /// Limits [`AgentSeam::call_tool`] to `tools` (the step's `tools:`);
+    /// without it every router tool may be called.
+    pub fn with_offered_tools(mut self, tools: impl IntoIterator<Item = String>) -> Self {
+        self.offered = Some(tools.into_iter().collect());
+        self
+    }
+
+    /// Whether the agent may call router tool `name`.
+    pub fn offers(&self, name: &str) -> bool {
+        self.router.has(name) && self.offered.as_ref().is_none_or(|o| o.contains(name))
+    }
+
+    /// The JSON Schema of an offered tool's input (for the model's
+    /// function declarations); `None` when the tool is not offered.
+    pub fn tool_parameters(&self, name: &str) -> Option<Value> {
+        self.offers(name)
+            .then(|| self.router.parameters(name))
+            .flatten()
     }
 
     /// Cancelled when the run is cancelled or the step times out.
@@ -146,9 +181,10 @@ impl AgentSeam {
     }
 
     /// Records a tool call the agent reported (fidelity `agent_emitted`),
-    /// unless the router executed that call id or it was already recorded.
+    /// unless a `tool.call` with that id is already recorded (by the router
+    /// or an earlier report).
     pub async fn agent_tool_call(&self, name: &str, call_id: &str, input: RawJson) {
-        if self.is_routed(call_id) || !self.first_agent_call(call_id) {
+        if !claim(&self.calls, call_id) {
             return;
         }
         self.scope
@@ -164,7 +200,8 @@ impl AgentSeam {
             .await;
     }
 
-    /// Records the result of an agent-reported call (same rules).
+    /// Records the result of an agent-reported call, unless a
+    /// `tool.result` with that id is already recorded.
     pub async fn agent_tool_result(
         &self,
         name: &str,
@@ -172,7 +209,7 @@ impl AgentSeam {
         output: RawJson,
         error: Option<String>,
     ) {
-        if self.is_routed(call_id) {
+        if !claim(&self.results, call_id) {
             return;
         }
         self.scope
@@ -189,33 +226,42 @@ impl AgentSeam {
             .await;
     }
 
-    /// Executes a tool through the router on the agent's behalf
-    /// (recorded at `router` fidelity under `call_id`).
+    /// Executes an offered tool through the router on the agent's behalf
+    /// (recorded at `router` fidelity under `call_id`, each half unless a
+    /// report of that id came first). A tool the step does not offer is not
+    /// run: the call and a [`ToolError::NotOffered`] result are recorded
+    /// and the error returned.
     pub async fn call_tool(
         &self,
         name: &str,
         input: Value,
         call_id: Option<String>,
     ) -> Result<Value, ToolError> {
-        if let (Some(id), Ok(mut routed)) = (&call_id, self.routed.lock()) {
-            routed.insert(id.clone());
-        }
+        let refuse = (!self.offers(name)).then(|| ToolError::NotOffered {
+            tool: name.to_owned(),
+            offered: match &self.offered {
+                Some(o) => o.iter().cloned().collect(),
+                None => self.router.names(),
+            },
+        });
+        // Router-generated ids are fresh: nothing else can claim them.
+        let record_call = call_id.as_deref().is_none_or(|id| claim(&self.calls, id));
+        let id = call_id.clone();
+        let record_result = move || id.as_deref().is_none_or(|id| claim(&self.results, id));
+        let gate = Gate {
+            refuse,
+            record_call,
+            record_result: &record_result,
+        };
         self.router
-            .call_tool(&self.scope, name, input, call_id)
+            .call_tool_gated(&self.scope, name, input, call_id, gate)
             .await
     }
+}
 
-    fn is_routed(&self, call_id: &str) -> bool {
-        self.routed
-            .lock()
-            .map(|r| r.contains(call_id))
-            .unwrap_or(false)
-    }
-
-    fn first_agent_call(&self, call_id: &str) -> bool {
-        self.agent_calls
-            .lock()
-            .map(|mut c| c.insert(call_id.to_owned()))
-            .unwrap_or(true)
-    }
+/// Marks `call_id` as recorded in `set`; true when this caller is first.
+fn claim(set: &Mutex<HashSet<String>>, call_id: &str) -> bool {
+    set.lock()
+        .map(|mut s| s.insert(call_id.to_owned()))
+        .unwrap_or(true)
 }

@@ -2,10 +2,13 @@
 //! tool loop.
 //!
 //! Each request sends the system and user prompts, the conversation so far
-//! and the step's router tools (as functions taking an object). When the
-//! model answers with `tool_calls`, each call runs through the tools router
-//! under the model's call id (router fidelity `tool.call` / `tool.result`),
-//! the results go back as `tool` messages, and the next turn starts; the
+//! and the step's router tools (as functions whose parameters are the
+//! tools' own JSON Schemas). When the model answers with `tool_calls`, each
+//! call runs through the agent seam under the model's call id (router
+//! fidelity `tool.call` / `tool.result`); a tool the step does not offer is
+//! never run, the model gets the refusal as the tool's error result and the
+//! transcript records the pair. The results go back as `tool` messages and
+//! the next turn starts; the
 //! loop ends on an answer without tool calls or at the turn limit (an
 //! error). Every model response becomes one `message.assistant`: its text
 //! and `tool_use` blocks (fidelity `agent_emitted`) followed by the
@@ -23,6 +26,7 @@ use transcript_domain::{ContentBlock, Fidelity, MessagePayload, RawJson, Role, U
 
 use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
 use crate::template::value_to_text;
+use crate::tools::any_object;
 
 /// Default turn limit when the step sets none.
 pub const DEFAULT_MAX_TURNS: u32 = 8;
@@ -99,7 +103,7 @@ impl AgentRunner for HttpAgentRunner {
                 json!({"type": "function", "function": {
                     "name": t,
                     "description": format!("router tool {t}"),
-                    "parameters": {"type": "object"},
+                    "parameters": seam.tool_parameters(t).unwrap_or_else(any_object),
                 }})
             })
             .collect();

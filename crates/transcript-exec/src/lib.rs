@@ -20,7 +20,7 @@
 //! | kind | does | `result` on `step.completed` |
 //! |---|---|---|
 //! | `agent` | runs an agent: a CLI subprocess ([`CliAgentRunner`]), the OpenAI-compatible HTTP tool loop ([`HttpAgentRunner`]) or any registered [`AgentRunner`] | the final answer text |
-//! | `command` | `sh -c` in the workspace | `{"stdout", "exit_code"}` |
+//! | `command` | a string: `sh -c` in the workspace, values shell-quoted; a list: the argv, no shell | `{"stdout", "exit_code"}` |
 //! | `operation` | one tool call through the [`ToolRouter`] | the tool's output |
 //! | `terminal` | ends the run with success or failure and a message | `{"status", "message"}` |
 //! | `parallel` | branches (each a step), `all_succeed` or `first_success` | `{branch: output}` |
@@ -33,9 +33,12 @@
 //! `{{steps.build.exit_code}}`, `{{steps.build.error}}`, `{{loop.item}}`,
 //! `{{loop.item.field}}`, `{{loop.index}}`) are parsed and checked before a
 //! run: an unknown kind, a reference to an undeclared input or to a step
-//! that has not run at that point, a malformed template, a duplicate name or
-//! a `call_workflow` cycle is a [`WorkflowError`] naming file, step path and
-//! reason, and nothing is emitted.
+//! that has not run at that point, a malformed template, a reference where
+//! a string command cannot quote it, a duplicate name or a `call_workflow`
+//! cycle is a [`WorkflowError`] naming file, step path and reason, and
+//! nothing is emitted. Literal braces: a lone `}}` is text,
+//! `{{ "{{" }}` writes `{{`, and `{% raw %}…{% endraw %}` keeps a block
+//! verbatim ([`template`]).
 //!
 //! # Event emission
 //!
@@ -63,7 +66,9 @@
 //! * Agents: `message.user` (prompt, then system prompt; fidelity `router`)
 //!   before the agent starts; one `message.assistant` per provider turn with
 //!   provider, model and usage (decisions 10, 11); agent-reported tool calls
-//!   at fidelity `agent_emitted`, never for a call id the router executed.
+//!   at fidelity `agent_emitted`. Each call id gets one `tool.call` and one
+//!   `tool.result`, whichever of the router and the agent's report comes
+//!   first.
 //!
 //! # Exit-path guarantees
 //!
@@ -108,18 +113,47 @@
 //! Builtins `read_file`, `write_file`, `list_dir` and `run_command` work in
 //! the service's workspace directory; file paths are resolved and
 //! canonicalized and anything outside the workspace, symlinks pointing out
-//! included, is refused ([`ToolError::PathEscapes`]). Plugins are Rust
+//! included, is refused ([`ToolError::PathEscapes`], the same answer as for
+//! a path that does not exist). Every tool declares the JSON Schema of its
+//! input ([`Tool::parameters`]), which the HTTP agent offers to the model. Plugins are Rust
 //! [`Plugin`]s or external processes spoken to over NDJSON on stdio
 //! ([`ExternalPlugin`]; the protocol is documented in [`plugin`]).
 //!
 //! # Threat model
 //!
-//! Workflows are trusted code: `command` steps and `run_command` run shell
-//! commands with the service's privileges. The workspace confinement of the
-//! file tools protects against a model steering a tool call elsewhere, not
-//! against a hostile local user racing the check (there is a window between
-//! resolving a path and opening it). Prompts, tool inputs and outputs are
-//! recorded verbatim; masking is the recorder's opt-in `EventMask` stage.
+//! **Workflow files are trusted; inputs, agent output and tool output are
+//! not.** A workflow is code its author runs with the service's privileges:
+//! `command` steps and `run_command` run what the author wrote. Everything
+//! that reaches a run from elsewhere (`--input` values, an agent's answer,
+//! which may follow a prompt injected into a page it read, a tool's or a
+//! step's output or error) is data, and stays data:
+//!
+//! * Templates: a value is inserted as text, never parsed again. `while`
+//!   conditions find their `==` / `!=` in the condition's own text, so data
+//!   containing an operator is only ever compared
+//!   ([`template::Condition`]).
+//! * Commands: the list form of `command:` (and a list `run_command`
+//!   input) runs the program with each rendered element as one argument,
+//!   no shell. In the string form every value is shell-quoted for where it
+//!   lands ([`shell`]), and places where no quoting is safe are refused
+//!   before the run; `{{ x | raw }}` is the author's explicit, visible
+//!   statement that a value is shell code. Quoting protects one shell
+//!   level: a command that hands arguments to another interpreter
+//!   (`sh -c`, `eval`, `ssh`, `python -c`) re-reads them as code.
+//! * Tools: an agent reaches only the router tools its step lists in
+//!   `tools:`; a call to any other (unknown names included) is recorded as
+//!   `tool.call` plus an error `tool.result` and never runs
+//!   ([`AgentSeam::call_tool`]). Listing `run_command` gives the model a
+//!   shell with the service's environment: list it only for agents you
+//!   would give one.
+//! * Files: the file tools stay inside the workspace and answer a missing
+//!   path and one outside the workspace alike, so a model cannot probe what
+//!   exists elsewhere. The confinement protects against a model steering a
+//!   tool call elsewhere, not against a hostile local user racing the check
+//!   (there is a window between resolving a path and opening it).
+//!
+//! Prompts, tool inputs and outputs are recorded verbatim; masking is the
+//! recorder's opt-in `EventMask` stage.
 //!
 //! # Versioning
 //!
@@ -132,13 +166,16 @@
 
 pub mod agent;
 pub mod audit;
+pub mod builtins;
 pub mod cli_agent;
+pub mod condition;
 pub mod custom;
 pub mod demo;
 pub mod emit;
 pub mod http_agent;
 pub mod plugin;
 pub mod service;
+pub mod shell;
 pub mod template;
 pub mod tools;
 pub mod workflow;
@@ -151,9 +188,9 @@ pub use emit::Emitter;
 pub use http_agent::HttpAgentRunner;
 pub use plugin::{ExternalPlugin, start_declared_plugins};
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
-pub use template::{Scope, StepValue, Template, TemplateError};
+pub use template::{Condition, Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};
 pub use workflow::{
-    AgentSpec, InputDef, Items, ParallelMode, PluginSpec, Step, StepKind, Workflow, WorkflowError,
-    WorkflowSet,
+    AgentSpec, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step, StepKind, Workflow,
+    WorkflowError, WorkflowSet,
 };

@@ -9,11 +9,16 @@
 //!
 //! ```text
 //! → {"id":1,"method":"describe"}
-//! ← {"id":1,"result":{"name":"text","protocol":1,"operations":["upper","fail"]}}
+//! ← {"id":1,"result":{"name":"text","protocol":1,"operations":["upper","fail"],
+//!      "parameters":{"upper":{"type":"object","properties":{"text":{"type":"string"}}}}}}
 //! → {"id":2,"method":"call","operation":"upper","input":{"text":"hi"},"workspace":"/abs/ws"}
 //! ← {"id":2,"result":"HI"}
 //! ← {"id":3,"error":{"message":"boom"}}          (an error may also be a plain string)
 //! ```
+//!
+//! `parameters` (optional, additive in version 1) maps operations to the
+//! JSON Schema of their input, offered to models as the function's
+//! parameters; an operation without one takes any object.
 //!
 //! The plugin is started once ([`ExternalPlugin::start`]) and lives as long
 //! as the router holds it; it is killed when dropped. Its stderr is
@@ -43,6 +48,7 @@ struct Io {
 pub struct ExternalPlugin {
     name: String,
     operations: Vec<String>,
+    parameters: serde_json::Map<String, Value>,
     io: Mutex<Io>,
 }
 
@@ -105,9 +111,15 @@ impl ExternalPlugin {
                     .collect::<Vec<_>>()
             })
             .ok_or_else(|| err("describe: missing 'operations' list".into()))?;
+        let parameters = match described.get("parameters") {
+            None | Some(Value::Null) => serde_json::Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return Err(err("describe: 'parameters' must be an object".into())),
+        };
         Ok(Self {
             name,
             operations,
+            parameters,
             io: Mutex::new(io),
         })
     }
@@ -169,6 +181,13 @@ impl Plugin for ExternalPlugin {
 
     fn operations(&self) -> Vec<String> {
         self.operations.clone()
+    }
+
+    fn parameters(&self, operation: &str) -> Value {
+        self.parameters
+            .get(operation)
+            .cloned()
+            .unwrap_or_else(crate::tools::any_object)
     }
 
     async fn call(

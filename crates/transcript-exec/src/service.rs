@@ -20,9 +20,15 @@ use crate::agent::{AgentRequest, AgentRunner, AgentRunners, AgentSeam};
 use crate::audit::{AuditRecord, AuditTrail, DisplayEvent, DisplaySink, Observers, Status};
 use crate::custom::{CustomStep, CustomStepContext, CustomSteps};
 use crate::emit::Emitter;
-use crate::template::{LoopFrame, Scope, StepValue, eval_condition, render_json, render_str};
-use crate::tools::{CallScope, CatchUnwind, ToolError, ToolRouter, run_shell};
-use crate::workflow::{Items, ParallelMode, Step, StepKind, Workflow, WorkflowError, WorkflowSet};
+use crate::template::{
+    LoopFrame, Scope, StepValue, Template, eval_condition, render_json, render_str,
+};
+use crate::tools::{
+    CallScope, CatchUnwind, SHELL_TOOL, ToolError, ToolRouter, run_argv, run_shell,
+};
+use crate::workflow::{
+    CommandLine, Items, ParallelMode, Step, StepKind, Workflow, WorkflowError, WorkflowSet,
+};
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -881,6 +887,23 @@ fn run_step<'a>(
     })
 }
 
+/// Renders an operation's input; the string `command` of `run_command` is
+/// a shell line, so its values are shell-quoted like a `command` step's.
+fn render_operation_input(
+    tool: &str,
+    input: &Value,
+    scope: &Scope,
+) -> Result<Value, crate::template::TemplateError> {
+    let mut rendered = render_json(input, scope);
+    if tool == SHELL_TOOL
+        && let Some(Value::String(text)) = input.get("command")
+    {
+        let line = Template::parse(text)?.render_shell(scope)?;
+        rendered["command"] = Value::String(line);
+    }
+    Ok(rendered)
+}
+
 fn call_scope(ctx: &RunCtx, path: &str, iteration: u64, cancel: &CancellationToken) -> CallScope {
     CallScope {
         emitter: ctx.emitter.clone(),
@@ -919,8 +942,20 @@ async fn run_kind(
 ) -> KindOut {
     match &step.kind {
         StepKind::Command { command } => {
-            let command = render_str(command, scope);
-            match run_shell(&command, &ctx.inner.workspace, cancel).await {
+            let ws = &ctx.inner.workspace;
+            let ran = match command {
+                CommandLine::Shell(text) => {
+                    match Template::parse(text).and_then(|t| t.render_shell(scope)) {
+                        Ok(line) => run_shell(&line, ws, cancel).await,
+                        Err(e) => Err(ToolError::InvalidInput(e.to_string())),
+                    }
+                }
+                CommandLine::Argv(argv) => {
+                    let argv: Vec<String> = argv.iter().map(|a| render_str(a, scope)).collect();
+                    run_argv(&argv, ws, cancel).await
+                }
+            };
+            match ran {
                 Ok(out) => {
                     let result = json!({"stdout": out.stdout, "exit_code": out.exit_code});
                     let value = StepValue {
@@ -960,7 +995,10 @@ async fn run_kind(
             }
         }
         StepKind::Operation { tool, input } => {
-            let input = render_json(input, scope);
+            let input = match render_operation_input(tool, input, scope) {
+                Ok(i) => i,
+                Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
+            };
             let cs = call_scope(ctx, path, iteration, cancel);
             match ctx.inner.router.call_tool(&cs, tool, input, None).await {
                 Ok(v) => KindOut::done(v.clone(), Some(v)),
@@ -1061,7 +1099,8 @@ async fn run_kind(
                 call_scope(ctx, path, iteration, cancel),
                 ctx.inner.router.clone(),
                 spec.provider.clone(),
-            );
+            )
+            .with_offered_tools(spec.tools.iter().cloned());
             let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
             match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
                 Some(Ok(Ok(reply))) if !cancel.is_cancelled() => KindOut::done(

@@ -2,14 +2,27 @@
 //! against a run's [`Scope`].
 //!
 //! References: `inputs.NAME`, `steps.NAME.output`, `steps.NAME.exit_code`,
-//! `steps.NAME.error`, `loop.item` (optionally `loop.item.FIELD…`) and
-//! `loop.index`. Whitespace inside the braces is ignored.
+//! `steps.NAME.error`, `loop.item` (optionally `loop.item.FIELD…`),
+//! `loop.index` and `workflow.dir`. Whitespace inside the braces is ignored.
+//!
+//! Literal text: a `}}` outside a tag is plain text (nested JSON needs no
+//! escape); `{{ "{{" }}` (or `'…'`) writes a string literal, and
+//! `{% raw %}…{% endraw %}` keeps a whole block verbatim (prompts about
+//! Jinja, Helm or Go templates).
+//!
+//! Filters: `{{ inputs.x | raw }}` opts a value out of shell quoting in the
+//! string form of `command:` ([`Template::render_shell`], see
+//! [`crate::shell`]); it is the author saying "this value is shell code".
+//! Everywhere else values are inserted as text and `raw` changes nothing.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+
+pub use crate::condition::{Condition, eval_condition};
+use crate::shell::{ShellContext, ShellLexer, quote};
 
 /// Why a template string is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,43 +89,80 @@ impl fmt::Display for Reference {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
-    Lit(String),
-    Ref(Reference),
+pub(crate) enum Segment {
+    /// Literal text; `escaped` when it came from `{% raw %}` or a string
+    /// literal (never read as a condition operator).
+    Lit { text: String, escaped: bool },
+    /// A reference; `raw` when filtered with `| raw` (no shell quoting).
+    Ref { reference: Reference, raw: bool },
 }
 
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
-    segments: Vec<Segment>,
+    pub(crate) segments: Vec<Segment>,
 }
 
 impl Template {
-    /// Parses `text`; fails on an unclosed `{{`, an empty or unknown reference.
+    /// Parses `text`; fails on an unclosed `{{` or `{% raw %}`, an empty or
+    /// unknown reference, or an unknown filter. A `}}` outside a tag is
+    /// literal text (nested JSON needs no escape).
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
         let err = |reason: String| TemplateError {
             template: text.chars().take(120).collect(),
             reason,
         };
         let mut segments = Vec::new();
-        let mut rest = text;
-        while let Some(open) = rest.find("{{") {
-            if open > 0 {
-                segments.push(Segment::Lit(rest[..open].to_owned()));
+        let push_lit = |segments: &mut Vec<Segment>, t: &str, escaped: bool| {
+            if !t.is_empty() {
+                segments.push(Segment::Lit {
+                    text: t.to_owned(),
+                    escaped,
+                });
             }
-            let after = &rest[open + 2..];
-            let close = after
-                .find("}}")
-                .ok_or_else(|| err("unclosed '{{'".to_owned()))?;
-            let inner = after[..close].trim();
-            segments.push(Segment::Ref(parse_reference(inner).map_err(err)?));
-            rest = &after[close + 2..];
-        }
-        if rest.contains("}}") {
-            return Err(err("'}}' without a matching '{{'".to_owned()));
-        }
-        if !rest.is_empty() {
-            segments.push(Segment::Lit(rest.to_owned()));
+        };
+        let mut rest = text;
+        loop {
+            let expr = rest.find("{{");
+            let block = find_tag(rest, "raw");
+            let next = match (expr, block) {
+                (Some(open), Some((start, _))) if open < start => Next::Expr(open),
+                (Some(open), None) => Next::Expr(open),
+                (_, Some((start, end))) => Next::Block(start, end),
+                (None, None) => Next::End,
+            };
+            match next {
+                Next::End => {
+                    push_lit(&mut segments, rest, false);
+                    break;
+                }
+                Next::Block(start, end) => {
+                    push_lit(&mut segments, &rest[..start], false);
+                    let after = &rest[end..];
+                    let (close_start, close_end) = find_tag(after, "endraw")
+                        .ok_or_else(|| err("'{% raw %}' without '{% endraw %}'".to_owned()))?;
+                    push_lit(&mut segments, &after[..close_start], true);
+                    rest = &after[close_end..];
+                }
+                Next::Expr(open) => {
+                    push_lit(&mut segments, &rest[..open], false);
+                    let after = &rest[open + 2..];
+                    // A string literal may hold `}}`: look past it.
+                    let lead = after.len() - after.trim_start().len();
+                    let skip = match after[lead..].chars().next() {
+                        Some(q @ ('"' | '\'')) => after[lead + 1..]
+                            .find(q)
+                            .map_or(0, |end| lead + 1 + end + 1),
+                        _ => 0,
+                    };
+                    let close = after[skip..]
+                        .find("}}")
+                        .map(|c| skip + c)
+                        .ok_or_else(|| err("unclosed '{{'".to_owned()))?;
+                    segments.push(parse_expr(after[..close].trim()).map_err(err)?);
+                    rest = &after[close + 2..];
+                }
+            }
         }
         Ok(Self { segments })
     }
@@ -120,21 +170,90 @@ impl Template {
     /// The references in order of appearance.
     pub fn references(&self) -> impl Iterator<Item = &Reference> {
         self.segments.iter().filter_map(|s| match s {
-            Segment::Ref(r) => Some(r),
-            Segment::Lit(_) => None,
+            Segment::Ref { reference, .. } => Some(reference),
+            Segment::Lit { .. } => None,
         })
     }
 
     /// Renders to a string (non-string values as compact JSON, null as "").
+    /// No quoting: for prompts, messages, argv elements and JSON leaves.
     pub fn render(&self, scope: &Scope) -> String {
         let mut out = String::new();
         for s in &self.segments {
             match s {
-                Segment::Lit(l) => out.push_str(l),
-                Segment::Ref(r) => out.push_str(&value_to_text(&scope.lookup(r))),
+                Segment::Lit { text, .. } => out.push_str(text),
+                Segment::Ref { reference, .. } => {
+                    out.push_str(&value_to_text(&scope.lookup(reference)))
+                }
             }
         }
         out
+    }
+
+    /// Checks that every reference not marked `| raw` lands where
+    /// [`Template::render_shell`] can quote it.
+    pub fn check_shell(&self) -> Result<(), TemplateError> {
+        self.shell_walk(|_| None).map(|_| ())
+    }
+
+    /// Renders a shell command: each value not marked `| raw` is quoted for
+    /// where it lands (see [`crate::shell`]), so the shell reads it as data.
+    pub fn render_shell(&self, scope: &Scope) -> Result<String, TemplateError> {
+        self.shell_walk(|r| Some(value_to_text(&scope.lookup(r))))
+    }
+
+    fn shell_walk(
+        &self,
+        value_of: impl Fn(&Reference) -> Option<String>,
+    ) -> Result<String, TemplateError> {
+        let mut lexer = ShellLexer::default();
+        let mut out = String::new();
+        for s in &self.segments {
+            match s {
+                Segment::Lit { text, .. } => {
+                    lexer.feed(text);
+                    out.push_str(text);
+                }
+                Segment::Ref { reference, raw } => {
+                    let value = value_of(reference).unwrap_or_default();
+                    if *raw {
+                        // The author's opt-out: the value is shell syntax
+                        // (and moves the lexer like literal text would).
+                        lexer.feed(&value);
+                        out.push_str(&value);
+                        continue;
+                    }
+                    let context = lexer.context();
+                    let quoted = quote(&value, context).ok_or_else(|| TemplateError {
+                        template: self.source_hint(),
+                        reason: format!(
+                            "'{{{{{reference}}}}}' is {} where no shell quoting is safe: use the list form of command (no shell) or '| raw' if the value is meant as shell code",
+                            match context {
+                                ShellContext::Unsafe(why) => why,
+                                _ => "",
+                            }
+                        ),
+                    })?;
+                    lexer.value();
+                    out.push_str(&quoted);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn source_hint(&self) -> String {
+        let mut s = String::new();
+        for seg in &self.segments {
+            match seg {
+                Segment::Lit { text, .. } => s.push_str(text),
+                Segment::Ref { reference, raw } => s.push_str(&format!(
+                    "{{{{{reference}{}}}}}",
+                    if *raw { " | raw" } else { "" }
+                )),
+            }
+        }
+        s.chars().take(120).collect()
     }
 
     /// Renders to a JSON value: a template that is exactly one reference
@@ -142,10 +261,70 @@ impl Template {
     /// anything else yields a string.
     pub fn render_value(&self, scope: &Scope) -> Value {
         match self.segments.as_slice() {
-            [Segment::Ref(r)] => scope.lookup(r),
+            [Segment::Ref { reference, .. }] => scope.lookup(reference),
             _ => Value::String(self.render(scope)),
         }
     }
+}
+
+/// What comes next in the text being parsed.
+enum Next {
+    Expr(usize),
+    Block(usize, usize),
+    End,
+}
+
+/// Finds `{% NAME %}` (any whitespace inside the braces): (start, end).
+fn find_tag(text: &str, name: &str) -> Option<(usize, usize)> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("{%") {
+        let start = from + i;
+        let after = &text[start + 2..];
+        if let Some(close) = after.find("%}")
+            && after[..close].trim() == name
+        {
+            return Some((start, start + 2 + close + 2));
+        }
+        from = start + 2;
+    }
+    None
+}
+
+/// One `{{ … }}`: a string literal (`"{{"`, `'}}'`) or a reference with an
+/// optional `| raw` filter.
+fn parse_expr(inner: &str) -> Result<Segment, String> {
+    if let Some(q) = inner.chars().next().filter(|c| *c == '"' || *c == '\'') {
+        let body = &inner[1..];
+        let end = body
+            .find(q)
+            .ok_or_else(|| format!("unterminated string literal in '{{{{{inner}}}}}'"))?;
+        if !body[end + 1..].trim().is_empty() {
+            return Err(format!(
+                "a string literal stands alone in '{{{{{inner}}}}}'"
+            ));
+        }
+        return Ok(Segment::Lit {
+            text: body[..end].to_owned(),
+            escaped: true,
+        });
+    }
+    let (expr, filter) = match inner.split_once('|') {
+        Some((e, f)) => (e.trim(), Some(f.trim())),
+        None => (inner, None),
+    };
+    let raw = match filter {
+        None => false,
+        Some("raw") => true,
+        Some(other) => {
+            return Err(format!(
+                "unknown filter '{other}' in '{{{{{inner}}}}}' (the only filter is 'raw')"
+            ));
+        }
+    };
+    Ok(Segment::Ref {
+        reference: parse_reference(expr)?,
+        raw,
+    })
 }
 
 fn parse_reference(inner: &str) -> Result<Reference, String> {
@@ -321,7 +500,7 @@ fn collect(value: &Value, out: &mut Vec<Template>) -> Result<(), TemplateError> 
 /// Renders every string leaf of a JSON value (keys are left alone).
 pub fn render_json(value: &Value, scope: &Scope) -> Value {
     match value {
-        Value::String(s) if s.contains("{{") => match Template::parse(s) {
+        Value::String(s) if has_tags(s) => match Template::parse(s) {
             Ok(t) => t.render_value(scope),
             // Validation rejects bad templates before the run; keep text as is.
             Err(_) => value.clone(),
@@ -336,30 +515,20 @@ pub fn render_json(value: &Value, scope: &Scope) -> Value {
     }
 }
 
-/// Renders a string template (literal text when it has no `{{`).
+/// Whether `text` may hold a tag (`{{` or `{%`); plain text renders as is.
+fn has_tags(text: &str) -> bool {
+    text.contains("{{") || text.contains("{%")
+}
+
+/// Renders a string template (literal text when it has no tag).
 pub fn render_str(text: &str, scope: &Scope) -> String {
-    if !text.contains("{{") {
+    if !has_tags(text) {
         return text.to_owned();
     }
     match Template::parse(text) {
         Ok(t) => t.render(scope),
         Err(_) => text.to_owned(),
     }
-}
-
-/// Evaluates a `while` condition: the rendered text, either `A == B`,
-/// `A != B` (sides trimmed) or a truth value (false for "", "false", "0",
-/// "no", "null", case-insensitive).
-pub fn eval_condition(text: &str, scope: &Scope) -> bool {
-    let rendered = render_str(text, scope);
-    if let Some((a, b)) = rendered.split_once("!=") {
-        return a.trim() != b.trim();
-    }
-    if let Some((a, b)) = rendered.split_once("==") {
-        return a.trim() == b.trim();
-    }
-    let t = rendered.trim().to_ascii_lowercase();
-    !matches!(t.as_str(), "" | "false" | "0" | "no" | "null")
 }
 
 #[cfg(test)]
@@ -410,7 +579,10 @@ mod tests {
         for bad in [
             "{{",
             "{{}}",
-            "x }}",
+            "{{ inputs.x | upper }}",
+            "{{ \"open }}",
+            "{{ 'a' b }}",
+            "{% raw %} no end",
             "{{inputs}}",
             "{{steps.a.stdout}}",
             "{{loop.count}}",
@@ -421,6 +593,95 @@ mod tests {
         }
         let e = Template::parse("{{ nope }}").unwrap_err();
         assert!(e.to_string().contains("unknown reference 'nope'"), "{e}");
+    }
+
+    fn scope_with(name: &str, value: Value) -> Scope {
+        let mut inputs = Map::new();
+        inputs.insert(name.into(), value);
+        Scope::new(inputs)
+    }
+
+    #[test]
+    fn literal_braces_raw_blocks_and_string_literals() {
+        let s = scope_with("x", json!("X"));
+        // A lone `}}` (nested JSON) is text.
+        assert_eq!(
+            render_str(r#"{"a":{"b":"{{inputs.x}}"}}"#, &s),
+            r#"{"a":{"b":"X"}}"#
+        );
+        assert_eq!(
+            render_str(
+                "Helm: {% raw %}{{ .Values.x }}{% endraw %} and {{inputs.x}}",
+                &s
+            ),
+            "Helm: {{ .Values.x }} and X"
+        );
+        assert_eq!(
+            render_str(r#"{{ "{{" }} .Values.x }}"#, &s),
+            "{{ .Values.x }}"
+        );
+        assert_eq!(render_str("{{ '}}' }}", &s), "}}");
+        assert_eq!(render_str("{%raw%}{%endraw%}", &s), "");
+        assert_eq!(render_str("{% if %} stays", &s), "{% if %} stays");
+        assert_eq!(
+            Template::parse("{{ inputs.x | raw }}")
+                .unwrap()
+                .render_value(&s),
+            json!("X")
+        );
+    }
+
+    #[test]
+    fn shell_rendering_quotes_values_for_their_context() {
+        let payload = "x'; touch PWNED; echo '";
+        let s = scope_with("x", json!(payload));
+        let shell = |t: &str| Template::parse(t).unwrap().render_shell(&s).unwrap();
+        assert_eq!(
+            shell("echo {{inputs.x}}"),
+            r"echo 'x'\''; touch PWNED; echo '\'''"
+        );
+        assert_eq!(
+            shell("echo 'hi {{inputs.x}}'"),
+            r"echo 'hi x'\''; touch PWNED; echo '\'''"
+        );
+        assert_eq!(
+            shell("echo \"hi {{inputs.x}}\""),
+            "echo \"hi x'; touch PWNED; echo '\""
+        );
+        assert_eq!(shell("{{inputs.x | raw}}"), payload);
+        let w = scope_with("x", json!("world"));
+        assert_eq!(
+            Template::parse("echo 'hello {{inputs.x}}'")
+                .unwrap()
+                .render_shell(&w)
+                .unwrap(),
+            "echo 'hello world'"
+        );
+        let bad = Template::parse("echo `{{inputs.x}}`").unwrap();
+        let e = bad.check_shell().unwrap_err();
+        assert!(e.reason.contains("list form"), "{e}");
+        assert!(
+            Template::parse("echo `{{inputs.x | raw}}`")
+                .unwrap()
+                .check_shell()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn conditions_compare_values_as_data() {
+        let s = scope_with("x", json!("a != b"));
+        assert!(eval_condition("{{inputs.x}} == a != b", &s));
+        assert!(!eval_condition("{{inputs.x}} != a != b", &s));
+        assert!(!eval_condition("{{inputs.x}} == a", &s));
+        let eq = scope_with("x", json!("ready == ready"));
+        assert!(eval_condition("{{inputs.x}} != ready", &eq));
+        // Truthiness of a value that contains an operator is its text.
+        assert!(eval_condition("{{inputs.x}}", &eq));
+        // An escaped operator is text, not a comparison.
+        assert!(eval_condition(r#"{{ "==" }}"#, &s));
+        let c = Condition::parse("{{inputs.x}} == {{loop.index}}").unwrap();
+        assert_eq!(c.references().count(), 2);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The tools router: one [`ToolRouter::call_tool`] seam for operation steps
-//! and agents, builtin tools confined to the run's workspace, and plugins
+//! and agents, builtin tools confined to the run's workspace
+//! ([`crate::builtins`]), and plugins
 //! (Rust [`Plugin`]s and external NDJSON plugins, see [`crate::plugin`]).
 //!
 //! Every call emits `tool.call` (output `null`) before the tool runs and
@@ -10,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +24,11 @@ use transcript_domain::{Fidelity, Payload, RawJson, ToolPayload};
 
 use crate::emit::Emitter;
 
+pub use crate::builtins::{
+    ListDir, ReadFile, RunCommand, SHELL_TOOL, ShellOutput, WriteFile, resolve_existing,
+    resolve_for_write, run_argv, run_shell,
+};
+
 /// Why a tool call failed. Recorded in `tool.result.error`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -33,8 +39,11 @@ pub enum ToolError {
     /// The input does not fit the tool.
     #[error("invalid input: {0}")]
     InvalidInput(String),
-    /// A file tool was asked for a path outside the workspace.
-    #[error("path '{0}' escapes the workspace")]
+    /// A file tool's path does not resolve to an entry inside the
+    /// workspace: it points outside (symlinks included) or does not exist.
+    /// Both get the same answer, so a model cannot probe what exists
+    /// outside the workspace.
+    #[error("path '{0}' is outside the workspace or does not exist")]
     PathEscapes(String),
     /// A file system operation failed.
     #[error("{op} '{path}': {message}")]
@@ -64,6 +73,15 @@ pub enum ToolError {
         plugin: String,
         /// What went wrong.
         message: String,
+    },
+    /// An agent asked for a tool its step does not offer (unknown tools
+    /// included); nothing ran.
+    #[error("tool '{tool}' is not offered to this step (offered: {})", if offered.is_empty() { "none".to_owned() } else { offered.join(", ") })]
+    NotOffered {
+        /// The tool the agent named.
+        tool: String,
+        /// The step's `tools:` list.
+        offered: Vec<String>,
     },
     /// The call was cancelled (run cancelled or step timed out).
     #[error("cancelled")]
@@ -97,6 +115,12 @@ pub struct ToolContext {
 /// A tool callable through the router.
 #[async_trait]
 pub trait Tool: Send + Sync {
+    /// The JSON Schema of the tool's input, offered to models as the
+    /// function's parameters (default: any object).
+    fn parameters(&self) -> Value {
+        any_object()
+    }
+
     /// Runs the tool.
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError>;
 }
@@ -108,6 +132,11 @@ pub trait Plugin: Send + Sync {
     fn name(&self) -> &str;
     /// The operations it offers; each becomes a router tool of that name.
     fn operations(&self) -> Vec<String>;
+    /// The JSON Schema of `operation`'s input (default: any object).
+    fn parameters(&self, operation: &str) -> Value {
+        let _ = operation;
+        any_object()
+    }
     /// Runs `operation`.
     async fn call(
         &self,
@@ -122,8 +151,17 @@ struct PluginTool {
     operation: String,
 }
 
+/// The schema of a tool that declares none: any JSON object.
+pub fn any_object() -> Value {
+    json!({"type": "object"})
+}
+
 #[async_trait]
 impl Tool for PluginTool {
+    fn parameters(&self) -> Value {
+        self.plugin.parameters(&self.operation)
+    }
+
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
         self.plugin.call(&self.operation, ctx, input).await
     }
@@ -199,7 +237,7 @@ impl ToolRouter {
         r.register("read_file", Arc::new(ReadFile));
         r.register("write_file", Arc::new(WriteFile));
         r.register("list_dir", Arc::new(ListDir));
-        r.register("run_command", Arc::new(RunCommand));
+        r.register(SHELL_TOOL, Arc::new(RunCommand));
         r
     }
 
@@ -235,6 +273,11 @@ impl ToolRouter {
         self.tools.contains_key(name)
     }
 
+    /// The input schema of tool `name`, if registered.
+    pub fn parameters(&self, name: &str) -> Option<Value> {
+        self.tools.get(name).map(|t| t.parameters())
+    }
+
     /// Registered tool names, sorted.
     pub fn names(&self) -> Vec<String> {
         self.tools.keys().cloned().collect()
@@ -250,21 +293,45 @@ impl ToolRouter {
         input: Value,
         call_id: Option<String>,
     ) -> Result<Value, ToolError> {
+        let gate = Gate {
+            refuse: None,
+            record_call: true,
+            record_result: &|| true,
+        };
+        self.call_tool_gated(scope, name, input, call_id, gate)
+            .await
+    }
+
+    /// [`ToolRouter::call_tool`] with the agent seam's controls: a refusal
+    /// recorded in place of running the tool, and whether the call and the
+    /// result are still to be recorded (another report may have claimed the
+    /// call id first).
+    pub(crate) async fn call_tool_gated(
+        &self,
+        scope: &CallScope,
+        name: &str,
+        input: Value,
+        call_id: Option<String>,
+        gate: Gate<'_>,
+    ) -> Result<Value, ToolError> {
         let call_id = call_id.unwrap_or_else(|| scope.next_call_id());
-        scope
-            .emitter
-            .emit(&scope.path, scope.iteration, || {
-                Payload::ToolCall(ToolPayload::call(
-                    name,
-                    call_id.clone(),
-                    RawJson::from_value(&input).unwrap_or_default(),
-                    Fidelity::Router,
-                ))
-            })
-            .await;
-        let result = match self.tools.get(name) {
-            None => Err(ToolError::UnknownTool(name.to_owned())),
-            Some(tool) => {
+        if gate.record_call {
+            scope
+                .emitter
+                .emit(&scope.path, scope.iteration, || {
+                    Payload::ToolCall(ToolPayload::call(
+                        name,
+                        call_id.clone(),
+                        RawJson::from_value(&input).unwrap_or_default(),
+                        Fidelity::Router,
+                    ))
+                })
+                .await;
+        }
+        let result = match (gate.refuse, self.tools.get(name)) {
+            (Some(refusal), _) => Err(refusal),
+            (None, None) => Err(ToolError::UnknownTool(name.to_owned())),
+            (None, Some(tool)) => {
                 let ctx = ToolContext {
                     workspace: scope.workspace.clone(),
                     cancel: scope.cancel.clone(),
@@ -277,6 +344,9 @@ impl ToolRouter {
                 }
             }
         };
+        if !(gate.record_result)() {
+            return result;
+        }
         scope
             .emitter
             .emit(&scope.path, scope.iteration, || {
@@ -298,6 +368,16 @@ impl ToolRouter {
             .await;
         result
     }
+}
+
+/// How [`ToolRouter::call_tool_gated`] records and whether it runs.
+pub(crate) struct Gate<'a> {
+    /// Record this error instead of running the tool.
+    pub(crate) refuse: Option<ToolError>,
+    /// Record `tool.call`.
+    pub(crate) record_call: bool,
+    /// Asked once the tool finished: record `tool.result`?
+    pub(crate) record_result: &'a (dyn Fn() -> bool + Send + Sync),
 }
 
 /// Polls a future inside `catch_unwind`, turning a panic into `Err(message)`.
@@ -333,263 +413,5 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_owned()
-    }
-}
-
-// ------------------------------------------------------------ workspace paths
-
-/// Resolves `requested` inside `workspace` (canonical) for reading an
-/// existing entry: the canonical target (symlinks resolved) must lie inside.
-pub fn resolve_existing(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> {
-    let joined = workspace.join(requested);
-    let canonical = joined.canonicalize().map_err(|e| ToolError::Io {
-        op: "open",
-        path: requested.to_owned(),
-        message: e.to_string(),
-    })?;
-    if canonical.starts_with(workspace) {
-        Ok(canonical)
-    } else {
-        Err(ToolError::PathEscapes(requested.to_owned()))
-    }
-}
-
-/// Resolves `requested` for writing: the parent must exist inside the
-/// workspace, the name must be a plain file name, and an existing entry
-/// (a symlink in particular) must resolve inside the workspace too.
-pub fn resolve_for_write(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> {
-    let rel = Path::new(requested);
-    let Some(Component::Normal(file_name)) = rel.components().next_back() else {
-        return Err(ToolError::InvalidInput(format!(
-            "'{requested}' does not name a file"
-        )));
-    };
-    let parent_rel = rel.parent().unwrap_or(Path::new(""));
-    let parent = if parent_rel.as_os_str().is_empty() {
-        workspace.to_path_buf()
-    } else {
-        resolve_existing(workspace, &parent_rel.to_string_lossy()).map_err(|e| match e {
-            ToolError::PathEscapes(_) => ToolError::PathEscapes(requested.to_owned()),
-            other => other,
-        })?
-    };
-    if !parent.starts_with(workspace) {
-        return Err(ToolError::PathEscapes(requested.to_owned()));
-    }
-    let target = parent.join(file_name);
-    if std::fs::symlink_metadata(&target).is_ok() {
-        // Existing entry: follow it (a symlink pointing out is refused).
-        let canonical = target.canonicalize().map_err(|_| {
-            // A dangling symlink: refuse rather than create its target.
-            ToolError::PathEscapes(requested.to_owned())
-        })?;
-        if !canonical.starts_with(workspace) {
-            return Err(ToolError::PathEscapes(requested.to_owned()));
-        }
-        return Ok(canonical);
-    }
-    Ok(target)
-}
-
-fn str_field<'a>(input: &'a Value, field: &str) -> Result<&'a str, ToolError> {
-    input
-        .get(field)
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolError::InvalidInput(format!("missing string field '{field}'")))
-}
-
-fn io_err(op: &'static str, path: &str, e: std::io::Error) -> ToolError {
-    ToolError::Io {
-        op,
-        path: path.to_owned(),
-        message: e.to_string(),
-    }
-}
-
-/// `read_file {path}` → the file's text.
-#[derive(Debug)]
-pub struct ReadFile;
-
-#[async_trait]
-impl Tool for ReadFile {
-    async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
-        let path = str_field(&input, "path")?;
-        let resolved = resolve_existing(&ctx.workspace, path)?;
-        let text = tokio::fs::read_to_string(&resolved)
-            .await
-            .map_err(|e| io_err("read", path, e))?;
-        Ok(Value::String(text))
-    }
-}
-
-/// `write_file {path, content}` → `{"bytes": n}` (non-string content is
-/// written as its JSON text).
-#[derive(Debug)]
-pub struct WriteFile;
-
-#[async_trait]
-impl Tool for WriteFile {
-    async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
-        let path = str_field(&input, "path")?;
-        // A single-reference template may have rendered a number or an
-        // object; write its text form rather than refusing it.
-        let content = match input.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Null) | None => {
-                return Err(ToolError::InvalidInput("missing field 'content'".into()));
-            }
-            Some(other) => crate::template::value_to_text(other),
-        };
-        let resolved = resolve_for_write(&ctx.workspace, path)?;
-        tokio::fs::write(&resolved, &content)
-            .await
-            .map_err(|e| io_err("write", path, e))?;
-        Ok(json!({ "bytes": content.len() }))
-    }
-}
-
-/// `list_dir {path?}` → sorted entry names (directories end with `/`).
-#[derive(Debug)]
-pub struct ListDir;
-
-#[async_trait]
-impl Tool for ListDir {
-    async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
-        let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
-        let resolved = resolve_existing(&ctx.workspace, path)?;
-        let mut entries = tokio::fs::read_dir(&resolved)
-            .await
-            .map_err(|e| io_err("list", path, e))?;
-        let mut names = Vec::new();
-        while let Some(entry) = entries
-            .next_entry()
-            .await
-            .map_err(|e| io_err("list", path, e))?
-        {
-            let mut name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type().await.map(|t| t.is_dir()).unwrap_or(false) {
-                name.push('/');
-            }
-            names.push(name);
-        }
-        names.sort();
-        Ok(json!(names))
-    }
-}
-
-/// `run_command {command}` → `{stdout, stderr, exit_code}`; runs `sh -c`
-/// in the workspace; a non-zero exit is an error that keeps the output.
-#[derive(Debug)]
-pub struct RunCommand;
-
-#[async_trait]
-impl Tool for RunCommand {
-    async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
-        let command = str_field(&input, "command")?;
-        let out = run_shell(command, &ctx.workspace, &ctx.cancel).await?;
-        let value = json!({
-            "stdout": out.stdout,
-            "stderr": out.stderr,
-            "exit_code": out.exit_code,
-        });
-        if out.exit_code == 0 {
-            Ok(value)
-        } else {
-            Err(ToolError::CommandFailed {
-                exit_code: out.exit_code,
-                output: value,
-            })
-        }
-    }
-}
-
-/// What a shell command printed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShellOutput {
-    /// Standard output (lossy UTF-8).
-    pub stdout: String,
-    /// Standard error (lossy UTF-8).
-    pub stderr: String,
-    /// Exit code (-1 when killed by a signal).
-    pub exit_code: i64,
-}
-
-/// Runs `sh -c command` in `cwd`, killing it on cancellation.
-pub async fn run_shell(
-    command: &str,
-    cwd: &Path,
-    cancel: &CancellationToken,
-) -> Result<ShellOutput, ToolError> {
-    let child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| ToolError::Failed(format!("cannot start sh: {e}")))?;
-    tokio::select! {
-        out = child.wait_with_output() => {
-            let out = out.map_err(|e| ToolError::Failed(format!("command failed: {e}")))?;
-            Ok(ShellOutput {
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-                exit_code: out.status.code().map(i64::from).unwrap_or(-1),
-            })
-        }
-        // Dropping the wait future drops the child, which kills it.
-        _ = cancel.cancelled() => Err(ToolError::Cancelled),
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn path_checks() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().canonicalize().unwrap();
-        std::fs::write(ws.join("a.txt"), "x").unwrap();
-        std::fs::create_dir(ws.join("sub")).unwrap();
-        assert!(resolve_existing(&ws, "a.txt").is_ok());
-        assert!(resolve_existing(&ws, "sub/../a.txt").is_ok());
-        assert_eq!(
-            resolve_existing(&ws, "../").unwrap_err(),
-            ToolError::PathEscapes("../".into())
-        );
-        assert!(matches!(
-            resolve_existing(&ws, "/etc/hostname"),
-            Err(ToolError::PathEscapes(_) | ToolError::Io { .. })
-        ));
-        assert!(resolve_for_write(&ws, "new.txt").is_ok());
-        assert!(resolve_for_write(&ws, "sub/new.txt").is_ok());
-        assert!(matches!(
-            resolve_for_write(&ws, "../out.txt"),
-            Err(ToolError::InvalidInput(_) | ToolError::PathEscapes(_))
-        ));
-        assert!(matches!(
-            resolve_for_write(&ws, "sub/.."),
-            Err(ToolError::InvalidInput(_))
-        ));
-        std::os::unix::fs::symlink("/tmp", ws.join("out")).unwrap();
-        assert_eq!(
-            resolve_for_write(&ws, "out/x").unwrap_err(),
-            ToolError::PathEscapes("out/x".into())
-        );
-        std::os::unix::fs::symlink("/etc/hostname", ws.join("link")).unwrap();
-        assert_eq!(
-            resolve_for_write(&ws, "link").unwrap_err(),
-            ToolError::PathEscapes("link".into())
-        );
-        assert_eq!(
-            resolve_existing(&ws, "link").unwrap_err(),
-            ToolError::PathEscapes("link".into())
-        );
-        std::os::unix::fs::symlink(ws.join("nowhere"), ws.join("dangling")).unwrap();
-        assert!(resolve_for_write(&ws, "dangling").is_err());
     }
 }

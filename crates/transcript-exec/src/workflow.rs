@@ -18,8 +18,11 @@
 //!   binary: "{{steps.compile.output}}"
 //! steps:                           # every step: name, type, timeout_ms?, continue_on_error?
 //!   - name: compile
-//!     type: command
-//!     command: "cargo build --{{inputs.target}}"
+//!     type: command                # a string runs with sh -c; every {{value}} is
+//!     command: "cargo build --{{inputs.target}}"   # shell-quoted ({{x | raw}} opts out)
+//!   - name: show
+//!     type: command                # a list runs without a shell, one argument per element
+//!     command: ["printf", "%s\n", "{{steps.compile.output}}"]
 //!   - name: read
 //!     type: operation              # tool + input (string leaves templated)
 //!     tool: read_file
@@ -32,7 +35,8 @@
 //!     items: [a, b]
 //!     steps: [ { name: show, type: command, command: "echo {{loop.index}} {{loop.item}}" } ]
 //!   - name: poll
-//!     type: while                  # condition: "A == B", "A != B" or a truth value
+//!     type: while                  # condition: "A == B", "A != B" or a truth value; the
+//!                                  # operator is read from this text, values are data
 //!     condition: "{{steps.probe.output}} != ready"
 //!     max_iterations: 5
 //!     steps: [ { name: probe, type: command, command: "cat status" } ]
@@ -42,9 +46,9 @@
 //!     inputs: { text: "{{steps.read.output}}" }
 //!   - name: review
 //!     type: agent                  # provider, prompt, system_prompt?, command? (argv),
-//!     provider: claude             # model?, max_turns?, tools? (router tools, HTTP agents)
+//!     provider: claude             # model?, max_turns?, tools? (the router tools the agent may call)
 //!     command: ["claude", "-p", "--output-format", "stream-json", "--verbose"]
-//!     prompt: "Review {{steps.read.output}}"
+//!     prompt: "Review {{steps.read.output}}; keep {% raw %}{{ .Values }}{% endraw %} as is"
 //!   - name: stamp
 //!     type: my_custom_type         # any registered custom type; parameters under `with`
 //!     with: { label: x }
@@ -66,7 +70,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::template::{Reference, Template, templates_in};
+use crate::template::{Condition, Reference, Template, templates_in};
 
 /// A workflow rejected before its run: which file, which step, why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -199,12 +203,26 @@ impl Step {
         }
     }
 
-    /// A `command` step.
+    /// A `command` step run by `sh -c` (interpolated values are quoted).
     pub fn command(name: impl Into<String>, command: impl Into<String>) -> Self {
         Self::new(
             name,
             StepKind::Command {
-                command: command.into(),
+                command: CommandLine::Shell(command.into()),
+            },
+        )
+    }
+
+    /// A `command` step run without a shell: program and arguments, each
+    /// element rendered as exactly one argument.
+    pub fn command_argv<S: Into<String>>(
+        name: impl Into<String>,
+        argv: impl IntoIterator<Item = S>,
+    ) -> Self {
+        Self::new(
+            name,
+            StepKind::Command {
+                command: CommandLine::Argv(argv.into_iter().map(Into::into).collect()),
             },
         )
     }
@@ -338,15 +356,26 @@ pub struct AgentSpec {
     pub tools: Vec<String>,
 }
 
+/// What a `command` step runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandLine {
+    /// A string given to `sh -c`; every interpolated value is shell-quoted
+    /// for where it lands unless marked `| raw` (see [`crate::shell`]).
+    Shell(String),
+    /// A program and its arguments run without a shell; each element is
+    /// rendered as one argument (values are never split or interpreted).
+    Argv(Vec<String>),
+}
+
 /// The step kinds (FR-004).
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepKind {
     /// An AI agent (CLI subprocess or HTTP), see [`AgentSpec`].
     Agent(AgentSpec),
-    /// A shell command run with `sh -c` in the workspace.
+    /// A command run in the workspace, through `sh -c` or as an argv.
     Command {
         /// The command (templated).
-        command: String,
+        command: CommandLine,
     },
     /// A tool operation through the tools router.
     Operation {
@@ -554,8 +583,20 @@ impl StepDef {
             "command" => {
                 used.push("command");
                 let command = match self.command.clone() {
-                    Some(Value::String(s)) => s,
-                    Some(_) => return Err(err("'command' must be a string".into())),
+                    Some(Value::String(s)) => CommandLine::Shell(s),
+                    Some(Value::Array(a)) if !a.is_empty() => CommandLine::Argv(
+                        a.into_iter()
+                            .map(|v| match v {
+                                Value::String(s) => Ok(s),
+                                _ => Err(err("a 'command' list must hold strings (argv)".into())),
+                            })
+                            .collect::<Result<_, _>>()?,
+                    ),
+                    Some(_) => {
+                        return Err(err(
+                            "'command' must be a string (run by sh -c) or a non-empty list of strings (argv, no shell)".into(),
+                        ));
+                    }
                     None => return Err(need("command")),
                 };
                 StepKind::Command { command }
@@ -1028,7 +1069,7 @@ fn validate_workflow(
     for (name, text) in &wf.outputs {
         let t = Template::parse(text)
             .map_err(|e| WorkflowError::new(key, None, format!("output '{name}': {e}")))?;
-        check_refs(&t, &inputs, &visible).map_err(|reason| {
+        check_refs(t.references(), &inputs, &visible).map_err(|reason| {
             WorkflowError::new(key, None, format!("output '{name}': {reason}"))
         })?;
     }
@@ -1057,21 +1098,45 @@ fn validate_seq(
         }
         let check = |text: &str, what: &str, vis: &Visible| -> Result<(), WorkflowError> {
             let t = Template::parse(text).map_err(|e| err(format!("{what}: {e}")))?;
-            check_refs(&t, inputs, vis).map_err(|r| err(format!("{what}: {r}")))
+            check_refs(t.references(), inputs, vis).map_err(|r| err(format!("{what}: {r}")))
         };
         let check_json = |v: &Value, what: &str, vis: &Visible| -> Result<(), WorkflowError> {
             for t in templates_in(v).map_err(|e| err(format!("{what}: {e}")))? {
-                check_refs(&t, inputs, vis).map_err(|r| err(format!("{what}: {r}")))?;
+                check_refs(t.references(), inputs, vis).map_err(|r| err(format!("{what}: {r}")))?;
             }
             Ok(())
         };
         match &s.kind {
-            StepKind::Command { command } => check(command, "command", visible)?,
+            StepKind::Command {
+                command: CommandLine::Shell(command),
+            } => {
+                check(command, "command", visible)?;
+                Template::parse(command)
+                    .and_then(|t| t.check_shell())
+                    .map_err(|e| err(format!("command: {e}")))?;
+            }
+            StepKind::Command {
+                command: CommandLine::Argv(argv),
+            } => {
+                if argv.is_empty() {
+                    return Err(err("command: the argv list is empty".into()));
+                }
+                for arg in argv {
+                    check(arg, "command", visible)?;
+                }
+            }
             StepKind::Operation { tool, input } => {
                 if tool.is_empty() {
                     return Err(err("operation needs a tool name".into()));
                 }
                 check_json(input, "input", visible)?;
+                if tool == crate::tools::SHELL_TOOL
+                    && let Some(Value::String(line)) = input.get("command")
+                {
+                    Template::parse(line)
+                        .and_then(|t| t.check_shell())
+                        .map_err(|e| err(format!("input: {e}")))?;
+                }
             }
             StepKind::Terminal { message, .. } => check(message, "message", visible)?,
             StepKind::Agent(a) => {
@@ -1157,7 +1222,10 @@ fn validate_seq(
                 // The condition may read the body's steps (previous iteration).
                 let mut cond_vis = vis.clone();
                 collect_names(steps, &mut cond_vis.steps);
-                check(condition, "condition", &cond_vis)?;
+                let cond =
+                    Condition::parse(condition).map_err(|e| err(format!("condition: {e}")))?;
+                check_refs(cond.references(), inputs, &cond_vis)
+                    .map_err(|r| err(format!("condition: {r}")))?;
                 validate_seq(file, &path, steps, inputs, &mut vis, all)?;
             }
         }
@@ -1172,8 +1240,12 @@ fn collect_names(steps: &[Step], out: &mut HashSet<String>) {
     }
 }
 
-fn check_refs(t: &Template, inputs: &HashSet<&str>, vis: &Visible) -> Result<(), String> {
-    for r in t.references() {
+fn check_refs<'a>(
+    refs: impl Iterator<Item = &'a Reference>,
+    inputs: &HashSet<&str>,
+    vis: &Visible,
+) -> Result<(), String> {
+    for r in refs {
         match r {
             Reference::Input(n) if !inputs.contains(n.as_str()) => {
                 return Err(format!("'{{{{{r}}}}}' names an undeclared input"));
@@ -1314,6 +1386,35 @@ steps:
     }
 
     #[test]
+    fn command_lists_are_argv() {
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: a\n    type: command\n    command: [printf, '%s', '{{inputs.q}}']\n",
+        );
+        assert!(e.contains("undeclared input"), "{e}");
+        let wf = Workflow::from_yaml(
+            "name: x\ninputs: [{name: q}]\nsteps:\n  - name: a\n    type: command\n    command: [printf, '%s', '{{inputs.q}}']\n",
+            "t.yaml",
+        )
+        .unwrap();
+        assert_eq!(
+            wf.steps[0].kind,
+            StepKind::Command {
+                command: CommandLine::Argv(vec![
+                    "printf".into(),
+                    "%s".into(),
+                    "{{inputs.q}}".into()
+                ])
+            }
+        );
+        for bad in ["[]", "[1]", "{a: b}"] {
+            let e = yaml_err(&format!(
+                "name: x\nsteps:\n  - name: a\n    type: command\n    command: {bad}\n"
+            ));
+            assert!(e.contains("'command'"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn the_documented_yaml_example_parses() {
         let src = include_str!("workflow.rs");
         let start = src.find("//! ```yaml\n").unwrap() + "//! ```yaml\n".len();
@@ -1328,6 +1429,7 @@ steps:
         assert_eq!(
             kinds,
             [
+                "command",
                 "command",
                 "operation",
                 "parallel",

@@ -247,26 +247,58 @@ async fn unknown_provider_and_missing_runner_fail_cleanly() {
     );
 }
 
+/// In which order a runner routes a call and reports it as agent-emitted.
+#[derive(Clone, Copy, Debug)]
+enum Order {
+    /// Route, then report the call, then its result.
+    RouteFirst,
+    /// Report the call, route it, report the result.
+    CallThenRoute,
+    /// Report call and result, then route.
+    ReportFirst,
+}
+
 /// A runner that executes a tool through the router and also reports it as
-/// agent-emitted: the call must be recorded once, at router fidelity (US3).
-struct RoutingRunner;
+/// agent-emitted: each call id must be recorded once (one `tool.call`, one
+/// `tool.result`) whatever the order (US3).
+struct RoutingRunner(Order);
 
 #[async_trait::async_trait]
 impl AgentRunner for RoutingRunner {
     async fn run(&self, req: AgentRequest, seam: &AgentSeam) -> Result<AgentReply, AgentError> {
         let input = json!({"path": "note.txt", "content": req.prompt});
-        seam.call_tool("write_file", input.clone(), Some("call_7".into()))
-            .await
-            .map_err(|e| AgentError(e.to_string()))?;
         let raw = transcript_domain::RawJson::from_value(&input).unwrap();
-        seam.agent_tool_call("write_file", "call_7", raw.clone())
-            .await;
-        seam.agent_tool_result("write_file", "call_7", raw, None)
-            .await;
+        let route = || async {
+            seam.call_tool("write_file", input.clone(), Some("call_7".into()))
+                .await
+                .map_err(|e| AgentError(e.to_string()))
+        };
+        let report_call = || seam.agent_tool_call("write_file", "call_7", raw.clone());
+        let report_result = || seam.agent_tool_result("write_file", "call_7", raw.clone(), None);
+        match self.0 {
+            Order::RouteFirst => {
+                route().await?;
+                report_call().await;
+                report_result().await;
+            }
+            Order::CallThenRoute => {
+                report_call().await;
+                route().await?;
+                report_result().await;
+            }
+            Order::ReportFirst => {
+                report_call().await;
+                report_result().await;
+                route().await?;
+            }
+        }
         // An agent-only call is recorded once even if reported twice.
         let other = transcript_domain::RawJson::from_value(&json!({})).unwrap();
         seam.agent_tool_call("Think", "a1", other.clone()).await;
-        seam.agent_tool_call("Think", "a1", other).await;
+        seam.agent_tool_call("Think", "a1", other.clone()).await;
+        seam.agent_tool_result("Think", "a1", other.clone(), None)
+            .await;
+        seam.agent_tool_result("Think", "a1", other, None).await;
         Ok(AgentReply {
             output: "done".into(),
         })
@@ -274,44 +306,69 @@ impl AgentRunner for RoutingRunner {
 }
 
 #[tokio::test]
-async fn router_executed_calls_are_not_double_counted() {
-    let (_d, ws) = workspace();
-    let factory = MemoryFactory::new();
-    let svc = ExecutionService::deterministic_builder(&ws, ts0())
-        .recorder_factory(factory.clone())
-        .agent_runner("http", Arc::new(RoutingRunner))
-        .build()
-        .unwrap();
-    let wf = Workflow::new("route").step(agent("a", "http", Vec::new(), "remember"));
-    let out = svc
-        .run(
-            &WorkflowSet::new("r", wf),
-            Map::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
-    assert!(out.succeeded(), "{:?}", out.error);
-    assert_eq!(
-        std::fs::read_to_string(ws.join("note.txt")).unwrap(),
-        "remember"
-    );
-    let events = factory.events(out.run_id);
-    let calls: Vec<(String, Fidelity)> = of_type(&events, EventType::ToolCall)
-        .iter()
-        .map(|e| {
-            let t = e.tool().unwrap();
-            (t.call_id.clone(), t.fidelity)
-        })
-        .collect();
-    assert_eq!(
-        calls,
-        [
-            ("call_7".to_owned(), Fidelity::Router),
-            ("a1".to_owned(), Fidelity::AgentEmitted)
-        ]
-    );
-    assert_eq!(of_type(&events, EventType::ToolResult).len(), 1);
+async fn router_executed_calls_are_not_double_counted_in_any_order() {
+    use Fidelity::{AgentEmitted, Router};
+    // (order, fidelity of call_7's tool.call, of its tool.result)
+    for (order, call_fid, result_fid) in [
+        (Order::RouteFirst, Router, Router),
+        (Order::CallThenRoute, AgentEmitted, Router),
+        (Order::ReportFirst, AgentEmitted, AgentEmitted),
+    ] {
+        let (_d, ws) = workspace();
+        let factory = MemoryFactory::new();
+        let svc = ExecutionService::deterministic_builder(&ws, ts0())
+            .recorder_factory(factory.clone())
+            .agent_runner("http", Arc::new(RoutingRunner(order)))
+            .build()
+            .unwrap();
+        let mut step = agent("a", "http", Vec::new(), "remember");
+        if let StepKind::Agent(spec) = &mut step.kind {
+            spec.tools = vec!["write_file".into()];
+        }
+        let wf = Workflow::new("route").step(step);
+        let out = svc
+            .run(
+                &WorkflowSet::new("r", wf),
+                Map::new(),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        assert!(out.succeeded(), "{order:?}: {:?}", out.error);
+        // The tool ran in every order.
+        assert_eq!(
+            std::fs::read_to_string(ws.join("note.txt")).unwrap(),
+            "remember",
+            "{order:?}"
+        );
+        let events = factory.events(out.run_id);
+        assert_well_formed(&events);
+        let pairs = |t: EventType| -> Vec<(String, Fidelity)> {
+            of_type(&events, t)
+                .iter()
+                .map(|e| {
+                    let t = e.tool().unwrap();
+                    (t.call_id.clone(), t.fidelity)
+                })
+                .collect()
+        };
+        assert_eq!(
+            pairs(EventType::ToolCall),
+            [
+                ("call_7".to_owned(), call_fid),
+                ("a1".to_owned(), AgentEmitted)
+            ],
+            "{order:?}"
+        );
+        assert_eq!(
+            pairs(EventType::ToolResult),
+            [
+                ("call_7".to_owned(), result_fid),
+                ("a1".to_owned(), AgentEmitted)
+            ],
+            "{order:?}"
+        );
+    }
     let _ = Value::Null;
 }
 

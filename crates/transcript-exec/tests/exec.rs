@@ -409,7 +409,9 @@ async fn failing_tool_is_recorded_and_the_workflow_decides() {
     assert_eq!(out.status, Status::Failure);
     assert_eq!(
         out.error.as_deref(),
-        Some("step 'escape' failed: path '../../etc/passwd' escapes the workspace")
+        Some(
+            "step 'escape' failed: path '../../etc/passwd' is outside the workspace or does not exist"
+        )
     );
     let events = factory.events(out.run_id);
     assert_well_formed(&events);

@@ -242,3 +242,124 @@ async fn turn_limit_and_http_errors_fail_the_step() {
             .contains("only http:// URLs are supported")
     );
 }
+
+fn completion(message: Value) -> Value {
+    json!({
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "model": "gpt-scripted",
+        "choices": [{"index": 0, "message": message}],
+    })
+}
+
+#[tokio::test]
+async fn tools_outside_the_step_list_are_refused_recorded_and_never_run() {
+    // The model asks for run_command (registered, not offered) and an
+    // unknown tool; only read_file is in the step's tools.
+    let (url, seen) = replay_server(vec![
+        completion(json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [
+                {"id": "call_evil", "type": "function", "function": {
+                    "name": "run_command", "arguments": "{\"command\":\"touch PWNED\"}"}},
+                {"id": "call_ghost", "type": "function", "function": {
+                    "name": "teleport", "arguments": "{}"}},
+            ],
+        })),
+        completion(json!({"role": "assistant", "content": "I may not run commands."})),
+    ])
+    .await;
+    let (_d, ws) = workspace();
+    let factory = MemoryFactory::new();
+    let svc = ExecutionService::deterministic_builder(&ws, ts0())
+        .recorder_factory(factory.clone())
+        .agent_runner("openai", Arc::new(HttpAgentRunner::new(url)))
+        .build()
+        .unwrap();
+    let out = svc
+        .run(
+            &WorkflowSet::new("h", Workflow::new("allow").step(http_step(None))),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(out.succeeded(), "{:?}", out.error);
+    assert!(!ws.join("PWNED").exists(), "run_command must not run");
+
+    // The transcript has a router pair per refused call, the error in the result.
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    let tool_events: Vec<(String, String, String, Option<String>)> = events
+        .iter()
+        .filter_map(|e| {
+            e.tool().map(|t| {
+                (
+                    e.kind.as_str().to_owned(),
+                    t.name.clone(),
+                    t.call_id.clone(),
+                    t.error.clone(),
+                )
+            })
+        })
+        .collect();
+    assert_eq!(tool_events.len(), 4, "{tool_events:?}");
+    for (i, (id, name)) in [("call_evil", "run_command"), ("call_ghost", "teleport")]
+        .into_iter()
+        .enumerate()
+    {
+        let (call_kind, call_name, call_id, call_err) = &tool_events[2 * i];
+        assert_eq!(
+            (call_kind.as_str(), call_name.as_str(), call_id.as_str()),
+            ("tool.call", name, id)
+        );
+        assert!(call_err.is_none());
+        let (res_kind, res_name, res_id, res_err) = &tool_events[2 * i + 1];
+        assert_eq!(
+            (res_kind.as_str(), res_name.as_str(), res_id.as_str()),
+            ("tool.result", name, id)
+        );
+        let err = res_err.as_deref().unwrap();
+        assert!(
+            err.contains(&format!(
+                "tool '{name}' is not offered to this step (offered: read_file)"
+            )),
+            "{err}"
+        );
+    }
+
+    // The model got each refusal as that call's tool result.
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2);
+    let tool_msgs: Vec<&Value> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(tool_msgs.len(), 2);
+    assert_eq!(tool_msgs[0]["tool_call_id"], "call_evil");
+    assert!(
+        tool_msgs[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("not offered"),
+        "{}",
+        tool_msgs[0]
+    );
+    assert_eq!(tool_msgs[1]["tool_call_id"], "call_ghost");
+
+    // Tools are offered with their real parameter schemas.
+    let offered = requests[0]["tools"].as_array().unwrap();
+    assert_eq!(offered.len(), 1);
+    assert_eq!(
+        offered[0]["function"]["parameters"],
+        json!({
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "A file path relative to the workspace."}},
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    );
+}

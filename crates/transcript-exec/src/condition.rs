@@ -1,0 +1,90 @@
+//! `while` conditions: `A == B`, `A != B` or a truth value, with the
+//! operator read from the condition's own text and every value compared as
+//! data.
+
+use crate::template::{Reference, Scope, Segment, Template, TemplateError};
+
+/// A comparison operator of a condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CmpOp {
+    Eq,
+    Ne,
+}
+
+/// A `while` condition: `A == B`, `A != B` (sides rendered separately and
+/// trimmed) or a truth value (false for "", "false", "0", "no", "null",
+/// case-insensitive). The operator is found in the condition's own literal
+/// text, never in rendered values: data containing `==` or `!=` is only
+/// ever compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    left: Template,
+    compare: Option<(CmpOp, Template)>,
+}
+
+impl Condition {
+    /// Parses a condition (a template with at most one operator outside
+    /// its `{{…}}`; later operators are literal text of the right side).
+    pub fn parse(text: &str) -> Result<Self, TemplateError> {
+        let t = Template::parse(text)?;
+        for (i, seg) in t.segments.iter().enumerate() {
+            let Segment::Lit {
+                text: lit,
+                escaped: false,
+            } = seg
+            else {
+                continue;
+            };
+            let found = [("==", CmpOp::Eq), ("!=", CmpOp::Ne)]
+                .into_iter()
+                .filter_map(|(sym, op)| lit.find(sym).map(|p| (p, op)))
+                .min_by_key(|(p, _)| *p);
+            if let Some((p, op)) = found {
+                let lit_seg = |text: &str| Segment::Lit {
+                    text: text.to_owned(),
+                    escaped: false,
+                };
+                let mut left = t.segments[..i].to_vec();
+                left.push(lit_seg(&lit[..p]));
+                let mut right = vec![lit_seg(&lit[p + 2..])];
+                right.extend_from_slice(&t.segments[i + 1..]);
+                return Ok(Self {
+                    left: Template { segments: left },
+                    compare: Some((op, Template { segments: right })),
+                });
+            }
+        }
+        Ok(Self {
+            left: t,
+            compare: None,
+        })
+    }
+
+    /// The references of both sides.
+    pub fn references(&self) -> impl Iterator<Item = &Reference> {
+        self.left
+            .references()
+            .chain(self.compare.iter().flat_map(|(_, r)| r.references()))
+    }
+
+    /// Evaluates the condition against `scope`.
+    pub fn eval(&self, scope: &Scope) -> bool {
+        let left = self.left.render(scope);
+        match &self.compare {
+            Some((op, right)) => {
+                let same = left.trim() == right.render(scope).trim();
+                (*op == CmpOp::Eq) == same
+            }
+            None => {
+                let t = left.trim().to_ascii_lowercase();
+                !matches!(t.as_str(), "" | "false" | "0" | "no" | "null")
+            }
+        }
+    }
+}
+
+/// Evaluates a `while` condition (see [`Condition`]); a condition that does
+/// not parse (validation rejects those before a run) is false.
+pub fn eval_condition(text: &str, scope: &Scope) -> bool {
+    Condition::parse(text).is_ok_and(|c| c.eval(scope))
+}
