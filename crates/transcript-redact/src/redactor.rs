@@ -106,6 +106,9 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// Upper bound on extra masking passes (see [`Redactor::mask_text`]).
+const MAX_PASSES: usize = 16;
+
 /// Keys whose string values are masked whole in structured values.
 const SENSITIVE_KEY: &str = r"(?i)^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|apikey|credentials?|private[_-]?key|authorization|access[_-]?key|session[_-]?key|cookie)(?:[_-].*)?$";
 
@@ -182,8 +185,28 @@ impl Redactor {
     /// Masks every rule's matches in `text`: each keeps its `kind` prefix
     /// (built-in rules) and its length. Earlier masks inside a match are
     /// kept as they are, so masking masked text changes nothing.
+    ///
+    /// Passes repeat until nothing changes: a mask can expose a match that
+    /// was not one before (a key glued to a masked value gains the word
+    /// boundary its rule needs), and masking must be idempotent. Each
+    /// changing pass leaves fewer characters outside masks, so this ends;
+    /// the cap is a guard.
     pub fn mask_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut current: Cow<'a, str> = Cow::Borrowed(text);
+        let Some(mut masked) = self.mask_pass(text) else {
+            return Cow::Borrowed(text);
+        };
+        for _ in 0..MAX_PASSES {
+            match self.mask_pass(&masked) {
+                Some(again) => masked = again,
+                None => break,
+            }
+        }
+        Cow::Owned(masked)
+    }
+
+    /// One pass of every rule; `None` when nothing changed.
+    fn mask_pass(&self, text: &str) -> Option<String> {
+        let mut current: Cow<'_, str> = Cow::Borrowed(text);
         for rule in &self.rules {
             if !rule.regex.is_match(&current) {
                 continue;
@@ -211,7 +234,10 @@ impl Redactor {
                 current = Cow::Owned(s);
             }
         }
-        current
+        match current {
+            Cow::Owned(s) if s != text => Some(s),
+            _ => None,
+        }
     }
 
     /// Byte ranges of the masks already in `hay`.
