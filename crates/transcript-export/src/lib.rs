@@ -41,8 +41,10 @@
 //!   writers (`tests/export.rs::reader_accepts_newer_minor_versions`).
 //! * With reasoning off, no thinking text appears in any format
 //!   (`tests/export.rs::no_reasoning_leaves_no_thinking_text`).
-//! * Recorded content cannot inject markup: HTML and Markdown escape it
-//!   (`tests/export.rs::content_is_escaped`).
+//! * Recorded content cannot inject markup: HTML and Markdown escape every
+//!   field (`tests/export.rs::content_is_escaped`, and
+//!   `tests/injection.rs`, which renders the Markdown with `pulldown-cmark`
+//!   and parses both outputs' tags for hostile values in every field).
 //!
 //! ## Versioning
 //!
@@ -55,6 +57,7 @@
 mod build;
 mod html;
 mod markdown;
+mod md_escape;
 mod model;
 mod receipts;
 mod render_util;

@@ -2,11 +2,17 @@
 //! tree (child runs nested under their `call_workflow` step), prompts and
 //! answers as text, thinking in collapsible `<details>`, tool calls with
 //! inputs and outputs in fenced code, errors marked.
+//!
+//! Every recorded value is escaped for its context ([`crate::md_escape`]):
+//! identifiers as code spans, prose as escaped text, tool values in fences
+//! longer than any backtick run inside. Only this module's own literals are
+//! Markdown or HTML.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::md_escape::{code_span, longest_backtick_run, paragraphs, text};
 use crate::model::{Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport};
 use crate::render_util::{duration, usage_line};
 
@@ -17,8 +23,8 @@ pub fn to_markdown(doc: &ExportDocument) -> String {
     let _ = writeln!(
         out,
         "\n---\n_Exported by {} (schema {}){}{}._",
-        doc.generator,
-        doc.schema_version,
+        text(&doc.generator),
+        text(&doc.schema_version),
         if doc.options.reasoning_included {
             ""
         } else {
@@ -52,29 +58,29 @@ fn render_run(run: &RunExport, level: usize, out: &mut String) {
     heading(
         level,
         &format!(
-            "{} Run `{}` — {}",
+            "{} Run {} — {}",
             status_mark(&run.status),
-            run.workflow.as_deref().unwrap_or("?"),
-            run.status
+            code_span(run.workflow.as_deref().unwrap_or("?")),
+            text(&run.status)
         ),
         out,
     );
-    let _ = writeln!(out, "- Run id: `{}`", run.run_id);
+    let _ = writeln!(out, "- Run id: {}", code_span(&run.run_id));
     if let Some(parent) = &run.parent_run_id {
-        let _ = writeln!(out, "- Parent run: `{parent}`");
+        let _ = writeln!(out, "- Parent run: {}", code_span(parent));
     }
     if let Some(started) = &run.started_at {
-        let _ = writeln!(out, "- Started: {started}");
+        let _ = writeln!(out, "- Started: {}", text(started));
     }
     let _ = writeln!(out, "- Duration: {}", duration(run.duration_ms));
     if let Some(u) = &run.usage {
         let _ = writeln!(out, "- Tokens: {}", usage_line(u));
     }
     if let Some(err) = &run.error {
-        let _ = writeln!(out, "- **Error:** {}", inline(err));
+        let _ = writeln!(out, "- **Error:** {}", text(err));
     }
     for p in &run.problems {
-        let _ = writeln!(out, "- ⚠ {}", inline(p));
+        let _ = writeln!(out, "- ⚠ {}", text(p));
     }
     render_entries(&run.entries, out);
     for step in &run.steps {
@@ -91,22 +97,22 @@ fn render_step(step: &StepExport, level: usize, out: &mut String) {
     heading(
         level,
         &format!(
-            "{} `{}`{iteration} · {} · {}",
+            "{} {}{iteration} · {} · {}",
             status_mark(&step.status),
-            step.path,
-            step.kind,
+            code_span(&step.path),
+            text(&step.kind),
             duration(step.duration_ms)
         ),
         out,
     );
     if step.name != step.path.rsplit('.').next().unwrap_or_default() {
-        let _ = writeln!(out, "- Name: {}", inline(&step.name));
+        let _ = writeln!(out, "- Name: {}", text(&step.name));
     }
     if let Some(u) = &step.usage {
         let _ = writeln!(out, "- Tokens: {}", usage_line(u));
     }
     if let Some(err) = &step.error {
-        let _ = writeln!(out, "- **Error:** {}", inline(err));
+        let _ = writeln!(out, "- **Error:** {}", text(err));
     }
     if let Some(result) = &step.result {
         let _ = writeln!(out, "- Result:\n");
@@ -119,7 +125,7 @@ fn render_step(step: &StepExport, level: usize, out: &mut String) {
     if let Some(child) = &step.child_run {
         render_run(child, level + 1, out);
     } else if let Some(id) = &step.child_run_id {
-        let _ = writeln!(out, "\n⚠ Child run `{id}` was not found.");
+        let _ = writeln!(out, "\n⚠ Child run {} was not found.", code_span(id));
     }
 }
 
@@ -133,10 +139,10 @@ fn render_entries(entries: &[Entry], out: &mut String) {
                     "🤖 Assistant".to_owned()
                 };
                 if let Some(p) = &m.provider {
-                    who.push_str(&format!(" · {p}"));
+                    who.push_str(&format!(" · {}", text(p)));
                 }
                 if let Some(model) = &m.model {
-                    who.push_str(&format!(" · {model}"));
+                    who.push_str(&format!(" · {}", text(model)));
                 }
                 if let Some(u) = &m.usage {
                     who.push_str(&format!(" · {}", usage_line(u)));
@@ -153,22 +159,22 @@ fn render_entries(entries: &[Entry], out: &mut String) {
 
 fn render_block(block: &ExportBlock, system: bool, out: &mut String) {
     match block {
-        ExportBlock::Text { text, .. } => {
+        ExportBlock::Text { text: body, .. } => {
             if system {
                 let _ = writeln!(
                     out,
                     "<details><summary>System prompt</summary>\n\n{}\n\n</details>\n",
-                    quote(text)
+                    paragraphs(body)
                 );
             } else {
-                let _ = writeln!(out, "{}\n", quote(text));
+                let _ = writeln!(out, "{}\n", paragraphs(body));
             }
         }
         ExportBlock::Thinking { thinking, .. } => {
             let _ = writeln!(
                 out,
                 "<details><summary>Thinking</summary>\n\n{}\n\n</details>\n",
-                quote(thinking)
+                paragraphs(thinking)
             );
         }
         ExportBlock::ToolUse {
@@ -179,9 +185,10 @@ fn render_block(block: &ExportBlock, system: bool, out: &mut String) {
         } => {
             let _ = writeln!(
                 out,
-                "🔧 Tool use `{}` (`{}`, {fidelity}):\n",
-                inline(tool_name),
-                inline(tool_id)
+                "🔧 Tool use {} ({}, {}):\n",
+                code_span(tool_name),
+                code_span(tool_id),
+                text(fidelity)
             );
             fenced(tool_input, out);
         }
@@ -190,20 +197,20 @@ fn render_block(block: &ExportBlock, system: bool, out: &mut String) {
             tool_content,
             ..
         } => {
-            let _ = writeln!(out, "↳ Tool result for `{}`:\n", inline(tool_id));
+            let _ = writeln!(out, "↳ Tool result for {}:\n", code_span(tool_id));
             fenced(tool_content, out);
         }
         ExportBlock::Command { command, .. } => {
             fenced(&Value::String(command.clone()), out);
         }
-        ExportBlock::Stream { text, .. } => {
-            let _ = writeln!(out, "_stream:_ {}\n", inline(text));
+        ExportBlock::Stream { text: chunk, .. } => {
+            let _ = writeln!(out, "_stream:_ {}\n", text(chunk));
         }
         ExportBlock::Other { original_type, .. } => {
             let _ = writeln!(
                 out,
-                "_(block of unknown type `{}` not rendered)_\n",
-                inline(original_type)
+                "_(block of unknown type {} not rendered)_\n",
+                code_span(original_type)
             );
         }
         ExportBlock::Unknown => {
@@ -220,16 +227,16 @@ fn render_call(call: &ToolCallExport, out: &mut String) {
     };
     let _ = writeln!(
         out,
-        "\n🔧 **Tool call** `{}` (`{}`, {}) {status}\n",
-        inline(&call.name),
-        inline(&call.call_id),
-        call.fidelity
+        "\n🔧 **Tool call** {} ({}, {}) {status}\n",
+        code_span(&call.name),
+        code_span(&call.call_id),
+        text(&call.fidelity)
     );
     let _ = writeln!(out, "Input:\n");
     fenced(&call.input, out);
     if call.completed {
         if let Some(err) = &call.error {
-            let _ = writeln!(out, "**Error:** {}\n", inline(err));
+            let _ = writeln!(out, "**Error:** {}\n", text(err));
         }
         let _ = writeln!(out, "Output:\n");
         fenced(&call.output, out);
@@ -246,17 +253,8 @@ fn fenced(value: &Value, out: &mut String) {
             serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
         ),
     };
-    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
+    // Content lines are literal inside a fence, and a closing fence needs at
+    // least as many backticks as the opening one.
+    let fence = "`".repeat(longest_backtick_run(&body).max(2) + 1);
     let _ = writeln!(out, "{fence}{lang}\n{body}\n{fence}\n");
-}
-
-/// Text as a Markdown blockquote-free paragraph: HTML-significant characters
-/// escaped so recorded content cannot inject markup.
-fn quote(text: &str) -> String {
-    crate::render_util::escape_html(text)
-}
-
-fn inline(text: &str) -> String {
-    crate::render_util::escape_html(&text.replace('`', "'").replace('\n', " "))
 }

@@ -36,18 +36,11 @@ pub fn usage_line(u: &Usage) -> String {
     parts.join(" / ")
 }
 
-/// Escapes `& < > " '`.
+/// Escapes `& < > " '` for HTML text and double- or single-quoted
+/// attribute values (the maintained escaper of `pulldown-cmark`).
 pub fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
+    // Writing to a String cannot fail.
+    let _ = pulldown_cmark_escape::escape_html(&mut out, text);
     out
 }

@@ -412,7 +412,7 @@ fn content_is_escaped() {
     );
     let md = to_markdown(&doc);
     assert!(md.contains("&lt;script&gt;"));
-    assert!(md.contains("Review &lt;main.go&gt; &amp; report `bugs`."));
+    assert!(md.contains("Review &lt;main.go&gt; &amp; report \\`bugs\\`."));
 }
 
 #[test]

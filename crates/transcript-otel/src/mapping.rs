@@ -550,21 +550,33 @@ impl SpanMapper {
             });
             return;
         };
-        // Steps nested under it that never completed end with it.
-        while state.steps.len() > index + 1 {
-            if let Some(inner) = state.steps.pop() {
-                self.close_tools_of(state, inner.span_id, event.timestamp);
-                self.emit_step(state, inner, event.timestamp, Status::error(INCOMPLETE));
+        let step = state.steps.remove(index);
+        // Steps nested under it (by span parentage) that never completed end
+        // with it. Steps opened after it that are not its descendants, such as
+        // a sibling branch of the same parallel block still running, stay
+        // open: they complete on their own later.
+        let mut enclosing = vec![step.span_id];
+        let mut nested = Vec::new();
+        let mut j = index;
+        while j < state.steps.len() {
+            if enclosing.contains(&state.steps[j].parent_span) {
+                let inner = state.steps.remove(j);
+                enclosing.push(inner.span_id);
+                nested.push(inner);
+            } else {
+                j += 1;
             }
         }
-        if let Some(step) = state.steps.pop() {
-            self.close_tools_of(state, step.span_id, event.timestamp);
-            let status = match event.step().and_then(|p| p.error.as_deref()) {
-                Some(error) => Status::error(error.to_owned()),
-                None => Status::Unset,
-            };
-            self.emit_step(state, step, event.timestamp, status);
+        for inner in nested.into_iter().rev() {
+            self.close_tools_of(state, inner.span_id, event.timestamp);
+            self.emit_step(state, inner, event.timestamp, Status::error(INCOMPLETE));
         }
+        self.close_tools_of(state, step.span_id, event.timestamp);
+        let status = match event.step().and_then(|p| p.error.as_deref()) {
+            Some(error) => Status::error(error.to_owned()),
+            None => Status::Unset,
+        };
+        self.emit_step(state, step, event.timestamp, status);
     }
 
     fn message(&mut self, state: &mut RunState, event: &DecodedEvent, kind: EventType) {

@@ -523,3 +523,132 @@ fn held_child_events_keep_a_crashed_parent_open_until_the_child_ends() {
         assert_eq!(span.end_time, end, "{name}");
     }
 }
+
+/// Issue #17 item 8: a `for_each` (`fan`) over a `parallel` block (`b`)
+/// whose branches (`ping`, `pong`) run commands. Branches interleave: both
+/// start, both call their tool, and they complete in either order, with
+/// results arriving out of call order. Every span must pair with its own
+/// start: no problem, no "incomplete" span, one `execute_tool` per call,
+/// each under the command step of its own branch and iteration.
+#[test]
+fn a_parallel_block_inside_a_loop_pairs_every_span() {
+    const ITERATIONS: u64 = 100;
+    let f = Fidelity::Router;
+    let tool = |run: &mut RunBuilder, path: &str, it: u64, call: &str, result: bool| {
+        let payload = if result {
+            Payload::ToolResult(transcript_domain::ToolPayload::result(
+                "run_command",
+                call,
+                transcript_domain::RawJson::string("ok"),
+                None,
+                f,
+            ))
+        } else {
+            Payload::ToolCall(transcript_domain::ToolPayload::call(
+                "run_command",
+                call,
+                transcript_domain::RawJson::string("echo"),
+                f,
+            ))
+        };
+        run.push(EventDraft::new(path, it, payload));
+    };
+    let mut run = RunBuilder::new(ROOT, None, BASE_MS);
+    run.run_started("fanout")
+        .step_started("fan", 0, "fan", "for_each");
+    for it in 0..ITERATIONS {
+        let (ping, pong) = (format!("call-{it}-ping"), format!("call-{it}-pong"));
+        run.step_started("fan.b", it, "b", "parallel")
+            .step_started("fan.b.ping", it, "ping", "command")
+            .step_started("fan.b.pong", it, "pong", "command");
+        tool(&mut run, "fan.b.ping", it, &ping, false);
+        tool(&mut run, "fan.b.pong", it, &pong, false);
+        // Alternate which branch finishes first; results come back in the
+        // opposite order of the calls.
+        let order = if it % 2 == 0 {
+            [("ping", &ping), ("pong", &pong)]
+        } else {
+            [("pong", &pong), ("ping", &ping)]
+        };
+        tool(
+            &mut run,
+            &format!("fan.b.{}", order[1].0),
+            it,
+            order[1].1,
+            true,
+        );
+        for (name, call) in order {
+            let path = format!("fan.b.{name}");
+            if name == order[0].0 {
+                tool(&mut run, &path, it, call, true);
+            }
+            run.step_completed(&path, it, name, "command", None);
+        }
+        run.step_completed("fan.b", it, "b", "parallel", None);
+    }
+    run.step_completed("fan", 0, "fan", "for_each", None)
+        .run_completed("fanout", None);
+
+    // Offline and incremental (live) mapping share the state machine; check both.
+    let offline = map_run(&run.decoded(), &mut |_| None, MapOptions::default());
+    let mut live = SpanMapper::new(MapOptions::default());
+    for event in run.decoded() {
+        live.ingest(&event);
+    }
+    let live = live.finish();
+    for trace in [offline, live] {
+        assert!(trace.problems.is_empty(), "{:?}", trace.problems);
+        let spans = &trace.spans;
+        let tools = by_name(spans, "execute_tool run_command");
+        assert_eq!(tools.len(), 2 * ITERATIONS as usize, "one span per call");
+        assert_eq!(spans.len(), 2 + 3 * ITERATIONS as usize + tools.len());
+        assert!(
+            spans.iter().all(|s| s.status != Status::error(INCOMPLETE)),
+            "no span is incomplete"
+        );
+        let by_id: std::collections::HashMap<SpanId, &transcript_otel::SpanData> = spans
+            .iter()
+            .map(|s| (s.span_context.span_id(), s))
+            .collect();
+        for t in &tools {
+            let call = attr_str(t, GEN_AI_TOOL_CALL_ID).unwrap();
+            let step = by_id[&t.parent_span_id];
+            let block = by_id[&step.parent_span_id];
+            let it = attr_i64(step, TRANSCRIPT_ITERATION).unwrap();
+            let branch = attr_str(step, TRANSCRIPT_PATH).unwrap();
+            assert_eq!(
+                call,
+                format!("call-{it}-{}", branch.trim_start_matches("fan.b.")),
+                "{call} under {branch} #{it}"
+            );
+            assert_eq!(attr_str(block, TRANSCRIPT_PATH).as_deref(), Some("fan.b"));
+            assert_eq!(attr_i64(block, TRANSCRIPT_ITERATION), Some(it));
+            assert!(t.start_time >= step.start_time && t.end_time <= step.end_time);
+        }
+    }
+}
+
+/// A step that completes closes its own unfinished descendants (as
+/// incomplete, at its completion time) and nothing else: a sibling branch
+/// opened after it keeps running and completes normally.
+#[test]
+fn a_completion_closes_only_its_own_unfinished_descendants() {
+    let mut run = RunBuilder::new(ROOT, None, BASE_MS);
+    run.run_started("w")
+        .step_started("par", 0, "par", "parallel")
+        .step_started("par.a", 0, "a", "loop")
+        .step_started("par.a.x", 0, "x", "command")
+        .step_started("par.b", 0, "b", "command")
+        .step_completed("par.a", 0, "a", "loop", None)
+        .step_completed("par.b", 0, "b", "command", None)
+        .step_completed("par", 0, "par", "parallel", None)
+        .run_completed("w", None);
+    let trace = map_run(&run.decoded(), &mut |_| None, MapOptions::default());
+    assert!(trace.problems.is_empty(), "{:?}", trace.problems);
+    let x = one(&trace.spans, "command x");
+    assert_eq!(x.status, Status::error(INCOMPLETE));
+    assert_eq!(x.end_time, span_time(run.at(6)));
+    let b = one(&trace.spans, "command b");
+    assert_eq!(b.status, Status::Unset);
+    assert_eq!(b.end_time, span_time(run.at(7)));
+}

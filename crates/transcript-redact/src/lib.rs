@@ -23,9 +23,14 @@
 //!   `authorization` is masked whole, whatever it looks like.
 //! * User patterns ([`Redactor::with_pattern`]): every match is masked.
 //!
-//! A mask keeps a short prefix, a short suffix and the length, so readers can
-//! tell values apart without learning them: `sk-a…wxyz (51 chars)`. Values of
-//! 12 characters or fewer keep nothing: `…(8 chars)`.
+//! A mask keeps the key's published kind prefix, when the rule knows one
+//! (`sk-ant-`, `sk-proj-`, `sk-`, `AIza`, `ghp_`, `github_pat_`, `xoxb-`,
+//! `hf_`, `AKIA`, `eyJ`, a PEM `-----BEGIN … PRIVATE KEY-----` line), and
+//! the length of the rest: `sk-ant-…(101 chars)`, `password=…(13 chars)`.
+//! No character of the secret itself is kept, whatever its length, and no
+//! value is skipped because of what it contains (a secret holding `…` is
+//! masked like any other). Masks ([`MARKER`]) are never masked again:
+//! masking masked text changes nothing.
 //!
 //! ## Structure-only privacy
 //!
@@ -55,10 +60,14 @@
 //! * Ordinary text is left alone (`tests/redact.rs::ordinary_text_is_untouched`).
 //! * Masking never changes the event type or envelope and never panics
 //!   (`tests/redact.rs::masking_never_panics_and_keeps_shape`).
+//! * A mask reveals nothing beyond the kind prefix and the length, for every
+//!   detector (`tests/redact.rs::masks_reveal_only_the_kind_prefix_and_length`),
+//!   and masking is idempotent
+//!   (`tests/redact.rs::masking_masked_text_changes_nothing`).
 #![forbid(unsafe_code)]
 
 mod mask;
 mod redactor;
 
-pub use mask::{mask_value, mask_with};
+pub use mask::{MARKER, mask_value, mask_with};
 pub use redactor::{InvalidPattern, Privacy, Redactor};

@@ -10,7 +10,7 @@ use transcript_domain::{
     RawJson, StepPayload, ToolPayload,
 };
 
-use crate::mask::mask_value;
+use crate::mask::{MARKER_WITH_KIND, mask_around, mask_value};
 
 /// How much content survives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,33 +45,53 @@ struct Rule {
 pub struct Redactor {
     rules: Vec<Rule>,
     sensitive_key: Option<Regex>,
+    /// Earlier masks (with their kept kind prefix), never masked again.
+    marker: Option<Regex>,
     privacy: Privacy,
     masks: AtomicU64,
 }
 
 /// Built-in rules: (name, pattern). A named group `secret` marks the part
-/// to mask; otherwise the whole match is masked.
+/// to mask (otherwise the whole match is masked); a group `kind` at the
+/// start of it is the key's published prefix (`sk-ant-`, `ghp_`, `AKIA`),
+/// which names the kind of key, holds no secret material and stays visible.
 const BUILTIN: &[(&str, &str)] = &[
     (
         "private_key_block",
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----",
+        r"(?P<secret>(?P<kind>-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----)",
     ),
     (
         "jwt",
-        r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",
+        r"\b(?P<secret>(?P<kind>eyJ)[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,})",
     ),
     (
         "openai_anthropic_key",
-        r"\bsk-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_-]{20,}",
+        r"\b(?P<secret>(?P<kind>sk-(?:ant-|proj-|svcacct-)?)[A-Za-z0-9_-]{20,})",
     ),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    (
+        "google_api_key",
+        r"\b(?P<secret>(?P<kind>AIza)[0-9A-Za-z_-]{35})",
+    ),
     (
         "github_token",
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        r"\b(?P<secret>(?P<kind>gh[pousr]_)[A-Za-z0-9]{36,})",
     ),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
-    ("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    (
+        "github_fine_grained_token",
+        r"\b(?P<secret>(?P<kind>github_pat_)[A-Za-z0-9_]{22,})",
+    ),
+    (
+        "slack_token",
+        r"\b(?P<secret>(?P<kind>xox[abposr]-)[A-Za-z0-9-]{10,})",
+    ),
+    (
+        "huggingface_token",
+        r"\b(?P<secret>(?P<kind>hf_)[A-Za-z0-9]{30,})",
+    ),
+    (
+        "aws_access_key_id",
+        r"\b(?P<secret>(?P<kind>AKIA|ASIA)[0-9A-Z]{16})\b",
+    ),
     (
         "aws_secret_access_key",
         r#"(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?(?P<secret>[A-Za-z0-9/+=]{40})"#,
@@ -85,6 +105,9 @@ const BUILTIN: &[(&str, &str)] = &[
         r#"(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret)["']?\s*[:=]\s*["']?(?P<secret>[^\s"',;]{4,})"#,
     ),
 ];
+
+/// Upper bound on extra masking passes (see [`Redactor::mask_text`]).
+const MAX_PASSES: usize = 16;
 
 /// Keys whose string values are masked whole in structured values.
 const SENSITIVE_KEY: &str = r"(?i)^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|apikey|credentials?|private[_-]?key|authorization|access[_-]?key|session[_-]?key|cookie)(?:[_-].*)?$";
@@ -105,6 +128,7 @@ impl Redactor {
         Self {
             rules,
             sensitive_key: Regex::new(SENSITIVE_KEY).ok(),
+            marker: Regex::new(MARKER_WITH_KIND).ok(),
             privacy: Privacy::MaskSecrets,
             masks: AtomicU64::new(0),
         }
@@ -115,6 +139,7 @@ impl Redactor {
         Self {
             rules: Vec::new(),
             sensitive_key: None,
+            marker: Regex::new(MARKER_WITH_KIND).ok(),
             privacy: Privacy::MaskSecrets,
             masks: AtomicU64::new(0),
         }
@@ -157,40 +182,79 @@ impl Redactor {
         self.masks.load(Ordering::Relaxed)
     }
 
-    /// Masks every rule's matches in `text`.
+    /// Masks every rule's matches in `text`: each keeps its `kind` prefix
+    /// (built-in rules) and its length. Earlier masks inside a match are
+    /// kept as they are, so masking masked text changes nothing.
+    ///
+    /// Passes repeat until nothing changes: a mask can expose a match that
+    /// was not one before (a key glued to a masked value gains the word
+    /// boundary its rule needs), and masking must be idempotent. Each
+    /// changing pass leaves fewer characters outside masks, so this ends;
+    /// the cap is a guard.
     pub fn mask_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut current: Cow<'a, str> = Cow::Borrowed(text);
+        let Some(mut masked) = self.mask_pass(text) else {
+            return Cow::Borrowed(text);
+        };
+        for _ in 0..MAX_PASSES {
+            match self.mask_pass(&masked) {
+                Some(again) => masked = again,
+                None => break,
+            }
+        }
+        Cow::Owned(masked)
+    }
+
+    /// One pass of every rule; `None` when nothing changed.
+    fn mask_pass(&self, text: &str) -> Option<String> {
+        let mut current: Cow<'_, str> = Cow::Borrowed(text);
         for rule in &self.rules {
             if !rule.regex.is_match(&current) {
                 continue;
             }
-            let replaced = rule.regex.replace_all(&current, |caps: &Captures<'_>| {
-                let whole = caps.get(0).map_or("", |m| m.as_str());
-                match caps.name("secret") {
-                    Some(secret) if !secret.as_str().contains('…') => {
-                        self.masks.fetch_add(1, Ordering::Relaxed);
-                        let start = secret.start() - caps.get(0).map_or(0, |m| m.start());
-                        let end = start + secret.as_str().len();
-                        format!(
-                            "{}{}{}",
-                            &whole[..start],
-                            mask_value(secret.as_str()),
-                            &whole[end..]
-                        )
-                    }
-                    Some(_) => whole.to_owned(),
-                    None if whole.contains('…') => whole.to_owned(),
-                    None => {
-                        self.masks.fetch_add(1, Ordering::Relaxed);
-                        mask_value(whole)
-                    }
-                }
+            let hay: &str = &current;
+            let markers = self.markers(hay);
+            let replaced = rule.regex.replace_all(hay, |caps: &Captures<'_>| {
+                let Some(whole) = caps.get(0) else {
+                    return String::new();
+                };
+                let target = caps.name("secret").unwrap_or(whole);
+                let kept = caps
+                    .name("kind")
+                    .filter(|k| k.start() == target.start() && k.end() <= target.end())
+                    .map_or(target.start(), |k| k.end());
+                let (masked, made) = mask_around(hay, kept..target.end(), &markers);
+                self.masks.fetch_add(made, Ordering::Relaxed);
+                format!(
+                    "{}{masked}{}",
+                    &hay[whole.start()..kept],
+                    &hay[target.end()..whole.end()]
+                )
             });
             if let Cow::Owned(s) = replaced {
                 current = Cow::Owned(s);
             }
         }
-        current
+        match current {
+            Cow::Owned(s) if s != text => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Byte ranges of the masks already in `hay`.
+    fn markers(&self, hay: &str) -> Vec<std::ops::Range<usize>> {
+        self.marker
+            .as_ref()
+            .map(|m| m.find_iter(hay).map(|f| f.range()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether `s` is exactly one mask (a sensitive key's value that was
+    /// already masked).
+    fn is_mask(&self, s: &str) -> bool {
+        self.marker
+            .as_ref()
+            .and_then(|m| m.find(s))
+            .is_some_and(|f| f.start() == 0 && f.end() == s.len())
     }
 
     fn mask_string(&self, s: &mut String) {
@@ -202,7 +266,7 @@ impl Redactor {
     fn mask_json(&self, value: &mut Value, under_sensitive_key: bool) -> bool {
         match value {
             Value::String(s) => {
-                if under_sensitive_key && !s.is_empty() && !is_mask(s) {
+                if under_sensitive_key && !s.is_empty() && !self.is_mask(s) {
                     self.masks.fetch_add(1, Ordering::Relaxed);
                     *s = mask_value(s);
                     true
@@ -326,11 +390,6 @@ impl Redactor {
             }
         }
     }
-}
-
-/// Whether `s` is already a mask (keeps masking idempotent).
-fn is_mask(s: &str) -> bool {
-    s.contains('…') && s.ends_with(" chars)")
 }
 
 impl EventMask for Redactor {

@@ -36,7 +36,7 @@ async fn secrets_are_masked_before_the_write_and_the_broadcast() {
     let received = live.next().await.unwrap();
     let line = received.to_line().unwrap();
     assert!(!line.contains(secret), "live stream: {line}");
-    assert!(line.contains("sk-p…efgh (42 chars)"), "{line}");
+    assert!(line.contains("use sk-proj-…(34 chars) please"), "{line}");
     Recorder::close(&recorder).await.unwrap();
     let on_disk = std::fs::read_to_string(recorder.path()).unwrap();
     assert!(!on_disk.contains(secret));

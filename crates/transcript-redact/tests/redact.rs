@@ -71,7 +71,7 @@ fn builtin_patterns_mask_every_planted_secret_in_text() {
     }
     assert_eq!(
         r.mask_text("Authorization: Bearer abcdefghijklmnop"),
-        "Authorization: Bearer abcd…mnop (16 chars)"
+        "Authorization: Bearer …(16 chars)"
     );
 }
 
@@ -259,7 +259,7 @@ fn sensitive_keys_mask_once() {
     let r = Redactor::builtin();
     let raw = RawJson::from_value(&json!({"token": "abcdefghijklmnopq"})).unwrap();
     let once = r.mask_raw(&raw);
-    assert_eq!(once.to_value()["token"], "abcd…nopq (17 chars)");
+    assert_eq!(once.to_value()["token"], "…(17 chars)");
     assert_eq!(r.mask_raw(&once).to_value(), once.to_value());
 }
 
@@ -267,8 +267,152 @@ fn sensitive_keys_mask_once() {
 fn mask_format_is_stable() {
     assert_eq!(
         mask_value(&format!("sk-a{}wxyz", "x".repeat(43))),
-        "sk-a…wxyz (51 chars)"
+        "…(51 chars)"
     );
+}
+
+/// (detector, text, secret, the kind prefix its mask may keep).
+fn detector_cases() -> Vec<(&'static str, String, String, &'static str)> {
+    let kinds = [
+        ("openai", "sk-proj-"),
+        ("anthropic", "sk-ant-"),
+        ("google", "AIza"),
+        ("github", "ghp_"),
+        ("aws_id", "AKIA"),
+        ("jwt", "eyJ"),
+        ("slack", "xoxb-"),
+        ("hf", "hf_"),
+    ];
+    let mut cases = Vec::new();
+    for (name, secret) in planted() {
+        let kind = kinds.iter().find(|(n, _)| *n == name).unwrap().1;
+        for ctx in contexts(&secret) {
+            cases.push((name, ctx, secret.clone(), kind));
+        }
+    }
+    let pem =
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----";
+    let more = [
+        (
+            "openai_plain",
+            "key sk-A1b2C3d4E5f6G7h8I9j0K1l2 end",
+            "sk-A1b2C3d4E5f6G7h8I9j0K1l2",
+            "sk-",
+        ),
+        (
+            "github_pat",
+            "pat github_pat_11ABCDEFG0123456789_abcdefXYZ ok",
+            "github_pat_11ABCDEFG0123456789_abcdefXYZ",
+            "github_pat_",
+        ),
+        (
+            "aws_session_id",
+            "id ASIAIOSFODNN7EXAMPLE",
+            "ASIAIOSFODNN7EXAMPLE",
+            "ASIA",
+        ),
+        (
+            "bearer",
+            "Authorization: Bearer abcdefghijklmnopqrstuvwxyz.0123",
+            "abcdefghijklmnopqrstuvwxyz.0123",
+            "",
+        ),
+        (
+            "aws_secret",
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "",
+        ),
+        ("password_13", "password=abcdefghijklm", "abcdefghijklm", ""),
+        (
+            "password_phrase",
+            "db password: correct-horse-battery",
+            "correct-horse-battery",
+            "",
+        ),
+        ("token", "TOKEN=abc123def456", "abc123def456", ""),
+        ("ellipsis", "secret: \"abc…defghij\"", "abc…defghij", ""),
+        ("pem", pem, pem, "-----BEGIN RSA PRIVATE KEY-----"),
+    ];
+    for (name, text, secret, kind) in more {
+        cases.push((name, text.to_owned(), secret.to_owned(), kind));
+    }
+    cases
+}
+
+#[test]
+fn masks_reveal_only_the_kind_prefix_and_length() {
+    let r = Redactor::builtin();
+    for (name, text, secret, kind) in detector_cases() {
+        assert!(secret.starts_with(kind), "{name}");
+        let hidden = secret.chars().count() - kind.chars().count();
+        // The whole secret, past its kind prefix, is replaced by the marker:
+        // not one of its characters survives, whatever its length.
+        let expected = text.replace(&secret, &format!("{kind}…({hidden} chars)"));
+        assert_eq!(r.mask_text(&text), expected, "{name}");
+    }
+    // Sensitive keys in structured values keep the length only.
+    let raw = RawJson::from_value(
+        &json!({"password": "abcdefghijklm", "api_key": "sk-proj-A1b2C3d4E5f6G7h8I9j0K1"}),
+    )
+    .unwrap();
+    assert_eq!(
+        r.mask_raw(&raw).to_value(),
+        json!({"password": "…(13 chars)", "api_key": "…(30 chars)"})
+    );
+}
+
+#[test]
+fn secrets_containing_an_ellipsis_are_masked() {
+    let r = Redactor::builtin();
+    assert_eq!(r.mask_text("password=abc…defghij"), "password=…(11 chars)");
+    // Even a value that looks like a mask but is not exactly one.
+    let raw =
+        RawJson::from_value(&json!({"token": "x…y (3 chars)", "secret": "…(3 chars)x"})).unwrap();
+    assert_eq!(
+        r.mask_raw(&raw).to_value(),
+        json!({"token": "…(13 chars)", "secret": "…(11 chars)"})
+    );
+    let user = Redactor::empty().with_pattern(r"ACME-\S+").unwrap();
+    assert_eq!(user.mask_text("ref ACME-12…34 ok"), "ref …(10 chars) ok");
+}
+
+#[test]
+fn masking_masked_text_changes_nothing() {
+    let r = Redactor::builtin();
+    let mut combined = String::new();
+    for (name, text, _, _) in detector_cases() {
+        let once = r.mask_text(&text).into_owned();
+        let made = r.masks_made();
+        assert_eq!(r.mask_text(&once), once, "{name}");
+        assert_eq!(r.masks_made(), made, "{name}: a marker was masked again");
+        combined.push_str(&text);
+        combined.push_str(" token=");
+        combined.push_str(&text);
+        combined.push('\n');
+    }
+    // Rules that meet each other's masks (`token=` before a masked key).
+    let once = r.mask_text(&combined).into_owned();
+    let made = r.masks_made();
+    assert_eq!(r.mask_text(&once), once);
+    assert_eq!(r.masks_made(), made);
+    assert!(once.contains(" token=sk-ant-…("), "{once}");
+    // A key glued to another secret only gets its word boundary once that
+    // secret is masked: masking repeats until nothing changes.
+    let key = &planted()[1].1;
+    let glued = format!("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY{key}");
+    let once = r.mask_text(&glued).into_owned();
+    assert_eq!(
+        once,
+        "aws_secret_access_key = …(40 chars)sk-ant-…(38 chars)"
+    );
+    assert_eq!(r.mask_text(&once), once);
+    // User patterns do not re-mask the digits of a marker.
+    let digits = Redactor::empty().with_pattern(r"\d+").unwrap();
+    let once = digits.mask_text("pin 1234").into_owned();
+    assert_eq!(once, "pin …(4 chars)");
+    assert_eq!(digits.mask_text(&once), once);
+    assert_eq!(digits.masks_made(), 1);
 }
 
 proptest! {
@@ -284,5 +428,25 @@ proptest! {
         // Masking is idempotent on its own output.
         let again = r.mask_raw(&masked);
         prop_assert_eq!(again.to_value(), v);
+    }
+
+    #[test]
+    fn masking_is_idempotent_on_mixed_text(pieces in proptest::collection::vec(
+        prop_oneof![
+            proptest::sample::select(detector_cases().into_iter().map(|c| c.1).collect::<Vec<_>>()),
+            proptest::sample::select(vec![
+                "password=".to_owned(), "token: ".to_owned(), "Bearer ".to_owned(), "…".to_owned(),
+                "…(3 chars)".to_owned(), " ".to_owned(), "\"".to_owned(), "=".to_owned(),
+            ]),
+            "[ -~…]{0,12}",
+        ],
+        0..8,
+    )) {
+        // Compiled once: building the rules per case dominates the run time.
+        static R: std::sync::LazyLock<Redactor> = std::sync::LazyLock::new(Redactor::builtin);
+        let r = &*R;
+        let text: String = pieces.concat();
+        let once = r.mask_text(&text).into_owned();
+        prop_assert_eq!(r.mask_text(&once).into_owned(), once);
     }
 }
