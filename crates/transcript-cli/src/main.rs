@@ -310,10 +310,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
             capture_content,
             redaction,
         } => {
-            let mask = redaction
-                .redactor()?
-                .map(|r| Arc::new(r) as Arc<dyn transcript_domain::EventMask>);
+            let redactor = redaction.redactor()?.map(Arc::new);
+            let mask = redactor
+                .clone()
+                .map(|r| r as Arc<dyn transcript_domain::EventMask>);
             let args = cmd::run::RunArgs {
+                redactor,
                 workflow,
                 inputs,
                 storage,

@@ -28,6 +28,8 @@ pub struct RunArgs {
     pub plugins: Vec<String>,
     /// Masking stage for the recorder.
     pub mask: Option<Arc<dyn EventMask>>,
+    /// The same redactor, for the messages printed about the run (errors can quote content).
+    pub redactor: Option<Arc<transcript_redact::Redactor>>,
     /// Durability policy.
     pub durability: Durability,
     /// Sequential ids, a manual clock and sequential branches (byte-stable output).
@@ -239,6 +241,14 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         }
     }
 
+    // What is printed about the run is masked like the transcript: errors can quote content.
+    let masked = |text: &str| -> String {
+        let text = match &args.redactor {
+            Some(r) => r.mask_text(text).into_owned(),
+            None => text.to_owned(),
+        };
+        crate::style::one_line(&text)
+    };
     // Storage failures: the first with its cause, then how many more (not one line each).
     let mut storage_errors = outcome.transcript_errors.clone();
     if let Err(e) = closed {
@@ -247,7 +257,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     if let Some(first) = storage_errors.first() {
         crate::diag!(
             "transcript: error: the transcript is incomplete: {}{}",
-            crate::style::one_line(first),
+            masked(first),
             match storage_errors.len() {
                 1 => String::new(),
                 n => format!(" (and {} more recorder errors)", n - 1),
@@ -257,7 +267,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     if let Some(first) = outcome.audit_errors.first() {
         crate::diag!(
             "transcript: warning: audit trail incomplete: {}{}",
-            crate::style::one_line(first),
+            masked(first),
             match outcome.audit_errors.len() {
                 1 => String::new(),
                 n => format!(" (and {} more)", n - 1),
@@ -275,13 +285,10 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     match &outcome.error {
         Some(err) => crate::diag!(
             "transcript: run {} {word}: {}",
-            crate::style::one_line(&outcome.workflow),
-            crate::style::one_line(err)
+            masked(&outcome.workflow),
+            masked(err)
         ),
-        None => crate::diag!(
-            "transcript: run {} {word}",
-            crate::style::one_line(&outcome.workflow)
-        ),
+        None => crate::diag!("transcript: run {} {word}", masked(&outcome.workflow)),
     }
     let signal = signalled.load(std::sync::atomic::Ordering::SeqCst);
     if signal != 0 {
