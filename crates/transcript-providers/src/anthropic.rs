@@ -23,6 +23,10 @@ pub(crate) struct Anthropic {
     /// Position of the last record, for diagnostics raised at the end.
     last: Position,
     stop_reason: Option<String>,
+    /// Whether a recorded exchange's response body is being read: an
+    /// exchange found there is reported, not walked (bounds the recursion
+    /// through nested bodies; issue #23).
+    in_body: bool,
 }
 
 #[derive(Debug)]
@@ -52,7 +56,19 @@ impl Mapper for Anthropic {
         let pos = rec.position;
         self.last = pos;
         if v.get("request").is_some() && v.get("response").is_some() {
-            return self.exchange(v, pos, turns, out);
+            if self.in_body {
+                return diag(
+                    out,
+                    K::Malformed,
+                    pos,
+                    "response/body",
+                    "a recorded exchange nested inside a response body (not read)",
+                );
+            }
+            self.in_body = true;
+            self.exchange(v, pos, turns, out);
+            self.in_body = false;
+            return;
         }
         let t = rtype(v);
         match t {

@@ -57,10 +57,19 @@
 //!   split message), so summing `usage` over turns never double counts.
 //!   `input_tokens` excludes cache reads for every provider (OpenAI, Codex
 //!   and Gemini counts are converted by subtracting cached tokens).
+//! - **Any nesting depth, bounded stack**: no walk recurses once per level
+//!   of the input. Opaque values are copied as text, never walked; a small
+//!   record nested deeper than serde_json's limit (128) is parsed lazily
+//!   instead of being refused; error texts look through at most
+//!   16 nested `error` objects and give the rest as JSON text; a recorded
+//!   exchange inside a response body is reported, not read. Tested with
+//!   ~200 KB of nesting in every provider's records (`tests/deep_nesting.rs`,
+//!   `robustness.rs::deep_nesting_never_panics`, the fuzz seeds).
 //! - **Opaque values keep their key order**, and in records over
 //!   [`json::EAGER_LIMIT`] bytes they are copied verbatim from the input
-//!   (number spelling, escapes, spacing; decision 14's spirit) unless they
-//!   span several lines, which a JSON Lines transcript cannot carry; small
+//!   (number spelling, escapes, spacing; decision 14's spirit); when they
+//!   span several lines, which a JSON Lines transcript cannot carry, only the
+//!   whitespace between their tokens is removed; small
 //!   records are parsed eagerly and their opaque values re-serialized
 //!   compactly (same value, same key order). [`json::Value`] keeps the
 //!   containers of large records as raw text until a mapper reads them,
