@@ -28,7 +28,9 @@
 //! events) → a provider mapper (records → blocks and tool events) → a shared
 //! turn assembler. The [`Provider`] registry looks parsers up by name
 //! (`claude`, `codex`, `gemini`, `copilot`, `openai`, `anthropic`) and
-//! [`detect`] / [`AutoNormalizer`] recognise a stream from its first records.
+//! [`detect`] / [`AutoNormalizer`] recognise a stream from its first records
+//! (within [`DETECT_MAX_RECORDS`] records and [`DETECT_MAX_BYTES`] bytes,
+//! each byte framed once; then a diagnosed fallback).
 //!
 //! # Invariants
 //!
@@ -232,7 +234,9 @@ mod turns;
 mod util;
 
 pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
-pub use registry::{AutoNormalizer, Provider, UnknownProvider, detect};
+pub use registry::{
+    AutoNormalizer, DETECT_MAX_BYTES, DETECT_MAX_RECORDS, Provider, UnknownProvider, detect,
+};
 
 /// An incremental normalizer for one provider stream.
 ///
