@@ -131,7 +131,6 @@ fn fuzz_seeds_are_current() {
                 "{} is stale (UPDATE_FUZZ_SEEDS=1)",
                 path.display()
             );
-            assert!(!to_jsonl(&normalize(*p, &bytes)).is_empty());
         }
     }
 }
