@@ -92,7 +92,9 @@
 //! # Threat model
 //!
 //! Input is untrusted agent output. The framer buffers at most one record
-//! (or one SSE event) at a time; a record that never closes is salvaged line
+//! (or one SSE event) at a time, of at most
+//! [`transcript_domain::MAX_LINE_BYTES`] (larger ones are reported and
+//! skipped; auto-detection holds at most [`DETECT_MAX_BYTES`]); a record that never closes is salvaged line
 //! by line at the end of the stream, and a raw newline inside a string or a
 //! column-0 `{` inside an open object ends a truncated record early, so one
 //! broken line cannot swallow the rest of an NDJSON stream. Nothing is
