@@ -8,7 +8,7 @@ use crate::json::Value;
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, rtype, s};
+use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, rtype, s, text_of};
 
 /// Session-file record types that carry no content for blocks.
 const METADATA_TYPES: &[&str] = &[
@@ -162,9 +162,13 @@ pub(crate) fn assistant_content(
     for (i, b) in blocks.iter().enumerate() {
         let bt = rtype(b);
         match bt {
-            "text" => turns.text(s(b, "text").unwrap_or_default(), out),
+            "text" => {
+                let text = text_of(b, "text", pos, "assistant/text", out);
+                turns.text(text, out)
+            }
             "thinking" => {
-                turns.thinking(s(b, "thinking").unwrap_or_default(), out);
+                let text = text_of(b, "thinking", pos, "assistant/thinking", out);
+                turns.thinking(text, out);
                 if ne(b, "signature").is_some() {
                     diag(
                         out,

@@ -151,7 +151,8 @@
 //! | codex | rollout `response_item` | as the OpenAI Responses items below |
 //! | codex | rollout `event_msg/token_count` | `info.last_token_usage` → usage |
 //! | codex | rollout `event_msg` duplicating a response item (`agent_message`, `exec_command_end`, `mcp_tool_call_end`, `user_message`…) | P |
-//! | codex | other rollout `event_msg` | M (errors E) |
+//! | codex | rollout `event_msg` bookkeeping (approvals, review mode, thread settings, `collab_*`, notices) / deltas | M / P |
+//! | codex | other rollout `event_msg` | U |
 //! | gemini | `init` | M; model |
 //! | gemini | `message` role user | X |
 //! | gemini | `message` role assistant (`delta: true` pieces accumulate into one text block) | text |
@@ -171,7 +172,7 @@
 //! | copilot | `session.error`, `abort`, `result` with non-zero `exitCode` | E |
 //! | copilot | `result`, `session.*`, `hook.*`, `subagent.*`, `system.notification` | M |
 //! | openai | `chat.completion` | turn per response id: `reasoning_content` → thinking, `content` → text, `refusal` → text + R, `tool_calls` → use; choices after the first X; `usage` |
-//! | openai | `chat.completion.chunk` SSE | accumulated per id; tool calls assembled by `index`; flushed at `finish_reason` (`length` I, `content_filter` R); usage chunk → usage; unparsable arguments → string input + I |
+//! | openai | `chat.completion.chunk` SSE | accumulated per id; tool calls assembled by `index`; flushed at `finish_reason` (`length` I, `content_filter` R); content after `finish_reason` kept (flushed later) + F; usage chunk → usage; unparsable arguments → string input + I |
 //! | openai | `data: [DONE]`, SSE comments | M |
 //! | openai | chat `messages` (role `assistant` / `tool`) | turns / result by `tool_call_id` (role `user`/`system` X) |
 //! | openai | Responses `response` | turn per id; `usage` (cached and reasoning tokens) |
@@ -180,10 +181,10 @@
 //! | openai | item `function_call`, `custom_tool_call`, `local_shell_call`, `tool_search_call` | use (`call_id`, else item id) |
 //! | openai | item `*_output` | result |
 //! | openai | item `web_search_call`, `image_generation_call`, `mcp_call`, `file_search_call`, `code_interpreter_call` (server-side tools) | use + result in the same turn |
-//! | openai | Responses SSE `response.output_item.done` / `response.completed` | item as above / usage; other `response.*` events P |
+//! | openai | Responses SSE `response.output_item.done` / `response.completed` | item as above / usage; deltas, parts and server-tool progress of the documented families P; other `response.*` U |
 //! | anthropic | `message` response | as the claude assistant content; usage; `stop_reason: refusal` → R |
 //! | anthropic | `message_start` | opens a turn per message id; usage |
-//! | anthropic | `content_block_start` / `_delta` / `_stop` | the block, emitted at stop; `input_json_delta` assembled |
+//! | anthropic | `content_block_start` / `_delta` / `_stop` | the block, emitted at stop; `input_json_delta` assembled; a second start on an open index closes the first block (kept) + I |
 //! | anthropic | `signature_delta` | X `thinking/signature` |
 //! | anthropic | `server_tool_use` + `*_tool_result` blocks | use + result in the same turn |
 //! | anthropic | block never stopped (stream cut, `max_tokens`) | the block is kept + I; incomplete tool JSON → input kept as a JSON string |
@@ -191,7 +192,8 @@
 //! | anthropic | `ping` | P |
 //! | anthropic | `error` | E |
 //! | anthropic | recorded exchange `{request, response}` | the request's last user message's `tool_result` blocks → results (answering the previous response), else X; body JSON or SSE text as above; HTTP ≥ 400 → E |
-//! | all | not JSON / truncated record | F (with the line's start) |
+//! | all | not JSON / truncated record / record over the line cap | F (with the line's start) |
+//! | all | a text, thinking or message field that is not a string | its JSON text + F |
 //! | all | unknown record, event or block type | U |
 //!
 //! # Versioning

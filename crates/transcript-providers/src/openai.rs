@@ -13,7 +13,9 @@ use transcript_domain::{RawJson, Usage};
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, u};
+use crate::util::{
+    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, text_of, u,
+};
 
 #[derive(Debug, Default)]
 pub(crate) struct OpenAi {
@@ -84,16 +86,16 @@ impl Mapper for OpenAi {
     }
 
     fn finish(&mut self, turns: &mut Turns, out: &mut Vec<Output>) {
-        if let Some(c) = self.chunks.take()
-            && !c.finished
-        {
-            diag(
-                out,
-                K::Incomplete,
-                c.pos,
-                "chat.completion.chunk",
-                "stream ended without finish_reason",
-            );
+        if let Some(c) = self.chunks.take() {
+            if !c.finished {
+                diag(
+                    out,
+                    K::Incomplete,
+                    c.pos,
+                    "chat.completion.chunk",
+                    "stream ended without finish_reason",
+                );
+            }
             flush_chunks(c, turns, out);
         }
     }
@@ -103,16 +105,18 @@ impl OpenAi {
     fn chunk(&mut self, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
         let id = s(v, "id").unwrap_or("");
         if self.chunks.as_ref().is_none_or(|c| c.id != id) {
-            if let Some(prev) = self.chunks.take()
-                && !prev.finished
-            {
-                diag(
-                    out,
-                    K::Incomplete,
-                    prev.pos,
-                    "chat.completion.chunk",
-                    "completion ended without finish_reason",
-                );
+            if let Some(prev) = self.chunks.take() {
+                if !prev.finished {
+                    diag(
+                        out,
+                        K::Incomplete,
+                        prev.pos,
+                        "chat.completion.chunk",
+                        "completion ended without finish_reason",
+                    );
+                }
+                // Also content that arrived after finish_reason (flagged
+                // where it arrived).
                 flush_chunks(prev, turns, out);
             }
             turns.message((!id.is_empty()).then_some(id), ne(v, "model"), out);
@@ -125,6 +129,7 @@ impl OpenAi {
         let Some(c) = self.chunks.as_mut() else {
             return;
         };
+        let mut late = false;
         if let Some(Value::Array(choices)) = v.get("choices") {
             for choice in choices {
                 if u(choice, "index").unwrap_or(0) != 0 {
@@ -138,9 +143,9 @@ impl OpenAi {
                     continue;
                 }
                 if let Some(d) = choice.get("delta") {
-                    if let Some(t) = s(d, "content") {
-                        c.text.push_str(t);
-                    }
+                    let before = c.size();
+                    c.text
+                        .push_str(&text_of(d, "content", pos, "chat.completion.chunk", out));
                     if let Some(t) = s(d, "reasoning_content").or_else(|| s(d, "reasoning")) {
                         c.reasoning.push_str(t);
                     }
@@ -163,6 +168,7 @@ impl OpenAi {
                             }
                         }
                     }
+                    late |= c.finished && c.size() != before;
                 }
                 if let Some(reason) = ne(choice, "finish_reason") {
                     match reason {
@@ -182,7 +188,7 @@ impl OpenAi {
                         ),
                         _ => {}
                     }
-                    if !c.finished {
+                    if !c.finished || c.has_content() {
                         c.finished = true;
                         let done = std::mem::replace(
                             c,
@@ -198,9 +204,39 @@ impl OpenAi {
                 }
             }
         }
+        if late {
+            // Kept (flushed with the next completion or at the end), and
+            // flagged: a chunk after finish_reason is out of protocol.
+            diag(
+                out,
+                K::Malformed,
+                pos,
+                "chat.completion.chunk",
+                "content after finish_reason (kept)",
+            );
+        }
         if let Some(usage) = v.get("usage").filter(|x| x.is_object()) {
             turns.set_usage(chat_usage(usage));
         }
+    }
+}
+
+impl Chunks {
+    /// Whether deltas are waiting to be flushed.
+    fn has_content(&self) -> bool {
+        self.size() > 0
+    }
+
+    /// How much was accumulated (grows with every delta that carries content).
+    fn size(&self) -> usize {
+        self.reasoning.len()
+            + self.text.len()
+            + self.refusal.as_ref().map_or(0, |r| r.len() + 1)
+            + self
+                .tools
+                .values()
+                .map(|(id, name, args)| 1 + id.len() + name.len() + args.len())
+                .sum::<usize>()
     }
 }
 
@@ -329,6 +365,7 @@ fn assistant_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<
     }
     match m.get("content") {
         Some(Value::String(t)) if !t.is_empty() => turns.text(t.as_str(), out),
+        Some(Value::String(_) | Value::Null) | None => {}
         Some(Value::Array(parts)) => {
             for p in parts {
                 match (rtype(p), s(p, "text")) {
@@ -342,7 +379,10 @@ fn assistant_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<
                 }
             }
         }
-        _ => {}
+        Some(_) => {
+            let text = text_of(m, "content", pos, "message/content", out);
+            turns.text(text, out);
+        }
     }
     if let Some(r) = ne(m, "refusal") {
         diag(out, K::Refusal, pos, "message/refusal", r);
@@ -440,8 +480,43 @@ fn response_event(t: &str, v: &Value, pos: Position, turns: &mut Turns, out: &mu
                 _ => diag(out, K::Metadata, pos, t, ""),
             }
         }
-        _ => diag(out, K::Progress, pos, t, ""),
+        _ if is_progress_event(t) => diag(out, K::Progress, pos, t, ""),
+        _ => diag(out, K::Unknown, pos, t, ""),
     }
+}
+
+/// Responses SSE events superseded by `response.output_item.done` /
+/// `response.completed` (deltas, parts, server-side tool progress): the
+/// families of the Responses streaming reference. Others are unknown.
+fn is_progress_event(t: &str) -> bool {
+    const FAMILIES: &[&str] = &[
+        "output_item",
+        "content_part",
+        "output_text",
+        "refusal",
+        "function_call_arguments",
+        "custom_tool_call_input",
+        "reasoning",
+        "reasoning_text",
+        "reasoning_summary_part",
+        "reasoning_summary_text",
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "code_interpreter_call_code",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_call_arguments",
+        "mcp_list_tools",
+        "audio",
+        "audio_transcript",
+    ];
+    matches!(t, "response.queued")
+        || t.strip_prefix("response.")
+            .and_then(|rest| rest.rsplit_once('.'))
+            .is_some_and(|(family, _)| {
+                FAMILIES.contains(&family) || family.starts_with("output_text.")
+            })
 }
 
 fn call_id(item: &Value, pos: Position) -> String {
@@ -469,7 +544,10 @@ pub(crate) fn response_item(item: &Value, pos: Position, turns: &mut Turns, out:
             if let Some(Value::Array(parts)) = item.get("content") {
                 for p in parts {
                     match rtype(p) {
-                        "output_text" | "text" => turns.text(s(p, "text").unwrap_or_default(), out),
+                        pt @ ("output_text" | "text") => {
+                            let text = text_of(p, "text", pos, &format!("message/{pt}"), out);
+                            turns.text(text, out)
+                        }
                         "refusal" => {
                             let r = s(p, "refusal").unwrap_or_default();
                             diag(out, K::Refusal, pos, "message/refusal", r);

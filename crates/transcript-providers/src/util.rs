@@ -98,6 +98,33 @@ pub(crate) fn raw(v: &Value) -> RawJson {
     v.to_raw()
 }
 
+/// The text of a field that should be a string (a text, thinking or
+/// message field). Absent or `null` is empty text; a value of another type
+/// is kept as its JSON text and flagged [`DiagnosticKind::Malformed`],
+/// never turned into empty text (issue #23).
+pub(crate) fn text_of<'a>(
+    v: &'a Value,
+    key: &str,
+    pos: Position,
+    record: &str,
+    out: &mut Vec<Output>,
+) -> std::borrow::Cow<'a, str> {
+    match v.get(key) {
+        Some(Value::String(t)) => std::borrow::Cow::Borrowed(t),
+        None | Some(Value::Null) => std::borrow::Cow::Borrowed(""),
+        Some(other) => {
+            diag(
+                out,
+                DiagnosticKind::Malformed,
+                pos,
+                record,
+                format!("`{key}` is not a string; kept as its JSON text"),
+            );
+            std::borrow::Cow::Owned(other.to_string())
+        }
+    }
+}
+
 /// Verbatim-order JSON text of an owned value.
 pub(crate) fn raw_of(v: Value) -> RawJson {
     v.to_raw()
