@@ -16,7 +16,12 @@ use crate::util::{
 };
 
 #[derive(Debug, Default)]
-pub(crate) struct Codex;
+pub(crate) struct Codex {
+    /// `error` items of the open turn: a warning when the turn then
+    /// completes (Codex prints e.g. missing model metadata this way and
+    /// carries on), a provider error when it fails or the stream ends.
+    item_errors: Vec<(Position, String, String)>,
+}
 
 /// `event_msg` types of rollout files that duplicate a `response_item`.
 const ROLLOUT_DUPLICATES: &[&str] = &[
@@ -87,6 +92,11 @@ const ROLLOUT_PROGRESS: &[&str] = &[
 ];
 
 impl Mapper for Codex {
+    fn finish(&mut self, _turns: &mut Turns, out: &mut Vec<Output>) {
+        // No turn.completed after them: the run did not survive them.
+        self.flush_item_errors(K::ProviderError, out);
+    }
+
     fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
         let v = &rec.value;
         let pos = rec.position;
@@ -97,10 +107,12 @@ impl Mapper for Codex {
         match t {
             "thread.started" => diag(out, K::Metadata, pos, t, ""),
             "turn.started" => {
+                self.flush_item_errors(K::ProviderError, out);
                 turns.end_turn(out);
                 diag(out, K::Metadata, pos, t, "");
             }
             "turn.completed" => {
+                self.flush_item_errors(K::Warning, out);
                 if let Some(usage) = v.get("usage") {
                     turns.set_usage(exec_usage(usage));
                 } else {
@@ -109,6 +121,7 @@ impl Mapper for Codex {
                 turns.end_turn(out);
             }
             "turn.failed" => {
+                self.flush_item_errors(K::ProviderError, out);
                 let detail = v.get("error").map(error_text).unwrap_or_default();
                 diag(out, K::ProviderError, pos, t, detail);
                 turns.end_turn(out);
@@ -118,6 +131,10 @@ impl Mapper for Codex {
                 diag(out, K::ProviderError, pos, t, detail);
             }
             "item.started" | "item.updated" | "item.completed" => match v.get("item") {
+                Some(item) if t == "item.completed" && rtype(item) == "error" => {
+                    let detail = s(item, "message").unwrap_or_default().to_owned();
+                    self.item_errors.push((pos, format!("{t}/error"), detail));
+                }
                 Some(item) => exec_item(t, item, pos, turns, out),
                 None => diag(out, K::Malformed, pos, t, "no item"),
             },
@@ -149,6 +166,19 @@ impl Mapper for Codex {
                 diag(out, K::Metadata, pos, "config", "legacy config header");
             }
             _ => diag(out, K::Unknown, pos, t, ""),
+        }
+    }
+}
+
+impl Codex {
+    /// Reports the open turn's error items, as `kind`.
+    fn flush_item_errors(&mut self, kind: K, out: &mut Vec<Output>) {
+        for (pos, record, detail) in self.item_errors.drain(..) {
+            let detail = match kind {
+                K::Warning => format!("{detail} (the turn completed)"),
+                _ => detail,
+            };
+            diag(out, kind, pos, record, detail);
         }
     }
 }

@@ -59,6 +59,19 @@
 //!   split message), so summing `usage` over turns never double counts.
 //!   `input_tokens` excludes cache reads for every provider (OpenAI, Codex
 //!   and Gemini counts are converted by subtracting cached tokens).
+//! - **Claude Code usage is what was billed** (issue #16): its `assistant`
+//!   lines carry the usage snapshot taken at `message_start` (an output
+//!   count of 1 or so), while the `result` line that ends a run carries the
+//!   run's totals (`usage`, else the `modelUsage` entries summed, and
+//!   `total_cost_usd`). At `result`, each count the totals have is settled
+//!   on the run's last turn: it gets the total minus what the run's earlier
+//!   turns already carry, so summing `usage` over a run's turns equals the
+//!   result's totals exactly (earlier turns keep their own snapshot; a
+//!   result with no turn before it yields a usage-only turn). The last turn
+//!   is emitted at `result`, and the next run (a file may hold several)
+//!   starts its sum afresh. A model name `claude-opus-4-8[1m]` (init
+//!   `model`, `modelUsage` keys) is the model id plus a context-window tag:
+//!   turns carry `claude-opus-4-8`.
 //! - **Any nesting depth, bounded stack**: no walk recurses once per level
 //!   of the input. Opaque values are copied as text, never walked; a small
 //!   record nested deeper than serde_json's limit (128) is parsed lazily
@@ -105,7 +118,7 @@
 //!
 //! Diagnostic kinds: **M** metadata, **P** progress (superseded by a mapped
 //! record), **X** extra (no block type for it), **U** unknown type, **E**
-//! provider error, **R** refusal, **I** incomplete, **O** orphan, **F**
+//! provider error, **W** warning (an error the provider survived), **R** refusal, **I** incomplete, **O** orphan, **F**
 //! malformed, **Rp** repaired. "use/result" means a `tool_use` block plus
 //! `tool.call`, and a `tool_result` block plus `tool.result`.
 //!
@@ -124,13 +137,14 @@
 //! | claude | block `fallback` | M |
 //! | claude | `user` tool_result (id `tool_use_id`, else record `sourceToolUseID`) | result; `is_error` → `error` = its text |
 //! | claude | `user` string content, text / image blocks | X (the prompt is `message.user`, written by the agent seam) |
-//! | claude | `result` success | M; `total_cost_usd` → `cost_usd` of the last turn |
+//! | claude | `result` success | M; `usage` (else `modelUsage` summed) settles the run's last turn so turns sum to it; `total_cost_usd` → `cost_usd` of that turn; ends the turn |
 //! | claude | `result` error (`is_error`, `error_max_turns`, `error_during_execution`) | E |
 //! | claude | `stream_event` (partial messages) | P |
 //! | claude | session records (`summary`, `attachment`, `file-history-snapshot`, `progress`, `queue-operation`, titles, modes, links, `worktree-state`…) | M |
 //! | codex | `thread.started`, `turn.started` | M (turn.started closes the open turn) |
 //! | codex | `turn.completed` | `usage` → the open turn's usage (covers the whole Codex turn); closes it |
-//! | codex | `turn.failed`, `error`, item `error` | E |
+//! | codex | `turn.failed`, `error` | E |
+//! | codex | item `error` | W when its turn then completes (`turn.completed`), else E (turn failed, new turn, end of stream) |
 //! | codex | item `agent_message` / `assistant_message` (0.42–0.43) | text (on `item.completed`; started/updated P) |
 //! | codex | item `reasoning` | thinking |
 //! | codex | item `command_execution` | use on start (name `command_execution`, input `{command}`), result on completion (`aggregated_output`; non-zero `exit_code` / `failed` → error) |

@@ -76,7 +76,7 @@ impl Provider {
     pub fn normalizer(self) -> Box<dyn Normalizer> {
         match self {
             Provider::Claude => Box::new(Framed::new(self, claude::Claude)),
-            Provider::Codex => Box::new(Framed::new(self, codex::Codex)),
+            Provider::Codex => Box::new(Framed::new(self, codex::Codex::default())),
             Provider::Gemini => Box::new(Framed::new(self, gemini::Gemini)),
             Provider::Copilot => Box::new(Framed::new(self, copilot::Copilot)),
             Provider::OpenAi => Box::new(Framed::new(self, openai::OpenAi::default())),
