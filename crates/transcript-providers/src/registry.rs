@@ -113,7 +113,7 @@ pub fn detect(prefix: &[u8]) -> Option<Provider> {
     let mut d = Detector::default();
     match d.feed(&prefix[..prefix.len().min(DETECT_MAX_BYTES)]) {
         Verdict::Detected(p) => Some(p),
-        Verdict::Undecided | Verdict::Exhausted => None,
+        Verdict::Undecided | Verdict::Exhausted => d.guess.map(|(p, _)| p),
     }
 }
 
@@ -133,6 +133,8 @@ struct Detector {
     framer: Framer,
     frames: Vec<Frame>,
     records: usize,
+    /// The first inconclusive guess and the record type it came from.
+    guess: Option<(Provider, String)>,
 }
 
 impl Detector {
@@ -152,6 +154,11 @@ impl Detector {
             self.records += 1;
             if let Some(p) = detect_record(r.event.as_deref(), &r.value) {
                 return Verdict::Detected(p);
+            }
+            if self.guess.is_none()
+                && let Some(p) = guess_record(&r.value)
+            {
+                self.guess = Some((p, s(&r.value, "type").unwrap_or("-").to_owned()));
             }
             if self.records >= DETECT_MAX_RECORDS {
                 return Verdict::Exhausted;
@@ -220,23 +227,49 @@ fn detect_record(event: Option<&str>, v: &Value) -> Option<Provider> {
     if matches!(t, "tool_use" | "tool_result") && v.get("tool_id").is_some() {
         return Some(Provider::Gemini);
     }
-    if matches!(t, "system" | "assistant" | "user" | "result")
-        || v.get("sessionId").is_some()
+    // Gemini CLI records sharing Claude Code's type names: a `result` with
+    // `stats` (Claude's has `subtype`), a `user` record or `message` with
+    // the text at top level (Claude's sit in `message`).
+    if t == "result" && v.get("stats").is_some() && v.get("subtype").is_none() {
+        return Some(Provider::Gemini);
+    }
+    if matches!(t, "user" | "message")
+        && v.get("message").is_none()
+        && v.get("content").is_some_and(|c| c.as_str().is_some())
+    {
+        return Some(Provider::Gemini);
+    }
+    if v.get("sessionId").is_some()
         || v.get("parentUuid").is_some()
+        || (matches!(t, "assistant" | "user") && v.get("message").is_some_and(Value::is_object))
+        || (matches!(t, "system" | "result") && v.get("subtype").is_some())
     {
         return Some(Provider::Claude);
     }
     None
 }
 
+/// A guess from a record that names a Claude Code type without its shape
+/// (`{"type":"result"}` alone): used only when no record is conclusive.
+fn guess_record(v: &Value) -> Option<Provider> {
+    matches!(
+        s(v, "type"),
+        Some("system" | "assistant" | "user" | "result")
+    )
+    .then_some(Provider::Claude)
+}
+
 /// Detects the provider from the first records, then delegates.
 ///
 /// Input is buffered until a record identifies the provider, within the
 /// first [`DETECT_MAX_RECORDS`] records and [`DETECT_MAX_BYTES`] bytes
-/// (never more is buffered: [`AutoNormalizer::buffered`]). When no record
-/// is conclusive within those bounds, or by the end of a shorter stream, a
-/// single [`DiagnosticKind::Unknown`] diagnostic reports it and the input
-/// is normalized as Claude so its records are still counted. The decision
+/// (never more is buffered: [`AutoNormalizer::buffered`]). A record that
+/// only names a Claude Code type (`{"type":"result"}` without its fields)
+/// is a guess, used when no later record within the bounds is conclusive.
+/// When no record is conclusive within those bounds, or by the end of a
+/// shorter stream, a single [`DiagnosticKind::Unknown`] diagnostic says what
+/// was guessed (or that nothing was, and the input is normalized as Claude
+/// so its records are still counted) and suggests naming the provider. The decision
 /// depends only on the records, never on how the input is chunked.
 pub struct AutoNormalizer {
     buffered: Vec<u8>,
@@ -279,8 +312,21 @@ impl AutoNormalizer {
         self.inner = Some(n);
     }
 
-    /// Starts the fallback provider with a diagnostic saying why.
+    /// Starts the guessed provider, else the fallback one, with a
+    /// diagnostic saying what was guessed or why nothing was.
     fn fall_back(&mut self, why: &str, out: &mut Vec<Output>) {
+        let (provider, detail) = match self.detector.guess.take() {
+            Some((p, record)) => (
+                p,
+                format!(
+                    "provider not conclusively detected{why}; guessed {p} from a `{record}` record (name the provider to be sure)"
+                ),
+            ),
+            None => (
+                Provider::Claude,
+                format!("provider not detected{why}; parsed as claude (name the provider)"),
+            ),
+        };
         out.push(Output::Diagnostic(Diagnostic {
             kind: DiagnosticKind::Unknown,
             position: Position {
@@ -289,9 +335,9 @@ impl AutoNormalizer {
                 element: None,
             },
             record: "-".to_owned(),
-            detail: format!("provider not detected{why}; parsed as claude (name the provider)"),
+            detail,
         }));
-        self.start(Provider::Claude, out);
+        self.start(provider, out);
     }
 }
 
@@ -543,5 +589,42 @@ mod tests {
             }
         }
         assert_eq!(detect(&input), None);
+    }
+
+    #[test]
+    fn gemini_records_named_like_claude_ones_are_gemini() {
+        // Issue #18 item 5: both were read as Claude.
+        let result =
+            b"{\"type\":\"result\",\"status\":\"success\",\"stats\":{\"input_tokens\":5}}\n";
+        assert_eq!(detect(result), Some(Provider::Gemini));
+        let user = b"{\"type\":\"user\",\"role\":\"user\",\"content\":\"Hello\"}\n{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Hi\"}\n";
+        assert_eq!(detect(user), Some(Provider::Gemini));
+        // Claude Code's own records of those types keep being Claude.
+        for claude in [
+            &b"{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"x\"}\n"[..],
+            b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"Hello\"}}\n",
+        ] {
+            assert_eq!(detect(claude), Some(Provider::Claude));
+        }
+    }
+
+    #[test]
+    fn a_guess_from_a_bare_type_is_used_only_when_nothing_is_conclusive_and_is_said() {
+        // A bare `result` guesses Claude, but a later conclusive record wins.
+        let input = b"{\"type\":\"result\"}\n{\"type\":\"init\",\"session_id\":\"s\"}\n";
+        let mut auto = AutoNormalizer::new();
+        let out = feed_all(&mut auto, input, 3);
+        assert_eq!(auto.detected(), Some(Provider::Gemini));
+        assert!(fallbacks(&out).is_empty());
+        let mut auto = AutoNormalizer::new();
+        let out = feed_all(&mut auto, b"{\"hello\":1}\n{\"type\":\"result\"}\n", 3);
+        assert_eq!(auto.detected(), Some(Provider::Claude));
+        let said: Vec<_> = out
+            .iter()
+            .filter_map(Output::as_diagnostic)
+            .filter(|d| d.detail.contains("guessed claude from a `result` record"))
+            .collect();
+        assert_eq!(said.len(), 1, "{out:?}");
+        assert_eq!(detect(b"{\"type\":\"result\"}\n"), Some(Provider::Claude));
     }
 }
