@@ -14,7 +14,7 @@ use crate::claude::{assistant_content, content_error};
 use crate::frame::{Frame, Framer, Record};
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, raw_of, rtype, s, u};
+use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, raw_of, rtype, s, text_of, u};
 
 #[derive(Debug, Default)]
 pub(crate) struct Anthropic {
@@ -23,6 +23,10 @@ pub(crate) struct Anthropic {
     /// Position of the last record, for diagnostics raised at the end.
     last: Position,
     stop_reason: Option<String>,
+    /// Whether a recorded exchange's response body is being read: an
+    /// exchange found there is reported, not walked (bounds the recursion
+    /// through nested bodies; issue #23).
+    in_body: bool,
 }
 
 #[derive(Debug)]
@@ -52,7 +56,19 @@ impl Mapper for Anthropic {
         let pos = rec.position;
         self.last = pos;
         if v.get("request").is_some() && v.get("response").is_some() {
-            return self.exchange(v, pos, turns, out);
+            if self.in_body {
+                return diag(
+                    out,
+                    K::Malformed,
+                    pos,
+                    "response/body",
+                    "a recorded exchange nested inside a response body (not read)",
+                );
+            }
+            self.in_body = true;
+            self.exchange(v, pos, turns, out);
+            self.in_body = false;
+            return;
         }
         let t = rtype(v);
         match t {
@@ -75,9 +91,9 @@ impl Mapper for Anthropic {
                 let b = v.get("content_block").unwrap_or(&null);
                 let bt = rtype(b);
                 let open = match bt {
-                    "text" => Open::Text(s(b, "text").unwrap_or_default().to_owned()),
+                    "text" => Open::Text(text_of(b, "text", pos, t, out).into_owned()),
                     "thinking" => Open::Thinking {
-                        text: s(b, "thinking").unwrap_or_default().to_owned(),
+                        text: text_of(b, "thinking", pos, t, out).into_owned(),
                         signed: ne(b, "signature").is_some(),
                     },
                     "tool_use" | "server_tool_use" | "mcp_tool_use" => Open::Tool {
@@ -113,7 +129,18 @@ impl Mapper for Anthropic {
                         Open::Skip
                     }
                 };
-                self.open.insert(index, (pos, open));
+                // A second start on an open index: the first block is kept
+                // (closed as never stopped), not overwritten (issue #23).
+                if let Some((start, first)) = self.open.insert(index, (pos, open)) {
+                    diag(
+                        out,
+                        K::Incomplete,
+                        pos,
+                        t,
+                        format!("block {index} started again before its content_block_stop"),
+                    );
+                    self.close(first, true, start, turns, out);
+                }
             }
             "content_block_delta" => {
                 let index = u(v, "index").unwrap_or(0);
@@ -122,14 +149,14 @@ impl Mapper for Anthropic {
                 let dt = rtype(d);
                 match (self.open.get_mut(&index).map(|(_, o)| o), dt) {
                     (Some(Open::Text(text)), "text_delta") => {
-                        text.push_str(s(d, "text").unwrap_or_default())
+                        text.push_str(&text_of(d, "text", pos, t, out))
                     }
                     (Some(Open::Thinking { text, .. }), "thinking_delta") => {
-                        text.push_str(s(d, "thinking").unwrap_or_default())
+                        text.push_str(&text_of(d, "thinking", pos, t, out))
                     }
                     (Some(Open::Thinking { signed, .. }), "signature_delta") => *signed = true,
                     (Some(Open::Tool { json, .. }), "input_json_delta") => {
-                        json.push_str(s(d, "partial_json").unwrap_or_default())
+                        json.push_str(&text_of(d, "partial_json", pos, t, out))
                     }
                     (Some(Open::Skip), _) => {}
                     (_, "citations_delta") => diag(

@@ -4,11 +4,12 @@
 //! session bookkeeping), so one mapper handles them.
 
 use crate::json::Value;
+use transcript_domain::Usage;
 
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, rtype, s};
+use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, rtype, s, text_of};
 
 /// Session-file record types that carry no content for blocks.
 const METADATA_TYPES: &[&str] = &[
@@ -48,7 +49,7 @@ impl Mapper for Claude {
                 Some(m) => {
                     let fallback_id = record_id(v, pos);
                     let id = ne(m, "id").unwrap_or(&fallback_id);
-                    turns.message(Some(id), ne(m, "model"), out);
+                    turns.message(Some(id), ne(m, "model").map(model_id), out);
                     if let Some(content) = m.get("content") {
                         assistant_content(content, &fallback_id, pos, turns, out);
                     }
@@ -80,7 +81,7 @@ impl Mapper for Claude {
                 match sub {
                     "init" => {
                         if let Some(m) = ne(v, "model") {
-                            turns.default_model = Some(m.to_owned());
+                            turns.default_model = Some(model_id(m).to_owned());
                         }
                         diag(out, K::Metadata, pos, record, "");
                     }
@@ -96,6 +97,21 @@ impl Mapper for Claude {
                 }
             }
             "result" => {
+                if let Some(total) = result_usage(v) {
+                    let over = turns.settle_usage(&total);
+                    if !over.is_empty() {
+                        diag(
+                            out,
+                            K::Metadata,
+                            pos,
+                            "result/usage",
+                            format!(
+                                "the messages' usage already exceeds the result's {}; kept",
+                                over.join(", ")
+                            ),
+                        );
+                    }
+                }
                 if let Some(cost) = v.get("total_cost_usd").and_then(Value::as_f64) {
                     // The session's total cost lands on the last turn, so
                     // summing cost over turns gives the run's cost.
@@ -114,12 +130,45 @@ impl Mapper for Claude {
                 } else {
                     diag(out, K::Metadata, pos, format!("result/{sub}"), "");
                 }
+                // The run is over; its last turn carries the settled totals.
+                turns.end_run(out);
             }
             "stream_event" => diag(out, K::Progress, pos, t, ""),
             _ if METADATA_TYPES.contains(&t) => diag(out, K::Metadata, pos, t, ""),
             _ => diag(out, K::Unknown, pos, t, ""),
         }
     }
+}
+
+/// The model id of a Claude Code model name: `claude-opus-4-8[1m]` (a
+/// `modelUsage` key or `--model` value) is `claude-opus-4-8` with a
+/// context-window tag, not another model.
+fn model_id(name: &str) -> &str {
+    match name.strip_suffix(']').and_then(|n| n.rsplit_once('[')) {
+        Some((id, _tag)) if !id.is_empty() => id,
+        _ => name,
+    }
+}
+
+/// The run's totals on a `result` line: `usage` (Anthropic field names),
+/// else the sum of the `modelUsage` entries (camelCase).
+fn result_usage(v: &Value) -> Option<Usage> {
+    if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+        return Some(anthropic_usage(u));
+    }
+    let models = v.get("modelUsage").and_then(Value::as_object)?;
+    let mut total = Usage::default();
+    for m in models.values() {
+        total.accumulate(&Usage {
+            input_tokens: crate::util::u(m, "inputTokens"),
+            output_tokens: crate::util::u(m, "outputTokens"),
+            cache_read_tokens: crate::util::u(m, "cacheReadInputTokens"),
+            cache_write_tokens: crate::util::u(m, "cacheCreationInputTokens"),
+            reasoning_tokens: None,
+            cost_usd: None,
+        });
+    }
+    Some(total)
 }
 
 /// A stable id for a record without a provider id: its `uuid`, else its position.
@@ -162,9 +211,13 @@ pub(crate) fn assistant_content(
     for (i, b) in blocks.iter().enumerate() {
         let bt = rtype(b);
         match bt {
-            "text" => turns.text(s(b, "text").unwrap_or_default(), out),
+            "text" => {
+                let text = text_of(b, "text", pos, "assistant/text", out);
+                turns.text(text, out)
+            }
             "thinking" => {
-                turns.thinking(s(b, "thinking").unwrap_or_default(), out);
+                let text = text_of(b, "thinking", pos, "assistant/thinking", out);
+                turns.thinking(text, out);
                 if ne(b, "signature").is_some() {
                     diag(
                         out,

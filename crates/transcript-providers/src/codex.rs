@@ -12,11 +12,16 @@ use crate::openai::response_item;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
 use crate::util::{
-    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, raw_opt, rtype, s, u,
+    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, raw_opt, rtype, s, text_of, u,
 };
 
 #[derive(Debug, Default)]
-pub(crate) struct Codex;
+pub(crate) struct Codex {
+    /// `error` items of the open turn: a warning when the turn then
+    /// completes (Codex prints e.g. missing model metadata this way and
+    /// carries on), a provider error when it fails or the stream ends.
+    item_errors: Vec<(Position, String, String)>,
+}
 
 /// `event_msg` types of rollout files that duplicate a `response_item`.
 const ROLLOUT_DUPLICATES: &[&str] = &[
@@ -40,7 +45,58 @@ const ROLLOUT_DUPLICATES: &[&str] = &[
     "dynamic_tool_call_response",
 ];
 
+/// Rollout `event_msg` types that are session bookkeeping (approvals,
+/// review mode, thread settings, sub-agent collaboration, notices).
+const ROLLOUT_METADATA: &[&str] = &[
+    "session_configured",
+    "background_event",
+    "turn_diff",
+    "plan_update",
+    "exec_approval_request",
+    "apply_patch_approval_request",
+    "request_user_input",
+    "elicitation_request",
+    "get_history_entry_response",
+    "mcp_list_tools_response",
+    "mcp_startup_update",
+    "mcp_startup_complete",
+    "list_custom_prompts_response",
+    "shutdown_complete",
+    "conversation_path",
+    "entered_review_mode",
+    "exited_review_mode",
+    "context_compacted",
+    "deprecation_notice",
+    "warning",
+    "undo_started",
+    "undo_completed",
+    "guardian_assessment",
+    "thread_goal_updated",
+    "thread_settings_applied",
+    "thread_name_updated",
+    "thread_rolled_back",
+    "sub_agent_activity",
+];
+
+/// Rollout `event_msg` streaming pieces, superseded by the complete item.
+const ROLLOUT_PROGRESS: &[&str] = &[
+    "agent_message_delta",
+    "agent_message_content_delta",
+    "agent_reasoning_delta",
+    "agent_reasoning_raw_content_delta",
+    "agent_reasoning_section_break",
+    "reasoning_content_delta",
+    "reasoning_raw_content_delta",
+    "exec_command_output_delta",
+    "terminal_interaction",
+];
+
 impl Mapper for Codex {
+    fn finish(&mut self, _turns: &mut Turns, out: &mut Vec<Output>) {
+        // No turn.completed after them: the run did not survive them.
+        self.flush_item_errors(K::ProviderError, out);
+    }
+
     fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
         let v = &rec.value;
         let pos = rec.position;
@@ -51,10 +107,12 @@ impl Mapper for Codex {
         match t {
             "thread.started" => diag(out, K::Metadata, pos, t, ""),
             "turn.started" => {
+                self.flush_item_errors(K::ProviderError, out);
                 turns.end_turn(out);
                 diag(out, K::Metadata, pos, t, "");
             }
             "turn.completed" => {
+                self.flush_item_errors(K::Warning, out);
                 if let Some(usage) = v.get("usage") {
                     turns.set_usage(exec_usage(usage));
                 } else {
@@ -63,6 +121,7 @@ impl Mapper for Codex {
                 turns.end_turn(out);
             }
             "turn.failed" => {
+                self.flush_item_errors(K::ProviderError, out);
                 let detail = v.get("error").map(error_text).unwrap_or_default();
                 diag(out, K::ProviderError, pos, t, detail);
                 turns.end_turn(out);
@@ -72,6 +131,10 @@ impl Mapper for Codex {
                 diag(out, K::ProviderError, pos, t, detail);
             }
             "item.started" | "item.updated" | "item.completed" => match v.get("item") {
+                Some(item) if t == "item.completed" && rtype(item) == "error" => {
+                    let detail = s(item, "message").unwrap_or_default().to_owned();
+                    self.item_errors.push((pos, format!("{t}/error"), detail));
+                }
                 Some(item) => exec_item(t, item, pos, turns, out),
                 None => diag(out, K::Malformed, pos, t, "no item"),
             },
@@ -103,6 +166,19 @@ impl Mapper for Codex {
                 diag(out, K::Metadata, pos, "config", "legacy config header");
             }
             _ => diag(out, K::Unknown, pos, t, ""),
+        }
+    }
+}
+
+impl Codex {
+    /// Reports the open turn's error items, as `kind`.
+    fn flush_item_errors(&mut self, kind: K, out: &mut Vec<Output>) {
+        for (pos, record, detail) in self.item_errors.drain(..) {
+            let detail = match kind {
+                K::Warning => format!("{detail} (the turn completed)"),
+                _ => detail,
+            };
+            diag(out, kind, pos, record, detail);
         }
     }
 }
@@ -139,9 +215,13 @@ fn exec_item(event: &str, item: &Value, pos: Position, turns: &mut Turns, out: &
             diag(out, K::Progress, pos, record, "")
         }
         "agent_message" | "assistant_message" => {
-            turns.text(s(item, "text").unwrap_or_default(), out)
+            let text = text_of(item, "text", pos, &record, out);
+            turns.text(text, out)
         }
-        "reasoning" => turns.thinking(s(item, "text").unwrap_or_default(), out),
+        "reasoning" => {
+            let text = text_of(item, "text", pos, &record, out);
+            turns.thinking(text, out)
+        }
         "command_execution" | "mcp_tool_call" | "web_search" | "file_change" | "function_call" => {
             if !(started || completed) {
                 return diag(out, K::Progress, pos, record, "");
@@ -242,9 +322,13 @@ fn legacy(msg: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) 
             turns.end_turn(out);
             diag(out, K::Metadata, pos, record, "");
         }
-        "agent_message" => turns.text(s(msg, "message").unwrap_or_default(), out),
+        "agent_message" => {
+            let text = text_of(msg, "message", pos, &record, out);
+            turns.text(text, out)
+        }
         "agent_reasoning" | "agent_reasoning_raw_content" => {
-            turns.thinking(s(msg, "text").unwrap_or_default(), out)
+            let text = text_of(msg, "text", pos, &record, out);
+            turns.thinking(text, out)
         }
         "exec_command_begin" => {
             let input = Value::object([
@@ -369,6 +453,12 @@ fn rollout_event(p: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Outp
         _ if ROLLOUT_DUPLICATES.contains(&t) => {
             diag(out, K::Progress, pos, record, "duplicates a response_item")
         }
-        _ => diag(out, K::Metadata, pos, record, ""),
+        _ if ROLLOUT_PROGRESS.contains(&t) => diag(out, K::Progress, pos, record, ""),
+        _ if ROLLOUT_METADATA.contains(&t) || t.starts_with("collab_") => {
+            diag(out, K::Metadata, pos, record, "")
+        }
+        // A type this mapper does not know is counted as such, never
+        // passed off as bookkeeping (issue #23).
+        _ => diag(out, K::Unknown, pos, record, ""),
     }
 }

@@ -9,7 +9,7 @@ use transcript_domain::Usage;
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output};
 use crate::turns::Turns;
-use crate::util::{Mapper, diag, error_text, json_arguments, ne, rtype, s, u};
+use crate::util::{Mapper, diag, error_text, json_arguments, ne, rtype, text_of, u};
 
 #[derive(Debug, Default)]
 pub(crate) struct Copilot;
@@ -26,10 +26,12 @@ impl Mapper for Copilot {
                 let fallback = format!("line{}", pos.line);
                 let id = ne(d, "messageId").unwrap_or(&fallback);
                 turns.message(Some(id), ne(d, "model"), out);
-                if let Some(r) = ne(d, "reasoningText") {
+                let r = text_of(d, "reasoningText", pos, t, out);
+                if !r.is_empty() {
                     turns.thinking(r, out);
                 }
-                if let Some(text) = ne(d, "content") {
+                let text = text_of(d, "content", pos, t, out);
+                if !text.is_empty() {
                     turns.text(text, out);
                 }
                 if d.get("reasoningOpaque").is_some_and(|x| !x.is_null())
@@ -63,7 +65,10 @@ impl Mapper for Copilot {
                     });
                 }
             }
-            "assistant.reasoning" => turns.thinking(s(d, "content").unwrap_or_default(), out),
+            "assistant.reasoning" => {
+                let text = text_of(d, "content", pos, t, out);
+                turns.thinking(text, out)
+            }
             "assistant.turn_start" => {
                 if let Some(m) = ne(d, "model") {
                     turns.default_model = Some(m.to_owned());

@@ -8,7 +8,7 @@ use transcript_domain::Usage;
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, diag, error_text, json_arguments, minus, ne, rtype, s, u};
+use crate::util::{Mapper, diag, error_text, json_arguments, minus, ne, rtype, s, text_of, u};
 
 #[derive(Debug, Default)]
 pub(crate) struct Gemini;
@@ -33,7 +33,8 @@ impl Mapper for Gemini {
                 if role != "assistant" {
                     return diag(out, K::Extra, pos, format!("message/{role}"), "user prompt");
                 }
-                let text = s(v, "content").unwrap_or_default();
+                let text = text_of(v, "content", pos, t, out);
+                let text = text.as_ref();
                 if v.get("delta").and_then(Value::as_bool) == Some(true) {
                     turns.append_text(text, out);
                 } else if !text.is_empty() || v.get("toolCalls").is_none() {

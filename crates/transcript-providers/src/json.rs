@@ -83,13 +83,51 @@ impl Lazy {
     }
 
     /// The value as compact JSON text: the input text verbatim (key order,
-    /// number spelling and escapes preserved) unless it spans several lines,
-    /// which a JSON Lines transcript cannot carry; then it is re-serialized.
+    /// number spelling and escapes preserved), with the whitespace between
+    /// tokens removed when it spans several lines (a JSON Lines transcript
+    /// cannot carry a line break). Never walks the value, so any nesting
+    /// depth is carried (issue #23: re-serializing recursed once per level).
     pub fn to_raw(&self) -> RawJson {
         match &self.raw {
             Some(raw) if !has_line_break(raw.get()) => RawJson::from_raw(raw.clone()),
-            _ => self.value().to_raw(),
+            Some(raw) => compact(raw.get())
+                .and_then(|text| RawValue::from_string(text).ok())
+                .map(RawJson::from_raw)
+                .unwrap_or_else(|| self.value().to_raw()),
+            None => self.value().to_raw(),
         }
+    }
+}
+
+/// Valid JSON text without the whitespace between tokens: one pass, no
+/// recursion (strings are copied as they are; they hold no raw line break).
+/// `None` when nothing was removed.
+fn compact(text: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_str, mut esc, mut changed) = (false, false, false);
+    // Byte-wise: every byte tested is ASCII, and UTF-8 continuation bytes
+    // never are, so multi-byte characters pass through whole.
+    for &b in text.as_bytes() {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            changed = true;
+            continue;
+        } else if b == b'"' {
+            in_str = true;
+        }
+        out.push(b);
+    }
+    if changed {
+        String::from_utf8(out).ok()
+    } else {
+        None
     }
 }
 
@@ -133,8 +171,17 @@ impl Clone for Lazy {
 }
 
 impl PartialEq for Lazy {
+    /// Two subtrees that were never parsed compare by their compact text
+    /// (the input's spelling: `1.0` and `1.00` differ), so comparing never
+    /// parses deeper than the parsed side of either value.
     fn eq(&self, other: &Self) -> bool {
-        self.value() == other.value()
+        match (&self.raw, &other.raw) {
+            (Some(a), Some(b)) if self.parsed.get().is_none() && other.parsed.get().is_none() => {
+                let text = |r: &RawValue| compact(r.get()).unwrap_or_else(|| r.get().to_owned());
+                a.get() == b.get() || text(a) == text(b)
+            }
+            _ => self.value() == other.value(),
+        }
     }
 }
 
@@ -337,9 +384,15 @@ pub const EAGER_LIMIT: usize = 1024;
 /// Parses one framed record: eagerly when small, lazily otherwise. Opaque
 /// values of lazy records are carried verbatim; those of eager records are
 /// re-serialized compactly (same JSON value, same key order).
+///
+/// A small record nested deeper than serde_json's recursion limit (128) is
+/// parsed lazily instead of being refused: its deep values are then carried
+/// verbatim like those of any large record.
 pub fn parse_record(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     if bytes.len() <= EAGER_LIMIT {
-        serde_json::from_slice::<Eager>(bytes).map(|e| e.0)
+        serde_json::from_slice::<Eager>(bytes)
+            .map(|e| e.0)
+            .or_else(|e| serde_json::from_slice::<Value>(bytes).map_err(|_| e))
     } else {
         serde_json::from_slice::<Value>(bytes)
     }

@@ -28,7 +28,9 @@
 //! events) → a provider mapper (records → blocks and tool events) → a shared
 //! turn assembler. The [`Provider`] registry looks parsers up by name
 //! (`claude`, `codex`, `gemini`, `copilot`, `openai`, `anthropic`) and
-//! [`detect`] / [`AutoNormalizer`] recognise a stream from its first records.
+//! [`detect`] / [`AutoNormalizer`] recognise a stream from its first records
+//! (within [`DETECT_MAX_RECORDS`] records and [`DETECT_MAX_BYTES`] bytes,
+//! each byte framed once; then a diagnosed fallback).
 //!
 //! # Invariants
 //!
@@ -57,10 +59,32 @@
 //!   split message), so summing `usage` over turns never double counts.
 //!   `input_tokens` excludes cache reads for every provider (OpenAI, Codex
 //!   and Gemini counts are converted by subtracting cached tokens).
+//! - **Claude Code usage is what was billed** (issue #16): its `assistant`
+//!   lines carry the usage snapshot taken at `message_start` (an output
+//!   count of 1 or so), while the `result` line that ends a run carries the
+//!   run's totals (`usage`, else the `modelUsage` entries summed, and
+//!   `total_cost_usd`). At `result`, each count the totals have is settled
+//!   on the run's last turn: it gets the total minus what the run's earlier
+//!   turns already carry, so summing `usage` over a run's turns equals the
+//!   result's totals exactly (earlier turns keep their own snapshot; a
+//!   result with no turn before it yields a usage-only turn). The last turn
+//!   is emitted at `result`, and the next run (a file may hold several)
+//!   starts its sum afresh. A model name `claude-opus-4-8[1m]` (init
+//!   `model`, `modelUsage` keys) is the model id plus a context-window tag:
+//!   turns carry `claude-opus-4-8`.
+//! - **Any nesting depth, bounded stack**: no walk recurses once per level
+//!   of the input. Opaque values are copied as text, never walked; a small
+//!   record nested deeper than serde_json's limit (128) is parsed lazily
+//!   instead of being refused; error texts look through at most
+//!   16 nested `error` objects and give the rest as JSON text; a recorded
+//!   exchange inside a response body is reported, not read. Tested with
+//!   ~200 KB of nesting in every provider's records (`tests/deep_nesting.rs`,
+//!   `robustness.rs::deep_nesting_never_panics`, the fuzz seeds).
 //! - **Opaque values keep their key order**, and in records over
 //!   [`json::EAGER_LIMIT`] bytes they are copied verbatim from the input
-//!   (number spelling, escapes, spacing; decision 14's spirit) unless they
-//!   span several lines, which a JSON Lines transcript cannot carry; small
+//!   (number spelling, escapes, spacing; decision 14's spirit); when they
+//!   span several lines, which a JSON Lines transcript cannot carry, only the
+//!   whitespace between their tokens is removed; small
 //!   records are parsed eagerly and their opaque values re-serialized
 //!   compactly (same value, same key order). [`json::Value`] keeps the
 //!   containers of large records as raw text until a mapper reads them,
@@ -81,7 +105,9 @@
 //! # Threat model
 //!
 //! Input is untrusted agent output. The framer buffers at most one record
-//! (or one SSE event) at a time; a record that never closes is salvaged line
+//! (or one SSE event) at a time, of at most
+//! [`transcript_domain::MAX_LINE_BYTES`] (larger ones are reported and
+//! skipped; auto-detection holds at most [`DETECT_MAX_BYTES`]); a record that never closes is salvaged line
 //! by line at the end of the stream, and a raw newline inside a string or a
 //! column-0 `{` inside an open object ends a truncated record early, so one
 //! broken line cannot swallow the rest of an NDJSON stream. Nothing is
@@ -92,7 +118,7 @@
 //!
 //! Diagnostic kinds: **M** metadata, **P** progress (superseded by a mapped
 //! record), **X** extra (no block type for it), **U** unknown type, **E**
-//! provider error, **R** refusal, **I** incomplete, **O** orphan, **F**
+//! provider error, **W** warning (an error the provider survived), **R** refusal, **I** incomplete, **O** orphan, **F**
 //! malformed, **Rp** repaired. "use/result" means a `tool_use` block plus
 //! `tool.call`, and a `tool_result` block plus `tool.result`.
 //!
@@ -111,13 +137,14 @@
 //! | claude | block `fallback` | M |
 //! | claude | `user` tool_result (id `tool_use_id`, else record `sourceToolUseID`) | result; `is_error` → `error` = its text |
 //! | claude | `user` string content, text / image blocks | X (the prompt is `message.user`, written by the agent seam) |
-//! | claude | `result` success | M; `total_cost_usd` → `cost_usd` of the last turn |
+//! | claude | `result` success | M; `usage` (else `modelUsage` summed) settles the run's last turn so turns sum to it; `total_cost_usd` → `cost_usd` of that turn; ends the turn |
 //! | claude | `result` error (`is_error`, `error_max_turns`, `error_during_execution`) | E |
 //! | claude | `stream_event` (partial messages) | P |
 //! | claude | session records (`summary`, `attachment`, `file-history-snapshot`, `progress`, `queue-operation`, titles, modes, links, `worktree-state`…) | M |
 //! | codex | `thread.started`, `turn.started` | M (turn.started closes the open turn) |
 //! | codex | `turn.completed` | `usage` → the open turn's usage (covers the whole Codex turn); closes it |
-//! | codex | `turn.failed`, `error`, item `error` | E |
+//! | codex | `turn.failed`, `error` | E |
+//! | codex | item `error` | W when its turn then completes (`turn.completed`), else E (turn failed, new turn, end of stream) |
 //! | codex | item `agent_message` / `assistant_message` (0.42–0.43) | text (on `item.completed`; started/updated P) |
 //! | codex | item `reasoning` | thinking |
 //! | codex | item `command_execution` | use on start (name `command_execution`, input `{command}`), result on completion (`aggregated_output`; non-zero `exit_code` / `failed` → error) |
@@ -138,7 +165,8 @@
 //! | codex | rollout `response_item` | as the OpenAI Responses items below |
 //! | codex | rollout `event_msg/token_count` | `info.last_token_usage` → usage |
 //! | codex | rollout `event_msg` duplicating a response item (`agent_message`, `exec_command_end`, `mcp_tool_call_end`, `user_message`…) | P |
-//! | codex | other rollout `event_msg` | M (errors E) |
+//! | codex | rollout `event_msg` bookkeeping (approvals, review mode, thread settings, `collab_*`, notices) / deltas | M / P |
+//! | codex | other rollout `event_msg` | U |
 //! | gemini | `init` | M; model |
 //! | gemini | `message` role user | X |
 //! | gemini | `message` role assistant (`delta: true` pieces accumulate into one text block) | text |
@@ -158,7 +186,7 @@
 //! | copilot | `session.error`, `abort`, `result` with non-zero `exitCode` | E |
 //! | copilot | `result`, `session.*`, `hook.*`, `subagent.*`, `system.notification` | M |
 //! | openai | `chat.completion` | turn per response id: `reasoning_content` → thinking, `content` → text, `refusal` → text + R, `tool_calls` → use; choices after the first X; `usage` |
-//! | openai | `chat.completion.chunk` SSE | accumulated per id; tool calls assembled by `index`; flushed at `finish_reason` (`length` I, `content_filter` R); usage chunk → usage; unparsable arguments → string input + I |
+//! | openai | `chat.completion.chunk` SSE | accumulated per id; tool calls assembled by `index`; flushed at `finish_reason` (`length` I, `content_filter` R); content after `finish_reason` kept (flushed later) + F; usage chunk → usage; unparsable arguments → string input + I |
 //! | openai | `data: [DONE]`, SSE comments | M |
 //! | openai | chat `messages` (role `assistant` / `tool`) | turns / result by `tool_call_id` (role `user`/`system` X) |
 //! | openai | Responses `response` | turn per id; `usage` (cached and reasoning tokens) |
@@ -167,10 +195,10 @@
 //! | openai | item `function_call`, `custom_tool_call`, `local_shell_call`, `tool_search_call` | use (`call_id`, else item id) |
 //! | openai | item `*_output` | result |
 //! | openai | item `web_search_call`, `image_generation_call`, `mcp_call`, `file_search_call`, `code_interpreter_call` (server-side tools) | use + result in the same turn |
-//! | openai | Responses SSE `response.output_item.done` / `response.completed` | item as above / usage; other `response.*` events P |
+//! | openai | Responses SSE `response.output_item.done` / `response.completed` | item as above / usage; deltas, parts and server-tool progress of the documented families P; other `response.*` U |
 //! | anthropic | `message` response | as the claude assistant content; usage; `stop_reason: refusal` → R |
 //! | anthropic | `message_start` | opens a turn per message id; usage |
-//! | anthropic | `content_block_start` / `_delta` / `_stop` | the block, emitted at stop; `input_json_delta` assembled |
+//! | anthropic | `content_block_start` / `_delta` / `_stop` | the block, emitted at stop; `input_json_delta` assembled; a second start on an open index closes the first block (kept) + I |
 //! | anthropic | `signature_delta` | X `thinking/signature` |
 //! | anthropic | `server_tool_use` + `*_tool_result` blocks | use + result in the same turn |
 //! | anthropic | block never stopped (stream cut, `max_tokens`) | the block is kept + I; incomplete tool JSON → input kept as a JSON string |
@@ -178,7 +206,8 @@
 //! | anthropic | `ping` | P |
 //! | anthropic | `error` | E |
 //! | anthropic | recorded exchange `{request, response}` | the request's last user message's `tool_result` blocks → results (answering the previous response), else X; body JSON or SSE text as above; HTTP ≥ 400 → E |
-//! | all | not JSON / truncated record | F (with the line's start) |
+//! | all | not JSON / truncated record / record over the line cap | F (with the line's start) |
+//! | all | a text, thinking or message field that is not a string | its JSON text + F |
 //! | all | unknown record, event or block type | U |
 //!
 //! # Versioning
@@ -223,7 +252,9 @@ mod turns;
 mod util;
 
 pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
-pub use registry::{AutoNormalizer, Provider, UnknownProvider, detect};
+pub use registry::{
+    AutoNormalizer, DETECT_MAX_BYTES, DETECT_MAX_RECORDS, Provider, UnknownProvider, detect,
+};
 
 /// An incremental normalizer for one provider stream.
 ///

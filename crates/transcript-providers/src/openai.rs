@@ -7,13 +7,19 @@
 
 use std::collections::BTreeMap;
 
+mod responses;
+
+pub(crate) use responses::response_item;
+
 use crate::json::Value;
 use transcript_domain::{RawJson, Usage};
 
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, u};
+use crate::util::{
+    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, text_of, u,
+};
 
 #[derive(Debug, Default)]
 pub(crate) struct OpenAi {
@@ -40,7 +46,7 @@ impl Mapper for OpenAi {
         match object {
             "chat.completion.chunk" => return self.chunk(v, pos, turns, out),
             "chat.completion" => return completion(v, pos, turns, out),
-            "response" => return response(v, pos, turns, out),
+            "response" => return responses::response(v, pos, turns, out),
             _ => {}
         }
         if v.get("choices")
@@ -62,7 +68,7 @@ impl Mapper for OpenAi {
         }
         let t = rtype(v);
         if t.starts_with("response.") {
-            return response_event(t, v, pos, turns, out);
+            return responses::response_event(t, v, pos, turns, out);
         }
         match t {
             "error" => diag(
@@ -84,16 +90,16 @@ impl Mapper for OpenAi {
     }
 
     fn finish(&mut self, turns: &mut Turns, out: &mut Vec<Output>) {
-        if let Some(c) = self.chunks.take()
-            && !c.finished
-        {
-            diag(
-                out,
-                K::Incomplete,
-                c.pos,
-                "chat.completion.chunk",
-                "stream ended without finish_reason",
-            );
+        if let Some(c) = self.chunks.take() {
+            if !c.finished {
+                diag(
+                    out,
+                    K::Incomplete,
+                    c.pos,
+                    "chat.completion.chunk",
+                    "stream ended without finish_reason",
+                );
+            }
             flush_chunks(c, turns, out);
         }
     }
@@ -103,16 +109,18 @@ impl OpenAi {
     fn chunk(&mut self, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
         let id = s(v, "id").unwrap_or("");
         if self.chunks.as_ref().is_none_or(|c| c.id != id) {
-            if let Some(prev) = self.chunks.take()
-                && !prev.finished
-            {
-                diag(
-                    out,
-                    K::Incomplete,
-                    prev.pos,
-                    "chat.completion.chunk",
-                    "completion ended without finish_reason",
-                );
+            if let Some(prev) = self.chunks.take() {
+                if !prev.finished {
+                    diag(
+                        out,
+                        K::Incomplete,
+                        prev.pos,
+                        "chat.completion.chunk",
+                        "completion ended without finish_reason",
+                    );
+                }
+                // Also content that arrived after finish_reason (flagged
+                // where it arrived).
                 flush_chunks(prev, turns, out);
             }
             turns.message((!id.is_empty()).then_some(id), ne(v, "model"), out);
@@ -125,6 +133,7 @@ impl OpenAi {
         let Some(c) = self.chunks.as_mut() else {
             return;
         };
+        let mut late = false;
         if let Some(Value::Array(choices)) = v.get("choices") {
             for choice in choices {
                 if u(choice, "index").unwrap_or(0) != 0 {
@@ -138,9 +147,9 @@ impl OpenAi {
                     continue;
                 }
                 if let Some(d) = choice.get("delta") {
-                    if let Some(t) = s(d, "content") {
-                        c.text.push_str(t);
-                    }
+                    let before = c.size();
+                    c.text
+                        .push_str(&text_of(d, "content", pos, "chat.completion.chunk", out));
                     if let Some(t) = s(d, "reasoning_content").or_else(|| s(d, "reasoning")) {
                         c.reasoning.push_str(t);
                     }
@@ -163,6 +172,7 @@ impl OpenAi {
                             }
                         }
                     }
+                    late |= c.finished && c.size() != before;
                 }
                 if let Some(reason) = ne(choice, "finish_reason") {
                     match reason {
@@ -182,7 +192,7 @@ impl OpenAi {
                         ),
                         _ => {}
                     }
-                    if !c.finished {
+                    if !c.finished || c.has_content() {
                         c.finished = true;
                         let done = std::mem::replace(
                             c,
@@ -198,9 +208,39 @@ impl OpenAi {
                 }
             }
         }
+        if late {
+            // Kept (flushed with the next completion or at the end), and
+            // flagged: a chunk after finish_reason is out of protocol.
+            diag(
+                out,
+                K::Malformed,
+                pos,
+                "chat.completion.chunk",
+                "content after finish_reason (kept)",
+            );
+        }
         if let Some(usage) = v.get("usage").filter(|x| x.is_object()) {
             turns.set_usage(chat_usage(usage));
         }
+    }
+}
+
+impl Chunks {
+    /// Whether deltas are waiting to be flushed.
+    fn has_content(&self) -> bool {
+        self.size() > 0
+    }
+
+    /// How much was accumulated (grows with every delta that carries content).
+    fn size(&self) -> usize {
+        self.reasoning.len()
+            + self.text.len()
+            + self.refusal.as_ref().map_or(0, |r| r.len() + 1)
+            + self
+                .tools
+                .values()
+                .map(|(id, name, args)| 1 + id.len() + name.len() + args.len())
+                .sum::<usize>()
     }
 }
 
@@ -267,22 +307,6 @@ fn chat_usage(v: &Value) -> Usage {
     }
 }
 
-/// Responses API usage: `input_tokens` includes cached tokens.
-fn responses_usage(v: &Value) -> Usage {
-    let details = v.get("input_tokens_details");
-    let cached = details.and_then(|d| u(d, "cached_tokens"));
-    Usage {
-        input_tokens: minus(u(v, "input_tokens"), cached),
-        output_tokens: u(v, "output_tokens"),
-        cache_read_tokens: cached,
-        cache_write_tokens: details.and_then(|d| u(d, "cache_write_tokens")),
-        reasoning_tokens: v
-            .get("output_tokens_details")
-            .and_then(|d| u(d, "reasoning_tokens")),
-        cost_usd: None,
-    }
-}
-
 fn completion(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
     turns.message(ne(v, "id"), ne(v, "model"), out);
     if let Some(Value::Array(choices)) = v.get("choices") {
@@ -329,6 +353,7 @@ fn assistant_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<
     }
     match m.get("content") {
         Some(Value::String(t)) if !t.is_empty() => turns.text(t.as_str(), out),
+        Some(Value::String(_) | Value::Null) | None => {}
         Some(Value::Array(parts)) => {
             for p in parts {
                 match (rtype(p), s(p, "text")) {
@@ -342,7 +367,10 @@ fn assistant_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<
                 }
             }
         }
-        _ => {}
+        Some(_) => {
+            let text = text_of(m, "content", pos, "message/content", out);
+            turns.text(text, out);
+        }
     }
     if let Some(r) = ne(m, "refusal") {
         diag(out, K::Refusal, pos, "message/refusal", r);
@@ -386,206 +414,5 @@ fn chat_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Outpu
             "prompt message",
         ),
         _ => diag(out, K::Unknown, pos, format!("message/{role}"), ""),
-    }
-}
-
-fn response(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
-    turns.message(ne(v, "id"), ne(v, "model"), out);
-    if let Some(Value::Array(items)) = v.get("output") {
-        for item in items {
-            response_item(item, pos, turns, out);
-        }
-    }
-    if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
-        diag(out, K::ProviderError, pos, "response/error", error_text(e));
-    }
-    if s(v, "status") == Some("incomplete") {
-        let why = v
-            .get("incomplete_details")
-            .map(|d| d.to_string())
-            .unwrap_or_default();
-        diag(out, K::Incomplete, pos, "response", why);
-    }
-    if let Some(usage) = v.get("usage").filter(|x| x.is_object()) {
-        turns.set_usage(responses_usage(usage));
-    }
-}
-
-fn response_event(t: &str, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
-    match t {
-        "response.created" | "response.in_progress" => {
-            if let Some(r) = v.get("response") {
-                turns.message(ne(r, "id"), ne(r, "model"), out);
-            }
-            diag(out, K::Metadata, pos, t, "");
-        }
-        "response.output_item.done" => match v.get("item") {
-            Some(item) => response_item(item, pos, turns, out),
-            None => diag(out, K::Malformed, pos, t, "no item"),
-        },
-        "response.completed" | "response.incomplete" | "response.failed" => {
-            let r = v.get("response");
-            if let Some(usage) = r.and_then(|r| r.get("usage")).filter(|x| x.is_object()) {
-                turns.set_usage(responses_usage(usage));
-            }
-            match t {
-                "response.failed" => {
-                    let e = r
-                        .and_then(|r| r.get("error"))
-                        .map(error_text)
-                        .unwrap_or_default();
-                    diag(out, K::ProviderError, pos, t, e);
-                }
-                "response.incomplete" => diag(out, K::Incomplete, pos, t, ""),
-                _ => diag(out, K::Metadata, pos, t, ""),
-            }
-        }
-        _ => diag(out, K::Progress, pos, t, ""),
-    }
-}
-
-fn call_id(item: &Value, pos: Position) -> String {
-    ne(item, "call_id")
-        .or_else(|| ne(item, "id"))
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("item@line{}", pos.line))
-}
-
-/// Maps one Responses API output item (also Codex rollout `response_item`s).
-pub(crate) fn response_item(item: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
-    let t = rtype(item);
-    match t {
-        "message" => {
-            let role = s(item, "role").unwrap_or("assistant");
-            if role != "assistant" {
-                return diag(
-                    out,
-                    K::Extra,
-                    pos,
-                    format!("message/{role}"),
-                    "prompt message",
-                );
-            }
-            if let Some(Value::Array(parts)) = item.get("content") {
-                for p in parts {
-                    match rtype(p) {
-                        "output_text" | "text" => turns.text(s(p, "text").unwrap_or_default(), out),
-                        "refusal" => {
-                            let r = s(p, "refusal").unwrap_or_default();
-                            diag(out, K::Refusal, pos, "message/refusal", r);
-                            turns.text(r, out);
-                        }
-                        pt => diag(out, K::Extra, pos, format!("message/{pt}"), ""),
-                    }
-                }
-            }
-        }
-        "reasoning" => {
-            let mut any = false;
-            for key in ["summary", "content"] {
-                if let Some(Value::Array(parts)) = item.get(key) {
-                    for p in parts {
-                        if let Some(text) = s(p, "text") {
-                            turns.thinking(text, out);
-                            any = true;
-                        }
-                    }
-                }
-            }
-            if !any {
-                diag(
-                    out,
-                    K::Extra,
-                    pos,
-                    "reasoning",
-                    "reasoning without readable text (encrypted or empty)",
-                );
-            }
-        }
-        "function_call" => {
-            let name = ne(item, "name").unwrap_or("unknown");
-            turns.tool_use(
-                name,
-                &call_id(item, pos),
-                json_arguments(item.get("arguments")),
-                out,
-            );
-        }
-        "custom_tool_call" => {
-            let name = ne(item, "name").unwrap_or("unknown");
-            turns.tool_use(name, &call_id(item, pos), item.raw("input"), out);
-        }
-        "local_shell_call" => {
-            turns.tool_use("local_shell", &call_id(item, pos), item.raw("action"), out)
-        }
-        "tool_search_call" => turns.tool_use(
-            "tool_search",
-            &call_id(item, pos),
-            item.raw("arguments"),
-            out,
-        ),
-        "function_call_output"
-        | "custom_tool_call_output"
-        | "local_shell_call_output"
-        | "tool_search_output"
-        | "computer_call_output" => {
-            turns.tool_result(&call_id(item, pos), item.raw("output"), None, pos, t, out)
-        }
-        // Server-side tools: the call and its outcome arrive as one item.
-        "web_search_call"
-        | "image_generation_call"
-        | "mcp_call"
-        | "file_search_call"
-        | "code_interpreter_call" => {
-            let id = call_id(item, pos);
-            let (name, input, output) = match t {
-                "web_search_call" => (
-                    "web_search".to_owned(),
-                    item.raw("action"),
-                    Value::object([("status", Value::from(item.get("status")))]),
-                ),
-                "image_generation_call" => (
-                    "image_generation".to_owned(),
-                    raw_of(Value::object([(
-                        "revised_prompt",
-                        Value::from(item.get("revised_prompt")),
-                    )])),
-                    item.get("result").cloned().unwrap_or(Value::Null),
-                ),
-                "mcp_call" => (
-                    match (ne(item, "server_label"), ne(item, "name")) {
-                        (Some(a), Some(b)) => format!("{a}/{b}"),
-                        (_, b) => b.unwrap_or("mcp_call").to_owned(),
-                    },
-                    json_arguments(item.get("arguments")),
-                    item.get("output").cloned().unwrap_or(Value::Null),
-                ),
-                "file_search_call" => (
-                    "file_search".to_owned(),
-                    raw_of(Value::object([(
-                        "queries",
-                        Value::from(item.get("queries")),
-                    )])),
-                    item.get("results").cloned().unwrap_or(Value::Null),
-                ),
-                _ => (
-                    "code_interpreter".to_owned(),
-                    raw_of(Value::object([("code", Value::from(item.get("code")))])),
-                    item.get("outputs").cloned().unwrap_or(Value::Null),
-                ),
-            };
-            turns.tool_use(&name, &id, input, out);
-            let error = item
-                .get("error")
-                .filter(|e| !e.is_null())
-                .map(error_text)
-                .or_else(|| (s(item, "status") == Some("failed")).then(|| "failed".to_owned()));
-            turns.server_tool_result(&id, raw_of(output), error, pos, t, out);
-        }
-        "agent_message" => diag(out, K::Extra, pos, t, "inter-agent message"),
-        "ghost_snapshot" | "compaction" | "compaction_summary" | "item_reference" => {
-            diag(out, K::Metadata, pos, t, "")
-        }
-        _ => diag(out, K::Unknown, pos, t, ""),
     }
 }

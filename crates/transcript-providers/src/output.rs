@@ -98,6 +98,9 @@ pub enum DiagnosticKind {
     Repaired,
     /// The provider reported an error (failed turn, error result, API error).
     ProviderError,
+    /// The provider reported an error it then survived (a Codex error item
+    /// followed by a completed turn): kept, but not a failure of the run.
+    Warning,
     /// The model refused (refusal text or stop reason).
     Refusal,
     /// Content cut off: a stream ended mid-block, tool input JSON that never
@@ -117,6 +120,7 @@ impl DiagnosticKind {
         DiagnosticKind::Malformed,
         DiagnosticKind::Repaired,
         DiagnosticKind::ProviderError,
+        DiagnosticKind::Warning,
         DiagnosticKind::Refusal,
         DiagnosticKind::Incomplete,
         DiagnosticKind::Orphan,
@@ -132,6 +136,7 @@ impl DiagnosticKind {
             DiagnosticKind::Malformed => "malformed",
             DiagnosticKind::Repaired => "repaired",
             DiagnosticKind::ProviderError => "provider_error",
+            DiagnosticKind::Warning => "warning",
             DiagnosticKind::Refusal => "refusal",
             DiagnosticKind::Incomplete => "incomplete",
             DiagnosticKind::Orphan => "orphan",

@@ -76,7 +76,7 @@ impl Provider {
     pub fn normalizer(self) -> Box<dyn Normalizer> {
         match self {
             Provider::Claude => Box::new(Framed::new(self, claude::Claude)),
-            Provider::Codex => Box::new(Framed::new(self, codex::Codex)),
+            Provider::Codex => Box::new(Framed::new(self, codex::Codex::default())),
             Provider::Gemini => Box::new(Framed::new(self, gemini::Gemini)),
             Provider::Copilot => Box::new(Framed::new(self, copilot::Copilot)),
             Provider::OpenAi => Box::new(Framed::new(self, openai::OpenAi::default())),
@@ -98,16 +98,74 @@ impl FromStr for Provider {
     }
 }
 
+/// Auto-detection reads at most this many bytes of a stream (1 MiB)…
+pub const DETECT_MAX_BYTES: usize = 1 << 20;
+/// …and at most this many records, whichever bound is reached first. Then
+/// it falls back to Claude with a diagnostic, so detection is linear in the
+/// input and buffers a bounded prefix (issue #23: it used to re-parse the
+/// whole buffer on every chunk, without limit).
+pub const DETECT_MAX_RECORDS: usize = 1000;
+
 /// Guesses the provider from the start of a stream; `None` when the first
-/// records are not conclusive (or there are none yet).
+/// records are not conclusive (or there are none yet). Reads at most
+/// [`DETECT_MAX_BYTES`] bytes and [`DETECT_MAX_RECORDS`] records.
 pub fn detect(prefix: &[u8]) -> Option<Provider> {
-    let mut framer = Framer::new();
-    let mut frames = Vec::new();
-    framer.feed(prefix, &mut frames);
-    frames.iter().find_map(|f| match f {
-        Frame::Record(r) => detect_record(r.event.as_deref(), &r.value),
-        Frame::Diagnostic(_) => None,
-    })
+    let mut d = Detector::default();
+    match d.feed(&prefix[..prefix.len().min(DETECT_MAX_BYTES)]) {
+        Verdict::Detected(p) => Some(p),
+        Verdict::Undecided | Verdict::Exhausted => d.guess.map(|(p, _)| p),
+    }
+}
+
+/// What the detector knows so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Detected(Provider),
+    Undecided,
+    /// The record bound was reached without a conclusive record.
+    Exhausted,
+}
+
+/// Incremental detection: frames each byte once and looks at each record
+/// once, so its work is linear in what it is fed (at most the bounds).
+#[derive(Debug, Default)]
+struct Detector {
+    framer: Framer,
+    frames: Vec<Frame>,
+    records: usize,
+    /// The first inconclusive guess and the record type it came from.
+    guess: Option<(Provider, String)>,
+}
+
+impl Detector {
+    fn feed(&mut self, bytes: &[u8]) -> Verdict {
+        self.framer.feed(bytes, &mut self.frames);
+        self.scan()
+    }
+
+    fn finish(&mut self) -> Verdict {
+        self.framer.finish(&mut self.frames);
+        self.scan()
+    }
+
+    fn scan(&mut self) -> Verdict {
+        for f in self.frames.drain(..) {
+            let Frame::Record(r) = f else { continue };
+            self.records += 1;
+            if let Some(p) = detect_record(r.event.as_deref(), &r.value) {
+                return Verdict::Detected(p);
+            }
+            if self.guess.is_none()
+                && let Some(p) = guess_record(&r.value)
+            {
+                self.guess = Some((p, s(&r.value, "type").unwrap_or("-").to_owned()));
+            }
+            if self.records >= DETECT_MAX_RECORDS {
+                return Verdict::Exhausted;
+            }
+        }
+        Verdict::Undecided
+    }
 }
 
 fn detect_record(event: Option<&str>, v: &Value) -> Option<Provider> {
@@ -169,23 +227,53 @@ fn detect_record(event: Option<&str>, v: &Value) -> Option<Provider> {
     if matches!(t, "tool_use" | "tool_result") && v.get("tool_id").is_some() {
         return Some(Provider::Gemini);
     }
-    if matches!(t, "system" | "assistant" | "user" | "result")
-        || v.get("sessionId").is_some()
+    // Gemini CLI records sharing Claude Code's type names: a `result` with
+    // `stats` (Claude's has `subtype`), a `user` record or `message` with
+    // the text at top level (Claude's sit in `message`).
+    if t == "result" && v.get("stats").is_some() && v.get("subtype").is_none() {
+        return Some(Provider::Gemini);
+    }
+    if matches!(t, "user" | "message")
+        && v.get("message").is_none()
+        && v.get("content").is_some_and(|c| c.as_str().is_some())
+    {
+        return Some(Provider::Gemini);
+    }
+    if v.get("sessionId").is_some()
         || v.get("parentUuid").is_some()
+        || (matches!(t, "assistant" | "user") && v.get("message").is_some_and(Value::is_object))
+        || (matches!(t, "system" | "result") && v.get("subtype").is_some())
     {
         return Some(Provider::Claude);
     }
     None
 }
 
+/// A guess from a record that names a Claude Code type without its shape
+/// (`{"type":"result"}` alone): used only when no record is conclusive.
+fn guess_record(v: &Value) -> Option<Provider> {
+    matches!(
+        s(v, "type"),
+        Some("system" | "assistant" | "user" | "result")
+    )
+    .then_some(Provider::Claude)
+}
+
 /// Detects the provider from the first records, then delegates.
 ///
-/// Input is buffered until a record identifies the provider (or the stream
-/// ends). If no record is conclusive by the end of the stream, a single
-/// [`DiagnosticKind::Unknown`] diagnostic reports it and the input is
-/// normalized as Claude so its records are still counted.
+/// Input is buffered until a record identifies the provider, within the
+/// first [`DETECT_MAX_RECORDS`] records and [`DETECT_MAX_BYTES`] bytes
+/// (never more is buffered: [`AutoNormalizer::buffered`]). A record that
+/// only names a Claude Code type (`{"type":"result"}` without its fields)
+/// is a guess, used when no later record within the bounds is conclusive.
+/// When no record is conclusive within those bounds, or by the end of a
+/// shorter stream, a single [`DiagnosticKind::Unknown`] diagnostic says what
+/// was guessed (or that nothing was, and the input is normalized as Claude
+/// so its records are still counted) and suggests naming the provider. The decision
+/// depends only on the records, never on how the input is chunked.
 pub struct AutoNormalizer {
     buffered: Vec<u8>,
+    detector: Detector,
     inner: Option<Box<dyn Normalizer>>,
 }
 
@@ -200,6 +288,7 @@ impl AutoNormalizer {
     pub fn new() -> Self {
         Self {
             buffered: Vec::new(),
+            detector: Detector::default(),
             inner: None,
         }
     }
@@ -209,10 +298,46 @@ impl AutoNormalizer {
         self.inner.as_ref().map(|n| n.provider())
     }
 
+    /// Bytes held while detecting (at most [`DETECT_MAX_BYTES`]; 0 once
+    /// the provider is known).
+    pub fn buffered(&self) -> usize {
+        self.buffered.len()
+    }
+
     fn start(&mut self, p: Provider, out: &mut Vec<Output>) {
         let mut n = p.normalizer();
         n.feed(&std::mem::take(&mut self.buffered), out);
+        self.buffered = Vec::new();
+        self.detector = Detector::default();
         self.inner = Some(n);
+    }
+
+    /// Starts the guessed provider, else the fallback one, with a
+    /// diagnostic saying what was guessed or why nothing was.
+    fn fall_back(&mut self, why: &str, out: &mut Vec<Output>) {
+        let (provider, detail) = match self.detector.guess.take() {
+            Some((p, record)) => (
+                p,
+                format!(
+                    "provider not conclusively detected{why}; guessed {p} from a `{record}` record (name the provider to be sure)"
+                ),
+            ),
+            None => (
+                Provider::Claude,
+                format!("provider not detected{why}; parsed as claude (name the provider)"),
+            ),
+        };
+        out.push(Output::Diagnostic(Diagnostic {
+            kind: DiagnosticKind::Unknown,
+            position: Position {
+                line: 1,
+                offset: 0,
+                element: None,
+            },
+            record: "-".to_owned(),
+            detail,
+        }));
+        self.start(provider, out);
     }
 }
 
@@ -225,52 +350,41 @@ impl Normalizer for AutoNormalizer {
         if let Some(n) = &mut self.inner {
             return n.feed(bytes, out);
         }
-        self.buffered.extend_from_slice(bytes);
-        // Only re-detect when a record may have completed.
-        if bytes.iter().any(|&b| b == b'\n' || b == b'}' || b == b']')
-            && let Some(p) = detect(&self.buffered)
+        // Only the bytes up to the bound are looked at (and kept).
+        let room = DETECT_MAX_BYTES - self.buffered.len();
+        let (head, tail) = bytes.split_at(bytes.len().min(room));
+        self.buffered.extend_from_slice(head);
+        match self.detector.feed(head) {
+            Verdict::Detected(p) => self.start(p, out),
+            Verdict::Exhausted => {
+                self.fall_back(&format!(" in the first {DETECT_MAX_RECORDS} records"), out)
+            }
+            Verdict::Undecided if self.buffered.len() >= DETECT_MAX_BYTES => {
+                self.fall_back(&format!(" in the first {DETECT_MAX_BYTES} bytes"), out)
+            }
+            Verdict::Undecided => {}
+        }
+        if let Some(n) = &mut self.inner
+            && !tail.is_empty()
         {
-            self.start(p, out);
+            n.feed(tail, out);
         }
     }
 
     fn finish(&mut self, out: &mut Vec<Output>) {
         if self.inner.is_none() {
-            let p = match detect_complete(&self.buffered) {
-                Some(p) => p,
-                None => {
-                    if !self.buffered.iter().all(u8::is_ascii_whitespace) {
-                        out.push(Output::Diagnostic(Diagnostic {
-                            kind: DiagnosticKind::Unknown,
-                            position: Position {
-                                line: 1,
-                                offset: 0,
-                                element: None,
-                            },
-                            record: "-".to_owned(),
-                            detail: "provider not detected; parsed as claude".to_owned(),
-                        }));
-                    }
-                    Provider::Claude
+            match self.detector.finish() {
+                Verdict::Detected(p) => self.start(p, out),
+                _ if self.buffered.iter().all(u8::is_ascii_whitespace) => {
+                    self.start(Provider::Claude, out)
                 }
-            };
-            self.start(p, out);
+                _ => self.fall_back("", out),
+            }
         }
         if let Some(n) = &mut self.inner {
             n.finish(out);
         }
     }
-}
-
-fn detect_complete(input: &[u8]) -> Option<Provider> {
-    let mut framer = Framer::new();
-    let mut frames = Vec::new();
-    framer.feed(input, &mut frames);
-    framer.finish(&mut frames);
-    frames.iter().find_map(|f| match f {
-        Frame::Record(r) => detect_record(r.event.as_deref(), &r.value),
-        Frame::Diagnostic(_) => None,
-    })
 }
 
 #[cfg(test)]
@@ -380,5 +494,137 @@ mod tests {
         empty.finish(&mut out);
         assert!(out.is_empty());
         assert_eq!(empty.detected(), Some(Provider::Claude));
+    }
+
+    fn feed_all(auto: &mut AutoNormalizer, input: &[u8], chunk: usize) -> Vec<Output> {
+        let mut out = Vec::new();
+        for c in input.chunks(chunk) {
+            auto.feed(c, &mut out);
+            assert!(auto.buffered() <= DETECT_MAX_BYTES);
+        }
+        auto.finish(&mut out);
+        out
+    }
+
+    fn fallbacks(out: &[Output]) -> Vec<&str> {
+        out.iter()
+            .filter_map(Output::as_diagnostic)
+            .filter(|d| d.detail.starts_with("provider not detected"))
+            .map(|d| d.detail.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn detection_gives_up_after_the_record_bound_without_rereading() {
+        // 16 000 inconclusive lines fed one by one took 69 s when every
+        // chunk re-parsed the whole buffer; the decision now falls at the
+        // 1000th record, and nothing is buffered after it.
+        let line = b"{\"hello\":1}\n";
+        let mut auto = AutoNormalizer::new();
+        let mut out = Vec::new();
+        for i in 1..=16_000 {
+            auto.feed(line, &mut out);
+            assert!(auto.buffered() <= DETECT_MAX_BYTES);
+            assert_eq!(
+                auto.detected().is_some(),
+                i >= DETECT_MAX_RECORDS,
+                "line {i}"
+            );
+            if auto.detected().is_some() {
+                assert_eq!(auto.buffered(), 0);
+            }
+        }
+        auto.finish(&mut out);
+        assert_eq!(
+            fallbacks(&out),
+            [
+                "provider not detected in the first 1000 records; parsed as claude (name the provider)"
+            ]
+        );
+        // Every record is still reported (none lost by the fallback).
+        let unknown = out
+            .iter()
+            .filter_map(Output::as_diagnostic)
+            .filter(|d| d.kind == DiagnosticKind::Unknown && d.record == "-" && d.detail.is_empty())
+            .count();
+        assert_eq!(unknown, 16_000);
+        // A conclusive record after the bound does not change the decision.
+        let mut late = line.repeat(DETECT_MAX_RECORDS);
+        late.extend_from_slice(b"{\"type\":\"thread.started\"}\n");
+        let mut auto = AutoNormalizer::new();
+        feed_all(&mut auto, &late, 64);
+        assert_eq!(auto.detected(), Some(Provider::Claude));
+        late.drain(..line.len());
+        let mut auto = AutoNormalizer::new();
+        feed_all(&mut auto, &late, 64);
+        assert_eq!(auto.detected(), Some(Provider::Codex));
+    }
+
+    #[test]
+    fn detection_gives_up_after_the_byte_bound_whatever_the_chunking() {
+        // 4 KiB records: the byte bound (256 records) comes before the
+        // record bound; a record straddles it.
+        let record = format!("{{\"pad\":\"{}\"}}\n", "x".repeat(4000));
+        let input = record.repeat(400).into_bytes();
+        let mut whole = None;
+        for chunk in [input.len(), 1 << 16, 4099, 7] {
+            let mut auto = AutoNormalizer::new();
+            let out = feed_all(&mut auto, &input, chunk);
+            assert_eq!(auto.detected(), Some(Provider::Claude));
+            assert_eq!(
+                fallbacks(&out),
+                [
+                    "provider not detected in the first 1048576 bytes; parsed as claude (name the provider)"
+                ]
+            );
+            let records = out
+                .iter()
+                .filter_map(Output::as_diagnostic)
+                .filter(|d| d.kind == DiagnosticKind::Unknown && d.record == "-")
+                .count();
+            assert_eq!(records, 401, "chunk {chunk}");
+            match &whole {
+                None => whole = Some(out),
+                Some(w) => assert_eq!(w, &out, "chunk {chunk}"),
+            }
+        }
+        assert_eq!(detect(&input), None);
+    }
+
+    #[test]
+    fn gemini_records_named_like_claude_ones_are_gemini() {
+        // Issue #18 item 5: both were read as Claude.
+        let result =
+            b"{\"type\":\"result\",\"status\":\"success\",\"stats\":{\"input_tokens\":5}}\n";
+        assert_eq!(detect(result), Some(Provider::Gemini));
+        let user = b"{\"type\":\"user\",\"role\":\"user\",\"content\":\"Hello\"}\n{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Hi\"}\n";
+        assert_eq!(detect(user), Some(Provider::Gemini));
+        // Claude Code's own records of those types keep being Claude.
+        for claude in [
+            &b"{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"x\"}\n"[..],
+            b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"Hello\"}}\n",
+        ] {
+            assert_eq!(detect(claude), Some(Provider::Claude));
+        }
+    }
+
+    #[test]
+    fn a_guess_from_a_bare_type_is_used_only_when_nothing_is_conclusive_and_is_said() {
+        // A bare `result` guesses Claude, but a later conclusive record wins.
+        let input = b"{\"type\":\"result\"}\n{\"type\":\"init\",\"session_id\":\"s\"}\n";
+        let mut auto = AutoNormalizer::new();
+        let out = feed_all(&mut auto, input, 3);
+        assert_eq!(auto.detected(), Some(Provider::Gemini));
+        assert!(fallbacks(&out).is_empty());
+        let mut auto = AutoNormalizer::new();
+        let out = feed_all(&mut auto, b"{\"hello\":1}\n{\"type\":\"result\"}\n", 3);
+        assert_eq!(auto.detected(), Some(Provider::Claude));
+        let said: Vec<_> = out
+            .iter()
+            .filter_map(Output::as_diagnostic)
+            .filter(|d| d.detail.contains("guessed claude from a `result` record"))
+            .collect();
+        assert_eq!(said.len(), 1, "{out:?}");
+        assert_eq!(detect(b"{\"type\":\"result\"}\n"), Some(Provider::Claude));
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct Turns {
     pending: HashMap<String, String>,
     /// Model announced by the session (init lines), used when a turn has none.
     pub(crate) default_model: Option<String>,
+    /// Usage summed over the turns already emitted.
+    emitted: Usage,
 }
 
 impl Turns {
@@ -43,6 +45,7 @@ impl Turns {
             current: None,
             pending: HashMap::new(),
             default_model: None,
+            emitted: Usage::default(),
         }
     }
 
@@ -209,11 +212,76 @@ impl Turns {
         }
     }
 
+    /// Makes the usage summed over all turns equal `total` (a run total
+    /// reported at the end, e.g. Claude Code's `result.usage`): the open
+    /// turn (opened if none is) gets, for each count `total` has, that count
+    /// minus what the emitted turns already carry. Returns the counts for
+    /// which the emitted turns already exceed `total` (they are kept; the
+    /// open turn gets 0).
+    pub(crate) fn settle_usage(&mut self, total: &Usage) -> Vec<&'static str> {
+        let done = self.emitted.clone();
+        let t = self.turn();
+        let mut usage = t.usage.take().unwrap_or_default();
+        let mut over = Vec::new();
+        for (name, dst, total, done) in [
+            (
+                "input_tokens",
+                &mut usage.input_tokens,
+                total.input_tokens,
+                done.input_tokens,
+            ),
+            (
+                "output_tokens",
+                &mut usage.output_tokens,
+                total.output_tokens,
+                done.output_tokens,
+            ),
+            (
+                "cache_read_tokens",
+                &mut usage.cache_read_tokens,
+                total.cache_read_tokens,
+                done.cache_read_tokens,
+            ),
+            (
+                "cache_write_tokens",
+                &mut usage.cache_write_tokens,
+                total.cache_write_tokens,
+                done.cache_write_tokens,
+            ),
+            (
+                "reasoning_tokens",
+                &mut usage.reasoning_tokens,
+                total.reasoning_tokens,
+                done.reasoning_tokens,
+            ),
+        ] {
+            if let Some(total) = total {
+                let done = done.unwrap_or(0);
+                if done > total {
+                    over.push(name);
+                }
+                *dst = Some(total.saturating_sub(done));
+            }
+        }
+        t.usage = (!usage.is_empty()).then_some(usage);
+        over
+    }
+
+    /// Ends a run whose usage was settled: emits the open turn and starts
+    /// the next run's usage sum from zero.
+    pub(crate) fn end_run(&mut self, out: &mut Vec<Output>) {
+        self.end_turn(out);
+        self.emitted = Usage::default();
+    }
+
     /// Emits the open turn, if it has blocks or usage.
     pub(crate) fn end_turn(&mut self, out: &mut Vec<Output>) {
         if let Some(t) = self.current.take()
             && (!t.blocks.is_empty() || t.usage.is_some())
         {
+            if let Some(u) = &t.usage {
+                self.emitted.accumulate(u);
+            }
             out.push(Output::Turn(MessagePayload {
                 role: Role::Assistant,
                 blocks: t.blocks,

@@ -98,6 +98,33 @@ pub(crate) fn raw(v: &Value) -> RawJson {
     v.to_raw()
 }
 
+/// The text of a field that should be a string (a text, thinking or
+/// message field). Absent or `null` is empty text; a value of another type
+/// is kept as its JSON text and flagged [`DiagnosticKind::Malformed`],
+/// never turned into empty text (issue #23).
+pub(crate) fn text_of<'a>(
+    v: &'a Value,
+    key: &str,
+    pos: Position,
+    record: &str,
+    out: &mut Vec<Output>,
+) -> std::borrow::Cow<'a, str> {
+    match v.get(key) {
+        Some(Value::String(t)) => std::borrow::Cow::Borrowed(t),
+        None | Some(Value::Null) => std::borrow::Cow::Borrowed(""),
+        Some(other) => {
+            diag(
+                out,
+                DiagnosticKind::Malformed,
+                pos,
+                record,
+                format!("`{key}` is not a string; kept as its JSON text"),
+            );
+            std::borrow::Cow::Owned(other.to_string())
+        }
+    }
+}
+
 /// Verbatim-order JSON text of an owned value.
 pub(crate) fn raw_of(v: Value) -> RawJson {
     v.to_raw()
@@ -120,16 +147,32 @@ pub(crate) fn json_arguments(v: Option<&Value>) -> RawJson {
     }
 }
 
-/// Short text for an error payload: a string as is, `message` of an object,
-/// else the JSON text.
+/// How many `error` objects nested in each other [`error_text`] looks
+/// through before giving the rest as JSON text. Bounds both the walk and
+/// the depth of the parsed tree it leaves behind (a lazy value is parsed one
+/// level per lookup, and a tree built that way is dropped recursively).
+pub(crate) const MAX_ERROR_DEPTH: usize = 16;
+
+/// Short text for an error payload: a string as is, `message` of an object
+/// (looking through nested `error` objects, at most [`MAX_ERROR_DEPTH`]
+/// levels), else the JSON text of what is left.
 pub(crate) fn error_text(v: &Value) -> String {
+    let mut v = v;
+    for _ in 0..MAX_ERROR_DEPTH {
+        match v {
+            Value::String(s) => return s.clone(),
+            Value::Object(m) => match (s(v, "message"), m.entry("error")) {
+                (Some(msg), _) => return msg.to_owned(),
+                (None, Some(inner)) => v = inner.value(),
+                (None, None) => return v.to_string(),
+            },
+            Value::Null => return String::new(),
+            other => return other.to_string(),
+        }
+    }
+    // Too deep to walk on: the rest verbatim (never walked, any depth).
     match v {
         Value::String(s) => s.clone(),
-        Value::Object(_) => s(v, "message")
-            .map(str::to_owned)
-            .or_else(|| v.get("error").map(error_text))
-            .unwrap_or_else(|| v.to_string()),
-        Value::Null => String::new(),
         other => other.to_string(),
     }
 }

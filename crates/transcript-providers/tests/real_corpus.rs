@@ -125,3 +125,56 @@ fn openai_corpus_matches_manifest() {
 fn anthropic_corpus_matches_manifest() {
     check_provider(Provider::Anthropic);
 }
+
+/// Issue #18 item 5: auto-detection names the right provider for every real
+/// capture, including `_synthetic/awf-cli-transcript-input-<provider>.jsonl`
+/// (the Gemini one starts with `{"type":"user",…}`, once read as Claude).
+#[test]
+fn every_real_capture_is_auto_detected_as_its_provider() {
+    use transcript_providers::{AutoNormalizer, Normalizer};
+    let Some(root) = real_root() else { return };
+    let mut cases = Vec::new();
+    for p in Provider::ALL {
+        let manifest_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/real-manifest")
+            .join(format!("{}.json", p.name()));
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+        for path in inputs(&root.join(manifest["folder"].as_str().unwrap())) {
+            cases.push((*p, path));
+        }
+    }
+    let synthetic = root.join("_synthetic");
+    if synthetic.is_dir() {
+        for path in inputs(&synthetic) {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let p = match name.rsplit('-').next().unwrap() {
+                "claude.jsonl" => Provider::Claude,
+                "codex.jsonl" => Provider::Codex,
+                "gemini.jsonl" => Provider::Gemini,
+                "copilot.jsonl" => Provider::Copilot,
+                "openaicompatible.jsonl" => Provider::OpenAi,
+                other => panic!("{name}: no provider known for {other}"),
+            };
+            cases.push((p, path));
+        }
+    }
+    let mut wrong = Vec::new();
+    for (p, path) in &cases {
+        let bytes = std::fs::read(path).unwrap();
+        let mut auto = AutoNormalizer::new();
+        let mut out = Vec::new();
+        for c in bytes.chunks(13) {
+            auto.feed(c, &mut out);
+        }
+        auto.finish(&mut out);
+        if auto.detected() != Some(*p) {
+            wrong.push(format!(
+                "{}: {:?}, expected {p}",
+                path.display(),
+                auto.detected()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -1,11 +1,14 @@
 //! Robustness: arbitrary bytes with arbitrary chunk boundaries never panic,
 //! every output serializes to valid JSON, and the output does not depend on
 //! the chunking. Also mutations of real-shaped fixtures (bytes flipped,
-//! inserted or cut), which reach deeper into each mapper than random bytes.
+//! inserted or cut), which reach deeper into each mapper than random bytes,
+//! and nesting up to 256 KB deep inside every provider's records (issue #23:
+//! the other strategies stop at 2 KB, far below the depth that overflowed).
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
+use common::deep::{SHAPES, nested, templates};
 use common::*;
 use proptest::prelude::*;
 use transcript_providers::{AutoNormalizer, Normalizer, Provider};
@@ -94,5 +97,29 @@ proptest! {
             }
         }
         check(*p, &bytes, &lens);
+    }
+}
+
+proptest! {
+    // Few cases: each input is up to a few hundred KB.
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn deep_nesting_never_panics(p in provider(), shape in proptest::sample::select(SHAPES.to_vec()),
+                                 template in any::<prop::sample::Index>(), bytes in 1usize..256 * 1024,
+                                 cut in any::<prop::sample::Index>(),
+                                 lens in proptest::collection::vec(1usize..4096, 1..8)) {
+        let deep = nested(shape, bytes);
+        let ts = templates(p);
+        let t = ts[template.index(ts.len())];
+        let deep_string = serde_json::to_string(&deep).unwrap();
+        let mut input = t.replace("DEEP_STRING", &deep_string).replace("DEEP", &deep).into_bytes();
+        input.extend_from_slice(b"\n");
+        input.extend_from_slice(deep.as_bytes());
+        // Sometimes cut short (a truncated capture).
+        if cut.index(4) == 0 {
+            input.truncate(cut.index(input.len()));
+        }
+        check(p, &input, &lens);
     }
 }

@@ -24,13 +24,32 @@
 //!   JSON; invalid UTF-8 is replaced by U+FFFD. Both yield a
 //!   [`DiagnosticKind::Repaired`] diagnostic.
 //!
+//! - A record, SSE line or SSE event's data longer than the cap
+//!   ([`transcript_domain::MAX_LINE_BYTES`], the line cap shared with the
+//!   transcript writer and reader; [`Framer::with_max_record`] for tests) is
+//!   reported ([`DiagnosticKind::Malformed`]) and not buffered: a JSON
+//!   record is skipped to the end of the line where it passed the cap, an
+//!   SSE event to its blank line. Of a line that is not JSON only a snippet
+//!   is kept. Memory therefore stays bounded whatever the input (a
+//!   never-closed array, an event without its blank line).
+//!
 //! The framer is a byte-at-a-time state machine, so its output does not
 //! depend on how the input is chunked (tested by the chunking-invariance
 //! tests).
 
-use crate::json::Value;
+use transcript_domain::MAX_LINE_BYTES;
 
+use crate::json::Value;
 use crate::output::{Diagnostic, DiagnosticKind, Position};
+
+mod sse;
+mod text;
+
+pub use text::sanitize;
+use text::{diag, fallback_lines, find_newline, malformed_line, parse, repaired_diag, snippet};
+
+/// Bytes kept of a line that is not JSON: enough for its snippet.
+const GARBAGE_KEPT: usize = 512;
 
 /// One framed JSON record.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,7 +91,13 @@ pub struct Framer {
     line_buf: Vec<u8>,
     line_start: Position,
     line_active: bool,
+    /// The current line exceeded the cap; its tail was not kept.
+    line_over: bool,
     sse: SseEvent,
+    /// The largest record, SSE line or SSE event data kept, in bytes.
+    max_record: usize,
+    /// Discarding the rest of the line of an oversized JSON record.
+    skipping: bool,
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +119,8 @@ struct SseEvent {
     start: Option<Position>,
     event: Option<String>,
     data: Option<Vec<u8>>,
+    /// Its data exceeded the cap: reported and skipped at dispatch.
+    oversized: bool,
 }
 
 impl Default for Framer {
@@ -103,8 +130,17 @@ impl Default for Framer {
 }
 
 impl Framer {
-    /// A framer that decides between JSON and SSE from the first non-blank line.
+    /// A framer that decides between JSON and SSE from the first non-blank
+    /// line, with the shared record cap [`MAX_LINE_BYTES`].
     pub fn new() -> Self {
+        Self::with_max_record(MAX_LINE_BYTES)
+    }
+
+    /// A framer whose records (and SSE lines and event data) may be at most
+    /// `max_record` bytes; larger ones are reported
+    /// ([`DiagnosticKind::Malformed`]) and skipped without being buffered,
+    /// so memory stays bounded by the cap whatever the input.
+    pub fn with_max_record(max_record: usize) -> Self {
         Self {
             mode: Mode::Undecided,
             offset: 0,
@@ -114,8 +150,51 @@ impl Framer {
             line_buf: Vec::new(),
             line_start: Position::default(),
             line_active: false,
+            line_over: false,
             sse: SseEvent::default(),
+            max_record: max_record.max(1),
+            skipping: false,
         }
+    }
+
+    /// Bytes currently held for an unfinished record, line or event: at
+    /// most twice the cap (an SSE event's data and the line being read);
+    /// exposed so tests can check the bound.
+    pub fn buffered(&self) -> usize {
+        self.json.buf.len() + self.line_buf.len() + self.sse.data.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Input bytes of the open JSON record once `more` further bytes are in.
+    fn record_len(&self, more: usize) -> u64 {
+        self.offset - self.json.start.offset + more as u64
+    }
+
+    /// The open JSON record passed the cap: report it, drop what was kept
+    /// and skip to the end of the current line (a raw newline cannot be
+    /// inside a JSON string, so framing restarts cleanly on the next line).
+    fn oversized(&mut self, out: &mut Vec<Frame>) {
+        let scan = std::mem::take(&mut self.json);
+        out.push(diag(
+            DiagnosticKind::Malformed,
+            scan.start,
+            "-",
+            &format!(
+                "record exceeds {} bytes: skipped to the end of its line: {}",
+                self.max_record,
+                snippet(&scan.buf)
+            ),
+        ));
+        self.skipping = true;
+    }
+
+    /// Appends to the current line, keeping at most the cap.
+    fn push_line(&mut self, bytes: &[u8]) {
+        let room = self.max_record.saturating_sub(self.line_buf.len());
+        if bytes.len() > room {
+            self.line_over = true;
+        }
+        self.line_buf
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
     fn here(&self) -> Position {
@@ -131,6 +210,24 @@ impl Framer {
         let mut i = 0;
         while i < bytes.len() {
             match self.mode {
+                Mode::Json if self.skipping => {
+                    let rest = &bytes[i..];
+                    match find_newline(rest) {
+                        Some(nl) => {
+                            self.offset += nl as u64 + 1;
+                            self.line += 1;
+                            self.at_line_start = true;
+                            self.skipping = false;
+                            i += nl + 1;
+                        }
+                        None => {
+                            self.offset += rest.len() as u64;
+                            self.at_line_start = false;
+                            i = bytes.len();
+                        }
+                    }
+                    continue;
+                }
                 Mode::Json => {
                     // Fast path: a whole single-line record inside this
                     // chunk that serde accepts as is. The scanner below
@@ -140,8 +237,9 @@ impl Framer {
                     if !self.json.active
                         && matches!(bytes[i], b'{' | b'[')
                         && let Some(nl) = find_newline(&bytes[i..])
-                        && let Ok(value) =
-                            crate::json::parse_record(bytes[i..i + nl].trim_ascii_end())
+                        && let record = bytes[i..i + nl].trim_ascii_end()
+                        && record.len() <= self.max_record
+                        && let Ok(value) = crate::json::parse_record(record)
                     {
                         emit_value(value, self.here(), None, out);
                         self.offset += nl as u64 + 1;
@@ -157,6 +255,10 @@ impl Framer {
                             .iter()
                             .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
                             .unwrap_or(rest.len());
+                        if self.record_len(run) > self.max_record as u64 {
+                            self.oversized(out);
+                            continue;
+                        }
                         if run > 0 {
                             self.json.buf.extend_from_slice(&rest[..run]);
                             self.offset += run as u64;
@@ -173,6 +275,10 @@ impl Framer {
                             .iter()
                             .position(|&b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']' | b'\n'))
                             .unwrap_or(rest.len());
+                        if self.record_len(run) > self.max_record as u64 {
+                            self.oversized(out);
+                            continue;
+                        }
                         if run > 0 {
                             self.json.buf.extend_from_slice(&rest[..run]);
                             self.offset += run as u64;
@@ -180,6 +286,14 @@ impl Framer {
                             i += run;
                             continue;
                         }
+                    }
+                    // The byte below would be the record's byte past the cap.
+                    if self.json.active
+                        && !self.json.garbage
+                        && self.record_len(1) > self.max_record as u64
+                    {
+                        self.oversized(out);
+                        continue;
                     }
                     self.json_byte(bytes[i], out)
                 }
@@ -190,10 +304,11 @@ impl Framer {
                         self.line_active = true;
                         self.line_start = self.here();
                         self.line_buf.clear();
+                        self.line_over = false;
                     }
                     match find_newline(rest) {
                         Some(nl) => {
-                            self.line_buf.extend_from_slice(&rest[..nl]);
+                            self.push_line(&rest[..nl]);
                             self.offset += nl as u64 + 1;
                             self.line += 1;
                             self.at_line_start = true;
@@ -201,7 +316,7 @@ impl Framer {
                             i += nl + 1;
                         }
                         None => {
-                            self.line_buf.extend_from_slice(rest);
+                            self.push_line(rest);
                             self.offset += rest.len() as u64;
                             self.at_line_start = false;
                             i = bytes.len();
@@ -219,6 +334,7 @@ impl Framer {
     pub fn finish(&mut self, out: &mut Vec<Frame>) {
         match self.mode {
             Mode::Json => {
+                self.skipping = false;
                 if self.json.active {
                     let scan = std::mem::take(&mut self.json);
                     if scan.garbage {
@@ -247,142 +363,6 @@ impl Framer {
             self.at_line_start = true;
         } else {
             self.at_line_start = false;
-        }
-    }
-
-    // ---- undecided / SSE: line oriented --------------------------------
-
-    fn line_byte(&mut self, b: u8, out: &mut Vec<Frame>) {
-        if self.mode == Mode::Undecided && !self.line_active {
-            if b.is_ascii_whitespace() {
-                self.advance(b);
-                return;
-            }
-            if b == b'{' || b == b'[' {
-                self.mode = Mode::Json;
-                self.json_byte(b, out);
-                return;
-            }
-        }
-        if !self.line_active {
-            self.line_active = true;
-            self.line_start = self.here();
-            self.line_buf.clear();
-        }
-        self.advance(b);
-        if b == b'\n' {
-            self.end_line(out);
-        } else {
-            self.line_buf.push(b);
-        }
-    }
-
-    fn end_line(&mut self, out: &mut Vec<Frame>) {
-        self.line_active = false;
-        let mut line = std::mem::take(&mut self.line_buf);
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-        if self.mode == Mode::Undecided {
-            if is_sse_field(&line) {
-                self.mode = Mode::Sse;
-            } else {
-                malformed_line(&line, self.line_start, "not JSON", out);
-                self.line_buf = line;
-                return;
-            }
-        }
-        self.sse_line(&line, out);
-        self.line_buf = line;
-    }
-
-    fn sse_line(&mut self, line: &[u8], out: &mut Vec<Frame>) {
-        if line.iter().all(|b| b.is_ascii_whitespace()) {
-            self.dispatch_sse(out);
-            return;
-        }
-        if line[0] == b':' {
-            out.push(diag(
-                DiagnosticKind::Metadata,
-                self.line_start,
-                "sse/comment",
-                "",
-            ));
-            return;
-        }
-        let (field, value) = match line.iter().position(|&b| b == b':') {
-            Some(p) => {
-                let v = &line[p + 1..];
-                (&line[..p], v.strip_prefix(b" ").unwrap_or(v))
-            }
-            None => (line, &b""[..]),
-        };
-        if self.sse.start.is_none() {
-            self.sse.start = Some(self.line_start);
-        }
-        match field {
-            b"event" => self.sse.event = Some(String::from_utf8_lossy(value).into_owned()),
-            b"data" => match &mut self.sse.data {
-                Some(d) => {
-                    d.push(b'\n');
-                    d.extend_from_slice(value);
-                }
-                None => self.sse.data = Some(value.to_vec()),
-            },
-            b"id" | b"retry" => {}
-            _ => out.push(diag(
-                DiagnosticKind::Unknown,
-                self.line_start,
-                "sse/field",
-                &snippet(line),
-            )),
-        }
-    }
-
-    fn dispatch_sse(&mut self, out: &mut Vec<Frame>) {
-        let ev = std::mem::take(&mut self.sse);
-        let Some(start) = ev.start else { return };
-        let record = || format!("sse/{}", ev.event.as_deref().unwrap_or("message"));
-        let Some(data) = ev.data else {
-            out.push(diag(
-                DiagnosticKind::Metadata,
-                start,
-                &record(),
-                "event without data",
-            ));
-            return;
-        };
-        if data.trim_ascii() == b"[DONE]" {
-            out.push(diag(DiagnosticKind::Metadata, start, "sse/[DONE]", ""));
-            return;
-        }
-        // Valid JSON has no raw control bytes in strings, so the repair
-        // pass only runs when a plain parse fails (same result, less work).
-        let plain = crate::json::parse_record(&data).map(|v| (v, false));
-        let (parsed, repaired) = match plain {
-            Ok(v) => (Ok(v), false),
-            Err(_) => {
-                let (bytes, repaired) = sanitize(&data);
-                (parse(&bytes), repaired)
-            }
-        };
-        match parsed {
-            Ok((value, lossy)) => {
-                if repaired || lossy {
-                    out.push(repaired_diag(start, repaired, lossy));
-                }
-                out.push(Frame::Record(Record {
-                    position: start,
-                    event: ev.event,
-                    value,
-                }));
-            }
-            Err(e) => out.push(diag(
-                DiagnosticKind::Malformed,
-                start,
-                &record(),
-                &format!("data is not JSON ({e}): {}", snippet(&data)),
-            )),
         }
     }
 
@@ -415,7 +395,8 @@ impl Framer {
                 }
                 malformed_line(line, scan.start, "not JSON", out);
                 self.json.buf = scan.buf;
-            } else {
+            } else if self.json.buf.len() < GARBAGE_KEPT {
+                // Only a snippet of a line that is not JSON is reported.
                 self.json.buf.push(b);
             }
             return;
@@ -525,177 +506,6 @@ fn emit_value(value: Value, start: Position, event: Option<String>, out: &mut Ve
         })),
     }
 }
-
-/// Re-splits a buffer that did not parse as one record into lines; each
-/// line is parsed on its own (so valid lines survive), the rest reported.
-fn fallback_lines(buf: &[u8], start: Position, out: &mut Vec<Frame>, why: &str) {
-    let mut offset = start.offset;
-    for (line_no, raw) in (start.line..).zip(buf.split(|&b| b == b'\n')) {
-        let pos = Position {
-            line: line_no,
-            offset,
-            element: None,
-        };
-        offset += raw.len() as u64 + 1;
-        // Trailing whitespace trimmed as the scanner's records are, so the
-        // eager/lazy parse choice (by size) sees the same bytes.
-        let line = raw.trim_ascii_end();
-        if line.is_empty() {
-            continue;
-        }
-        let (bytes, repaired) = sanitize(line);
-        match parse(&bytes) {
-            Ok((value, lossy)) if matches!(value, Value::Object(_) | Value::Array(_)) => {
-                if repaired || lossy {
-                    out.push(repaired_diag(pos, repaired, lossy));
-                }
-                emit_value(value, pos, None, out);
-            }
-            _ => malformed_line(line, pos, why, out),
-        }
-    }
-}
-
-fn malformed_line(line: &[u8], pos: Position, why: &str, out: &mut Vec<Frame>) {
-    out.push(diag(
-        DiagnosticKind::Malformed,
-        pos,
-        "-",
-        &format!("{why}: {}", snippet(line)),
-    ));
-}
-
-fn repaired_diag(pos: Position, control: bool, lossy: bool) -> Frame {
-    let detail = match (control, lossy) {
-        (true, true) => "raw control bytes escaped; invalid UTF-8 replaced by U+FFFD",
-        (true, false) => "raw control bytes inside a string escaped (U+0000 preserved)",
-        _ => "invalid UTF-8 replaced by U+FFFD",
-    };
-    diag(DiagnosticKind::Repaired, pos, "-", detail)
-}
-
-fn diag(kind: DiagnosticKind, position: Position, record: &str, detail: &str) -> Frame {
-    Frame::Diagnostic(Diagnostic {
-        kind,
-        position,
-        record: record.to_owned(),
-        detail: detail.to_owned(),
-    })
-}
-
-/// Parses JSON; on invalid UTF-8 retries with lossy replacement.
-fn parse(bytes: &[u8]) -> Result<(Value, bool), serde_json::Error> {
-    match crate::json::parse_record(bytes) {
-        Ok(v) => Ok((v, false)),
-        Err(e) => match std::str::from_utf8(bytes) {
-            Ok(_) => Err(e),
-            Err(_) => {
-                let text = String::from_utf8_lossy(bytes);
-                crate::json::parse_record(text.as_bytes()).map(|v| (v, true))
-            }
-        },
-    }
-}
-
-/// Escapes raw control bytes found inside JSON strings (the NUL pre-pass).
-/// Returns the (possibly rewritten) bytes and whether anything changed.
-pub fn sanitize(bytes: &[u8]) -> (std::borrow::Cow<'_, [u8]>, bool) {
-    let mut in_str = false;
-    let mut esc = false;
-    let mut needs = false;
-    for &b in bytes {
-        if in_str {
-            if esc {
-                esc = false;
-                if b < 0x20 {
-                    needs = true;
-                    break;
-                }
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            } else if b < 0x20 {
-                needs = true;
-                break;
-            }
-        } else if b == b'"' {
-            in_str = true;
-        }
-    }
-    if !needs {
-        return (std::borrow::Cow::Borrowed(bytes), false);
-    }
-    let mut out = Vec::with_capacity(bytes.len() + 16);
-    let (mut in_str, mut esc) = (false, false);
-    for &b in bytes {
-        if in_str {
-            if esc {
-                esc = false;
-                if b < 0x20 {
-                    // `\` followed by a raw control byte: escape the byte and
-                    // keep the backslash as a literal one.
-                    out.extend_from_slice(b"\\");
-                    out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
-                    continue;
-                }
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            } else if b < 0x20 {
-                out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
-                continue;
-            }
-        } else if b == b'"' {
-            in_str = true;
-        }
-        out.push(b);
-    }
-    (std::borrow::Cow::Owned(out), true)
-}
-
-/// Position of the first `\n`, eight bytes at a time (records are long;
-/// this search is the framer's hottest loop).
-fn find_newline(hay: &[u8]) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    const NL: u64 = LO * b'\n' as u64;
-    let mut chunks = hay.chunks_exact(8);
-    let mut base = 0;
-    for c in chunks.by_ref() {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(c);
-        let x = u64::from_le_bytes(word) ^ NL;
-        if (x.wrapping_sub(LO) & !x & HI) != 0 {
-            return c.iter().position(|&b| b == b'\n').map(|p| base + p);
-        }
-        base += 8;
-    }
-    chunks
-        .remainder()
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|p| base + p)
-}
-
-fn is_sse_field(line: &[u8]) -> bool {
-    line.starts_with(b":")
-        || [&b"event:"[..], b"data:", b"id:", b"retry:"]
-            .iter()
-            .any(|f| line.starts_with(f))
-}
-
-/// At most 80 characters of input, for diagnostics.
-fn snippet(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let mut s: String = text.chars().take(80).collect();
-    if text.chars().count() > 80 {
-        s.push('…');
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -819,5 +629,115 @@ mod tests {
         assert!(changed);
         assert_eq!(&*b, b"{\"a\":\"x\\u0009y\"}\t");
         assert!(!sanitize(b"{\"a\":1}").1);
+    }
+
+    /// Frames `input` with a cap, fed whole, byte by byte and in 7-byte
+    /// chunks (all identical); asserts the buffers stay within the bound.
+    fn capped(input: &[u8], cap: usize) -> Vec<Frame> {
+        let mut results = Vec::new();
+        for chunk in [input.len().max(1), 1, 7] {
+            let mut f = Framer::with_max_record(cap);
+            let mut out = Vec::new();
+            for c in input.chunks(chunk) {
+                f.feed(c, &mut out);
+                assert!(f.buffered() <= 2 * cap, "{} > 2 x {cap}", f.buffered());
+            }
+            f.finish(&mut out);
+            results.push(out);
+        }
+        assert_eq!(results[0], results[1], "byte by byte");
+        assert_eq!(results[0], results[2], "7-byte chunks");
+        results.swap_remove(0)
+    }
+
+    fn detail(f: &Frame) -> &str {
+        match f {
+            Frame::Diagnostic(d) => &d.detail,
+            Frame::Record(_) => "",
+        }
+    }
+
+    #[test]
+    fn the_default_cap_is_the_shared_line_cap() {
+        assert_eq!(Framer::new().max_record, MAX_LINE_BYTES);
+        assert_eq!(Framer::default().max_record, MAX_LINE_BYTES);
+    }
+
+    #[test]
+    fn a_never_closed_array_is_reported_and_framing_goes_on() {
+        let mut input = b"[".to_vec();
+        input.extend(b"{\"a\":1},".repeat(100));
+        input.extend(b"\n{\"b\":2}\n");
+        let fr = capped(&input, 64);
+        assert_eq!(kinds(&fr), ["malformed@1", "rec@2"]);
+        assert!(
+            detail(&fr[0]).starts_with("record exceeds 64 bytes"),
+            "{fr:?}"
+        );
+        // Pretty-printed: skipped to the end of the line past the cap, then
+        // each further line is framed afresh (reported or salvaged).
+        let mut input = b"[\n".to_vec();
+        input.extend(b"  {\"a\": 1},\n".repeat(20));
+        let fr = capped(&input, 64);
+        assert!(
+            detail(&fr[0]).starts_with("record exceeds 64 bytes"),
+            "{fr:?}"
+        );
+        assert!(fr.len() > 2);
+    }
+
+    #[test]
+    fn a_record_at_the_cap_passes_one_byte_more_does_not() {
+        let at = format!("{{\"k\":\"{}\"}}", "x".repeat(56));
+        assert_eq!(at.len(), 64);
+        let over = format!("{{\"k\":\"{}\"}}", "x".repeat(57));
+        let input = format!("{at}\n{over}\n{at}  \n");
+        let fr = capped(input.as_bytes(), 64);
+        assert_eq!(kinds(&fr), ["rec@1", "malformed@2", "rec@3"]);
+    }
+
+    #[test]
+    fn a_long_line_that_is_not_json_keeps_only_its_snippet() {
+        let mut input = b"{}\n".to_vec();
+        input.extend(vec![b'x'; 10_000]);
+        input.extend(b"\n{}\n");
+        let mut f = Framer::with_max_record(1 << 20);
+        let mut out = Vec::new();
+        for c in input.chunks(100) {
+            f.feed(c, &mut out);
+            assert!(f.buffered() <= GARBAGE_KEPT);
+        }
+        f.finish(&mut out);
+        assert_eq!(kinds(&out), ["rec@1", "malformed@2", "rec@3"]);
+    }
+
+    #[test]
+    fn an_sse_event_without_a_blank_line_is_reported_at_its_end() {
+        let mut input = b"event: a\n".to_vec();
+        input.extend(b"data: {\"x\":1}\n".repeat(50));
+        input.extend(b"\ndata: {\"y\":2}\n\n");
+        let fr = capped(&input, 64);
+        assert_eq!(kinds(&fr), ["malformed@1", "rec@53"]);
+        assert!(detail(&fr[0]).starts_with("event data exceeds 64 bytes"));
+        // A single data line over the cap, never ended by a blank line.
+        let mut input = b"data: ".to_vec();
+        input.extend(vec![b'x'; 1000]);
+        let fr = capped(&input, 64);
+        assert_eq!(kinds(&fr), ["malformed@1"]);
+    }
+
+    #[test]
+    fn seventeen_mib_of_sse_data_keep_the_default_cap() {
+        let mut f = Framer::new();
+        let mut out = Vec::new();
+        f.feed(b"data: ", &mut out);
+        let block = vec![b'x'; 1 << 20];
+        for _ in 0..17 {
+            f.feed(&block, &mut out);
+            assert!(f.buffered() <= 2 * MAX_LINE_BYTES);
+        }
+        f.feed(b"\n\ndata: {}\n\n", &mut out);
+        f.finish(&mut out);
+        assert_eq!(kinds(&out), ["malformed@1", "rec@3"]);
     }
 }
