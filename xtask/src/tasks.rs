@@ -332,8 +332,17 @@ pub fn fuzz(
     }
     let mut failed = Vec::new();
     for name in &names {
+        // The first corpus folder collects what the fuzzer finds (gitignored); the seeds
+        // (e.g. deep nesting) are read as a second corpus, so every run starts from them.
+        let corpus = root.join("fuzz").join("corpus").join(name);
+        std::fs::create_dir_all(&corpus)?;
+        let seeds = root.join("fuzz").join("seeds").join(name);
         let mut cmd = fuzz_cmd(root);
-        cmd.args(["run", name, "--"])
+        cmd.args(["run", name]).arg(&corpus);
+        if seeds.is_dir() {
+            cmd.arg(&seeds);
+        }
+        cmd.arg("--")
             .arg(format!("-max_total_time={seconds}"))
             .args(args);
         if !run(cmd)? {

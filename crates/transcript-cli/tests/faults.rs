@@ -125,7 +125,9 @@ fn a_full_disk_fails_the_run_with_its_cause_and_keeps_what_was_written_valid() {
         !stderr.contains(" succeeded"),
         "never reports success: {stderr}"
     );
-    let incomplete = stderr.matches("error: the transcript is incomplete").count();
+    let incomplete = stderr
+        .matches("error: the transcript is incomplete")
+        .count();
     assert_eq!(incomplete, 1, "reported once: {stderr}");
     // What is on disk validates, and holds every event the progress view showed.
     let root = transcripts(&storage)
