@@ -15,8 +15,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::watch;
 use transcript_domain::{
-    Clock, EncodedParts, EventDraft, EventMask, ExchangeEvent, PreEncoded, RecordError, Recorder,
-    RunId, Seq, Subscription, Timestamp, decode_line,
+    Clock, EncodedParts, EventDraft, EventMask, ExchangeEvent, InvalidDraft, MAX_LINE_BYTES,
+    PreEncoded, RecordError, Recorder, RunId, Seq, Subscription, Timestamp, decode_line,
 };
 
 use crate::clock::SystemClock;
@@ -169,7 +169,7 @@ impl JsonlRecorderBuilder {
         let (closed_tx, _) = watch::channel(false);
         let writer = Writer {
             sink: Some(sink),
-            next_seq: scan.info.highest_seq + 1,
+            next_seq: scan.next_seq,
             last_ms: scan.last_timestamp.map_or(i64::MIN, Timestamp::unix_millis),
             ts_sec: i64::MIN,
             ts_prefix: [0; 24],
@@ -754,6 +754,23 @@ fn rebuild_event(line: &[u8], path: &Path) -> Option<Arc<ExchangeEvent>> {
     None
 }
 
+/// The longest line `encoded` bytes of parts can make: `{"seq":` plus up
+/// to 20 digits, `,"timestamp":"`, 24 bytes of time, `","payload":` and `}`.
+fn line_bound(encoded: usize) -> usize {
+    encoded + 7 + 20 + 14 + 24 + 12 + 1
+}
+
+fn too_long(encoded: usize) -> RecordError {
+    RecordError::Encode(format!(
+        "event line of up to {} bytes exceeds the {MAX_LINE_BYTES}-byte line cap shared with the reader; nothing was written",
+        line_bound(encoded)
+    ))
+}
+
+fn invalid_draft(e: InvalidDraft) -> RecordError {
+    RecordError::Encode(format!("invalid event: {e}"))
+}
+
 impl Shared {
     fn lock_queue(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
@@ -774,6 +791,8 @@ impl Shared {
                 )));
             }
         }
+        // Refused before it gets a seq: our own verify would reject it.
+        draft.validate().map_err(invalid_draft)?;
         // What subscribers get from the draft then equals what the line
         // decodes to, however the event reaches them.
         draft.payload.canonicalize();
@@ -783,6 +802,7 @@ impl Shared {
             let queued = match PreEncoded::encode_into(self.run_id, self.parent_run_id, &draft, buf)
             {
                 Err(e) => Err(RecordError::Encode(e.to_string())),
+                Ok(_) if line_bound(buf.len()) > MAX_LINE_BYTES => Err(too_long(buf.len())),
                 Ok(split) => {
                     let (kept, carried) = if carry {
                         (None, Some(draft))
