@@ -33,6 +33,9 @@ struct SubEntry {
     tx: Sender<Arc<ExchangeEvent>>,
     counters: Arc<SubCounters>,
     replaying: bool,
+    /// The first seq it gets live (the writer acknowledges before it
+    /// broadcasts, so a subscription can register between the two).
+    from: Seq,
     last_warn: Option<Instant>,
 }
 
@@ -66,8 +69,8 @@ impl SubEntry {
     }
 }
 
-/// Subscriber registry; lives inside the writer's lock, so registration and
-/// broadcast are ordered with respect to writes.
+/// Subscriber registry; lives under the lock the writer thread publishes
+/// each batch under, so a registration is ordered with respect to writes.
 #[derive(Default)]
 pub(crate) struct FanOut {
     subs: Vec<SubEntry>,
@@ -111,6 +114,7 @@ impl FanOut {
         &mut self,
         capacity: usize,
         replaying: bool,
+        from: Seq,
     ) -> (Receiver<Arc<ExchangeEvent>>, Arc<SubCounters>, u64) {
         let (tx, rx, flush) = chan::channel(capacity);
         self.linger.get_or_insert_with(Linger::start).watch(flush);
@@ -122,6 +126,7 @@ impl FanOut {
             tx,
             counters: Arc::clone(&counters),
             replaying,
+            from,
             last_warn: None,
         });
         (rx, counters, id)
@@ -129,34 +134,24 @@ impl FanOut {
 
     /// Broadcasts event `seq`, building it with `make` only if some
     /// subscriber has room (a slow subscriber alone costs no event build).
-    /// An event `make` cannot build (`None`) counts as dropped for every
-    /// subscriber, like a full buffer: the gap is reported, and a replaying
-    /// subscriber reads the line from the file.
-    pub(crate) fn broadcast_with(
-        &mut self,
-        seq: Seq,
-        make: impl FnOnce() -> Option<Arc<ExchangeEvent>>,
-    ) {
-        let event = if self.subs.iter().any(|s| s.tx.has_room()) {
-            make()
-        } else {
-            None
-        };
-        if let Some(event) = event {
-            self.broadcast(&event);
-        } else {
-            let mut retired = 0;
-            self.subs.retain_mut(|s| {
-                if s.tx.is_closed() {
-                    retired += s.counters.dropped.load(Ordering::Relaxed);
-                    false
-                } else {
-                    s.full(seq);
-                    true
-                }
-            });
-            self.retired_drops += retired;
+    pub(crate) fn broadcast_with(&mut self, seq: Seq, make: impl FnOnce() -> Arc<ExchangeEvent>) {
+        if self.subs.iter().any(|s| s.from <= seq && s.tx.has_room()) {
+            self.broadcast(&make());
+            return;
         }
+        let mut retired = 0;
+        self.subs.retain_mut(|s| {
+            if s.tx.is_closed() {
+                retired += s.counters.dropped.load(Ordering::Relaxed);
+                false
+            } else {
+                if s.from <= seq {
+                    s.full(seq);
+                }
+                true
+            }
+        });
+        self.retired_drops += retired;
     }
 
     /// Hands `event` to every subscriber without waiting: a full buffer
@@ -164,8 +159,11 @@ impl FanOut {
     pub(crate) fn broadcast(&mut self, event: &Arc<ExchangeEvent>) {
         let mut retired = 0;
         let mut deferred = false;
-        self.subs
-            .retain_mut(|s| match s.tx.try_send(Arc::clone(event)) {
+        self.subs.retain_mut(|s| {
+            if s.from > event.seq {
+                return !s.tx.is_closed();
+            }
+            match s.tx.try_send(Arc::clone(event)) {
                 Ok(Pushed::Signalled) => true,
                 Ok(Pushed::Deferred) => {
                     deferred = true;
@@ -179,7 +177,8 @@ impl FanOut {
                     retired += s.counters.dropped.load(Ordering::Relaxed);
                     false
                 }
-            });
+            }
+        });
         self.retired_drops += retired;
         if deferred {
             match &self.linger {
@@ -524,20 +523,7 @@ impl Subscription for JsonlSubscription {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::Ordering;
-
-    use super::{FanOut, prefix_seq};
-
-    #[test]
-    fn an_event_that_cannot_be_built_counts_as_dropped_for_every_subscriber() {
-        let mut fan = FanOut::default();
-        let (_live_rx, live, _) = fan.register(8, false);
-        let (_replay_rx, replaying, _) = fan.register(8, true);
-        fan.broadcast_with(1, || None);
-        assert_eq!(live.dropped.load(Ordering::Relaxed), 1);
-        assert!(replaying.lagged.load(Ordering::Acquire));
-        fan.close_all();
-    }
+    use super::prefix_seq;
 
     #[test]
     fn prefix_seq_reads_our_prefix_only() {
