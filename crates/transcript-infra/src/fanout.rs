@@ -33,9 +33,6 @@ struct SubEntry {
     tx: Sender<Arc<ExchangeEvent>>,
     counters: Arc<SubCounters>,
     replaying: bool,
-    /// The first seq it gets live (the writer acknowledges before it
-    /// broadcasts, so a subscription can register between the two).
-    from: Seq,
     last_warn: Option<Instant>,
 }
 
@@ -114,7 +111,6 @@ impl FanOut {
         &mut self,
         capacity: usize,
         replaying: bool,
-        from: Seq,
     ) -> (Receiver<Arc<ExchangeEvent>>, Arc<SubCounters>, u64) {
         let (tx, rx, flush) = chan::channel(capacity);
         self.linger.get_or_insert_with(Linger::start).watch(flush);
@@ -126,7 +122,6 @@ impl FanOut {
             tx,
             counters: Arc::clone(&counters),
             replaying,
-            from,
             last_warn: None,
         });
         (rx, counters, id)
@@ -135,7 +130,7 @@ impl FanOut {
     /// Broadcasts event `seq`, building it with `make` only if some
     /// subscriber has room (a slow subscriber alone costs no event build).
     pub(crate) fn broadcast_with(&mut self, seq: Seq, make: impl FnOnce() -> Arc<ExchangeEvent>) {
-        if self.subs.iter().any(|s| s.from <= seq && s.tx.has_room()) {
+        if self.subs.iter().any(|s| s.tx.has_room()) {
             self.broadcast(&make());
             return;
         }
@@ -145,9 +140,7 @@ impl FanOut {
                 retired += s.counters.dropped.load(Ordering::Relaxed);
                 false
             } else {
-                if s.from <= seq {
-                    s.full(seq);
-                }
+                s.full(seq);
                 true
             }
         });
@@ -159,11 +152,8 @@ impl FanOut {
     pub(crate) fn broadcast(&mut self, event: &Arc<ExchangeEvent>) {
         let mut retired = 0;
         let mut deferred = false;
-        self.subs.retain_mut(|s| {
-            if s.from > event.seq {
-                return !s.tx.is_closed();
-            }
-            match s.tx.try_send(Arc::clone(event)) {
+        self.subs
+            .retain_mut(|s| match s.tx.try_send(Arc::clone(event)) {
                 Ok(Pushed::Signalled) => true,
                 Ok(Pushed::Deferred) => {
                     deferred = true;
@@ -177,8 +167,7 @@ impl FanOut {
                     retired += s.counters.dropped.load(Ordering::Relaxed);
                     false
                 }
-            }
-        });
+            });
         self.retired_drops += retired;
         if deferred {
             match &self.linger {

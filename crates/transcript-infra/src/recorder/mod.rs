@@ -18,11 +18,13 @@
 //!    with one `write(2)` and, under [`Durability::Always`], runs one
 //!    `fdatasync`. A failure cuts the file back to its last acknowledged
 //!    line; the records not whole on disk fail and consume no seq.
-//! 4. It publishes the new seq and acknowledged length (under the lock that
-//!    subscribing takes, so a subscription starts at an exact seq), sends
-//!    every acknowledgement, and only then builds the events from the moved
-//!    drafts and broadcasts them (write-then-broadcast; the producers are
-//!    already running again).
+//! 4. Under the lock that subscribing takes (so a subscription starts at an
+//!    exact seq) it publishes the new seq and acknowledged length and
+//!    broadcasts the batch (write-then-broadcast), building each event from
+//!    its moved draft, without re-decoding. A subscriber's buffer is a
+//!    bounded buffer with coalesced wake-ups (`chan.rs`): a full one drops
+//!    the event for that subscriber only, the writer never waits. Then it sends the acknowledgements, so
+//!    when `record` returns every subscriber has been offered the event.
 //! 5. Under [`Durability::Interval`] the same thread syncs when the oldest
 //!    unsynced write is one interval old (it waits for work with a
 //!    timeout). A failed background sync fails the next batch with a
@@ -443,7 +445,7 @@ impl Shared {
         let next = p.next_seq;
         match from {
             None => {
-                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, false, next);
+                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, false);
                 Ok(JsonlSubscription::live(id, rx, counters))
             }
             Some(seq) if seq == 0 || seq > next => Err(RecordError::Replay {
@@ -457,7 +459,7 @@ impl Shared {
             Some(seq) => {
                 let file = fs::open_read(&self.path)?;
                 let tail = FileTail::new(file, self.path.clone(), Arc::clone(&self.committed));
-                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, true, next);
+                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, true);
                 Ok(JsonlSubscription::replaying(id, rx, counters, tail, seq))
             }
         }

@@ -174,7 +174,7 @@ impl Writer {
         }
     }
 
-    /// Writes a batch, acknowledges it, then broadcasts it.
+    /// Writes a batch, broadcasts it, then acknowledges it.
     fn commit(&mut self, batch: &mut Vec<Entry>) {
         let first = self.next_seq;
         let stamp = {
@@ -197,44 +197,50 @@ impl Writer {
             None => self.write_records(batch, stamp),
         };
         self.next_seq += written.good as u64;
-        {
-            let mut p = lock(&self.published);
-            p.next_seq = self.next_seq;
-            p.stats.batches += 1;
-            p.stats.entries += batch.len() as u64;
-            self.committed.store(self.acked, Ordering::Release);
-        }
         if written.good > 0
             && let Durability::Interval(every) = self.durability
         {
             self.sync_due
                 .get_or_insert_with(|| Instant::now() + interval(every));
         }
-        // Acknowledge first (the producers go on), then broadcast.
-        let mut drafts = Vec::with_capacity(written.good);
-        for (i, entry) in batch.drain(..).enumerate() {
-            let outcome = if i < written.good {
-                drafts.push(entry.draft);
-                Ok(first + i as u64)
-            } else {
-                Err(match &written.failure {
-                    Some((message, e)) => storage_error(
-                        &self.path,
-                        message.clone(),
-                        Some(io::Error::new(e.kind(), e.to_string())),
-                    ),
-                    None => RecordError::Closed,
-                })
-            };
-            let _ = entry.ack.send(outcome);
-        }
-        let mut p = lock(&self.published);
-        if !p.fanout.is_empty() {
+        let mut outcomes = Vec::with_capacity(batch.len());
+        {
+            // Published and broadcast under one lock hold: a subscription
+            // registers either before the batch (and gets all of it) or
+            // after (and gets none of it).
+            let mut p = lock(&self.published);
+            p.next_seq = self.next_seq;
+            p.stats.batches += 1;
+            p.stats.entries += batch.len() as u64;
+            self.committed.store(self.acked, Ordering::Release);
             let (run, parent) = (self.run_id, self.parent_run_id);
-            for (seq, draft) in (first..).zip(drafts) {
-                p.fanout
-                    .broadcast_with(seq, || Arc::new(draft.into_event(seq, run, parent, stamp)));
+            for (i, entry) in batch.drain(..).enumerate() {
+                let seq = first + i as u64;
+                if i < written.good {
+                    if !p.fanout.is_empty() {
+                        let draft = entry.draft;
+                        p.fanout.broadcast_with(seq, || {
+                            Arc::new(draft.into_event(seq, run, parent, stamp))
+                        });
+                    }
+                    outcomes.push((entry.ack, Ok(seq)));
+                } else {
+                    let error = match &written.failure {
+                        Some((message, e)) => storage_error(
+                            &self.path,
+                            message.clone(),
+                            Some(io::Error::new(e.kind(), e.to_string())),
+                        ),
+                        None => RecordError::Closed,
+                    };
+                    outcomes.push((entry.ack, Err(error)));
+                }
             }
+        }
+        // Acknowledged after the broadcast: when `record` returns, every
+        // subscriber has been offered the event.
+        for (ack, outcome) in outcomes {
+            let _ = ack.send(outcome);
         }
     }
 
