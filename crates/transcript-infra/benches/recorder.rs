@@ -587,16 +587,17 @@ fn main() {
         "record, 1 producer, None (vs 1a)",
         k(r1),
         r1a,
-        ">= 0.55",
-        r1a >= 0.55,
+        ">= 0.45",
+        r1a >= 0.45,
     ));
+    // Reported, no longer a target (issue 23 retired it).
     let (r8, r8a) = (g("r8"), paired("r8", "1a"));
     rows.push(row(
         "record, 8 producers, None (vs 1a)",
         k(r8),
         r8a,
-        ">= 1.00",
-        r8a >= 1.0,
+        "-",
+        true,
     ));
     let (r64, r64d) = (g("r64a"), paired("r64a", "1d"));
     rows.push(row(

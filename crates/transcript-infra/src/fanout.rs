@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::chan::{self, Linger, PushError, Pushed, Receiver, Sender, TryRecvError};
+use crate::reader::prefix_seq;
 use async_trait::async_trait;
 use serde::Serialize;
 use transcript_domain::{ExchangeEvent, Seq, Subscription, decode_line};
@@ -65,8 +66,8 @@ impl SubEntry {
     }
 }
 
-/// Subscriber registry; lives inside the writer's lock, so registration and
-/// broadcast are ordered with respect to writes.
+/// Subscriber registry; lives under the lock the writer thread publishes
+/// each batch under, so a registration is ordered with respect to writes.
 #[derive(Default)]
 pub(crate) struct FanOut {
     subs: Vec<SubEntry>,
@@ -93,8 +94,9 @@ pub struct FanOutStats {
 pub struct SubscriberStats {
     /// Registration order id, unique per recorder.
     pub id: u64,
-    /// Events it missed because its buffer was full (always 0 for a
-    /// replaying subscription: it catches up from the file instead).
+    /// Events it missed: a live subscription's because its buffer was full;
+    /// a replaying one (which catches up from the file instead of dropping)
+    /// counts the stored lines it could not rebuild as events.
     pub dropped: u64,
     /// Whether it was opened with `subscribe(Some(seq))`.
     pub replaying: bool,
@@ -127,34 +129,22 @@ impl FanOut {
 
     /// Broadcasts event `seq`, building it with `make` only if some
     /// subscriber has room (a slow subscriber alone costs no event build).
-    /// An event `make` cannot build (`None`) counts as dropped for every
-    /// subscriber, like a full buffer: the gap is reported, and a replaying
-    /// subscriber reads the line from the file.
-    pub(crate) fn broadcast_with(
-        &mut self,
-        seq: Seq,
-        make: impl FnOnce() -> Option<Arc<ExchangeEvent>>,
-    ) {
-        let event = if self.subs.iter().any(|s| s.tx.has_room()) {
-            make()
-        } else {
-            None
-        };
-        if let Some(event) = event {
-            self.broadcast(&event);
-        } else {
-            let mut retired = 0;
-            self.subs.retain_mut(|s| {
-                if s.tx.is_closed() {
-                    retired += s.counters.dropped.load(Ordering::Relaxed);
-                    false
-                } else {
-                    s.full(seq);
-                    true
-                }
-            });
-            self.retired_drops += retired;
+    pub(crate) fn broadcast_with(&mut self, seq: Seq, make: impl FnOnce() -> Arc<ExchangeEvent>) {
+        if self.subs.iter().any(|s| s.tx.has_room()) {
+            self.broadcast(&make());
+            return;
         }
+        let mut retired = 0;
+        self.subs.retain_mut(|s| {
+            if s.tx.is_closed() {
+                retired += s.counters.dropped.load(Ordering::Relaxed);
+                false
+            } else {
+                s.full(seq);
+                true
+            }
+        });
+        self.retired_drops += retired;
     }
 
     /// Hands `event` to every subscriber without waiting: a full buffer
@@ -231,7 +221,21 @@ impl FanOut {
     }
 }
 
-/// Reads acknowledged lines of the transcript for a replaying subscription.
+/// What the file offers a replaying subscription next.
+enum Stored {
+    /// An acknowledged event with seq >= the requested one.
+    Event(Arc<ExchangeEvent>),
+    /// A stored line that cannot be rebuilt as an event (an unknown type
+    /// from a newer writer, a damaged or oversized line), with the seq of
+    /// its `{"seq":N,` prefix when it has one.
+    Skipped(Option<Seq>),
+    /// The acknowledged part of the file is exhausted (or could not be
+    /// read; the subscription counts what it then misses).
+    End,
+}
+
+/// Reads acknowledged lines of the transcript for a replaying subscription,
+/// holding at most one line (up to the shared line cap) in memory.
 pub(crate) struct FileTail {
     file: File,
     path: PathBuf,
@@ -239,6 +243,9 @@ pub(crate) struct FileTail {
     file_pos: u64,
     buf: Vec<u8>,
     start: usize,
+    /// Inside a line over the cap: its bytes are discarded up to its
+    /// newline; it had this prefix seq.
+    oversized: Option<Option<Seq>>,
     /// The writer's acknowledged length: bytes below it are whole lines
     /// that are never rewritten.
     committed: Arc<AtomicU64>,
@@ -252,37 +259,48 @@ impl FileTail {
             file_pos: 0,
             buf: Vec::new(),
             start: 0,
+            oversized: None,
             committed,
         }
     }
 
-    /// The next acknowledged event with seq >= `from`, or `None` when the
-    /// acknowledged part of the file is exhausted.
-    fn next_event(&mut self, from: Seq) -> Option<Arc<ExchangeEvent>> {
+    /// The next stored item at or after seq `from`.
+    fn next_event(&mut self, from: Seq) -> Stored {
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..]) {
                 let line = &self.buf[self.start..self.start + i];
                 self.start += i + 1;
-                if quick_seq(line).is_some_and(|s| s < from) {
+                if let Some(seq) = self.oversized.take() {
+                    if seq.is_none_or(|s| s >= from) {
+                        tracing::warn!(path = %self.path.display(), "replay skips a stored line over the line cap");
+                        return Stored::Skipped(seq);
+                    }
                     continue;
                 }
-                match decode_line(line).map(|d| d.event.to_event()) {
-                    Ok(Ok(ev)) if ev.seq >= from => return Some(Arc::new(ev)),
-                    Ok(Ok(_)) => {}
-                    Ok(Err(e)) => tracing::warn!(
-                        path = %self.path.display(),
-                        "replay skips a stored line that is not canonical: {e}"
-                    ),
-                    Err(e) => tracing::warn!(
-                        path = %self.path.display(),
-                        "replay skips a malformed stored line: {e}"
-                    ),
+                let seq = prefix_seq(line);
+                if seq.is_some_and(|s| s < from) {
+                    continue;
                 }
-                continue;
+                let cause = match decode_line(line).map(|d| d.event.to_event()) {
+                    Ok(Ok(ev)) if ev.seq >= from => return Stored::Event(Arc::new(ev)),
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(e)) => e.to_string(),
+                    Err(e) => e.to_string(),
+                };
+                tracing::warn!(path = %self.path.display(), "replay skips a stored line it cannot rebuild: {cause}");
+                return Stored::Skipped(seq);
+            }
+            if self.buf.len() - self.start > transcript_domain::MAX_LINE_BYTES {
+                // No newline within the cap: skip the rest of this line.
+                if self.oversized.is_none() {
+                    self.oversized = Some(prefix_seq(&self.buf[self.start..]));
+                }
+                self.buf.clear();
+                self.start = 0;
             }
             let limit = self.committed.load(Ordering::Acquire);
             if self.file_pos >= limit {
-                return None;
+                return Stored::End;
             }
             self.buf.drain(..self.start);
             self.start = 0;
@@ -292,28 +310,20 @@ impl FileTail {
             let old = self.buf.len();
             self.buf.resize(old + want, 0);
             match self.file.read(&mut self.buf[old..]) {
-                Ok(0) | Err(_) => {
-                    self.buf.truncate(old);
-                    return None;
-                }
-                Ok(n) => {
+                Ok(n) if n > 0 => {
                     self.buf.truncate(old + n);
                     self.file_pos += n as u64;
+                }
+                result => {
+                    self.buf.truncate(old);
+                    if let Err(e) = result {
+                        tracing::warn!(path = %self.path.display(), "replay cannot read the transcript: {e}");
+                    }
+                    return Stored::End;
                 }
             }
         }
     }
-}
-
-/// `{"seq":N,` prefix of lines this crate writes: skips replayed lines
-/// below the requested seq without a full decode.
-fn quick_seq(line: &[u8]) -> Option<Seq> {
-    let rest = line.strip_prefix(b"{\"seq\":")?;
-    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
-    if end == 0 || end > 19 || rest[end] != b',' {
-        return None;
-    }
-    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
 struct Replay {
@@ -389,21 +399,46 @@ impl JsonlSubscription {
         self.id
     }
 
+    /// Hands out `ev` (seq >= the wanted one), counting any seqs it skips
+    /// over as dropped.
+    fn deliver(&mut self, ev: Arc<ExchangeEvent>) -> Arc<ExchangeEvent> {
+        if let Some(replay) = self.replay.as_mut() {
+            let missed = ev.seq.saturating_sub(replay.wanted);
+            if missed > 0 {
+                self.counters.dropped.fetch_add(missed, Ordering::Relaxed);
+            }
+            // A seq of u64::MAX is never written (resume refuses it), so
+            // saturating cannot deliver an event twice.
+            replay.wanted = ev.seq.saturating_add(1);
+        }
+        ev
+    }
+
     async fn next_replaying(&mut self) -> Option<Arc<ExchangeEvent>> {
         loop {
             let replay = self.replay.as_mut()?;
             if replay.catching_up {
-                if let Some(ev) = replay.tail.next_event(replay.wanted) {
-                    replay.wanted = ev.seq + 1;
-                    return Some(ev);
+                match replay.tail.next_event(replay.wanted) {
+                    Stored::Event(ev) => return Some(self.deliver(ev)),
+                    Stored::Skipped(Some(seq)) => {
+                        // Never a silent gap: what cannot be rebuilt counts
+                        // as dropped.
+                        let missed = seq.saturating_sub(replay.wanted).saturating_add(1);
+                        self.counters.dropped.fetch_add(missed, Ordering::Relaxed);
+                        replay.wanted = seq.saturating_add(1);
+                        continue;
+                    }
+                    // Counted by the gap before the next event delivered.
+                    Stored::Skipped(None) => continue,
+                    Stored::End => {}
                 }
                 replay.catching_up = false;
                 if let Some(ev) = self.pending.take() {
-                    // The file had nothing before this live event (a line
-                    // that could not be replayed): deliver it and move on.
+                    // The file had nothing more before this live event
+                    // (lines that could not be replayed, or a read error):
+                    // deliver it, counting the gap.
                     if ev.seq >= replay.wanted {
-                        replay.wanted = ev.seq + 1;
-                        return Some(ev);
+                        return Some(self.deliver(ev));
                     }
                 }
             }
@@ -441,8 +476,7 @@ impl JsonlSubscription {
                 continue;
             }
             if ev.seq == replay.wanted {
-                replay.wanted += 1;
-                return Some(ev);
+                return Some(self.deliver(ev));
             }
             // A gap: the buffer overflowed; the missing lines are in the file.
             self.pending = Some(ev);
@@ -478,27 +512,19 @@ impl Subscription for JsonlSubscription {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::Ordering;
-
-    use super::{FanOut, quick_seq};
+    use super::prefix_seq;
 
     #[test]
-    fn an_event_that_cannot_be_built_counts_as_dropped_for_every_subscriber() {
-        let mut fan = FanOut::default();
-        let (_live_rx, live, _) = fan.register(8, false);
-        let (_replay_rx, replaying, _) = fan.register(8, true);
-        fan.broadcast_with(1, || None);
-        assert_eq!(live.dropped.load(Ordering::Relaxed), 1);
-        assert!(replaying.lagged.load(Ordering::Acquire));
-        fan.close_all();
-    }
-
-    #[test]
-    fn quick_seq_reads_our_prefix_only() {
-        assert_eq!(quick_seq(b"{\"seq\":42,\"run_id\":1}"), Some(42));
-        assert_eq!(quick_seq(b"{\"seq\":,"), None);
-        assert_eq!(quick_seq(b"{ \"seq\":4,"), None);
-        assert_eq!(quick_seq(b"{\"seq\":4}"), None);
-        assert_eq!(quick_seq(b"{\"seq\":99999999999999999999,"), None);
+    fn prefix_seq_reads_our_prefix_only() {
+        assert_eq!(prefix_seq(b"{\"seq\":42,\"run_id\":1}"), Some(42));
+        assert_eq!(prefix_seq(b"{\"seq\":,"), None);
+        assert_eq!(prefix_seq(b"{ \"seq\":4,"), None);
+        assert_eq!(prefix_seq(b"{\"seq\":4}"), None);
+        assert_eq!(
+            prefix_seq(b"{\"seq\":18446744073709551615,"),
+            Some(u64::MAX)
+        );
+        assert_eq!(prefix_seq(b"{\"seq\":18446744073709551616,"), None);
+        assert_eq!(prefix_seq(b"{\"seq\":99999999999999999999,"), None);
     }
 }

@@ -45,43 +45,36 @@
 //!   `O_APPEND | O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW` and forced to
 //!   0o600 with `fchmod`, whatever the umask.
 //!
-//! # Writing: group commit
+//! # Writing: a writer thread with group commit
 //!
-//! `record` serializes the draft outside any lock, into a reused per-thread
-//! buffer, and copies the bytes into the queue's shared buffer: a record
-//! costs no allocation of its own. The first caller to find the writer idle
-//! becomes the *leader*: it takes every queued line, reads the clock once,
-//! assigns seqs and that timestamp (the batch reaches the kernel in one
-//! `write(2)`, so its lines share one timestamp), writes them (and runs one
-//! `fdatasync` under [`Durability::Always`]), publishes the new acknowledged
-//! length, broadcasts the events in seq order, and acknowledges the callers.
-//! Callers arriving meanwhile wait and are written in the next batch. A lone
-//! producer therefore pays no thread hand-off at all; concurrent producers
-//! share writes and syncs. After a batch of several lines the leader yields a
-//! few times so producers that were just woken can join the next batch, and
-//! it keeps writing the batches that queue up meanwhile (up to 32) before it
-//! hands leadership to a waiter: a running leader is cheaper than waking one.
-//! A waiting record stays runnable for up to 100 scheduler rounds before it
-//! parks, reading only an atomic flag of its own (its ticket sits on its own
-//! cache line, so the leader completing other tickets never contends with
-//! it): its batch is usually written within microseconds, and a park/unpark
-//! costs a syscall on each side and moves the woken task to the leader's
-//! worker. A producer hands its draft to the writer only while someone
-//! subscribes (to build the broadcast event without re-parsing); otherwise
-//! it frees the draft itself after the ack, off the leader's path. A record
-//! queued just before a subscriber arrived is rebuilt from its written line,
-//! so subscribers still see every event after they subscribed.
-//! A successful `record` also spends tokio's cooperative budget, so a lone
-//! producer that never has to wait still lets its worker run other tasks. The
-//! I/O is plain blocking `std::fs` on the leader's thread (never `tokio::fs`
-//! per event): short, and it is what acknowledgement waits for anyway.
+//! Every recorder owns one writer thread; async tasks never run file I/O.
+//! `record` masks, validates ([`EventDraft::validate`](transcript_domain::EventDraft::validate))
+//! and encodes the draft on the caller's task, refuses a line that could
+//! exceed [`MAX_LINE_BYTES`](transcript_domain::MAX_LINE_BYTES) (the cap the
+//! reader enforces too, so the writer never writes a line its reader
+//! refuses), queues it with a one-shot acknowledgement and awaits that: the
+//! task is suspended, not blocked, however slow the disk is, so even a
+//! current-thread runtime keeps running its other tasks. An invalid or
+//! oversized draft fails with `RecordError::Encode` before it gets a seq.
+//!
+//! The thread takes everything queued as one batch (group commit): one
+//! clock read, seqs and that timestamp assigned in file order, one
+//! `write(2)`, one `fdatasync` under [`Durability::Always`], then the
+//! acknowledgements, then the broadcast. Concurrent producers therefore
+//! share writes and syncs without any coordination of their own: whatever
+//! arrives while a batch is written or synced is the next batch.
+//! [`JsonlRecorder::write_stats`] shows the batching. The design, with its
+//! close and drop protocol, is documented once, in `src/recorder/mod.rs`.
 //! [`JsonlRecorder::record`] is also an inherent method, so callers holding
 //! the concrete type skip the trait's boxed future.
 //!
-//! Cancellation: a queued record is written even if its caller drops the
-//! future. If a leader's future is dropped mid-lead, or a waiter is dropped
-//! after being handed the leadership, the drop finishes the batch
-//! synchronously, so leadership is never lost.
+//! Cancellation: a record whose future was polled once is queued and is
+//! written even if its caller drops the future. `close` writes what was
+//! queued before it, syncs, ends the subscriptions and releases the file
+//! and lock before it returns; it awaits the writer thread instead of
+//! blocking. Dropping the last handle without `close` releases the file
+//! without a sync (as dropping a `File` does) and waits only for the thread
+//! to let go of the file.
 //!
 //! # Durability
 //!
@@ -93,11 +86,16 @@
 //! | policy | acknowledged after | survives power loss |
 //! |---|---|---|
 //! | [`Durability::None`] | `write(2)` | what the kernel wrote back (usually up to ~30 s old) |
-//! | [`Durability::Interval`]`(d)` | `write(2)`; a background thread syncs every `d` | events acknowledged more than about `d` before the loss |
+//! | [`Durability::Interval`]`(d)` | `write(2)`; the writer thread syncs data once it is `d` old | events acknowledged more than about `d` before the loss |
 //! | [`Durability::Always`] | `write(2)` + `fdatasync` | every acknowledged event |
 //!
 //! `close` always syncs. For a new file under `Interval` or `Always` the
 //! directory is synced once too, so the file name survives a power loss.
+//! A failed background sync under `Interval` is never only logged: the next
+//! record fails with a storage error naming it (nothing of that record is
+//! written), `close` reports it if no record came, and
+//! [`WriteStats::sync_failures`] counts it; after an I/O error Linux may
+//! report later syncs as successful although the data is gone.
 //!
 //! # Failure and resume
 //!
@@ -110,8 +108,12 @@
 //!   gapless and the recorder stays usable. A failed `fdatasync` under
 //!   `Always` un-writes the whole batch the same way: nothing unsynced is
 //!   acknowledged.
-//! * Opening an existing file continues at the highest valid seq + 1 (also
-//!   for foreign files whose lines are out of order). Bytes after the last
+//! * Opening an existing file continues at the highest seq + 1 (also for
+//!   foreign files whose lines are out of order). A seq is never handed out
+//!   twice: a line that is not a readable event (oversized, damaged, from a
+//!   newer writer) but starts with our `{"seq":N,` prefix still counts with
+//!   `N` ([`ResumeWarning::SeqFromUnreadableLine`]), and a file whose
+//!   highest seq is `u64::MAX` is refused with an error naming the line. Bytes after the last
 //!   newline were never acknowledged (decision 13): they are appended to
 //!   `<run_id>.jsonl.torn` (0o600, never lost), the transcript is truncated
 //!   to its last newline, and a [`ResumeWarning::TornTail`] is returned in
@@ -121,9 +123,10 @@
 //! # Live fan-out
 //!
 //! * Write-then-broadcast: a subscriber receives an event only after it is on
-//!   disk (after the sync under `Always`), in seq order, from the code that
-//!   performed the write. Subscribing is registered under the writer's lock,
-//!   so `subscribe(None)` receives exactly the events written after it.
+//!   disk (after the sync under `Always`), in seq order, from the writer
+//!   thread that performed the write. Subscribing registers at the seq the
+//!   writer last published, so `subscribe(None)` receives exactly the events
+//!   written after it.
 //! * Each subscription has a bounded buffer (default
 //!   [`DEFAULT_SUBSCRIBER_BUFFER`] = 256, see
 //!   [`JsonlRecorderBuilder::subscriber_buffer`]). When it is full the newest
@@ -140,8 +143,11 @@
 //! * Replay then live: `subscribe(Some(seq))` first reads the stored events
 //!   from `seq` out of the file (of this and earlier sessions), then continues
 //!   with live events, with no gap and no duplicate at the seam. A replaying
-//!   subscriber never drops: when it falls behind, it reads the file again
-//!   (only the acknowledged part, which is never rewritten).
+//!   subscriber never drops for lack of room: when it falls behind, it reads
+//!   the file again (only the acknowledged part, which is never rewritten).
+//!   A stored line it cannot rebuild as an event (an unknown type from a
+//!   newer writer, a damaged or oversized line) or cannot read is counted
+//!   in its `dropped()`: never a silent gap.
 //! * What a subscriber receives re-encodes (`ExchangeEvent::to_line`) to
 //!   exactly the bytes of the stored line: the live stream and the file are
 //!   the same stream (masking, if configured, happens before both).
@@ -158,7 +164,9 @@
 //! byte offset and cause, then continues. Lines over the cap are measured
 //! and skipped without being buffered. [`verify_file`] / [`verify_run`] turn
 //! this into a serializable report; [`load_run_tree`] rebuilds the step tree
-//! of a run and its child runs.
+//! of a run and its child runs, reading each child file once however often
+//! it is linked. Both follow child links no deeper than the tree builder
+//! (`transcript_domain::tree::MAX_DEPTH`).
 //!
 //! # Threat model
 //!

@@ -1,10 +1,11 @@
 //! Loads a run and its child runs from a storage directory into the
 //! domain's step tree.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use transcript_domain::RunId;
 use transcript_domain::tree::{RunTree, build_run_tree};
+use transcript_domain::{DecodedEvent, RunId};
 
 use crate::reader::{MalformedLine, ReadError, ReadItem, TranscriptReader};
 
@@ -38,7 +39,7 @@ pub struct LoadedRun {
 fn read_events(
     path: &Path,
     malformed: &mut Vec<MalformedLine>,
-) -> Result<Vec<transcript_domain::DecodedEvent>, ReadError> {
+) -> Result<Vec<DecodedEvent>, ReadError> {
     let mut events = Vec::new();
     for item in TranscriptReader::open(path)? {
         match item {
@@ -62,21 +63,29 @@ pub fn load_run_tree(storage_dir: impl AsRef<Path>, run_id: RunId) -> Result<Loa
     let events = read_events(&root_path, &mut malformed)
         .map_err(|source| LoadError::Read { run_id, source })?;
     files.push(root_path);
+    // Each child file is read once, however often the tree links it (a
+    // shared child would otherwise be re-read per link, exponentially).
+    let mut cache: HashMap<RunId, Option<Vec<DecodedEvent>>> = HashMap::new();
     let mut lookup = |child: RunId| {
-        let path = dir.join(child.file_name());
-        if !path.exists() {
-            return None;
-        }
-        match read_events(&path, &mut malformed) {
-            Ok(events) => {
-                files.push(path);
-                Some(events)
-            }
-            Err(e) => {
-                tracing::warn!("cannot read child run {child}: {e}");
-                None
-            }
-        }
+        cache
+            .entry(child)
+            .or_insert_with(|| {
+                let path = dir.join(child.file_name());
+                if !path.exists() {
+                    return None;
+                }
+                match read_events(&path, &mut malformed) {
+                    Ok(events) => {
+                        files.push(path);
+                        Some(events)
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot read child run {child}: {e}");
+                        None
+                    }
+                }
+            })
+            .clone()
     };
     let tree = build_run_tree(&events, &mut lookup);
     Ok(LoadedRun {

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use transcript_domain::{DecodeError, DecodeWarning, DecodedEvent, decode_line};
+use transcript_domain::{DecodeError, DecodeWarning, DecodedEvent, Seq, decode_line};
 
 /// Default per-line size cap: the domain's [`transcript_domain::MAX_LINE_BYTES`] (16 MiB), the
 /// same cap the writer enforces. Longer lines are reported and skipped without being buffered
@@ -13,6 +13,18 @@ use transcript_domain::{DecodeError, DecodeWarning, DecodedEvent, decode_line};
 pub const DEFAULT_MAX_LINE_BYTES: usize = transcript_domain::MAX_LINE_BYTES;
 
 const READ_BUFFER: usize = 64 * 1024;
+
+/// The seq in the `{"seq":N,` prefix every line of our writer starts with,
+/// read without decoding the line (which may be too long or damaged).
+pub(crate) fn prefix_seq(line: &[u8]) -> Option<Seq> {
+    let rest = line.strip_prefix(b"{\"seq\":")?;
+    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+    // u64::MAX has 20 digits; a longer number is not a seq of ours.
+    if end == 0 || end > 20 || rest[end] != b',' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
 
 /// One decoded event and where it was found.
 #[derive(Debug, Clone, PartialEq)]

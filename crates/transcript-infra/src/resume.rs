@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use transcript_domain::{RecordError, Seq, Timestamp};
 
 use crate::fs::{FILE_MODE, force_file_mode, storage_error};
-use crate::reader::{ReadError, ReadItem, ReadWarningKind, TranscriptReader};
+use crate::reader::{ReadError, ReadItem, ReadWarningKind, TranscriptReader, prefix_seq};
 
 /// Something found while resuming an existing transcript. The recorder
 /// opened fine; these are for the operator.
@@ -35,6 +35,15 @@ pub enum ResumeWarning {
         /// Line number of the first.
         first_line: u64,
     },
+    /// A line that is not an event starts with our `{"seq":N,` prefix and
+    /// `N` is the highest seq in the file: seq continues after it, so it is
+    /// never handed out twice.
+    SeqFromUnreadableLine {
+        /// Its line number.
+        line: u64,
+        /// The seq its prefix names.
+        seq: Seq,
+    },
 }
 
 impl std::fmt::Display for ResumeWarning {
@@ -53,6 +62,10 @@ impl std::fmt::Display for ResumeWarning {
                 f,
                 "{count} malformed line(s) left in place (first at line {first_line})"
             ),
+            ResumeWarning::SeqFromUnreadableLine { line, seq } => write!(
+                f,
+                "line {line} is not a readable event but holds seq {seq}; continuing after it"
+            ),
         }
     }
 }
@@ -62,7 +75,10 @@ impl std::fmt::Display for ResumeWarning {
 pub struct ResumeInfo {
     /// Valid events already in the file.
     pub existing_events: u64,
-    /// Highest valid seq found (0 for a new or empty file).
+    /// Highest seq found (0 for a new or empty file): of a valid event, or
+    /// read from the `{"seq":N,` prefix of a line that is not one (an
+    /// oversized or damaged line of ours still used its seq). The next
+    /// record gets `highest_seq + 1`.
     pub highest_seq: Seq,
     /// Warnings (torn tail moved, malformed lines kept).
     pub warnings: Vec<ResumeWarning>,
@@ -70,14 +86,28 @@ pub struct ResumeInfo {
 
 pub(crate) struct Scan {
     pub(crate) info: ResumeInfo,
+    /// The seq of the next record.
+    pub(crate) next_seq: Seq,
     /// Length of the transcript after repair (the last acknowledged offset).
     pub(crate) length: u64,
     /// Timestamp of the last valid line, so timestamps never go backwards.
     pub(crate) last_timestamp: Option<Timestamp>,
 }
 
+/// The last event seen, applied to the totals only once the next item shows
+/// it is not an unterminated (never acknowledged) fragment.
+struct Held {
+    line: u64,
+    seq: Seq,
+    timestamp: Timestamp,
+}
+
 /// Scans `read` (a read handle on the locked transcript at `path`) and
 /// repairs a torn tail through `write` (the locked append handle).
+///
+/// Seq is never reused: a line that is not an event but starts with our
+/// `{"seq":N,` prefix (an oversized line, a damaged one) still counts with
+/// `N`; a highest seq of `u64::MAX` refuses the resume, naming the line.
 pub(crate) fn scan_and_repair(
     path: &Path,
     torn_path: &Path,
@@ -89,18 +119,42 @@ pub(crate) fn scan_and_repair(
     let mut torn: Option<(u64, u64)> = None; // (offset, length)
     let mut malformed = 0u64;
     let mut first_malformed = 0u64;
+    // The highest seq and its line, from events and from prefixes.
+    let mut highest: Option<(Seq, u64)> = None;
+    let mut prefix_only: Option<(Seq, u64)> = None;
+    let mut held: Option<Held> = None;
+    let prefixes = read
+        .try_clone()
+        .map_err(|e| storage_error(path, "cannot read existing transcript", Some(e)))?;
     let mut reader = TranscriptReader::new(BufReader::with_capacity(64 * 1024, read))
         .with_path(path.to_path_buf());
+    let mut apply = |h: Held, info: &mut ResumeInfo, last: &mut Option<Timestamp>| {
+        info.existing_events += 1;
+        if highest.is_none_or(|(s, _)| h.seq > s) {
+            highest = Some((h.seq, h.line));
+        }
+        *last = Some(h.timestamp);
+    };
     for item in reader.by_ref() {
         match item {
             Ok(ReadItem::Event(ev)) => {
-                info.existing_events += 1;
-                info.highest_seq = info.highest_seq.max(ev.event.seq);
-                last_timestamp = Some(ev.event.timestamp);
+                if let Some(h) = held.take() {
+                    apply(h, &mut info, &mut last_timestamp);
+                }
+                held = Some(Held {
+                    line: ev.line,
+                    seq: ev.event.seq,
+                    timestamp: ev.event.timestamp,
+                });
             }
             Ok(ReadItem::Warning(w)) => {
                 if let ReadWarningKind::UnterminatedFinalLine { length } = w.kind {
                     torn = Some((w.offset, length));
+                    // A fragment that decoded was never acknowledged: it
+                    // moves out with the rest of the tail.
+                    if held.as_ref().is_some_and(|h| h.line == w.line) {
+                        held = None;
+                    }
                 }
             }
             Err(ReadError::Malformed(m)) => {
@@ -108,6 +162,11 @@ pub(crate) fn scan_and_repair(
                     first_malformed = m.line;
                 }
                 malformed += 1;
+                if let Some(seq) = read_prefix_seq(&prefixes, m.offset)
+                    && prefix_only.is_none_or(|(s, _)| seq > s)
+                {
+                    prefix_only = Some((seq, m.line));
+                }
             }
             Err(ReadError::Io { source, .. }) => {
                 return Err(storage_error(
@@ -118,11 +177,29 @@ pub(crate) fn scan_and_repair(
             }
         }
     }
+    if let Some(h) = held.take() {
+        apply(h, &mut info, &mut last_timestamp);
+    }
+    if let Some((seq, line)) = prefix_only
+        && highest.is_none_or(|(s, _)| seq > s)
+    {
+        highest = Some((seq, line));
+        info.warnings
+            .push(ResumeWarning::SeqFromUnreadableLine { line, seq });
+    }
+    info.highest_seq = highest.map_or(0, |(s, _)| s);
+    let next_seq = match highest {
+        None => 1,
+        Some((seq, line)) => seq.checked_add(1).ok_or_else(|| {
+            storage_error(
+                path,
+                format!("line {line} holds seq {seq}, the largest possible: cannot continue this transcript"),
+                None,
+            )
+        })?,
+    };
     let mut length = reader.offset();
     if let Some((offset, bytes)) = torn {
-        // An unterminated fragment that decoded was counted as an event, but
-        // it was never acknowledged: it moves out with the rest of the tail.
-        recount_without_tail(path, offset, &mut info, &mut last_timestamp)?;
         move_tail(path, torn_path, write, offset, bytes)?;
         length = offset;
         info.warnings.push(ResumeWarning::TornTail {
@@ -139,32 +216,27 @@ pub(crate) fn scan_and_repair(
     }
     Ok(Scan {
         info,
+        next_seq,
         length,
         last_timestamp,
     })
 }
 
-/// Rescans `[0, end)` when the torn fragment happened to decode, so the
-/// highest seq and last timestamp come from acknowledged lines only.
-fn recount_without_tail(
-    path: &Path,
-    end: u64,
-    info: &mut ResumeInfo,
-    last_timestamp: &mut Option<Timestamp>,
-) -> Result<(), RecordError> {
-    let file = crate::fs::open_read(path)?;
-    let reader = TranscriptReader::new(BufReader::new(file.take(end)));
-    info.existing_events = 0;
-    info.highest_seq = 0;
-    *last_timestamp = None;
-    for item in reader {
-        if let Ok(ReadItem::Event(ev)) = item {
-            info.existing_events += 1;
-            info.highest_seq = info.highest_seq.max(ev.event.seq);
-            *last_timestamp = Some(ev.event.timestamp);
+/// The seq in the `{"seq":N,` prefix of the line at `offset`, if it has one.
+fn read_prefix_seq(file: &File, offset: u64) -> Option<Seq> {
+    use std::os::unix::fs::FileExt;
+    // `{"seq":` + 20 digits + `,`
+    let mut buf = [0u8; 28];
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read_at(&mut buf[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
         }
     }
-    Ok(())
+    prefix_seq(&buf[..filled])
 }
 
 fn move_tail(

@@ -6,6 +6,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use transcript_domain::tree::MAX_DEPTH;
 use transcript_domain::{EventType, RunId, Seq, Timestamp};
 
 use crate::reader::{ReadError, ReadItem, ReadWarningKind, TranscriptReader};
@@ -54,6 +55,9 @@ pub enum FindingCode {
     TimestampBackwards,
     /// A file without any event.
     NoEvents,
+    /// Child runs nested deeper than the tree builder follows
+    /// (`transcript_domain::tree::MAX_DEPTH`); deeper links are not visited.
+    LinkTooDeep,
 }
 
 /// One finding, with its position when it has one.
@@ -378,7 +382,7 @@ pub fn verify_run(storage_dir: impl AsRef<Path>, run_id: RunId) -> RunReport {
         links: Vec::new(),
     };
     let mut seen = HashSet::new();
-    visit(dir, run_id, None, &mut seen, &mut report);
+    visit(dir, run_id, None, 0, &mut seen, &mut report);
     report
 }
 
@@ -386,9 +390,19 @@ fn visit(
     dir: &Path,
     run: RunId,
     caller: Option<RunId>,
+    depth: usize,
     seen: &mut HashSet<RunId>,
     report: &mut RunReport,
 ) {
+    // Bounded like the tree builder: a chain of child files cannot
+    // exhaust the stack.
+    if depth > MAX_DEPTH {
+        report.links.push(Finding::file(
+            FindingCode::LinkTooDeep,
+            format!("child run {run} is nested deeper than {MAX_DEPTH} levels; not followed"),
+        ));
+        return;
+    }
     if !seen.insert(run) {
         report.links.push(Finding::file(
             FindingCode::LinkCycle,
@@ -420,6 +434,6 @@ fn visit(
     let children = file.child_run_ids.clone();
     report.files.push(file);
     for child in children {
-        visit(dir, child, Some(run), seen, report);
+        visit(dir, child, Some(run), depth + 1, seen, report);
     }
 }

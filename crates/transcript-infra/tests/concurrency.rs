@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::*;
 use transcript_domain::{Recorder, Timestamp};
-use transcript_infra::{Durability, JsonlRecorder, SystemClock};
+use transcript_infra::{Durability, JsonlRecorder, SystemClock, verify_file};
 
 /// Issue 3: 8 producers x 100k events on a multi-thread runtime: the file is
 /// exactly seq 1..=800000 in order, timestamps non-decreasing.
@@ -70,6 +70,8 @@ fn eight_producers_times_100k_give_exactly_seq_1_to_800000_in_order() {
     }
     assert_eq!(expected - 1, PRODUCERS * PER);
     assert!(seen_inputs.iter().all(|s| *s));
+    let report = verify_file(rec.path());
+    assert!(report.is_valid(), "{report:#?}");
 }
 
 /// Group commit under `Always` with many producers: gapless, in order.
@@ -102,10 +104,12 @@ fn many_producers_under_always_share_syncs_and_stay_gapless() {
         rec.close().await.unwrap();
     });
     assert_eq!(seqs(rec.path()), (1..=640).collect::<Vec<_>>());
+    let report = verify_file(rec.path());
+    assert!(report.is_valid(), "{report:#?}");
 }
 
-/// Cancelled callers: a dropped record future (leader or follower) never
-/// stalls the recorder, and a queued record is written anyway.
+/// Cancelled callers: a dropped record future never stalls the recorder,
+/// and a record that was polled once (so queued) is written anyway.
 #[test]
 fn dropped_record_futures_never_stall_the_recorder() {
     let tmp = tempfile::tempdir().unwrap();
@@ -144,6 +148,8 @@ fn dropped_record_futures_never_stall_the_recorder() {
     let s = seqs(rec.path());
     assert_eq!(s, (1..=s.len() as u64).collect::<Vec<_>>());
     assert_eq!(s.len(), 8 * 2000);
+    let report = verify_file(rec.path());
+    assert!(report.is_valid(), "{report:#?}");
 }
 
 async fn futures_poll_once<F: std::future::Future + ?Sized>(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::*;
 use tokio::sync::mpsc;
-use transcript_domain::{RecordError, Recorder, Subscription};
+use transcript_domain::{EventDraft, Payload, RecordError, Recorder, StepPayload, Subscription};
 use transcript_infra::JsonlRecorder;
 
 fn rt(workers: usize) -> tokio::runtime::Runtime {
@@ -76,9 +76,17 @@ async fn subscribers_receive_exactly_the_stored_lines() {
         .unwrap();
     let mut live = rec.subscribe(None).await.unwrap();
     for i in 0..50 {
-        rec.record(if i % 2 == 0 { tool(i) } else { step("s.t") }.with_child(run_id(4)))
-            .await
-            .unwrap();
+        let draft = if i % 2 == 0 {
+            tool(i)
+        } else {
+            EventDraft::new(
+                "s.t",
+                0,
+                Payload::CallWorkflowStarted(StepPayload::new("s.t", "call_workflow")),
+            )
+            .with_child(run_id(4))
+        };
+        rec.record(draft).await.unwrap();
     }
     let mut replay = rec.subscribe(Some(1)).await.unwrap();
     rec.close().await.unwrap();

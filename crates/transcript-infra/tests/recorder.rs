@@ -8,7 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
 use common::*;
-use transcript_domain::{RecordError, Recorder, RecorderFactory, RunId, decode_line};
+use transcript_domain::{
+    EventDraft, Payload, RecordError, Recorder, RecorderFactory, RunId, StepPayload, decode_line,
+};
 use transcript_infra::{JsonlRecorderFactory, ResumeWarning};
 
 #[tokio::test]
@@ -267,7 +269,16 @@ async fn factory_creates_one_file_per_run_with_parent_links() {
     let p = factory.create(parent, None).await.unwrap();
     let c = factory.create(child, Some(parent)).await.unwrap();
     assert_eq!(c.parent_run_id(), Some(parent));
-    p.record(step("call").with_child(child)).await.unwrap();
+    p.record(
+        EventDraft::new(
+            "call",
+            0,
+            Payload::CallWorkflowStarted(StepPayload::new("call", "call_workflow")),
+        )
+        .with_child(child),
+    )
+    .await
+    .unwrap();
     assert_eq!(c.record(step("inner")).await.unwrap(), 1);
     c.close().await.unwrap();
     p.close().await.unwrap();

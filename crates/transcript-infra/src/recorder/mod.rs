@@ -1,0 +1,500 @@
+//! The JSONL recorder: its API and options, and its concurrency design.
+//!
+//! # Concurrency design
+//!
+//! Each recorder owns one **writer thread** (a plain OS thread, named
+//! `transcript-writer`), the only code that touches the file after `open`:
+//!
+//! 1. `record` runs on the caller's task: it masks, validates and
+//!    canonicalizes the draft, encodes it ([`PreEncoded::encode_into`]:
+//!    everything but `seq` and `timestamp`) and refuses a line that could
+//!    exceed [`MAX_LINE_BYTES`]. Nothing of this takes a lock.
+//! 2. It sends the encoded parts, the draft and a one-shot acknowledgement
+//!    sender over a `std::sync::mpsc` channel, then awaits the one-shot:
+//!    the async task is suspended, never blocked, whatever the disk does.
+//! 3. The writer thread blocks on the channel, then drains *everything*
+//!    queued (group commit). It reads the clock once, assigns the batch's
+//!    seqs and that timestamp in file order (decision 15), writes all lines
+//!    with one `write(2)` and, under [`Durability::Always`], runs one
+//!    `fdatasync`. A failure cuts the file back to its last acknowledged
+//!    line; the records not whole on disk fail and consume no seq.
+//! 4. Under the lock that subscribing takes (so a subscription starts at an
+//!    exact seq) it publishes the new seq and acknowledged length and
+//!    broadcasts the batch (write-then-broadcast), building each event from
+//!    its moved draft, without re-decoding. A subscriber's buffer is a
+//!    bounded buffer with coalesced wake-ups (`chan.rs`): a full one drops
+//!    the event for that subscriber only, the writer never waits. Then it sends the acknowledgements, so
+//!    when `record` returns every subscriber has been offered the event.
+//! 5. Under [`Durability::Interval`] the same thread syncs when the oldest
+//!    unsynced write is one interval old (it waits for work with a
+//!    timeout). A failed background sync fails the next batch with a
+//!    storage error and is counted in [`WriteStats::sync_failures`]: after
+//!    an I/O error Linux may report later syncs as successful although the
+//!    data is gone.
+//!
+//! `close` sends a close message behind everything queued and awaits its
+//! answer: the thread writes what came before, syncs, ends the
+//! subscriptions, closes the file (releasing the lock) and answers; records
+//! that raced past the close fail with [`RecordError::Closed`]. When the
+//! last handle is dropped without `close`, the channel disconnects; the
+//! thread has written everything queued by then, releases the file without
+//! a sync (as dropping a file does), and `Drop` joins it so the lock is free
+//! when the drop returns. No fsync ever runs on the caller's thread.
+//!
+//! A cancelled `record` future loses nothing once polled: its entry is
+//! queued and written; only its acknowledgement goes unread.
+//!
+//! Why this shape: one thread serializes the file with no lock held across
+//! I/O, concurrent producers share writes and syncs automatically (whatever
+//! arrives during a write or sync is the next batch), and a slow disk only
+//! delays acknowledgements, never a runtime worker.
+
+mod writer_thread;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+use transcript_domain::{
+    Clock, EventDraft, EventMask, MAX_LINE_BYTES, PreEncoded, RecordError, Recorder, RunId, Seq,
+    Subscription, Timestamp,
+};
+
+use crate::clock::SystemClock;
+use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, FileTail, JsonlSubscription};
+use crate::fs::{self, storage_error};
+use crate::resume::{ResumeInfo, scan_and_repair};
+use crate::sink::{FileSink, Sink};
+use writer_thread::{Entry, Msg, Published, Writer, lock};
+
+/// When an acknowledged event is forced to stable storage.
+///
+/// Every policy acknowledges a record only after its line was handed to the
+/// kernel in full, so every acknowledged event survives a process kill.
+/// They differ in what survives a power loss or kernel crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// No `fdatasync` except at `close`: a power loss can lose events the
+    /// kernel had not written back yet (typically up to ~30 s).
+    #[default]
+    None,
+    /// The writer thread calls `fdatasync` once unsynced data is this old
+    /// (at least 1 ms): a power loss loses at most about one interval. A
+    /// failed sync fails the next record (and `close`) with a storage error.
+    Interval(Duration),
+    /// `fdatasync` before acknowledging: an acknowledged event survives a
+    /// power loss. Concurrent records share one write and one sync.
+    Always,
+}
+
+/// Group-commit counters of one recorder.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WriteStats {
+    /// Batches written (each one `write(2)` in the common case, and one
+    /// `fdatasync` under [`Durability::Always`]).
+    pub batches: u64,
+    /// Records carried by those batches.
+    pub entries: u64,
+    /// Background (`Interval`) syncs that failed.
+    pub sync_failures: u64,
+}
+
+/// Configures and opens a [`JsonlRecorder`].
+#[must_use = "call .open() to create the recorder"]
+pub struct JsonlRecorderBuilder {
+    storage_dir: PathBuf,
+    run_id: RunId,
+    parent_run_id: Option<RunId>,
+    clock: Arc<dyn Clock>,
+    durability: Durability,
+    subscriber_buffer: usize,
+    mask: Option<Arc<dyn EventMask>>,
+}
+
+impl std::fmt::Debug for JsonlRecorderBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlRecorderBuilder")
+            .field("storage_dir", &self.storage_dir)
+            .field("run_id", &self.run_id)
+            .field("parent_run_id", &self.parent_run_id)
+            .field("durability", &self.durability)
+            .field("subscriber_buffer", &self.subscriber_buffer)
+            .field("mask", &self.mask.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsonlRecorderBuilder {
+    /// Sets the invoking run (for a child run's recorder).
+    pub fn parent_run_id(mut self, parent: Option<RunId>) -> Self {
+        self.parent_run_id = parent;
+        self
+    }
+
+    /// Sets the clock (default [`SystemClock`]).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the durability policy (default [`Durability::None`]).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets the per-subscriber buffer in events (default 256, at least 1).
+    pub fn subscriber_buffer(mut self, events: usize) -> Self {
+        self.subscriber_buffer = events.max(1);
+        self
+    }
+
+    /// Sets a masking stage applied to every draft's payload before it is
+    /// encoded, written and broadcast.
+    pub fn mask(mut self, mask: Arc<dyn EventMask>) -> Self {
+        self.mask = Some(mask);
+        self
+    }
+
+    /// Opens (or resumes) `<storage_dir>/<run_id>.jsonl` and starts its
+    /// writer thread.
+    ///
+    /// Blocking: creates the directory, opens and locks the file and scans
+    /// an existing one. Fails with [`RecordError::Locked`] when another
+    /// recorder holds the run, and [`RecordError::Storage`] for a symlink,
+    /// a non-directory storage path, a file whose highest seq is
+    /// `u64::MAX`, a writer thread that cannot be started, or any I/O
+    /// failure.
+    pub fn open(self) -> Result<JsonlRecorder, RecordError> {
+        self.open_with(|file| Box::new(file))
+    }
+
+    pub(crate) fn open_with(
+        self,
+        wrap: impl FnOnce(FileSink) -> Box<dyn Sink>,
+    ) -> Result<JsonlRecorder, RecordError> {
+        fs::ensure_storage_dir(&self.storage_dir)?;
+        let path = self.storage_dir.join(self.run_id.file_name());
+        let torn_path = self
+            .storage_dir
+            .join(format!("{}.torn", self.run_id.file_name()));
+        let existed = path.exists();
+        let file = fs::open_append(&path)?;
+        fs::lock_exclusive(&path, &file)?;
+        fs::force_file_mode(&path, &file)?;
+        let read = fs::open_read(&path)?;
+        if !fs::same_file(&file, &read)
+            .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
+        {
+            return Err(storage_error(
+                &path,
+                "file was replaced while opening",
+                None,
+            ));
+        }
+        let scan = scan_and_repair(&path, &torn_path, read, &file)?;
+        if !existed && self.durability != Durability::None {
+            // The new name must survive a power loss too.
+            fs::sync_dir(&self.storage_dir)
+                .map_err(|e| storage_error(&self.storage_dir, "cannot sync directory", Some(e)))?;
+        }
+        for warning in &scan.info.warnings {
+            tracing::warn!(path = %path.display(), "resuming transcript: {warning}");
+        }
+        let committed = Arc::new(AtomicU64::new(scan.length));
+        let published = Arc::new(Mutex::new(Published {
+            next_seq: scan.next_seq,
+            fanout: Default::default(),
+            stats: WriteStats::default(),
+            closed: false,
+        }));
+        let writer = Writer {
+            sink: wrap(FileSink { file }),
+            path: path.clone(),
+            run_id: self.run_id,
+            parent_run_id: self.parent_run_id,
+            clock: self.clock,
+            durability: self.durability,
+            next_seq: scan.next_seq,
+            last_ms: scan.last_timestamp.map_or(i64::MIN, Timestamp::unix_millis),
+            acked: scan.length,
+            needs_repair: false,
+            sync_due: None,
+            sync_failed: None,
+            buf: Vec::with_capacity(64 * 1024),
+            ends: Vec::new(),
+            published: Arc::clone(&published),
+            committed: Arc::clone(&committed),
+        };
+        let (tx, rx) = std_mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("transcript-writer".to_owned())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| storage_error(&path, "cannot start the writer thread", Some(e)))?;
+        Ok(JsonlRecorder {
+            shared: Arc::new(Shared {
+                run_id: self.run_id,
+                parent_run_id: self.parent_run_id,
+                path,
+                mask: self.mask,
+                durability: self.durability,
+                subscriber_buffer: self.subscriber_buffer,
+                tx: Some(tx),
+                thread: Some(thread),
+                published,
+                committed,
+                resume: scan.info,
+            }),
+        })
+    }
+}
+
+/// A [`Recorder`] writing `<storage>/<run_id>.jsonl` (see the crate docs for
+/// the file properties, durability, failure and fan-out contracts).
+///
+/// Cheap to clone: clones share the same file, sequence and writer thread.
+#[derive(Clone)]
+pub struct JsonlRecorder {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for JsonlRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlRecorder")
+            .field("path", &self.shared.path)
+            .field("run_id", &self.shared.run_id)
+            .field("durability", &self.shared.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsonlRecorder {
+    /// Starts configuring the recorder of `run_id` in `storage_dir`.
+    pub fn builder(storage_dir: impl Into<PathBuf>, run_id: RunId) -> JsonlRecorderBuilder {
+        JsonlRecorderBuilder {
+            storage_dir: storage_dir.into(),
+            run_id,
+            parent_run_id: None,
+            clock: Arc::new(SystemClock),
+            durability: Durability::None,
+            subscriber_buffer: DEFAULT_SUBSCRIBER_BUFFER,
+            mask: None,
+        }
+    }
+
+    /// The transcript's path.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// The durability policy.
+    pub fn durability(&self) -> Durability {
+        self.shared.durability
+    }
+
+    /// What opening found in an existing file (empty for a new one).
+    pub fn resume_info(&self) -> &ResumeInfo {
+        &self.shared.resume
+    }
+
+    /// The seq the next successful record will get.
+    pub fn next_seq(&self) -> Seq {
+        lock(&self.shared.published).next_seq
+    }
+
+    /// Acknowledged length of the file in bytes.
+    pub fn acknowledged_len(&self) -> u64 {
+        self.shared.committed.load(Ordering::Acquire)
+    }
+
+    /// Group-commit statistics: how many batches were written for how many
+    /// records (their ratio is the average batch size), and failed
+    /// background syncs.
+    pub fn write_stats(&self) -> WriteStats {
+        lock(&self.shared.published).stats
+    }
+
+    /// Fan-out statistics: subscriber count and drops.
+    pub fn fanout_stats(&self) -> FanOutStats {
+        lock(&self.shared.published).fanout.stats()
+    }
+
+    /// [`Recorder::record`] without the trait's boxed future: callers that
+    /// hold the concrete type (method resolution prefers this inherent
+    /// method) save an allocation per record.
+    pub async fn record(&self, draft: EventDraft) -> Result<Seq, RecordError> {
+        self.shared.record(draft).await
+    }
+
+    /// [`Recorder::subscribe`] with the concrete subscription type.
+    pub fn subscribe_jsonl(&self, from: Option<Seq>) -> Result<JsonlSubscription, RecordError> {
+        self.shared.subscribe(from)
+    }
+}
+
+#[async_trait]
+impl Recorder for JsonlRecorder {
+    fn run_id(&self) -> RunId {
+        self.shared.run_id
+    }
+
+    fn parent_run_id(&self) -> Option<RunId> {
+        self.shared.parent_run_id
+    }
+
+    async fn record(&self, draft: EventDraft) -> Result<Seq, RecordError> {
+        self.shared.record(draft).await
+    }
+
+    async fn subscribe(&self, from: Option<Seq>) -> Result<Box<dyn Subscription>, RecordError> {
+        Ok(Box::new(self.shared.subscribe(from)?))
+    }
+
+    async fn close(&self) -> Result<(), RecordError> {
+        self.shared.close().await
+    }
+}
+
+struct Shared {
+    run_id: RunId,
+    parent_run_id: Option<RunId>,
+    path: PathBuf,
+    mask: Option<Arc<dyn EventMask>>,
+    durability: Durability,
+    subscriber_buffer: usize,
+    /// `None` only while dropping (disconnects the writer thread).
+    tx: Option<std_mpsc::Sender<Msg>>,
+    thread: Option<JoinHandle<()>>,
+    published: Arc<Mutex<Published>>,
+    /// Acknowledged file length, published before acknowledgement.
+    committed: Arc<AtomicU64>,
+    resume: ResumeInfo,
+}
+
+/// The longest line `encoded` bytes of parts can make: `{"seq":` plus up
+/// to 20 digits, `,"timestamp":"`, 24 bytes of time, `","payload":` and `}`.
+fn line_bound(encoded: usize) -> usize {
+    encoded + 7 + 20 + 14 + 24 + 12 + 1
+}
+
+impl Shared {
+    fn send(&self, msg: Msg) -> Result<(), RecordError> {
+        match &self.tx {
+            Some(tx) => tx.send(msg).map_err(|_| RecordError::Closed),
+            None => Err(RecordError::Closed),
+        }
+    }
+
+    /// Masks, validates and encodes `draft` on the caller's task.
+    fn prepare(&self, mut draft: EventDraft) -> Result<(Vec<u8>, usize, EventDraft), RecordError> {
+        if let Some(mask) = &self.mask {
+            let before = draft.event_type();
+            mask.mask(&mut draft.payload);
+            if draft.event_type() != before {
+                return Err(RecordError::Encode(format!(
+                    "event mask changed the event type from {before} to {}",
+                    draft.event_type()
+                )));
+            }
+        }
+        // Refused before it gets a seq: our own verify would reject it.
+        draft
+            .validate()
+            .map_err(|e| RecordError::Encode(format!("invalid event: {e}")))?;
+        // What subscribers get from the draft then equals what the line
+        // decodes to.
+        draft.payload.canonicalize();
+        let mut bytes = Vec::with_capacity(512);
+        let split = PreEncoded::encode_into(self.run_id, self.parent_run_id, &draft, &mut bytes)
+            .map_err(|e| RecordError::Encode(e.to_string()))?;
+        // The reader refuses longer lines: never write one (the caller
+        // truncates big values before).
+        if line_bound(bytes.len()) > MAX_LINE_BYTES {
+            return Err(RecordError::Encode(format!(
+                "event line of up to {} bytes exceeds the {MAX_LINE_BYTES}-byte line cap shared with the reader; nothing was written",
+                line_bound(bytes.len())
+            )));
+        }
+        Ok((bytes, split, draft))
+    }
+
+    async fn record(&self, draft: EventDraft) -> Result<Seq, RecordError> {
+        let (bytes, split, draft) = self.prepare(draft)?;
+        let (ack, acked) = oneshot::channel();
+        self.send(Msg::Record(Entry {
+            bytes,
+            split,
+            draft,
+            ack,
+        }))?;
+        // A dropped sender means the thread ended without writing it.
+        acked.await.unwrap_or(Err(RecordError::Closed))
+    }
+
+    fn subscribe(&self, from: Option<Seq>) -> Result<JsonlSubscription, RecordError> {
+        let mut p = lock(&self.published);
+        if p.closed {
+            return Err(RecordError::Closed);
+        }
+        let next = p.next_seq;
+        match from {
+            None => {
+                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, false);
+                Ok(JsonlSubscription::live(id, rx, counters))
+            }
+            Some(seq) if seq == 0 || seq > next => Err(RecordError::Replay {
+                requested: seq,
+                reason: if seq == 0 {
+                    "seq starts at 1".to_owned()
+                } else {
+                    format!("the last written seq is {}", next - 1)
+                },
+            }),
+            Some(seq) => {
+                let file = fs::open_read(&self.path)?;
+                let tail = FileTail::new(file, self.path.clone(), Arc::clone(&self.committed));
+                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, true);
+                Ok(JsonlSubscription::replaying(id, rx, counters, tail, seq))
+            }
+        }
+    }
+
+    async fn close(&self) -> Result<(), RecordError> {
+        let (ack, done) = oneshot::channel();
+        if self.send(Msg::Close(ack)).is_ok()
+            && let Ok(result) = done.await
+        {
+            return result;
+        }
+        // The thread is gone: closed by an earlier close, or it died.
+        if lock(&self.published).closed {
+            Ok(())
+        } else {
+            Err(storage_error(
+                &self.path,
+                "the writer thread stopped unexpectedly",
+                None,
+            ))
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Disconnect: the thread finishes what is queued (normally nothing:
+        // every record future borrowed a handle) and releases the file.
+        self.tx = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

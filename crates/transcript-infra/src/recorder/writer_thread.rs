@@ -1,0 +1,384 @@
+//! The recorder's writer thread: group commit of everything queued into one
+//! `write(2)`, the sync policy, acknowledgements, then broadcast (see the
+//! concurrency design in the parent module's docs).
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use transcript_domain::{Clock, EncodedParts, EventDraft, RecordError, RunId, Seq, Timestamp};
+
+use super::{Durability, WriteStats};
+use crate::fanout::FanOut;
+use crate::fs::storage_error;
+use crate::sink::Sink;
+
+/// One queued record: its encoded parts (`bytes[..split]` the envelope
+/// middle, `bytes[split..]` the payload, see
+/// [`transcript_domain::PreEncoded::encode_into`]), its draft (moved, to
+/// build the broadcast event without re-decoding) and where its outcome goes.
+pub(super) struct Entry {
+    pub(super) bytes: Vec<u8>,
+    pub(super) split: usize,
+    pub(super) draft: EventDraft,
+    pub(super) ack: oneshot::Sender<Result<Seq, RecordError>>,
+}
+
+/// What producers send the writer thread.
+// Records are the common case; boxing them would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Msg {
+    Record(Entry),
+    /// Write everything queued before it, sync, end subscriptions, release
+    /// the file and lock, then answer.
+    Close(oneshot::Sender<Result<(), RecordError>>),
+}
+
+/// What the API side reads and the writer thread publishes, under one lock
+/// so that a subscription is registered at an exact seq.
+pub(super) struct Published {
+    /// The seq the next written record gets.
+    pub(super) next_seq: Seq,
+    pub(super) fanout: FanOut,
+    pub(super) stats: WriteStats,
+    /// The file is released; nothing more is written.
+    pub(super) closed: bool,
+}
+
+pub(super) fn lock(published: &Mutex<Published>) -> MutexGuard<'_, Published> {
+    published.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Reused buffers above this capacity are released after use, so one huge
+/// event does not pin its memory for the recorder's life.
+const MAX_KEPT_BUFFER: usize = 1 << 20;
+
+/// The writer thread's state; it alone touches the sink.
+pub(super) struct Writer {
+    pub(super) sink: Box<dyn Sink>,
+    pub(super) path: PathBuf,
+    pub(super) run_id: RunId,
+    pub(super) parent_run_id: Option<RunId>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) durability: Durability,
+    pub(super) next_seq: Seq,
+    /// Timestamps never go backwards in file order.
+    pub(super) last_ms: i64,
+    /// Acknowledged length: everything before is whole, acknowledged lines.
+    pub(super) acked: u64,
+    /// A failed write could not be cut back yet: retry before writing.
+    pub(super) needs_repair: bool,
+    /// Under `Interval`: when the oldest unsynced write must be synced.
+    pub(super) sync_due: Option<Instant>,
+    /// A background sync failed; the next batch reports it (Linux may
+    /// report later syncs as successful although the data is lost).
+    pub(super) sync_failed: Option<io::Error>,
+    pub(super) buf: Vec<u8>,
+    pub(super) ends: Vec<usize>,
+    pub(super) published: Arc<Mutex<Published>>,
+    pub(super) committed: Arc<AtomicU64>,
+}
+
+/// The outcome of writing one batch's records.
+struct Written {
+    /// How many leading records are acknowledged.
+    good: usize,
+    /// Why the rest were not.
+    failure: Option<(String, io::Error)>,
+}
+
+impl Writer {
+    /// The thread's body: runs until a close, or until every recorder
+    /// handle is gone (then the file is released without a final sync, as
+    /// dropping a file does).
+    pub(super) fn run(mut self, rx: Receiver<Msg>) {
+        let mut batch: Vec<Entry> = Vec::new();
+        loop {
+            let Some(first) = self.next_message(&rx) else {
+                self.release();
+                return;
+            };
+            let mut close = None;
+            for msg in std::iter::once(first).chain(rx.try_iter()) {
+                match msg {
+                    Msg::Record(entry) if close.is_none() => batch.push(entry),
+                    Msg::Record(entry) => {
+                        let _ = entry.ack.send(Err(RecordError::Closed));
+                    }
+                    Msg::Close(ack) if close.is_none() => close = Some(ack),
+                    // A second close waits for the first: answered below.
+                    Msg::Close(ack) => {
+                        let _ = ack.send(Ok(()));
+                    }
+                }
+            }
+            if !batch.is_empty() {
+                self.commit(&mut batch);
+            }
+            if let Some(ack) = close {
+                let result = self.finish_close();
+                let _ = ack.send(result);
+                // Whatever raced with the close: records fail, closes are done.
+                for msg in rx.try_iter() {
+                    match msg {
+                        Msg::Record(entry) => {
+                            let _ = entry.ack.send(Err(RecordError::Closed));
+                        }
+                        Msg::Close(ack) => {
+                            let _ = ack.send(Ok(()));
+                        }
+                    }
+                }
+                return;
+            }
+            self.sync_if_due();
+        }
+    }
+
+    /// Waits for work; under `Interval` wakes up to sync unsynced data on
+    /// time. `None` when every sender is gone.
+    fn next_message(&mut self, rx: &Receiver<Msg>) -> Option<Msg> {
+        loop {
+            let Some(due) = self.sync_due else {
+                return rx.recv().ok();
+            };
+            match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                Ok(msg) => return Some(msg),
+                Err(RecvTimeoutError::Timeout) => self.sync_if_due(),
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// The interval sync, when its time has come.
+    fn sync_if_due(&mut self) {
+        let Durability::Interval(every) = self.durability else {
+            return;
+        };
+        if self.sync_due.is_none_or(|due| Instant::now() < due) {
+            return;
+        }
+        match self.sink.sync_data() {
+            Ok(()) => self.sync_due = None,
+            Err(e) => {
+                tracing::error!(path = %self.path.display(), "interval fdatasync failed: {e}");
+                lock(&self.published).stats.sync_failures += 1;
+                self.sync_failed = Some(e);
+                // Still unsynced: retry at the next interval.
+                self.sync_due = Some(Instant::now() + interval(every));
+            }
+        }
+    }
+
+    /// Writes a batch, broadcasts it, then acknowledges it.
+    fn commit(&mut self, batch: &mut Vec<Entry>) {
+        let first = self.next_seq;
+        let stamp = {
+            // Assigned together, in file order (decision 15); never
+            // backwards. One clock read per batch: its lines reach the
+            // kernel in one write.
+            let ms = self.clock.now().unix_millis().max(self.last_ms);
+            self.last_ms = ms;
+            Timestamp::saturating_from_unix_millis(ms)
+        };
+        let written = match self.sync_failed.take() {
+            Some(e) => Written {
+                good: 0,
+                failure: Some((
+                    "an earlier background fdatasync failed; events acknowledged before it may not be durable"
+                        .to_owned(),
+                    e,
+                )),
+            },
+            None => self.write_records(batch, stamp),
+        };
+        self.next_seq += written.good as u64;
+        if written.good > 0
+            && let Durability::Interval(every) = self.durability
+        {
+            self.sync_due
+                .get_or_insert_with(|| Instant::now() + interval(every));
+        }
+        let mut outcomes = Vec::with_capacity(batch.len());
+        {
+            // Published and broadcast under one lock hold: a subscription
+            // registers either before the batch (and gets all of it) or
+            // after (and gets none of it).
+            let mut p = lock(&self.published);
+            p.next_seq = self.next_seq;
+            p.stats.batches += 1;
+            p.stats.entries += batch.len() as u64;
+            self.committed.store(self.acked, Ordering::Release);
+            let (run, parent) = (self.run_id, self.parent_run_id);
+            for (i, entry) in batch.drain(..).enumerate() {
+                let seq = first + i as u64;
+                if i < written.good {
+                    if !p.fanout.is_empty() {
+                        let draft = entry.draft;
+                        p.fanout.broadcast_with(seq, || {
+                            Arc::new(draft.into_event(seq, run, parent, stamp))
+                        });
+                    }
+                    outcomes.push((entry.ack, Ok(seq)));
+                } else {
+                    let error = match &written.failure {
+                        Some((message, e)) => storage_error(
+                            &self.path,
+                            message.clone(),
+                            Some(io::Error::new(e.kind(), e.to_string())),
+                        ),
+                        None => RecordError::Closed,
+                    };
+                    outcomes.push((entry.ack, Err(error)));
+                }
+            }
+        }
+        // Acknowledged after the broadcast: when `record` returns, every
+        // subscriber has been offered the event.
+        for (ack, outcome) in outcomes {
+            let _ = ack.send(outcome);
+        }
+    }
+
+    /// Writes the batch's lines with as few `write(2)` calls as the kernel
+    /// allows, syncing under `Always`. Returns how many leading records are
+    /// acknowledged; on error also the failure, after cutting the file back
+    /// to whole lines.
+    fn write_records(&mut self, batch: &[Entry], stamp: Timestamp) -> Written {
+        let fail = |good, message: &str, e| Written {
+            good,
+            failure: Some((message.to_owned(), e)),
+        };
+        if self.needs_repair {
+            if let Err(e) = self.sink.truncate(self.acked) {
+                return fail(
+                    0,
+                    "cannot cut a failed write back to the last acknowledged line",
+                    e,
+                );
+            }
+            self.needs_repair = false;
+        }
+        let Some(room) = u64::MAX
+            .checked_sub(self.next_seq)
+            .filter(|room| *room >= batch.len() as u64)
+        else {
+            let e = io::Error::other(format!("seq {} is the largest possible", self.next_seq));
+            return fail(0, "seq space exhausted", e);
+        };
+        debug_assert!(room >= batch.len() as u64);
+        self.buf.clear();
+        self.ends.clear();
+        let stamp = stamp.canonical_bytes();
+        for (seq, entry) in (self.next_seq..).zip(batch) {
+            EncodedParts {
+                middle: &entry.bytes[..entry.split],
+                payload: &entry.bytes[entry.split..],
+            }
+            .write_line_with(seq, &stamp, &mut self.buf);
+            self.ends.push(self.buf.len());
+        }
+        let mut written = 0usize;
+        let mut error = None;
+        while written < self.buf.len() {
+            match self.sink.write(&self.buf[written..]) {
+                Ok(0) => {
+                    error = Some(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "write returned 0 bytes",
+                    ));
+                    break;
+                }
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        let mut whole = self.ends.partition_point(|&end| end <= written);
+        let mut whole_bytes = if whole == 0 { 0 } else { self.ends[whole - 1] };
+        let mut message = "write failed";
+        if error.is_some()
+            && written > whole_bytes
+            && self.sink.truncate(self.acked + whole_bytes as u64).is_err()
+        {
+            // A partial line: cut off before the next write (or the next
+            // open moves it to .torn).
+            self.needs_repair = true;
+        }
+        if whole > 0
+            && self.durability == Durability::Always
+            && let Err(e) = self.sink.sync_data()
+        {
+            // Not durable, so not acknowledged: none of this batch stays.
+            if self.sink.truncate(self.acked).is_err() {
+                self.needs_repair = true;
+            } else if let Err(e2) = self.sink.sync_data() {
+                tracing::warn!(path = %self.path.display(), "sync after cut-back failed: {e2}");
+            }
+            whole = 0;
+            whole_bytes = 0;
+            message = "fdatasync failed";
+            error = Some(e);
+        }
+        self.acked += whole_bytes as u64;
+        if self.buf.capacity() > MAX_KEPT_BUFFER {
+            self.buf = Vec::new();
+            self.ends = Vec::new();
+        }
+        match error {
+            None => Written {
+                good: whole,
+                failure: None,
+            },
+            Some(e) => fail(whole, message, e),
+        }
+    }
+
+    /// Close: final sync, end subscriptions, release the file and lock.
+    fn finish_close(mut self) -> Result<(), RecordError> {
+        let mut result = Ok(());
+        if self.needs_repair && self.sink.truncate(self.acked).is_err() {
+            tracing::warn!(path = %self.path.display(), "closing with an unrepaired partial line; the next open moves it to .torn");
+        }
+        if let Some(e) = self.sync_failed.take() {
+            result = Err(storage_error(
+                &self.path,
+                "an earlier background fdatasync failed; events acknowledged before it may not be durable",
+                Some(e),
+            ));
+        }
+        if let Err(e) = self.sink.sync_data() {
+            result = Err(storage_error(
+                &self.path,
+                "fdatasync at close failed",
+                Some(e),
+            ));
+        }
+        self.release();
+        result
+    }
+
+    /// Ends every subscription and closes the file (releasing the lock)
+    /// before anyone is told the recorder is closed.
+    fn release(self) {
+        let Writer {
+            sink, published, ..
+        } = self;
+        drop(sink);
+        let mut p = lock(&published);
+        p.closed = true;
+        p.fanout.close_all();
+    }
+}
+
+/// A zero interval would spin; 1 ms is already far below what a disk syncs at.
+fn interval(every: Duration) -> Duration {
+    every.max(Duration::from_millis(1))
+}
