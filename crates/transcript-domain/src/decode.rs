@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use crate::block::{BlockBody, ContentBlock};
 use crate::event::ExchangeEvent;
 use crate::ids::{InvalidRunId, RunId, Seq};
-use crate::payload::{MessagePayload, Payload, StepPayload, ToolPayload, Usage};
+use crate::payload::{MessagePayload, Payload, RunEdge, StepPayload, ToolPayload, Usage};
 use crate::raw::RawJson;
 use crate::timestamp::{InvalidTimestamp, Timestamp};
 use crate::vocab::{BlockType, EventType, Fidelity, PayloadKind, Role};
@@ -482,6 +482,22 @@ struct WireBlock {
     command: Option<String>,
 }
 
+/// [`decode_message`] for the strict `Deserialize` impls.
+pub(crate) fn decode_message_strict(
+    text: &str,
+    warnings: &mut Vec<DecodeWarning>,
+) -> Result<DecodedMessage, serde_json::Error> {
+    decode_message(text, warnings)
+}
+
+/// [`decode_block`] for the strict `Deserialize` impls.
+pub(crate) fn decode_block_strict(
+    raw: &RawValue,
+    warnings: &mut Vec<DecodeWarning>,
+) -> DecodedBlock {
+    decode_block(0, raw, warnings)
+}
+
 fn decode_blocks(items: &[&RawValue], warnings: &mut Vec<DecodeWarning>) -> Vec<DecodedBlock> {
     items
         .iter()
@@ -621,6 +637,9 @@ impl DecodedEvent {
             }
             (EventType::ToolCall, DecodedPayload::Tool(t)) => Payload::ToolCall(t.clone()),
             (EventType::ToolResult, DecodedPayload::Tool(t)) => Payload::ToolResult(t.clone()),
+            // Seed 000: "May be null for run lifecycle events".
+            (EventType::RunStarted, DecodedPayload::Null) => Payload::RunNull(RunEdge::Started),
+            (EventType::RunCompleted, DecodedPayload::Null) => Payload::RunNull(RunEdge::Completed),
             _ => return Err(mismatch()),
         };
         Ok(ExchangeEvent {
@@ -720,6 +739,7 @@ impl From<ExchangeEvent> for DecodedEvent {
                 })
             }
             Payload::ToolCall(t) | Payload::ToolResult(t) => DecodedPayload::Tool(t),
+            Payload::RunNull(_) => DecodedPayload::Null,
         };
         DecodedEvent {
             seq: e.seq,

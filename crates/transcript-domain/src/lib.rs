@@ -176,6 +176,7 @@ mod port;
 mod raw;
 #[cfg(feature = "schema")]
 pub mod schema;
+mod strict;
 mod timestamp;
 pub mod tree;
 mod validate;
@@ -188,7 +189,7 @@ pub use decode::{
 };
 pub use event::{EncodedParts, EventDraft, ExchangeEvent, PreEncoded};
 pub use ids::{InvalidRunId, RunId, Seq};
-pub use payload::{MessagePayload, Payload, StepPayload, ToolPayload, Usage};
+pub use payload::{MessagePayload, Payload, RunEdge, StepPayload, ToolPayload, Usage};
 pub use port::{
     Clock, EventMask, ManualClock, RecordError, Recorder, RecorderFactory, RunIdGenerator,
     SequentialRunIds, Subscription,

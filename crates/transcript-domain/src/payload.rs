@@ -252,6 +252,19 @@ pub enum Payload {
     ToolCall(ToolPayload),
     /// `tool.result`.
     ToolResult(ToolPayload),
+    /// `run.started` / `run.completed` with `"payload": null`, which seed 000 allows for run
+    /// lifecycle events. Foreign files hold it and it converts and re-encodes exactly; our own
+    /// writers never write it (decision 2: [`crate::EventDraft::validate`] refuses it).
+    RunNull(RunEdge),
+}
+
+/// Which end of a run a [`Payload::RunNull`] marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunEdge {
+    /// `run.started`.
+    Started,
+    /// `run.completed`.
+    Completed,
 }
 
 impl Payload {
@@ -268,6 +281,8 @@ impl Payload {
             Payload::MessageAssistant(_) => EventType::MessageAssistant,
             Payload::ToolCall(_) => EventType::ToolCall,
             Payload::ToolResult(_) => EventType::ToolResult,
+            Payload::RunNull(RunEdge::Started) => EventType::RunStarted,
+            Payload::RunNull(RunEdge::Completed) => EventType::RunCompleted,
         }
     }
 
@@ -329,6 +344,7 @@ impl Payload {
                     p.error = None;
                 }
             }
+            Payload::RunNull(_) => {}
         }
     }
 
@@ -373,6 +389,7 @@ impl Serialize for Payload {
             | Payload::CallWorkflowCompleted(p) => p.serialize(serializer),
             Payload::MessageUser(p) | Payload::MessageAssistant(p) => p.serialize(serializer),
             Payload::ToolCall(p) | Payload::ToolResult(p) => p.serialize(serializer),
+            Payload::RunNull(_) => serializer.serialize_unit(),
         }
     }
 }

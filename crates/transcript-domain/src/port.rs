@@ -27,7 +27,8 @@ pub enum RecordError {
     },
     /// The storage refused the operation (disk full, permissions, symlink…).
     /// For `record`, nothing of this event is on disk and its seq is unused.
-    #[error("transcript {path}: {message}")]
+    /// The message ends with the OS cause (e.g. `No space left on device (os error 28)`).
+    #[error("transcript {path}: {message}{}", cause(source.as_ref()))]
     Storage {
         /// The transcript or storage path.
         path: String,
@@ -40,6 +41,19 @@ pub enum RecordError {
     /// The event could not be serialized.
     #[error("event could not be encoded: {0}")]
     Encode(String),
+    /// The draft breaks a structural rule of the wire contract ([`crate::EventDraft::validate`]);
+    /// nothing was written and no seq was used.
+    #[error("invalid event: {0}")]
+    Invalid(#[from] crate::InvalidDraft),
+    /// The encoded line would be longer than [`crate::MAX_LINE_BYTES`], which readers refuse;
+    /// nothing was written and no seq was used (callers truncate large values first).
+    #[error("event line of {length} bytes exceeds the {limit}-byte line cap")]
+    TooLarge {
+        /// The encoded line's length, in bytes.
+        length: usize,
+        /// The cap.
+        limit: usize,
+    },
     /// `subscribe(Some(seq))` asked for a seq that is not valid here.
     #[error("cannot replay from seq {requested}: {reason}")]
     Replay {
@@ -48,6 +62,11 @@ pub enum RecordError {
         /// Why.
         reason: String,
     },
+}
+
+/// `: <cause>` for a storage error's source, so every message names the OS cause.
+fn cause(source: Option<&std::io::Error>) -> String {
+    source.map(|e| format!(": {e}")).unwrap_or_default()
 }
 
 /// The domain port for emission and subscription (FR-011).

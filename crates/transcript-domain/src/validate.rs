@@ -63,6 +63,13 @@ pub enum InvalidDraft {
         /// The payload field.
         field: &'static str,
     },
+    /// A `run.*` event with a `null` payload: readers accept it (seed 000), our writers write
+    /// the workflow's `StepPayload` instead (decision 2).
+    #[error("{event_type}: our writers write the workflow's StepPayload, not null (decision 2)")]
+    NullRunPayload {
+        /// The draft's event type.
+        event_type: EventType,
+    },
     /// `tool.call` with an output, or `tool.result` with an input (decision 6).
     #[error("{event_type}: payload.{field} must be null (decision 6)")]
     NonNullToolSide {
@@ -115,6 +122,7 @@ impl EventDraft {
             Payload::MessageAssistant(m) => check_message(event_type, Role::Assistant, m),
             Payload::ToolCall(t) => check_tool(event_type, t, "output", t.output.is_null()),
             Payload::ToolResult(t) => check_tool(event_type, t, "input", t.input.is_null()),
+            Payload::RunNull(_) => Err(InvalidDraft::NullRunPayload { event_type }),
         }
     }
 }
