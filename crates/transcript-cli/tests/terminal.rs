@@ -418,3 +418,43 @@ fn help_documents_exit_codes_and_examples() {
     }
     let _ = repo();
 }
+
+#[test]
+fn plugin_commands_are_split_like_a_shell_so_paths_may_have_spaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let spaced = dir.path().join("my plugins");
+    std::fs::create_dir(&spaced).unwrap();
+    std::fs::copy(
+        repo().join("fixtures/plugins/text_plugin.py"),
+        spaced.join("text plugin.py"),
+    )
+    .unwrap();
+    let wf = dir.path().join("up.yaml");
+    std::fs::write(
+        &wf,
+        "name: up\nsteps:\n  - name: shout\n    type: operation\n    tool: upper\n    input:\n      text: hello\n",
+    )
+    .unwrap();
+    let plugin = format!("python3 '{}'", spaced.join("text plugin.py").display());
+    let out = bin()
+        .args(["run", "--color", "never", "--plugin", &plugin, "--storage"])
+        .arg(dir.path().join("s"))
+        .arg("--workspace")
+        .arg(dir.path())
+        .arg(&wf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("HELLO"), "{}", text(&out.stderr));
+    let bad = bin()
+        .args(["run", "--plugin", "python3 'unclosed", "--storage"])
+        .arg(dir.path().join("s2"))
+        .arg(&wf)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+    assert!(
+        !dir.path().join("s2").exists(),
+        "a usage error creates nothing"
+    );
+}

@@ -138,6 +138,17 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         CliError::Invalid(format!("{}: no root workflow", args.workflow.display()))
     })?;
     check_inputs(&root, &args.inputs)?;
+    // Split like a POSIX shell would (quotes, escapes), without running one; before anything
+    // is created, like every other argument check.
+    let plugin_argvs = args
+        .plugins
+        .iter()
+        .map(|plugin| match shell_words::split(plugin) {
+            Ok(argv) if !argv.is_empty() => Ok(argv),
+            Ok(_) => Err(CliError::Usage("--plugin needs a command".to_owned())),
+            Err(e) => Err(CliError::Usage(format!("--plugin {plugin:?}: {e}"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     std::fs::create_dir_all(&args.storage).map_err(|e| {
         CliError::Storage(format!(
             "{}: cannot create the storage directory: {e}",
@@ -179,9 +190,8 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     transcript_exec::start_declared_plugins(&set, &mut router)
         .await
         .map_err(|e| CliError::Failed(format!("{}: plugin: {e}", args.workflow.display())))?;
-    for plugin in &args.plugins {
-        let argv: Vec<String> = plugin.split_whitespace().map(str::to_owned).collect();
-        let started = ExternalPlugin::start(&argv, None)
+    for (plugin, argv) in args.plugins.iter().zip(&plugin_argvs) {
+        let started = ExternalPlugin::start(argv, None)
             .await
             .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
         router
