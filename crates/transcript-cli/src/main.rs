@@ -68,6 +68,15 @@ enum Command {
         /// Put message content on live spans.
         #[arg(long, requires = "otlp_endpoint")]
         capture_content: bool,
+        /// At the end of the run, wait at most this many seconds for the live export to
+        /// deliver what is queued (what is not sent by then is reported, never waited for).
+        #[arg(
+            long,
+            value_name = "SECS",
+            default_value_t = 5,
+            requires = "otlp_endpoint"
+        )]
+        otlp_flush_timeout: u64,
         #[command(flatten)]
         redaction: RedactionArgs,
     },
@@ -308,6 +317,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             deterministic,
             otlp_endpoint,
             capture_content,
+            otlp_flush_timeout,
             redaction,
         } => {
             let redactor = redaction.redactor()?.map(Arc::new);
@@ -325,6 +335,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 durability: durability.policy(),
                 deterministic,
                 otlp: otlp_endpoint.map(|url| (url, capture_content)),
+                otlp_flush_timeout: std::time::Duration::from_secs(otlp_flush_timeout),
                 style: Style::for_stderr(cli.color),
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()

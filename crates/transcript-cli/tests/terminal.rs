@@ -458,3 +458,43 @@ fn plugin_commands_are_split_like_a_shell_so_paths_may_have_spaces() {
         "a usage error creates nothing"
     );
 }
+
+/// An OTLP endpoint that accepts connections and never answers costs the run at most its flush
+/// timeout, and says what was not sent.
+#[test]
+fn a_silent_otlp_endpoint_delays_the_exit_by_the_flush_timeout_only() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accept and hold every connection without a byte in reply.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let child = demo_command(&dir.path().join("s"), &dir.path().join("w"))
+        .args(["--otlp-endpoint", &format!("http://127.0.0.1:{port}")])
+        .args(["--otlp-flush-timeout", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    // Far below the exporter's own 3 × 10 s of request timeouts.
+    let out = match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(out) => out,
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("the run waited for a silent OTLP endpoint");
+        }
+    };
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("did not finish within 1s"), "{stderr}");
+    assert!(text(&out.stdout).contains("run_id:"));
+}

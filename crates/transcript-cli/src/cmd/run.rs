@@ -36,6 +36,8 @@ pub struct RunArgs {
     pub deterministic: bool,
     /// Live OTLP export: endpoint and content capture.
     pub otlp: Option<(String, bool)>,
+    /// How long the end of the run waits for the live export to deliver what is queued.
+    pub otlp_flush_timeout: std::time::Duration,
     /// Stderr styling.
     pub style: Style,
 }
@@ -244,10 +246,19 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     let _ = progress.await;
     if let (Some(live), Some(forwarding), Some((endpoint, _))) = (live, &live_factory, &args.otlp) {
         forwarding.drain().await;
-        let report = tokio::task::spawn_blocking(move || live.finish()).await;
-        match report {
-            Ok(r) => crate::cmd::otel::report_live(endpoint, &r),
-            Err(e) => crate::diag!("transcript: warning: OTLP export thread failed: {e}"),
+        // A plain thread, not the runtime's blocking pool: if the endpoint never answers, the
+        // command does not wait for it past the flush timeout (the process exits regardless).
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(live.finish());
+        });
+        let timeout = args.otlp_flush_timeout;
+        match tokio::task::spawn_blocking(move || rx.recv_timeout(timeout)).await {
+            Ok(Ok(r)) => crate::cmd::otel::report_live(endpoint, &r),
+            _ => crate::diag!(
+                "transcript: warning: OTLP export to {endpoint} did not finish within {}s: spans still queued were not sent",
+                timeout.as_secs()
+            ),
         }
     }
 
