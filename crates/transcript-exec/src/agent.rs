@@ -167,6 +167,11 @@ impl AgentSeam {
         &self.scope.cancel
     }
 
+    /// How subprocesses the runner starts are ended and captured.
+    pub fn process_limits(&self) -> crate::process::ProcessLimits {
+        self.scope.limits
+    }
+
     /// Writes one `message.assistant` (provider filled in when missing).
     pub async fn assistant(&self, mut message: MessagePayload) {
         if message.provider.is_none() {

@@ -79,7 +79,9 @@
 //! error), a step timeout (the step's own cancellation token fires; nested
 //! steps close as `cancelled`, the step as `timed out after Nms`), and run
 //! cancellation through the [`tokio_util::sync::CancellationToken`] given to
-//! [`ExecutionService::run`] (running subprocesses are killed, steps not yet
+//! [`ExecutionService::run`] (running subprocesses are ended with their
+//! whole process group: `SIGTERM`, then `SIGKILL` after
+//! [`ServiceBuilder::kill_grace`], see [`process`]; steps not yet
 //! started never start, open ones close with `cancelled`). The engine never
 //! drops a future that opened events; custom steps and agent runners (user
 //! code) see the cancellation and get a grace period to finish
@@ -166,6 +168,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod bounded;
 pub mod builtins;
 pub mod cli_agent;
 pub mod condition;
@@ -174,6 +177,7 @@ pub mod demo;
 pub mod emit;
 pub mod http_agent;
 pub mod plugin;
+pub mod process;
 pub mod service;
 pub mod shell;
 pub mod template;
@@ -187,6 +191,7 @@ pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
 pub use http_agent::HttpAgentRunner;
 pub use plugin::{ExternalPlugin, start_declared_plugins};
+pub use process::{ProcessLimits, ShellOutput};
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Condition, Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};

@@ -20,11 +20,12 @@ use crate::agent::{AgentRequest, AgentRunner, AgentRunners, AgentSeam};
 use crate::audit::{AuditRecord, AuditTrail, DisplayEvent, DisplaySink, Observers, Status};
 use crate::custom::{CustomStep, CustomStepContext, CustomSteps};
 use crate::emit::Emitter;
+use crate::process::ProcessLimits;
 use crate::template::{
     LoopFrame, Scope, StepValue, Template, eval_condition, render_json, render_str,
 };
 use crate::tools::{
-    CallScope, CatchUnwind, SHELL_TOOL, ToolError, ToolRouter, run_argv, run_shell,
+    CallScope, CatchUnwind, SHELL_TOOL, ToolError, ToolRouter, run_argv_with, run_shell_with,
 };
 use crate::workflow::{
     CommandLine, Items, ParallelMode, Step, StepKind, Workflow, WorkflowError, WorkflowSet,
@@ -129,6 +130,7 @@ struct Inner {
     agents: AgentRunners,
     max_call_depth: usize,
     cancel_grace: Duration,
+    limits: ProcessLimits,
 }
 
 /// Configures an [`ExecutionService`].
@@ -145,6 +147,7 @@ pub struct ServiceBuilder {
     agents: AgentRunners,
     max_call_depth: usize,
     cancel_grace: Duration,
+    limits: ProcessLimits,
 }
 
 impl ServiceBuilder {
@@ -233,6 +236,14 @@ impl ServiceBuilder {
         self
     }
 
+    /// How long a cancelled or timed-out subprocess (command step,
+    /// `run_command`, CLI agent) and its process group get between
+    /// `SIGTERM` and `SIGKILL` (default 2 s; see [`crate::process`]).
+    pub fn kill_grace(mut self, grace: Duration) -> Self {
+        self.limits.kill_grace = grace;
+        self
+    }
+
     /// Builds the service; the workspace must be an existing directory.
     pub fn build(self) -> Result<ExecutionService, ExecError> {
         let workspace = self
@@ -273,6 +284,7 @@ impl ServiceBuilder {
                 agents: self.agents,
                 max_call_depth: self.max_call_depth,
                 cancel_grace: self.cancel_grace,
+                limits: self.limits,
             }),
         })
     }
@@ -317,6 +329,7 @@ impl ExecutionService {
             agents: AgentRunners::default(),
             max_call_depth: 8,
             cancel_grace: Duration::from_secs(5),
+            limits: ProcessLimits::default(),
         }
     }
 
@@ -912,6 +925,7 @@ fn call_scope(ctx: &RunCtx, path: &str, iteration: u64, cancel: &CancellationTok
         workspace: ctx.inner.workspace.clone(),
         cancel: cancel.clone(),
         call_counter: ctx.calls.clone(),
+        limits: ctx.inner.limits,
     }
 }
 
@@ -946,13 +960,13 @@ async fn run_kind(
             let ran = match command {
                 CommandLine::Shell(text) => {
                     match Template::parse(text).and_then(|t| t.render_shell(scope)) {
-                        Ok(line) => run_shell(&line, ws, cancel).await,
+                        Ok(line) => run_shell_with(&line, ws, cancel, ctx.inner.limits).await,
                         Err(e) => Err(ToolError::InvalidInput(e.to_string())),
                     }
                 }
                 CommandLine::Argv(argv) => {
                     let argv: Vec<String> = argv.iter().map(|a| render_str(a, scope)).collect();
-                    run_argv(&argv, ws, cancel).await
+                    run_argv_with(&argv, ws, cancel, ctx.inner.limits).await
                 }
             };
             match ran {

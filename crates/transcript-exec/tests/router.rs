@@ -238,6 +238,7 @@ async fn plugin_protocol_failures_are_clear() {
         workspace: ws.clone(),
         cancel: CancellationToken::new(),
         call_id: "c".into(),
+        limits: transcript_exec::ProcessLimits::default(),
     };
     let err = py.call("nope", &ctx, json!({})).await.unwrap_err();
     assert!(err.to_string().contains("unknown operation"), "{err}");
