@@ -6,13 +6,21 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::bounded::{DEFAULT_MAX_VALUE_BYTES, bound_payload};
 use transcript_domain::{EventDraft, Payload, Recorder, RunId};
 
 /// An optional recorder shared by a run's steps, the router and the agent seam.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Emitter {
     recorder: Option<Arc<dyn Recorder>>,
     errors: Arc<Mutex<Vec<String>>>,
+    max_value_bytes: usize,
+}
+
+impl Default for Emitter {
+    fn default() -> Self {
+        Self::new(None)
+    }
 }
 
 impl std::fmt::Debug for Emitter {
@@ -29,7 +37,15 @@ impl Emitter {
         Self {
             recorder,
             errors: Arc::default(),
+            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
         }
+    }
+
+    /// Bounds every large value of what it records to `limit` bytes
+    /// (default 1 MiB; see [`crate::bounded`]).
+    pub fn with_max_value_bytes(mut self, limit: usize) -> Self {
+        self.max_value_bytes = limit;
+        self
     }
 
     /// Whether a recorder is wired.
@@ -49,11 +65,15 @@ impl Emitter {
             .await;
     }
 
-    /// Records a draft built on demand.
+    /// Records a draft built on demand, its large values bounded so that
+    /// the line fits [`transcript_domain::MAX_LINE_BYTES`].
     pub async fn emit_draft(&self, draft: impl FnOnce() -> EventDraft) {
-        if let Some(r) = &self.recorder
-            && let Err(e) = r.record(draft()).await
-        {
+        let Some(r) = &self.recorder else {
+            return;
+        };
+        let mut draft = draft();
+        bound_payload(&mut draft.payload, self.max_value_bytes);
+        if let Err(e) = r.record(draft).await {
             self.note_error(format!("record failed: {e}"));
         }
     }

@@ -23,11 +23,25 @@
 //! | `command` | a string: `sh -c` in the workspace, values shell-quoted; a list: the argv, no shell | `{"stdout", "exit_code"}` |
 //! | `operation` | one tool call through the [`ToolRouter`] | the tool's output |
 //! | `terminal` | ends the run with success or failure and a message | `{"status", "message"}` |
-//! | `parallel` | branches (each a step), `all_succeed` or `first_success` | `{branch: output}` |
-//! | `for_each` | the body once per item (`{{loop.item}}`, `{{loop.index}}`) | `[last output per iteration]` |
+//! | `parallel` | branches (each a step), `all_succeed` or `first_success` | `{"branches": {branch: status}}` (outputs are in the branches' own events) |
+//! | `for_each` | the body once per item (`{{loop.item}}`, `{{loop.index}}`) | `{"iterations": n}` |
 //! | `while` | the body while a condition holds, at most `max_iterations` | `{"iterations": n}` |
 //! | `call_workflow` | another workflow as a child run | the child's outputs |
 //! | custom | a [`CustomStep`] registered from Rust by type name | its serialized return value |
+//!
+//! A parent's `result` refers to its children rather than repeating their
+//! outputs, so a file grows linearly in what its steps produced; templates
+//! still read a parallel block's output as `{branch: output}` and a
+//! `for_each`'s as `[last output per iteration]`.
+//!
+//! Every value recorded is bounded ([`ServiceBuilder::max_value_bytes`],
+//! default 1 MiB): a larger command output, tool input or output, step
+//! result or message block keeps a prefix followed by
+//! `…[truncated: N bytes, sha256 H]` (other values become a
+//! `{"_truncated": true, ...}` stub, [`bounded`]), so no line exceeds
+//! `MAX_LINE_BYTES`. Subprocess output is captured under the same cap (the
+//! rest is counted and hashed as it streams), and templates see the
+//! bounded text.
 //!
 //! Templates (`{{inputs.x}}`, `{{steps.build.output}}`,
 //! `{{steps.build.exit_code}}`, `{{steps.build.error}}`, `{{loop.item}}`,

@@ -244,6 +244,18 @@ impl ServiceBuilder {
         self
     }
 
+    /// Per-value cap of what is recorded and of each captured subprocess
+    /// output stream (default 1 MiB): larger command output, tool inputs and
+    /// outputs, step results and message block text are cut with the
+    /// truncation stub (size and sha256 of the original, see
+    /// [`crate::bounded`]), so no line exceeds
+    /// [`transcript_domain::MAX_LINE_BYTES`] and a command printing 50 MB
+    /// holds at most this much of it in memory.
+    pub fn max_value_bytes(mut self, limit: usize) -> Self {
+        self.limits.max_output_bytes = limit;
+        self
+    }
+
     /// Builds the service; the workspace must be an existing directory.
     pub fn build(self) -> Result<ExecutionService, ExecError> {
         let workspace = self
@@ -392,7 +404,8 @@ impl ExecutionService {
             Some(f) => Some(f.create(run_id, None).await?),
             None => None,
         };
-        let emitter = Emitter::new(recorder);
+        let emitter =
+            Emitter::new(recorder).with_max_value_bytes(self.inner.limits.max_output_bytes);
         let outcome = run_workflow(
             self.inner.clone(),
             Arc::new(set.clone()),
@@ -422,7 +435,8 @@ impl ExecutionService {
     ) -> Result<RunOutcome, ExecError> {
         let (wf, inputs) = self.prepare(set, inputs)?;
         let run_id = recorder.run_id();
-        let emitter = Emitter::new(Some(recorder));
+        let emitter =
+            Emitter::new(Some(recorder)).with_max_value_bytes(self.inner.limits.max_output_bytes);
         let outcome = run_workflow(
             self.inner.clone(),
             Arc::new(set.clone()),
@@ -1183,10 +1197,12 @@ async fn run_kind(
                     }
                 }
             }
-            let outputs = Value::Array(outputs);
+            // The result refers to the iterations (recorded as children)
+            // instead of repeating their outputs.
+            let n = outputs.len();
             KindOut {
                 children,
-                ..KindOut::done(outputs.clone(), Some(outputs))
+                ..KindOut::done(Value::Array(outputs), Some(json!({ "iterations": n })))
             }
         }
         StepKind::While {
@@ -1287,7 +1303,8 @@ async fn run_call(
         },
         None => None,
     };
-    let child_emitter = Emitter::new(recorder);
+    let child_emitter =
+        Emitter::new(recorder).with_max_value_bytes(ctx.inner.limits.max_output_bytes);
     let outcome = run_workflow(
         ctx.inner.clone(),
         ctx.set.clone(),
@@ -1411,8 +1428,10 @@ async fn run_parallel(
     let mut failures = Vec::new();
     let mut terminate = None;
     let mut any_success = false;
+    let mut statuses = Map::new();
     for (b, r) in branches.iter().zip(results) {
         let Some(r) = r else { continue };
+        statuses.insert(b.name.clone(), Value::from(r.node.status.as_str()));
         children.push(r.node);
         match r.flow {
             Flow::Done => {
@@ -1456,13 +1475,14 @@ async fn run_parallel(
             ParallelMode::AllSucceed => Flow::Failed(failures.join("; ")),
         }
     };
-    let out = Value::Object(outputs);
     KindOut {
         value: StepValue {
-            output: out.clone(),
+            output: Value::Object(outputs),
             ..StepValue::default()
         },
-        result: Some(out),
+        // The branches' outputs are in their own step.completed events: the
+        // block's result names how each ended, so the file grows linearly.
+        result: Some(json!({ "branches": statuses })),
         flow,
         children,
         child: None,
