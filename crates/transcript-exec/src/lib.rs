@@ -103,8 +103,22 @@
 //! and their step still closes. Dropping the future returned by
 //! [`ExecutionService::run`] abandons the run mid-way: cancel through the
 //! token instead.
-//! Recorder failures never fail a run: they are collected in
-//! [`RunOutcome::transcript_errors`] (the transcript is a pure addition).
+//!
+//! # When the transcript cannot be written
+//!
+//! A run **stops** rather than continue without its transcript (#17): the
+//! first failed record (disk full, I/O error, a refused line) cancels the
+//! run, which ends as [`Status::Failure`] with the error
+//! `transcript write failed: <cause>` (the OS cause included, e.g. `No
+//! space left on device (os error 28)`). Open steps still close and
+//! `run.completed` is still attempted (space may have come back), so the
+//! part of the file that is on disk stays valid. Every failure, including
+//! each child run's (prefixed `child run <id>:`), is in
+//! [`RunOutcome::transcript_errors`]; a child whose transcript fails (or
+//! cannot be opened) fails its `call_workflow` step; a failed close
+//! turns a successful run into a failed one. A run with any transcript
+//! error never reports success: the audit trail, the display and the
+//! caller all see the failure.
 //!
 //! # Determinism
 //!

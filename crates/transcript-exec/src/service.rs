@@ -106,7 +106,8 @@ pub struct RunOutcome {
     pub outputs: Map<String, Value>,
     /// The executed step tree.
     pub steps: Vec<ExecNode>,
-    /// Recorder failures (the run itself is unaffected by them).
+    /// Recorder failures, this run's and its child runs' (a run with any
+    /// never reports success; see the crate docs).
     pub transcript_errors: Vec<String>,
     /// Audit trail write failures.
     pub audit_errors: Vec<String>,
@@ -418,10 +419,7 @@ impl ExecutionService {
         )
         .await;
         emitter.close().await;
-        Ok(RunOutcome {
-            transcript_errors: emitter.errors(),
-            ..outcome
-        })
+        Ok(with_transcript_errors(outcome, &emitter))
     }
 
     /// Runs the root workflow into `recorder` (its run id is the run's);
@@ -448,10 +446,7 @@ impl ExecutionService {
             cancel,
         )
         .await;
-        Ok(RunOutcome {
-            transcript_errors: emitter.errors(),
-            ..outcome
-        })
+        Ok(with_transcript_errors(outcome, &emitter))
     }
 
     fn prepare(
@@ -468,6 +463,20 @@ impl ExecutionService {
         let inputs = resolve_inputs(&wf, inputs)?;
         Ok((wf, inputs))
     }
+}
+
+/// Attaches the recorder failures to `outcome`; a run with any never
+/// reports success (a failed close surfaces only here).
+fn with_transcript_errors(mut outcome: RunOutcome, emitter: &Emitter) -> RunOutcome {
+    outcome.transcript_errors = emitter.errors();
+    if outcome.status == Status::Success
+        && let Some(first) = outcome.transcript_errors.first()
+    {
+        outcome.status = Status::Failure;
+        outcome.error = Some(emitter.failure().unwrap_or_else(|| first.clone()));
+        outcome.outputs = Map::new();
+    }
+    outcome
 }
 
 fn resolve_inputs(
@@ -583,6 +592,9 @@ fn run_workflow(
     cancel: CancellationToken,
 ) -> BoxFuture<'static, RunOutcome> {
     Box::pin(async move {
+        // The run stops at its first failed transcript write (see emit.rs).
+        let cancel = cancel.child_token();
+        let emitter = emitter.stopping(cancel.clone());
         let ctx = Arc::new(RunCtx {
             inner: inner.clone(),
             set,
@@ -634,6 +646,10 @@ fn run_workflow(
                 }),
             ),
             Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
+        };
+        let (status, error) = match emitter.failure() {
+            Some(failure) => (Status::Failure, Some(failure)),
+            None => (status, error),
         };
         let mut outputs = Map::new();
         if status == Status::Success {
@@ -1296,9 +1312,14 @@ async fn run_call(
         Some(f) => match f.create(child_id, Some(ctx.run_id)).await {
             Ok(r) => Some(r),
             Err(e) => {
-                ctx.emitter
-                    .note_error(format!("child transcript {child_id}: {e}"));
-                None
+                // Same policy as a failed write: the child does not run
+                // without its transcript.
+                let message = format!(
+                    "transcript write failed: cannot open the transcript of child run {child_id}: {}",
+                    crate::emit::error_chain(&e)
+                );
+                ctx.emitter.note_error(message.clone());
+                return KindOut::flow(Flow::Failed(message));
             }
         },
         None => None,
@@ -1317,10 +1338,11 @@ async fn run_call(
     )
     .await;
     child_emitter.close().await;
-    let outcome = RunOutcome {
-        transcript_errors: child_emitter.errors(),
-        ..outcome
-    };
+    let outcome = with_transcript_errors(outcome, &child_emitter);
+    // The parent reports its children's transcript failures too.
+    for e in &outcome.transcript_errors {
+        ctx.emitter.note_error(format!("child run {child_id}: {e}"));
+    }
     let outputs = Value::Object(outcome.outputs.clone());
     let flow = match outcome.status {
         Status::Success => Flow::Done,

@@ -285,8 +285,10 @@ impl RecorderFactory for BrokenFactory {
     }
 }
 
+/// The decided policy (#17): a run whose transcript cannot be written
+/// stops and fails; it never reports success.
 #[tokio::test]
-async fn recorder_failures_never_fail_the_run() {
+async fn recorder_failures_stop_and_fail_the_run() {
     let (_d, ws) = workspace();
     let svc = ExecutionService::deterministic_builder(&ws, ts0())
         .build()
@@ -301,10 +303,15 @@ async fn recorder_failures_never_fail_the_run() {
         )
         .await
         .unwrap();
-    assert!(out.succeeded());
+    assert!(!out.succeeded());
     assert_eq!(out.run_id, RunId::from_bytes([9; 16]));
-    assert_eq!(out.transcript_errors.len(), 4);
-    assert!(out.transcript_errors[0].contains("disk full"));
+    assert_eq!(
+        out.error.as_deref(),
+        Some("transcript write failed: transcript /full: disk full")
+    );
+    // run.started failed, so no step started; run.completed was attempted.
+    assert!(out.steps.is_empty());
+    assert_eq!(out.transcript_errors.len(), 2);
     // A factory that cannot open the root transcript stops the run before it starts…
     let svc = ExecutionService::deterministic_builder(&ws, ts0())
         .recorder_factory(Arc::new(BrokenFactory))
@@ -319,7 +326,7 @@ async fn recorder_failures_never_fail_the_run() {
         .await
         .unwrap_err();
     assert!(matches!(err, ExecError::Recorder(_)), "{err}");
-    // …but a child transcript that cannot open only loses the child's events.
+    // …and a child transcript that cannot open fails the calling step.
     let parent = Workflow::new("p").step(Step::call_workflow("c", "w", Default::default()));
     let out = svc
         .run_with_recorder(
@@ -330,9 +337,9 @@ async fn recorder_failures_never_fail_the_run() {
         )
         .await
         .unwrap();
-    assert!(out.succeeded());
+    assert!(!out.succeeded());
     assert!(
-        out.transcript_errors[0].contains("child transcript"),
+        out.transcript_errors[0].contains("cannot open the transcript of child run"),
         "{:?}",
         out.transcript_errors
     );
