@@ -213,7 +213,9 @@ pub mod tools;
 pub mod workflow;
 
 pub use agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentRunners, AgentSeam};
-pub use audit::{AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status};
+pub use audit::{
+    AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status, TextMask,
+};
 pub use cli_agent::CliAgentRunner;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;

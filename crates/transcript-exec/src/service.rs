@@ -17,7 +17,9 @@ use transcript_domain::{
 };
 
 use crate::agent::{AgentRequest, AgentRunner, AgentRunners, AgentSeam};
-use crate::audit::{AuditRecord, AuditTrail, DisplayEvent, DisplaySink, Observers, Status};
+use crate::audit::{
+    AuditRecord, AuditTrail, DisplayEvent, DisplaySink, Observers, Status, TextMask,
+};
 use crate::custom::{CustomStep, CustomStepContext, CustomSteps};
 use crate::emit::Emitter;
 use crate::process::ProcessLimits;
@@ -142,6 +144,7 @@ pub struct ServiceBuilder {
     run_ids: Arc<dyn RunIdGenerator>,
     clock: Arc<dyn Clock>,
     audit_path: Option<PathBuf>,
+    audit_mask: Option<Arc<dyn TextMask>>,
     display: Option<Arc<dyn DisplaySink>>,
     router: ToolRouter,
     custom: CustomSteps,
@@ -182,6 +185,13 @@ impl ServiceBuilder {
     /// Appends the audit trail to `path` (usually `<storage>/audit.jsonl`).
     pub fn audit_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.audit_path = Some(path.into());
+        self
+    }
+
+    /// Masks the text (path, name, kind, error) of every audit record, as
+    /// the recorder's `EventMask` masks the transcript.
+    pub fn audit_mask(mut self, mask: Arc<dyn TextMask>) -> Self {
+        self.audit_mask = Some(mask);
         self
     }
 
@@ -272,15 +282,15 @@ impl ServiceBuilder {
                 message: "not a directory".into(),
             });
         }
-        let audit = match self.audit_path {
-            Some(p) => Some(Arc::new(AuditTrail::open(&p).map_err(|e| {
-                ExecError::Workspace {
-                    path: p.display().to_string(),
-                    message: format!("cannot open audit trail: {e}"),
-                }
-            })?)),
-            None => None,
-        };
+        // Opened on the first record: a run refused before it starts
+        // leaves no audit file behind.
+        let audit = self.audit_path.map(|p| {
+            let trail = AuditTrail::lazy(p);
+            Arc::new(match self.audit_mask {
+                Some(m) => trail.with_mask(m),
+                None => trail,
+            })
+        });
         Ok(ExecutionService {
             inner: Arc::new(Inner {
                 workspace,
@@ -336,6 +346,7 @@ impl ExecutionService {
             run_ids,
             clock,
             audit_path: None,
+            audit_mask: None,
             display: None,
             router: ToolRouter::with_builtins(),
             custom: CustomSteps::default(),

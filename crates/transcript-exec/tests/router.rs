@@ -386,11 +386,25 @@ async fn inputs_workspace_and_audit_errors() {
         .build()
         .unwrap_err();
     assert!(matches!(err, ExecError::Workspace { .. }));
-    let err = ExecutionService::deterministic_builder(&ws, ts0())
-        .audit_file(ws.join("no/such/dir/audit.jsonl"))
+    // The audit trail opens on the first record: its failures are the run's.
+    std::fs::write(ws.join("plain"), "").unwrap();
+    let audited = ExecutionService::deterministic_builder(&ws, ts0())
+        .audit_file(ws.join("plain/audit.jsonl"))
         .build()
-        .unwrap_err();
-    assert!(err.to_string().contains("cannot open audit trail"), "{err}");
+        .unwrap();
+    let out = audited
+        .run(
+            &WorkflowSet::new("w", Workflow::new("w").step(Step::command("a", "true"))),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.audit_errors[0].contains("Not a directory"),
+        "{:?}",
+        out.audit_errors
+    );
     assert!(format!("{svc:?}").contains("deterministic: true"));
     assert!(
         ExecutionService::deterministic_builder(&ws, ts0())
