@@ -20,7 +20,7 @@
 //! | kind | does | `result` on `step.completed` |
 //! |---|---|---|
 //! | `agent` | runs an agent: a CLI subprocess ([`CliAgentRunner`]), the OpenAI-compatible HTTP tool loop ([`HttpAgentRunner`]) or any registered [`AgentRunner`] | the final answer text |
-//! | `command` | a string: `sh -c` in the workspace, values shell-quoted; a list: the argv, no shell | `{"stdout", "exit_code"}` |
+//! | `command` | a string: `sh -c` in the workspace, values shell-quoted; a list: the argv, no shell | `{"command", "stdout", "exit_code"}` (`command`: the resolved line, or the argv list) |
 //! | `operation` | one tool call through the [`ToolRouter`] | the tool's output |
 //! | `terminal` | ends the run with success or failure and a message | `{"status", "message"}` |
 //! | `parallel` | branches (each a step), `all_succeed` or `first_success` | `{"branches": {branch: status}}` (outputs are in the branches' own events) |
@@ -83,6 +83,18 @@
 //!   at fidelity `agent_emitted`. Each call id gets one `tool.call` and one
 //!   `tool.result`, whichever of the router and the agent's report comes
 //!   first.
+//! * Call ids of agent steps are unique per run file: the provider's id is
+//!   recorded as `<path>#<iteration>/<id>` (`agents.review#0/item_1`, with
+//!   `~<n>` after the iteration when the same path and iteration ran
+//!   before, e.g. an inner loop inside an outer one), in `tool.*` events
+//!   and `tool_use` / `tool_result` blocks alike, so pairing by `call_id`
+//!   (the seed's jq recipe) never merges calls of two executions; the
+//!   provider's id stays visible after the `/`. Router-generated ids
+//!   (`router-<n>`) are counted per run and are left as they are.
+//! * The resolved command of a `command` step is in its result
+//!   (`command`). No `command` block is written: blocks belong to
+//!   messages, a command step has none, and decision 11 fixes an agent's
+//!   `message.user` as `[text(prompt), text(system_prompt)?]`.
 //!
 //! # Exit-path guarantees
 //!
@@ -187,7 +199,9 @@
 //!
 //! # Versioning
 //!
-//! The wire format is the domain crate's; this crate adds no field. The
+//! The wire format is the domain crate's; this crate adds no field (the
+//! shapes of step results, which 000 leaves to each kind, are listed in
+//! the table above). The
 //! YAML workflow format, the audit record and the plugin protocol (version
 //! 1, announced in `describe`) are additive-only within a major version:
 //! new optional fields and step kinds may appear, existing ones keep their

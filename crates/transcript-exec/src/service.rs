@@ -530,9 +530,28 @@ struct RunCtx {
     depth: usize,
     calls: Arc<AtomicU64>,
     audit_errors: Mutex<Vec<String>>,
+    /// Agent executions per `<path>#<iteration>` (call id prefixes).
+    agent_runs: Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl RunCtx {
+    /// `<path>#<iteration>`, made unique within the run: an execution of
+    /// the same path and iteration seen before (an inner loop inside an
+    /// outer one) gets `~<n>` appended (decision 5 qualified call ids).
+    fn agent_call_prefix(&self, path: &str, iteration: u64) -> String {
+        let base = format!("{path}#{iteration}");
+        let n = self
+            .agent_runs
+            .lock()
+            .map(|mut seen| {
+                let n = seen.entry(base.clone()).or_insert(0);
+                *n += 1;
+                *n - 1
+            })
+            .unwrap_or(0);
+        if n == 0 { base } else { format!("{base}~{n}") }
+    }
+
     fn audit(&self, record: AuditRecord) {
         if let Some(e) = self.inner.observers.audit(record)
             && let Ok(mut errs) = self.audit_errors.lock()
@@ -614,6 +633,7 @@ fn run_workflow(
             depth,
             calls: Arc::default(),
             audit_errors: Mutex::default(),
+            agent_runs: Mutex::default(),
         });
         let obs = &inner.observers;
         emitter
@@ -998,21 +1018,31 @@ async fn run_kind(
     match &step.kind {
         StepKind::Command { command } => {
             let ws = &ctx.inner.workspace;
-            let ran = match command {
+            // The resolved command is part of the result: what ran, not
+            // only what it printed (#20).
+            let (ran, resolved) = match command {
                 CommandLine::Shell(text) => {
                     match Template::parse(text).and_then(|t| t.render_shell(scope)) {
-                        Ok(line) => run_shell_with(&line, ws, cancel, ctx.inner.limits).await,
-                        Err(e) => Err(ToolError::InvalidInput(e.to_string())),
+                        Ok(line) => (
+                            run_shell_with(&line, ws, cancel, ctx.inner.limits).await,
+                            Value::String(line),
+                        ),
+                        Err(e) => (Err(ToolError::InvalidInput(e.to_string())), Value::Null),
                     }
                 }
                 CommandLine::Argv(argv) => {
                     let argv: Vec<String> = argv.iter().map(|a| render_str(a, scope)).collect();
-                    run_argv_with(&argv, ws, cancel, ctx.inner.limits).await
+                    let ran = run_argv_with(&argv, ws, cancel, ctx.inner.limits).await;
+                    (ran, json!(argv))
                 }
             };
             match ran {
                 Ok(out) => {
-                    let result = json!({"stdout": out.stdout, "exit_code": out.exit_code});
+                    let result = json!({
+                        "command": resolved,
+                        "stdout": out.stdout,
+                        "exit_code": out.exit_code,
+                    });
                     let value = StepValue {
                         output: Value::String(
                             out.stdout
@@ -1155,7 +1185,8 @@ async fn run_kind(
                 ctx.inner.router.clone(),
                 spec.provider.clone(),
             )
-            .with_offered_tools(spec.tools.iter().cloned());
+            .with_offered_tools(spec.tools.iter().cloned())
+            .with_call_id_prefix(ctx.agent_call_prefix(path, iteration));
             let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
             match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
                 Some(Ok(Ok(reply))) if !cancel.is_cancelled() => KindOut::done(
