@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use transcript_domain::{Fidelity, MessagePayload, Payload, RawJson, ToolPayload};
+use transcript_domain::{BlockBody, Fidelity, MessagePayload, Payload, RawJson, ToolPayload};
 
 use crate::tools::{CallScope, Gate, ToolError, ToolRouter};
 
@@ -118,6 +118,8 @@ pub struct AgentSeam {
     calls: Mutex<HashSet<String>>,
     /// Call ids whose `tool.result` is recorded.
     results: Mutex<HashSet<String>>,
+    /// Qualifies provider call ids so they are unique per run file.
+    call_prefix: Option<String>,
 }
 
 impl std::fmt::Debug for AgentSeam {
@@ -139,6 +141,26 @@ impl AgentSeam {
             offered: None,
             calls: Mutex::default(),
             results: Mutex::default(),
+            call_prefix: None,
+        }
+    }
+
+    /// Records every provider call id as `<prefix>/<id>` (tool events and
+    /// tool_use / tool_result blocks alike). Providers number their ids per
+    /// execution (Codex: `item_1`, …), so two agent executions in one run
+    /// would share ids; the service passes a prefix unique per execution
+    /// (`<path>#<iteration>`, see [`crate::service`]), keeping the
+    /// provider's id visible after the `/`.
+    pub fn with_call_id_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.call_prefix = Some(prefix.into());
+        self
+    }
+
+    /// `call_id` as recorded (qualified when a prefix is set).
+    pub fn recorded_call_id(&self, call_id: &str) -> String {
+        match &self.call_prefix {
+            Some(p) => format!("{p}/{call_id}"),
+            None => call_id.to_owned(),
         }
     }
 
@@ -167,10 +189,25 @@ impl AgentSeam {
         &self.scope.cancel
     }
 
+    /// How subprocesses the runner starts are ended and captured.
+    pub fn process_limits(&self) -> crate::process::ProcessLimits {
+        self.scope.limits
+    }
+
     /// Writes one `message.assistant` (provider filled in when missing).
     pub async fn assistant(&self, mut message: MessagePayload) {
         if message.provider.is_none() {
             message.provider = Some(self.provider.clone());
+        }
+        if self.call_prefix.is_some() {
+            for block in &mut message.blocks {
+                match &mut block.body {
+                    BlockBody::ToolUse { tool_id, .. } | BlockBody::ToolResult { tool_id, .. } => {
+                        *tool_id = self.recorded_call_id(tool_id);
+                    }
+                    _ => {}
+                }
+            }
         }
         self.scope
             .emitter
@@ -184,7 +221,8 @@ impl AgentSeam {
     /// unless a `tool.call` with that id is already recorded (by the router
     /// or an earlier report).
     pub async fn agent_tool_call(&self, name: &str, call_id: &str, input: RawJson) {
-        if !claim(&self.calls, call_id) {
+        let call_id = self.recorded_call_id(call_id);
+        if !claim(&self.calls, &call_id) {
             return;
         }
         self.scope
@@ -209,7 +247,8 @@ impl AgentSeam {
         output: RawJson,
         error: Option<String>,
     ) {
-        if !claim(&self.results, call_id) {
+        let call_id = self.recorded_call_id(call_id);
+        if !claim(&self.results, &call_id) {
             return;
         }
         self.scope
@@ -244,6 +283,7 @@ impl AgentSeam {
                 None => self.router.names(),
             },
         });
+        let call_id = call_id.map(|id| self.recorded_call_id(&id));
         // Router-generated ids are fresh: nothing else can claim them.
         let record_call = call_id.as_deref().is_none_or(|id| claim(&self.calls, id));
         let id = call_id.clone();

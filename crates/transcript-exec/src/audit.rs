@@ -64,32 +64,70 @@ pub struct AuditRecord {
     pub child_run_id: Option<RunId>,
 }
 
-/// Appends [`AuditRecord`]s to a file, one JSON line each, flushed per line.
+/// Masks secrets in the text of audit records (the CLI passes its
+/// redactor: `|t: &str| redactor.mask_text(t).into_owned()`).
+pub trait TextMask: Send + Sync {
+    /// The text with secrets masked.
+    fn mask(&self, text: &str) -> String;
+}
+
+impl<F: Fn(&str) -> String + Send + Sync> TextMask for F {
+    fn mask(&self, text: &str) -> String {
+        self(text)
+    }
+}
+
+/// Mode of the audit file, set with `fchmod` whatever the umask.
+const FILE_MODE: u32 = 0o600;
+/// Mode of the directories the trail creates.
+const DIR_MODE: u32 = 0o700;
+
+/// Appends [`AuditRecord`]s to a file, one JSON line each.
+///
+/// The file follows the transcript's rules: it is opened on the first
+/// record (a run refused before it starts leaves no file), missing parent
+/// directories are created 0o700, the file is opened
+/// `O_APPEND | O_NOFOLLOW | O_CLOEXEC` (a symlink planted at the path is
+/// refused, never followed), must be a regular file and gets mode 0o600.
+/// An optional [`TextMask`] masks the path, name, kind and error of every
+/// record before it is written.
 pub struct AuditTrail {
     path: PathBuf,
-    file: Mutex<std::fs::File>,
+    file: Mutex<Option<std::fs::File>>,
+    mask: Option<Arc<dyn TextMask>>,
 }
 
 impl std::fmt::Debug for AuditTrail {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuditTrail")
             .field("path", &self.path)
+            .field("masked", &self.mask.is_some())
             .finish()
     }
 }
 
 impl AuditTrail {
-    /// Opens (creates or appends to) `path`.
+    /// A trail appending to `path`, opened on the first record.
+    pub fn lazy(path: impl AsRef<Path>) -> Self {
+        Self {
+            path: path.as_ref().to_path_buf(),
+            file: Mutex::new(None),
+            mask: None,
+        }
+    }
+
+    /// Opens (creates or appends to) `path` now.
     pub fn open(path: impl AsRef<Path>) -> std::io::Result<Self> {
-        let path = path.as_ref().to_path_buf();
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)?;
-        Ok(Self {
-            path,
-            file: Mutex::new(file),
-        })
+        let mut trail = Self::lazy(path);
+        let file = open_hardened(&trail.path)?;
+        trail.file = Mutex::new(Some(file));
+        Ok(trail)
+    }
+
+    /// Masks the text of every record with `mask`.
+    pub fn with_mask(mut self, mask: Arc<dyn TextMask>) -> Self {
+        self.mask = Some(mask);
+        self
     }
 
     /// The file path.
@@ -97,16 +135,91 @@ impl AuditTrail {
         &self.path
     }
 
-    /// Appends one record. Errors are returned, never panicked on.
+    /// Appends one record (opening the file first if needed). Errors are
+    /// returned, never panicked on.
     pub fn append(&self, record: &AuditRecord) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        let line = match &self.mask {
+            None => serde_json::to_vec(record),
+            Some(m) => serde_json::to_vec(&AuditRecord {
+                path: m.mask(&record.path),
+                name: m.mask(&record.name),
+                kind: m.mask(&record.kind),
+                error: record.error.as_deref().map(|e| m.mask(e)),
+                ..record.clone()
+            }),
+        };
+        let mut line = line.map_err(std::io::Error::other)?;
         line.push(b'\n');
         let mut file = self
             .file
             .lock()
             .map_err(|_| std::io::Error::other("audit trail lock poisoned"))?;
-        file.write_all(&line)
+        if file.is_none() {
+            *file = Some(open_hardened(&self.path)?);
+        }
+        match file.as_mut() {
+            Some(f) => f.write_all(&line),
+            None => Err(std::io::Error::other("audit trail not open")),
+        }
     }
+}
+
+/// Creates the missing directories of `dir` with mode 0o700 (exactly:
+/// the umask can only have removed bits, so each is chmodded after).
+fn create_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.as_os_str().is_empty() || std::fs::symlink_metadata(d).is_ok() {
+            break;
+        }
+        missing.push(d.to_path_buf());
+        cur = d.parent();
+    }
+    for d in missing.iter().rev() {
+        match std::fs::DirBuilder::new().mode(DIR_MODE).create(d) {
+            Ok(()) => std::fs::set_permissions(d, std::fs::Permissions::from_mode(DIR_MODE))?,
+            // Created concurrently by someone else: not ours to chmod.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn open_hardened(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if let Some(parent) = path.parent() {
+        create_dirs(parent)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(FILE_MODE)
+        // O_NONBLOCK: a FIFO planted at the path fails instead of blocking.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("path is a symbolic link; refusing to follow it ({e})"),
+                )
+            } else {
+                e
+            }
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file; refusing to write to it",
+        ));
+    }
+    if meta.permissions().mode() & 0o7777 != FILE_MODE {
+        file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))?;
+    }
+    Ok(file)
 }
 
 /// A progress event for humans (a terminal display, a TUI).

@@ -1,6 +1,6 @@
 //! The builtin tools (`read_file`, `write_file`, `list_dir`,
-//! `run_command`), the workspace path checks they share, and running
-//! processes (`sh -c` or an argv) for them and for `command` steps.
+//! `run_command`) and the workspace path checks they share (processes are
+//! run by [`crate::process`]).
 //!
 //! File paths resolve inside the workspace or not at all: a path that
 //! points outside (symlinks included) and one that does not exist get the
@@ -9,11 +9,11 @@
 
 use std::path::{Component, Path, PathBuf};
 
+pub use crate::process::{ShellOutput, run_argv, run_shell};
+use crate::process::{run_argv_with, run_shell_with};
+use crate::tools::{Tool, ToolContext, ToolError};
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-
-use crate::tools::{Tool, ToolContext, ToolError};
 
 // ------------------------------------------------------------ workspace paths
 
@@ -213,7 +213,9 @@ impl Tool for RunCommand {
 
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
         let out = match input.get("command") {
-            Some(Value::String(command)) => run_shell(command, &ctx.workspace, &ctx.cancel).await?,
+            Some(Value::String(command)) => {
+                run_shell_with(command, &ctx.workspace, &ctx.cancel, ctx.limits).await?
+            }
             Some(Value::Array(items)) => {
                 let argv = items
                     .iter()
@@ -222,7 +224,7 @@ impl Tool for RunCommand {
                     .ok_or_else(|| {
                         ToolError::InvalidInput("'command' list must hold strings".into())
                     })?;
-                run_argv(&argv, &ctx.workspace, &ctx.cancel).await?
+                run_argv_with(&argv, &ctx.workspace, &ctx.cancel, ctx.limits).await?
             }
             _ => {
                 return Err(ToolError::InvalidInput(
@@ -243,78 +245,6 @@ impl Tool for RunCommand {
                 output: value,
             })
         }
-    }
-}
-
-/// What a shell command printed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShellOutput {
-    /// Standard output (lossy UTF-8).
-    pub stdout: String,
-    /// Standard error (lossy UTF-8).
-    pub stderr: String,
-    /// Exit code (-1 when killed by a signal).
-    pub exit_code: i64,
-}
-
-/// Runs `sh -c command` in `cwd`, killing it on cancellation.
-pub async fn run_shell(
-    command: &str,
-    cwd: &Path,
-    cancel: &CancellationToken,
-) -> Result<ShellOutput, ToolError> {
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c").arg(command);
-    run_process(cmd, "sh", cwd, cancel).await
-}
-
-/// Runs `argv` (program, then arguments) in `cwd` without a shell, killing
-/// it on cancellation. A relative program path with a `/` is taken relative
-/// to `cwd`; a bare name is looked up in `PATH`.
-pub async fn run_argv(
-    argv: &[String],
-    cwd: &Path,
-    cancel: &CancellationToken,
-) -> Result<ShellOutput, ToolError> {
-    let Some((program, args)) = argv.split_first().filter(|(p, _)| !p.is_empty()) else {
-        return Err(ToolError::InvalidInput("empty command".into()));
-    };
-    let path = Path::new(program);
-    let resolved = if path.is_relative() && program.contains('/') {
-        cwd.join(path)
-    } else {
-        path.to_path_buf()
-    };
-    let mut cmd = tokio::process::Command::new(resolved);
-    cmd.args(args);
-    run_process(cmd, program, cwd, cancel).await
-}
-
-async fn run_process(
-    mut cmd: tokio::process::Command,
-    program: &str,
-    cwd: &Path,
-    cancel: &CancellationToken,
-) -> Result<ShellOutput, ToolError> {
-    let child = cmd
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| ToolError::Failed(format!("cannot start {program}: {e}")))?;
-    tokio::select! {
-        out = child.wait_with_output() => {
-            let out = out.map_err(|e| ToolError::Failed(format!("command failed: {e}")))?;
-            Ok(ShellOutput {
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-                exit_code: out.status.code().map(i64::from).unwrap_or(-1),
-            })
-        }
-        // Dropping the wait future drops the child, which kills it.
-        _ = cancel.cancelled() => Err(ToolError::Cancelled),
     }
 }
 

@@ -20,6 +20,7 @@ use transcript_domain::BlockBody;
 use transcript_providers::{DiagnosticKind, Output, Provider};
 
 use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
+use crate::process::ProcessGroup;
 
 /// Most stderr bytes kept for the error message.
 const STDERR_KEEP: usize = 4096;
@@ -85,7 +86,8 @@ impl AgentRunner for CliAgentRunner {
             .command
             .split_first()
             .ok_or_else(|| AgentError("agent step has no command".into()))?;
-        let mut child = tokio::process::Command::new(program)
+        let mut cmd = tokio::process::Command::new(program);
+        let mut child = crate::process::own_group(&mut cmd)
             .args(args)
             .current_dir(&request.workspace)
             .env("TRANSCRIPT_PROMPT", &request.prompt)
@@ -96,16 +98,27 @@ impl AgentRunner for CliAgentRunner {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| AgentError(format!("cannot start agent '{program}': {e}")))?;
+        let group = ProcessGroup::of(&child);
         let mut stdout = child
             .stdout
             .take()
             .ok_or_else(|| AgentError("agent has no stdout pipe".into()))?;
         let stderr_task = child.stderr.take().map(|mut stderr| {
             tokio::spawn(async move {
-                let mut all = Vec::new();
-                let _ = stderr.read_to_end(&mut all).await;
-                let start = all.len().saturating_sub(STDERR_KEEP);
-                String::from_utf8_lossy(&all[start..]).trim().to_owned()
+                // Only the tail is kept: memory stays bounded whatever it prints.
+                let mut tail = Vec::with_capacity(2 * STDERR_KEEP);
+                let mut buf = vec![0u8; 8 * 1024];
+                while let Ok(n) = stderr.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    tail.extend_from_slice(&buf[..n]);
+                    if tail.len() > 2 * STDERR_KEEP {
+                        tail.drain(..tail.len() - STDERR_KEEP);
+                    }
+                }
+                let start = tail.len().saturating_sub(STDERR_KEEP);
+                String::from_utf8_lossy(&tail[start..]).trim().to_owned()
             })
         });
 
@@ -135,7 +148,12 @@ impl AgentRunner for CliAgentRunner {
             }
         }
         if cancelled {
-            let _ = child.start_kill();
+            group
+                .terminate(&mut child, seam.process_limits().kill_grace)
+                .await;
+        } else {
+            // Its stdout closed: it exits on its own; it is not signalled.
+            group.disarm();
         }
         // Flush the last turn (a dangling tool_use stays in it).
         normalizer.finish(&mut outputs);

@@ -20,14 +20,28 @@
 //! | kind | does | `result` on `step.completed` |
 //! |---|---|---|
 //! | `agent` | runs an agent: a CLI subprocess ([`CliAgentRunner`]), the OpenAI-compatible HTTP tool loop ([`HttpAgentRunner`]) or any registered [`AgentRunner`] | the final answer text |
-//! | `command` | a string: `sh -c` in the workspace, values shell-quoted; a list: the argv, no shell | `{"stdout", "exit_code"}` |
+//! | `command` | a string: `sh -c` in the workspace, values shell-quoted; a list: the argv, no shell | `{"command", "stdout", "exit_code"}` (`command`: the resolved line, or the argv list) |
 //! | `operation` | one tool call through the [`ToolRouter`] | the tool's output |
 //! | `terminal` | ends the run with success or failure and a message | `{"status", "message"}` |
-//! | `parallel` | branches (each a step), `all_succeed` or `first_success` | `{branch: output}` |
-//! | `for_each` | the body once per item (`{{loop.item}}`, `{{loop.index}}`) | `[last output per iteration]` |
+//! | `parallel` | branches (each a step), `all_succeed` or `first_success` | `{"branches": {branch: status}}` (outputs are in the branches' own events) |
+//! | `for_each` | the body once per item (`{{loop.item}}`, `{{loop.index}}`) | `{"iterations": n}` |
 //! | `while` | the body while a condition holds, at most `max_iterations` | `{"iterations": n}` |
 //! | `call_workflow` | another workflow as a child run | the child's outputs |
 //! | custom | a [`CustomStep`] registered from Rust by type name | its serialized return value |
+//!
+//! A parent's `result` refers to its children rather than repeating their
+//! outputs, so a file grows linearly in what its steps produced; templates
+//! still read a parallel block's output as `{branch: output}` and a
+//! `for_each`'s as `[last output per iteration]`.
+//!
+//! Every value recorded is bounded ([`ServiceBuilder::max_value_bytes`],
+//! default 1 MiB): a larger command output, tool input or output, step
+//! result or message block keeps a prefix followed by
+//! `…[truncated: N bytes, sha256 H]` (other values become a
+//! `{"_truncated": true, ...}` stub, [`bounded`]), so no line exceeds
+//! `MAX_LINE_BYTES`. Subprocess output is captured under the same cap (the
+//! rest is counted and hashed as it streams), and templates see the
+//! bounded text.
 //!
 //! Templates (`{{inputs.x}}`, `{{steps.build.output}}`,
 //! `{{steps.build.exit_code}}`, `{{steps.build.error}}`, `{{loop.item}}`,
@@ -69,6 +83,18 @@
 //!   at fidelity `agent_emitted`. Each call id gets one `tool.call` and one
 //!   `tool.result`, whichever of the router and the agent's report comes
 //!   first.
+//! * Call ids of agent steps are unique per run file: the provider's id is
+//!   recorded as `<path>#<iteration>/<id>` (`agents.review#0/item_1`, with
+//!   `~<n>` after the iteration when the same path and iteration ran
+//!   before, e.g. an inner loop inside an outer one), in `tool.*` events
+//!   and `tool_use` / `tool_result` blocks alike, so pairing by `call_id`
+//!   (the seed's jq recipe) never merges calls of two executions; the
+//!   provider's id stays visible after the `/`. Router-generated ids
+//!   (`router-<n>`) are counted per run and are left as they are.
+//! * The resolved command of a `command` step is in its result
+//!   (`command`). No `command` block is written: blocks belong to
+//!   messages, a command step has none, and decision 11 fixes an agent's
+//!   `message.user` as `[text(prompt), text(system_prompt)?]`.
 //!
 //! # Exit-path guarantees
 //!
@@ -79,7 +105,9 @@
 //! error), a step timeout (the step's own cancellation token fires; nested
 //! steps close as `cancelled`, the step as `timed out after Nms`), and run
 //! cancellation through the [`tokio_util::sync::CancellationToken`] given to
-//! [`ExecutionService::run`] (running subprocesses are killed, steps not yet
+//! [`ExecutionService::run`] (running subprocesses are ended with their
+//! whole process group: `SIGTERM`, then `SIGKILL` after
+//! [`ServiceBuilder::kill_grace`], see [`process`]; steps not yet
 //! started never start, open ones close with `cancelled`). The engine never
 //! drops a future that opened events; custom steps and agent runners (user
 //! code) see the cancellation and get a grace period to finish
@@ -87,8 +115,22 @@
 //! and their step still closes. Dropping the future returned by
 //! [`ExecutionService::run`] abandons the run mid-way: cancel through the
 //! token instead.
-//! Recorder failures never fail a run: they are collected in
-//! [`RunOutcome::transcript_errors`] (the transcript is a pure addition).
+//!
+//! # When the transcript cannot be written
+//!
+//! A run **stops** rather than continue without its transcript (#17): the
+//! first failed record (disk full, I/O error, a refused line) cancels the
+//! run, which ends as [`Status::Failure`] with the error
+//! `transcript write failed: <cause>` (the OS cause included, e.g. `No
+//! space left on device (os error 28)`). Open steps still close and
+//! `run.completed` is still attempted (space may have come back), so the
+//! part of the file that is on disk stays valid. Every failure, including
+//! each child run's (prefixed `child run <id>:`), is in
+//! [`RunOutcome::transcript_errors`]; a child whose transcript fails (or
+//! cannot be opened) fails its `call_workflow` step; a failed close
+//! turns a successful run into a failed one. A run with any transcript
+//! error never reports success: the audit trail, the display and the
+//! caller all see the failure.
 //!
 //! # Determinism
 //!
@@ -157,7 +199,9 @@
 //!
 //! # Versioning
 //!
-//! The wire format is the domain crate's; this crate adds no field. The
+//! The wire format is the domain crate's; this crate adds no field (the
+//! shapes of step results, which 000 leaves to each kind, are listed in
+//! the table above). The
 //! YAML workflow format, the audit record and the plugin protocol (version
 //! 1, announced in `describe`) are additive-only within a major version:
 //! new optional fields and step kinds may appear, existing ones keep their
@@ -166,6 +210,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod bounded;
 pub mod builtins;
 pub mod cli_agent;
 pub mod condition;
@@ -174,6 +219,7 @@ pub mod demo;
 pub mod emit;
 pub mod http_agent;
 pub mod plugin;
+pub mod process;
 pub mod service;
 pub mod shell;
 pub mod template;
@@ -181,12 +227,15 @@ pub mod tools;
 pub mod workflow;
 
 pub use agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentRunners, AgentSeam};
-pub use audit::{AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status};
+pub use audit::{
+    AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status, TextMask,
+};
 pub use cli_agent::CliAgentRunner;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
 pub use http_agent::HttpAgentRunner;
 pub use plugin::{ExternalPlugin, start_declared_plugins};
+pub use process::{ProcessLimits, ShellOutput};
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Condition, Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};

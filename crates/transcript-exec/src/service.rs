@@ -17,14 +17,17 @@ use transcript_domain::{
 };
 
 use crate::agent::{AgentRequest, AgentRunner, AgentRunners, AgentSeam};
-use crate::audit::{AuditRecord, AuditTrail, DisplayEvent, DisplaySink, Observers, Status};
+use crate::audit::{
+    AuditRecord, AuditTrail, DisplayEvent, DisplaySink, Observers, Status, TextMask,
+};
 use crate::custom::{CustomStep, CustomStepContext, CustomSteps};
 use crate::emit::Emitter;
+use crate::process::ProcessLimits;
 use crate::template::{
     LoopFrame, Scope, StepValue, Template, eval_condition, render_json, render_str,
 };
 use crate::tools::{
-    CallScope, CatchUnwind, SHELL_TOOL, ToolError, ToolRouter, run_argv, run_shell,
+    CallScope, CatchUnwind, SHELL_TOOL, ToolError, ToolRouter, run_argv_with, run_shell_with,
 };
 use crate::workflow::{
     CommandLine, Items, ParallelMode, Step, StepKind, Workflow, WorkflowError, WorkflowSet,
@@ -105,7 +108,8 @@ pub struct RunOutcome {
     pub outputs: Map<String, Value>,
     /// The executed step tree.
     pub steps: Vec<ExecNode>,
-    /// Recorder failures (the run itself is unaffected by them).
+    /// Recorder failures, this run's and its child runs' (a run with any
+    /// never reports success; see the crate docs).
     pub transcript_errors: Vec<String>,
     /// Audit trail write failures.
     pub audit_errors: Vec<String>,
@@ -129,6 +133,7 @@ struct Inner {
     agents: AgentRunners,
     max_call_depth: usize,
     cancel_grace: Duration,
+    limits: ProcessLimits,
 }
 
 /// Configures an [`ExecutionService`].
@@ -139,12 +144,14 @@ pub struct ServiceBuilder {
     run_ids: Arc<dyn RunIdGenerator>,
     clock: Arc<dyn Clock>,
     audit_path: Option<PathBuf>,
+    audit_mask: Option<Arc<dyn TextMask>>,
     display: Option<Arc<dyn DisplaySink>>,
     router: ToolRouter,
     custom: CustomSteps,
     agents: AgentRunners,
     max_call_depth: usize,
     cancel_grace: Duration,
+    limits: ProcessLimits,
 }
 
 impl ServiceBuilder {
@@ -178,6 +185,13 @@ impl ServiceBuilder {
     /// Appends the audit trail to `path` (usually `<storage>/audit.jsonl`).
     pub fn audit_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.audit_path = Some(path.into());
+        self
+    }
+
+    /// Masks the text (path, name, kind, error) of every audit record, as
+    /// the recorder's `EventMask` masks the transcript.
+    pub fn audit_mask(mut self, mask: Arc<dyn TextMask>) -> Self {
+        self.audit_mask = Some(mask);
         self
     }
 
@@ -233,6 +247,26 @@ impl ServiceBuilder {
         self
     }
 
+    /// How long a cancelled or timed-out subprocess (command step,
+    /// `run_command`, CLI agent) and its process group get between
+    /// `SIGTERM` and `SIGKILL` (default 2 s; see [`crate::process`]).
+    pub fn kill_grace(mut self, grace: Duration) -> Self {
+        self.limits.kill_grace = grace;
+        self
+    }
+
+    /// Per-value cap of what is recorded and of each captured subprocess
+    /// output stream (default 1 MiB): larger command output, tool inputs and
+    /// outputs, step results and message block text are cut with the
+    /// truncation stub (size and sha256 of the original, see
+    /// [`crate::bounded`]), so no line exceeds
+    /// [`transcript_domain::MAX_LINE_BYTES`] and a command printing 50 MB
+    /// holds at most this much of it in memory.
+    pub fn max_value_bytes(mut self, limit: usize) -> Self {
+        self.limits.max_output_bytes = limit;
+        self
+    }
+
     /// Builds the service; the workspace must be an existing directory.
     pub fn build(self) -> Result<ExecutionService, ExecError> {
         let workspace = self
@@ -248,15 +282,15 @@ impl ServiceBuilder {
                 message: "not a directory".into(),
             });
         }
-        let audit = match self.audit_path {
-            Some(p) => Some(Arc::new(AuditTrail::open(&p).map_err(|e| {
-                ExecError::Workspace {
-                    path: p.display().to_string(),
-                    message: format!("cannot open audit trail: {e}"),
-                }
-            })?)),
-            None => None,
-        };
+        // Opened on the first record: a run refused before it starts
+        // leaves no audit file behind.
+        let audit = self.audit_path.map(|p| {
+            let trail = AuditTrail::lazy(p);
+            Arc::new(match self.audit_mask {
+                Some(m) => trail.with_mask(m),
+                None => trail,
+            })
+        });
         Ok(ExecutionService {
             inner: Arc::new(Inner {
                 workspace,
@@ -273,6 +307,7 @@ impl ServiceBuilder {
                 agents: self.agents,
                 max_call_depth: self.max_call_depth,
                 cancel_grace: self.cancel_grace,
+                limits: self.limits,
             }),
         })
     }
@@ -311,12 +346,14 @@ impl ExecutionService {
             run_ids,
             clock,
             audit_path: None,
+            audit_mask: None,
             display: None,
             router: ToolRouter::with_builtins(),
             custom: CustomSteps::default(),
             agents: AgentRunners::default(),
             max_call_depth: 8,
             cancel_grace: Duration::from_secs(5),
+            limits: ProcessLimits::default(),
         }
     }
 
@@ -379,7 +416,8 @@ impl ExecutionService {
             Some(f) => Some(f.create(run_id, None).await?),
             None => None,
         };
-        let emitter = Emitter::new(recorder);
+        let emitter =
+            Emitter::new(recorder).with_max_value_bytes(self.inner.limits.max_output_bytes);
         let outcome = run_workflow(
             self.inner.clone(),
             Arc::new(set.clone()),
@@ -392,10 +430,7 @@ impl ExecutionService {
         )
         .await;
         emitter.close().await;
-        Ok(RunOutcome {
-            transcript_errors: emitter.errors(),
-            ..outcome
-        })
+        Ok(with_transcript_errors(outcome, &emitter))
     }
 
     /// Runs the root workflow into `recorder` (its run id is the run's);
@@ -409,7 +444,8 @@ impl ExecutionService {
     ) -> Result<RunOutcome, ExecError> {
         let (wf, inputs) = self.prepare(set, inputs)?;
         let run_id = recorder.run_id();
-        let emitter = Emitter::new(Some(recorder));
+        let emitter =
+            Emitter::new(Some(recorder)).with_max_value_bytes(self.inner.limits.max_output_bytes);
         let outcome = run_workflow(
             self.inner.clone(),
             Arc::new(set.clone()),
@@ -421,10 +457,7 @@ impl ExecutionService {
             cancel,
         )
         .await;
-        Ok(RunOutcome {
-            transcript_errors: emitter.errors(),
-            ..outcome
-        })
+        Ok(with_transcript_errors(outcome, &emitter))
     }
 
     fn prepare(
@@ -441,6 +474,20 @@ impl ExecutionService {
         let inputs = resolve_inputs(&wf, inputs)?;
         Ok((wf, inputs))
     }
+}
+
+/// Attaches the recorder failures to `outcome`; a run with any never
+/// reports success (a failed close surfaces only here).
+fn with_transcript_errors(mut outcome: RunOutcome, emitter: &Emitter) -> RunOutcome {
+    outcome.transcript_errors = emitter.errors();
+    if outcome.status == Status::Success
+        && let Some(first) = outcome.transcript_errors.first()
+    {
+        outcome.status = Status::Failure;
+        outcome.error = Some(emitter.failure().unwrap_or_else(|| first.clone()));
+        outcome.outputs = Map::new();
+    }
+    outcome
 }
 
 fn resolve_inputs(
@@ -483,9 +530,28 @@ struct RunCtx {
     depth: usize,
     calls: Arc<AtomicU64>,
     audit_errors: Mutex<Vec<String>>,
+    /// Agent executions per `<path>#<iteration>` (call id prefixes).
+    agent_runs: Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl RunCtx {
+    /// `<path>#<iteration>`, made unique within the run: an execution of
+    /// the same path and iteration seen before (an inner loop inside an
+    /// outer one) gets `~<n>` appended (decision 5 qualified call ids).
+    fn agent_call_prefix(&self, path: &str, iteration: u64) -> String {
+        let base = format!("{path}#{iteration}");
+        let n = self
+            .agent_runs
+            .lock()
+            .map(|mut seen| {
+                let n = seen.entry(base.clone()).or_insert(0);
+                *n += 1;
+                *n - 1
+            })
+            .unwrap_or(0);
+        if n == 0 { base } else { format!("{base}~{n}") }
+    }
+
     fn audit(&self, record: AuditRecord) {
         if let Some(e) = self.inner.observers.audit(record)
             && let Ok(mut errs) = self.audit_errors.lock()
@@ -556,6 +622,9 @@ fn run_workflow(
     cancel: CancellationToken,
 ) -> BoxFuture<'static, RunOutcome> {
     Box::pin(async move {
+        // The run stops at its first failed transcript write (see emit.rs).
+        let cancel = cancel.child_token();
+        let emitter = emitter.stopping(cancel.clone());
         let ctx = Arc::new(RunCtx {
             inner: inner.clone(),
             set,
@@ -564,6 +633,7 @@ fn run_workflow(
             depth,
             calls: Arc::default(),
             audit_errors: Mutex::default(),
+            agent_runs: Mutex::default(),
         });
         let obs = &inner.observers;
         emitter
@@ -607,6 +677,10 @@ fn run_workflow(
                 }),
             ),
             Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
+        };
+        let (status, error) = match emitter.failure() {
+            Some(failure) => (Status::Failure, Some(failure)),
+            None => (status, error),
         };
         let mut outputs = Map::new();
         if status == Status::Success {
@@ -912,6 +986,7 @@ fn call_scope(ctx: &RunCtx, path: &str, iteration: u64, cancel: &CancellationTok
         workspace: ctx.inner.workspace.clone(),
         cancel: cancel.clone(),
         call_counter: ctx.calls.clone(),
+        limits: ctx.inner.limits,
     }
 }
 
@@ -943,21 +1018,31 @@ async fn run_kind(
     match &step.kind {
         StepKind::Command { command } => {
             let ws = &ctx.inner.workspace;
-            let ran = match command {
+            // The resolved command is part of the result: what ran, not
+            // only what it printed (#20).
+            let (ran, resolved) = match command {
                 CommandLine::Shell(text) => {
                     match Template::parse(text).and_then(|t| t.render_shell(scope)) {
-                        Ok(line) => run_shell(&line, ws, cancel).await,
-                        Err(e) => Err(ToolError::InvalidInput(e.to_string())),
+                        Ok(line) => (
+                            run_shell_with(&line, ws, cancel, ctx.inner.limits).await,
+                            Value::String(line),
+                        ),
+                        Err(e) => (Err(ToolError::InvalidInput(e.to_string())), Value::Null),
                     }
                 }
                 CommandLine::Argv(argv) => {
                     let argv: Vec<String> = argv.iter().map(|a| render_str(a, scope)).collect();
-                    run_argv(&argv, ws, cancel).await
+                    let ran = run_argv_with(&argv, ws, cancel, ctx.inner.limits).await;
+                    (ran, json!(argv))
                 }
             };
             match ran {
                 Ok(out) => {
-                    let result = json!({"stdout": out.stdout, "exit_code": out.exit_code});
+                    let result = json!({
+                        "command": resolved,
+                        "stdout": out.stdout,
+                        "exit_code": out.exit_code,
+                    });
                     let value = StepValue {
                         output: Value::String(
                             out.stdout
@@ -1100,7 +1185,8 @@ async fn run_kind(
                 ctx.inner.router.clone(),
                 spec.provider.clone(),
             )
-            .with_offered_tools(spec.tools.iter().cloned());
+            .with_offered_tools(spec.tools.iter().cloned())
+            .with_call_id_prefix(ctx.agent_call_prefix(path, iteration));
             let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
             match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
                 Some(Ok(Ok(reply))) if !cancel.is_cancelled() => KindOut::done(
@@ -1169,10 +1255,12 @@ async fn run_kind(
                     }
                 }
             }
-            let outputs = Value::Array(outputs);
+            // The result refers to the iterations (recorded as children)
+            // instead of repeating their outputs.
+            let n = outputs.len();
             KindOut {
                 children,
-                ..KindOut::done(outputs.clone(), Some(outputs))
+                ..KindOut::done(Value::Array(outputs), Some(json!({ "iterations": n })))
             }
         }
         StepKind::While {
@@ -1266,14 +1354,20 @@ async fn run_call(
         Some(f) => match f.create(child_id, Some(ctx.run_id)).await {
             Ok(r) => Some(r),
             Err(e) => {
-                ctx.emitter
-                    .note_error(format!("child transcript {child_id}: {e}"));
-                None
+                // Same policy as a failed write: the child does not run
+                // without its transcript.
+                let message = format!(
+                    "transcript write failed: cannot open the transcript of child run {child_id}: {}",
+                    crate::emit::error_chain(&e)
+                );
+                ctx.emitter.note_error(message.clone());
+                return KindOut::flow(Flow::Failed(message));
             }
         },
         None => None,
     };
-    let child_emitter = Emitter::new(recorder);
+    let child_emitter =
+        Emitter::new(recorder).with_max_value_bytes(ctx.inner.limits.max_output_bytes);
     let outcome = run_workflow(
         ctx.inner.clone(),
         ctx.set.clone(),
@@ -1286,10 +1380,11 @@ async fn run_call(
     )
     .await;
     child_emitter.close().await;
-    let outcome = RunOutcome {
-        transcript_errors: child_emitter.errors(),
-        ..outcome
-    };
+    let outcome = with_transcript_errors(outcome, &child_emitter);
+    // The parent reports its children's transcript failures too.
+    for e in &outcome.transcript_errors {
+        ctx.emitter.note_error(format!("child run {child_id}: {e}"));
+    }
     let outputs = Value::Object(outcome.outputs.clone());
     let flow = match outcome.status {
         Status::Success => Flow::Done,
@@ -1397,8 +1492,10 @@ async fn run_parallel(
     let mut failures = Vec::new();
     let mut terminate = None;
     let mut any_success = false;
+    let mut statuses = Map::new();
     for (b, r) in branches.iter().zip(results) {
         let Some(r) = r else { continue };
+        statuses.insert(b.name.clone(), Value::from(r.node.status.as_str()));
         children.push(r.node);
         match r.flow {
             Flow::Done => {
@@ -1442,13 +1539,14 @@ async fn run_parallel(
             ParallelMode::AllSucceed => Flow::Failed(failures.join("; ")),
         }
     };
-    let out = Value::Object(outputs);
     KindOut {
         value: StepValue {
-            output: out.clone(),
+            output: Value::Object(outputs),
             ..StepValue::default()
         },
-        result: Some(out),
+        // The branches' outputs are in their own step.completed events: the
+        // block's result names how each ended, so the file grows linearly.
+        result: Some(json!({ "branches": statuses })),
         flow,
         children,
         child: None,

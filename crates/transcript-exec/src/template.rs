@@ -395,12 +395,14 @@ pub struct LoopFrame {
 
 /// Values visible to templates at one point of a run. Each concurrent
 /// branch and each loop body works on its own copy, so no loop state is
-/// shared between branches.
+/// shared between branches; step values are shared (`Arc`) between the
+/// copies, so a copy costs one pointer per step whatever the size of the
+/// outputs (#22: a 20 MB earlier output no longer slows every iteration).
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
     workflow_dir: Option<Arc<str>>,
     inputs: Arc<Map<String, Value>>,
-    steps: HashMap<String, StepValue>,
+    steps: HashMap<String, Arc<StepValue>>,
     loop_frame: Option<LoopFrame>,
 }
 
@@ -423,7 +425,7 @@ impl Scope {
 
     /// Records a step's value.
     pub fn set_step(&mut self, name: &str, value: StepValue) {
-        self.steps.insert(name.to_owned(), value);
+        self.steps.insert(name.to_owned(), Arc::new(value));
     }
 
     /// Sets the innermost loop frame.
@@ -436,7 +438,8 @@ impl Scope {
     pub fn lookup(&self, r: &Reference) -> Value {
         match r {
             Reference::Input(n) => self.inputs.get(n).cloned().unwrap_or(Value::Null),
-            Reference::Step { step, field } => match (self.steps.get(step), field) {
+            Reference::Step { step, field } => match (self.steps.get(step).map(Arc::as_ref), field)
+            {
                 (Some(v), StepField::Output) => v.output.clone(),
                 (Some(v), StepField::ExitCode) => v.exit_code.map(Value::from).unwrap_or_default(),
                 (Some(v), StepField::Error) => Value::String(v.error.clone().unwrap_or_default()),
@@ -534,6 +537,23 @@ pub fn render_str(text: &str, scope: &Scope) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+
+    #[test]
+    fn scope_copies_share_step_values() {
+        let mut scope = Scope::new(Map::new());
+        scope.set_step(
+            "big",
+            StepValue {
+                output: Value::String("x".repeat(1 << 20)),
+                ..StepValue::default()
+            },
+        );
+        let copies: Vec<Scope> = (0..100).map(|_| scope.clone()).collect();
+        let shared = scope.steps.get("big").map(Arc::strong_count);
+        assert_eq!(shared, Some(101));
+        drop(copies);
+    }
+
     use super::*;
     use serde_json::json;
 

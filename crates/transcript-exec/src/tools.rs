@@ -23,11 +23,13 @@ use tokio_util::sync::CancellationToken;
 use transcript_domain::{Fidelity, Payload, RawJson, ToolPayload};
 
 use crate::emit::Emitter;
+use crate::process::ProcessLimits;
 
 pub use crate::builtins::{
     ListDir, ReadFile, RunCommand, SHELL_TOOL, ShellOutput, WriteFile, resolve_existing,
     resolve_for_write, run_argv, run_shell,
 };
+pub use crate::process::{run_argv_with, run_shell_with};
 
 /// Why a tool call failed. Recorded in `tool.result.error`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -110,6 +112,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// The call's correlation id.
     pub call_id: String,
+    /// How subprocesses the tool starts are ended and captured.
+    pub limits: ProcessLimits,
 }
 
 /// A tool callable through the router.
@@ -183,6 +187,8 @@ pub struct CallScope {
     pub cancel: CancellationToken,
     /// Counter for router-generated call ids (shared per run).
     pub call_counter: Arc<AtomicU64>,
+    /// How subprocesses started for the call are ended and captured.
+    pub limits: ProcessLimits,
 }
 
 impl CallScope {
@@ -201,6 +207,7 @@ impl CallScope {
             workspace,
             cancel,
             call_counter: Arc::default(),
+            limits: ProcessLimits::default(),
         }
     }
 
@@ -336,6 +343,7 @@ impl ToolRouter {
                     workspace: scope.workspace.clone(),
                     cancel: scope.cancel.clone(),
                     call_id: call_id.clone(),
+                    limits: scope.limits,
                 };
                 let fut = CatchUnwind::new(tool.call(&ctx, input));
                 tokio::select! {

@@ -99,7 +99,8 @@ async fn cli_agent_replay_records_prompt_turns_and_agent_tool_calls() {
     let call = events[3].tool().unwrap();
     assert_eq!(
         (call.name.as_str(), call.call_id.as_str()),
-        ("Read", "toolu_demo_1")
+        // Qualified by step path and iteration, the provider's id kept.
+        ("Read", "review#0/toolu_demo_1")
     );
     assert_eq!(call.fidelity, Fidelity::AgentEmitted);
     assert_eq!(
@@ -355,16 +356,16 @@ async fn router_executed_calls_are_not_double_counted_in_any_order() {
         assert_eq!(
             pairs(EventType::ToolCall),
             [
-                ("call_7".to_owned(), call_fid),
-                ("a1".to_owned(), AgentEmitted)
+                ("a#0/call_7".to_owned(), call_fid),
+                ("a#0/a1".to_owned(), AgentEmitted)
             ],
             "{order:?}"
         );
         assert_eq!(
             pairs(EventType::ToolResult),
             [
-                ("call_7".to_owned(), result_fid),
-                ("a1".to_owned(), AgentEmitted)
+                ("a#0/call_7".to_owned(), result_fid),
+                ("a#0/a1".to_owned(), AgentEmitted)
             ],
             "{order:?}"
         );

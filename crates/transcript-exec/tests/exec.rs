@@ -103,11 +103,11 @@ async fn kinds_fixture_runs_every_non_agent_kind_and_tree_matches() {
         last.result.as_ref().unwrap().to_value()["shout"],
         json!("HELLO WORLD")
     );
-    // Command result: stdout + exit code.
+    // Command result: the resolved command, stdout and exit code.
     let greet = step_completed(&events, "greet");
     assert_eq!(
         greet.result.as_ref().unwrap().to_value(),
-        json!({"stdout": "hello world\n", "exit_code": 0})
+        json!({"command": "printf '%s world\\n' 'hello'", "stdout": "hello world\n", "exit_code": 0})
     );
     // Custom step: its serialized return value.
     assert_eq!(
@@ -455,7 +455,7 @@ async fn command_failure_and_terminal_failure() {
     );
     assert_eq!(
         bad.result.as_ref().unwrap().to_value(),
-        json!({"stdout": "out\n", "exit_code": 3})
+        json!({"command": "echo out; echo oops >&2; exit 3", "stdout": "out\n", "exit_code": 3})
     );
 
     let wf = Workflow::new("term")

@@ -139,7 +139,7 @@ async fn tool_loop_runs_calls_through_the_router_and_records_turns() {
     let call = events[3].tool().unwrap();
     assert_eq!(
         (call.call_id.as_str(), call.fidelity),
-        ("call_read_1", Fidelity::Router)
+        ("ask#0/call_read_1", Fidelity::Router)
     );
     assert_eq!(call.input.to_value(), json!({"path": "notes.txt"}));
     assert_eq!(
@@ -153,8 +153,8 @@ async fn tool_loop_runs_calls_through_the_router_and_records_turns() {
         kinds,
         [BlockType::Text, BlockType::ToolUse, BlockType::ToolResult]
     );
-    assert_eq!(turn1.blocks[1].tool_id(), Some("call_read_1"));
-    assert_eq!(turn1.blocks[2].tool_id(), Some("call_read_1"));
+    assert_eq!(turn1.blocks[1].tool_id(), Some("ask#0/call_read_1"));
+    assert_eq!(turn1.blocks[2].tool_id(), Some("ask#0/call_read_1"));
     assert_eq!(turn1.model.as_deref(), Some("gpt-demo"));
     let usage = turn1.usage.unwrap();
     assert_eq!(
@@ -312,13 +312,13 @@ async fn tools_outside_the_step_list_are_refused_recorded_and_never_run() {
         let (call_kind, call_name, call_id, call_err) = &tool_events[2 * i];
         assert_eq!(
             (call_kind.as_str(), call_name.as_str(), call_id.as_str()),
-            ("tool.call", name, id)
+            ("tool.call", name, format!("ask#0/{id}").as_str())
         );
         assert!(call_err.is_none());
         let (res_kind, res_name, res_id, res_err) = &tool_events[2 * i + 1];
         assert_eq!(
             (res_kind.as_str(), res_name.as_str(), res_id.as_str()),
-            ("tool.result", name, id)
+            ("tool.result", name, format!("ask#0/{id}").as_str())
         );
         let err = res_err.as_deref().unwrap();
         assert!(

@@ -238,6 +238,7 @@ async fn plugin_protocol_failures_are_clear() {
         workspace: ws.clone(),
         cancel: CancellationToken::new(),
         call_id: "c".into(),
+        limits: transcript_exec::ProcessLimits::default(),
     };
     let err = py.call("nope", &ctx, json!({})).await.unwrap_err();
     assert!(err.to_string().contains("unknown operation"), "{err}");
@@ -284,8 +285,10 @@ impl RecorderFactory for BrokenFactory {
     }
 }
 
+/// The decided policy (#17): a run whose transcript cannot be written
+/// stops and fails; it never reports success.
 #[tokio::test]
-async fn recorder_failures_never_fail_the_run() {
+async fn recorder_failures_stop_and_fail_the_run() {
     let (_d, ws) = workspace();
     let svc = ExecutionService::deterministic_builder(&ws, ts0())
         .build()
@@ -300,10 +303,15 @@ async fn recorder_failures_never_fail_the_run() {
         )
         .await
         .unwrap();
-    assert!(out.succeeded());
+    assert!(!out.succeeded());
     assert_eq!(out.run_id, RunId::from_bytes([9; 16]));
-    assert_eq!(out.transcript_errors.len(), 4);
-    assert!(out.transcript_errors[0].contains("disk full"));
+    assert_eq!(
+        out.error.as_deref(),
+        Some("transcript write failed: transcript /full: disk full")
+    );
+    // run.started failed, so no step started; run.completed was attempted.
+    assert!(out.steps.is_empty());
+    assert_eq!(out.transcript_errors.len(), 2);
     // A factory that cannot open the root transcript stops the run before it starts…
     let svc = ExecutionService::deterministic_builder(&ws, ts0())
         .recorder_factory(Arc::new(BrokenFactory))
@@ -318,7 +326,7 @@ async fn recorder_failures_never_fail_the_run() {
         .await
         .unwrap_err();
     assert!(matches!(err, ExecError::Recorder(_)), "{err}");
-    // …but a child transcript that cannot open only loses the child's events.
+    // …and a child transcript that cannot open fails the calling step.
     let parent = Workflow::new("p").step(Step::call_workflow("c", "w", Default::default()));
     let out = svc
         .run_with_recorder(
@@ -329,9 +337,9 @@ async fn recorder_failures_never_fail_the_run() {
         )
         .await
         .unwrap();
-    assert!(out.succeeded());
+    assert!(!out.succeeded());
     assert!(
-        out.transcript_errors[0].contains("child transcript"),
+        out.transcript_errors[0].contains("cannot open the transcript of child run"),
         "{:?}",
         out.transcript_errors
     );
@@ -378,11 +386,25 @@ async fn inputs_workspace_and_audit_errors() {
         .build()
         .unwrap_err();
     assert!(matches!(err, ExecError::Workspace { .. }));
-    let err = ExecutionService::deterministic_builder(&ws, ts0())
-        .audit_file(ws.join("no/such/dir/audit.jsonl"))
+    // The audit trail opens on the first record: its failures are the run's.
+    std::fs::write(ws.join("plain"), "").unwrap();
+    let audited = ExecutionService::deterministic_builder(&ws, ts0())
+        .audit_file(ws.join("plain/audit.jsonl"))
         .build()
-        .unwrap_err();
-    assert!(err.to_string().contains("cannot open audit trail"), "{err}");
+        .unwrap();
+    let out = audited
+        .run(
+            &WorkflowSet::new("w", Workflow::new("w").step(Step::command("a", "true"))),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.audit_errors[0].contains("Not a directory"),
+        "{:?}",
+        out.audit_errors
+    );
     assert!(format!("{svc:?}").contains("deterministic: true"));
     assert!(
         ExecutionService::deterministic_builder(&ws, ts0())

@@ -1,0 +1,353 @@
+//! Bounded values: what the exec layer hands the recorder never makes a
+//! line over [`transcript_domain::MAX_LINE_BYTES`].
+//!
+//! The stub is the export crate's (`transcript-export/src/truncate.rs`),
+//! so a reader sees one convention:
+//!
+//! * a string longer than the limit keeps a prefix cut on a character
+//!   boundary, followed by `…[truncated: N bytes, sha256 H]` (N and H of
+//!   the original string's UTF-8); the prefix leaves room for the marker,
+//!   so the result fits the limit and bounding is idempotent;
+//! * an array or object over the limit is bounded member by member; if it
+//!   is still over twice the limit it becomes
+//!   `{"_truncated": true, "original_size_bytes": N, "sha256": H,
+//!   "preview": <first 256 chars of its JSON>}` (N and H over its compact
+//!   JSON, or over the recorded bytes of a verbatim value).
+//!
+//! Applied by the [`crate::Emitter`] to step results and errors, tool
+//! inputs, outputs and errors, and every text-like field of message blocks
+//! (text, thinking, stream, command, tool_use input, tool_result content).
+//! If a payload bounded that way would still not fit a line (thousands of
+//! blocks), it is bounded again from the original with smaller limits.
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use transcript_domain::{BlockBody, MAX_LINE_BYTES, Payload, RawJson};
+
+/// Default per-value limit (1 MiB).
+pub const DEFAULT_MAX_VALUE_BYTES: usize = 1 << 20;
+
+/// Room kept for the marker when a string is cut (its longest form is
+/// 3 + 13 + 20 + 15 + 64 + 1 bytes).
+pub const MARKER_RESERVE: usize = 128;
+
+/// Characters of JSON kept in a stub's `preview`.
+pub const PREVIEW_CHARS: usize = 256;
+
+/// Room left on a line for the envelope (seq, ids, path, timestamp, keys).
+const ENVELOPE_RESERVE: usize = 64 * 1024;
+
+/// The marker appended to a cut string.
+pub fn marker(total: u64, sha256: &str) -> String {
+    format!("…[truncated: {total} bytes, sha256 {sha256}]")
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// `s` cut to fit `limit` bytes with the marker, or `None` when it fits.
+pub fn bound_str(s: &str, limit: usize) -> Option<String> {
+    if s.len() <= limit {
+        return None;
+    }
+    let mut cut = limit.saturating_sub(MARKER_RESERVE).min(s.len());
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut out = String::with_capacity(cut + MARKER_RESERVE);
+    out.push_str(&s[..cut]);
+    out.push_str(&marker(s.len() as u64, &sha256_hex(s.as_bytes())));
+    Some(out)
+}
+
+fn stub(json_text: &str) -> Value {
+    json!({
+        "_truncated": true,
+        "original_size_bytes": json_text.len(),
+        "sha256": sha256_hex(json_text.as_bytes()),
+        "preview": json_text.chars().take(PREVIEW_CHARS).collect::<String>(),
+    })
+}
+
+/// `value` bounded to `limit` (see the module docs), or `None` when it fits.
+pub fn bound_value(value: &Value, limit: usize) -> Option<Value> {
+    bound_with_text(value, None, limit)
+}
+
+/// `original` is the value's recorded JSON when it was given verbatim.
+fn bound_with_text(value: &Value, original: Option<&str>, limit: usize) -> Option<Value> {
+    match value {
+        Value::String(s) => bound_str(s, limit).map(Value::String),
+        Value::Array(_) | Value::Object(_) => {
+            if json_len(value) <= limit {
+                return None;
+            }
+            let bounded = match value {
+                Value::Array(items) => Value::Array(
+                    items
+                        .iter()
+                        .map(|v| bound_value(v, limit).unwrap_or_else(|| v.clone()))
+                        .collect(),
+                ),
+                Value::Object(map) => Value::Object(
+                    map.iter()
+                        .map(|(k, v)| {
+                            (
+                                k.clone(),
+                                bound_value(v, limit).unwrap_or_else(|| v.clone()),
+                            )
+                        })
+                        .collect::<Map<_, _>>(),
+                ),
+                _ => return None,
+            };
+            if json_len(&bounded) <= limit.saturating_mul(2) {
+                Some(bounded)
+            } else {
+                Some(match original {
+                    Some(text) => stub(text),
+                    None => stub(&value.to_string()),
+                })
+            }
+        }
+        // Numbers, booleans and null are small.
+        _ => None,
+    }
+}
+
+/// `raw` bounded to `limit`, or `None` when it fits (verbatim values are
+/// only parsed when they are over the limit).
+pub fn bound_raw(raw: &RawJson, limit: usize) -> Option<RawJson> {
+    if raw.len() <= limit {
+        return None;
+    }
+    let value = raw.try_to_value().ok()?;
+    let bounded = bound_with_text(&value, Some(raw.get()), limit)?;
+    RawJson::from_value(&bounded).ok()
+}
+
+/// Compact JSON length of `value`, without building the text.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    match serde_json::to_writer(&mut c, value) {
+        Ok(()) => c.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+/// Encoded length of `s` as a JSON string (quotes and escapes included).
+fn json_str_len(s: &str) -> usize {
+    2 + s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
+fn bound_string_in_place(s: &mut String, limit: usize) {
+    if let Some(b) = bound_str(s, limit) {
+        *s = b;
+    }
+}
+
+fn bound_raw_in_place(raw: &mut RawJson, limit: usize) {
+    if let Some(b) = bound_raw(raw, limit) {
+        *raw = b;
+    }
+}
+
+fn bound_each(payload: &mut Payload, limit: usize) {
+    match payload {
+        Payload::RunStarted(p)
+        | Payload::RunCompleted(p)
+        | Payload::StepStarted(p)
+        | Payload::StepCompleted(p)
+        | Payload::CallWorkflowStarted(p)
+        | Payload::CallWorkflowCompleted(p) => {
+            if let Some(e) = &mut p.error {
+                bound_string_in_place(e, limit);
+            }
+            if let Some(r) = &mut p.result {
+                bound_raw_in_place(r, limit);
+            }
+        }
+        Payload::MessageUser(m) | Payload::MessageAssistant(m) => {
+            for block in &mut m.blocks {
+                match &mut block.body {
+                    BlockBody::Text { text } | BlockBody::Stream { text } => {
+                        bound_string_in_place(text, limit)
+                    }
+                    BlockBody::Thinking { thinking } => bound_string_in_place(thinking, limit),
+                    BlockBody::Command { command } => bound_string_in_place(command, limit),
+                    BlockBody::ToolUse { tool_input, .. } => bound_raw_in_place(tool_input, limit),
+                    BlockBody::ToolResult { tool_content, .. } => {
+                        bound_raw_in_place(tool_content, limit)
+                    }
+                }
+            }
+        }
+        Payload::ToolCall(p) | Payload::ToolResult(p) => {
+            bound_raw_in_place(&mut p.input, limit);
+            bound_raw_in_place(&mut p.output, limit);
+            if let Some(e) = &mut p.error {
+                bound_string_in_place(e, limit);
+            }
+        }
+    }
+}
+
+/// An upper estimate of the payload's encoded size.
+fn payload_len(payload: &Payload) -> usize {
+    let opt = |s: &Option<String>| s.as_deref().map_or(0, json_str_len);
+    match payload {
+        Payload::RunStarted(p)
+        | Payload::RunCompleted(p)
+        | Payload::StepStarted(p)
+        | Payload::StepCompleted(p)
+        | Payload::CallWorkflowStarted(p)
+        | Payload::CallWorkflowCompleted(p) => {
+            64 + json_str_len(&p.name)
+                + json_str_len(&p.kind)
+                + opt(&p.error)
+                + p.result.as_ref().map_or(0, RawJson::len)
+        }
+        Payload::MessageUser(m) | Payload::MessageAssistant(m) => {
+            256 + opt(&m.provider)
+                + opt(&m.model)
+                + m.blocks
+                    .iter()
+                    .map(|b| {
+                        64 + match &b.body {
+                            BlockBody::Text { text } | BlockBody::Stream { text } => {
+                                json_str_len(text)
+                            }
+                            BlockBody::Thinking { thinking } => json_str_len(thinking),
+                            BlockBody::Command { command } => json_str_len(command),
+                            BlockBody::ToolUse {
+                                tool_name,
+                                tool_id,
+                                tool_input,
+                            } => json_str_len(tool_name) + json_str_len(tool_id) + tool_input.len(),
+                            BlockBody::ToolResult {
+                                tool_id,
+                                tool_content,
+                            } => json_str_len(tool_id) + tool_content.len(),
+                        }
+                    })
+                    .sum::<usize>()
+        }
+        Payload::ToolCall(p) | Payload::ToolResult(p) => {
+            96 + json_str_len(&p.name)
+                + json_str_len(&p.call_id)
+                + p.input.len()
+                + p.output.len()
+                + opt(&p.error)
+        }
+    }
+}
+
+/// Bounds every large value of `payload` to `limit`; when the result would
+/// still not fit a line, bounds the original again with smaller limits.
+pub fn bound_payload(payload: &mut Payload, limit: usize) {
+    let budget = MAX_LINE_BYTES - ENVELOPE_RESERVE;
+    let len = payload_len(payload);
+    if len <= limit.min(budget) {
+        return;
+    }
+    if len <= budget {
+        // Bounding only shrinks: it fits, no copy of the original needed.
+        bound_each(payload, limit);
+        return;
+    }
+    let original = payload.clone();
+    bound_each(payload, limit);
+    for smaller in [limit / 16, 4096, 256, 0] {
+        if payload_len(payload) <= budget {
+            return;
+        }
+        *payload = original.clone();
+        bound_each(payload, smaller.min(limit));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use transcript_domain::{ContentBlock, Fidelity, MessagePayload, Role};
+
+    #[test]
+    fn strings_fit_the_limit_with_their_marker_and_bounding_is_idempotent() {
+        let s = "é".repeat(1000);
+        let b = bound_str(&s, 300).unwrap();
+        assert!(b.len() <= 300);
+        assert!(b.ends_with(&marker(2000, &sha256_hex(s.as_bytes()))));
+        assert_eq!(bound_str(&b, 300), None);
+        assert_eq!(bound_str("short", 300), None);
+        assert!(bound_str(&s, 3).unwrap().starts_with("…[truncated: 2000"));
+    }
+
+    #[test]
+    fn containers_bound_members_then_become_stubs() {
+        let big = "x".repeat(5000);
+        let v = json!({"stdout": big, "exit_code": 0});
+        let b = bound_value(&v, 1000).unwrap();
+        assert_eq!(b["exit_code"], 0);
+        assert!(b["stdout"].as_str().unwrap().len() <= 1000);
+        let many = Value::Array((0..100).map(|i| json!(format!("{i:0>50}"))).collect());
+        let text = many.to_string();
+        let s = bound_value(&many, 1000).unwrap();
+        assert_eq!(s["_truncated"], true);
+        assert_eq!(s["original_size_bytes"], text.len());
+        assert_eq!(s["sha256"], sha256_hex(text.as_bytes()));
+        assert_eq!(bound_value(&json!({"a": 1}), 1000), None);
+        let raw = RawJson::from_json(format!("[ {} ]", "1, ".repeat(999) + "1")).unwrap();
+        let stubbed = bound_raw(&raw, 100).unwrap().to_value();
+        assert_eq!(stubbed["sha256"], sha256_hex(raw.get().as_bytes()));
+    }
+
+    #[test]
+    fn a_payload_of_many_blocks_still_fits_a_line() {
+        let block = "y".repeat(900_000);
+        let blocks = (0..40)
+            .map(|_| ContentBlock::text(Fidelity::Router, block.clone()))
+            .collect();
+        let mut p = Payload::MessageAssistant(MessagePayload::new(Role::Assistant, blocks));
+        bound_payload(&mut p, DEFAULT_MAX_VALUE_BYTES);
+        assert!(payload_len(&p) <= MAX_LINE_BYTES - ENVELOPE_RESERVE);
+        let m = p.as_message().unwrap();
+        assert_eq!(m.blocks.len(), 40);
+        match &m.blocks[0].body {
+            BlockBody::Text { text } => {
+                assert!(text.ends_with(&marker(900_000, &sha256_hex(block.as_bytes()))))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

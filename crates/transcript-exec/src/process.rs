@@ -1,0 +1,329 @@
+//! Running subprocesses for `command` steps, the `run_command` tool and CLI
+//! agents: each in its own process group, ended as a group, with its output
+//! captured under a byte cap.
+//!
+//! * **Process groups.** Every child starts with `process_group(0)` (it
+//!   leads a new group), so whatever it spawns (`sh -c 'sleep 30 & wait'`)
+//!   belongs to the group too. On cancellation or a step timeout the whole
+//!   group gets `SIGTERM`; once the leader has exited, or
+//!   [`ProcessLimits::kill_grace`] has passed, whatever is left in the group
+//!   gets `SIGKILL`. A group that is dropped without being ended (a future
+//!   abandoned mid-way) is killed at once. A command that finishes on its
+//!   own is not touched: what it leaves running in the background is its
+//!   business (as in a shell).
+//! * **Bounded capture.** Standard output and error keep their first
+//!   [`ProcessLimits::max_output_bytes`] bytes (less the room for the
+//!   truncation marker); the rest is counted and hashed while it streams
+//!   past, so a command printing 50 MB holds at most the cap in memory and
+//!   its recorded text ends with `…[truncated: N bytes, sha256 H]` (N and H
+//!   of everything it printed, see [`crate::bounded`]).
+
+use std::path::Path;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::bounded::{MARKER_RESERVE, hex, marker};
+use crate::tools::ToolError;
+
+/// How subprocesses are ended and how much of their output is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessLimits {
+    /// Time between `SIGTERM` to the group and `SIGKILL` to what is left
+    /// (default 2 s).
+    pub kill_grace: Duration,
+    /// Bytes of each output stream kept, marker included (default 1 MiB).
+    pub max_output_bytes: usize,
+}
+
+impl Default for ProcessLimits {
+    fn default() -> Self {
+        Self {
+            kill_grace: Duration::from_secs(2),
+            max_output_bytes: crate::bounded::DEFAULT_MAX_VALUE_BYTES,
+        }
+    }
+}
+
+/// What a shell command printed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellOutput {
+    /// Standard output (lossy UTF-8, cut with a marker past the cap).
+    pub stdout: String,
+    /// Standard error (lossy UTF-8, cut with a marker past the cap).
+    pub stderr: String,
+    /// Exit code (-1 when killed by a signal).
+    pub exit_code: i64,
+}
+
+/// One output stream read under a cap: the kept prefix, the total size and
+/// the sha256 of everything read.
+#[derive(Debug)]
+pub struct Capture {
+    cap: usize,
+    head: Vec<u8>,
+    total: u64,
+    hasher: Sha256,
+}
+
+impl Capture {
+    /// A capture keeping at most `cap` bytes of text (marker included).
+    pub fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            head: Vec::new(),
+            total: 0,
+            hasher: Sha256::new(),
+        }
+    }
+
+    /// Takes the next chunk: kept while it fits, counted and hashed always.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        self.hasher.update(chunk);
+        let room = self.cap.saturating_sub(self.head.len());
+        if room > 0 {
+            let take = room.min(chunk.len());
+            // Exact reservations: the buffer never grows past the cap.
+            self.head.reserve_exact(take);
+            self.head.extend_from_slice(&chunk[..take]);
+        }
+    }
+
+    /// Bytes read so far.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Allocated size of the kept prefix (never more than the cap).
+    pub fn buffer_capacity(&self) -> usize {
+        self.head.capacity()
+    }
+
+    /// The text: everything read when it fits the cap, else a prefix cut on
+    /// a character boundary followed by the truncation marker.
+    pub fn into_text(self) -> String {
+        if self.total <= self.cap as u64 {
+            return String::from_utf8_lossy(&self.head).into_owned();
+        }
+        let keep = self.cap.saturating_sub(MARKER_RESERVE).min(self.head.len());
+        let mut prefix = &self.head[..keep];
+        // Drop a multi-byte character cut in half at the end.
+        if let Err(e) = std::str::from_utf8(prefix)
+            && e.error_len().is_none()
+        {
+            prefix = &prefix[..e.valid_up_to()];
+        }
+        let digest = hex(&self.hasher.finalize());
+        let mut text = String::from_utf8_lossy(prefix).into_owned();
+        text.push_str(&marker(self.total, &digest));
+        text
+    }
+}
+
+/// Reads `stream` to its end under `capture`'s cap.
+async fn capture(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> std::io::Result<Capture> {
+    let mut c = Capture::new(cap);
+    let Some(mut stream) = stream else {
+        return Ok(c);
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(c);
+        }
+        c.push(&buf[..n]);
+    }
+}
+
+/// The process group of a spawned child; ends the group when dropped
+/// unless [`ProcessGroup::terminate`] already did.
+#[derive(Debug)]
+pub struct ProcessGroup {
+    pgid: Option<Pid>,
+}
+
+impl ProcessGroup {
+    /// The group led by `child` (spawned with `process_group(0)`).
+    pub fn of(child: &tokio::process::Child) -> Self {
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
+        Self { pgid }
+    }
+
+    fn signal(&self, sig: Signal) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (nobody left) is the expected outcome, not an error.
+            let _ = kill_process_group(pgid, sig);
+        }
+    }
+
+    /// `SIGTERM` to the group; waits for the leader up to `grace`; then
+    /// `SIGKILL` to what is left of the group, and reaps the leader.
+    pub async fn terminate(mut self, child: &mut tokio::process::Child, grace: Duration) {
+        self.signal(Signal::TERM);
+        let _ = tokio::time::timeout(grace, child.wait()).await;
+        // The leader is reaped at most just now: its id cannot have been
+        // reused for another group in between.
+        self.signal(Signal::KILL);
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        self.pgid = None;
+    }
+}
+
+impl ProcessGroup {
+    /// Forgets the group without signalling it.
+    pub fn disarm(mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.signal(Signal::KILL);
+    }
+}
+
+/// Prepares `cmd` to lead its own process group (see the module docs).
+pub fn own_group(cmd: &mut tokio::process::Command) -> &mut tokio::process::Command {
+    cmd.process_group(0)
+}
+
+/// Runs `sh -c command` in `cwd` (default limits), ending its process
+/// group on cancellation.
+pub async fn run_shell(
+    command: &str,
+    cwd: &Path,
+    cancel: &CancellationToken,
+) -> Result<ShellOutput, ToolError> {
+    run_shell_with(command, cwd, cancel, ProcessLimits::default()).await
+}
+
+/// [`run_shell`] with explicit limits.
+pub async fn run_shell_with(
+    command: &str,
+    cwd: &Path,
+    cancel: &CancellationToken,
+    limits: ProcessLimits,
+) -> Result<ShellOutput, ToolError> {
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c").arg(command);
+    run_process(cmd, "sh", cwd, cancel, limits).await
+}
+
+/// Runs `argv` (program, then arguments) in `cwd` without a shell (default
+/// limits), ending its process group on cancellation. A relative program
+/// path with a `/` is taken relative to `cwd`; a bare name is looked up in
+/// `PATH`.
+pub async fn run_argv(
+    argv: &[String],
+    cwd: &Path,
+    cancel: &CancellationToken,
+) -> Result<ShellOutput, ToolError> {
+    run_argv_with(argv, cwd, cancel, ProcessLimits::default()).await
+}
+
+/// [`run_argv`] with explicit limits.
+pub async fn run_argv_with(
+    argv: &[String],
+    cwd: &Path,
+    cancel: &CancellationToken,
+    limits: ProcessLimits,
+) -> Result<ShellOutput, ToolError> {
+    let Some((program, args)) = argv.split_first().filter(|(p, _)| !p.is_empty()) else {
+        return Err(ToolError::InvalidInput("empty command".into()));
+    };
+    let path = Path::new(program);
+    let resolved = if path.is_relative() && program.contains('/') {
+        cwd.join(path)
+    } else {
+        path.to_path_buf()
+    };
+    let mut cmd = tokio::process::Command::new(resolved);
+    cmd.args(args);
+    run_process(cmd, program, cwd, cancel, limits).await
+}
+
+async fn run_process(
+    mut cmd: tokio::process::Command,
+    program: &str,
+    cwd: &Path,
+    cancel: &CancellationToken,
+    limits: ProcessLimits,
+) -> Result<ShellOutput, ToolError> {
+    let mut child = own_group(&mut cmd)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| ToolError::Failed(format!("cannot start {program}: {e}")))?;
+    let group = ProcessGroup::of(&child);
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let cap = limits.max_output_bytes;
+    let finished = {
+        let work = async {
+            let (out, err) = tokio::join!(capture(stdout, cap), capture(stderr, cap));
+            let status = child.wait().await;
+            (out, err, status)
+        };
+        tokio::select! {
+            r = work => Some(r),
+            _ = cancel.cancelled() => None,
+        }
+    };
+    let Some((out, err, status)) = finished else {
+        group.terminate(&mut child, limits.kill_grace).await;
+        return Err(ToolError::Cancelled);
+    };
+    // Finished on its own: leave the group alone (see the module docs).
+    group.disarm();
+    let failed = |e: std::io::Error| ToolError::Failed(format!("command failed: {e}"));
+    let status = status.map_err(failed)?;
+    Ok(ShellOutput {
+        stdout: out.map_err(failed)?.into_text(),
+        stderr: err.map_err(failed)?.into_text(),
+        exit_code: status.code().map(i64::from).unwrap_or(-1),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keeps_a_bounded_prefix_and_hashes_everything() {
+        let mut c = Capture::new(300);
+        let chunk = vec![b'x'; 1000];
+        for _ in 0..50 {
+            c.push(&chunk);
+        }
+        assert_eq!(c.total(), 50_000);
+        assert!(c.buffer_capacity() <= 300);
+        let all = vec![b'x'; 50_000];
+        let text = c.into_text();
+        assert!(text.len() <= 300, "{}", text.len());
+        assert!(text.ends_with(&marker(50_000, &crate::bounded::sha256_hex(&all))));
+        let mut small = Capture::new(300);
+        small.push("héllo".as_bytes());
+        assert_eq!(small.into_text(), "héllo");
+    }
+
+    #[test]
+    fn capture_never_ends_in_half_a_character() {
+        let mut c = Capture::new(MARKER_RESERVE + 2);
+        c.push("aé".repeat(100).as_bytes());
+        let text = c.into_text();
+        assert!(text.starts_with("a…[truncated: 300 bytes"), "{text}");
+    }
+}

@@ -1,0 +1,157 @@
+//! Subprocesses end with their process group (#17 item 4): a command step,
+//! a `run_command` tool call and a CLI agent that started a background
+//! child leave nothing running after cancellation or a timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Map;
+use tokio_util::sync::CancellationToken;
+use transcript_exec::{ExecutionService, RunOutcome, Status, Workflow, WorkflowSet};
+
+use support::*;
+
+/// Starts `sleep 30` in the background, writes its pid, waits for it.
+const SPAWNS_GRANDCHILD: &str = "sleep 30 & echo $! > pidfile; wait";
+/// The same, with SIGTERM ignored by the shell and (inherited) the sleep.
+const IGNORES_TERM: &str = "trap '' TERM; sleep 30 & echo $! > pidfile; wait";
+
+fn service(ws: &Path) -> ExecutionService {
+    ExecutionService::deterministic_builder(ws, ts0())
+        .recorder_factory(MemoryFactory::new())
+        .kill_grace(Duration::from_millis(300))
+        .build()
+        .unwrap()
+}
+
+fn set_of(yaml: &str) -> WorkflowSet {
+    WorkflowSet::new("w.yaml", Workflow::from_yaml(yaml, "w.yaml").unwrap())
+}
+
+/// Polls until `cond` holds; fails after a generous bound.
+async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "gave up waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn read_pid(ws: &Path) -> Option<u32> {
+    std::fs::read_to_string(ws.join("pidfile"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// Gone, or a zombie nobody reaps (PID 1 in a container may not): dead.
+fn is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+    }
+}
+
+/// Runs `set`, cancelling once the grandchild's pid is written (when
+/// `cancel_on_pid`); returns the outcome and the grandchild's pid.
+async fn run_and_find_grandchild(
+    ws: PathBuf,
+    set: WorkflowSet,
+    cancel_on_pid: bool,
+) -> (RunOutcome, u32) {
+    let svc = service(&ws);
+    let cancel = CancellationToken::new();
+    let run = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move { svc.run(&set, Map::new(), cancel).await.unwrap() })
+    };
+    wait_until("the pidfile", || read_pid(&ws).is_some()).await;
+    let pid = read_pid(&ws).unwrap();
+    assert!(!is_dead(pid), "the grandchild runs while the step runs");
+    if cancel_on_pid {
+        cancel.cancel();
+    }
+    let out = run.await.unwrap();
+    (out, pid)
+}
+
+async fn assert_grandchild_ends(out: &RunOutcome, pid: u32, status: Status, error: &str) {
+    assert_eq!(out.status, status, "{:?}", out.error);
+    assert!(
+        out.steps[0].error.as_deref().unwrap_or("").contains(error),
+        "{:?}",
+        out.steps[0].error
+    );
+    wait_until("the grandchild to end", || is_dead(pid)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_command_step_ends_its_grandchildren() {
+    let (_d, ws) = workspace();
+    let yaml = format!(
+        "name: w\nsteps:\n  - name: c\n    type: command\n    command: \"{SPAWNS_GRANDCHILD}\"\n"
+    );
+    let (out, pid) = run_and_find_grandchild(ws, set_of(&yaml), true).await;
+    assert_grandchild_ends(&out, pid, Status::Cancelled, "cancelled").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_out_command_step_ends_its_grandchildren() {
+    let (_d, ws) = workspace();
+    let yaml = format!(
+        "name: w\nsteps:\n  - name: c\n    type: command\n    timeout_ms: 3000\n    command: \"{SPAWNS_GRANDCHILD}\"\n"
+    );
+    let (out, pid) = run_and_find_grandchild(ws, set_of(&yaml), false).await;
+    assert_grandchild_ends(&out, pid, Status::Failure, "timed out after 3000ms").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_ignoring_sigterm_gets_sigkill_after_the_grace() {
+    let (_d, ws) = workspace();
+    let yaml = format!(
+        "name: w\nsteps:\n  - name: c\n    type: command\n    command: \"{IGNORES_TERM}\"\n"
+    );
+    let started = Instant::now();
+    let (out, pid) = run_and_find_grandchild(ws, set_of(&yaml), true).await;
+    assert_grandchild_ends(&out, pid, Status::Cancelled, "cancelled").await;
+    // Far below the 30 s the sleep would take: the KILL came after the grace.
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_run_command_tool_ends_its_grandchildren() {
+    let (_d, ws) = workspace();
+    let yaml = format!(
+        "name: w\nsteps:\n  - name: c\n    type: operation\n    tool: run_command\n    input: {{ command: \"{SPAWNS_GRANDCHILD}\" }}\n"
+    );
+    let (out, pid) = run_and_find_grandchild(ws, set_of(&yaml), true).await;
+    assert_grandchild_ends(&out, pid, Status::Cancelled, "cancelled").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_cli_agent_ends_its_grandchildren() {
+    let (_d, ws) = workspace();
+    let yaml = format!(
+        "name: w\nsteps:\n  - name: c\n    type: agent\n    provider: claude\n    prompt: hi\n    command: [\"sh\", \"-c\", \"{SPAWNS_GRANDCHILD}\"]\n"
+    );
+    let (out, pid) = run_and_find_grandchild(ws, set_of(&yaml), true).await;
+    assert_grandchild_ends(&out, pid, Status::Cancelled, "cancelled").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_out_cli_agent_ends_its_grandchildren() {
+    let (_d, ws) = workspace();
+    let yaml = format!(
+        "name: w\nsteps:\n  - name: c\n    type: agent\n    provider: claude\n    prompt: hi\n    timeout_ms: 3000\n    command: [\"sh\", \"-c\", \"{SPAWNS_GRANDCHILD}\"]\n"
+    );
+    let (out, pid) = run_and_find_grandchild(ws, set_of(&yaml), false).await;
+    assert_grandchild_ends(&out, pid, Status::Failure, "timed out").await;
+}
