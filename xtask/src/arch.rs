@@ -48,8 +48,9 @@ pub struct Rule {
 const DOMAIN: &str = "transcript-domain";
 const PROVIDERS: &str = "transcript-providers";
 
-/// Crates nothing may depend on: the binary composition root and the dev tooling.
-pub const TERMINAL: &[&str] = &["transcript-cli", "custom-runner", "xtask"];
+/// Crates nothing may depend on (normal or build dependency): the binary composition root, the
+/// example runner, the dev tooling and the test support crate (a dev-dependency only).
+pub const TERMINAL: &[&str] = &["transcript-cli", "custom-runner", "xtask", "transcript-testkit"];
 
 /// The layering table. One line per crate.
 #[rustfmt::skip]
@@ -63,11 +64,12 @@ pub const RULES: &[Rule] = &[
     Rule { krate: "transcript-otel", may_depend_on: Allowed::Only(&[DOMAIN]), pure: false, text: "transcript-otel is an exporter adapter: it depends on transcript-domain only, and only transcript-cli composes it" },
     Rule { krate: "transcript-cli", may_depend_on: Allowed::AnyLibrary, pure: false, text: "transcript-cli is the composition root: it may depend on every library crate" },
     Rule { krate: "custom-runner", may_depend_on: Allowed::AnyLibrary, pure: false, text: "custom-runner is the example of a team's own runner: it may use every library crate, and nothing depends on it" },
+    Rule { krate: "transcript-testkit", may_depend_on: Allowed::Only(&[]), pure: false, text: "transcript-testkit is test support (the scripted model server): it depends on no workspace crate, and library crates take it as a dev-dependency only" },
     Rule { krate: "xtask", may_depend_on: Allowed::AnyLibrary, pure: false, text: "xtask is dev tooling: it may depend on library crates, never on transcript-cli" },
 ];
 
 /// Rule printed when something depends on a [`TERMINAL`] crate.
-pub const TERMINAL_RULE: &str = "nothing depends on transcript-cli, custom-runner or xtask: the CLI is the composition root, custom-runner an example and xtask is tooling";
+pub const TERMINAL_RULE: &str = "nothing depends on transcript-cli, custom-runner, xtask or transcript-testkit (dev-dependencies excepted): the CLI is the composition root, custom-runner an example, xtask is tooling and testkit is test support";
 
 /// Rule printed for a workspace crate missing from [`RULES`].
 pub const UNPLACED_RULE: &str = "every workspace crate has a row in the layering table (xtask/src/arch.rs RULES and ARCHITECTURE.md)";

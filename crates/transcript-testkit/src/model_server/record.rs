@@ -1,0 +1,241 @@
+//! What the server received: every request, recorded, with helpers to read what an agent sent.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// The API a request spoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// Anthropic Messages (`/v1/messages`).
+    Anthropic,
+    /// OpenAI Responses (`/v1/responses`).
+    OpenAiResponses,
+    /// Gemini (`/v1beta/models/...`).
+    Gemini,
+    /// OpenAI Chat Completions (`/v1/chat/completions`).
+    OpenAiChat,
+}
+
+impl Provider {
+    /// Every provider, in a fixed order.
+    pub const ALL: [Provider; 4] = [
+        Provider::Anthropic,
+        Provider::OpenAiResponses,
+        Provider::Gemini,
+        Provider::OpenAiChat,
+    ];
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Provider::Anthropic => "anthropic",
+            Provider::OpenAiResponses => "openai-responses",
+            Provider::Gemini => "gemini",
+            Provider::OpenAiChat => "openai-chat",
+        })
+    }
+}
+
+/// How the server treated a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handling {
+    /// A generation request answered with script turn `turn` (0-based), possibly a fault.
+    Turn(usize),
+    /// A generation request beyond the script answered with the script's `after_end` fault.
+    AfterEnd,
+    /// A generation request beyond the script: answered HTTP 400 with a readable message.
+    Unscripted,
+    /// A side request answered minimally (token counting, model listing, telemetry).
+    Auxiliary,
+    /// An endpoint the server does not know: answered HTTP 404.
+    Unknown,
+}
+
+/// One request as received.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    /// 0-based arrival order on this server.
+    pub index: usize,
+    /// HTTP method, e.g. `POST`.
+    pub method: String,
+    /// Path without the query, e.g. `/v1/messages`.
+    pub path: String,
+    /// The query string without `?`, if any (e.g. `beta=true`, `alt=sse`).
+    pub query: Option<String>,
+    /// Headers in arrival order, names lowercase.
+    pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON; `None` when empty or not JSON (see [`RecordedRequest::raw_body`]).
+    pub body: Option<Value>,
+    /// The body as text (lossy UTF-8).
+    pub raw_body: String,
+    /// The API the path belongs to, if any.
+    pub provider: Option<Provider>,
+    /// What the server did with it.
+    pub handling: Handling,
+}
+
+impl RecordedRequest {
+    /// The first header with this (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether this request asked for a model answer (as opposed to a side request).
+    pub fn is_generation(&self) -> bool {
+        matches!(
+            self.handling,
+            Handling::Turn(_) | Handling::AfterEnd | Handling::Unscripted
+        )
+    }
+
+    /// The names of the tools the request offered the model, in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        let Some(body) = &self.body else {
+            return Vec::new();
+        };
+        let tools = body["tools"].as_array().into_iter().flatten();
+        match self.provider {
+            Some(Provider::Gemini) => tools
+                .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten())
+                .filter_map(|f| f["name"].as_str().map(str::to_owned))
+                .collect(),
+            _ => tools
+                .filter_map(|t| {
+                    t["name"]
+                        .as_str()
+                        .or_else(|| t["function"]["name"].as_str())
+                        .or_else(|| t["type"].as_str())
+                        .map(str::to_owned)
+                })
+                .collect(),
+        }
+    }
+
+    /// The text of every tool result the agent sent back in this request, in order:
+    /// Anthropic `tool_result` blocks, Responses `function_call_output` items, Gemini
+    /// `functionResponse` parts (their `response` as JSON text), Chat `tool` messages.
+    pub fn tool_results(&self) -> Vec<String> {
+        let Some(body) = &self.body else {
+            return Vec::new();
+        };
+        match self.provider {
+            Some(Provider::Anthropic) => anthropic_tool_results(body),
+            Some(Provider::OpenAiResponses) => body["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|i| i["type"] == "function_call_output")
+                .map(|i| text_of(&i["output"]))
+                .collect(),
+            Some(Provider::Gemini) => body["contents"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|c| c["parts"].as_array().into_iter().flatten())
+                .filter_map(|p| p.get("functionResponse"))
+                .map(|r| r["response"].to_string())
+                .collect(),
+            Some(Provider::OpenAiChat) => body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| text_of(&m["content"]))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+fn anthropic_tool_results(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| text_of(&b["content"]))
+        .collect()
+}
+
+/// Text of a content value: a string, or the concatenated `text` of an array of parts.
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str().or_else(|| p.as_str()))
+            .collect::<Vec<_>>()
+            .join(""),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(provider: Provider, body: Value) -> RecordedRequest {
+        RecordedRequest {
+            index: 0,
+            method: "POST".into(),
+            path: "/".into(),
+            query: None,
+            headers: vec![("x-api-key".into(), "k".into())],
+            body: Some(body),
+            raw_body: String::new(),
+            provider: Some(provider),
+            handling: Handling::Turn(1),
+        }
+    }
+
+    #[test]
+    fn tool_results_are_read_per_provider() {
+        let a = request(
+            Provider::Anthropic,
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t", "content": "one"},
+                {"type": "tool_result", "tool_use_id": "u", "content": [{"type": "text", "text": "two"}]}
+            ]}]}),
+        );
+        assert_eq!(a.tool_results(), ["one", "two"]);
+        let r = request(
+            Provider::OpenAiResponses,
+            json!({"input": [{"type": "function_call_output", "call_id": "c", "output": "out"}]}),
+        );
+        assert_eq!(r.tool_results(), ["out"]);
+        let g = request(
+            Provider::Gemini,
+            json!({"contents": [{"role": "user", "parts": [
+                {"functionResponse": {"name": "read_file", "response": {"output": "x"}}}]}]}),
+        );
+        assert_eq!(g.tool_results(), [r#"{"output":"x"}"#]);
+        let c = request(
+            Provider::OpenAiChat,
+            json!({"messages": [{"role": "tool", "tool_call_id": "c", "content": "res"}]}),
+        );
+        assert_eq!(c.tool_results(), ["res"]);
+        assert_eq!(a.header("X-API-KEY"), Some("k"));
+    }
+
+    #[test]
+    fn tool_names_are_read_per_provider() {
+        let g = request(
+            Provider::Gemini,
+            json!({"tools": [{"functionDeclarations": [{"name": "read_file"}, {"name": "glob"}]}]}),
+        );
+        assert_eq!(g.tool_names(), ["read_file", "glob"]);
+        let c = request(
+            Provider::OpenAiChat,
+            json!({"tools": [{"type": "function", "function": {"name": "shell"}}]}),
+        );
+        assert_eq!(c.tool_names(), ["shell"]);
+    }
+}

@@ -1,0 +1,359 @@
+//! The server's memory and its decisions: which turn a request gets, what is recorded and
+//! billed, and the bytes of the reply. No I/O here; `http` only moves bytes.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::record::{Handling, Provider, RecordedRequest};
+use super::render::{Answer, Ctx};
+use super::route::{Route, route};
+use super::script::{Fault, Script, Usage};
+use super::sse::SseEvent;
+use super::{anthropic, chat, gemini, responses};
+
+/// A request as the transport received it.
+#[derive(Debug, Clone)]
+pub(crate) struct Incoming {
+    pub method: String,
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// The reply to send.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    /// Extra headers (request ids).
+    pub headers: Vec<(&'static str, String)>,
+    /// The body, one chunk per SSE event for streams.
+    pub chunks: Vec<String>,
+    /// Whether the connection is cut after the chunks instead of ending the body.
+    pub cut: bool,
+}
+
+impl Reply {
+    fn json(status: u16, body: &Value) -> Reply {
+        Reply {
+            status,
+            content_type: "application/json",
+            headers: Vec::new(),
+            chunks: vec![body.to_string()],
+            cut: false,
+        }
+    }
+}
+
+/// Everything the server remembers.
+#[derive(Debug)]
+pub(crate) struct State {
+    script: Script,
+    next_turn: usize,
+    seq: usize,
+    requests: Vec<RecordedRequest>,
+    billed: HashMap<Provider, Usage>,
+}
+
+impl State {
+    pub fn new(script: Script) -> Self {
+        State {
+            script,
+            next_turn: 0,
+            seq: 0,
+            requests: Vec::new(),
+            billed: HashMap::new(),
+        }
+    }
+
+    pub fn requests(&self) -> &[RecordedRequest] {
+        &self.requests
+    }
+
+    pub fn billed(&self, provider: Provider) -> Usage {
+        self.billed.get(&provider).copied().unwrap_or_default()
+    }
+
+    pub fn turns_served(&self) -> usize {
+        self.next_turn
+    }
+
+    /// Records the request and decides the reply.
+    pub fn handle(&mut self, incoming: Incoming) -> Reply {
+        let body: Option<Value> = serde_json::from_slice(&incoming.body).ok();
+        let route = route(&incoming.method, &incoming.path, body.as_ref());
+        let index = self.requests.len();
+        let (provider, handling, reply) = match route {
+            Route::Generate {
+                provider,
+                stream,
+                include_usage,
+                model,
+            } => {
+                let (handling, reply) =
+                    self.generate(provider, stream, include_usage, model, &incoming);
+                (Some(provider), handling, reply)
+            }
+            Route::CountTokens(provider) => {
+                let body = match provider {
+                    Provider::Gemini => gemini::count_tokens(incoming.body.len()),
+                    _ => anthropic::count_tokens(incoming.body.len()),
+                };
+                (Some(provider), Handling::Auxiliary, Reply::json(200, &body))
+            }
+            Route::ListModels(provider) => (
+                provider,
+                Handling::Auxiliary,
+                Reply::json(200, &models_list()),
+            ),
+            Route::Unknown(provider) => {
+                let message = format!(
+                    "transcript-testkit model server: no such endpoint {} {}",
+                    incoming.method, incoming.path
+                );
+                (
+                    provider,
+                    Handling::Unknown,
+                    Reply::json(404, &error_body(provider, 404, &message)),
+                )
+            }
+        };
+        self.requests.push(RecordedRequest {
+            index,
+            method: incoming.method,
+            path: incoming.path,
+            query: incoming.query,
+            headers: incoming.headers,
+            body,
+            raw_body: String::from_utf8_lossy(&incoming.body).into_owned(),
+            provider,
+            handling,
+        });
+        reply
+    }
+
+    fn generate(
+        &mut self,
+        provider: Provider,
+        stream: bool,
+        include_usage: bool,
+        model: String,
+        incoming: &Incoming,
+    ) -> (Handling, Reply) {
+        let Some(turn) = self.script.turns.get(self.next_turn).cloned() else {
+            return match self.script.after_end {
+                Some(fault) => (
+                    Handling::AfterEnd,
+                    fault_reply(provider, fault, &[], "the script's after_end fault"),
+                ),
+                None => {
+                    let message = format!(
+                        "transcript-testkit model server: {} {} is generation request #{} but \
+                         the script has only {} turn(s); extend the test's script",
+                        incoming.method,
+                        incoming.path,
+                        self.generation_count() + 1,
+                        self.script.turns.len()
+                    );
+                    (
+                        Handling::Unscripted,
+                        Reply::json(400, &error_body(Some(provider), 400, &message)),
+                    )
+                }
+            };
+        };
+        let turn_index = self.next_turn;
+        self.next_turn += 1;
+        self.seq += 1;
+        let ctx = Ctx {
+            turn: &turn,
+            model,
+            seq: self.seq,
+        };
+        let answer = match provider {
+            Provider::Anthropic => anthropic::answer(&ctx, stream),
+            Provider::OpenAiResponses => responses::answer(&ctx, stream),
+            Provider::Gemini => gemini::answer(&ctx, stream),
+            Provider::OpenAiChat => chat::answer(&ctx, stream, include_usage),
+        };
+        let events = match &answer {
+            Answer::Stream(events) => events.clone(),
+            Answer::Json(_) => Vec::new(),
+        };
+        if let Some(fault) = turn.fault {
+            let why = format!("script turn {turn_index}");
+            return (
+                Handling::Turn(turn_index),
+                fault_reply(provider, fault, &events, &why),
+            );
+        }
+        *self.billed.entry(provider).or_default() += turn.usage;
+        let ids = vec![
+            ("request-id", ctx.id("req")),
+            ("x-request-id", ctx.id("req")),
+        ];
+        let reply = match answer {
+            Answer::Stream(events) => Reply {
+                status: 200,
+                content_type: "text/event-stream",
+                headers: ids,
+                chunks: events.iter().map(SseEvent::encode).collect(),
+                cut: false,
+            },
+            Answer::Json(body) => Reply {
+                headers: ids,
+                ..Reply::json(200, &body)
+            },
+        };
+        (Handling::Turn(turn_index), reply)
+    }
+
+    fn generation_count(&self) -> usize {
+        self.requests.iter().filter(|r| r.is_generation()).count()
+    }
+}
+
+/// The reply for a fault; `events` is the full stream the cut truncates.
+fn fault_reply(provider: Provider, fault: Fault, events: &[SseEvent], why: &str) -> Reply {
+    match fault.status(provider) {
+        None => {
+            let n = match fault {
+                Fault::CutAfterEvents(n) => n,
+                _ => 0,
+            };
+            Reply {
+                status: 200,
+                content_type: "text/event-stream",
+                headers: Vec::new(),
+                chunks: events.iter().take(n).map(SseEvent::encode).collect(),
+                cut: true,
+            }
+        }
+        Some(status) => {
+            let message = match fault {
+                Fault::Overloaded => format!("Overloaded (transcript-testkit: {why})"),
+                Fault::RateLimited => format!("Rate limit exceeded (transcript-testkit: {why})"),
+                _ => format!("Internal server error (transcript-testkit: {why})"),
+            };
+            Reply::json(status, &error_body(Some(provider), status, &message))
+        }
+    }
+}
+
+fn error_body(provider: Option<Provider>, status: u16, message: &str) -> Value {
+    match provider {
+        Some(Provider::Anthropic) | None => anthropic::error_body(status, message),
+        Some(Provider::OpenAiResponses | Provider::OpenAiChat) => {
+            responses::error_body(status, message)
+        }
+        Some(Provider::Gemini) => gemini::error_body(status, message),
+    }
+}
+
+/// One model in the shapes Anthropic, OpenAI and Gemini list models in (extra keys are ignored
+/// by each client).
+fn models_list() -> Value {
+    let model = json!({
+        "id": "testkit-model", "type": "model", "object": "model", "display_name": "testkit",
+        "created": 0, "created_at": "1970-01-01T00:00:00Z", "owned_by": "transcript-testkit",
+        "name": "models/testkit-model",
+    });
+    json!({"object": "list", "data": [model.clone()], "has_more": false,
+        "first_id": "testkit-model", "last_id": "testkit-model", "models": [model]})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model_server::script::Turn;
+
+    fn post(path: &str, body: Value) -> Incoming {
+        Incoming {
+            method: "POST".into(),
+            path: path.into(),
+            query: None,
+            headers: Vec::new(),
+            body: body.to_string().into_bytes(),
+        }
+    }
+
+    #[test]
+    fn turns_are_consumed_in_order_billed_and_recorded() {
+        let mut state = State::new(Script::new([
+            Turn::text("a").with_usage(Usage::new(1, 2)),
+            Turn::text("b").with_usage(Usage::new(3, 4)),
+        ]));
+        let r1 = state.handle(post("/v1/messages", json!({"stream": true})));
+        assert_eq!(r1.status, 200);
+        assert_eq!(r1.content_type, "text/event-stream");
+        let aux = state.handle(post("/v1/messages/count_tokens", json!({})));
+        assert_eq!(aux.status, 200);
+        let r2 = state.handle(post("/v1/chat/completions", json!({})));
+        assert_eq!(r2.status, 200);
+        assert!(r2.chunks.concat().contains("chatcmpl_testkit_0002"));
+        let r3 = state.handle(post("/v1/responses", json!({"stream": true})));
+        assert_eq!(r3.status, 400);
+        assert!(r3.chunks.concat().contains("only 2 turn(s)"));
+        assert_eq!(state.billed(Provider::Anthropic), Usage::new(1, 2));
+        assert_eq!(state.billed(Provider::OpenAiChat), Usage::new(3, 4));
+        let handling: Vec<_> = state
+            .requests()
+            .iter()
+            .map(|r| r.handling.clone())
+            .collect();
+        assert_eq!(
+            handling,
+            [
+                Handling::Turn(0),
+                Handling::Auxiliary,
+                Handling::Turn(1),
+                Handling::Unscripted
+            ]
+        );
+    }
+
+    #[test]
+    fn faults_answer_provider_errors_and_bill_nothing() {
+        let mut state = State::new(Script::new([
+            Turn::text("x")
+                .with_usage(Usage::new(5, 5))
+                .with_fault(Fault::Overloaded),
+            Turn::text("hello world")
+                .with_usage(Usage::new(5, 5))
+                .with_fault(Fault::CutAfterEvents(2)),
+        ]));
+        let r = state.handle(post("/v1/messages", json!({"stream": true})));
+        assert_eq!(r.status, 529);
+        assert!(r.chunks[0].contains("overloaded_error"));
+        let r = state.handle(post("/v1/messages", json!({"stream": true})));
+        assert_eq!((r.status, r.cut, r.chunks.len()), (200, true, 2));
+        assert_eq!(state.billed(Provider::Anthropic), Usage::default());
+    }
+
+    #[test]
+    fn always_failing_script_repeats_its_fault_in_each_providers_shape() {
+        let mut state = State::new(Script::always(Fault::ServerError));
+        for (path, marker) in [
+            ("/v1/messages", "api_error"),
+            ("/v1/responses", "server_error"),
+            ("/v1beta/models/g:streamGenerateContent", "INTERNAL"),
+        ] {
+            let r = state.handle(post(path, json!({})));
+            assert_eq!(r.status, 500);
+            assert!(r.chunks[0].contains(marker), "{path}: {}", r.chunks[0]);
+        }
+        assert!(
+            state
+                .requests()
+                .iter()
+                .all(|r| r.handling == Handling::AfterEnd)
+        );
+        let r = state.handle(Incoming {
+            method: "GET".into(),
+            ..post("/nowhere", json!(null))
+        });
+        assert_eq!(r.status, 404);
+    }
+}
