@@ -242,6 +242,7 @@ mod anthropic;
 mod claude;
 mod codex;
 mod copilot;
+mod facts;
 pub mod frame;
 mod gemini;
 pub mod json;
@@ -251,6 +252,7 @@ mod registry;
 mod turns;
 mod util;
 
+pub use facts::{ClockSource, Fact, Item};
 pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
 pub use registry::{
     AutoNormalizer, DETECT_MAX_BYTES, DETECT_MAX_RECORDS, Provider, UnknownProvider, detect,
@@ -269,6 +271,31 @@ pub trait Normalizer: Send {
     fn feed(&mut self, bytes: &[u8], out: &mut Vec<Output>);
     /// Ends the stream: flushes pending records, partial blocks and the last turn.
     fn finish(&mut self, out: &mut Vec<Output>);
+    /// Like [`Normalizer::feed`], with the [`Fact`]s an import needs
+    /// (provider times, user prompts, …) interleaved, each before the first
+    /// output it applies to. Use either this pair or `feed`/`finish` on one
+    /// normalizer, not both. The default has no facts.
+    fn feed_items(&mut self, bytes: &[u8], out: &mut Vec<Item>) {
+        let mut outputs = Vec::new();
+        self.feed(bytes, &mut outputs);
+        out.extend(outputs.into_iter().map(Item::Output));
+    }
+    /// Like [`Normalizer::finish`], for [`Normalizer::feed_items`]; adds
+    /// [`Fact::Torn`] and [`Fact::Unfinished`] when the capture is cut off.
+    fn finish_items(&mut self, out: &mut Vec<Item>) {
+        let mut outputs = Vec::new();
+        self.finish(&mut outputs);
+        out.extend(outputs.into_iter().map(Item::Output));
+    }
+}
+
+/// Normalizes a complete input in one call, with the import's facts.
+pub fn normalize_items(provider: Provider, input: &[u8]) -> Vec<Item> {
+    let mut n = provider.normalizer();
+    let mut out = Vec::new();
+    n.feed_items(input, &mut out);
+    n.finish_items(&mut out);
+    out
 }
 
 /// Normalizes a complete input in one call.
