@@ -53,6 +53,7 @@ impl ClockSource {
 /// A fact about the capture, placed in the item stream before the first
 /// output it applies to.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Fact {
     /// The provider's time of the record producing the next outputs
     /// (already monotonic: never earlier than the previous `Time`).
