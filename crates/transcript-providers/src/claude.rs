@@ -300,8 +300,11 @@ fn user_content(
     turns: &mut Turns,
     out: &mut Vec<Output>,
 ) {
-    // Meta records are injected by the CLI (caveats, command output), not typed by the user.
-    let meta = rec.get("isMeta").and_then(Value::as_bool) == Some(true);
+    // Meta records are injected by the CLI (caveats, command output) and compact summaries
+    // stand for earlier context: neither was typed by the user.
+    let meta = ["isMeta", "isCompactSummary"]
+        .iter()
+        .any(|k| rec.get(k).and_then(Value::as_bool) == Some(true));
     let blocks = match content {
         Value::Array(b) => b,
         Value::String(text) if !meta => {
