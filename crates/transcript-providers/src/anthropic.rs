@@ -14,7 +14,9 @@ use crate::claude::{assistant_content, content_error};
 use crate::frame::{Frame, Framer, Record};
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, raw_of, rtype, s, text_of, u};
+use crate::util::{
+    Mapper, anthropic_usage, diag, error_text, ne, raw_of, rtype, s, synth, text_of, u,
+};
 
 #[derive(Debug, Default)]
 pub(crate) struct Anthropic {
@@ -81,6 +83,7 @@ impl Mapper for Anthropic {
                 let null = Value::Null;
                 let m = v.get("message").unwrap_or(&null);
                 turns.message(ne(m, "id"), ne(m, "model"), out);
+                turns.expect("`message_stop`");
                 self.usage = m.get("usage").map(anthropic_usage).unwrap_or_default();
                 self.stop_reason = None;
                 turns.set_usage(self.usage.clone());
@@ -100,7 +103,7 @@ impl Mapper for Anthropic {
                         name: ne(b, "name").unwrap_or("unknown").to_owned(),
                         id: ne(b, "id")
                             .map(str::to_owned)
-                            .unwrap_or_else(|| format!("line{}#{index}", pos.line)),
+                            .unwrap_or_else(|| synth(format_args!("line{}#{index}", pos.line))),
                         json: String::new(),
                         initial: b.get("input").cloned().unwrap_or(Value::Null),
                     },
@@ -214,7 +217,10 @@ impl Mapper for Anthropic {
                     turns.set_usage(self.usage.clone());
                 }
             }
-            "message_stop" => self.close_all(pos, turns, out),
+            "message_stop" => {
+                turns.terminal();
+                self.close_all(pos, turns, out)
+            }
             "ping" => diag(out, K::Progress, pos, t, ""),
             "error" => diag(
                 out,
@@ -354,7 +360,15 @@ impl Anthropic {
                 turns.tool_result(id, b.raw("content"), error, pos, "request/tool_result", out);
             }
         }
-        if !answered {
+        let prompt = if answered {
+            None
+        } else {
+            last.and_then(|m| prompt_text(m.get("content")))
+        };
+        if let Some(text) = prompt {
+            let system = prompt_text(req.get("system"));
+            turns.prompt(text, system, pos, "request/prompt", out);
+        } else if !answered {
             diag(
                 out,
                 K::Extra,
@@ -414,6 +428,22 @@ impl Anthropic {
             }
             _ => diag(out, K::Malformed, pos, "response", "no response body"),
         }
+    }
+}
+
+/// The text of a prompt or system field: a string, or its text blocks joined.
+pub(crate) fn prompt_text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(t) if !t.is_empty() => Some(t.clone()),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter(|b| rtype(b) == "text")
+                .filter_map(|b| s(b, "text"))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
     }
 }
 

@@ -6,10 +6,14 @@
 use crate::json::Value;
 use transcript_domain::Usage;
 
+use crate::facts::Fact;
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, rtype, s, text_of};
+use crate::util::{Mapper, anthropic_usage, diag, error_text, ne, rtype, s, synth, text_of};
+
+/// The terminal record of a stream-json capture.
+const TERMINAL: &str = "`result`";
 
 /// Session-file record types that carry no content for blocks.
 const METADATA_TYPES: &[&str] = &[
@@ -44,6 +48,11 @@ impl Mapper for Claude {
         let v = &rec.value;
         let pos = rec.position;
         let t = rtype(v);
+        // stream-json lines carry no `timestamp` and end with `result`;
+        // session logs carry one on every record and have no terminal record.
+        if matches!(t, "assistant" | "user" | "system") && v.get("timestamp").is_none() {
+            turns.expect(TERMINAL);
+        }
         match t {
             "assistant" => match v.get("message") {
                 Some(m) => {
@@ -97,6 +106,13 @@ impl Mapper for Claude {
                 }
             }
             "result" => {
+                turns.terminal();
+                if let Some(ms) = v.get("duration_ms").and_then(Value::as_u64) {
+                    turns.fact(Fact::Duration(ms), out);
+                }
+                if let Some(text) = ne(v, "result") {
+                    turns.fact(Fact::ResultText(text.to_owned()), out);
+                }
                 if let Some(total) = result_usage(v) {
                     let over = turns.settle_usage(&total);
                     if !over.is_empty() {
@@ -171,7 +187,8 @@ fn result_usage(v: &Value) -> Option<Usage> {
     Some(total)
 }
 
-/// A stable id for a record without a provider id: its `uuid`, else its position.
+/// A stable id for a record without a provider id: its `uuid`, else its
+/// position (tool ids built from it are marked with [`synth`]).
 fn record_id(v: &Value, pos: Position) -> String {
     match ne(v, "uuid") {
         Some(u) => u.to_owned(),
@@ -232,7 +249,7 @@ pub(crate) fn assistant_content(
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                 let id = ne(b, "id")
                     .map(str::to_owned)
-                    .unwrap_or_else(|| format!("{fallback_id}#{i}"));
+                    .unwrap_or_else(|| synth(format_args!("{fallback_id}#{i}")));
                 let name = match (bt, ne(b, "server_name"), s(b, "name")) {
                     ("mcp_tool_use", Some(server), Some(n)) => format!("{server}/{n}"),
                     (_, _, n) => n.unwrap_or("unknown").to_owned(),
@@ -283,19 +300,31 @@ fn user_content(
     turns: &mut Turns,
     out: &mut Vec<Output>,
 ) {
+    // Meta records are injected by the CLI (caveats, command output) and compact summaries
+    // stand for earlier context: neither was typed by the user.
+    let meta = ["isMeta", "isCompactSummary"]
+        .iter()
+        .any(|k| rec.get(k).and_then(Value::as_bool) == Some(true));
     let blocks = match content {
         Value::Array(b) => b,
+        Value::String(text) if !meta => {
+            turns.prompt(text.clone(), None, pos, "user/prompt", out);
+            return;
+        }
         _ => {
-            diag(
-                out,
-                K::Extra,
-                pos,
-                "user/prompt",
-                "user prompt (recorded as message.user by the agent seam)",
-            );
+            diag(out, K::Extra, pos, "user/meta", "CLI-injected user content");
             return;
         }
     };
+    let prompt: Vec<&str> = blocks
+        .iter()
+        .filter(|b| rtype(b) == "text")
+        .filter_map(|b| s(b, "text"))
+        .collect();
+    let has_results = blocks.iter().any(|b| rtype(b) == "tool_result");
+    if !meta && !has_results && !prompt.is_empty() {
+        turns.prompt(prompt.join("\n"), None, pos, "user/text", out);
+    }
     for (i, b) in blocks.iter().enumerate() {
         let bt = rtype(b);
         match bt {
@@ -303,10 +332,11 @@ fn user_content(
                 let id = ne(b, "tool_use_id")
                     .or_else(|| ne(rec, "sourceToolUseID"))
                     .map(str::to_owned)
-                    .unwrap_or_else(|| format!("{}#{i}", record_id(rec, pos)));
+                    .unwrap_or_else(|| synth(format_args!("{}#{i}", record_id(rec, pos))));
                 let err = error_flag(b).then(|| content_error(b.get("content")));
                 turns.tool_result(&id, b.raw("content"), err, pos, "user/tool_result", out);
             }
+            "text" if !meta && !has_results && !prompt.is_empty() => {}
             "text" | "image" | "document" => {
                 diag(out, K::Extra, pos, format!("user/{bt}"), "user content")
             }

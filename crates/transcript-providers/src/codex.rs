@@ -12,8 +12,14 @@ use crate::openai::response_item;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
 use crate::util::{
-    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, raw_opt, rtype, s, text_of, u,
+    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, raw_opt, rtype, s, synth, text_of,
+    u,
 };
+
+/// The terminal record of `codex exec --json`.
+const EXEC_TERMINAL: &str = "`turn.completed`";
+/// The terminal record of the legacy `{"id","msg"}` stream.
+const LEGACY_TERMINAL: &str = "`task_complete`";
 
 #[derive(Debug, Default)]
 pub(crate) struct Codex {
@@ -105,13 +111,18 @@ impl Mapper for Codex {
         }
         let t = rtype(v);
         match t {
-            "thread.started" => diag(out, K::Metadata, pos, t, ""),
+            "thread.started" => {
+                turns.expect(EXEC_TERMINAL);
+                diag(out, K::Metadata, pos, t, "")
+            }
             "turn.started" => {
+                turns.expect(EXEC_TERMINAL);
                 self.flush_item_errors(K::ProviderError, out);
                 turns.end_turn(out);
                 diag(out, K::Metadata, pos, t, "");
             }
             "turn.completed" => {
+                turns.terminal();
                 self.flush_item_errors(K::Warning, out);
                 if let Some(usage) = v.get("usage") {
                     turns.set_usage(exec_usage(usage));
@@ -121,6 +132,7 @@ impl Mapper for Codex {
                 turns.end_turn(out);
             }
             "turn.failed" => {
+                turns.terminal();
                 self.flush_item_errors(K::ProviderError, out);
                 let detail = v.get("error").map(error_text).unwrap_or_default();
                 diag(out, K::ProviderError, pos, t, detail);
@@ -156,9 +168,10 @@ impl Mapper for Codex {
                 Some(p) => rollout_event(p, pos, turns, out),
                 None => diag(out, K::Malformed, pos, t, "no payload"),
             },
-            "-" if v.get("prompt").is_some() => {
-                diag(out, K::Extra, pos, "prompt", "user prompt header (legacy)")
-            }
+            "-" if v.get("prompt").is_some() => match ne(v, "prompt") {
+                Some(text) => turns.prompt(text.to_owned(), None, pos, "prompt", out),
+                None => diag(out, K::Extra, pos, "prompt", "empty prompt header (legacy)"),
+            },
             "-" if v.is_object() && (v.get("model").is_some() || v.get("sandbox").is_some()) => {
                 if let Some(m) = ne(v, "model") {
                     turns.default_model = Some(m.to_owned());
@@ -199,7 +212,7 @@ fn exec_usage(v: &Value) -> Usage {
 fn item_id(item: &Value, pos: Position) -> String {
     ne(item, "id")
         .map(str::to_owned)
-        .unwrap_or_else(|| format!("item@line{}", pos.line))
+        .unwrap_or_else(|| synth(format_args!("item@line{}", pos.line)))
 }
 
 fn exec_item(event: &str, item: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
@@ -315,10 +328,15 @@ fn legacy(msg: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) 
     let call_id = |m: &Value| {
         ne(m, "call_id")
             .map(str::to_owned)
-            .unwrap_or_else(|| format!("call@line{}", pos.line))
+            .unwrap_or_else(|| synth(format_args!("call@line{}", pos.line)))
     };
     match t {
         "task_started" | "task_complete" => {
+            if t == "task_started" {
+                turns.expect(LEGACY_TERMINAL);
+            } else {
+                turns.terminal();
+            }
             turns.end_turn(out);
             diag(out, K::Metadata, pos, record, "");
         }
@@ -440,6 +458,12 @@ fn rollout_event(p: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Outp
     let record = format!("event_msg/{t}");
     match t {
         "token_count" => token_count(p, pos, &record, turns, out),
+        // The message the user typed (the response_item copy also holds
+        // injected context); in items mode it is the prompt.
+        "user_message" if turns.collecting() => match ne(p, "message") {
+            Some(text) => turns.prompt(text.to_owned(), None, pos, &record, out),
+            None => diag(out, K::Progress, pos, record, "duplicates a response_item"),
+        },
         "error" | "stream_error" | "turn_aborted" => {
             let detail = s(p, "message")
                 .or_else(|| s(p, "reason"))

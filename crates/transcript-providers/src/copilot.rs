@@ -7,23 +7,68 @@ use crate::json::Value;
 use transcript_domain::Usage;
 
 use crate::frame::Record;
-use crate::output::{DiagnosticKind as K, Output};
+use crate::output::{Diagnostic, DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, diag, error_text, json_arguments, ne, rtype, text_of, u};
+use crate::util::{Mapper, diag, error_text, json_arguments, ne, rtype, synth, text_of, u};
+
+/// The terminal records: `result` (`--output-format json`) or
+/// `session.shutdown` (session `events.jsonl`).
+const TERMINAL: &str = "`result` or `session.shutdown`";
+
+/// Fields of `session.*` events that name the model in use.
+const MODEL_FIELDS: &[&str] = &[
+    "model",
+    "newModel",
+    "currentModel",
+    "selectedModel",
+    "chosenModel",
+];
 
 #[derive(Debug, Default)]
-pub(crate) struct Copilot;
+pub(crate) struct Copilot {
+    /// The last `system.message`, the system prompt of the next user message.
+    system: Option<String>,
+    /// A line that is not JSON and reads as an error (`Error: Not
+    /// authenticated`): Copilot prints it before failing, so the failure
+    /// quotes it.
+    error_line: Option<(Position, String)>,
+}
 
 impl Mapper for Copilot {
+    fn framing(&mut self, d: &Diagnostic) {
+        if let Some(line) = d.detail.strip_prefix("not JSON: ")
+            && line
+                .get(..6)
+                .is_some_and(|p| p.eq_ignore_ascii_case("error:"))
+        {
+            self.error_line = Some((d.position, line.to_owned()));
+        }
+    }
+
+    fn finish(&mut self, _turns: &mut Turns, out: &mut Vec<Output>) {
+        // An error line no `result` quoted: the run ended on it.
+        if let Some((pos, line)) = self.error_line.take() {
+            diag(out, K::ProviderError, pos, "-", line);
+        }
+    }
+
     fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
         let v = &rec.value;
         let pos = rec.position;
         let t = rtype(v);
         let null = Value::Null;
         let d = v.get("data").unwrap_or(&null);
+        if t.starts_with("assistant.") || t.starts_with("tool.") || t == "user.message" {
+            turns.expect(TERMINAL);
+        }
+        if t.starts_with("session.")
+            && let Some(m) = MODEL_FIELDS.iter().find_map(|f| ne(d, f))
+        {
+            turns.default_model = Some(m.to_owned());
+        }
         match t {
             "assistant.message" => {
-                let fallback = format!("line{}", pos.line);
+                let fallback = synth(format_args!("line{}", pos.line));
                 let id = ne(d, "messageId").unwrap_or(&fallback);
                 turns.message(Some(id), ne(d, "model"), out);
                 let r = text_of(d, "reasoningText", pos, t, out);
@@ -49,7 +94,7 @@ impl Mapper for Copilot {
                     for (i, r) in reqs.iter().enumerate() {
                         let id = ne(r, "toolCallId")
                             .map(str::to_owned)
-                            .unwrap_or_else(|| format!("{id}#{i}"));
+                            .unwrap_or_else(|| synth(format_args!("{id}#{i}")));
                         turns.tool_use(
                             ne(r, "name").unwrap_or("unknown"),
                             &id,
@@ -82,7 +127,7 @@ impl Mapper for Copilot {
             "tool.execution_start" => {
                 let id = ne(d, "toolCallId")
                     .map(str::to_owned)
-                    .unwrap_or_else(|| format!("line{}", pos.line));
+                    .unwrap_or_else(|| synth(format_args!("line{}", pos.line)));
                 if turns.is_pending(&id) {
                     diag(out, K::Progress, pos, t, "");
                 } else {
@@ -117,7 +162,17 @@ impl Mapper for Copilot {
             | "tool.execution_partial_result"
             | "tool.execution_progress"
             | "assistant.intent" => diag(out, K::Progress, pos, t, ""),
-            "user.message" | "system.message" => diag(out, K::Extra, pos, t, "prompt message"),
+            "system.message" => match ne(d, "content") {
+                Some(text) if turns.collecting() => self.system = Some(text.to_owned()),
+                _ => diag(out, K::Extra, pos, t, "prompt message"),
+            },
+            "user.message" => match ne(d, "content") {
+                Some(text) => {
+                    let system = self.system.take();
+                    turns.prompt(text.to_owned(), system, pos, t, out)
+                }
+                None => diag(out, K::Extra, pos, t, "prompt message"),
+            },
             "session.error" | "abort" => {
                 let detail = ne(d, "message")
                     .or_else(|| ne(d, "reason"))
@@ -125,12 +180,21 @@ impl Mapper for Copilot {
                 diag(out, K::ProviderError, pos, t, detail);
             }
             "result" => {
+                turns.terminal();
                 let code = v.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
                 if code != 0 {
-                    diag(out, K::ProviderError, pos, t, format!("exit code {code}"));
+                    let detail = match self.error_line.take() {
+                        Some((_, line)) => format!("exit code {code}: {line}"),
+                        None => format!("exit code {code}"),
+                    };
+                    diag(out, K::ProviderError, pos, t, detail);
                 } else {
                     diag(out, K::Metadata, pos, t, "");
                 }
+            }
+            "session.shutdown" => {
+                turns.terminal();
+                diag(out, K::Metadata, pos, t, "");
             }
             _ if ["session.", "hook.", "subagent.", "system.", "skill."]
                 .iter()

@@ -5,10 +5,16 @@
 use crate::json::Value;
 use transcript_domain::Usage;
 
+use crate::facts::Fact;
 use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{Mapper, diag, error_text, json_arguments, minus, ne, rtype, s, text_of, u};
+use crate::util::{
+    Mapper, diag, error_text, json_arguments, minus, ne, rtype, s, synth, text_of, u,
+};
+
+/// The terminal record of stream-json.
+const TERMINAL: &str = "`result`";
 
 #[derive(Debug, Default)]
 pub(crate) struct Gemini;
@@ -21,6 +27,9 @@ impl Mapper for Gemini {
             return json_document(v, pos, turns, out);
         }
         let t = rtype(v);
+        if matches!(t, "init" | "message" | "user" | "tool_use" | "tool_result") {
+            turns.expect(TERMINAL);
+        }
         match t {
             "init" => {
                 if let Some(m) = ne(v, "model") {
@@ -31,7 +40,13 @@ impl Mapper for Gemini {
             "message" | "user" => {
                 let role = s(v, "role").unwrap_or(if t == "user" { "user" } else { "assistant" });
                 if role != "assistant" {
-                    return diag(out, K::Extra, pos, format!("message/{role}"), "user prompt");
+                    let record = format!("message/{role}");
+                    return match ne(v, "content") {
+                        Some(text) if role == "user" => {
+                            turns.prompt(text.to_owned(), None, pos, &record, out)
+                        }
+                        _ => diag(out, K::Extra, pos, record, "prompt message"),
+                    };
                 }
                 let text = text_of(v, "content", pos, t, out);
                 let text = text.as_ref();
@@ -45,7 +60,7 @@ impl Mapper for Gemini {
                     for (i, c) in calls.iter().enumerate() {
                         let id = ne(c, "id")
                             .map(str::to_owned)
-                            .unwrap_or_else(|| format!("line{}#{i}", pos.line));
+                            .unwrap_or_else(|| synth(format_args!("line{}#{i}", pos.line)));
                         turns.tool_use(
                             ne(c, "name").unwrap_or("unknown"),
                             &id,
@@ -58,7 +73,7 @@ impl Mapper for Gemini {
             "tool_use" => {
                 let id = ne(v, "tool_id")
                     .map(str::to_owned)
-                    .unwrap_or_else(|| format!("line{}", pos.line));
+                    .unwrap_or_else(|| synth(format_args!("line{}", pos.line)));
                 turns.tool_use(
                     ne(v, "tool_name").unwrap_or("unknown"),
                     &id,
@@ -84,6 +99,10 @@ impl Mapper for Gemini {
                 s(v, "message").unwrap_or_default(),
             ),
             "result" => {
+                turns.terminal();
+                if let Some(ms) = v.get("stats").and_then(|st| u(st, "duration_ms")) {
+                    turns.fact(Fact::Duration(ms), out);
+                }
                 if let Some(stats) = v.get("stats") {
                     turns.set_usage(stream_usage(stats));
                 }

@@ -32,6 +32,23 @@
 //! (within [`DETECT_MAX_RECORDS`] records and [`DETECT_MAX_BYTES`] bytes,
 //! each byte framed once; then a diagnosed fallback).
 //!
+//! # Imports
+//!
+//! [`Normalizer::feed_items`] / [`Normalizer::finish_items`] interleave
+//! [`Fact`]s with the same outputs: the provider's time of each record
+//! ([`Fact::Time`], monotonic, an earlier record yields a `warning`
+//! diagnostic), user prompts ([`Fact::Prompt`]; on the plain path they stay
+//! `extra` diagnostics, the live seam writes `message.user` itself), the
+//! run's duration and final answer, the missing terminal record
+//! ([`Fact::Unfinished`]) and a torn last line ([`Fact::Torn`]). Which clock
+//! an import uses is [`ClockSource`] (module `facts`). Terminal records:
+//! Claude stream-json `result` (session logs, which carry `timestamp`, have
+//! none), Codex `turn.completed`/`turn.failed` and legacy `task_complete`
+//! (rollouts have none), Gemini stream-json `result`, Copilot `result` or
+//! `session.shutdown`, OpenAI a chunk with `finish_reason` or
+//! `response.completed`/`.failed`/`.incomplete`, Anthropic `message_stop`;
+//! complete JSON documents need none.
+//!
 //! # Invariants
 //!
 //! - **Pure**: no I/O, no clock, no randomness; depends on `transcript-domain`
@@ -49,8 +66,11 @@
 //!   becomes U+FFFD; both are flagged [`DiagnosticKind::Repaired`].
 //! - **Ids preserved, never empty**: provider call ids are kept (`tool_id`
 //!   links tool_use and tool_result; `call_id` pairs the events). Where a
-//!   provider has no call id the item id is used; where it has neither, a
-//!   position-derived id (`<record uuid>#<block>`, `item@line<N>`).
+//!   provider has no call id the item id is used; where it has neither, an
+//!   id is synthesized from the position and marked so: `synth:<where>`
+//!   (`synth:item@line2`, `synth:line3#0`, `synth:<record uuid>#<block>`).
+//!   Positions are unique within a file and no provider's ids begin with
+//!   `synth:`, so a synthesized id never equals a real one (issue #18).
 //! - **Dangling calls stay**: a tool_use without result stays in its turn
 //!   and its `tool.call` is still emitted. A result without a known call is
 //!   kept and flagged [`DiagnosticKind::Orphan`].
@@ -119,7 +139,8 @@
 //! Diagnostic kinds: **M** metadata, **P** progress (superseded by a mapped
 //! record), **X** extra (no block type for it), **U** unknown type, **E**
 //! provider error, **W** warning (an error the provider survived), **R** refusal, **I** incomplete, **O** orphan, **F**
-//! malformed, **Rp** repaired. "use/result" means a `tool_use` block plus
+//! malformed, **Rp** repaired; **prompt** a user prompt ([`Fact::Prompt`]
+//! with `feed_items`, the import's `message.user`; X on the plain path). "use/result" means a `tool_use` block plus
 //! `tool.call`, and a `tool_result` block plus `tool.result`.
 //!
 //! | provider | record / event / item | becomes |
@@ -136,7 +157,8 @@
 //! | claude | assistant block `*_tool_result` (server-side tools: web search, code execution) | result, inside the same turn |
 //! | claude | block `fallback` | M |
 //! | claude | `user` tool_result (id `tool_use_id`, else record `sourceToolUseID`) | result; `is_error` → `error` = its text |
-//! | claude | `user` string content, text / image blocks | X (the prompt is `message.user`, written by the agent seam) |
+//! | claude | `user` string content, text blocks (not `isMeta`, not `isCompactSummary`, no tool_result) | prompt (import: `message.user`; else X) |
+//! | claude | `user` image blocks, meta / compact-summary content | X |
 //! | claude | `result` success | M; `usage` (else `modelUsage` summed) settles the run's last turn so turns sum to it; `total_cost_usd` → `cost_usd` of that turn; ends the turn |
 //! | claude | `result` error (`is_error`, `error_max_turns`, `error_during_execution`) | E |
 //! | claude | `stream_event` (partial messages) | P |
@@ -154,7 +176,8 @@
 //! | codex | item `todo_list` (todo lists) | X on every event (plan state, not a tool exchange) |
 //! | codex | item `function_call` (0.42 form) | use (arguments decoded when JSON) |
 //! | codex | any `item.updated` | P |
-//! | codex | legacy config header / `{"prompt"}` line | M / X |
+//! | codex | legacy config header (`model`) / `{"prompt"}` line | M (model) / prompt |
+//! | codex | rollout `event_msg/user_message` | prompt (import), else P |
 //! | codex | legacy `task_started`, `task_complete` | M (close the turn) |
 //! | codex | legacy `agent_message`, `agent_reasoning` | text, thinking |
 //! | codex | legacy `exec_command_begin`/`_end`, `patch_apply_begin`/`_end` (`apply_patch`), `mcp_tool_call_begin`/`_end`, `web_search_begin`/`_end` | use / result by `call_id` |
@@ -168,7 +191,7 @@
 //! | codex | rollout `event_msg` bookkeeping (approvals, review mode, thread settings, `collab_*`, notices) / deltas | M / P |
 //! | codex | other rollout `event_msg` | U |
 //! | gemini | `init` | M; model |
-//! | gemini | `message` role user | X |
+//! | gemini | `message` role user, `user` record | prompt |
 //! | gemini | `message` role assistant (`delta: true` pieces accumulate into one text block) | text |
 //! | gemini | `tool_use` / `tool_result` by `tool_id` | use / result (`status: error` → error) |
 //! | gemini | `error` | E |
@@ -182,13 +205,15 @@
 //! | copilot | `tool.execution_complete` by `toolCallId` | result (`success: false` → error) |
 //! | copilot | `assistant.message_delta`, `reasoning_delta`, partial results (ephemeral) | P |
 //! | copilot | `assistant.turn_start` / `turn_end` | M (turn_end closes the turn) |
-//! | copilot | `user.message`, `system.message` | X |
+//! | copilot | `user.message` (with the preceding `system.message` as its system prompt) | prompt |
+//! | copilot | `session.*` `model` / `newModel` / `currentModel` / `selectedModel` / `chosenModel` | the model of later turns |
+//! | copilot | a line that is not JSON starting `Error:` (`Error: Not authenticated`) | F, and quoted in the failing `result`'s E (else its own E at the end) |
 //! | copilot | `session.error`, `abort`, `result` with non-zero `exitCode` | E |
 //! | copilot | `result`, `session.*`, `hook.*`, `subagent.*`, `system.notification` | M |
 //! | openai | `chat.completion` | turn per response id: `reasoning_content` → thinking, `content` → text, `refusal` → text + R, `tool_calls` → use; choices after the first X; `usage` |
-//! | openai | `chat.completion.chunk` SSE | accumulated per id; tool calls assembled by `index`; flushed at `finish_reason` (`length` I, `content_filter` R); content after `finish_reason` kept (flushed later) + F; usage chunk → usage; unparsable arguments → string input + I |
+//! | openai | `chat.completion.chunk` SSE | accumulated per id, blocks in stream order (text before and after a tool call keeps its place); tool calls assembled by `index`; flushed at `finish_reason` (`length` I, `content_filter` R); content after `finish_reason` kept (flushed later) + F; usage chunk → usage; unparsable arguments → string input + I |
 //! | openai | `data: [DONE]`, SSE comments | M |
-//! | openai | chat `messages` (role `assistant` / `tool`) | turns / result by `tool_call_id` (role `user`/`system` X) |
+//! | openai | chat `messages` (role `assistant` / `tool`) | turns / result by `tool_call_id`; role `user` prompt (with the preceding `system`/`developer` text) |
 //! | openai | Responses `response` | turn per id; `usage` (cached and reasoning tokens) |
 //! | openai | item `message` / `output_text` / `refusal` | text (refusal + R); other parts X |
 //! | openai | item `reasoning` | one thinking block per summary / content text; none readable (encrypted only) → X |
@@ -205,7 +230,7 @@
 //! | anthropic | `message_delta` | stop reason (`refusal` → R), cumulative usage |
 //! | anthropic | `ping` | P |
 //! | anthropic | `error` | E |
-//! | anthropic | recorded exchange `{request, response}` | the request's last user message's `tool_result` blocks → results (answering the previous response), else X; body JSON or SSE text as above; HTTP ≥ 400 → E |
+//! | anthropic | recorded exchange `{request, response}` | the request's last user message's `tool_result` blocks → results (answering the previous response), else its text is the prompt (with `system`), else X; body JSON or SSE text as above; HTTP ≥ 400 → E |
 //! | all | not JSON / truncated record / record over the line cap | F (with the line's start) |
 //! | all | a text, thinking or message field that is not a string | its JSON text + F |
 //! | all | unknown record, event or block type | U |
@@ -242,6 +267,7 @@ mod anthropic;
 mod claude;
 mod codex;
 mod copilot;
+mod facts;
 pub mod frame;
 mod gemini;
 pub mod json;
@@ -251,6 +277,7 @@ mod registry;
 mod turns;
 mod util;
 
+pub use facts::{ClockSource, Fact, Item};
 pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
 pub use registry::{
     AutoNormalizer, DETECT_MAX_BYTES, DETECT_MAX_RECORDS, Provider, UnknownProvider, detect,
@@ -269,6 +296,31 @@ pub trait Normalizer: Send {
     fn feed(&mut self, bytes: &[u8], out: &mut Vec<Output>);
     /// Ends the stream: flushes pending records, partial blocks and the last turn.
     fn finish(&mut self, out: &mut Vec<Output>);
+    /// Like [`Normalizer::feed`], with the [`Fact`]s an import needs
+    /// (provider times, user prompts, …) interleaved, each before the first
+    /// output it applies to. Use either this pair or `feed`/`finish` on one
+    /// normalizer, not both. The default has no facts.
+    fn feed_items(&mut self, bytes: &[u8], out: &mut Vec<Item>) {
+        let mut outputs = Vec::new();
+        self.feed(bytes, &mut outputs);
+        out.extend(outputs.into_iter().map(Item::Output));
+    }
+    /// Like [`Normalizer::finish`], for [`Normalizer::feed_items`]; adds
+    /// [`Fact::Torn`] and [`Fact::Unfinished`] when the capture is cut off.
+    fn finish_items(&mut self, out: &mut Vec<Item>) {
+        let mut outputs = Vec::new();
+        self.finish(&mut outputs);
+        out.extend(outputs.into_iter().map(Item::Output));
+    }
+}
+
+/// Normalizes a complete input in one call, with the import's facts.
+pub fn normalize_items(provider: Provider, input: &[u8]) -> Vec<Item> {
+    let mut n = provider.normalizer();
+    let mut out = Vec::new();
+    n.feed_items(input, &mut out);
+    n.finish_items(&mut out);
+    out
 }
 
 /// Normalizes a complete input in one call.

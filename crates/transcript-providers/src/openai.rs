@@ -18,27 +18,54 @@ use crate::frame::Record;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
 use crate::util::{
-    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, text_of, u,
+    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, synth, text_of, u,
 };
 
 #[derive(Debug, Default)]
 pub(crate) struct OpenAi {
     chunks: Option<Chunks>,
+    /// The last `system` / `developer` message, the system prompt of the
+    /// next `user` message.
+    system: Option<String>,
 }
+
+/// The terminal record of a streamed chat completion.
+const CHUNK_TERMINAL: &str = "a chunk with `finish_reason`";
 
 /// A streamed chat completion being assembled.
 #[derive(Debug, Default)]
 struct Chunks {
     id: String,
     pos: Position,
-    reasoning: String,
-    text: String,
-    refusal: Option<String>,
+    /// Reasoning, text, refusal and tool calls in stream order, so text
+    /// before and after a tool call keeps its place (issue #18).
+    segments: Vec<Segment>,
+    /// Tool calls by `index`: id, name, arguments.
     tools: BTreeMap<u64, (String, String, String)>,
     finished: bool,
 }
 
+/// One run of same-kind deltas of a streamed completion.
+#[derive(Debug)]
+enum Segment {
+    Reasoning(String),
+    Text(String),
+    Refusal(String),
+    /// The tool call at this `index` (assembled in `tools`).
+    Tool(u64),
+}
+
 impl Mapper for OpenAi {
+    /// `created` (Unix seconds) of completions, chunks and responses.
+    fn time(&self, v: &Value) -> Option<transcript_domain::Timestamp> {
+        let secs = v
+            .get("created")
+            .or_else(|| v.get("created_at"))
+            .or_else(|| v.get("response").and_then(|r| r.get("created_at")))
+            .and_then(Value::as_i64)?;
+        transcript_domain::Timestamp::from_unix_millis(secs.checked_mul(1000)?)
+    }
+
     fn record(&mut self, rec: Record, turns: &mut Turns, out: &mut Vec<Output>) {
         let v = &rec.value;
         let pos = rec.position;
@@ -59,12 +86,12 @@ impl Mapper for OpenAi {
         }
         if let Some(Value::Array(messages)) = v.get("messages") {
             for m in messages {
-                chat_message(m, pos, turns, out);
+                chat_message(m, pos, &mut self.system, turns, out);
             }
             return;
         }
         if v.get("role").is_some() {
-            return chat_message(v, pos, turns, out);
+            return chat_message(v, pos, &mut self.system, turns, out);
         }
         let t = rtype(v);
         if t.starts_with("response.") {
@@ -124,6 +151,7 @@ impl OpenAi {
                 flush_chunks(prev, turns, out);
             }
             turns.message((!id.is_empty()).then_some(id), ne(v, "model"), out);
+            turns.expect(CHUNK_TERMINAL);
             self.chunks = Some(Chunks {
                 id: id.to_owned(),
                 pos,
@@ -148,17 +176,21 @@ impl OpenAi {
                 }
                 if let Some(d) = choice.get("delta") {
                     let before = c.size();
-                    c.text
-                        .push_str(&text_of(d, "content", pos, "chat.completion.chunk", out));
                     if let Some(t) = s(d, "reasoning_content").or_else(|| s(d, "reasoning")) {
-                        c.reasoning.push_str(t);
+                        c.push(Segment::Reasoning(t.to_owned()));
                     }
+                    let text = text_of(d, "content", pos, "chat.completion.chunk", out);
+                    c.push(Segment::Text(text.into_owned()));
                     if let Some(t) = s(d, "refusal") {
-                        c.refusal.get_or_insert_with(String::new).push_str(t);
+                        c.push(Segment::Refusal(t.to_owned()));
                     }
                     if let Some(Value::Array(calls)) = d.get("tool_calls") {
                         for call in calls {
-                            let entry = c.tools.entry(u(call, "index").unwrap_or(0)).or_default();
+                            let index = u(call, "index").unwrap_or(0);
+                            if !c.tools.contains_key(&index) {
+                                c.segments.push(Segment::Tool(index));
+                            }
+                            let entry = c.tools.entry(index).or_default();
                             if let Some(id) = ne(call, "id") {
                                 entry.0 = id.to_owned();
                             }
@@ -175,6 +207,7 @@ impl OpenAi {
                     late |= c.finished && c.size() != before;
                 }
                 if let Some(reason) = ne(choice, "finish_reason") {
+                    turns.terminal();
                     match reason {
                         "length" => diag(
                             out,
@@ -231,11 +264,27 @@ impl Chunks {
         self.size() > 0
     }
 
+    /// Appends a delta: to the last segment when it is of the same kind.
+    fn push(&mut self, seg: Segment) {
+        match (self.segments.last_mut(), seg) {
+            (_, Segment::Text(t) | Segment::Reasoning(t)) if t.is_empty() => {}
+            (Some(Segment::Text(a)), Segment::Text(b))
+            | (Some(Segment::Reasoning(a)), Segment::Reasoning(b))
+            | (Some(Segment::Refusal(a)), Segment::Refusal(b)) => a.push_str(&b),
+            (_, seg) => self.segments.push(seg),
+        }
+    }
+
     /// How much was accumulated (grows with every delta that carries content).
     fn size(&self) -> usize {
-        self.reasoning.len()
-            + self.text.len()
-            + self.refusal.as_ref().map_or(0, |r| r.len() + 1)
+        self.segments
+            .iter()
+            .map(|s| match s {
+                Segment::Reasoning(t) | Segment::Text(t) => t.len(),
+                Segment::Refusal(t) => t.len() + 1,
+                Segment::Tool(_) => 0,
+            })
+            .sum::<usize>()
             + self
                 .tools
                 .values()
@@ -244,26 +293,42 @@ impl Chunks {
     }
 }
 
-fn flush_chunks(c: Chunks, turns: &mut Turns, out: &mut Vec<Output>) {
-    if !c.reasoning.is_empty() {
-        turns.thinking(c.reasoning, out);
+fn flush_chunks(mut c: Chunks, turns: &mut Turns, out: &mut Vec<Output>) {
+    for seg in std::mem::take(&mut c.segments) {
+        match seg {
+            Segment::Reasoning(t) => turns.thinking(t, out),
+            Segment::Text(t) => turns.text(t, out),
+            Segment::Refusal(r) if r.is_empty() => {}
+            Segment::Refusal(r) => {
+                diag(
+                    out,
+                    K::Refusal,
+                    c.pos,
+                    "chat.completion.chunk/refusal",
+                    r.clone(),
+                );
+                turns.text(r, out);
+            }
+            Segment::Tool(index) => {
+                if let Some(tool) = c.tools.remove(&index) {
+                    flush_tool(&c.id, c.pos, index, tool, turns, out);
+                }
+            }
+        }
     }
-    if !c.text.is_empty() {
-        turns.text(c.text, out);
-    }
-    if let Some(r) = c.refusal.filter(|r| !r.is_empty()) {
-        diag(
-            out,
-            K::Refusal,
-            c.pos,
-            "chat.completion.chunk/refusal",
-            r.clone(),
-        );
-        turns.text(r, out);
-    }
-    for (index, (id, name, args)) in c.tools {
+}
+
+fn flush_tool(
+    completion: &str,
+    pos: Position,
+    index: u64,
+    (id, name, args): (String, String, String),
+    turns: &mut Turns,
+    out: &mut Vec<Output>,
+) {
+    {
         let id = if id.is_empty() {
-            format!("{}#tool{index}", c.id)
+            synth(format_args!("{completion}#tool{index}"))
         } else {
             id
         };
@@ -274,7 +339,7 @@ fn flush_chunks(c: Chunks, turns: &mut Turns, out: &mut Vec<Output>) {
                 diag(
                     out,
                     K::Incomplete,
-                    c.pos,
+                    pos,
                     "chat.completion.chunk/tool_calls",
                     format!("arguments are not JSON ({e}); kept as a string"),
                 );
@@ -381,7 +446,7 @@ fn assistant_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<
             let f = call.get("function").unwrap_or(call);
             let id = ne(call, "id")
                 .map(str::to_owned)
-                .unwrap_or_else(|| format!("call@line{}#{i}", pos.line));
+                .unwrap_or_else(|| synth(format_args!("call@line{}#{i}", pos.line)));
             turns.tool_use(
                 ne(f, "name").unwrap_or("unknown"),
                 &id,
@@ -392,7 +457,13 @@ fn assistant_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<
     }
 }
 
-fn chat_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+fn chat_message(
+    m: &Value,
+    pos: Position,
+    system: &mut Option<String>,
+    turns: &mut Turns,
+    out: &mut Vec<Output>,
+) {
     let role = s(m, "role").unwrap_or("-");
     match role {
         "assistant" => {
@@ -403,8 +474,18 @@ fn chat_message(m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Outpu
             let id = ne(m, "tool_call_id")
                 .or_else(|| ne(m, "name"))
                 .map(str::to_owned)
-                .unwrap_or_else(|| format!("call@line{}", pos.line));
+                .unwrap_or_else(|| synth(format_args!("call@line{}", pos.line)));
             turns.tool_result(&id, m.raw("content"), None, pos, "message/tool", out);
+        }
+        "system" | "developer" if turns.collecting() => {
+            match crate::anthropic::prompt_text(m.get("content")) {
+                Some(text) => *system = Some(text),
+                None => diag(out, K::Extra, pos, format!("message/{role}"), "empty"),
+            }
+        }
+        "user" if crate::anthropic::prompt_text(m.get("content")).is_some() => {
+            let text = crate::anthropic::prompt_text(m.get("content")).unwrap_or_default();
+            turns.prompt(text, system.take(), pos, "message/user", out);
         }
         "user" | "system" | "developer" => diag(
             out,

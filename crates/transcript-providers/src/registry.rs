@@ -78,7 +78,7 @@ impl Provider {
             Provider::Claude => Box::new(Framed::new(self, claude::Claude)),
             Provider::Codex => Box::new(Framed::new(self, codex::Codex::default())),
             Provider::Gemini => Box::new(Framed::new(self, gemini::Gemini)),
-            Provider::Copilot => Box::new(Framed::new(self, copilot::Copilot)),
+            Provider::Copilot => Box::new(Framed::new(self, copilot::Copilot::default())),
             Provider::OpenAi => Box::new(Framed::new(self, openai::OpenAi::default())),
             Provider::Anthropic => Box::new(Framed::new(self, anthropic::Anthropic::default())),
         }

@@ -12,6 +12,7 @@ use transcript_domain::{
     ContentBlock, Fidelity, MessagePayload, RawJson, Role, ToolPayload, Usage,
 };
 
+use crate::facts::Fact;
 use crate::output::{Diagnostic, DiagnosticKind, Output, Position};
 
 const FIDELITY: Fidelity = Fidelity::AgentEmitted;
@@ -36,6 +37,15 @@ pub(crate) struct Turns {
     pub(crate) default_model: Option<String>,
     /// Usage summed over the turns already emitted.
     emitted: Usage,
+    /// Facts for [`crate::Normalizer::feed_items`], each with the index in
+    /// the output vector it precedes; `None` unless items are wanted, so
+    /// nothing accumulates on the plain output path.
+    facts: Option<Vec<(usize, Fact)>>,
+    /// The terminal record this capture's format ends with, once a record
+    /// of such a format was seen.
+    expect: Option<&'static str>,
+    /// Whether the terminal record was seen (after the last content record).
+    terminal: bool,
 }
 
 impl Turns {
@@ -46,7 +56,72 @@ impl Turns {
             pending: HashMap::new(),
             default_model: None,
             emitted: Usage::default(),
+            facts: None,
+            expect: None,
+            terminal: false,
         }
+    }
+
+    /// Starts collecting facts (items mode).
+    pub(crate) fn collect_facts(&mut self) {
+        self.facts.get_or_insert_with(Vec::new);
+    }
+
+    /// Whether facts are collected (items mode).
+    pub(crate) fn collecting(&self) -> bool {
+        self.facts.is_some()
+    }
+
+    /// Records a fact placed before the next output (items mode only).
+    pub(crate) fn fact(&mut self, fact: Fact, out: &[Output]) {
+        if let Some(f) = &mut self.facts {
+            f.push((out.len(), fact));
+        }
+    }
+
+    /// The facts recorded since the last call.
+    pub(crate) fn take_facts(&mut self) -> Vec<(usize, Fact)> {
+        self.facts.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// A user prompt: a [`Fact::Prompt`] in items mode, else an
+    /// [`DiagnosticKind::Extra`] diagnostic (a live run's seam writes
+    /// `message.user` itself).
+    pub(crate) fn prompt(
+        &mut self,
+        text: String,
+        system: Option<String>,
+        pos: Position,
+        record: &str,
+        out: &mut Vec<Output>,
+    ) {
+        if self.facts.is_some() {
+            self.fact(Fact::Prompt { text, system }, out);
+        } else {
+            out.push(Output::Diagnostic(Diagnostic {
+                kind: DiagnosticKind::Extra,
+                position: pos,
+                record: record.to_owned(),
+                detail: "user prompt (message.user)".to_owned(),
+            }));
+        }
+    }
+
+    /// A content record of a format that ends with `terminal` was seen:
+    /// the capture is complete only if that record follows.
+    pub(crate) fn expect(&mut self, terminal: &'static str) {
+        self.expect = Some(terminal);
+        self.terminal = false;
+    }
+
+    /// The format's terminal record was seen.
+    pub(crate) fn terminal(&mut self) {
+        self.terminal = true;
+    }
+
+    /// The terminal record the capture lacks, if it lacks one.
+    pub(crate) fn unfinished(&self) -> Option<&'static str> {
+        self.expect.filter(|_| !self.terminal)
     }
 
     fn turn(&mut self) -> &mut Turn {

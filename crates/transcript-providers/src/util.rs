@@ -2,8 +2,9 @@
 //! conversion, diagnostics, and the generic framed parser.
 
 use crate::json::Value;
-use transcript_domain::{RawJson, Usage};
+use transcript_domain::{RawJson, Timestamp, Usage};
 
+use crate::facts::{Fact, Item};
 use crate::frame::{Frame, Framer, Record};
 use crate::output::{Diagnostic, DiagnosticKind, Output, Position};
 use crate::turns::Turns;
@@ -16,6 +17,14 @@ pub(crate) trait Mapper: Send {
     /// Flushes provider state at the end of the stream (before the last
     /// turn is emitted).
     fn finish(&mut self, _turns: &mut Turns, _out: &mut Vec<Output>) {}
+    /// The provider's time of a record: its RFC 3339 `timestamp` field by
+    /// default (Claude Code session logs, Codex rollouts, Gemini, Copilot).
+    fn time(&self, v: &Value) -> Option<Timestamp> {
+        s(v, "timestamp").and_then(|t| Timestamp::parse(t).ok())
+    }
+    /// Sees a framing diagnostic (a line that is not JSON, …) before it is
+    /// emitted: Copilot quotes an `Error: …` line in its failure.
+    fn framing(&mut self, _d: &Diagnostic) {}
 }
 
 /// A framer, a turn assembler and a provider mapper: the shape of every parser.
@@ -25,6 +34,8 @@ pub(crate) struct Framed<M> {
     frames: Vec<Frame>,
     turns: Turns,
     mapper: M,
+    /// The last provider time passed on (items mode): times never go back.
+    last_time: Option<Timestamp>,
 }
 
 impl<M: Mapper> Framed<M> {
@@ -35,16 +46,54 @@ impl<M: Mapper> Framed<M> {
             frames: Vec::new(),
             turns: Turns::new(provider.name()),
             mapper,
+            last_time: None,
         }
     }
 
     fn drain(&mut self, out: &mut Vec<Output>) {
         for f in self.frames.drain(..) {
             match f {
-                Frame::Record(r) => self.mapper.record(r, &mut self.turns, out),
-                Frame::Diagnostic(d) => out.push(Output::Diagnostic(d)),
+                Frame::Record(r) => {
+                    if self.turns.collecting()
+                        && let Some(t) = self.mapper.time(&r.value)
+                    {
+                        match self.last_time {
+                            Some(last) if t < last => diag(
+                                out,
+                                DiagnosticKind::Warning,
+                                r.position,
+                                "timestamp",
+                                format!(
+                                    "time {t} is earlier than the previous record's {last}; the previous time is kept"
+                                ),
+                            ),
+                            Some(last) if t == last => {}
+                            _ => {
+                                self.last_time = Some(t);
+                                self.turns.fact(Fact::Time(t), out);
+                            }
+                        }
+                    }
+                    self.mapper.record(r, &mut self.turns, out)
+                }
+                Frame::Diagnostic(d) => {
+                    self.mapper.framing(&d);
+                    out.push(Output::Diagnostic(d))
+                }
             }
         }
+    }
+
+    /// Interleaves the facts recorded while producing `outputs` with them.
+    fn merge(&mut self, outputs: Vec<Output>, out: &mut Vec<Item>) {
+        let mut facts = self.turns.take_facts().into_iter().peekable();
+        for (i, o) in outputs.into_iter().enumerate() {
+            while let Some((_, f)) = facts.next_if(|(at, _)| *at <= i) {
+                out.push(Item::Fact(f));
+            }
+            out.push(Item::Output(o));
+        }
+        out.extend(facts.map(|(_, f)| Item::Fact(f)));
     }
 }
 
@@ -60,9 +109,37 @@ impl<M: Mapper> Normalizer for Framed<M> {
 
     fn finish(&mut self, out: &mut Vec<Output>) {
         self.framer.finish(&mut self.frames);
+        if self.turns.collecting() {
+            // What the framer flushes at the end is the torn last record.
+            for f in &self.frames {
+                if let Frame::Diagnostic(d) = f
+                    && d.kind == DiagnosticKind::Malformed
+                {
+                    let torn = Fact::Torn(d.to_string());
+                    self.turns.fact(torn, out);
+                }
+            }
+        }
         self.drain(out);
         self.mapper.finish(&mut self.turns, out);
         self.turns.end_turn(out);
+        if let Some(missing) = self.turns.unfinished() {
+            self.turns.fact(Fact::Unfinished(missing), out);
+        }
+    }
+
+    fn feed_items(&mut self, bytes: &[u8], out: &mut Vec<Item>) {
+        self.turns.collect_facts();
+        let mut outputs = Vec::new();
+        self.feed(bytes, &mut outputs);
+        self.merge(outputs, out);
+    }
+
+    fn finish_items(&mut self, out: &mut Vec<Item>) {
+        self.turns.collect_facts();
+        let mut outputs = Vec::new();
+        self.finish(&mut outputs);
+        self.merge(outputs, out);
     }
 }
 
@@ -195,6 +272,14 @@ pub(crate) fn anthropic_usage(v: &Value) -> Usage {
 /// includes cache reads (OpenAI, Codex, Gemini).
 pub(crate) fn minus(total: Option<u64>, cached: Option<u64>) -> Option<u64> {
     total.map(|t| t.saturating_sub(cached.unwrap_or(0)))
+}
+
+/// A synthesized id for a tool call the provider gave none: `synth:` and
+/// where it came from (`synth:item@line2`, `synth:line3#0`). Positions are
+/// unique within a file, and no provider's ids start with `synth:`, so a
+/// synthesized id never equals a real one (issue #18).
+pub(crate) fn synth(base: impl std::fmt::Display) -> String {
+    format!("synth:{base}")
 }
 
 /// The record's `type` (or `-`).

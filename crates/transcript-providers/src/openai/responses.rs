@@ -6,7 +6,9 @@ use transcript_domain::Usage;
 
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
-use crate::util::{diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, text_of, u};
+use crate::util::{
+    diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, synth, text_of, u,
+};
 
 /// Responses API usage: `input_tokens` includes cached tokens.
 fn responses_usage(v: &Value) -> Usage {
@@ -55,6 +57,7 @@ pub(super) fn response_event(
 ) {
     match t {
         "response.created" | "response.in_progress" => {
+            turns.expect("`response.completed`");
             if let Some(r) = v.get("response") {
                 turns.message(ne(r, "id"), ne(r, "model"), out);
             }
@@ -65,6 +68,7 @@ pub(super) fn response_event(
             None => diag(out, K::Malformed, pos, t, "no item"),
         },
         "response.completed" | "response.incomplete" | "response.failed" => {
+            turns.terminal();
             let r = v.get("response");
             if let Some(usage) = r.and_then(|r| r.get("usage")).filter(|x| x.is_object()) {
                 turns.set_usage(responses_usage(usage));
@@ -124,7 +128,7 @@ fn call_id(item: &Value, pos: Position) -> String {
     ne(item, "call_id")
         .or_else(|| ne(item, "id"))
         .map(str::to_owned)
-        .unwrap_or_else(|| format!("item@line{}", pos.line))
+        .unwrap_or_else(|| synth(format_args!("item@line{}", pos.line)))
 }
 
 /// Maps one Responses API output item (also Codex rollout `response_item`s).
