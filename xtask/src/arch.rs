@@ -50,7 +50,12 @@ const PROVIDERS: &str = "transcript-providers";
 
 /// Crates nothing may depend on (normal or build dependency): the binary composition root, the
 /// example runner, the dev tooling and the test support crate (a dev-dependency only).
-pub const TERMINAL: &[&str] = &["transcript-cli", "custom-runner", "xtask", "transcript-testkit"];
+pub const TERMINAL: &[&str] = &[
+    "transcript-cli",
+    "custom-runner",
+    "xtask",
+    "transcript-testkit",
+];
 
 /// The layering table. One line per crate.
 #[rustfmt::skip]

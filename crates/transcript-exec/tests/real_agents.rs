@@ -94,10 +94,13 @@ async fn real_captures_replayed_through_a_subprocess_match_the_normalizer() {
             .map(|e| e.to_event().unwrap().payload)
             .collect();
         let bytes = std::fs::read(&file).unwrap();
+        // Call ids are recorded qualified by the agent step's path and iteration
+        // (`agent#0/<provider id>`: unique per run file), the provider's id kept after the `/`.
         let expected: Vec<Payload> = normalize(Provider::from_name(provider).unwrap(), &bytes)
             .iter()
             .filter(|o| !matches!(o, Output::Diagnostic(_)))
             .filter_map(Output::to_payload)
+            .map(qualify_ids)
             .collect();
         assert!(!expected.is_empty(), "{rel}: nothing normalized");
         assert_eq!(recorded, expected, "{rel}");
@@ -107,4 +110,22 @@ async fn real_captures_replayed_through_a_subprocess_match_the_normalizer() {
             out.error.as_deref().unwrap_or("succeeded")
         );
     }
+}
+
+/// `payload` with every call id as the agent seam records it for step `agent`, iteration 0.
+fn qualify_ids(mut payload: Payload) -> Payload {
+    let q = |id: &mut String| *id = format!("agent#0/{id}");
+    if let Some(t) = payload.as_tool_mut() {
+        q(&mut t.call_id);
+    }
+    if let Some(m) = payload.as_message_mut() {
+        for b in &mut m.blocks {
+            match &mut b.body {
+                transcript_domain::BlockBody::ToolUse { tool_id, .. }
+                | transcript_domain::BlockBody::ToolResult { tool_id, .. } => q(tool_id),
+                _ => {}
+            }
+        }
+    }
+    payload
 }

@@ -200,11 +200,17 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
             .register_plugin(Arc::new(started))
             .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
     }
-    let builder = ExecutionService::builder(&args.workspace, clock.clone(), ids.clone())
+    let mut builder = ExecutionService::builder(&args.workspace, clock.clone(), ids.clone())
         .deterministic(args.deterministic)
         .recorder_factory(factory.clone())
         .audit_file(args.storage.join("audit.jsonl"))
         .router(router);
+    // The audit trail beside the transcript is masked like it.
+    if let Some(redactor) = args.redactor.clone() {
+        builder = builder.audit_mask(Arc::new(move |text: &str| {
+            redactor.mask_text(text).into_owned()
+        }));
+    }
     let service = transcript_exec::demo::register_demo_steps(builder)
         .map_err(CliError::Failed)?
         .build()
