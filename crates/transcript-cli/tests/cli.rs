@@ -361,6 +361,10 @@ fn tail_follows_a_file_that_appears_later_through_a_torn_tail() {
 fn real_fixtures() -> Option<PathBuf> {
     match std::env::var_os("TRANSCRIPT_REAL_FIXTURES") {
         None => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
+            );
             eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
             None
         }

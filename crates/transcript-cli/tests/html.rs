@@ -66,6 +66,10 @@ fn step_names(tree: &serde_json::Value, out: &mut Vec<String>) {
 #[test]
 fn html_export_renders_in_headless_chromium_with_every_step() {
     let Some(browser) = chromium() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a skip is a failure: no chromium on PATH (install Debian's `chromium`; .ci/run does"
+        );
         eprintln!("skipped: no chromium on PATH (install Debian's `chromium`; .ci/run does)");
         return;
     };

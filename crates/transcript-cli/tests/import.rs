@@ -14,6 +14,10 @@ use serde_json::Value;
 
 fn real() -> Option<PathBuf> {
     let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
+        );
         eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
         return None;
     };

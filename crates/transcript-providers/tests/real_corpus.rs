@@ -16,6 +16,10 @@ use transcript_providers::{Provider, Summary};
 
 fn real_root() -> Option<PathBuf> {
     let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is not set"
+        );
         println!("skipped: TRANSCRIPT_REAL_FIXTURES is not set");
         return None;
     };
