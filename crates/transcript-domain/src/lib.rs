@@ -122,6 +122,32 @@
 //! 15. `seq` and `timestamp` are assigned together by the recorder (the
 //!     [`Recorder`] port takes an [`EventDraft`] without either).
 //!
+//!
+//! Further decisions, settled as the format met real agents and real faults (the writers
+//! that make them name them in their own crate docs):
+//!
+//! 16. **Null run payloads** from foreign files convert to [`Payload::RunNull`] and re-encode
+//!     as `null`; our writers never write it ([`EventDraft::validate`]).
+//! 17. **Call ids are unique per run file.** Providers number their ids per execution (Codex
+//!     `item_1`, …), so the agent seam records `<path>#<iteration>/<provider id>` (with `~n`
+//!     when the same path and iteration ran before) on `tool.*` events and
+//!     `tool_use` / `tool_result` blocks alike; router calls keep `router-N`. Ids an importer
+//!     has to invent are `synth:<where>` and never equal a real id.
+//! 18. **Values are bounded.** No line exceeds [`MAX_LINE_BYTES`]; writers cut large values
+//!     first with the truncation stub (a string keeps a prefix and ends with
+//!     `…[truncated: N bytes, sha256 H]`; other values become
+//!     `{"_truncated": true, "original_size_bytes": N, "sha256": H, "preview": …}`, N and H
+//!     of the original bytes). A parent step's `result` refers to its children
+//!     (`{"branches": {name: status}}`, `{"iterations": n}`) instead of repeating their
+//!     outputs, so a file grows linearly in what was produced.
+//! 19. **A command step's result** is `{"command", "stdout", "exit_code"}` (`command` as run:
+//!     the rendered string, or the argv list). No `command` block is written: blocks live in
+//!     messages, and a command step has none.
+//! 20. **Imported runs** say where their times come from and what the importer saw: the agent
+//!     step's `step.completed` result carries `{"clock": "provider"|"duration"|"import",
+//!     "diagnostics": {kind: {"count", "first"}}, …}`, and a capture without its provider's
+//!     terminal record gets no `run.completed` (the run reads as incomplete).
+//!
 //! Block fields that 000 marks `omitempty` are read as empty when absent, and
 //! our writer always writes the active fields of a block's type (an empty
 //! `text` is written as `""`), which Go readers accept.
