@@ -33,10 +33,11 @@ fn real() -> Option<PathBuf> {
     Some(dir)
 }
 
-/// An import's events and its stderr.
+/// An import's events, its stderr, and what `show` prints of it.
 struct Import {
     events: Vec<Value>,
     stderr: String,
+    show: String,
 }
 
 impl Import {
@@ -73,12 +74,23 @@ fn import(provider: &str, file: &Path) -> Import {
         .nth(2)
         .unwrap()
         .to_owned();
-    let events = std::fs::read_to_string(path)
+    let events = std::fs::read_to_string(&path)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    Import { events, stderr }
+    let show = text(
+        &bin()
+            .args(["show", &path, "--color", "never"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    Import {
+        events,
+        stderr,
+        show,
+    }
 }
 
 /// Writes `bytes` to a temporary file named `name` and imports it.
@@ -269,6 +281,8 @@ fn refusals_and_provider_errors_are_kept() {
         "{}",
         run.stderr
     );
+    // `show` displays the diagnostics kept in the transcript.
+    assert!(run.show.contains("! refusal ×1:"), "{}", run.show);
 
     // Copilot prints its error as a plain line before a failing `result`.
     let raw = std::fs::read_to_string(

@@ -97,6 +97,7 @@ fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String)
             style.yellow(&format!("child run {id}: file not found"))
         );
     }
+    render_diagnostics(step.result.as_ref(), &p, style, out);
     match (&step.error, step.status.as_str()) {
         (Some(err), _) => {
             let _ = writeln!(
@@ -133,6 +134,26 @@ fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String)
 /// Renders a step's messages and tool calls. A tool call the agent reported (`agent_emitted`)
 /// is also a `tool_use` block of an assistant message: it is shown once, inside the message,
 /// linked to its `tool.call` / `tool.result` pair (its error, if the pair has one).
+/// What an importer or agent reported about the provider output and kept in the step's result
+/// (`{"diagnostics": {kind: {"count", "first"}}}`): one line per kind, with its first example.
+fn render_diagnostics(result: Option<&Value>, p: &str, style: &Style, out: &mut String) {
+    let Some(kinds) = result
+        .and_then(|r| r.get("diagnostics"))
+        .and_then(Value::as_object)
+    else {
+        return;
+    };
+    for (kind, d) in kinds {
+        let count = d.get("count").and_then(Value::as_u64).unwrap_or(0);
+        let first = d.get("first").map(short_value).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{p}{}",
+            style.yellow(&format!("! {kind} ×{count}: {first}"))
+        );
+    }
+}
+
 fn render_entries(entries: &[Entry], depth: usize, style: &Style, out: &mut String) {
     let in_messages: HashSet<&str> = entries
         .iter()
