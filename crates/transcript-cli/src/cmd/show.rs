@@ -135,7 +135,8 @@ fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String)
 /// is also a `tool_use` block of an assistant message: it is shown once, inside the message,
 /// linked to its `tool.call` / `tool.result` pair (its error, if the pair has one).
 /// What an importer or agent reported about the provider output and kept in the step's result
-/// (`{"diagnostics": {kind: {"count", "first"}}}`): one line per kind, with its first example.
+/// (`{"diagnostics": {kind: {"count", "first"}}}`): one line per kind that needs attention
+/// (warnings, refusals, errors, malformed or orphan records…), with its first example.
 fn render_diagnostics(result: Option<&Value>, p: &str, style: &Style, out: &mut String) {
     let Some(kinds) = result
         .and_then(|r| r.get("diagnostics"))
@@ -143,7 +144,9 @@ fn render_diagnostics(result: Option<&Value>, p: &str, style: &Style, out: &mut 
     else {
         return;
     };
-    for (kind, d) in kinds {
+    // Bookkeeping the importer set aside on purpose is not worth a reader's attention.
+    const ROUTINE: [&str; 4] = ["metadata", "progress", "extra", "repaired"];
+    for (kind, d) in kinds.iter().filter(|(k, _)| !ROUTINE.contains(&k.as_str())) {
         let count = d.get("count").and_then(Value::as_u64).unwrap_or(0);
         let first = d.get("first").map(short_value).unwrap_or_default();
         let _ = writeln!(
