@@ -146,3 +146,56 @@ fn architecture_md_has_a_code_map_entry_per_workspace_crate() {
         "ARCHITECTURE.md has no code-map section for {missing:?}"
     );
 }
+
+/// Non-test lines of a source file: everything before its `#[cfg(test)]` module.
+fn non_test_lines(text: &str) -> usize {
+    text.lines()
+        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .count()
+}
+
+/// One concept per file: no library or binary module grows past ~600 non-test lines. The
+/// modules still over it are listed with the size they may not exceed while they wait for
+/// their split; the list may only shrink.
+#[test]
+fn no_module_grows_past_600_non_test_lines() {
+    const LIMIT: usize = 600;
+    const WAITING_FOR_A_SPLIT: &[(&str, usize)] = &[
+        ("crates/transcript-exec/src/service.rs", 1600),
+        ("crates/transcript-exec/src/workflow.rs", 1300),
+    ];
+    let mut files = Vec::new();
+    for dir in ["crates", "examples"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            files.extend(sources_under(&entry.unwrap().path().join("src")));
+        }
+    }
+    files.extend(sources_under(&root().join("xtask/src")));
+    let mut offenders = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(root())
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        let lines = non_test_lines(&std::fs::read_to_string(file).unwrap());
+        let cap = WAITING_FOR_A_SPLIT
+            .iter()
+            .find(|(path, _)| *path == rel)
+            .map_or(LIMIT, |(_, cap)| *cap);
+        if lines > cap {
+            offenders.push(format!("{rel}: {lines} non-test lines (limit {cap})"));
+        }
+    }
+    for (path, _) in WAITING_FOR_A_SPLIT {
+        assert!(
+            files.iter().any(|f| f.ends_with(path)),
+            "{path} is listed as waiting for a split but does not exist: remove it from the list"
+        );
+    }
+    assert!(
+        offenders.is_empty(),
+        "split these modules along their concepts:\n{}",
+        offenders.join("\n")
+    );
+}
