@@ -15,6 +15,8 @@ commands:
   schema [--check]                   write (or check) schema/exchange-event.schema.json
   bench [-p PKG] [-- ARGS]           run every bench target (release)
   stress [--trials N]                run the infra kill test N times (default 100, release)
+  faults                             the fault suite, long variants: full disks, huge lines,
+                                     signals with grandchildren, umask 0, symlinks (root for tmpfs)
   fuzz <TARGET>|--all --seconds N    run cargo-fuzz targets in fuzz/ for N seconds each
   coverage                           per-crate line coverage of the library crates
   e2e-phoenix                        export the demo to a real Arize Phoenix on 127.0.0.1 (outside CI)
@@ -104,6 +106,7 @@ fn dispatch(args: &[String]) -> Result<u8> {
             };
             tasks::fuzz(&root, &targets, seconds, pass)?
         }
+        "faults" => tasks::faults(&root)?,
         "coverage" => tasks::coverage(&root)?,
         "e2e-phoenix" => xtask::phoenix::e2e_phoenix(&root)?,
         "help" | "--help" | "-h" => {

@@ -362,6 +362,48 @@ pub fn fuzz(
     Ok(i32::from(!failed.is_empty()))
 }
 
+/// The fault test binaries: (package, test target). Their fast variants run in `cargo test`;
+/// `TRANSCRIPT_FAULTS_LONG=1` turns on the long ones (bigger inputs, more trials).
+pub const FAULT_SUITE: &[(&str, &str)] = &[
+    ("transcript-cli", "faults"),
+    ("transcript-cli", "terminal"),
+    ("transcript-exec", "process"),
+    ("transcript-exec", "disk_full"),
+    ("transcript-exec", "bounded"),
+    ("transcript-exec", "audit_umask"),
+    ("transcript-infra", "integrity"),
+    ("transcript-infra", "kill"),
+];
+
+/// Runs the fault suite with its long variants (release build): every case asserts the exit
+/// code, the cause in the message, that the files on disk validate and that nothing
+/// acknowledged is missing.
+pub fn faults(root: &Path) -> Result<i32, Error> {
+    let started = Instant::now();
+    let mut failed = Vec::new();
+    for (package, test) in FAULT_SUITE {
+        let mut cmd = cargo(root);
+        cmd.env("TRANSCRIPT_FAULTS_LONG", "1")
+            .env(KILL_TRIALS_VAR, "100")
+            .args(["test", "--release", "-p", package, "--test", test]);
+        if !run(cmd)? {
+            failed.push(format!("{package} --test {test}"));
+        }
+    }
+    eprintln!(
+        "faults: {} suites in {:.0?}, {} failed{}",
+        FAULT_SUITE.len(),
+        started.elapsed(),
+        failed.len(),
+        if failed.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", failed.join(", "))
+        }
+    );
+    Ok(i32::from(!failed.is_empty()))
+}
+
 /// Line coverage of one crate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrateCoverage {

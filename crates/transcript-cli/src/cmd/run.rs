@@ -151,13 +151,13 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
             Err(e) => Err(CliError::Usage(format!("--plugin {plugin:?}: {e}"))),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    std::fs::create_dir_all(&args.storage).map_err(|e| {
+    private_dir_all(&args.storage).map_err(|e| {
         CliError::Storage(format!(
             "{}: cannot create the storage directory: {e}",
             args.storage.display()
         ))
     })?;
-    std::fs::create_dir_all(&args.workspace).map_err(|e| CliError::Read {
+    private_dir_all(&args.workspace).map_err(|e| CliError::Read {
         path: args.workspace.clone(),
         message: format!("cannot create the workspace directory: {e}"),
     })?;
@@ -328,6 +328,16 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         return Err(CliError::Reported(1));
     }
     Ok(())
+}
+
+/// Creates `dir` and its missing parents as `0o700`, whatever the umask (which can only remove
+/// permission bits): the directories we create hold transcripts and audit trails.
+fn private_dir_all(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// The default workspace: the current directory.
