@@ -96,7 +96,7 @@ fn last_event(path: &Path) -> Option<DecodedEvent> {
         // Drop a torn tail: only newline-terminated lines were acknowledged.
         let end = memchr_last_newline(&buf)?;
         let body = &buf[..end];
-        let line_start = body.iter().rposition(|&b| b == b'\n').map(|i| i + 1);
+        let line_start = memchr::memrchr(b'\n', body).map(|i| i + 1);
         match line_start {
             Some(i) => return decode_line(&body[i..]).ok().map(|d| d.event),
             None if start == 0 => return decode_line(body).ok().map(|d| d.event),
@@ -107,7 +107,7 @@ fn last_event(path: &Path) -> Option<DecodedEvent> {
 }
 
 fn memchr_last_newline(buf: &[u8]) -> Option<usize> {
-    buf.iter().rposition(|&b| b == b'\n')
+    memchr::memrchr(b'\n', buf)
 }
 
 /// Every run of `storage`, newest first (runs without events last).
