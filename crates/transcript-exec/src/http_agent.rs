@@ -194,7 +194,10 @@ impl AgentRunner for HttpAgentRunner {
             payload.usage = usage_of(&response);
             seam.assistant(payload).await;
             if calls.is_empty() {
-                return Ok(AgentReply { output: text });
+                return Ok(AgentReply {
+                    output: text,
+                    ..AgentReply::default()
+                });
             }
             if seam.cancel().is_cancelled() {
                 return Err(AgentError("cancelled".into()));
