@@ -549,3 +549,136 @@ fn gemini_preset_fails_when_the_api_is_overloaded() {
 fn gemini_preset_fails_when_the_stream_is_cut() {
     fails(AgentCli::Gemini, Fault::CutAfterEvents(2), "API Error");
 }
+
+// ---- The OpenAI-compatible HTTP agent (provider: openai) ---------------------------------
+
+/// `provider: openai` from the binary against the server's Chat Completions (streamed): the
+/// router runs the model's tool call at `router` fidelity, once; the assistant turn that asked
+/// for it comes first; receipts equal the bill; the key is sent as a Bearer token.
+#[test]
+fn openai_http_agent_runs_its_router_tool_loop_from_the_binary() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("notes.txt"), NOTES).unwrap();
+    let script = Script::new([
+        Turn::default()
+            .then_thinking("I should read the notes.", "unused")
+            .then_tool_call("read_file", json!({"path": "notes.txt"}))
+            .with_usage(Usage::new(300, 20).with_cache(100, 0).with_reasoning(5)),
+        Turn::text(FINAL_TEXT).with_usage(Usage::new(400, 15).with_cache(300, 0)),
+    ]);
+    let server = ModelServer::start(script.clone()).unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let wf = ws.path().join("openai.yaml");
+    std::fs::write(
+        &wf,
+        "name: http\nsteps:\n  - name: ask\n    type: agent\n    provider: openai\n    \
+         model: gpt-scripted\n    prompt: Read notes.txt\n    tools: [read_file]\n    \
+         env: { OPENAI_API_KEY: sk-from-the-step }\n",
+    )
+    .unwrap();
+    let output = common::bin()
+        .env("OPENAI_BASE_URL", server.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-from-the-environment")
+        .arg("run")
+        .arg(&wf)
+        .arg("--storage")
+        .arg(storage.path())
+        .arg("--workspace")
+        .arg(ws.path())
+        .output()
+        .unwrap();
+    let stderr = common::text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let run_id = common::text(&output.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: ").map(str::to_owned))
+        .unwrap();
+    let events = read_events(&storage.path().join(format!("{run_id}.jsonl")));
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "run.started",
+            "step.started",
+            "message.user",
+            "message.assistant",
+            "tool.call",
+            "tool.result",
+            "message.assistant",
+            "step.completed",
+            "run.completed"
+        ],
+        "{stderr}"
+    );
+    let turn1 = &events[3]["payload"];
+    assert_eq!(turn1["blocks"][0]["type"], "thinking", "{turn1}");
+    assert_eq!(turn1["blocks"][1]["type"], "tool_use", "{turn1}");
+    for e in &events[4..6] {
+        assert_eq!(e["payload"]["fidelity"], "router", "{e}");
+        assert_eq!(e["payload"]["call_id"], turn1["blocks"][1]["tool_id"]);
+    }
+    assert_eq!(events[5]["payload"]["output"], NOTES);
+    assert_eq!(events[7]["payload"]["result"], FINAL_TEXT);
+
+    let requests = server.generation_requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(
+            r.header("authorization"),
+            Some("Bearer sk-from-the-step"),
+            "the step's key wins over the environment's"
+        );
+        assert_eq!(r.body.as_ref().unwrap()["stream"], true);
+    }
+    assert!(
+        requests[1]
+            .tool_results()
+            .iter()
+            .any(|t| t.contains("7-alpha-tango")),
+        "the tool's output went back to the model"
+    );
+    let want = expected_usage(Provider::OpenAiChat, server.billed(Provider::OpenAiChat));
+    assert_eq!(
+        want,
+        expected_usage(Provider::OpenAiChat, script.total_usage())
+    );
+    let r = receipts(storage.path(), &run_id);
+    assert_eq!(tokens(&r["receipts"][0]["usage"]), want, "{r}");
+    assert_eq!(tokens(&r["total"]), want, "{r}");
+}
+
+/// 500 until the agent's bounded retries give up: the step fails with the provider's message.
+#[test]
+fn openai_http_agent_fails_with_the_providers_message_after_its_retries() {
+    let ws = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Script::always(Fault::ServerError)).unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let wf = ws.path().join("openai.yaml");
+    std::fs::write(
+        &wf,
+        "name: http\nsteps:\n  - name: ask\n    type: agent\n    provider: openai\n    prompt: hi\n",
+    )
+    .unwrap();
+    let output = common::bin()
+        .env("OPENAI_BASE_URL", server.openai_base_url())
+        .env("OPENAI_MAX_RETRIES", "1")
+        .arg("run")
+        .arg(&wf)
+        .arg("--storage")
+        .arg(storage.path())
+        .arg("--workspace")
+        .arg(ws.path())
+        .output()
+        .unwrap();
+    let stderr = common::text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("HTTP 500") && stderr.contains("(after 2 attempts)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.generation_requests().len(),
+        2,
+        "1 + OPENAI_MAX_RETRIES=1"
+    );
+}
