@@ -49,8 +49,12 @@ pub struct AgentRequest {
     pub model: Option<String>,
     /// Turn limit for tool loops.
     pub max_turns: Option<u32>,
-    /// Router tools offered to the agent.
+    /// Router tools offered to the agent (for a CLI preset: what the CLI
+    /// may run without asking, see [`crate::preset`]).
     pub tools: Vec<String>,
+    /// Resolved extra environment of a CLI agent's process (on top of the
+    /// runner's own); endpoint and credentials of a preset go here.
+    pub env: BTreeMap<String, String>,
     /// The run's workspace.
     pub workspace: PathBuf,
 }
@@ -60,6 +64,10 @@ pub struct AgentRequest {
 pub struct AgentReply {
     /// The agent's final answer (`{{steps.NAME.output}}`).
     pub output: String,
+    /// Errors the provider reported and the agent survived (e.g. Codex's
+    /// "Model metadata ... not found" item): kept in the step's result,
+    /// never a failure.
+    pub warnings: Vec<String>,
 }
 
 /// Why an agent run failed (non-zero exit, stderr, timeout, protocol…).

@@ -9,6 +9,10 @@
 //! printed before is still normalized and recorded, including a turn whose
 //! tool_use never got its result (it stays dangling, decision 11).
 //!
+//! Without a command, a provider with a preset (`claude`, `codex`,
+//! `gemini`) runs its real CLI with the flags of [`crate::preset`]. The
+//! process inherits the runner's environment plus the step's `env:`.
+//!
 //! For offline runs, the command can replay a recorded provider stream:
 //! `["cat", "fixtures/agents/claude-review.jsonl"]`.
 
@@ -20,6 +24,7 @@ use transcript_domain::BlockBody;
 use transcript_providers::{DiagnosticKind, Output, Provider};
 
 use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
+use crate::preset::Preset;
 use crate::process::ProcessGroup;
 
 /// Most stderr bytes kept for the error message.
@@ -41,7 +46,11 @@ impl CliAgentRunner {
 struct Collected {
     last_text: Option<String>,
     provider_errors: Vec<String>,
+    warnings: Vec<String>,
 }
+
+/// Most warnings kept per agent run (a CLI repeating one stays bounded).
+const WARNINGS_KEEP: usize = 16;
 
 async fn dispatch(outputs: &mut Vec<Output>, seam: &AgentSeam, c: &mut Collected) {
     for item in outputs.drain(..) {
@@ -72,9 +81,41 @@ async fn dispatch(outputs: &mut Vec<Output>, seam: &AgentSeam, c: &mut Collected
                     d.detail.clone()
                 });
             }
+            Output::Diagnostic(d) if d.kind == DiagnosticKind::Warning => {
+                if c.warnings.len() < WARNINGS_KEEP {
+                    c.warnings.push(if d.detail.is_empty() {
+                        d.record.clone()
+                    } else {
+                        d.detail.clone()
+                    });
+                }
+            }
             Output::Diagnostic(_) => {}
         }
     }
+}
+
+/// The step's command, else its provider's preset command line.
+fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
+    if !request.command.is_empty() {
+        return Ok(request.command.clone());
+    }
+    let Some(preset) = Preset::of(&request.provider) else {
+        return Err(AgentError(format!(
+            "agent step has no command and provider '{}' has no preset (claude, codex, gemini)",
+            request.provider
+        )));
+    };
+    let bin = preset
+        .locate(&request.env)
+        .map_err(|e| AgentError(e.to_string()))?;
+    let mut argv = vec![bin.display().to_string()];
+    argv.extend(
+        preset
+            .args(request)
+            .map_err(|e| AgentError(e.to_string()))?,
+    );
+    Ok(argv)
 }
 
 #[async_trait]
@@ -82,13 +123,14 @@ impl AgentRunner for CliAgentRunner {
     async fn run(&self, request: AgentRequest, seam: &AgentSeam) -> Result<AgentReply, AgentError> {
         let provider = Provider::from_name(&request.provider)
             .map_err(|e| AgentError(format!("no normalizer: {e}")))?;
-        let (program, args) = request
-            .command
+        let argv = command_line(&request)?;
+        let (program, args) = argv
             .split_first()
             .ok_or_else(|| AgentError("agent step has no command".into()))?;
         let mut cmd = tokio::process::Command::new(program);
         let mut child = crate::process::own_group(&mut cmd)
             .args(args)
+            .envs(&request.env)
             .current_dir(&request.workspace)
             .env("TRANSCRIPT_PROMPT", &request.prompt)
             .env("TRANSCRIPT_SYSTEM_PROMPT", &request.system_prompt)
@@ -179,10 +221,18 @@ impl AgentRunner for CliAgentRunner {
                 .code()
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "signal".into());
-            return Err(AgentError(if stderr.is_empty() {
+            // The provider's own message first (the CLI often prints it on stdout only).
+            let why: Vec<&str> = collected
+                .provider_errors
+                .first()
+                .map(String::as_str)
+                .into_iter()
+                .chain((!stderr.is_empty()).then_some(stderr.as_str()))
+                .collect();
+            return Err(AgentError(if why.is_empty() {
                 format!("agent exited with code {code}")
             } else {
-                format!("agent exited with code {code}: {stderr}")
+                format!("agent exited with code {code}: {}", why.join("; "))
             }));
         }
         if let Some(e) = collected.provider_errors.first() {
@@ -190,6 +240,7 @@ impl AgentRunner for CliAgentRunner {
         }
         Ok(AgentReply {
             output: collected.last_text.unwrap_or_default(),
+            warnings: collected.warnings,
         })
     }
 }

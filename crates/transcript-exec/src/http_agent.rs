@@ -1,28 +1,46 @@
 //! An HTTP agent speaking the OpenAI-compatible Chat Completions API with a
-//! tool loop.
+//! tool loop, on `reqwest` (rustls with the ring provider, so `https://`
+//! endpoints work as well as a local `http://` gateway).
 //!
 //! Each request sends the system and user prompts, the conversation so far
 //! and the step's router tools (as functions whose parameters are the
-//! tools' own JSON Schemas). When the model answers with `tool_calls`, each
-//! call runs through the agent seam under the model's call id (router
-//! fidelity `tool.call` / `tool.result`); a tool the step does not offer is
-//! never run, the model gets the refusal as the tool's error result and the
-//! transcript records the pair. The results go back as `tool` messages and
-//! the next turn starts; the
-//! loop ends on an answer without tool calls or at the turn limit (an
-//! error). Every model response becomes one `message.assistant`: its text
-//! and `tool_use` blocks (fidelity `agent_emitted`) followed by the
-//! `tool_result` blocks answering them (fidelity `router`), with provider
-//! `openai`, the model and the usage it reported (decisions 10, 11).
+//! tools' own JSON Schemas), streaming (`stream: true` with
+//! `stream_options.include_usage`). The response body, streamed or not, is
+//! read through the providers crate's OpenAI normalizer — the same parser as
+//! for imports — so reasoning (`reasoning_content`), refusals and tool calls
+//! assembled from deltas are mapped once, in one place.
 //!
-//! The client is deliberately small: plain `http://` (a local gateway or a
-//! test server), HTTP/1.1 with `Connection: close`, `Content-Length` or
-//! chunked responses. For TLS endpoints, register your own [`AgentRunner`].
+//! **Causal order**: every model response becomes one `message.assistant`
+//! (its thinking, text and `tool_use` blocks, fidelity `agent_emitted`,
+//! provider `openai`, the model and the usage it reported) written
+//! **before** the tool calls it asked for run. Each call then runs through
+//! the agent seam under the model's call id (router fidelity `tool.call` /
+//! `tool.result`; a tool the step does not offer is never run, the model
+//! gets the refusal as the tool's error result). The results go back as
+//! `tool` messages and the next turn starts; the loop ends on an answer
+//! without tool calls or at the turn limit (an error).
+//!
+//! **Endpoint**: the step's `env:` `OPENAI_BASE_URL` / `OPENAI_API_KEY`,
+//! else the runner's ([`HttpAgentRunner::new`], [`HttpAgentRunner::with_api_key`]),
+//! else the process environment's, else `https://api.openai.com/v1` and no
+//! key. The key goes in `Authorization: Bearer <key>`.
+//!
+//! **Limits**: a connect timeout (10 s) and a per-request timeout
+//! ([`HttpAgentRunner::with_timeout`], default 300 s), a response body cap
+//! ([`HttpAgentRunner::with_max_body_bytes`], default 16 MiB), and bounded
+//! retries with exponential backoff on 429, 5xx and connection failures
+//! ([`RetryPolicy`], default 3 retries from 500 ms, `Retry-After` honoured up
+//! to the backoff cap; `OPENAI_MAX_RETRIES` in the step's `env:` or the
+//! environment sets the count). A stream cut mid-way is not retried (part of the
+//! answer may already be recorded): it fails the step.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use transcript_domain::{ContentBlock, Fidelity, MessagePayload, RawJson, Role, Usage};
+use transcript_domain::{BlockBody, MessagePayload};
+use transcript_providers::{DiagnosticKind, Output, Provider};
 
 use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
 use crate::template::value_to_text;
@@ -30,27 +48,92 @@ use crate::tools::any_object;
 
 /// Default turn limit when the step sets none.
 pub const DEFAULT_MAX_TURNS: u32 = 8;
+/// Default base URL when neither the step, the runner nor the environment gives one.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Most bytes of an error response kept for the step's error.
+const ERROR_BODY_KEEP: usize = 64 * 1024;
+
+/// Retries of a request answered 429 or 5xx, or whose connection failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0: none).
+    pub max_retries: u32,
+    /// Wait before the first retry; doubled for each further one.
+    pub initial_backoff: Duration,
+    /// Longest wait between attempts (also caps `Retry-After`).
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// The wait before retry number `retry` (0-based), `retry_after` from the server.
+    fn backoff(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        let exp = self
+            .initial_backoff
+            .saturating_mul(2u32.saturating_pow(retry.min(16)));
+        retry_after.unwrap_or(exp).min(self.max_backoff)
+    }
+}
 
 /// Runs agents against an OpenAI-compatible `/chat/completions` endpoint.
 #[derive(Debug, Clone)]
 pub struct HttpAgentRunner {
-    base_url: String,
+    base_url: Option<String>,
     api_key: Option<String>,
     default_model: String,
+    retry: RetryPolicy,
+    timeout: Duration,
+    max_body_bytes: usize,
+}
+
+impl Default for HttpAgentRunner {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            api_key: None,
+            default_model: "gpt-4o-mini".into(),
+            retry: RetryPolicy::default(),
+            timeout: Duration::from_secs(300),
+            max_body_bytes: 16 * 1024 * 1024,
+        }
+    }
 }
 
 impl HttpAgentRunner {
     /// A runner for `base_url` (e.g. `http://127.0.0.1:8080/v1`); requests
-    /// go to `<base_url>/chat/completions`.
+    /// go to `<base_url>/chat/completions`. A step's `OPENAI_BASE_URL` wins.
     pub fn new(base_url: impl Into<String>) -> Self {
         Self {
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
-            api_key: None,
-            default_model: "gpt-4o-mini".into(),
+            base_url: Some(base_url.into()),
+            ..Self::default()
         }
     }
 
-    /// Sends `Authorization: Bearer <key>`.
+    /// A runner taking the endpoint from the step or the environment only
+    /// (`OPENAI_BASE_URL`, `OPENAI_API_KEY`): what the `transcript` binary
+    /// registers for `provider: openai`.
+    pub fn from_env() -> Self {
+        Self::default()
+    }
+
+    /// Sends `Authorization: Bearer <key>` (a step's `OPENAI_API_KEY` wins).
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
         self
@@ -61,32 +144,85 @@ impl HttpAgentRunner {
         self.default_model = model.into();
         self
     }
+
+    /// Retries on 429, 5xx and connection failures.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Longest a request (its whole response included) may take.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Largest response body accepted.
+    pub fn with_max_body_bytes(mut self, max: usize) -> Self {
+        self.max_body_bytes = max;
+        self
+    }
+
+    fn endpoint(&self, env: &BTreeMap<String, String>) -> (String, Option<String>) {
+        let from = |k: &str| {
+            env.get(k)
+                .cloned()
+                .filter(|v| !v.is_empty())
+                .or_else(|| match k {
+                    "OPENAI_BASE_URL" => self.base_url.clone(),
+                    _ => self.api_key.clone(),
+                })
+                .or_else(|| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        };
+        let base = from("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        (
+            format!("{}/chat/completions", base.trim_end_matches('/')),
+            from("OPENAI_API_KEY"),
+        )
+    }
+
+    /// The retry policy, with `OPENAI_MAX_RETRIES` from the step's `env:` or
+    /// the process environment replacing the runner's count.
+    fn retry_policy(&self, env: &BTreeMap<String, String>) -> Result<RetryPolicy, AgentError> {
+        let var = "OPENAI_MAX_RETRIES";
+        match env.get(var).cloned().or_else(|| std::env::var(var).ok()) {
+            None => Ok(self.retry),
+            Some(v) => v
+                .trim()
+                .parse::<u32>()
+                .map(|max_retries| RetryPolicy {
+                    max_retries,
+                    ..self.retry
+                })
+                .map_err(|_| AgentError(format!("{var}={v:?} is not a number of retries"))),
+        }
+    }
+
+    fn client(&self) -> Result<reqwest::Client, AgentError> {
+        // reqwest is built without a default crypto provider: ring, once per process (an
+        // error only means one is installed already).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(self.timeout)
+            .build()
+            .map_err(|e| AgentError(format!("cannot build the HTTP client: {e}")))
+    }
 }
 
-fn usage_of(v: &Value) -> Option<Usage> {
-    let u = v.get("usage")?;
-    let get = |p: &[&str]| {
-        let mut cur = u;
-        for k in p {
-            cur = cur.get(*k)?;
-        }
-        cur.as_u64()
-    };
-    let cached = get(&["prompt_tokens_details", "cached_tokens"]);
-    let usage = Usage {
-        // Decision 10: input tokens exclude cache reads.
-        input_tokens: get(&["prompt_tokens"]).map(|p| p.saturating_sub(cached.unwrap_or(0))),
-        output_tokens: get(&["completion_tokens"]),
-        cache_read_tokens: cached,
-        reasoning_tokens: get(&["completion_tokens_details", "reasoning_tokens"]),
-        ..Usage::default()
-    };
-    (!usage.is_empty()).then_some(usage)
+/// One model turn as the normalizer read it.
+struct Reply {
+    turn: Option<MessagePayload>,
+    errors: Vec<String>,
+    incomplete: Vec<String>,
 }
 
 #[async_trait]
 impl AgentRunner for HttpAgentRunner {
     async fn run(&self, request: AgentRequest, seam: &AgentSeam) -> Result<AgentReply, AgentError> {
+        let client = self.client()?;
+        let (url, key) = self.endpoint(&request.env);
+        let retry = self.retry_policy(&request.env)?;
         let model = request
             .model
             .clone()
@@ -108,98 +244,64 @@ impl AgentRunner for HttpAgentRunner {
             })
             .collect();
         let max_turns = request.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
-        let url = format!("{}/chat/completions", self.base_url);
         for _turn in 0..max_turns {
-            let mut body = json!({"model": model, "messages": messages});
+            let mut body = json!({
+                "model": model,
+                "messages": messages,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+            });
             if !tools.is_empty() {
                 body["tools"] = json!(tools);
             }
-            let response = tokio::select! {
-                r = post_json(&url, &body, self.api_key.as_deref()) => r?,
+            let reply = tokio::select! {
+                r = self.turn(&client, (&url, key.as_deref()), retry, &body) => r?,
                 _ = seam.cancel().cancelled() => return Err(AgentError("cancelled".into())),
             };
-            let message = response
-                .pointer("/choices/0/message")
-                .cloned()
-                .ok_or_else(|| {
-                    AgentError(format!(
-                        "response has no choices[0].message: {response:.300}"
-                    ))
-                })?;
-            let text = message
-                .get("content")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            let calls = message
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let mut blocks = Vec::new();
-            if !text.is_empty() {
-                blocks.push(ContentBlock::text(Fidelity::AgentEmitted, text.clone()));
+            if let Some(e) = reply.errors.first() {
+                return Err(AgentError(format!("provider reported an error: {e}")));
             }
-            let mut parsed = Vec::new();
-            for call in &calls {
-                let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let name = call
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let args_text = call
-                    .pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or("{}");
-                // Arguments are a JSON string; keep unparsable ones as text.
-                let args = serde_json::from_str::<Value>(args_text)
-                    .unwrap_or_else(|_| Value::String(args_text.to_owned()));
-                blocks.push(ContentBlock::tool_use(
-                    Fidelity::AgentEmitted,
-                    name.clone(),
-                    id.clone(),
-                    RawJson::from_value(&args).unwrap_or_default(),
-                ));
-                parsed.push((id, name, args));
+            if let Some(e) = reply.incomplete.first() {
+                return Err(AgentError(format!("POST {url}: incomplete answer: {e}")));
+            }
+            let turn = reply
+                .turn
+                .ok_or_else(|| AgentError(format!("POST {url}: the answer holds no message")))?;
+            let (text, calls) = text_and_calls(&turn);
+            // Causal order: the turn that asked for the tools, then the calls.
+            seam.assistant(turn).await;
+            if calls.is_empty() {
+                return Ok(AgentReply {
+                    output: text,
+                    ..AgentReply::default()
+                });
             }
             let mut tool_messages = Vec::new();
-            for (id, name, args) in parsed {
-                let outcome = seam.call_tool(&name, args, Some(id.clone())).await;
+            for (id, name, args) in &calls {
+                let input = serde_json::from_str::<Value>(args)
+                    .unwrap_or_else(|_| Value::String(args.clone()));
+                let outcome = seam.call_tool(name, input, Some(id.clone())).await;
                 let content = match &outcome {
                     Ok(v) => v.clone(),
                     Err(e) => json!({"error": e.to_string()}),
                 };
-                blocks.push(ContentBlock::tool_result(
-                    Fidelity::Router,
-                    id.clone(),
-                    RawJson::from_value(&content).unwrap_or_default(),
-                ));
                 tool_messages.push(json!({
                     "role": "tool",
                     "tool_call_id": id,
                     "content": value_to_text(&content),
                 }));
             }
-            let mut payload = MessagePayload::new(Role::Assistant, blocks);
-            payload.provider = Some("openai".into());
-            payload.model = response
-                .get("model")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            payload.usage = usage_of(&response);
-            seam.assistant(payload).await;
-            if calls.is_empty() {
-                return Ok(AgentReply { output: text });
-            }
             if seam.cancel().is_cancelled() {
                 return Err(AgentError("cancelled".into()));
             }
-            messages.push(message);
+            messages.push(json!({
+                "role": "assistant",
+                "content": if text.is_empty() { Value::Null } else { Value::String(text) },
+                "tool_calls": calls.iter().map(|(id, name, args)| json!({
+                    "id": id, "type": "function",
+                    "function": {"name": name, "arguments": args},
+                })).collect::<Vec<_>>(),
+            }));
             messages.extend(tool_messages);
         }
         Err(AgentError(format!(
@@ -208,92 +310,181 @@ impl AgentRunner for HttpAgentRunner {
     }
 }
 
-/// POSTs JSON over plain HTTP/1.1 and parses the JSON answer.
-async fn post_json(url: &str, body: &Value, api_key: Option<&str>) -> Result<Value, AgentError> {
-    let err = |m: String| AgentError(format!("POST {url}: {m}"));
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| err("only http:// URLs are supported".into()))?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let addr = if authority.contains(':') {
-        authority.to_owned()
-    } else {
-        format!("{authority}:80")
-    };
-    let payload = serde_json::to_vec(body).map_err(|e| err(e.to_string()))?;
-    let mut head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-        payload.len()
-    );
-    if let Some(k) = api_key {
-        head.push_str(&format!("Authorization: Bearer {k}\r\n"));
+/// The turn's text and its tool calls `(id, name, arguments JSON text)`.
+fn text_and_calls(turn: &MessagePayload) -> (String, Vec<(String, String, String)>) {
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    for block in &turn.blocks {
+        match &block.body {
+            BlockBody::Text { text: t } => text.push_str(t),
+            BlockBody::ToolUse {
+                tool_name,
+                tool_id,
+                tool_input,
+            } => {
+                // Arguments that were not JSON are kept as a JSON string: send the text back.
+                let args = match tool_input.to_value() {
+                    Value::String(s) => s,
+                    _ => tool_input.get().to_owned(),
+                };
+                calls.push((tool_id.clone(), tool_name.clone(), args));
+            }
+            _ => {}
+        }
     }
-    head.push_str("\r\n");
-    let mut stream = tokio::net::TcpStream::connect(&addr)
-        .await
-        .map_err(|e| err(format!("connect failed: {e}")))?;
-    stream
-        .write_all(head.as_bytes())
-        .await
-        .map_err(|e| err(e.to_string()))?;
-    stream
-        .write_all(&payload)
-        .await
-        .map_err(|e| err(e.to_string()))?;
-    let mut raw = Vec::new();
-    stream
-        .read_to_end(&mut raw)
-        .await
-        .map_err(|e| err(format!("read failed: {e}")))?;
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| err("malformed HTTP response".into()))?;
-    let headers = String::from_utf8_lossy(&raw[..split]).to_string();
-    let mut body = raw[split + 4..].to_vec();
-    let status: u16 = headers
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| err("no HTTP status".into()))?;
-    let lower = headers.to_ascii_lowercase();
-    if lower.contains("transfer-encoding: chunked") {
-        body = dechunk(&body).ok_or_else(|| err("malformed chunked body".into()))?;
-    } else if let Some(len) = lower
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse::<usize>().ok())
-    {
-        body.truncate(len);
-    }
-    if !(200..300).contains(&status) {
-        return Err(err(format!(
-            "HTTP {status}: {}",
-            String::from_utf8_lossy(&body)
-                .chars()
-                .take(300)
-                .collect::<String>()
-        )));
-    }
-    serde_json::from_slice(&body).map_err(|e| err(format!("response is not JSON: {e}")))
+    (text, calls)
 }
 
-fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&data[..line_end]).ok()?;
-        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Some(out);
+impl HttpAgentRunner {
+    /// One request (with retries) and its answer read through the normalizer.
+    async fn turn(
+        &self,
+        client: &reqwest::Client,
+        (url, key): (&str, Option<&str>),
+        retry: RetryPolicy,
+        body: &Value,
+    ) -> Result<Reply, AgentError> {
+        let err = |m: String| AgentError(format!("POST {url}: {m}"));
+        let mut response = send(client, (url, key), retry, body).await?;
+        let mut normalizer = Provider::OpenAi.normalizer();
+        let mut outputs = Vec::new();
+        let mut received = 0usize;
+        loop {
+            match response.chunk().await {
+                Ok(Some(bytes)) => {
+                    received += bytes.len();
+                    if received > self.max_body_bytes {
+                        return Err(err(format!(
+                            "response body exceeds {} bytes",
+                            self.max_body_bytes
+                        )));
+                    }
+                    normalizer.feed(&bytes, &mut outputs);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(err(format!("response cut: {}", chain(&e)))),
+            }
         }
-        out.extend_from_slice(data.get(..size)?);
-        data = data.get(size + 2..)?;
+        normalizer.finish(&mut outputs);
+        let mut reply = Reply {
+            turn: None,
+            errors: Vec::new(),
+            incomplete: Vec::new(),
+        };
+        for item in outputs {
+            match item {
+                // Several message ids in one answer: keep the blocks together.
+                Output::Turn(m) => match &mut reply.turn {
+                    Some(t) => {
+                        t.blocks.extend(m.blocks);
+                        if m.usage.is_some() {
+                            t.usage = m.usage;
+                        }
+                    }
+                    None => reply.turn = Some(m),
+                },
+                Output::Diagnostic(d) => {
+                    let detail = if d.detail.is_empty() {
+                        d.record.clone()
+                    } else {
+                        d.detail.clone()
+                    };
+                    match d.kind {
+                        DiagnosticKind::ProviderError => reply.errors.push(detail),
+                        DiagnosticKind::Incomplete => reply.incomplete.push(detail),
+                        _ => {}
+                    }
+                }
+                // The router runs the calls (router fidelity): the normalizer's
+                // agent-emitted reports of them are not recorded.
+                Output::ToolCall(_) | Output::ToolResult(_) => {}
+            }
+        }
+        Ok(reply)
     }
+}
+
+/// POSTs `body`, retrying 429, 5xx and connection failures per `policy`.
+async fn send(
+    client: &reqwest::Client,
+    (url, key): (&str, Option<&str>),
+    policy: RetryPolicy,
+    body: &Value,
+) -> Result<reqwest::Response, AgentError> {
+    let err = |m: String| AgentError(format!("POST {url}: {m}"));
+    let payload = serde_json::to_vec(body).map_err(|e| err(e.to_string()))?;
+    let mut retry = 0;
+    loop {
+        let mut req = client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(payload.clone());
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        let (failure, retry_after) = match req.send().await {
+            Ok(r) if r.status().is_success() => return Ok(r),
+            Ok(r) => {
+                let status = r.status();
+                let retry_after = r
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                let message = error_message(r).await;
+                let failure = format!("HTTP {}: {message}", status.as_u16());
+                if !(status.as_u16() == 429 || status.is_server_error()) {
+                    return Err(err(failure));
+                }
+                (failure, retry_after)
+            }
+            Err(e) if e.is_connect() || e.is_timeout() => (chain(&e), None),
+            Err(e) => return Err(err(chain(&e))),
+        };
+        if retry >= policy.max_retries {
+            let tries = retry + 1;
+            return Err(err(format!(
+                "{failure} (after {tries} attempt{})",
+                if tries == 1 { "" } else { "s" }
+            )));
+        }
+        tokio::time::sleep(policy.backoff(retry, retry_after)).await;
+        retry += 1;
+    }
+}
+
+/// The provider's message from an error response (`error.message`), else its bounded text.
+async fn error_message(mut r: reqwest::Response) -> String {
+    let mut raw = Vec::new();
+    while let Ok(Some(bytes)) = r.chunk().await {
+        raw.extend_from_slice(&bytes);
+        if raw.len() > ERROR_BODY_KEEP {
+            raw.truncate(ERROR_BODY_KEEP);
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&raw);
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| text.chars().take(300).collect())
+}
+
+/// An error with its sources ("error sending request: connection refused").
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 #[cfg(test)]
@@ -302,27 +493,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dechunks_and_maps_usage() {
+    fn backoff_doubles_and_is_capped_and_retry_after_wins_under_the_cap() {
+        let p = RetryPolicy {
+            max_retries: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(1),
+        };
+        assert_eq!(p.backoff(0, None), Duration::from_millis(100));
+        assert_eq!(p.backoff(2, None), Duration::from_millis(400));
+        assert_eq!(p.backoff(9, None), Duration::from_secs(1));
         assert_eq!(
-            dechunk(b"4\r\nWiki\r\n5;x=1\r\npedia\r\n0\r\n\r\n").unwrap(),
-            b"Wikipedia"
+            p.backoff(0, Some(Duration::from_millis(300))),
+            Duration::from_millis(300)
         );
-        assert!(dechunk(b"zz\r\n").is_none());
-        let u = usage_of(
-            &json!({"usage": {"prompt_tokens": 10, "completion_tokens": 3,
-            "prompt_tokens_details": {"cached_tokens": 4},
-            "completion_tokens_details": {"reasoning_tokens": 1}}}),
-        )
-        .unwrap();
         assert_eq!(
-            (
-                u.input_tokens,
-                u.output_tokens,
-                u.cache_read_tokens,
-                u.reasoning_tokens
-            ),
-            (Some(6), Some(3), Some(4), Some(1))
+            p.backoff(0, Some(Duration::from_secs(60))),
+            Duration::from_secs(1)
         );
-        assert!(usage_of(&json!({})).is_none());
+    }
+
+    #[test]
+    fn the_step_env_wins_over_the_runner_for_the_endpoint() {
+        let r = HttpAgentRunner::new("http://runner/v1/").with_api_key("runner-key");
+        let (url, key) = r.endpoint(&BTreeMap::new());
+        assert_eq!(
+            (url.as_str(), key.as_deref()),
+            ("http://runner/v1/chat/completions", Some("runner-key"))
+        );
+        let env = BTreeMap::from([
+            ("OPENAI_BASE_URL".to_owned(), "https://step/v1".to_owned()),
+            ("OPENAI_API_KEY".to_owned(), "step-key".to_owned()),
+        ]);
+        let (url, key) = r.endpoint(&env);
+        assert_eq!(
+            (url.as_str(), key.as_deref()),
+            ("https://step/v1/chat/completions", Some("step-key"))
+        );
     }
 }

@@ -19,7 +19,7 @@
 //!
 //! | kind | does | `result` on `step.completed` |
 //! |---|---|---|
-//! | `agent` | runs an agent: a CLI subprocess ([`CliAgentRunner`]), the OpenAI-compatible HTTP tool loop ([`HttpAgentRunner`]) or any registered [`AgentRunner`] | the final answer text |
+//! | `agent` | runs an agent: a CLI subprocess ([`CliAgentRunner`]; without `command:` the `claude`, `codex` and `gemini` presets run the real CLIs, [`preset`]), the OpenAI-compatible HTTP tool loop ([`HttpAgentRunner`]) or any registered [`AgentRunner`] | the final answer text; `{"output", "warnings"}` when the provider reported errors the agent survived ([`AgentReply::warnings`]) |
 //! | `command` | a string: `sh -c` in the workspace, values shell-quoted; a list: the argv, no shell | `{"command", "stdout", "exit_code"}` (`command`: the resolved line, or the argv list) |
 //! | `operation` | one tool call through the [`ToolRouter`] | the tool's output |
 //! | `terminal` | ends the run with success or failure and a message | `{"status", "message"}` |
@@ -219,6 +219,7 @@ pub mod demo;
 pub mod emit;
 pub mod http_agent;
 pub mod plugin;
+pub mod preset;
 pub mod process;
 pub mod service;
 pub mod shell;
@@ -233,8 +234,9 @@ pub use audit::{
 pub use cli_agent::CliAgentRunner;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
-pub use http_agent::HttpAgentRunner;
+pub use http_agent::{HttpAgentRunner, RetryPolicy};
 pub use plugin::{ExternalPlugin, start_declared_plugins};
+pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Condition, Scope, StepValue, Template, TemplateError};

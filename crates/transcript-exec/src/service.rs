@@ -392,6 +392,12 @@ impl ExecutionService {
             StepKind::Operation { tool, .. } if !router.has(tool) => Some(format!(
                 "unknown tool '{tool}' (not registered with the router)"
             )),
+            // A preset's tools are the CLI's own (mapped, crate::preset).
+            StepKind::Agent(a)
+                if a.command.is_empty() && crate::preset::Preset::of(&a.provider).is_some() =>
+            {
+                None
+            }
             StepKind::Agent(a) => a
                 .tools
                 .iter()
@@ -1156,6 +1162,11 @@ async fn run_kind(
                 model: spec.model.clone(),
                 max_turns: spec.max_turns,
                 tools: spec.tools.clone(),
+                env: spec
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), render_str(v, scope)))
+                    .collect(),
                 workspace: ctx.inner.workspace.clone(),
             };
             ctx.emitter
@@ -1167,10 +1178,12 @@ async fn run_kind(
                     Payload::MessageUser(MessagePayload::new(Role::User, blocks))
                 })
                 .await;
-            // CLI agents (a command is given) need no registration.
+            // CLI agents (a command, or a provider preset) need no registration.
             let runner = match ctx.inner.agents.get(&spec.provider) {
                 Some(r) => r.clone(),
-                None if !spec.command.is_empty() => {
+                None if !spec.command.is_empty()
+                    || crate::preset::Preset::of(&spec.provider).is_some() =>
+                {
                     Arc::new(crate::cli_agent::CliAgentRunner) as Arc<dyn AgentRunner>
                 }
                 None => {
@@ -1189,10 +1202,15 @@ async fn run_kind(
             .with_call_id_prefix(ctx.agent_call_prefix(path, iteration));
             let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
             match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
-                Some(Ok(Ok(reply))) if !cancel.is_cancelled() => KindOut::done(
-                    Value::String(reply.output.clone()),
-                    Some(Value::String(reply.output)),
-                ),
+                Some(Ok(Ok(reply))) if !cancel.is_cancelled() => {
+                    // Warnings the agent survived stay visible in the result.
+                    let result = if reply.warnings.is_empty() {
+                        Value::String(reply.output.clone())
+                    } else {
+                        serde_json::json!({"output": reply.output.clone(), "warnings": reply.warnings})
+                    };
+                    KindOut::done(Value::String(reply.output), Some(result))
+                }
                 _ if cancel.is_cancelled() => KindOut::flow(Flow::Cancelled),
                 Some(Ok(Ok(_))) => KindOut::flow(Flow::Cancelled),
                 Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.0)),

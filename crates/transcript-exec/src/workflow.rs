@@ -46,9 +46,11 @@
 //!     inputs: { text: "{{steps.read.output}}" }
 //!   - name: review
 //!     type: agent                  # provider, prompt, system_prompt?, command? (argv),
-//!     provider: claude             # model?, max_turns?, tools? (the router tools the agent may call)
-//!     command: ["claude", "-p", "--output-format", "stream-json", "--verbose"]
+//!     provider: claude             # model?, max_turns?, tools? (the router tools the agent may call),
 //!     prompt: "Review {{steps.read.output}}; keep {% raw %}{{ .Values }}{% endraw %} as is"
+//!     tools: [read_file]           # env? (extra process environment, values templated);
+//!     env: { ANTHROPIC_BASE_URL: "http://127.0.0.1:8080" }  # no command: the provider's
+//!                                  # preset runs the real CLI (crate::preset)
 //!   - name: stamp
 //!     type: my_custom_type         # any registered custom type; parameters under `with`
 //!     with: { label: x }
@@ -352,8 +354,12 @@ pub struct AgentSpec {
     pub model: Option<String>,
     /// Upper bound of tool-loop turns for HTTP agents.
     pub max_turns: Option<u32>,
-    /// Tools offered to an HTTP agent (router tool names).
+    /// Tools offered to an HTTP agent (router tool names); for a CLI
+    /// preset, what the CLI may run without asking ([`crate::preset`]).
     pub tools: Vec<String>,
+    /// Extra environment of a CLI agent's process (values templated), on
+    /// top of the runner's: a preset's endpoint and credentials.
+    pub env: BTreeMap<String, String>,
 }
 
 /// What a `command` step runs.
@@ -543,6 +549,8 @@ struct StepDef {
     max_turns: Option<u32>,
     #[serde(default)]
     tools: Option<Vec<String>>,
+    #[serde(default)]
+    env: Option<BTreeMap<String, String>>,
     // custom
     #[serde(default)]
     with: Option<Value>,
@@ -688,6 +696,7 @@ impl StepDef {
                     "model",
                     "max_turns",
                     "tools",
+                    "env",
                 ]);
                 let command = match self.command.clone() {
                     None => Vec::new(),
@@ -712,6 +721,7 @@ impl StepDef {
                     model: self.model.clone(),
                     max_turns: self.max_turns,
                     tools: self.tools.clone().unwrap_or_default(),
+                    env: self.env.clone().unwrap_or_default(),
                 })
             }
             other => {
@@ -723,7 +733,7 @@ impl StepDef {
             }
         };
         // Fields of another kind are mistakes worth reporting, not ignoring.
-        let present: [(&str, bool); 20] = [
+        let present: [(&str, bool); 21] = [
             ("command", self.command.is_some()),
             ("tool", self.tool.is_some()),
             ("input", self.input.is_some()),
@@ -743,6 +753,7 @@ impl StepDef {
             ("model", self.model.is_some()),
             ("max_turns", self.max_turns.is_some()),
             ("tools", self.tools.is_some()),
+            ("env", self.env.is_some()),
             ("with", self.with.is_some()),
         ];
         if let Some((field, _)) = present.iter().find(|(f, p)| *p && !used.contains(f)) {
@@ -1147,8 +1158,18 @@ fn validate_seq(
                 for arg in &a.command {
                     check(arg, "command", visible)?;
                 }
+                for value in a.env.values() {
+                    check(value, "env", visible)?;
+                }
                 if a.provider.is_empty() {
                     return Err(err("agent needs a provider".into()));
+                }
+                if a.command.is_empty()
+                    && let Some(preset) = crate::preset::Preset::of(&a.provider)
+                {
+                    preset
+                        .check(a.max_turns, &a.tools)
+                        .map_err(|e| err(e.to_string()))?;
                 }
             }
             StepKind::Custom { params, .. } => check_json(params, "with", visible)?,
@@ -1465,6 +1486,42 @@ steps:
             .unwrap_err();
         assert!(e.reason.contains("required input 'need'"), "{e}");
         let _ = json!(null);
+    }
+    #[test]
+    fn agent_env_is_parsed_templated_and_checked_and_presets_refuse_what_their_cli_lacks() {
+        let text = r#"
+name: p
+inputs: [ { name: url } ]
+steps:
+  - name: ask
+    type: agent
+    provider: claude
+    prompt: hi
+    max_turns: 2
+    tools: [read_file, Grep]
+    env: { ANTHROPIC_BASE_URL: "{{inputs.url}}" }
+"#;
+        let wf = Workflow::from_yaml(text, "t.yaml").unwrap();
+        let StepKind::Agent(a) = &wf.steps[0].kind else {
+            panic!("an agent step")
+        };
+        assert_eq!(a.env["ANTHROPIC_BASE_URL"], "{{inputs.url}}");
+        WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
+        let bad_ref = text.replace("inputs.url", "inputs.nope");
+        assert!(yaml_err(&bad_ref).contains("env"), "{}", yaml_err(&bad_ref));
+        let codex = text.replace("provider: claude", "provider: codex");
+        let e = yaml_err(&codex);
+        assert!(
+            e.contains("the codex preset has no max_turns option"),
+            "{e}"
+        );
+        // A command of one's own: the preset's limits do not apply.
+        let own = codex.replace("prompt: hi", "prompt: hi\n    command: [codex]");
+        let wf = Workflow::from_yaml(&own, "t.yaml").unwrap();
+        WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
+        let on_command =
+            "name: p\nsteps:\n  - name: c\n    type: command\n    command: ls\n    env: { A: b }\n";
+        assert!(yaml_err(on_command).contains("field 'env' does not apply"));
     }
 }
 

@@ -302,6 +302,7 @@ impl AgentRunner for RoutingRunner {
         seam.agent_tool_result("Think", "a1", other, None).await;
         Ok(AgentReply {
             output: "done".into(),
+            ..AgentReply::default()
         })
     }
 }
@@ -458,4 +459,54 @@ async fn agent_output_is_recorded_while_the_agent_still_runs() {
     let out = run.await.unwrap().unwrap();
     assert!(out.succeeded(), "{:?}", out.error);
     assert_well_formed(&decode_all(&inner.bytes()));
+}
+
+#[tokio::test]
+async fn a_warning_the_agent_survives_is_kept_in_the_result_and_does_not_fail_the_step() {
+    let capture = fixtures().join("providers/codex/exec-warning-item.jsonl");
+    let (factory, out) = run_one(agent(
+        "codex",
+        "codex",
+        vec!["cat".into(), capture.display().to_string()],
+        "Go",
+    ))
+    .await;
+    assert!(out.succeeded(), "{:?}", out.error);
+    let events = factory.events(out.run_id);
+    let done = of_type(&events, EventType::StepCompleted)[0]
+        .step()
+        .unwrap();
+    assert!(done.error.is_none());
+    let result: Value = serde_json::from_str(done.result.as_ref().unwrap().get()).unwrap();
+    let warnings = result["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{result}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .starts_with("Model metadata for `scripted-model` not found"),
+        "{result}"
+    );
+    assert!(result["output"].is_string(), "{result}");
+}
+
+#[tokio::test]
+async fn a_preset_without_its_binary_fails_naming_the_npm_package() {
+    let mut step = agent("ask", "gemini", vec![], "Hi");
+    if let StepKind::Agent(a) = &mut step.kind {
+        a.env.insert("PATH".into(), "/nonexistent".into());
+        a.env.insert("TRANSCRIPT_GEMINI_BIN".into(), String::new());
+    }
+    let (factory, out) = run_one(step).await;
+    assert!(!out.succeeded());
+    let events = factory.events(out.run_id);
+    let done = of_type(&events, EventType::StepCompleted)[0]
+        .step()
+        .unwrap();
+    let error = done.error.as_deref().unwrap();
+    assert!(
+        error.contains("gemini not found on PATH")
+            && error.contains("npm install -g @google/gemini-cli"),
+        "{error}"
+    );
 }

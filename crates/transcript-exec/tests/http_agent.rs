@@ -127,34 +127,31 @@ async fn tool_loop_runs_calls_through_the_router_and_records_turns() {
             "run.started",
             "step.started",
             "message.user",
+            // Causal order: the turn that asked for the tool, then the call it caused.
+            "message.assistant",
             "tool.call",
             "tool.result",
-            "message.assistant",
             "message.assistant",
             "step.completed",
             "run.completed"
         ]
     );
     // The router executed the model's call under the model's id.
-    let call = events[3].tool().unwrap();
+    let call = events[4].tool().unwrap();
     assert_eq!(
         (call.call_id.as_str(), call.fidelity),
         ("ask#0/call_read_1", Fidelity::Router)
     );
     assert_eq!(call.input.to_value(), json!({"path": "notes.txt"}));
     assert_eq!(
-        events[4].tool().unwrap().output.to_value(),
+        events[5].tool().unwrap().output.to_value(),
         json!("buy milk")
     );
-    // Turn 1 keeps its tool_use and the tool_result answering it.
-    let turn1 = events[5].message().unwrap().to_message().unwrap();
+    // Turn 1 holds its text and the tool_use; the result is the router's tool.result.
+    let turn1 = events[3].message().unwrap().to_message().unwrap();
     let kinds: Vec<BlockType> = turn1.blocks.iter().map(|b| b.block_type()).collect();
-    assert_eq!(
-        kinds,
-        [BlockType::Text, BlockType::ToolUse, BlockType::ToolResult]
-    );
+    assert_eq!(kinds, [BlockType::Text, BlockType::ToolUse]);
     assert_eq!(turn1.blocks[1].tool_id(), Some("ask#0/call_read_1"));
-    assert_eq!(turn1.blocks[2].tool_id(), Some("ask#0/call_read_1"));
     assert_eq!(turn1.model.as_deref(), Some("gpt-demo"));
     let usage = turn1.usage.unwrap();
     assert_eq!(
@@ -219,12 +216,19 @@ async fn turn_limit_and_http_errors_fail_the_step() {
     let events = factory.events(out.run_id);
     assert_well_formed(&events);
     // The missing file is the tool's error, recorded and sent back to the model.
-    assert!(events[4].tool().unwrap().error.is_some());
+    assert_eq!(
+        types(&events)[3..6],
+        ["message.assistant", "tool.call", "tool.result"]
+    );
+    assert!(events[5].tool().unwrap().error.is_some());
 
     let svc = ExecutionService::deterministic_builder(&ws, ts0())
         .agent_runner(
             "openai",
-            Arc::new(HttpAgentRunner::new("https://example.invalid/v1")),
+            Arc::new(
+                HttpAgentRunner::new("https://example.invalid/v1")
+                    .with_retry(transcript_exec::RetryPolicy::none()),
+            ),
         )
         .build()
         .unwrap();
@@ -236,10 +240,12 @@ async fn turn_limit_and_http_errors_fail_the_step() {
         )
         .await
         .unwrap();
+    // https is spoken now; the name does not resolve: a connection error naming the URL.
+    let error = out.error.unwrap();
     assert!(
-        out.error
-            .unwrap()
-            .contains("only http:// URLs are supported")
+        error.contains("POST https://example.invalid/v1/chat/completions: ")
+            && error.contains("(after 1 attempt)"),
+        "{error}"
     );
 }
 

@@ -204,7 +204,14 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         .deterministic(args.deterministic)
         .recorder_factory(factory.clone())
         .audit_file(args.storage.join("audit.jsonl"))
-        .router(router);
+        .router(router)
+        // `provider: openai`: the OpenAI-compatible HTTP agent, its endpoint and key from the
+        // step's env: or OPENAI_BASE_URL / OPENAI_API_KEY. claude, codex and gemini run their
+        // CLI presets without registration.
+        .agent_runner(
+            "openai",
+            Arc::new(transcript_exec::HttpAgentRunner::from_env()),
+        );
     // The audit trail beside the transcript is masked like it.
     if let Some(redactor) = args.redactor.clone() {
         builder = builder.audit_mask(Arc::new(move |text: &str| {
