@@ -28,9 +28,8 @@ const FINAL_TEXT: &str = "The notes say the launch code is 7-alpha-tango.";
 /// command substitution, `$((...))` included).
 const SHELL: &str = "echo shell-42 | tr a-z A-Z";
 const SHELL_OUT: &str = "SHELL-42";
-/// A model Codex has metadata for. With an unknown one it prints its "Model metadata ... not
-/// found" error item before `turn.started`, which the Codex normalizer still reports as a
-/// provider error (it only downgrades error items inside a turn to warnings).
+/// A model Codex has metadata for (with an unknown one it prints its "Model metadata ... not
+/// found" warning: `codex_preset_survives_its_unknown_model_warning`).
 const CODEX_MODEL: &str = "gpt-5.5";
 
 /// The variable of each CLI that carries the server endpoint (or its config) in the step's
@@ -71,6 +70,7 @@ impl Run {
         let var = step_env_var(cli);
         let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
         let model = match cli {
+            _ if extra.contains("model:") => String::new(),
             AgentCli::Claude => String::new(),
             AgentCli::Codex => format!("    model: {CODEX_MODEL}\n"),
             AgentCli::Gemini => format!(
@@ -508,6 +508,29 @@ fn codex_preset_reads_a_file_runs_a_command_and_answers() {
 #[test]
 fn codex_preset_one_turn_receipts_equal_billing() {
     one_turn(AgentCli::Codex);
+}
+
+/// Codex prints an `error` item for a model it has no metadata for, before the turn starts,
+/// and then carries on: a warning kept with the step, not a failure.
+#[test]
+fn codex_preset_survives_its_unknown_model_warning() {
+    let cli = AgentCli::Codex;
+    let script = Script::new([Turn::text("Hello.").with_usage(usage(cli, 900, 12, 200))]);
+    let server = ModelServer::start(script.clone()).unwrap();
+    let extra = "    model: testkit-unknown-model\n";
+    let Some(run) = Run::start(cli, sandbox(), &server, "Say hello.", extra) else {
+        return;
+    };
+    let why = run.describe(&server);
+    assert!(run.output.status.success(), "{why}");
+    let completed = run.step_completed();
+    assert!(completed["payload"]["error"].is_null(), "{why}");
+    let result = completed["payload"]["result"].to_string();
+    assert!(
+        result.contains("Model metadata"),
+        "the warning is kept: {result}\n{why}"
+    );
+    assert_receipts_equal_billing(&run, &server, 1);
 }
 
 #[test]

@@ -27,6 +27,8 @@ pub(crate) struct Codex {
     /// completes (Codex prints e.g. missing model metadata this way and
     /// carries on), a provider error when it fails or the stream ends.
     item_errors: Vec<(Position, String, String)>,
+    /// A turn started and has not completed or failed yet.
+    in_turn: bool,
 }
 
 /// `event_msg` types of rollout files that duplicate a `response_item`.
@@ -117,11 +119,19 @@ impl Mapper for Codex {
             }
             "turn.started" => {
                 turns.expect(EXEC_TERMINAL);
-                self.flush_item_errors(K::ProviderError, out);
+                // Error items seen before the turn (Codex prints its "Model metadata ... not
+                // found" warning before `turn.started`) stay pending: the turn's outcome
+                // decides whether the run survived them. Those of a previous turn that never
+                // completed are errors.
+                if self.in_turn {
+                    self.flush_item_errors(K::ProviderError, out);
+                }
+                self.in_turn = true;
                 turns.end_turn(out);
                 diag(out, K::Metadata, pos, t, "");
             }
             "turn.completed" => {
+                self.in_turn = false;
                 turns.terminal();
                 self.flush_item_errors(K::Warning, out);
                 if let Some(usage) = v.get("usage") {
@@ -132,6 +142,7 @@ impl Mapper for Codex {
                 turns.end_turn(out);
             }
             "turn.failed" => {
+                self.in_turn = false;
                 turns.terminal();
                 self.flush_item_errors(K::ProviderError, out);
                 let detail = v.get("error").map(error_text).unwrap_or_default();

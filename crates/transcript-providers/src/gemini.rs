@@ -120,14 +120,25 @@ impl Mapper for Gemini {
 
 /// `result.stats` of stream-json: totals for the whole run (`input_tokens`
 /// includes `cached`).
+/// Gemini CLI's `result.stats`. Thought tokens are not part of `output_tokens` (the Gemini
+/// API counts them apart); CLI versions that omit `thoughts` (0.61) still count them in
+/// `total_tokens`, so they are what `total_tokens` has beyond input and output.
 fn stream_usage(st: &Value) -> Usage {
     let cached = u(st, "cached");
+    let input = u(st, "input_tokens").or_else(|| u(st, "input"));
+    let output = u(st, "output_tokens");
+    let thoughts = u(st, "thoughts").or_else(|| {
+        let (total, input, output) = (u(st, "total_tokens")?, input?, output?);
+        total
+            .checked_sub(input.saturating_add(output))
+            .filter(|t| *t > 0)
+    });
     Usage {
-        input_tokens: minus(u(st, "input_tokens").or_else(|| u(st, "input")), cached),
-        output_tokens: u(st, "output_tokens"),
+        input_tokens: minus(input, cached),
+        output_tokens: output,
         cache_read_tokens: cached,
         cache_write_tokens: None,
-        reasoning_tokens: u(st, "thoughts"),
+        reasoning_tokens: thoughts,
         cost_usd: None,
     }
 }

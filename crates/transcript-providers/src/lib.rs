@@ -195,7 +195,7 @@
 //! | gemini | `message` role assistant (`delta: true` pieces accumulate into one text block) | text |
 //! | gemini | `tool_use` / `tool_result` by `tool_id` | use / result (`status: error` → error) |
 //! | gemini | `error` | E |
-//! | gemini | `result` | `stats` → usage of the open turn (whole run); non-success status → E |
+//! | gemini | `result` | `stats` → usage of the open turn (whole run): thought tokens (`thoughts`, or `total_tokens` − `input_tokens` − `output_tokens` where the CLI omits them) → reasoning, not part of output (Gemini counts them apart); non-success status → E |
 //! | gemini | `--output-format json` document | `response` → text; `stats.models.*.tokens` summed → usage; `stats.tools` calls → X (no content); `error` → E |
 //! | gemini | thinking | none in stream-json: the documented extra of the equivalence test |
 //! | copilot | `assistant.message` | turn per `messageId`: `reasoningText` → thinking, `content` → text, `toolRequests` → use, `outputTokens` → usage |

@@ -43,6 +43,27 @@ fn a_codex_error_item_followed_by_a_completed_turn_is_a_warning() {
     assert_eq!(Summary::of(&out).turns, 1);
 }
 
+/// What real Codex 0.169 printed against our scripted server
+/// (`fixtures/agent-clis/codex/tool_round_trip.jsonl`): the warning item comes *before*
+/// `turn.started`, and the turn then completes.
+#[test]
+fn a_codex_warning_printed_before_the_turn_starts_is_a_warning_too() {
+    let path = own_fixtures().join("../agent-clis/codex/tool_round_trip.jsonl");
+    let bytes = std::fs::read(&path).unwrap();
+    let first_lines: Vec<&str> = std::str::from_utf8(&bytes)
+        .unwrap()
+        .lines()
+        .take(3)
+        .collect();
+    assert!(
+        first_lines[1].contains("\"type\":\"error\"") && first_lines[2].contains("turn.started")
+    );
+    let out = assert_chunking_invariant(Provider::Codex, &bytes, "tool_round_trip.jsonl");
+    let kinds = kinds(&out);
+    assert!(!kinds.contains(&K::ProviderError), "{out:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == K::Warning).count(), 1);
+}
+
 #[test]
 fn a_codex_error_item_without_a_completed_turn_is_still_an_error() {
     let err = r#"{"type":"item.completed","item":{"id":"e","type":"error","message":"boom"}}"#;
@@ -136,4 +157,28 @@ fn each_claude_run_in_a_file_is_settled_on_its_own_result() {
         })
         .collect();
     assert_eq!(per_turn, [10, 7]);
+}
+
+/// Gemini CLI 0.61 against our scripted server (`fixtures/agent-clis/gemini/`), which billed 62
+/// output tokens of which 10 thinking: the CLI prints `output_tokens` 52 without `thoughts`,
+/// and `total_tokens` still counts them.
+#[test]
+fn gemini_thought_tokens_come_from_the_total_when_the_cli_omits_them() {
+    let path = own_fixtures().join("../agent-clis/gemini/tool_round_trip.jsonl");
+    let out = assert_chunking_invariant(
+        Provider::Gemini,
+        &std::fs::read(&path).unwrap(),
+        "tool_round_trip.jsonl",
+    );
+    let mut usage = Usage::default();
+    for o in &out {
+        if let Some(u) = o
+            .to_payload()
+            .and_then(|p| p.as_message().and_then(|m| m.usage.clone()))
+        {
+            usage.accumulate(&u);
+        }
+    }
+    assert_eq!(usage.reasoning_tokens, Some(10), "{usage:?}");
+    assert_eq!(usage.output_tokens, Some(52), "{usage:?}");
 }
