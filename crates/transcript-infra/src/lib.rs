@@ -54,8 +54,12 @@
 //! reader enforces too, so the writer never writes a line its reader
 //! refuses), queues it with a one-shot acknowledgement and awaits that: the
 //! task is suspended, not blocked, however slow the disk is, so even a
-//! current-thread runtime keeps running its other tasks. An invalid or
-//! oversized draft fails with `RecordError::Encode` before it gets a seq.
+//! current-thread runtime keeps running its other tasks. An invalid draft
+//! fails with `RecordError::Invalid`, an oversized one with
+//! `RecordError::TooLarge`, before it gets a seq. Every
+//! `RecordError::Storage` carries the `io::Error` behind it as its source,
+//! so its message ends with the OS cause (`write failed: No space left on
+//! device (os error 28)`).
 //!
 //! The thread takes everything queued as one batch (group commit): one
 //! clock read, seqs and that timestamp assigned in file order, one

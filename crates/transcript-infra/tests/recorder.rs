@@ -196,6 +196,39 @@ async fn symlinks_are_refused_for_the_file_and_the_storage_dir() {
     assert!(err.to_string().contains("not a directory"), "{err}");
 }
 
+/// Issue 17 item 9: every storage error names the OS cause, also when the
+/// storage path is a regular file or the transcript path is a directory.
+#[tokio::test]
+async fn storage_errors_carry_the_os_cause() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let err = builder(&file, run_id(8)).open().unwrap_err();
+    assert!(
+        matches!(&err, RecordError::Storage { source: Some(e), .. } if e.raw_os_error() == Some(17)),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .ends_with("storage path exists and is not a directory: File exists (os error 17)"),
+        "{err}"
+    );
+    // Below a file: the lookup itself fails.
+    let err = builder(&file.join("sub"), run_id(8)).open().unwrap_err();
+    assert!(
+        err.to_string().ends_with("Not a directory (os error 20)"),
+        "{err}"
+    );
+    let run = run_id(9);
+    std::fs::create_dir(tmp.path().join(run.file_name())).unwrap();
+    let err = builder(tmp.path(), run).open().unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("cannot open for append: Is a directory (os error 21)"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn a_directory_or_fifo_at_the_transcript_path_is_refused() {
     let tmp = tempfile::tempdir().unwrap();

@@ -404,9 +404,7 @@ impl Shared {
             }
         }
         // Refused before it gets a seq: our own verify would reject it.
-        draft
-            .validate()
-            .map_err(|e| RecordError::Encode(format!("invalid event: {e}")))?;
+        draft.validate()?;
         // What subscribers get from the draft then equals what the line
         // decodes to.
         draft.payload.canonicalize();
@@ -415,11 +413,12 @@ impl Shared {
             .map_err(|e| RecordError::Encode(e.to_string()))?;
         // The reader refuses longer lines: never write one (the caller
         // truncates big values before).
-        if line_bound(bytes.len()) > MAX_LINE_BYTES {
-            return Err(RecordError::Encode(format!(
-                "event line of up to {} bytes exceeds the {MAX_LINE_BYTES}-byte line cap shared with the reader; nothing was written",
-                line_bound(bytes.len())
-            )));
+        let length = line_bound(bytes.len());
+        if length > MAX_LINE_BYTES {
+            return Err(RecordError::TooLarge {
+                length,
+                limit: MAX_LINE_BYTES,
+            });
         }
         Ok((bytes, split, draft))
     }

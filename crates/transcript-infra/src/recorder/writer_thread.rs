@@ -226,11 +226,9 @@ impl Writer {
                     outcomes.push((entry.ack, Ok(seq)));
                 } else {
                     let error = match &written.failure {
-                        Some((message, e)) => storage_error(
-                            &self.path,
-                            message.clone(),
-                            Some(io::Error::new(e.kind(), e.to_string())),
-                        ),
+                        Some((message, e)) => {
+                            storage_error(&self.path, message.clone(), Some(copy_io_error(e)))
+                        }
                         None => RecordError::Closed,
                     };
                     outcomes.push((entry.ack, Err(error)));
@@ -375,6 +373,16 @@ impl Writer {
         let mut p = lock(&published);
         p.closed = true;
         p.fanout.close_all();
+    }
+}
+
+/// A copy of `e` for each failed record of a batch (`io::Error` is not
+/// `Clone`): keeps the OS error number, so the copy displays, and matches,
+/// exactly like the original (`No space left on device (os error 28)`).
+fn copy_io_error(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.kind(), e.to_string()),
     }
 }
 
