@@ -227,6 +227,8 @@ impl JsonlRecorderBuilder {
             needs_repair: false,
             sync_due: None,
             sync_failed: None,
+            last_batch: 0,
+            last_sync: Duration::ZERO,
             buf: Vec::with_capacity(64 * 1024),
             ends: Vec::new(),
             published: Arc::clone(&published),
