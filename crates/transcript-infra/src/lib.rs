@@ -64,9 +64,11 @@
 //! The thread takes everything queued as one batch (group commit): one
 //! clock read, seqs and that timestamp assigned in file order, one
 //! `write(2)`, one `fdatasync` under [`Durability::Always`], then the
-//! acknowledgements, then the broadcast. Concurrent producers therefore
+//! broadcast, then the acknowledgements. Concurrent producers therefore
 //! share writes and syncs without any coordination of their own: whatever
-//! arrives while a batch is written or synced is the next batch.
+//! arrives while a batch is written or synced is the next batch (under
+//! `Always` a batch briefly waits for the producers the previous one
+//! acknowledged, so they keep sharing one sync).
 //! [`JsonlRecorder::write_stats`] shows the batching. The design, with its
 //! close and drop protocol, is documented once, in `src/recorder/mod.rs`.
 //! [`JsonlRecorder::record`] is also an inherent method, so callers holding
@@ -112,7 +114,13 @@
 //!   gapless and the recorder stays usable. A failed `fdatasync` under
 //!   `Always` un-writes the whole batch the same way: nothing unsynced is
 //!   acknowledged.
-//! * Opening an existing file continues at the highest seq + 1 (also for
+//! * [`JsonlRecorderBuilder::open`] (and the factory's `create`) starts a
+//!   new run and refuses a run id whose file already holds anything
+//!   (`RecordError::Storage`, "run already exists (resume it explicitly)"),
+//!   leaving the file untouched: reusing a finished run's id must not
+//!   append a second run to it. Continuing a run is explicit:
+//!   [`JsonlRecorderBuilder::resume`] / [`JsonlRecorderFactory::resume`].
+//! * Resuming an existing file continues at the highest seq + 1 (also for
 //!   foreign files whose lines are out of order). A seq is never handed out
 //!   twice: a line that is not a readable event (oversized, damaged, from a
 //!   newer writer) but starts with our `{"seq":N,` prefix still counts with

@@ -53,8 +53,14 @@ pub enum FindingCode {
     DecodeWarning,
     /// A timestamp earlier than the previous line's.
     TimestampBackwards,
-    /// A file without any event.
+    /// A file without any event (empty, or nothing but bad lines): an
+    /// error, a transcript describes a run.
     NoEvents,
+    /// A second `run.started`: the file holds more than one run.
+    SecondRunStarted,
+    /// Events after `run.completed`: the run was appended to after it
+    /// ended (a second run in the same file).
+    EventAfterRunCompleted,
     /// Child runs nested deeper than the tree builder follows
     /// (`transcript_domain::tree::MAX_DEPTH`); deeper links are not visited.
     LinkTooDeep,
@@ -132,7 +138,9 @@ impl FileReport {
 ///
 /// Errors: malformed lines, seq not strictly increasing from 1 without gaps
 /// or duplicates, more than one `run_id` or `parent_run_id`, child links on
-/// the wrong event types. Warnings: unterminated final line, empty lines,
+/// the wrong event types, no events at all (an empty file, or only bad
+/// lines), more than one run (a second `run.started`, events after
+/// `run.completed`). Warnings: unterminated final line, empty lines,
 /// decode warnings, timestamps going backwards.
 pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
     let mut report = FileReport {
@@ -150,6 +158,10 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
     let mut expected: Seq = 1;
     let mut last_ts: Option<Timestamp> = None;
     let mut children = HashSet::new();
+    let mut run_started: Option<u64> = None;
+    let mut run_completed: Option<u64> = None;
+    // Events after `run.completed`: how many, and where the first is.
+    let mut after_end: Option<(u64, u64, u64)> = None;
     for item in reader {
         match item {
             Ok(ReadItem::Event(ev)) => {
@@ -258,6 +270,26 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
                     }
                     (false, None) => {}
                 }
+                if run_completed.is_some() {
+                    after_end.get_or_insert((0, line, offset)).0 += 1;
+                }
+                match e.kind.known() {
+                    Some(EventType::RunStarted) => match run_started {
+                        Some(first) => report.errors.push(Finding::at(
+                            FindingCode::SecondRunStarted,
+                            line,
+                            offset,
+                            format!(
+                                "a second run.started (the first is at line {first}): the file holds more than one run"
+                            ),
+                        )),
+                        None => run_started = Some(line),
+                    },
+                    Some(EventType::RunCompleted) if run_completed.is_none() => {
+                        run_completed = Some(line);
+                    }
+                    _ => {}
+                }
                 if last_ts.is_some_and(|t| e.timestamp < t) {
                     report.warnings.push(Finding::at(
                         FindingCode::TimestampBackwards,
@@ -307,10 +339,25 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
             }
         }
     }
+    if let (Some(end), Some((count, line, offset))) = (run_completed, after_end) {
+        report.errors.push(Finding::at(
+            FindingCode::EventAfterRunCompleted,
+            line,
+            offset,
+            format!(
+                "{count} event(s) after run.completed at line {end}: the run was appended to after it ended"
+            ),
+        ));
+    }
     if report.events == 0 {
+        let message = if report.lines == 0 {
+            "no events: the file is empty".to_owned()
+        } else {
+            format!("no events in {} line(s)", report.lines)
+        };
         report
-            .warnings
-            .push(Finding::file(FindingCode::NoEvents, "no events"));
+            .errors
+            .push(Finding::file(FindingCode::NoEvents, message));
     }
     report
 }
@@ -326,7 +373,9 @@ pub fn verify_file(path: impl AsRef<Path>) -> FileReport {
         Ok(reader) => verify_reader(reader),
         Err(e) => {
             let mut r = verify_reader(TranscriptReader::new(std::io::empty()));
+            // Only the real cause: not "no events" on top of it.
             r.warnings.clear();
+            r.errors.clear();
             r.errors
                 .push(Finding::file(FindingCode::ReadFailed, e.to_string()));
             r

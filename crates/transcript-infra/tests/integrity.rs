@@ -37,7 +37,7 @@ async fn an_oversized_line_keeps_its_seq_on_resume() {
     big.extend_from_slice(b"\"}\n");
     append(rec.path(), &big);
 
-    let rec = builder(tmp.path(), run).open().unwrap();
+    let rec = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(rec.resume_info().highest_seq, 2);
     assert!(
         rec.resume_info()
@@ -84,7 +84,7 @@ async fn the_largest_seq_refuses_the_resume() {
     let line = std::fs::read_to_string(rec.path()).unwrap();
     let max = line.replacen("{\"seq\":1,", &format!("{{\"seq\":{},", u64::MAX), 1);
     append(rec.path(), max.as_bytes());
-    let err = builder(tmp.path(), run).open().unwrap_err();
+    let err = builder(tmp.path(), run).resume().unwrap_err();
     let RecordError::Storage { path, message, .. } = &err else {
         panic!("{err:?}");
     };
@@ -142,7 +142,7 @@ async fn replay_counts_stored_lines_it_cannot_rebuild() {
     let damaged = format!("{{\"seq\":3,\"run_id\":\"{run}\", broken\n");
     append(rec.path(), format!("{unknown}{damaged}").as_bytes());
 
-    let rec = builder(tmp.path(), run).open().unwrap();
+    let rec = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(rec.next_seq(), 4);
     let mut sub = rec.subscribe_jsonl(Some(1)).unwrap();
     rec.record(step("b")).await.unwrap();

@@ -45,7 +45,7 @@ async fn reopen_continues_the_sequence() {
         rec.record(tool(i)).await.unwrap();
     }
     rec.close().await.unwrap();
-    let rec = builder(tmp.path(), run).open().unwrap();
+    let rec = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(rec.resume_info().highest_seq, 5);
     assert_eq!(rec.resume_info().existing_events, 5);
     assert!(rec.resume_info().warnings.is_empty());
@@ -65,7 +65,7 @@ async fn foreign_out_of_order_file_resumes_after_the_highest_seq() {
         ) + "\n"
     };
     std::fs::write(&path, line(3) + &line(9) + "not json\n" + &line(4)).unwrap();
-    let rec = builder(tmp.path(), run).open().unwrap();
+    let rec = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(rec.resume_info().highest_seq, 9);
     assert_eq!(
         rec.resume_info().warnings,
@@ -102,7 +102,7 @@ async fn torn_tail_is_moved_aside_and_the_file_ends_with_a_newline() {
         let mut bytes = good.clone();
         bytes.extend_from_slice(&frag);
         std::fs::write(&path, &bytes).unwrap();
-        let rec = builder(tmp.path(), run).open().unwrap();
+        let rec = builder(tmp.path(), run).resume().unwrap();
         let torn = tmp.path().join(format!("{}.torn", run.file_name()));
         assert_eq!(
             rec.resume_info().warnings,
@@ -132,7 +132,7 @@ async fn torn_tail_is_moved_aside_and_the_file_ends_with_a_newline() {
             .count(),
         2
     );
-    let rec = builder(tmp.path(), run).open().unwrap();
+    let rec = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(rec.record(step("c")).await.unwrap(), 3);
     rec.close().await.unwrap();
     assert_eq!(seqs(&path), [1, 2, 3]);
@@ -159,7 +159,7 @@ async fn a_second_recorder_on_the_same_run_is_locked_out_and_writes_nothing() {
     first.record(step("b")).await.unwrap();
     first.close().await.unwrap();
     // After close the run can be reopened.
-    let third = builder(tmp.path(), run).open().unwrap();
+    let third = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(third.next_seq(), 3);
 }
 

@@ -104,7 +104,9 @@ fn open_faulty(
     let rec = JsonlRecorder::builder(dir, SequentialRunIds::new().next_run_id())
         .clock(Arc::new(ManualClock::stepping(Timestamp::UNIX_EPOCH, 1)))
         .durability(durability)
-        .open_with(move |inner| Box::new(FaultySink { inner, faults: f2 }))
+        .open_with(OpenMode::New, move |inner| {
+            Box::new(FaultySink { inner, faults: f2 })
+        })
         .unwrap();
     (rec, faults)
 }
@@ -259,7 +261,7 @@ async fn interval_policy_flushes_in_the_background_and_stops_on_close() {
     rec.close().await.unwrap();
     // The descriptor is gone: the run can be reopened.
     let again = JsonlRecorder::builder(tmp.path(), rec.run_id())
-        .open()
+        .resume()
         .unwrap();
     assert_eq!(again.next_seq(), 11);
 }
