@@ -1,10 +1,13 @@
 //! `verify`: structural checks of transcript files, as a serializable
 //! report (used by `transcript validate`).
 
+mod seq;
+
 use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use seq::SeqCheck;
 use serde::Serialize;
 use transcript_domain::tree::MAX_DEPTH;
 use transcript_domain::{EventType, RunId, Seq, Timestamp};
@@ -26,6 +29,10 @@ pub enum FindingCode {
     SeqGap,
     /// A seq that is not greater than the previous one.
     SeqNotIncreasing,
+    /// One line whose seq does not fit while the lines around it are
+    /// consecutive (a stray or duplicated line): reported once, and the
+    /// lines after it are checked against the line before it.
+    SeqOutOfPlace,
     /// A `run_id` different from the file's first one.
     MixedRunId,
     /// The file is not named after its run id.
@@ -155,7 +162,7 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
         errors: Vec::new(),
         warnings: Vec::new(),
     };
-    let mut expected: Seq = 1;
+    let mut seqs = SeqCheck::default();
     let mut last_ts: Option<Timestamp> = None;
     let mut children = HashSet::new();
     let mut run_started: Option<u64> = None;
@@ -171,39 +178,8 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
                 if report.events == 1 {
                     report.run_id = Some(e.run_id);
                     report.parent_run_id = e.parent_run_id;
-                    if e.seq != 1 {
-                        report.errors.push(Finding::at(
-                            FindingCode::FirstSeqNotOne,
-                            line,
-                            offset,
-                            format!("first seq is {}, expected 1", e.seq),
-                        ));
-                    }
-                } else if e.seq > expected {
-                    report.errors.push(Finding::at(
-                        FindingCode::SeqGap,
-                        line,
-                        offset,
-                        format!(
-                            "seq {} follows {}: {} missing",
-                            e.seq,
-                            expected - 1,
-                            e.seq - expected
-                        ),
-                    ));
-                } else if e.seq < expected {
-                    report.errors.push(Finding::at(
-                        FindingCode::SeqNotIncreasing,
-                        line,
-                        offset,
-                        format!(
-                            "seq {} after {} (duplicate or out of order)",
-                            e.seq,
-                            expected - 1
-                        ),
-                    ));
                 }
-                expected = expected.max(e.seq.saturating_add(1));
+                seqs.push(e.seq, line, offset, &mut report.errors);
                 report.first_seq = Some(report.first_seq.map_or(e.seq, |s| s.min(e.seq)));
                 report.last_seq = Some(report.last_seq.map_or(e.seq, |s| s.max(e.seq)));
                 if report.run_id != Some(e.run_id) {
@@ -339,6 +315,7 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
             }
         }
     }
+    seqs.finish(&mut report.errors);
     if let (Some(end), Some((count, line, offset))) = (run_completed, after_end) {
         report.errors.push(Finding::at(
             FindingCode::EventAfterRunCompleted,
@@ -349,6 +326,9 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
             ),
         ));
     }
+    // Findings in file order (the seq check reports a line once it has
+    // seen the next one); file-wide ones last.
+    report.errors.sort_by_key(|f| f.line.unwrap_or(u64::MAX));
     if report.events == 0 {
         let message = if report.lines == 0 {
             "no events: the file is empty".to_owned()
