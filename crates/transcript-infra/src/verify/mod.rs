@@ -2,6 +2,7 @@
 //! report (used by `transcript validate`).
 
 mod seq;
+mod tools;
 
 use std::collections::HashSet;
 use std::io::BufRead;
@@ -9,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use seq::SeqCheck;
 use serde::Serialize;
+use tools::ToolPairing;
 use transcript_domain::tree::MAX_DEPTH;
-use transcript_domain::{EventType, RunId, Seq, Timestamp};
+use transcript_domain::{DecodedPayload, EventType, RunId, Seq, Timestamp};
 
 use crate::reader::{ReadError, ReadItem, ReadWarningKind, TranscriptReader};
 
@@ -68,6 +70,12 @@ pub enum FindingCode {
     /// Events after `run.completed`: the run was appended to after it
     /// ended (a second run in the same file).
     EventAfterRunCompleted,
+    /// A `tool.result` without an earlier `tool.call` of the same
+    /// `call_id` (a warning).
+    ToolResultWithoutCall,
+    /// A `tool.call` that never gets a `tool.result` (a warning: an
+    /// interrupted run leaves these).
+    ToolCallWithoutResult,
     /// Child runs nested deeper than the tree builder follows
     /// (`transcript_domain::tree::MAX_DEPTH`); deeper links are not visited.
     LinkTooDeep,
@@ -148,7 +156,8 @@ impl FileReport {
 /// the wrong event types, no events at all (an empty file, or only bad
 /// lines), more than one run (a second `run.started`, events after
 /// `run.completed`). Warnings: unterminated final line, empty lines,
-/// decode warnings, timestamps going backwards.
+/// decode warnings, timestamps going backwards, a `tool.result` without an
+/// earlier `tool.call` of its `call_id`, a `tool.call` without a result.
 pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
     let mut report = FileReport {
         path: None,
@@ -163,6 +172,7 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
         warnings: Vec::new(),
     };
     let mut seqs = SeqCheck::default();
+    let mut tools = ToolPairing::default();
     let mut last_ts: Option<Timestamp> = None;
     let mut children = HashSet::new();
     let mut run_started: Option<u64> = None;
@@ -266,6 +276,15 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
                     }
                     _ => {}
                 }
+                if let DecodedPayload::Tool(tool) = &e.payload {
+                    match e.kind.known() {
+                        Some(EventType::ToolCall) => tools.call(&tool.call_id, line, offset),
+                        Some(EventType::ToolResult) => {
+                            tools.result(&tool.call_id, line, offset, &mut report.warnings);
+                        }
+                        _ => {}
+                    }
+                }
                 if last_ts.is_some_and(|t| e.timestamp < t) {
                     report.warnings.push(Finding::at(
                         FindingCode::TimestampBackwards,
@@ -316,6 +335,7 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
         }
     }
     seqs.finish(&mut report.errors);
+    tools.finish(&mut report.warnings);
     if let (Some(end), Some((count, line, offset))) = (run_completed, after_end) {
         report.errors.push(Finding::at(
             FindingCode::EventAfterRunCompleted,
