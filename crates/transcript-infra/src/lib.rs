@@ -180,6 +180,15 @@
 //! it is linked. Both follow child links no deeper than the tree builder
 //! (`transcript_domain::tree::MAX_DEPTH`).
 //!
+//! A transcript file describes exactly one run: `verify` reports a file
+//! without any event (empty, or nothing but bad lines) and a file holding
+//! two runs (a second `run.started`, events after `run.completed`) as
+//! errors, and [`load_run_tree`] refuses a run without events
+//! ([`LoadError::NoEvents`]) rather than make up a run id. Seq faults are
+//! reported at their root: a single out-of-place line is one finding, not
+//! one per later line. Unpaired `tool.call` / `tool.result` events (by
+//! `call_id`) are warnings.
+//!
 //! # Threat model
 //!
 //! * **Content is verbatim.** Prompts, system prompts, tool inputs and

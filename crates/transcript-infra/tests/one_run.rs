@@ -115,3 +115,50 @@ async fn an_existing_empty_file_opens_as_a_new_run() {
     assert_eq!(rec.record(run_started()).await.unwrap(), 1);
     rec.close().await.unwrap();
 }
+
+/// Readers do not make up a run id (`00000000-…`) for a file without
+/// events: the tree loader says "no events", `verify_run` reports the
+/// run asked for with a `NoEvents` error, and an empty child is a missing
+/// child, not a run with a made-up id.
+#[tokio::test]
+async fn a_run_without_events_has_no_made_up_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, child) = (run_id(5), run_id(6));
+    let empty = tmp.path().join(root.file_name());
+    std::fs::write(&empty, b"").unwrap();
+    let err = transcript_infra::load_run_tree(tmp.path(), root).unwrap_err();
+    assert!(
+        matches!(&err, transcript_infra::LoadError::NoEvents { run_id, path } if *run_id == root && *path == empty),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("has no events"), "{err}");
+    let report = transcript_infra::verify_run(tmp.path(), root);
+    assert_eq!(report.run_id, root);
+    assert_eq!(report.files[0].run_id, None);
+    assert_eq!(codes(&report.files[0].errors), [FindingCode::NoEvents]);
+
+    // A root linking to an empty child file.
+    std::fs::remove_file(&empty).unwrap();
+    let rec = builder(tmp.path(), root).open().unwrap();
+    let step = StepPayload::new("call", "call_workflow");
+    rec.record(EventDraft::new("call", 0, Payload::CallWorkflowStarted(step)).with_child(child))
+        .await
+        .unwrap();
+    rec.close().await.unwrap();
+    std::fs::write(tmp.path().join(child.file_name()), b"").unwrap();
+    let loaded = transcript_infra::load_run_tree(tmp.path(), root).unwrap();
+    let nil = transcript_domain::RunId::from_bytes([0; 16]);
+    let call = &loaded.tree.steps[0];
+    assert!(
+        call.child.as_ref().is_none_or(|c| c.run_id != nil),
+        "{call:#?}"
+    );
+    assert!(
+        loaded.tree.all_problems().iter().any(|p| matches!(
+            p,
+            transcript_domain::tree::TreeProblem::ChildMissing { child_run_id } if *child_run_id == child
+        )),
+        "{:?}",
+        loaded.tree.problems
+    );
+}
