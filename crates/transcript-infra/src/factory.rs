@@ -8,7 +8,7 @@ use transcript_domain::{Clock, EventMask, RecordError, Recorder, RecorderFactory
 
 use crate::clock::SystemClock;
 use crate::fanout::DEFAULT_SUBSCRIBER_BUFFER;
-use crate::recorder::{Durability, JsonlRecorder};
+use crate::recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder};
 
 /// Creates a [`JsonlRecorder`] per run, all in one storage directory: the
 /// root run and each `call_workflow` child run get their own
@@ -74,12 +74,29 @@ impl JsonlRecorderFactory {
         &self.storage_dir
     }
 
-    /// Opens the concrete recorder of `run_id`.
+    /// Starts the concrete recorder of a new run `run_id`; a run whose
+    /// file already holds events is refused (see
+    /// [`JsonlRecorderBuilder::open`](crate::JsonlRecorderBuilder::open)).
     pub fn open(
         &self,
         run_id: RunId,
         parent_run_id: Option<RunId>,
     ) -> Result<JsonlRecorder, RecordError> {
+        self.builder(run_id, parent_run_id).open()
+    }
+
+    /// Continues the run `run_id` (after a crash, or deliberately), with
+    /// this factory's settings (see
+    /// [`JsonlRecorderBuilder::resume`](crate::JsonlRecorderBuilder::resume)).
+    pub fn resume(
+        &self,
+        run_id: RunId,
+        parent_run_id: Option<RunId>,
+    ) -> Result<JsonlRecorder, RecordError> {
+        self.builder(run_id, parent_run_id).resume()
+    }
+
+    fn builder(&self, run_id: RunId, parent_run_id: Option<RunId>) -> JsonlRecorderBuilder {
         let mut builder = JsonlRecorder::builder(self.storage_dir.clone(), run_id)
             .parent_run_id(parent_run_id)
             .clock(Arc::clone(&self.clock))
@@ -88,12 +105,14 @@ impl JsonlRecorderFactory {
         if let Some(mask) = &self.mask {
             builder = builder.mask(Arc::clone(mask));
         }
-        builder.open()
+        builder
     }
 }
 
 #[async_trait]
 impl RecorderFactory for JsonlRecorderFactory {
+    /// A new run ([`JsonlRecorderFactory::open`]): never appends to an
+    /// existing run's file.
     async fn create(
         &self,
         run_id: RunId,

@@ -60,17 +60,19 @@ pub(crate) fn ensure_storage_dir(dir: &Path) -> Result<(), RecordError> {
 }
 
 fn check_dir_meta(dir: &Path, meta: &std::fs::Metadata) -> Result<(), RecordError> {
+    // No call failed here, but the errors name the cause the OS gives for
+    // the same refusal (what `O_NOFOLLOW` and `mkdir` report).
     if meta.file_type().is_symlink() {
         Err(storage_error(
             dir,
             "storage path is a symbolic link; refusing to follow it",
-            None,
+            Some(io::Error::from_raw_os_error(libc::ELOOP)),
         ))
     } else if !meta.is_dir() {
         Err(storage_error(
             dir,
             "storage path exists and is not a directory",
-            None,
+            Some(io::Error::from_raw_os_error(libc::EEXIST)),
         ))
     } else {
         Ok(())

@@ -54,15 +54,21 @@
 //! reader enforces too, so the writer never writes a line its reader
 //! refuses), queues it with a one-shot acknowledgement and awaits that: the
 //! task is suspended, not blocked, however slow the disk is, so even a
-//! current-thread runtime keeps running its other tasks. An invalid or
-//! oversized draft fails with `RecordError::Encode` before it gets a seq.
+//! current-thread runtime keeps running its other tasks. An invalid draft
+//! fails with `RecordError::Invalid`, an oversized one with
+//! `RecordError::TooLarge`, before it gets a seq. Every
+//! `RecordError::Storage` carries the `io::Error` behind it as its source,
+//! so its message ends with the OS cause (`write failed: No space left on
+//! device (os error 28)`).
 //!
 //! The thread takes everything queued as one batch (group commit): one
 //! clock read, seqs and that timestamp assigned in file order, one
 //! `write(2)`, one `fdatasync` under [`Durability::Always`], then the
-//! acknowledgements, then the broadcast. Concurrent producers therefore
+//! broadcast, then the acknowledgements. Concurrent producers therefore
 //! share writes and syncs without any coordination of their own: whatever
-//! arrives while a batch is written or synced is the next batch.
+//! arrives while a batch is written or synced is the next batch (under
+//! `Always` a batch briefly waits for the producers the previous one
+//! acknowledged, so they keep sharing one sync).
 //! [`JsonlRecorder::write_stats`] shows the batching. The design, with its
 //! close and drop protocol, is documented once, in `src/recorder/mod.rs`.
 //! [`JsonlRecorder::record`] is also an inherent method, so callers holding
@@ -108,7 +114,13 @@
 //!   gapless and the recorder stays usable. A failed `fdatasync` under
 //!   `Always` un-writes the whole batch the same way: nothing unsynced is
 //!   acknowledged.
-//! * Opening an existing file continues at the highest seq + 1 (also for
+//! * [`JsonlRecorderBuilder::open`] (and the factory's `create`) starts a
+//!   new run and refuses a run id whose file already holds anything
+//!   (`RecordError::Storage`, "run already exists (resume it explicitly)"),
+//!   leaving the file untouched: reusing a finished run's id must not
+//!   append a second run to it. Continuing a run is explicit:
+//!   [`JsonlRecorderBuilder::resume`] / [`JsonlRecorderFactory::resume`].
+//! * Resuming an existing file continues at the highest seq + 1 (also for
 //!   foreign files whose lines are out of order). A seq is never handed out
 //!   twice: a line that is not a readable event (oversized, damaged, from a
 //!   newer writer) but starts with our `{"seq":N,` prefix still counts with
@@ -167,6 +179,15 @@
 //! of a run and its child runs, reading each child file once however often
 //! it is linked. Both follow child links no deeper than the tree builder
 //! (`transcript_domain::tree::MAX_DEPTH`).
+//!
+//! A transcript file describes exactly one run: `verify` reports a file
+//! without any event (empty, or nothing but bad lines) and a file holding
+//! two runs (a second `run.started`, events after `run.completed`) as
+//! errors, and [`load_run_tree`] refuses a run without events
+//! ([`LoadError::NoEvents`]) rather than make up a run id. Seq faults are
+//! reported at their root: a single out-of-place line is one finding, not
+//! one per later line. Unpaired `tool.call` / `tool.result` events (by
+//! `call_id`) are warnings.
 //!
 //! # Threat model
 //!

@@ -21,6 +21,15 @@ pub enum LoadError {
         #[source]
         source: ReadError,
     },
+    /// The root run's file holds no event (empty, or only bad lines): there
+    /// is no run to build, and its id is not made up.
+    #[error("run {run_id} has no events ({})", path.display())]
+    NoEvents {
+        /// The run asked for.
+        run_id: RunId,
+        /// Its file.
+        path: PathBuf,
+    },
 }
 
 /// A rebuilt run tree plus the lines that could not be read on the way.
@@ -53,8 +62,10 @@ fn read_events(
 }
 
 /// Loads the run `run_id` from `storage_dir` and follows `child_run_id`
-/// links to the child runs' files next to it (decision 7). A missing or
-/// unreadable child file shows up in the tree's problems, not as an error.
+/// links to the child runs' files next to it (decision 7). A root file
+/// without events is [`LoadError::NoEvents`]; a missing or unreadable
+/// child file, or one without events, shows up in the tree's problems as a
+/// missing child, not as an error.
 pub fn load_run_tree(storage_dir: impl AsRef<Path>, run_id: RunId) -> Result<LoadedRun, LoadError> {
     let dir = storage_dir.as_ref();
     let mut malformed = Vec::new();
@@ -62,6 +73,12 @@ pub fn load_run_tree(storage_dir: impl AsRef<Path>, run_id: RunId) -> Result<Loa
     let root_path = dir.join(run_id.file_name());
     let events = read_events(&root_path, &mut malformed)
         .map_err(|source| LoadError::Read { run_id, source })?;
+    if events.is_empty() {
+        return Err(LoadError::NoEvents {
+            run_id,
+            path: root_path,
+        });
+    }
     files.push(root_path);
     // Each child file is read once, however often the tree links it (a
     // shared child would otherwise be re-read per link, exponentially).
@@ -75,6 +92,12 @@ pub fn load_run_tree(storage_dir: impl AsRef<Path>, run_id: RunId) -> Result<Loa
                     return None;
                 }
                 match read_events(&path, &mut malformed) {
+                    // A tree of no events would get a made-up run id:
+                    // shown as a child without a transcript instead.
+                    Ok(events) if events.is_empty() => {
+                        tracing::warn!("child run {child} has no events in {}", path.display());
+                        None
+                    }
                     Ok(events) => {
                         files.push(path);
                         Some(events)

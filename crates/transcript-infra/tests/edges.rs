@@ -114,8 +114,8 @@ fn verify_reports_links_timestamps_and_warnings() {
         ]
     );
     let empty = verify_reader(TranscriptReader::new(Cursor::new(Vec::new())));
-    assert_eq!(empty.warnings[0].code, FindingCode::NoEvents);
-    assert!(empty.is_valid());
+    assert_eq!(empty.errors[0].code, FindingCode::NoEvents);
+    assert!(!empty.is_valid());
 }
 
 #[test]

@@ -198,7 +198,7 @@ async fn replay_of_a_resumed_file_reads_earlier_sessions() {
         rec.record(step("a")).await.unwrap();
     }
     rec.close().await.unwrap();
-    let rec = builder(tmp.path(), run).open().unwrap();
+    let rec = builder(tmp.path(), run).resume().unwrap();
     let mut sub = rec.subscribe(Some(2)).await.unwrap();
     rec.record(step("b")).await.unwrap();
     rec.close().await.unwrap();

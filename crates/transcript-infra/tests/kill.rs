@@ -76,7 +76,7 @@ fn helper(spec: &str) -> ! {
     let rec = match JsonlRecorder::builder(dir, run)
         .clock(Arc::new(SystemClock))
         .durability(durability)
-        .open()
+        .resume()
     {
         Ok(r) => Arc::new(r),
         Err(e) => {
@@ -257,7 +257,7 @@ fn kill_trials() {
         acked_total += acked.len();
 
         // Reopening continues the sequence and leaves no torn line.
-        let rec = JsonlRecorder::builder(tmp.path(), run).open().unwrap();
+        let rec = JsonlRecorder::builder(tmp.path(), run).resume().unwrap();
         assert_eq!(rec.next_seq(), seqs.len() as u64 + 1);
         assert_eq!(
             torn,

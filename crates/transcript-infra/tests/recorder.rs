@@ -45,7 +45,7 @@ async fn reopen_continues_the_sequence() {
         rec.record(tool(i)).await.unwrap();
     }
     rec.close().await.unwrap();
-    let rec = builder(tmp.path(), run).open().unwrap();
+    let rec = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(rec.resume_info().highest_seq, 5);
     assert_eq!(rec.resume_info().existing_events, 5);
     assert!(rec.resume_info().warnings.is_empty());
@@ -65,7 +65,7 @@ async fn foreign_out_of_order_file_resumes_after_the_highest_seq() {
         ) + "\n"
     };
     std::fs::write(&path, line(3) + &line(9) + "not json\n" + &line(4)).unwrap();
-    let rec = builder(tmp.path(), run).open().unwrap();
+    let rec = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(rec.resume_info().highest_seq, 9);
     assert_eq!(
         rec.resume_info().warnings,
@@ -102,7 +102,7 @@ async fn torn_tail_is_moved_aside_and_the_file_ends_with_a_newline() {
         let mut bytes = good.clone();
         bytes.extend_from_slice(&frag);
         std::fs::write(&path, &bytes).unwrap();
-        let rec = builder(tmp.path(), run).open().unwrap();
+        let rec = builder(tmp.path(), run).resume().unwrap();
         let torn = tmp.path().join(format!("{}.torn", run.file_name()));
         assert_eq!(
             rec.resume_info().warnings,
@@ -132,7 +132,7 @@ async fn torn_tail_is_moved_aside_and_the_file_ends_with_a_newline() {
             .count(),
         2
     );
-    let rec = builder(tmp.path(), run).open().unwrap();
+    let rec = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(rec.record(step("c")).await.unwrap(), 3);
     rec.close().await.unwrap();
     assert_eq!(seqs(&path), [1, 2, 3]);
@@ -159,7 +159,7 @@ async fn a_second_recorder_on_the_same_run_is_locked_out_and_writes_nothing() {
     first.record(step("b")).await.unwrap();
     first.close().await.unwrap();
     // After close the run can be reopened.
-    let third = builder(tmp.path(), run).open().unwrap();
+    let third = builder(tmp.path(), run).resume().unwrap();
     assert_eq!(third.next_seq(), 3);
 }
 
@@ -194,6 +194,39 @@ async fn symlinks_are_refused_for_the_file_and_the_storage_dir() {
     std::fs::write(&file, b"x").unwrap();
     let err = builder(&file, run).open().unwrap_err();
     assert!(err.to_string().contains("not a directory"), "{err}");
+}
+
+/// Issue 17 item 9: every storage error names the OS cause, also when the
+/// storage path is a regular file or the transcript path is a directory.
+#[tokio::test]
+async fn storage_errors_carry_the_os_cause() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let err = builder(&file, run_id(8)).open().unwrap_err();
+    assert!(
+        matches!(&err, RecordError::Storage { source: Some(e), .. } if e.raw_os_error() == Some(17)),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .ends_with("storage path exists and is not a directory: File exists (os error 17)"),
+        "{err}"
+    );
+    // Below a file: the lookup itself fails.
+    let err = builder(&file.join("sub"), run_id(8)).open().unwrap_err();
+    assert!(
+        err.to_string().ends_with("Not a directory (os error 20)"),
+        "{err}"
+    );
+    let run = run_id(9);
+    std::fs::create_dir(tmp.path().join(run.file_name())).unwrap();
+    let err = builder(tmp.path(), run).open().unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("cannot open for append: Is a directory (os error 21)"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -28,7 +28,7 @@ async fn umask_zero_still_yields_private_modes() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(b"{\"seq\":2");
     std::fs::write(&path, bytes).unwrap();
-    let rec = builder(&dir, run).open().unwrap();
+    let rec = builder(&dir, run).resume().unwrap();
     drop(rec);
     assert_eq!(mode(&dir.join(format!("{}.torn", run.file_name()))), 0o600);
 

@@ -17,7 +17,11 @@
 //!    seqs and that timestamp in file order (decision 15), writes all lines
 //!    with one `write(2)` and, under [`Durability::Always`], runs one
 //!    `fdatasync`. A failure cuts the file back to its last acknowledged
-//!    line; the records not whole on disk fail and consume no seq.
+//!    line; the records not whole on disk fail and consume no seq. Under
+//!    `Always`, a batch smaller than the previous one first waits (at most
+//!    as long as the previous sync took, capped at 500 µs) for the
+//!    producers that batch acknowledged to come back: otherwise they split
+//!    into a small batch and a large one, two syncs where one does.
 //! 4. Under the lock that subscribing takes (so a subscription starts at an
 //!    exact seq) it publishes the new seq and acknowledged length and
 //!    broadcasts the batch (write-then-broadcast), building each event from
@@ -162,21 +166,39 @@ impl JsonlRecorderBuilder {
         self
     }
 
-    /// Opens (or resumes) `<storage_dir>/<run_id>.jsonl` and starts its
+    /// Starts a new run: creates `<storage_dir>/<run_id>.jsonl` and its
     /// writer thread.
     ///
-    /// Blocking: creates the directory, opens and locks the file and scans
-    /// an existing one. Fails with [`RecordError::Locked`] when another
-    /// recorder holds the run, and [`RecordError::Storage`] for a symlink,
-    /// a non-directory storage path, a file whose highest seq is
-    /// `u64::MAX`, a writer thread that cannot be started, or any I/O
-    /// failure.
+    /// Blocking: creates the directory, opens and locks the file. A run id
+    /// whose file already holds anything is refused with
+    /// [`RecordError::Storage`] "run already exists (resume it
+    /// explicitly)", and the file is left untouched: appending a second
+    /// run to a finished one (the same deterministic id twice) would make
+    /// a file that no longer describes one run. Use
+    /// [`JsonlRecorderBuilder::resume`] to continue a run. An existing
+    /// empty file is taken as new. Also fails with [`RecordError::Locked`]
+    /// when another recorder holds the run, and [`RecordError::Storage`]
+    /// for a symlink, a non-directory storage path, a writer thread that
+    /// cannot be started, or any I/O failure (the OS cause as its source).
     pub fn open(self) -> Result<JsonlRecorder, RecordError> {
-        self.open_with(|file| Box::new(file))
+        self.open_with(OpenMode::New, |file| Box::new(file))
+    }
+
+    /// Continues the run in `<storage_dir>/<run_id>.jsonl` (after a crash,
+    /// or to append to it deliberately), or starts it if there is no file.
+    ///
+    /// Scans the existing file: the next record gets the highest seq found
+    /// plus one, a torn tail is moved to `<run_id>.jsonl.torn`, and what
+    /// was found is in [`JsonlRecorder::resume_info`] (see the crate docs,
+    /// "Failure and resume"). Fails like [`JsonlRecorderBuilder::open`],
+    /// and for a file whose highest seq is `u64::MAX`.
+    pub fn resume(self) -> Result<JsonlRecorder, RecordError> {
+        self.open_with(OpenMode::Resume, |file| Box::new(file))
     }
 
     pub(crate) fn open_with(
         self,
+        mode: OpenMode,
         wrap: impl FnOnce(FileSink) -> Box<dyn Sink>,
     ) -> Result<JsonlRecorder, RecordError> {
         fs::ensure_storage_dir(&self.storage_dir)?;
@@ -187,6 +209,21 @@ impl JsonlRecorderBuilder {
         let existed = path.exists();
         let file = fs::open_append(&path)?;
         fs::lock_exclusive(&path, &file)?;
+        if mode == OpenMode::New {
+            let len = file
+                .metadata()
+                .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
+                .len();
+            if len > 0 {
+                return Err(storage_error(
+                    &path,
+                    format!(
+                        "run already exists (resume it explicitly); the file holds {len} bytes"
+                    ),
+                    None,
+                ));
+            }
+        }
         fs::force_file_mode(&path, &file)?;
         let read = fs::open_read(&path)?;
         if !fs::same_file(&file, &read)
@@ -227,6 +264,8 @@ impl JsonlRecorderBuilder {
             needs_repair: false,
             sync_due: None,
             sync_failed: None,
+            last_batch: 0,
+            last_sync: Duration::ZERO,
             buf: Vec::with_capacity(64 * 1024),
             ends: Vec::new(),
             published: Arc::clone(&published),
@@ -253,6 +292,15 @@ impl JsonlRecorderBuilder {
             }),
         })
     }
+}
+
+/// Whether opening may continue an existing run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenMode {
+    /// A new run: an existing non-empty file is refused.
+    New,
+    /// Continue whatever the file holds.
+    Resume,
 }
 
 /// A [`Recorder`] writing `<storage>/<run_id>.jsonl` (see the crate docs for
@@ -298,7 +346,8 @@ impl JsonlRecorder {
         self.shared.durability
     }
 
-    /// What opening found in an existing file (empty for a new one).
+    /// What [`JsonlRecorderBuilder::resume`] found in an existing file
+    /// (empty for a new one).
     pub fn resume_info(&self) -> &ResumeInfo {
         &self.shared.resume
     }
@@ -404,9 +453,7 @@ impl Shared {
             }
         }
         // Refused before it gets a seq: our own verify would reject it.
-        draft
-            .validate()
-            .map_err(|e| RecordError::Encode(format!("invalid event: {e}")))?;
+        draft.validate()?;
         // What subscribers get from the draft then equals what the line
         // decodes to.
         draft.payload.canonicalize();
@@ -415,11 +462,12 @@ impl Shared {
             .map_err(|e| RecordError::Encode(e.to_string()))?;
         // The reader refuses longer lines: never write one (the caller
         // truncates big values before).
-        if line_bound(bytes.len()) > MAX_LINE_BYTES {
-            return Err(RecordError::Encode(format!(
-                "event line of up to {} bytes exceeds the {MAX_LINE_BYTES}-byte line cap shared with the reader; nothing was written",
-                line_bound(bytes.len())
-            )));
+        let length = line_bound(bytes.len());
+        if length > MAX_LINE_BYTES {
+            return Err(RecordError::TooLarge {
+                length,
+                limit: MAX_LINE_BYTES,
+            });
         }
         Ok((bytes, split, draft))
     }

@@ -53,6 +53,10 @@ pub(super) fn lock(published: &Mutex<Published>) -> MutexGuard<'_, Published> {
     published.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Longest a batch under `Always` waits for more producers (see
+/// `Writer::gather`).
+const GATHER_MAX: Duration = Duration::from_micros(500);
+
 /// Reused buffers above this capacity are released after use, so one huge
 /// event does not pin its memory for the recorder's life.
 const MAX_KEPT_BUFFER: usize = 1 << 20;
@@ -77,6 +81,10 @@ pub(super) struct Writer {
     /// A background sync failed; the next batch reports it (Linux may
     /// report later syncs as successful although the data is lost).
     pub(super) sync_failed: Option<io::Error>,
+    /// Records in the last batch, and how long its `Always` sync took:
+    /// what `gather` waits for, and for how long at most.
+    pub(super) last_batch: usize,
+    pub(super) last_sync: Duration,
     pub(super) buf: Vec<u8>,
     pub(super) ends: Vec<usize>,
     pub(super) published: Arc<Mutex<Published>>,
@@ -104,19 +112,11 @@ impl Writer {
             };
             let mut close = None;
             for msg in std::iter::once(first).chain(rx.try_iter()) {
-                match msg {
-                    Msg::Record(entry) if close.is_none() => batch.push(entry),
-                    Msg::Record(entry) => {
-                        let _ = entry.ack.send(Err(RecordError::Closed));
-                    }
-                    Msg::Close(ack) if close.is_none() => close = Some(ack),
-                    // A second close waits for the first: answered below.
-                    Msg::Close(ack) => {
-                        let _ = ack.send(Ok(()));
-                    }
-                }
+                take(msg, &mut batch, &mut close);
             }
+            self.gather(&rx, &mut batch, &mut close);
             if !batch.is_empty() {
+                self.last_batch = batch.len();
                 self.commit(&mut batch);
             }
             if let Some(ack) = close {
@@ -136,6 +136,36 @@ impl Writer {
                 return;
             }
             self.sync_if_due();
+        }
+    }
+
+    /// Under `Always`, when this batch is smaller than the last one, waits
+    /// (at most as long as the last sync took, and never over
+    /// [`GATHER_MAX`]) for the producers the last batch acknowledged to
+    /// queue their next records. Without it, concurrent producers split
+    /// into a small batch (the first to come back) and a large one (the
+    /// rest, arriving during its sync): about two syncs where one does.
+    fn gather(
+        &self,
+        rx: &Receiver<Msg>,
+        batch: &mut Vec<Entry>,
+        close: &mut Option<oneshot::Sender<Result<(), RecordError>>>,
+    ) {
+        if self.durability != Durability::Always || batch.is_empty() {
+            return;
+        }
+        let deadline = Instant::now() + self.last_sync.min(GATHER_MAX);
+        while batch.len() < self.last_batch && close.is_none() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(msg) => {
+                    take(msg, batch, close);
+                    for msg in rx.try_iter() {
+                        take(msg, batch, close);
+                    }
+                }
+                // Disconnected: the handles are gone; the next wait sees it.
+                Err(_) => return,
+            }
         }
     }
 
@@ -226,11 +256,9 @@ impl Writer {
                     outcomes.push((entry.ack, Ok(seq)));
                 } else {
                     let error = match &written.failure {
-                        Some((message, e)) => storage_error(
-                            &self.path,
-                            message.clone(),
-                            Some(io::Error::new(e.kind(), e.to_string())),
-                        ),
+                        Some((message, e)) => {
+                            storage_error(&self.path, message.clone(), Some(copy_io_error(e)))
+                        }
                         None => RecordError::Closed,
                     };
                     outcomes.push((entry.ack, Err(error)));
@@ -312,10 +340,15 @@ impl Writer {
             // open moves it to .torn).
             self.needs_repair = true;
         }
-        if whole > 0
-            && self.durability == Durability::Always
-            && let Err(e) = self.sink.sync_data()
-        {
+        let synced_at = Instant::now();
+        let synced = if whole > 0 && self.durability == Durability::Always {
+            let result = self.sink.sync_data();
+            self.last_sync = synced_at.elapsed();
+            result
+        } else {
+            Ok(())
+        };
+        if let Err(e) = synced {
             // Not durable, so not acknowledged: none of this batch stays.
             if self.sink.truncate(self.acked).is_err() {
                 self.needs_repair = true;
@@ -375,6 +408,35 @@ impl Writer {
         let mut p = lock(&published);
         p.closed = true;
         p.fanout.close_all();
+    }
+}
+
+/// A copy of `e` for each failed record of a batch (`io::Error` is not
+/// `Clone`): keeps the OS error number, so the copy displays, and matches,
+/// exactly like the original (`No space left on device (os error 28)`).
+fn copy_io_error(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
+/// Adds one received message to the batch being formed.
+fn take(
+    msg: Msg,
+    batch: &mut Vec<Entry>,
+    close: &mut Option<oneshot::Sender<Result<(), RecordError>>>,
+) {
+    match msg {
+        Msg::Record(entry) if close.is_none() => batch.push(entry),
+        Msg::Record(entry) => {
+            let _ = entry.ack.send(Err(RecordError::Closed));
+        }
+        Msg::Close(ack) if close.is_none() => *close = Some(ack),
+        // A second close waits for the first: answered after it.
+        Msg::Close(ack) => {
+            let _ = ack.send(Ok(()));
+        }
     }
 }
 

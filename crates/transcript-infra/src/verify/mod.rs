@@ -1,13 +1,18 @@
 //! `verify`: structural checks of transcript files, as a serializable
 //! report (used by `transcript validate`).
 
+mod seq;
+mod tools;
+
 use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use seq::SeqCheck;
 use serde::Serialize;
+use tools::ToolPairing;
 use transcript_domain::tree::MAX_DEPTH;
-use transcript_domain::{EventType, RunId, Seq, Timestamp};
+use transcript_domain::{DecodedPayload, EventType, RunId, Seq, Timestamp};
 
 use crate::reader::{ReadError, ReadItem, ReadWarningKind, TranscriptReader};
 
@@ -26,6 +31,10 @@ pub enum FindingCode {
     SeqGap,
     /// A seq that is not greater than the previous one.
     SeqNotIncreasing,
+    /// One line whose seq does not fit while the lines around it are
+    /// consecutive (a stray or duplicated line): reported once, and the
+    /// lines after it are checked against the line before it.
+    SeqOutOfPlace,
     /// A `run_id` different from the file's first one.
     MixedRunId,
     /// The file is not named after its run id.
@@ -53,8 +62,20 @@ pub enum FindingCode {
     DecodeWarning,
     /// A timestamp earlier than the previous line's.
     TimestampBackwards,
-    /// A file without any event.
+    /// A file without any event (empty, or nothing but bad lines): an
+    /// error, a transcript describes a run.
     NoEvents,
+    /// A second `run.started`: the file holds more than one run.
+    SecondRunStarted,
+    /// Events after `run.completed`: the run was appended to after it
+    /// ended (a second run in the same file).
+    EventAfterRunCompleted,
+    /// A `tool.result` without an earlier `tool.call` of the same
+    /// `call_id` (a warning).
+    ToolResultWithoutCall,
+    /// A `tool.call` that never gets a `tool.result` (a warning: an
+    /// interrupted run leaves these).
+    ToolCallWithoutResult,
     /// Child runs nested deeper than the tree builder follows
     /// (`transcript_domain::tree::MAX_DEPTH`); deeper links are not visited.
     LinkTooDeep,
@@ -132,8 +153,11 @@ impl FileReport {
 ///
 /// Errors: malformed lines, seq not strictly increasing from 1 without gaps
 /// or duplicates, more than one `run_id` or `parent_run_id`, child links on
-/// the wrong event types. Warnings: unterminated final line, empty lines,
-/// decode warnings, timestamps going backwards.
+/// the wrong event types, no events at all (an empty file, or only bad
+/// lines), more than one run (a second `run.started`, events after
+/// `run.completed`). Warnings: unterminated final line, empty lines,
+/// decode warnings, timestamps going backwards, a `tool.result` without an
+/// earlier `tool.call` of its `call_id`, a `tool.call` without a result.
 pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
     let mut report = FileReport {
         path: None,
@@ -147,9 +171,14 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
         errors: Vec::new(),
         warnings: Vec::new(),
     };
-    let mut expected: Seq = 1;
+    let mut seqs = SeqCheck::default();
+    let mut tools = ToolPairing::default();
     let mut last_ts: Option<Timestamp> = None;
     let mut children = HashSet::new();
+    let mut run_started: Option<u64> = None;
+    let mut run_completed: Option<u64> = None;
+    // Events after `run.completed`: how many, and where the first is.
+    let mut after_end: Option<(u64, u64, u64)> = None;
     for item in reader {
         match item {
             Ok(ReadItem::Event(ev)) => {
@@ -159,39 +188,8 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
                 if report.events == 1 {
                     report.run_id = Some(e.run_id);
                     report.parent_run_id = e.parent_run_id;
-                    if e.seq != 1 {
-                        report.errors.push(Finding::at(
-                            FindingCode::FirstSeqNotOne,
-                            line,
-                            offset,
-                            format!("first seq is {}, expected 1", e.seq),
-                        ));
-                    }
-                } else if e.seq > expected {
-                    report.errors.push(Finding::at(
-                        FindingCode::SeqGap,
-                        line,
-                        offset,
-                        format!(
-                            "seq {} follows {}: {} missing",
-                            e.seq,
-                            expected - 1,
-                            e.seq - expected
-                        ),
-                    ));
-                } else if e.seq < expected {
-                    report.errors.push(Finding::at(
-                        FindingCode::SeqNotIncreasing,
-                        line,
-                        offset,
-                        format!(
-                            "seq {} after {} (duplicate or out of order)",
-                            e.seq,
-                            expected - 1
-                        ),
-                    ));
                 }
-                expected = expected.max(e.seq.saturating_add(1));
+                seqs.push(e.seq, line, offset, &mut report.errors);
                 report.first_seq = Some(report.first_seq.map_or(e.seq, |s| s.min(e.seq)));
                 report.last_seq = Some(report.last_seq.map_or(e.seq, |s| s.max(e.seq)));
                 if report.run_id != Some(e.run_id) {
@@ -258,6 +256,35 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
                     }
                     (false, None) => {}
                 }
+                if run_completed.is_some() {
+                    after_end.get_or_insert((0, line, offset)).0 += 1;
+                }
+                match e.kind.known() {
+                    Some(EventType::RunStarted) => match run_started {
+                        Some(first) => report.errors.push(Finding::at(
+                            FindingCode::SecondRunStarted,
+                            line,
+                            offset,
+                            format!(
+                                "a second run.started (the first is at line {first}): the file holds more than one run"
+                            ),
+                        )),
+                        None => run_started = Some(line),
+                    },
+                    Some(EventType::RunCompleted) if run_completed.is_none() => {
+                        run_completed = Some(line);
+                    }
+                    _ => {}
+                }
+                if let DecodedPayload::Tool(tool) = &e.payload {
+                    match e.kind.known() {
+                        Some(EventType::ToolCall) => tools.call(&tool.call_id, line, offset),
+                        Some(EventType::ToolResult) => {
+                            tools.result(&tool.call_id, line, offset, &mut report.warnings);
+                        }
+                        _ => {}
+                    }
+                }
                 if last_ts.is_some_and(|t| e.timestamp < t) {
                     report.warnings.push(Finding::at(
                         FindingCode::TimestampBackwards,
@@ -307,10 +334,30 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
             }
         }
     }
+    seqs.finish(&mut report.errors);
+    tools.finish(&mut report.warnings);
+    if let (Some(end), Some((count, line, offset))) = (run_completed, after_end) {
+        report.errors.push(Finding::at(
+            FindingCode::EventAfterRunCompleted,
+            line,
+            offset,
+            format!(
+                "{count} event(s) after run.completed at line {end}: the run was appended to after it ended"
+            ),
+        ));
+    }
+    // Findings in file order (the seq check reports a line once it has
+    // seen the next one); file-wide ones last.
+    report.errors.sort_by_key(|f| f.line.unwrap_or(u64::MAX));
     if report.events == 0 {
+        let message = if report.lines == 0 {
+            "no events: the file is empty".to_owned()
+        } else {
+            format!("no events in {} line(s)", report.lines)
+        };
         report
-            .warnings
-            .push(Finding::file(FindingCode::NoEvents, "no events"));
+            .errors
+            .push(Finding::file(FindingCode::NoEvents, message));
     }
     report
 }
@@ -326,7 +373,9 @@ pub fn verify_file(path: impl AsRef<Path>) -> FileReport {
         Ok(reader) => verify_reader(reader),
         Err(e) => {
             let mut r = verify_reader(TranscriptReader::new(std::io::empty()));
+            // Only the real cause: not "no events" on top of it.
             r.warnings.clear();
+            r.errors.clear();
             r.errors
                 .push(Finding::file(FindingCode::ReadFailed, e.to_string()));
             r
