@@ -498,3 +498,30 @@ fn a_silent_otlp_endpoint_delays_the_exit_by_the_flush_timeout_only() {
     assert!(stderr.contains("did not finish within 1s"), "{stderr}");
     assert!(text(&out.stdout).contains("run_id:"));
 }
+
+/// A run id that already has a transcript is refused (one run per file): the second
+/// deterministic run into the same storage exits 3 and leaves the first run's file as it was.
+#[test]
+fn a_second_run_with_the_same_id_is_refused_and_the_first_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    assert!(
+        demo_command(&storage, &dir.path().join("w"))
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let file = storage.join(format!("{DEMO_RUN_ID}.jsonl"));
+    let before = std::fs::read(&file).unwrap();
+    let out = demo_command(&storage, &dir.path().join("w"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("already exists"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}

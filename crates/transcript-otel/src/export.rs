@@ -198,6 +198,11 @@ pub(crate) struct OtlpHttpSink {
 
 impl OtlpHttpSink {
     pub(crate) fn new(config: &OtlpHttpConfig) -> Result<Self, ExportError> {
+        // In a binary where reqwest also serves https (the exec crate's HTTP agent), Cargo
+        // unifies reqwest's features and every client it builds wants a process-wide rustls
+        // crypto provider: install the ring one (idempotent; an already installed provider
+        // stays).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let url = config.traces_url()?;
         let headers: HashMap<String, String> = config.headers.iter().cloned().collect();
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()

@@ -230,10 +230,16 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         .map_err(|e| CliError::Invalid(format!("invalid workflow: {e}")))?;
     let run_id = ids.next_run_id();
     let path = args.storage.join(run_id.file_name());
-    let recorder = factory
-        .create(run_id, None)
-        .await
-        .map_err(|e| CliError::Storage(format!("cannot open the transcript: {e}")))?;
+    let recorder = factory.create(run_id, None).await.map_err(|e| {
+        let message = format!("cannot open the transcript: {e}");
+        // A run id that already has a transcript (`--deterministic` twice into one
+        // storage) is an input problem, not a storage failure.
+        if message.contains("already exists") {
+            CliError::Invalid(message)
+        } else {
+            CliError::Storage(message)
+        }
+    })?;
     // The id first, so `transcript tail -f <id>` can follow the run from another terminal.
     crate::diag!("transcript: run {run_id} → {}", path.display());
 
