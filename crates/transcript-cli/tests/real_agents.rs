@@ -365,6 +365,21 @@ fn round_trip(cli: AgentCli) {
         claude_session_log_imports_the_same(&run, &server);
     }
     assert_eq!(done["payload"]["result"], FINAL_TEXT, "{why}");
+    // What a person sees of it (`--nocapture`; the README tour quotes this).
+    for view in [&["tree", &run.run_id][..], &["receipts", &run.run_id][..]] {
+        let out = common::bin()
+            .arg("--storage")
+            .arg(run.storage.path())
+            .args(["--color", "never"])
+            .args(view)
+            .output()
+            .unwrap();
+        println!(
+            "$ transcript {}\n{}",
+            view.join(" "),
+            common::text(&out.stdout)
+        );
+    }
 }
 
 /// The session log the same Claude Code run wrote under `CLAUDE_CONFIG_DIR/projects/...`
