@@ -220,6 +220,54 @@ fn assert_receipts_equal_billing(run: &Run, server: &ModelServer, turns: usize) 
     assert_eq!(steps[0]["turns"], turns, "{r}\n{why}");
     assert_eq!(tokens(&steps[0]["usage"]), want, "per step: {r}\n{why}");
     assert_eq!(tokens(&r["total"]), want, "total: {r}\n{why}");
+    assert_eq!(otlp_usage(run), want, "OTLP usage attributes\n{why}");
+}
+
+/// The usage attributes of the run's spans in its OTLP/JSON export, summed, in receipt terms.
+fn otlp_usage(run: &Run) -> Value {
+    let file = run.storage.path().join("spans.json");
+    let out = common::bin()
+        .arg("--storage")
+        .arg(run.storage.path())
+        .args(["export", &run.run_id, "--format", "otlp-json", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let keys = [
+        ("gen_ai.usage.input_tokens", "input_tokens"),
+        ("gen_ai.usage.output_tokens", "output_tokens"),
+        ("gen_ai.usage.cache_read.input_tokens", "cache_read_tokens"),
+        (
+            "gen_ai.usage.cache_creation.input_tokens",
+            "cache_write_tokens",
+        ),
+        ("transcript.usage.reasoning_tokens", "reasoning_tokens"),
+    ];
+    let mut sums = serde_json::Map::new();
+    let spans = doc["resourceSpans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["scopeSpans"].as_array().into_iter().flatten())
+        .flat_map(|s| s["spans"].as_array().into_iter().flatten());
+    for span in spans {
+        for attr in span["attributes"].as_array().into_iter().flatten() {
+            let Some((_, name)) = keys.iter().find(|(k, _)| attr["key"] == *k) else {
+                continue;
+            };
+            let v = &attr["value"]["intValue"];
+            let n = v
+                .as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                .unwrap_or(0);
+            let total = sums.entry(*name).or_insert(json!(0));
+            *total = json!(total.as_u64().unwrap_or(0) + n);
+        }
+    }
+    sums.retain(|_, v| v != &json!(0));
+    Value::Object(sums)
 }
 
 /// The provider's tool names for reading `notes.txt` and running [`SHELL`].
