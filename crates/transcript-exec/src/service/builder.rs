@@ -1,0 +1,251 @@
+//! [`ServiceBuilder`]: the service's configuration (workspace, recorder
+//! factory, clock, observers, router, custom steps, agent runners, limits)
+//! and the shared state every run of a built service reads.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use transcript_domain::{Clock, ManualClock, RecorderFactory, RunIdGenerator, Timestamp};
+
+use super::{ExecError, ExecutionService};
+use crate::agent::{AgentRunner, AgentRunners};
+use crate::audit::{AuditTrail, DisplaySink, Observers, TextMask};
+use crate::custom::{CustomStep, CustomSteps};
+use crate::process::ProcessLimits;
+use crate::tools::ToolRouter;
+
+/// What every run of a built service shares.
+pub(super) struct Inner {
+    pub(super) workspace: PathBuf,
+    pub(super) deterministic: bool,
+    pub(super) recorder_factory: Option<Arc<dyn RecorderFactory>>,
+    pub(super) run_ids: Arc<dyn RunIdGenerator>,
+    pub(super) observers: Observers,
+    pub(super) router: Arc<ToolRouter>,
+    pub(super) custom: CustomSteps,
+    pub(super) agents: AgentRunners,
+    pub(super) max_call_depth: usize,
+    pub(super) cancel_grace: Duration,
+    pub(super) limits: ProcessLimits,
+}
+
+/// Configures an [`ExecutionService`].
+pub struct ServiceBuilder {
+    workspace: PathBuf,
+    deterministic: bool,
+    recorder_factory: Option<Arc<dyn RecorderFactory>>,
+    run_ids: Arc<dyn RunIdGenerator>,
+    clock: Arc<dyn Clock>,
+    audit_path: Option<PathBuf>,
+    audit_mask: Option<Arc<dyn TextMask>>,
+    display: Option<Arc<dyn DisplaySink>>,
+    router: ToolRouter,
+    custom: CustomSteps,
+    agents: AgentRunners,
+    max_call_depth: usize,
+    cancel_grace: Duration,
+    limits: ProcessLimits,
+}
+
+impl ServiceBuilder {
+    /// Runs parallel branches (and loop iterations, always sequential) one
+    /// at a time in declaration order, for byte-stable tests and goldens.
+    pub fn deterministic(mut self, on: bool) -> Self {
+        self.deterministic = on;
+        self
+    }
+
+    /// Opens a transcript per run (root and `call_workflow` children,
+    /// decision 7). Without one, runs emit no transcript.
+    pub fn recorder_factory(mut self, factory: Arc<dyn RecorderFactory>) -> Self {
+        self.recorder_factory = Some(factory);
+        self
+    }
+
+    /// Replaces the run id source.
+    pub fn run_ids(mut self, ids: Arc<dyn RunIdGenerator>) -> Self {
+        self.run_ids = ids;
+        self
+    }
+
+    /// Replaces the clock of the audit trail and display events. Give them
+    /// their own instance: the recorder's clock reads must not move it.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Appends the audit trail to `path` (usually `<storage>/audit.jsonl`).
+    pub fn audit_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.audit_path = Some(path.into());
+        self
+    }
+
+    /// Masks the text (path, name, kind, error) of every audit record, as
+    /// the recorder's `EventMask` masks the transcript.
+    pub fn audit_mask(mut self, mask: Arc<dyn TextMask>) -> Self {
+        self.audit_mask = Some(mask);
+        self
+    }
+
+    /// Sends display events to `sink`.
+    pub fn display(mut self, sink: Arc<dyn DisplaySink>) -> Self {
+        self.display = Some(sink);
+        self
+    }
+
+    /// The tools router (default: builtins only).
+    pub fn router(mut self, router: ToolRouter) -> Self {
+        self.router = router;
+        self
+    }
+
+    /// Registers a custom step type.
+    pub fn custom_step(
+        mut self,
+        type_name: impl Into<String>,
+        step: Arc<dyn CustomStep>,
+    ) -> Result<Self, String> {
+        self.custom.register(type_name, step)?;
+        Ok(self)
+    }
+
+    /// Registers the agent runner of `provider`.
+    pub fn agent_runner(
+        mut self,
+        provider: impl Into<String>,
+        runner: Arc<dyn AgentRunner>,
+    ) -> Self {
+        self.agents.register(provider, runner);
+        self
+    }
+
+    /// Sets the runner for providers without their own.
+    pub fn fallback_agent_runner(mut self, runner: Arc<dyn AgentRunner>) -> Self {
+        self.agents.set_fallback(runner);
+        self
+    }
+
+    /// Maximum `call_workflow` nesting (default 8); deeper calls fail the
+    /// calling step with a clear error.
+    pub fn max_call_depth(mut self, depth: usize) -> Self {
+        self.max_call_depth = depth;
+        self
+    }
+
+    /// How long a cancelled custom step or agent may keep running to close
+    /// what it opened before it is dropped (default 5 s).
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
+        self
+    }
+
+    /// How long a cancelled or timed-out subprocess (command step,
+    /// `run_command`, CLI agent) and its process group get between
+    /// `SIGTERM` and `SIGKILL` (default 2 s; see [`crate::process`]).
+    pub fn kill_grace(mut self, grace: Duration) -> Self {
+        self.limits.kill_grace = grace;
+        self
+    }
+
+    /// Per-value cap of what is recorded and of each captured subprocess
+    /// output stream (default 1 MiB): larger command output, tool inputs and
+    /// outputs, step results and message block text are cut with the
+    /// truncation stub (size and sha256 of the original, see
+    /// [`crate::bounded`]), so no line exceeds
+    /// [`transcript_domain::MAX_LINE_BYTES`] and a command printing 50 MB
+    /// holds at most this much of it in memory.
+    pub fn max_value_bytes(mut self, limit: usize) -> Self {
+        self.limits.max_output_bytes = limit;
+        self
+    }
+
+    /// Builds the service; the workspace must be an existing directory.
+    pub fn build(self) -> Result<ExecutionService, ExecError> {
+        let workspace = self
+            .workspace
+            .canonicalize()
+            .map_err(|e| ExecError::Workspace {
+                path: self.workspace.display().to_string(),
+                message: e.to_string(),
+            })?;
+        if !workspace.is_dir() {
+            return Err(ExecError::Workspace {
+                path: workspace.display().to_string(),
+                message: "not a directory".into(),
+            });
+        }
+        // Opened on the first record: a run refused before it starts
+        // leaves no audit file behind.
+        let audit = self.audit_path.map(|p| {
+            let trail = AuditTrail::lazy(p);
+            Arc::new(match self.audit_mask {
+                Some(m) => trail.with_mask(m),
+                None => trail,
+            })
+        });
+        Ok(ExecutionService {
+            inner: Arc::new(Inner {
+                workspace,
+                deterministic: self.deterministic,
+                recorder_factory: self.recorder_factory,
+                run_ids: self.run_ids,
+                observers: Observers {
+                    clock: self.clock,
+                    audit,
+                    display: self.display,
+                },
+                router: Arc::new(self.router),
+                custom: self.custom,
+                agents: self.agents,
+                max_call_depth: self.max_call_depth,
+                cancel_grace: self.cancel_grace,
+                limits: self.limits,
+            }),
+        })
+    }
+}
+
+impl ExecutionService {
+    /// A builder for a service whose runs work in `workspace`, taking run
+    /// ids from `run_ids` and audit/display times from `clock` (this crate
+    /// reads no wall clock and makes no randomness: the composition root
+    /// passes the system adapters, tests pass deterministic ones).
+    pub fn builder(
+        workspace: impl Into<PathBuf>,
+        clock: Arc<dyn Clock>,
+        run_ids: Arc<dyn RunIdGenerator>,
+    ) -> ServiceBuilder {
+        ServiceBuilder {
+            workspace: workspace.into(),
+            deterministic: false,
+            recorder_factory: None,
+            run_ids,
+            clock,
+            audit_path: None,
+            audit_mask: None,
+            display: None,
+            router: ToolRouter::with_builtins(),
+            custom: CustomSteps::default(),
+            agents: AgentRunners::default(),
+            max_call_depth: 8,
+            cancel_grace: Duration::from_secs(5),
+            limits: ProcessLimits::default(),
+        }
+    }
+
+    /// A deterministic service for tests: sequential branches, sequential
+    /// run ids, a manual clock frozen at `start`.
+    pub fn deterministic_builder(
+        workspace: impl Into<PathBuf>,
+        start: Timestamp,
+    ) -> ServiceBuilder {
+        Self::builder(
+            workspace,
+            Arc::new(ManualClock::new(start)),
+            Arc::new(transcript_domain::SequentialRunIds::new()),
+        )
+        .deterministic(true)
+    }
+}

@@ -1,0 +1,287 @@
+//! The [`ExecutionService`]: runs a [`WorkflowSet`] on tokio, emitting
+//! lifecycle, message and tool events only through the Recorder port, and
+//! the audit trail and display events through their own channels.
+//!
+//! This module holds the public API (the service, its outcome and errors);
+//! [`ServiceBuilder`] configures it (`builder.rs`), `run.rs` drives a run
+//! (lifecycle events, sequences, timeouts, cancellation) and `steps/` has
+//! one file per step kind.
+
+mod builder;
+mod run;
+mod steps;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+use transcript_domain::{RecordError, Recorder, RunId};
+
+use crate::audit::Status;
+use crate::emit::Emitter;
+use crate::tools::ToolRouter;
+use crate::workflow::{StepKind, Workflow, WorkflowError, WorkflowSet};
+
+use builder::Inner;
+pub use builder::ServiceBuilder;
+use run::run_workflow;
+
+/// Why a run could not start (nothing was emitted).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// The workflow set failed validation.
+    #[error(transparent)]
+    Invalid(#[from] WorkflowError),
+    /// A required input was not given.
+    #[error("workflow '{workflow}': required input '{input}' not given")]
+    MissingInput {
+        /// Workflow name.
+        workflow: String,
+        /// Input name.
+        input: String,
+    },
+    /// An input the workflow does not declare was given.
+    #[error("workflow '{workflow}': unknown input '{input}'")]
+    UnknownInput {
+        /// Workflow name.
+        workflow: String,
+        /// Input name.
+        input: String,
+    },
+    /// The recorder factory could not open the run's transcript.
+    #[error("cannot open the transcript: {0}")]
+    Recorder(#[from] RecordError),
+    /// The workspace directory is not usable.
+    #[error("workspace {path}: {message}")]
+    Workspace {
+        /// The directory.
+        path: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// One executed step, as the service ran it: the tree a transcript must
+/// rebuild to (US1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecNode {
+    /// Step name.
+    pub name: String,
+    /// Step kind.
+    pub kind: String,
+    /// Dotted path (decision 4).
+    pub path: String,
+    /// Innermost loop iteration.
+    pub iteration: u64,
+    /// How it ended.
+    pub status: Status,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Nested steps in execution order (parallel branches in declaration order).
+    pub children: Vec<ExecNode>,
+    /// For `call_workflow`: the child run.
+    pub child: Option<Box<RunOutcome>>,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// The run id (the transcript file name).
+    pub run_id: RunId,
+    /// Workflow name.
+    pub workflow: String,
+    /// How the run ended.
+    pub status: Status,
+    /// Why it failed or `cancelled`.
+    pub error: Option<String>,
+    /// Rendered outputs (successful runs).
+    pub outputs: Map<String, Value>,
+    /// The executed step tree.
+    pub steps: Vec<ExecNode>,
+    /// Recorder failures, this run's and its child runs' (a run with any
+    /// never reports success; see the crate docs).
+    pub transcript_errors: Vec<String>,
+    /// Audit trail write failures.
+    pub audit_errors: Vec<String>,
+}
+
+impl RunOutcome {
+    /// Whether the run succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.status == Status::Success
+    }
+}
+
+/// Runs workflows. Cheap to clone; runs may proceed concurrently.
+#[derive(Clone)]
+pub struct ExecutionService {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ExecutionService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecutionService")
+            .field("workspace", &self.inner.workspace)
+            .field("deterministic", &self.inner.deterministic)
+            .field("router", &self.inner.router)
+            .finish()
+    }
+}
+
+impl ExecutionService {
+    /// The canonical workspace directory.
+    pub fn workspace(&self) -> &Path {
+        &self.inner.workspace
+    }
+
+    /// The tools router.
+    pub fn router(&self) -> &Arc<ToolRouter> {
+        &self.inner.router
+    }
+
+    /// Validates the set against this service: structure and templates,
+    /// custom kinds registered here, and the router tools that operation
+    /// and agent steps name.
+    pub fn validate(&self, set: &WorkflowSet) -> Result<(), WorkflowError> {
+        let custom = &self.inner.custom;
+        set.validate(&|k| custom.contains(k))?;
+        let router = &self.inner.router;
+        set.check_steps(&|step| match &step.kind {
+            StepKind::Operation { tool, .. } if !router.has(tool) => Some(format!(
+                "unknown tool '{tool}' (not registered with the router)"
+            )),
+            // A preset's tools are the CLI's own (mapped, crate::preset).
+            StepKind::Agent(a)
+                if a.command.is_empty() && crate::preset::Preset::of(&a.provider).is_some() =>
+            {
+                None
+            }
+            StepKind::Agent(a) => a
+                .tools
+                .iter()
+                .find(|t| !router.has(t))
+                .map(|t| format!("agent tool '{t}' is not registered with the router")),
+            _ => None,
+        })
+    }
+
+    /// Runs the set's root workflow with a new run id; its transcript (and
+    /// its children's) come from the recorder factory, if any, and are
+    /// closed at the end. Errors only when the run cannot start.
+    pub async fn run(
+        &self,
+        set: &WorkflowSet,
+        inputs: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome, ExecError> {
+        let (wf, inputs) = self.prepare(set, inputs)?;
+        let run_id = self.inner.run_ids.next_run_id();
+        let recorder = match &self.inner.recorder_factory {
+            Some(f) => Some(f.create(run_id, None).await?),
+            None => None,
+        };
+        let emitter =
+            Emitter::new(recorder).with_max_value_bytes(self.inner.limits.max_output_bytes);
+        let outcome = run_workflow(
+            self.inner.clone(),
+            Arc::new(set.clone()),
+            wf,
+            run_id,
+            emitter.clone(),
+            inputs,
+            0,
+            cancel,
+        )
+        .await;
+        emitter.close().await;
+        Ok(with_transcript_errors(outcome, &emitter))
+    }
+
+    /// Runs the root workflow into `recorder` (its run id is the run's);
+    /// the caller closes the recorder. Children still come from the factory.
+    pub async fn run_with_recorder(
+        &self,
+        set: &WorkflowSet,
+        inputs: Map<String, Value>,
+        recorder: Arc<dyn Recorder>,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome, ExecError> {
+        let (wf, inputs) = self.prepare(set, inputs)?;
+        let run_id = recorder.run_id();
+        let emitter =
+            Emitter::new(Some(recorder)).with_max_value_bytes(self.inner.limits.max_output_bytes);
+        let outcome = run_workflow(
+            self.inner.clone(),
+            Arc::new(set.clone()),
+            wf,
+            run_id,
+            emitter.clone(),
+            inputs,
+            0,
+            cancel,
+        )
+        .await;
+        Ok(with_transcript_errors(outcome, &emitter))
+    }
+
+    fn prepare(
+        &self,
+        set: &WorkflowSet,
+        inputs: Map<String, Value>,
+    ) -> Result<(Arc<Workflow>, Map<String, Value>), ExecError> {
+        self.validate(set)?;
+        let wf = set.root().cloned().ok_or_else(|| WorkflowError {
+            file: set.root_key().to_owned(),
+            step: None,
+            reason: "root workflow missing".into(),
+        })?;
+        let inputs = resolve_inputs(&wf, inputs)?;
+        Ok((wf, inputs))
+    }
+}
+
+/// Attaches the recorder failures to `outcome`; a run with any never
+/// reports success (a failed close surfaces only here).
+fn with_transcript_errors(mut outcome: RunOutcome, emitter: &Emitter) -> RunOutcome {
+    outcome.transcript_errors = emitter.errors();
+    if outcome.status == Status::Success
+        && let Some(first) = outcome.transcript_errors.first()
+    {
+        outcome.status = Status::Failure;
+        outcome.error = Some(emitter.failure().unwrap_or_else(|| first.clone()));
+        outcome.outputs = Map::new();
+    }
+    outcome
+}
+
+fn resolve_inputs(
+    wf: &Workflow,
+    mut given: Map<String, Value>,
+) -> Result<Map<String, Value>, ExecError> {
+    if let Some(unknown) = given
+        .keys()
+        .find(|k| !wf.inputs.iter().any(|i| &i.name == *k))
+    {
+        return Err(ExecError::UnknownInput {
+            workflow: wf.name.clone(),
+            input: unknown.clone(),
+        });
+    }
+    let mut out = Map::new();
+    for i in &wf.inputs {
+        match given.remove(&i.name).or_else(|| i.default.clone()) {
+            Some(v) => {
+                out.insert(i.name.clone(), v);
+            }
+            None => {
+                return Err(ExecError::MissingInput {
+                    workflow: wf.name.clone(),
+                    input: i.name.clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}

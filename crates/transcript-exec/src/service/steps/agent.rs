@@ -1,0 +1,96 @@
+//! The `agent` step: records the rendered prompt as the user message,
+//! picks the provider's runner (registered, or the CLI runner for a
+//! command or preset) and runs it behind an [`AgentSeam`] that routes and
+//! records its tool calls.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use transcript_domain::{ContentBlock, Fidelity, MessagePayload, Payload, Role};
+
+use crate::agent::{AgentRequest, AgentRunner, AgentSeam};
+use crate::service::run::{Flow, KindOut, RunCtx, call_scope, with_grace};
+use crate::template::{Scope, render_str};
+use crate::tools::CatchUnwind;
+use crate::workflow::{AgentSpec, Step};
+
+/// Runs `step`, an agent step described by `spec`.
+pub(in crate::service) async fn run(
+    ctx: &Arc<RunCtx>,
+    step: &Step,
+    spec: &AgentSpec,
+    path: &str,
+    iteration: u64,
+    scope: &Scope,
+    cancel: &CancellationToken,
+) -> KindOut {
+    let prompt = render_str(&spec.prompt, scope);
+    let system_prompt = spec
+        .system_prompt
+        .as_deref()
+        .map(|s| render_str(s, scope))
+        .unwrap_or_default();
+    let request = AgentRequest {
+        step: step.name.clone(),
+        provider: spec.provider.clone(),
+        command: spec.command.iter().map(|a| render_str(a, scope)).collect(),
+        prompt: prompt.clone(),
+        system_prompt: system_prompt.clone(),
+        model: spec.model.clone(),
+        max_turns: spec.max_turns,
+        tools: spec.tools.clone(),
+        env: spec
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), render_str(v, scope)))
+            .collect(),
+        workspace: ctx.inner.workspace.clone(),
+    };
+    ctx.emitter
+        .emit(path, iteration, || {
+            let mut blocks = vec![ContentBlock::text(Fidelity::Router, prompt)];
+            if !system_prompt.is_empty() {
+                blocks.push(ContentBlock::text(Fidelity::Router, system_prompt));
+            }
+            Payload::MessageUser(MessagePayload::new(Role::User, blocks))
+        })
+        .await;
+    // CLI agents (a command, or a provider preset) need no registration.
+    let runner = match ctx.inner.agents.get(&spec.provider) {
+        Some(r) => r.clone(),
+        None if !spec.command.is_empty() || crate::preset::Preset::of(&spec.provider).is_some() => {
+            Arc::new(crate::cli_agent::CliAgentRunner) as Arc<dyn AgentRunner>
+        }
+        None => {
+            return KindOut::flow(Flow::Failed(format!(
+                "no agent runner for provider '{}'",
+                spec.provider
+            )));
+        }
+    };
+    let seam = AgentSeam::new(
+        call_scope(ctx, path, iteration, cancel),
+        ctx.inner.router.clone(),
+        spec.provider.clone(),
+    )
+    .with_offered_tools(spec.tools.iter().cloned())
+    .with_call_id_prefix(ctx.agent_call_prefix(path, iteration));
+    let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
+    match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
+        Some(Ok(Ok(reply))) if !cancel.is_cancelled() => {
+            // Warnings the agent survived stay visible in the result.
+            let result = if reply.warnings.is_empty() {
+                Value::String(reply.output.clone())
+            } else {
+                serde_json::json!({"output": reply.output.clone(), "warnings": reply.warnings})
+            };
+            KindOut::done(Value::String(reply.output), Some(result))
+        }
+        _ if cancel.is_cancelled() => KindOut::flow(Flow::Cancelled),
+        Some(Ok(Ok(_))) => KindOut::flow(Flow::Cancelled),
+        Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.0)),
+        Some(Err(panic)) => KindOut::flow(Flow::Failed(format!("agent panicked: {panic}"))),
+        None => KindOut::flow(Flow::Cancelled),
+    }
+}

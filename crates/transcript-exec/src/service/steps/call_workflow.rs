@@ -1,0 +1,100 @@
+//! The `call_workflow` step: runs another workflow of the set as a child
+//! run with its own transcript (decision 7), within the nesting limit; the
+//! child's outputs are the step's output.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+use transcript_domain::RunId;
+
+use crate::audit::Status;
+use crate::emit::Emitter;
+use crate::service::run::{Flow, KindOut, RunCtx, run_workflow};
+use crate::service::{resolve_inputs, with_transcript_errors};
+use crate::template::{Scope, StepValue, render_json};
+
+/// Runs a `call_workflow` step calling `workflow` as run `child_run_id`
+/// (none past the nesting limit).
+pub(in crate::service) async fn run(
+    ctx: &Arc<RunCtx>,
+    workflow: &str,
+    inputs: &BTreeMap<String, Value>,
+    scope: &Scope,
+    cancel: &CancellationToken,
+    child_run_id: Option<RunId>,
+) -> KindOut {
+    let max = ctx.inner.max_call_depth;
+    let Some(child_id) = child_run_id.filter(|_| ctx.depth < max) else {
+        return KindOut::flow(Flow::Failed(format!(
+            "call_workflow nesting limit of {max} exceeded (calling '{workflow}' at depth {})",
+            ctx.depth + 1
+        )));
+    };
+    let Some(target) = ctx.set.get(workflow).cloned() else {
+        return KindOut::flow(Flow::Failed(format!("unknown workflow '{workflow}'")));
+    };
+    let given: Map<String, Value> = inputs
+        .iter()
+        .map(|(k, v)| (k.clone(), render_json(v, scope)))
+        .collect();
+    let child_inputs = match resolve_inputs(&target, given) {
+        Ok(i) => i,
+        Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
+    };
+    let recorder = match &ctx.inner.recorder_factory {
+        Some(f) => match f.create(child_id, Some(ctx.run_id)).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                // Same policy as a failed write: the child does not run
+                // without its transcript.
+                let message = format!(
+                    "transcript write failed: cannot open the transcript of child run {child_id}: {}",
+                    crate::emit::error_chain(&e)
+                );
+                ctx.emitter.note_error(message.clone());
+                return KindOut::flow(Flow::Failed(message));
+            }
+        },
+        None => None,
+    };
+    let child_emitter =
+        Emitter::new(recorder).with_max_value_bytes(ctx.inner.limits.max_output_bytes);
+    let outcome = run_workflow(
+        ctx.inner.clone(),
+        ctx.set.clone(),
+        target,
+        child_id,
+        child_emitter.clone(),
+        child_inputs,
+        ctx.depth + 1,
+        cancel.child_token(),
+    )
+    .await;
+    child_emitter.close().await;
+    let outcome = with_transcript_errors(outcome, &child_emitter);
+    // The parent reports its children's transcript failures too.
+    for e in &outcome.transcript_errors {
+        ctx.emitter.note_error(format!("child run {child_id}: {e}"));
+    }
+    let outputs = Value::Object(outcome.outputs.clone());
+    let flow = match outcome.status {
+        Status::Success => Flow::Done,
+        Status::Failure => Flow::Failed(format!(
+            "workflow '{}' failed: {}",
+            outcome.workflow,
+            outcome.error.clone().unwrap_or_default()
+        )),
+        Status::Cancelled => Flow::Cancelled,
+    };
+    KindOut {
+        value: StepValue {
+            output: outputs.clone(),
+            ..StepValue::default()
+        },
+        result: (outcome.status == Status::Success).then_some(outputs),
+        child: Some(Box::new(outcome)),
+        ..KindOut::flow(flow)
+    }
+}

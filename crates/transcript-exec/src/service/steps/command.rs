@@ -1,0 +1,81 @@
+//! The `command` step: a shell line (values shell-quoted) or an argv,
+//! run in the workspace; the result records the resolved command, its
+//! stdout and exit code, and a non-zero exit fails the step.
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::service::run::{Flow, KindOut, RunCtx};
+use crate::template::{Scope, StepValue, Template, render_str};
+use crate::tools::{ToolError, run_argv_with, run_shell_with};
+use crate::workflow::CommandLine;
+
+/// Runs a `command` step.
+pub(in crate::service) async fn run(
+    ctx: &RunCtx,
+    command: &CommandLine,
+    scope: &Scope,
+    cancel: &CancellationToken,
+) -> KindOut {
+    let ws = &ctx.inner.workspace;
+    // The resolved command is part of the result: what ran, not
+    // only what it printed (#20).
+    let (ran, resolved) = match command {
+        CommandLine::Shell(text) => {
+            match Template::parse(text).and_then(|t| t.render_shell(scope)) {
+                Ok(line) => (
+                    run_shell_with(&line, ws, cancel, ctx.inner.limits).await,
+                    Value::String(line),
+                ),
+                Err(e) => (Err(ToolError::InvalidInput(e.to_string())), Value::Null),
+            }
+        }
+        CommandLine::Argv(argv) => {
+            let argv: Vec<String> = argv.iter().map(|a| render_str(a, scope)).collect();
+            let ran = run_argv_with(&argv, ws, cancel, ctx.inner.limits).await;
+            (ran, json!(argv))
+        }
+    };
+    match ran {
+        Ok(out) => {
+            let result = json!({
+                "command": resolved,
+                "stdout": out.stdout,
+                "exit_code": out.exit_code,
+            });
+            let value = StepValue {
+                output: Value::String(
+                    out.stdout
+                        .strip_suffix('\n')
+                        .unwrap_or(&out.stdout)
+                        .to_owned(),
+                ),
+                exit_code: Some(out.exit_code),
+                error: None,
+            };
+            let flow = if out.exit_code == 0 {
+                Flow::Done
+            } else {
+                let tail = out
+                    .stderr
+                    .trim_end()
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .to_owned();
+                Flow::Failed(if tail.is_empty() {
+                    format!("command exited with code {}", out.exit_code)
+                } else {
+                    format!("command exited with code {}: {tail}", out.exit_code)
+                })
+            };
+            KindOut {
+                value,
+                result: Some(result),
+                ..KindOut::flow(flow)
+            }
+        }
+        Err(ToolError::Cancelled) => KindOut::flow(Flow::Cancelled),
+        Err(e) => KindOut::flow(Flow::Failed(e.to_string())),
+    }
+}

@@ -1,0 +1,81 @@
+//! The `for_each` step: its steps once per item (a list, or a template
+//! rendering to an array, a JSON array or lines), in order, each iteration
+//! with its own copy of the scope and `loop.item` / `loop.index`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::service::run::{Flow, KindOut, RunCtx, run_seq};
+use crate::template::{LoopFrame, Scope, render_json};
+use crate::workflow::{Items, Step};
+
+/// Runs a `for_each` step at `path`.
+pub(in crate::service) async fn run(
+    ctx: &Arc<RunCtx>,
+    items: &Items,
+    steps: &[Step],
+    path: &str,
+    scope: &Scope,
+    cancel: &CancellationToken,
+) -> KindOut {
+    let items: Vec<Value> = match items {
+        Items::List(list) => list.iter().map(|v| render_json(v, scope)).collect(),
+        Items::Template(t) => {
+            match crate::template::Template::parse(t).map(|t| t.render_value(scope)) {
+                Ok(Value::Array(a)) => a,
+                Ok(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+                    Ok(Value::Array(a)) => a,
+                    _ => s
+                        .lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .map(|l| Value::String(l.to_owned()))
+                        .collect(),
+                },
+                Ok(Value::Null) => Vec::new(),
+                Ok(other) => vec![other],
+                Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
+            }
+        }
+    };
+    let mut children = Vec::new();
+    let mut outputs = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        if cancel.is_cancelled() {
+            return KindOut {
+                children,
+                ..KindOut::flow(Flow::Cancelled)
+            };
+        }
+        let mut s = scope.clone();
+        s.set_loop(LoopFrame {
+            item,
+            index: i as u64,
+        });
+        let out = run_seq(ctx, steps, path, i as u64, &mut s, cancel).await;
+        children.extend(out.nodes);
+        match out.flow {
+            Flow::Done => outputs.push(out.last),
+            Flow::Failed(e) => {
+                return KindOut {
+                    children,
+                    ..KindOut::flow(Flow::Failed(format!("iteration {i}: {e}")))
+                };
+            }
+            flow => {
+                return KindOut {
+                    children,
+                    ..KindOut::flow(flow)
+                };
+            }
+        }
+    }
+    // The result refers to the iterations (recorded as children)
+    // instead of repeating their outputs.
+    let n = outputs.len();
+    KindOut {
+        children,
+        ..KindOut::done(Value::Array(outputs), Some(json!({ "iterations": n })))
+    }
+}

@@ -1,0 +1,60 @@
+//! The `operation` step: one call of a router tool with a rendered
+//! input, recorded as a `tool.call` / `tool.result` pair like an agent's.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::service::run::{Flow, KindOut, RunCtx, call_scope};
+use crate::template::{Scope, StepValue, Template, render_json};
+use crate::tools::{SHELL_TOOL, ToolError};
+
+/// Runs an `operation` step: `tool` with `input` rendered in `scope`.
+pub(in crate::service) async fn run(
+    ctx: &Arc<RunCtx>,
+    tool: &str,
+    input: &Value,
+    path: &str,
+    iteration: u64,
+    scope: &Scope,
+    cancel: &CancellationToken,
+) -> KindOut {
+    let input = match render_operation_input(tool, input, scope) {
+        Ok(i) => i,
+        Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
+    };
+    let cs = call_scope(ctx, path, iteration, cancel);
+    match ctx.inner.router.call_tool(&cs, tool, input, None).await {
+        Ok(v) => KindOut::done(v.clone(), Some(v)),
+        Err(ToolError::Cancelled) => KindOut::flow(Flow::Cancelled),
+        Err(e) => {
+            let out = e.output();
+            KindOut {
+                result: (!out.is_null()).then(|| out.clone()),
+                value: StepValue {
+                    output: out,
+                    ..StepValue::default()
+                },
+                ..KindOut::flow(Flow::Failed(e.to_string()))
+            }
+        }
+    }
+}
+
+/// Renders an operation's input; the string `command` of `run_command` is
+/// a shell line, so its values are shell-quoted like a `command` step's.
+fn render_operation_input(
+    tool: &str,
+    input: &Value,
+    scope: &Scope,
+) -> Result<Value, crate::template::TemplateError> {
+    let mut rendered = render_json(input, scope);
+    if tool == SHELL_TOOL
+        && let Some(Value::String(text)) = input.get("command")
+    {
+        let line = Template::parse(text)?.render_shell(scope)?;
+        rendered["command"] = Value::String(line);
+    }
+    Ok(rendered)
+}

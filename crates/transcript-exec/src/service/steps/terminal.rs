@@ -1,0 +1,24 @@
+//! The `terminal` step: ends the run (or the enclosing block) with a
+//! success or failure and a rendered message.
+
+use serde_json::{Value, json};
+
+use crate::service::run::{Flow, KindOut};
+use crate::template::{Scope, StepValue, render_str};
+
+/// Runs a `terminal` step.
+pub(in crate::service) fn run(success: bool, message: &str, scope: &Scope) -> KindOut {
+    let message = render_str(message, scope);
+    let result = json!({
+        "status": if success { "success" } else { "failure" },
+        "message": message,
+    });
+    KindOut {
+        value: StepValue {
+            output: Value::String(message.clone()),
+            ..StepValue::default()
+        },
+        result: Some(result),
+        ..KindOut::flow(Flow::Terminate { success, message })
+    }
+}

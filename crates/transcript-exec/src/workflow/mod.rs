@@ -1,0 +1,394 @@
+//! The workflow model: steps and their kinds, YAML loading (serde-saphyr)
+//! and validation before a run.
+//!
+//! A [`WorkflowSet`] is a root workflow plus every workflow its
+//! `call_workflow` steps reach, keyed by name (Rust-built sets) or by
+//! canonical file path (YAML). Validation rejects unknown kinds, missing
+//! references, bad templates, duplicate names and `call_workflow` cycles,
+//! naming the file, the step path and the reason.
+//!
+//! # YAML format
+//!
+//! ```yaml
+//! name: build                      # run.* payload name
+//! inputs:                          # {{inputs.NAME}}; no default = required
+//!   - name: target
+//!     default: release
+//! outputs:                         # rendered into run.completed.result
+//!   binary: "{{steps.compile.output}}"
+//! steps:                           # every step: name, type, timeout_ms?, continue_on_error?
+//!   - name: compile
+//!     type: command                # a string runs with sh -c; every {{value}} is
+//!     command: "cargo build --{{inputs.target}}"   # shell-quoted ({{x | raw}} opts out)
+//!   - name: show
+//!     type: command                # a list runs without a shell, one argument per element
+//!     command: ["printf", "%s\n", "{{steps.compile.output}}"]
+//!   - name: read
+//!     type: operation              # tool + input (string leaves templated)
+//!     tool: read_file
+//!     input: { path: Cargo.toml }
+//!   - name: checks
+//!     type: parallel               # mode: all_succeed (default) | first_success
+//!     branches: [ { name: lint, type: command, command: "cargo clippy" } ]
+//!   - name: each
+//!     type: for_each               # items: a list, or a template giving a JSON array or lines
+//!     items: [a, b]
+//!     steps: [ { name: show, type: command, command: "echo {{loop.index}} {{loop.item}}" } ]
+//!   - name: poll
+//!     type: while                  # condition: "A == B", "A != B" or a truth value; the
+//!                                  # operator is read from this text, values are data
+//!     condition: "{{steps.probe.output}} != ready"
+//!     max_iterations: 5
+//!     steps: [ { name: probe, type: command, command: "cat status" } ]
+//!   - name: sub
+//!     type: call_workflow          # a file relative to this one, with inputs
+//!     workflow: child.yaml
+//!     inputs: { text: "{{steps.read.output}}" }
+//!   - name: review
+//!     type: agent                  # provider, prompt, system_prompt?, command? (argv),
+//!     provider: claude             # model?, max_turns?, tools? (the router tools the agent may call),
+//!     prompt: "Review {{steps.read.output}}; keep {% raw %}{{ .Values }}{% endraw %} as is"
+//!     tools: [read_file]           # env? (extra process environment, values templated);
+//!     env: { ANTHROPIC_BASE_URL: "http://127.0.0.1:8080" }  # no command: the provider's
+//!                                  # preset runs the real CLI (crate::preset)
+//!   - name: stamp
+//!     type: my_custom_type         # any registered custom type; parameters under `with`
+//!     with: { label: x }
+//!   - name: done
+//!     type: terminal               # status: success | failure
+//!     status: success
+//!     message: "built {{steps.compile.output}}"
+//! ```
+//!
+//! Fields of another kind are rejected (a typo is an error, not a no-op).
+//! Plain YAML scalars follow YAML 1.1-style typing in places (`y`, `no`):
+//! quote strings that could read as booleans.
+
+mod model;
+mod parse;
+mod set;
+mod validate;
+
+pub use model::{
+    AgentSpec, BUILTIN_KINDS, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step,
+    StepKind, Workflow,
+};
+pub use set::WorkflowSet;
+
+/// A workflow rejected before its run: which file, which step, why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {}{reason}", step.as_ref().map(|s| format!("step '{s}': ")).unwrap_or_default())]
+pub struct WorkflowError {
+    /// The workflow file (or the workflow's key for Rust-built workflows).
+    pub file: String,
+    /// The dotted step path, when the problem is in a step.
+    pub step: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl WorkflowError {
+    fn new(file: &str, step: Option<&str>, reason: impl Into<String>) -> Self {
+        Self {
+            file: file.to_owned(),
+            step: step.map(str::to_owned),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// `prefix.name` (or `name` at the top level), decision 4.
+pub fn join_path(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        let mut p = String::with_capacity(prefix.len() + 1 + name.len());
+        p.push_str(prefix);
+        p.push('.');
+        p.push_str(name);
+        p
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    fn yaml_err(text: &str) -> String {
+        match Workflow::from_yaml(text, "t.yaml") {
+            Err(e) => e.to_string(),
+            Ok(wf) => WorkflowSet::new("t.yaml", wf)
+                .validate(&|k| k == "known")
+                .unwrap_err()
+                .to_string(),
+        }
+    }
+
+    #[test]
+    fn parses_every_kind() {
+        let text = r#"
+name: all
+inputs:
+  - name: who
+    default: world
+outputs:
+  greeting: "{{steps.hello.output}}"
+steps:
+  - name: hello
+    type: command
+    command: "echo hi {{inputs.who}}"
+    timeout_ms: 500
+  - name: op
+    type: operation
+    tool: read_file
+    input: { path: "{{steps.hello.output}}" }
+    continue_on_error: true
+  - name: par
+    type: parallel
+    mode: first_success
+    branches:
+      - name: a
+        type: known
+        with: { x: 1 }
+      - name: b
+        type: for_each
+        items: [1, 2]
+        steps:
+          - name: inner
+            type: command
+            command: "echo {{loop.item}} {{loop.index}}"
+  - name: w
+    type: while
+    condition: "{{steps.c.output}} != 3"
+    max_iterations: 5
+    steps:
+      - name: c
+        type: command
+        command: "echo {{loop.index}}"
+  - name: ag
+    type: agent
+    provider: claude
+    command: ["cat", "x.jsonl"]
+    prompt: "do {{steps.par.output}}"
+    system_prompt: "be brief"
+  - name: end
+    type: terminal
+    status: success
+    message: done
+"#;
+        let wf = Workflow::from_yaml(text, "t.yaml").unwrap();
+        assert_eq!(wf.steps.len(), 6);
+        assert_eq!(wf.steps[0].timeout, Some(Duration::from_millis(500)));
+        assert!(wf.steps[1].continue_on_error);
+        assert_eq!(wf.steps[2].kind.children()[0].kind.kind_name(), "known");
+        let set = WorkflowSet::new("t.yaml", wf);
+        set.validate(&|k| k == "known").unwrap();
+        assert_eq!(set.root().unwrap().name, "all");
+    }
+
+    #[test]
+    fn rejects_with_file_step_and_reason() {
+        let e = yaml_err("name: x\nsteps:\n  - name: a\n    type: bogus\n");
+        assert_eq!(
+            e,
+            "t.yaml: step 'a': unknown step kind 'bogus' (not built in and not registered)"
+        );
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: a\n    type: command\n    command: \"{{steps.b.output}}\"\n  - name: b\n    type: command\n    command: x\n",
+        );
+        assert!(e.starts_with("t.yaml: step 'a': command:"), "{e}");
+        assert!(e.contains("names no step"), "{e}");
+        let e = yaml_err("name: x\nsteps:\n  - name: a\n    type: command\n    command: \"{{\"\n");
+        assert!(e.contains("unclosed"), "{e}");
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: a\n    type: command\n    command: \"{{loop.item}}\"\n",
+        );
+        assert!(e.contains("outside a for_each body"), "{e}");
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: a\n    type: command\n    command: \"{{inputs.q}}\"\n",
+        );
+        assert!(e.contains("undeclared input"), "{e}");
+        let e = yaml_err("name: x\nsteps:\n  - name: a\n    type: command\n");
+        assert!(e.contains("needs 'command'"), "{e}");
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: a\n    type: command\n    command: x\n    tool: y\n",
+        );
+        assert!(e.contains("'tool' does not apply"), "{e}");
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: a\n    type: command\n    command: x\n  - name: a\n    type: command\n    command: z\n",
+        );
+        assert!(e.contains("duplicate step name"), "{e}");
+        let e = yaml_err("name: x\nsteps: [\n");
+        assert!(e.starts_with("t.yaml: invalid YAML"), "{e}");
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: p\n    type: parallel\n    branches:\n      - name: a\n        type: command\n        command: x\n      - name: b\n        type: command\n        command: \"{{steps.a.output}}\"\n",
+        );
+        assert!(e.contains("step 'p.b'"), "{e}");
+    }
+
+    #[test]
+    fn command_lists_are_argv() {
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: a\n    type: command\n    command: [printf, '%s', '{{inputs.q}}']\n",
+        );
+        assert!(e.contains("undeclared input"), "{e}");
+        let wf = Workflow::from_yaml(
+            "name: x\ninputs: [{name: q}]\nsteps:\n  - name: a\n    type: command\n    command: [printf, '%s', '{{inputs.q}}']\n",
+            "t.yaml",
+        )
+        .unwrap();
+        assert_eq!(
+            wf.steps[0].kind,
+            StepKind::Command {
+                command: CommandLine::Argv(vec![
+                    "printf".into(),
+                    "%s".into(),
+                    "{{inputs.q}}".into()
+                ])
+            }
+        );
+        for bad in ["[]", "[1]", "{a: b}"] {
+            let e = yaml_err(&format!(
+                "name: x\nsteps:\n  - name: a\n    type: command\n    command: {bad}\n"
+            ));
+            assert!(e.contains("'command'"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_documented_yaml_example_parses() {
+        let src = include_str!("mod.rs");
+        let start = src.find("//! ```yaml\n").unwrap() + "//! ```yaml\n".len();
+        let end = start + src[start..].find("//! ```\n").unwrap();
+        let yaml: String = src[start..end]
+            .lines()
+            .map(|l| l.strip_prefix("//! ").unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let wf = Workflow::from_yaml(&yaml, "doc.yaml").unwrap();
+        let kinds: Vec<&str> = wf.steps.iter().map(|s| s.kind.kind_name()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "command",
+                "command",
+                "operation",
+                "parallel",
+                "for_each",
+                "while",
+                "call_workflow",
+                "agent",
+                "my_custom_type",
+                "terminal"
+            ]
+        );
+        let set = WorkflowSet::new("doc.yaml", wf)
+            .with("child.yaml", Workflow::new("child").input("text", None));
+        set.validate(&|k| k == "my_custom_type").unwrap();
+    }
+
+    #[test]
+    fn detects_call_cycles_and_missing_targets() {
+        let a = Workflow::new("a").step(Step::call_workflow("c", "b", BTreeMap::new()));
+        let b = Workflow::new("b").step(Step::call_workflow("c", "a", BTreeMap::new()));
+        let e = WorkflowSet::new("a", a.clone())
+            .with("b", b)
+            .validate(&|_| false)
+            .unwrap_err();
+        assert!(e.reason.contains("cycle: a -> b -> a"), "{e}");
+        let e = WorkflowSet::new("a", a).validate(&|_| false).unwrap_err();
+        assert!(e.reason.contains("not in the workflow set"), "{e}");
+        let child = Workflow::new("child").input("need", None);
+        let p = Workflow::new("p").step(Step::call_workflow("c", "child", BTreeMap::new()));
+        let e = WorkflowSet::new("p", p)
+            .with("child", child)
+            .validate(&|_| false)
+            .unwrap_err();
+        assert!(e.reason.contains("required input 'need'"), "{e}");
+        let _ = json!(null);
+    }
+    #[test]
+    fn agent_env_is_parsed_templated_and_checked_and_presets_refuse_what_their_cli_lacks() {
+        let text = r#"
+name: p
+inputs: [ { name: url } ]
+steps:
+  - name: ask
+    type: agent
+    provider: claude
+    prompt: hi
+    max_turns: 2
+    tools: [read_file, Grep]
+    env: { ANTHROPIC_BASE_URL: "{{inputs.url}}" }
+"#;
+        let wf = Workflow::from_yaml(text, "t.yaml").unwrap();
+        let StepKind::Agent(a) = &wf.steps[0].kind else {
+            panic!("an agent step")
+        };
+        assert_eq!(a.env["ANTHROPIC_BASE_URL"], "{{inputs.url}}");
+        WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
+        let bad_ref = text.replace("inputs.url", "inputs.nope");
+        assert!(yaml_err(&bad_ref).contains("env"), "{}", yaml_err(&bad_ref));
+        let codex = text.replace("provider: claude", "provider: codex");
+        let e = yaml_err(&codex);
+        assert!(
+            e.contains("the codex preset has no max_turns option"),
+            "{e}"
+        );
+        // A command of one's own: the preset's limits do not apply.
+        let own = codex.replace("prompt: hi", "prompt: hi\n    command: [codex]");
+        let wf = Workflow::from_yaml(&own, "t.yaml").unwrap();
+        WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
+        let on_command =
+            "name: p\nsteps:\n  - name: c\n    type: command\n    command: ls\n    env: { A: b }\n";
+        assert!(yaml_err(on_command).contains("field 'env' does not apply"));
+    }
+}
+
+#[cfg(test)]
+mod declared_plugins_tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn plugins_and_workflow_dir_come_from_the_file() {
+        let dir = std::env::temp_dir().join(format!("wf-plugins-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("p.yaml");
+        std::fs::write(
+            &file,
+            "name: p\nplugins:\n  - [\"python3\", \"tool.py\"]\n  - [\"python3\", \"tool.py\"]\nsteps:\n  - name: s\n    type: command\n    command: \"cat {{workflow.dir}}/data.txt\"\n",
+        )
+        .unwrap();
+        let set = WorkflowSet::load(&file).unwrap();
+        let specs = set.plugins();
+        assert_eq!(specs.len(), 1, "declared twice, started once");
+        assert_eq!(specs[0].argv, ["python3", "tool.py"]);
+        assert_eq!(
+            specs[0].cwd.as_deref(),
+            Some(dir.canonicalize().unwrap().as_path())
+        );
+        assert_eq!(set.root().unwrap().dir, specs[0].cwd);
+        let empty =
+            Workflow::from_yaml("name: e\nplugins: [[]]\nsteps: []\n", "e.yaml").unwrap_err();
+        assert!(
+            empty.reason.contains("plugins[0]: empty command"),
+            "{empty}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn workflow_dir_template_reads_the_scope() {
+        let t = crate::template::Template::parse("{{workflow.dir}}/agents").unwrap();
+        let scope = crate::template::Scope::new(serde_json::Map::new())
+            .with_workflow_dir(Some(Path::new("/srv/flows")));
+        assert_eq!(t.render(&scope), "/srv/flows/agents");
+        let rust_built = crate::template::Scope::new(serde_json::Map::new());
+        assert_eq!(t.render(&rust_built), "/agents");
+    }
+}

@@ -1,0 +1,381 @@
+//! The workflow model: [`Workflow`], [`Step`] and its kinds ([`StepKind`]),
+//! as built in Rust or parsed from YAML (`parse.rs`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A declared workflow input.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputDef {
+    /// The input's name (`{{inputs.NAME}}`).
+    pub name: String,
+    /// The value used when the caller gives none; without a default the
+    /// input is required.
+    #[serde(default)]
+    pub default: Option<Value>,
+}
+
+/// A workflow: named steps run in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workflow {
+    /// The workflow name (`run.*` payload name, decision 2).
+    pub name: String,
+    /// Declared inputs.
+    pub inputs: Vec<InputDef>,
+    /// Output templates, rendered at the end of a successful run into
+    /// `run.completed.result`.
+    pub outputs: BTreeMap<String, String>,
+    /// The top-level steps.
+    pub steps: Vec<Step>,
+    /// External tool plugins the workflow needs (argv each), started by the
+    /// runner with the workflow's directory as working directory.
+    pub plugins: Vec<Vec<String>>,
+    /// The directory of the workflow's file (`{{workflow.dir}}`); `None` for
+    /// workflows built in Rust.
+    pub dir: Option<PathBuf>,
+}
+
+/// An external plugin a workflow declares: its argv and the directory it
+/// starts in (the declaring workflow's).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PluginSpec {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl Workflow {
+    /// An empty workflow named `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            inputs: Vec::new(),
+            outputs: BTreeMap::new(),
+            steps: Vec::new(),
+            plugins: Vec::new(),
+            dir: None,
+        }
+    }
+
+    /// Adds a step.
+    pub fn step(mut self, step: Step) -> Self {
+        self.steps.push(step);
+        self
+    }
+
+    /// Declares an input (with an optional default).
+    pub fn input(mut self, name: impl Into<String>, default: Option<Value>) -> Self {
+        self.inputs.push(InputDef {
+            name: name.into(),
+            default,
+        });
+        self
+    }
+
+    /// Declares an output template.
+    pub fn output(mut self, name: impl Into<String>, template: impl Into<String>) -> Self {
+        self.outputs.insert(name.into(), template.into());
+        self
+    }
+}
+
+/// One step: a name unique among its siblings, a kind, and common options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The step name (last segment of its path, decision 4).
+    pub name: String,
+    /// What the step does.
+    pub kind: StepKind,
+    /// Fails the step (closing everything it opened) when it runs longer.
+    pub timeout: Option<Duration>,
+    /// When true, a failure is recorded but the enclosing sequence goes on.
+    pub continue_on_error: bool,
+}
+
+impl Step {
+    /// A step with default options.
+    pub fn new(name: impl Into<String>, kind: StepKind) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+            timeout: None,
+            continue_on_error: false,
+        }
+    }
+
+    /// A `command` step run by `sh -c` (interpolated values are quoted).
+    pub fn command(name: impl Into<String>, command: impl Into<String>) -> Self {
+        Self::new(
+            name,
+            StepKind::Command {
+                command: CommandLine::Shell(command.into()),
+            },
+        )
+    }
+
+    /// A `command` step run without a shell: program and arguments, each
+    /// element rendered as exactly one argument.
+    pub fn command_argv<S: Into<String>>(
+        name: impl Into<String>,
+        argv: impl IntoIterator<Item = S>,
+    ) -> Self {
+        Self::new(
+            name,
+            StepKind::Command {
+                command: CommandLine::Argv(argv.into_iter().map(Into::into).collect()),
+            },
+        )
+    }
+
+    /// An `operation` step calling `tool` through the router.
+    pub fn operation(name: impl Into<String>, tool: impl Into<String>, input: Value) -> Self {
+        Self::new(
+            name,
+            StepKind::Operation {
+                tool: tool.into(),
+                input,
+            },
+        )
+    }
+
+    /// A `terminal` step.
+    pub fn terminal(name: impl Into<String>, success: bool, message: impl Into<String>) -> Self {
+        Self::new(
+            name,
+            StepKind::Terminal {
+                success,
+                message: message.into(),
+            },
+        )
+    }
+
+    /// A `parallel` step.
+    pub fn parallel(name: impl Into<String>, mode: ParallelMode, branches: Vec<Step>) -> Self {
+        Self::new(name, StepKind::Parallel { mode, branches })
+    }
+
+    /// A `for_each` step over `items`.
+    pub fn for_each(name: impl Into<String>, items: Items, steps: Vec<Step>) -> Self {
+        Self::new(name, StepKind::ForEach { items, steps })
+    }
+
+    /// A `while` step.
+    pub fn while_loop(
+        name: impl Into<String>,
+        condition: impl Into<String>,
+        max_iterations: u64,
+        steps: Vec<Step>,
+    ) -> Self {
+        Self::new(
+            name,
+            StepKind::While {
+                condition: condition.into(),
+                max_iterations,
+                steps,
+            },
+        )
+    }
+
+    /// A `call_workflow` step.
+    pub fn call_workflow(
+        name: impl Into<String>,
+        workflow: impl Into<String>,
+        inputs: BTreeMap<String, Value>,
+    ) -> Self {
+        Self::new(
+            name,
+            StepKind::CallWorkflow {
+                workflow: workflow.into(),
+                inputs,
+            },
+        )
+    }
+
+    /// A custom step of a type registered from Rust.
+    pub fn custom(name: impl Into<String>, type_name: impl Into<String>, params: Value) -> Self {
+        Self::new(
+            name,
+            StepKind::Custom {
+                type_name: type_name.into(),
+                params,
+            },
+        )
+    }
+
+    /// Sets the timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Lets the enclosing sequence continue after this step fails.
+    pub fn continue_on_error(mut self) -> Self {
+        self.continue_on_error = true;
+        self
+    }
+}
+
+/// How a `parallel` block judges its branches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParallelMode {
+    /// Every branch runs to its end; the block fails if any branch failed.
+    #[default]
+    AllSucceed,
+    /// The block succeeds with the first branch that succeeds; the others
+    /// are cancelled (or, in deterministic mode, not started).
+    FirstSuccess,
+}
+
+/// What a `for_each` iterates over.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Items {
+    /// A literal list (string items are rendered as templates).
+    List(Vec<Value>),
+    /// A template rendering to a JSON array, or else to lines.
+    Template(String),
+}
+
+/// An agent invocation (the agent seam).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AgentSpec {
+    /// Provider registry name (`claude`, `codex`, `gemini`, `copilot`,
+    /// `openai`…); selects the normalizer and the agent runner.
+    pub provider: String,
+    /// argv of a CLI agent (templated); empty for HTTP agents.
+    pub command: Vec<String>,
+    /// The user prompt (templated).
+    pub prompt: String,
+    /// The system prompt (templated); omitted from `message.user` when empty.
+    pub system_prompt: Option<String>,
+    /// The model to ask for, when the runner takes one.
+    pub model: Option<String>,
+    /// Upper bound of tool-loop turns for HTTP agents.
+    pub max_turns: Option<u32>,
+    /// Tools offered to an HTTP agent (router tool names); for a CLI
+    /// preset, what the CLI may run without asking ([`crate::preset`]).
+    pub tools: Vec<String>,
+    /// Extra environment of a CLI agent's process (values templated), on
+    /// top of the runner's: a preset's endpoint and credentials.
+    pub env: BTreeMap<String, String>,
+}
+
+/// What a `command` step runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandLine {
+    /// A string given to `sh -c`; every interpolated value is shell-quoted
+    /// for where it lands unless marked `| raw` (see [`crate::shell`]).
+    Shell(String),
+    /// A program and its arguments run without a shell; each element is
+    /// rendered as one argument (values are never split or interpreted).
+    Argv(Vec<String>),
+}
+
+/// The step kinds (FR-004).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepKind {
+    /// An AI agent (CLI subprocess or HTTP), see [`AgentSpec`].
+    Agent(AgentSpec),
+    /// A command run in the workspace, through `sh -c` or as an argv.
+    Command {
+        /// The command (templated).
+        command: CommandLine,
+    },
+    /// A tool operation through the tools router.
+    Operation {
+        /// The router tool name.
+        tool: String,
+        /// Its input (string leaves templated).
+        input: Value,
+    },
+    /// Ends the run with success or failure and a message.
+    Terminal {
+        /// Whether the run succeeds.
+        success: bool,
+        /// The message (templated); the run's error on failure.
+        message: String,
+    },
+    /// Branches (each a step) run concurrently, or one at a time in
+    /// deterministic mode.
+    Parallel {
+        /// How success is judged.
+        mode: ParallelMode,
+        /// The branches, in declaration order.
+        branches: Vec<Step>,
+    },
+    /// A body run once per item.
+    ForEach {
+        /// The items.
+        items: Items,
+        /// The body.
+        steps: Vec<Step>,
+    },
+    /// A body run while a condition holds, at most `max_iterations` times.
+    While {
+        /// The condition, evaluated before each iteration.
+        condition: String,
+        /// The iteration limit; reaching it with the condition still true
+        /// fails the step.
+        max_iterations: u64,
+        /// The body.
+        steps: Vec<Step>,
+    },
+    /// Another workflow of the set, run as a child run with its own id and file.
+    CallWorkflow {
+        /// The target's key in the [`WorkflowSet`](super::WorkflowSet).
+        workflow: String,
+        /// Inputs for the child (string leaves templated).
+        inputs: BTreeMap<String, Value>,
+    },
+    /// A step type registered from Rust by name.
+    Custom {
+        /// The registered type name (the `kind` on the wire).
+        type_name: String,
+        /// Parameters (string leaves templated).
+        params: Value,
+    },
+}
+
+impl StepKind {
+    /// The wire `kind` of the step.
+    pub fn kind_name(&self) -> &str {
+        match self {
+            StepKind::Agent(_) => "agent",
+            StepKind::Command { .. } => "command",
+            StepKind::Operation { .. } => "operation",
+            StepKind::Terminal { .. } => "terminal",
+            StepKind::Parallel { .. } => "parallel",
+            StepKind::ForEach { .. } => "for_each",
+            StepKind::While { .. } => "while",
+            StepKind::CallWorkflow { .. } => "call_workflow",
+            StepKind::Custom { type_name, .. } => type_name,
+        }
+    }
+
+    /// The nested steps of composite kinds (branches or loop body).
+    pub fn children(&self) -> &[Step] {
+        match self {
+            StepKind::Parallel { branches, .. } => branches,
+            StepKind::ForEach { steps, .. } | StepKind::While { steps, .. } => steps,
+            _ => &[],
+        }
+    }
+}
+
+/// The kinds with built-in meaning; any other `type` is a custom step.
+pub const BUILTIN_KINDS: &[&str] = &[
+    "agent",
+    "command",
+    "operation",
+    "terminal",
+    "parallel",
+    "for_each",
+    "while",
+    "call_workflow",
+];
