@@ -14,7 +14,9 @@ fn run(provider: Provider, data: &[u8], chunk: usize) -> Vec<String> {
     out.iter()
         .map(|o| {
             let line = serde_json::to_string(o).expect("outputs serialize");
-            serde_json::from_str::<serde_json::Value>(&line).expect("valid JSON");
+            // RawValue validates the syntax without building a Value, so values nested
+            // deeper than serde_json's 128-level limit (kept verbatim) are checked too.
+            serde_json::from_str::<Box<serde_json::value::RawValue>>(&line).expect("valid JSON");
             line
         })
         .collect()
