@@ -1,5 +1,5 @@
-//! The YAML form of a workflow (serde-saphyr): the raw definitions, their
-//! conversion into the model (fields of another kind rejected), and
+//! The YAML form of a workflow (serde-saphyr): the document, its conversion
+//! into the model (the steps' typed YAML layer is `yaml.rs`), and
 //! loading a file with the files its `call_workflow` steps name.
 
 use std::collections::{BTreeMap, HashMap};
@@ -10,9 +10,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::yaml::StepDef;
 use super::{
-    AgentSpec, CommandLine, InputDef, Items, ParallelMode, Step, StepKind, Workflow, WorkflowError,
-    join_path,
+    AgentSpec, CommandLine, InputDef, Items, Step, StepKind, Workflow, WorkflowError, join_path,
 };
 
 impl Workflow {
@@ -41,68 +41,6 @@ struct WorkflowDef {
     steps: Vec<StepDef>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StepDef {
-    name: String,
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-    #[serde(default)]
-    continue_on_error: bool,
-    // command
-    #[serde(default)]
-    command: Option<Value>,
-    // operation
-    #[serde(default)]
-    tool: Option<String>,
-    #[serde(default)]
-    input: Option<Value>,
-    // terminal
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
-    // parallel
-    #[serde(default)]
-    mode: Option<ParallelMode>,
-    #[serde(default)]
-    branches: Option<Vec<StepDef>>,
-    // for_each / while
-    #[serde(default)]
-    items: Option<Value>,
-    #[serde(default)]
-    condition: Option<String>,
-    #[serde(default)]
-    max_iterations: Option<u64>,
-    #[serde(default)]
-    steps: Option<Vec<StepDef>>,
-    // call_workflow
-    #[serde(default)]
-    workflow: Option<String>,
-    #[serde(default)]
-    inputs: Option<BTreeMap<String, Value>>,
-    // agent
-    #[serde(default)]
-    provider: Option<String>,
-    #[serde(default)]
-    prompt: Option<String>,
-    #[serde(default)]
-    system_prompt: Option<String>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    max_turns: Option<u32>,
-    #[serde(default)]
-    tools: Option<Vec<String>>,
-    #[serde(default)]
-    env: Option<BTreeMap<String, String>>,
-    // custom
-    #[serde(default)]
-    with: Option<Value>,
-}
-
 impl WorkflowDef {
     fn into_workflow(self, file: &str) -> Result<Workflow, WorkflowError> {
         let steps = self
@@ -128,192 +66,152 @@ impl WorkflowDef {
     }
 }
 
+/// The fields every kind has, and what they become.
+fn common(name: String, timeout_ms: Option<u64>, continue_on_error: bool, kind: StepKind) -> Step {
+    Step {
+        name,
+        kind,
+        timeout: timeout_ms.map(Duration::from_millis),
+        continue_on_error,
+    }
+}
+
+fn children(steps: Vec<StepDef>, file: &str, path: &str) -> Result<Vec<Step>, WorkflowError> {
+    steps.into_iter().map(|s| s.into_step(file, path)).collect()
+}
+
+/// A list of strings (argv), or `None` when `v` is not one.
+fn strings(v: Vec<Value>) -> Option<Vec<String>> {
+    v.into_iter()
+        .map(|v| match v {
+            Value::String(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
 impl StepDef {
     fn into_step(self, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
-        let path = join_path(prefix, &self.name);
-        let err = |reason: String| WorkflowError::new(file, Some(&path), reason);
-        let need = |field: &str| err(format!("a '{}' step needs '{field}'", self.kind));
-        let mut used: Vec<&str> = Vec::new();
-        let kind = match self.kind.as_str() {
-            "command" => {
-                used.push("command");
-                let command = match self.command.clone() {
-                    Some(Value::String(s)) => CommandLine::Shell(s),
-                    Some(Value::Array(a)) if !a.is_empty() => CommandLine::Argv(
-                        a.into_iter()
-                            .map(|v| match v {
-                                Value::String(s) => Ok(s),
-                                _ => Err(err("a 'command' list must hold strings (argv)".into())),
-                            })
-                            .collect::<Result<_, _>>()?,
-                    ),
-                    Some(_) => {
-                        return Err(err(
-                            "'command' must be a string (run by sh -c) or a non-empty list of strings (argv, no shell)".into(),
-                        ));
-                    }
-                    None => return Err(need("command")),
-                };
-                StepKind::Command { command }
-            }
-            "operation" => {
-                used.extend(["tool", "input"]);
-                StepKind::Operation {
-                    tool: self.tool.clone().ok_or_else(|| need("tool"))?,
-                    input: self
-                        .input
-                        .clone()
-                        .unwrap_or(Value::Object(Default::default())),
-                }
-            }
-            "terminal" => {
-                used.extend(["status", "message"]);
-                let success = match self.status.as_deref() {
-                    Some("success") => true,
-                    Some("failure") => false,
-                    Some(other) => {
-                        return Err(err(format!(
-                            "terminal status must be 'success' or 'failure', not '{other}'"
-                        )));
-                    }
-                    None => return Err(need("status")),
-                };
-                StepKind::Terminal {
-                    success,
-                    message: self.message.clone().unwrap_or_default(),
-                }
-            }
-            "parallel" => {
-                used.extend(["mode", "branches"]);
-                let branches = self.branches.ok_or_else(|| need("branches"))?;
-                StepKind::Parallel {
-                    mode: self.mode.unwrap_or_default(),
-                    branches: branches
-                        .into_iter()
-                        .map(|b| b.into_step(file, &path))
-                        .collect::<Result<_, _>>()?,
-                }
-            }
-            "for_each" => {
-                used.extend(["items", "steps"]);
-                let items = match self.items.clone() {
-                    Some(Value::Array(a)) => Items::List(a),
-                    Some(Value::String(s)) => Items::Template(s),
-                    Some(_) => {
-                        return Err(err("'items' must be a list or a template string".into()));
-                    }
-                    None => return Err(need("items")),
-                };
-                let steps = self.steps.ok_or_else(|| need("steps"))?;
-                StepKind::ForEach {
-                    items,
-                    steps: steps
-                        .into_iter()
-                        .map(|b| b.into_step(file, &path))
-                        .collect::<Result<_, _>>()?,
-                }
-            }
-            "while" => {
-                used.extend(["condition", "max_iterations", "steps"]);
-                let condition = self.condition.clone().ok_or_else(|| need("condition"))?;
-                let max_iterations = self.max_iterations.ok_or_else(|| need("max_iterations"))?;
-                let steps = self.steps.ok_or_else(|| need("steps"))?;
-                StepKind::While {
-                    condition,
-                    max_iterations,
-                    steps: steps
-                        .into_iter()
-                        .map(|b| b.into_step(file, &path))
-                        .collect::<Result<_, _>>()?,
-                }
-            }
-            "call_workflow" => {
-                used.extend(["workflow", "inputs"]);
-                StepKind::CallWorkflow {
-                    workflow: self.workflow.clone().ok_or_else(|| need("workflow"))?,
-                    inputs: self.inputs.clone().unwrap_or_default(),
-                }
-            }
-            "agent" => {
-                used.extend([
-                    "provider",
-                    "command",
-                    "prompt",
-                    "system_prompt",
-                    "model",
-                    "max_turns",
-                    "tools",
-                    "env",
-                ]);
-                let command = match self.command.clone() {
-                    None => Vec::new(),
-                    Some(Value::Array(a)) => a
-                        .into_iter()
-                        .map(|v| match v {
-                            Value::String(s) => Ok(s),
-                            _ => Err(err("agent 'command' must be a list of strings".into())),
-                        })
-                        .collect::<Result<_, _>>()?,
-                    Some(_) => {
-                        return Err(err(
-                            "agent 'command' must be a list of strings (argv)".into()
-                        ));
-                    }
-                };
-                StepKind::Agent(AgentSpec {
-                    provider: self.provider.clone().ok_or_else(|| need("provider"))?,
-                    command,
-                    prompt: self.prompt.clone().ok_or_else(|| need("prompt"))?,
-                    system_prompt: self.system_prompt.clone(),
-                    model: self.model.clone(),
-                    max_turns: self.max_turns,
-                    tools: self.tools.clone().unwrap_or_default(),
-                    env: self.env.clone().unwrap_or_default(),
-                })
-            }
-            other => {
-                used.push("with");
-                StepKind::Custom {
-                    type_name: other.to_owned(),
-                    params: self.with.clone().unwrap_or(Value::Null),
-                }
-            }
+        let err = |name: &str, reason: &str| {
+            WorkflowError::new(file, Some(&join_path(prefix, name)), reason)
         };
-        // Fields of another kind are mistakes worth reporting, not ignoring.
-        let present: [(&str, bool); 21] = [
-            ("command", self.command.is_some()),
-            ("tool", self.tool.is_some()),
-            ("input", self.input.is_some()),
-            ("status", self.status.is_some()),
-            ("message", self.message.is_some()),
-            ("mode", self.mode.is_some()),
-            ("branches", false),
-            ("items", self.items.is_some()),
-            ("condition", self.condition.is_some()),
-            ("max_iterations", self.max_iterations.is_some()),
-            ("steps", false),
-            ("workflow", self.workflow.is_some()),
-            ("inputs", self.inputs.is_some()),
-            ("provider", self.provider.is_some()),
-            ("prompt", self.prompt.is_some()),
-            ("system_prompt", self.system_prompt.is_some()),
-            ("model", self.model.is_some()),
-            ("max_turns", self.max_turns.is_some()),
-            ("tools", self.tools.is_some()),
-            ("env", self.env.is_some()),
-            ("with", self.with.is_some()),
-        ];
-        if let Some((field, _)) = present.iter().find(|(f, p)| *p && !used.contains(f)) {
-            return Err(err(format!(
-                "field '{field}' does not apply to a '{}' step",
-                self.kind
-            )));
-        }
-        Ok(Step {
-            name: self.name,
-            kind,
-            timeout: self.timeout_ms.map(Duration::from_millis),
-            continue_on_error: self.continue_on_error,
+        Ok(match self {
+            StepDef::Command(d) => {
+                let command = match d.command {
+                    Value::String(s) => CommandLine::Shell(s),
+                    Value::Array(a) if !a.is_empty() => {
+                        CommandLine::Argv(strings(a).ok_or_else(|| {
+                            err(&d.name, "a 'command' list must hold strings (argv)")
+                        })?)
+                    }
+                    _ => {
+                        return Err(err(
+                            &d.name,
+                            "'command' must be a string (run by sh -c) or a non-empty list of strings (argv, no shell)",
+                        ));
+                    }
+                };
+                common(
+                    d.name,
+                    d.timeout_ms,
+                    d.continue_on_error,
+                    StepKind::Command { command },
+                )
+            }
+            StepDef::Operation(d) => {
+                let kind = StepKind::Operation {
+                    tool: d.tool,
+                    input: d.input.unwrap_or(Value::Object(Default::default())),
+                };
+                common(d.name, d.timeout_ms, d.continue_on_error, kind)
+            }
+            StepDef::Terminal(d) => {
+                let success = match d.status.as_str() {
+                    "success" => true,
+                    "failure" => false,
+                    other => {
+                        return Err(err(
+                            &d.name,
+                            &format!(
+                                "terminal status must be 'success' or 'failure', not '{other}'"
+                            ),
+                        ));
+                    }
+                };
+                let kind = StepKind::Terminal {
+                    success,
+                    message: d.message.unwrap_or_default(),
+                };
+                common(d.name, d.timeout_ms, d.continue_on_error, kind)
+            }
+            StepDef::Parallel(d) => {
+                let path = join_path(prefix, &d.name);
+                let kind = StepKind::Parallel {
+                    mode: d.mode,
+                    branches: children(d.branches, file, &path)?,
+                };
+                common(d.name, d.timeout_ms, d.continue_on_error, kind)
+            }
+            StepDef::ForEach(d) => {
+                let path = join_path(prefix, &d.name);
+                let items = match d.items {
+                    Value::Array(a) => Items::List(a),
+                    Value::String(s) => Items::Template(s),
+                    _ => return Err(err(&d.name, "'items' must be a list or a template string")),
+                };
+                let kind = StepKind::ForEach {
+                    items,
+                    steps: children(d.steps, file, &path)?,
+                };
+                common(d.name, d.timeout_ms, d.continue_on_error, kind)
+            }
+            StepDef::While(d) => {
+                let path = join_path(prefix, &d.name);
+                let kind = StepKind::While {
+                    condition: d.condition,
+                    max_iterations: d.max_iterations,
+                    steps: children(d.steps, file, &path)?,
+                };
+                common(d.name, d.timeout_ms, d.continue_on_error, kind)
+            }
+            StepDef::CallWorkflow(d) => {
+                let kind = StepKind::CallWorkflow {
+                    workflow: d.workflow,
+                    inputs: d.inputs,
+                };
+                common(d.name, d.timeout_ms, d.continue_on_error, kind)
+            }
+            StepDef::Agent(d) => {
+                let command = match d.command {
+                    None => Vec::new(),
+                    Some(Value::Array(a)) => strings(a)
+                        .ok_or_else(|| err(&d.name, "agent 'command' must be a list of strings"))?,
+                    Some(_) => {
+                        return Err(err(
+                            &d.name,
+                            "agent 'command' must be a list of strings (argv)",
+                        ));
+                    }
+                };
+                let kind = StepKind::Agent(AgentSpec {
+                    provider: d.provider,
+                    command,
+                    prompt: d.prompt,
+                    system_prompt: d.system_prompt,
+                    model: d.model,
+                    max_turns: d.max_turns,
+                    tools: d.tools,
+                    env: d.env,
+                });
+                common(d.name, d.timeout_ms, d.continue_on_error, kind)
+            }
+            StepDef::Custom(type_name, d) => {
+                let kind = StepKind::Custom {
+                    type_name,
+                    params: d.with.unwrap_or(Value::Null),
+                };
+                common(d.name, d.timeout_ms, d.continue_on_error, kind)
+            }
         })
     }
 }
