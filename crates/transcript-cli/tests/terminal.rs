@@ -331,7 +331,7 @@ fn sigterm_and_sighup_cancel_the_run_cleanly() {
         let wf = dir.path().join("slow.yaml");
         std::fs::write(
             &wf,
-            "name: slow\nsteps:\n  - name: wait\n    type: parallel\n    branches:\n      - name: a\n        type: command\n        command: \"echo started-a; sleep 60\"\n      - name: b\n        type: command\n        command: \"echo started-b; sleep 60\"\n",
+            "name: slow\nsteps:\n  - name: wait\n    type: parallel\n    branches:\n      - name: a\n        type: command\n        command: \"echo started-a; sleep 60\"\n      - name: b\n        type: command\n        command: \"echo started-b; sleep 60\"\n  - name: never\n    type: command\n    command: \"echo unreachable\"\n",
         )
         .unwrap();
         let storage = dir.path().join("s");
@@ -396,6 +396,14 @@ fn sigterm_and_sighup_cancel_the_run_cleanly() {
             .unwrap();
         let tree = text(&tree.stdout);
         assert!(tree.contains("\"failed\""), "SIG{signal}: {tree}");
+        assert!(
+            tree.contains("cancel"),
+            "SIG{signal}: the error says why: {tree}"
+        );
+        assert!(
+            !tree.contains("never"),
+            "SIG{signal}: no step started after the signal"
+        );
         assert!(
             !tree.contains("\"incomplete\""),
             "SIG{signal}: every started step completed"
