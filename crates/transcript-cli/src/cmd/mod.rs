@@ -9,5 +9,6 @@ pub mod run;
 pub mod show;
 pub mod stats;
 pub mod tail;
+pub mod tap;
 pub mod tree;
 pub mod validate;

@@ -3,16 +3,16 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
-use transcript_domain::{DecodedEvent, RecordError, Recorder, RecorderFactory, RunId};
+use transcript_domain::{DecodedEvent, RecorderFactory, RunId};
 use transcript_otel::{
     DEFAULT_SERVICE_NAME, ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions,
     OtlpHttpConfig, export_otlp_http, forward, map_run, write_otlp_json,
 };
 
 use crate::CliError;
+use crate::cmd::tap::TapFactory;
 
 /// `export --format otlp|otlp-json`.
 pub fn export(
@@ -63,54 +63,18 @@ pub fn export(
     Ok(())
 }
 
-/// A recorder factory that also feeds every run it opens (root and child
-/// runs) to the live exporter, from a fan-out subscription. Recording never
-/// waits on the exporter: its queue drops and counts when full.
-pub struct LiveFactory {
-    inner: Arc<dyn RecorderFactory>,
-    sender: LiveSender,
-    tasks: Mutex<Vec<tokio::task::JoinHandle<u64>>>,
-}
-
-impl LiveFactory {
-    /// Wraps `inner`.
-    pub fn new(inner: Arc<dyn RecorderFactory>, sender: LiveSender) -> Self {
-        Self {
-            inner,
-            sender,
-            tasks: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// Waits for every forwarding task (they end when their recorders close).
-    pub async fn drain(&self) {
-        let tasks: Vec<_> = self
-            .tasks
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default();
-        for t in tasks {
-            let _ = t.await;
-        }
-    }
-}
-
-#[async_trait]
-impl RecorderFactory for LiveFactory {
-    async fn create(
-        &self,
-        run_id: RunId,
-        parent_run_id: Option<RunId>,
-    ) -> Result<Arc<dyn Recorder>, RecordError> {
-        let recorder = self.inner.create(run_id, parent_run_id).await?;
-        // From seq 1: nothing recorded before the subscription is missed.
-        let subscription = recorder.subscribe(Some(1)).await?;
-        let task = tokio::spawn(forward(subscription, self.sender.clone()));
-        if let Ok(mut tasks) = self.tasks.lock() {
-            tasks.push(task);
-        }
-        Ok(recorder)
-    }
+/// A recorder factory that also feeds every run it opens (root and child runs) to the live
+/// exporter. Recording never waits on the exporter: its queue drops and counts when full.
+pub fn live_factory(inner: Arc<dyn RecorderFactory>, sender: LiveSender) -> TapFactory {
+    TapFactory::new(
+        inner,
+        Box::new(move |subscription| {
+            let sender = sender.clone();
+            Some(tokio::spawn(async move {
+                forward(subscription, sender).await;
+            }))
+        }),
+    )
 }
 
 /// Starts a live exporter.

@@ -21,6 +21,7 @@ use transcript_domain::{
 };
 
 use crate::cmd::tail::summary;
+use crate::cmd::tap::TapFactory;
 use crate::style::{Style, one_line};
 
 /// What the view receives: an event of some run, or the count a subscription dropped.
@@ -29,11 +30,10 @@ enum Feed {
     Dropped(u64),
 }
 
-/// A recorder factory that subscribes the progress view to every run it opens.
+/// The progress view's tap on every run the factory opens, and the handle that ends it.
 pub struct ProgressFactory {
-    inner: Arc<dyn RecorderFactory>,
-    sender: Mutex<Option<mpsc::Sender<Feed>>>,
-    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    tap: TapFactory,
+    sender: Arc<Mutex<Option<mpsc::Sender<Feed>>>>,
 }
 
 impl ProgressFactory {
@@ -44,26 +44,24 @@ impl ProgressFactory {
         style: Style,
     ) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(4096);
-        let factory = Arc::new(Self {
+        let sender = Arc::new(Mutex::new(Some(tx)));
+        let taps = sender.clone();
+        let tap = TapFactory::new(
             inner,
-            sender: Mutex::new(Some(tx)),
-            tasks: Mutex::new(Vec::new()),
-        });
-        (factory, tokio::spawn(show(rx, style)))
+            Box::new(move |subscription| {
+                let tx = taps.lock().ok().and_then(|s| s.clone())?;
+                Some(tokio::spawn(forward(subscription, tx)))
+            }),
+        );
+        let view = tokio::spawn(show(rx, style));
+        (Arc::new(Self { tap, sender }), view)
     }
 
     /// No more runs will open: waits for the subscriptions of the runs opened so far (they
     /// end when their recorders close) and lets the view finish.
     pub async fn finish(&self) {
         drop(self.sender.lock().ok().and_then(|mut s| s.take()));
-        let tasks: Vec<_> = self
-            .tasks
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default();
-        for t in tasks {
-            let _ = t.await;
-        }
+        self.tap.drain().await;
     }
 }
 
@@ -74,17 +72,7 @@ impl RecorderFactory for ProgressFactory {
         run_id: RunId,
         parent_run_id: Option<RunId>,
     ) -> Result<Arc<dyn Recorder>, RecordError> {
-        let recorder = self.inner.create(run_id, parent_run_id).await?;
-        let sender = self.sender.lock().ok().and_then(|s| s.clone());
-        if let Some(sender) = sender {
-            // From seq 1: nothing recorded before the subscription is missed.
-            let subscription = recorder.subscribe(Some(1)).await?;
-            let task = tokio::spawn(forward(subscription, sender));
-            if let Ok(mut tasks) = self.tasks.lock() {
-                tasks.push(task);
-            }
-        }
-        Ok(recorder)
+        self.tap.create(run_id, parent_run_id).await
     }
 }
 

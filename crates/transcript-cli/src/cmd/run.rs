@@ -174,12 +174,9 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         Some((endpoint, capture)) => Some(crate::cmd::otel::start_live(endpoint, *capture)?),
         None => None,
     };
-    let live_factory = live.as_ref().map(|l| {
-        Arc::new(crate::cmd::otel::LiveFactory::new(
-            factory.clone(),
-            l.sender(),
-        ))
-    });
+    let live_factory = live
+        .as_ref()
+        .map(|l| Arc::new(crate::cmd::otel::live_factory(factory.clone(), l.sender())));
     let factory: Arc<dyn RecorderFactory> = match &live_factory {
         Some(f) => f.clone(),
         None => factory,
