@@ -122,12 +122,17 @@ fn closed_pipe() -> std::io::PipeWriter {
 }
 
 /// Waits for `child`, failing (instead of hanging) if it has not exited after a minute.
-fn wait_bounded(mut child: std::process::Child, what: &str) -> std::process::ExitStatus {
+fn wait_bounded(child: std::process::Child, what: &str) -> std::process::ExitStatus {
+    output_within(child, Duration::from_secs(60), what).status
+}
+
+/// `child`'s output, failing (and killing it) if it has not exited within `limit`.
+fn output_within(child: std::process::Child, limit: Duration, what: &str) -> std::process::Output {
     let (tx, rx) = mpsc::channel();
     let pid = child.id();
-    std::thread::spawn(move || tx.send(child.wait().unwrap()));
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(status) => status,
+    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    match rx.recv_timeout(limit) {
+        Ok(output) => output,
         Err(_) => {
             let _ = Command::new("kill")
                 .args(["-KILL", &pid.to_string()])
@@ -488,19 +493,12 @@ fn a_silent_otlp_endpoint_delays_the_exit_by_the_flush_timeout_only() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
     // Far below the exporter's own 3 × 10 s of request timeouts.
-    let out = match rx.recv_timeout(Duration::from_secs(20)) {
-        Ok(out) => out,
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("the run waited for a silent OTLP endpoint");
-        }
-    };
+    let out = output_within(
+        child,
+        Duration::from_secs(20),
+        "the run waiting for a silent OTLP endpoint",
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("did not finish within 1s"), "{stderr}");
