@@ -165,6 +165,31 @@ impl Framer {
     }
 
     /// Input bytes of the open JSON record once `more` further bytes are in.
+    /// Appends the run of `bytes[i..]` before the first byte that `stops` to the open record.
+    /// Returns where to go on (`i` itself when the run made the record oversized, which was
+    /// reported and reset), or `None` when there is no run to copy at `i`.
+    fn copy_run(
+        &mut self,
+        bytes: &[u8],
+        i: usize,
+        stops: impl Fn(u8) -> bool,
+        out: &mut Vec<Frame>,
+    ) -> Option<usize> {
+        let rest = &bytes[i..];
+        let run = rest.iter().position(|&b| stops(b)).unwrap_or(rest.len());
+        if self.record_len(run) > self.max_record as u64 {
+            self.oversized(out);
+            return Some(i);
+        }
+        if run == 0 {
+            return None;
+        }
+        self.json.buf.extend_from_slice(&rest[..run]);
+        self.offset += run as u64;
+        self.at_line_start = false;
+        Some(i + run)
+    }
+
     fn record_len(&self, more: usize) -> u64 {
         self.offset - self.json.start.offset + more as u64
     }
@@ -248,44 +273,30 @@ impl Framer {
                         i += nl + 1;
                         continue;
                     }
-                    // Copy runs of plain string bytes at once.
-                    if self.json.active && self.json.in_str && !self.json.esc {
-                        let rest = &bytes[i..];
-                        let run = rest
-                            .iter()
-                            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                            .unwrap_or(rest.len());
-                        if self.record_len(run) > self.max_record as u64 {
-                            self.oversized(out);
-                            continue;
-                        }
-                        if run > 0 {
-                            self.json.buf.extend_from_slice(&rest[..run]);
-                            self.offset += run as u64;
-                            self.at_line_start = false;
-                            i += run;
-                            continue;
-                        }
+                    // Copy runs of bytes that cannot change the state at once: inside a
+                    // string only quotes, escapes and controls matter; outside, only quotes,
+                    // brackets and newlines.
+                    if self.json.active
+                        && self.json.in_str
+                        && !self.json.esc
+                        && let Some(next) =
+                            self.copy_run(bytes, i, |b| b == b'"' || b == b'\\' || b < 0x20, out)
+                    {
+                        i = next;
+                        continue;
                     }
-                    // Same outside strings: only quotes, brackets and
-                    // newlines change the state.
-                    if self.json.active && !self.json.in_str && !self.json.garbage {
-                        let rest = &bytes[i..];
-                        let run = rest
-                            .iter()
-                            .position(|&b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']' | b'\n'))
-                            .unwrap_or(rest.len());
-                        if self.record_len(run) > self.max_record as u64 {
-                            self.oversized(out);
-                            continue;
-                        }
-                        if run > 0 {
-                            self.json.buf.extend_from_slice(&rest[..run]);
-                            self.offset += run as u64;
-                            self.at_line_start = false;
-                            i += run;
-                            continue;
-                        }
+                    if self.json.active
+                        && !self.json.in_str
+                        && !self.json.garbage
+                        && let Some(next) = self.copy_run(
+                            bytes,
+                            i,
+                            |b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']' | b'\n'),
+                            out,
+                        )
+                    {
+                        i = next;
+                        continue;
                     }
                     // The byte below would be the record's byte past the cap.
                     if self.json.active
