@@ -183,95 +183,81 @@ fn bound_raw_in_place(raw: &mut RawJson, limit: usize) {
 }
 
 fn bound_each(payload: &mut Payload, limit: usize) {
-    match payload {
-        Payload::RunStarted(p)
-        | Payload::RunCompleted(p)
-        | Payload::StepStarted(p)
-        | Payload::StepCompleted(p)
-        | Payload::CallWorkflowStarted(p)
-        | Payload::CallWorkflowCompleted(p) => {
-            if let Some(e) = &mut p.error {
-                bound_string_in_place(e, limit);
-            }
-            if let Some(r) = &mut p.result {
-                bound_raw_in_place(r, limit);
-            }
+    if let Some(p) = payload.as_step_mut() {
+        if let Some(e) = &mut p.error {
+            bound_string_in_place(e, limit);
         }
-        Payload::MessageUser(m) | Payload::MessageAssistant(m) => {
-            for block in &mut m.blocks {
-                match &mut block.body {
-                    BlockBody::Text { text } | BlockBody::Stream { text } => {
-                        bound_string_in_place(text, limit)
-                    }
-                    BlockBody::Thinking { thinking } => bound_string_in_place(thinking, limit),
-                    BlockBody::Command { command } => bound_string_in_place(command, limit),
-                    BlockBody::ToolUse { tool_input, .. } => bound_raw_in_place(tool_input, limit),
-                    BlockBody::ToolResult { tool_content, .. } => {
-                        bound_raw_in_place(tool_content, limit)
-                    }
+        if let Some(r) = &mut p.result {
+            bound_raw_in_place(r, limit);
+        }
+    }
+    if let Some(m) = payload.as_message_mut() {
+        for block in &mut m.blocks {
+            match &mut block.body {
+                BlockBody::Text { text } | BlockBody::Stream { text } => {
+                    bound_string_in_place(text, limit)
+                }
+                BlockBody::Thinking { thinking } => bound_string_in_place(thinking, limit),
+                BlockBody::Command { command } => bound_string_in_place(command, limit),
+                BlockBody::ToolUse { tool_input, .. } => bound_raw_in_place(tool_input, limit),
+                BlockBody::ToolResult { tool_content, .. } => {
+                    bound_raw_in_place(tool_content, limit)
                 }
             }
         }
-        Payload::ToolCall(p) | Payload::ToolResult(p) => {
-            bound_raw_in_place(&mut p.input, limit);
-            bound_raw_in_place(&mut p.output, limit);
-            if let Some(e) = &mut p.error {
-                bound_string_in_place(e, limit);
-            }
+    }
+    if let Some(p) = payload.as_tool_mut() {
+        bound_raw_in_place(&mut p.input, limit);
+        bound_raw_in_place(&mut p.output, limit);
+        if let Some(e) = &mut p.error {
+            bound_string_in_place(e, limit);
         }
-        Payload::RunNull(_) => {}
     }
 }
 
 /// An upper estimate of the payload's encoded size.
 fn payload_len(payload: &Payload) -> usize {
     let opt = |s: &Option<String>| s.as_deref().map_or(0, json_str_len);
-    match payload {
-        Payload::RunStarted(p)
-        | Payload::RunCompleted(p)
-        | Payload::StepStarted(p)
-        | Payload::StepCompleted(p)
-        | Payload::CallWorkflowStarted(p)
-        | Payload::CallWorkflowCompleted(p) => {
-            64 + json_str_len(&p.name)
-                + json_str_len(&p.kind)
-                + opt(&p.error)
-                + p.result.as_ref().map_or(0, RawJson::len)
-        }
-        Payload::MessageUser(m) | Payload::MessageAssistant(m) => {
-            256 + opt(&m.provider)
-                + opt(&m.model)
-                + m.blocks
-                    .iter()
-                    .map(|b| {
-                        64 + match &b.body {
-                            BlockBody::Text { text } | BlockBody::Stream { text } => {
-                                json_str_len(text)
-                            }
-                            BlockBody::Thinking { thinking } => json_str_len(thinking),
-                            BlockBody::Command { command } => json_str_len(command),
-                            BlockBody::ToolUse {
-                                tool_name,
-                                tool_id,
-                                tool_input,
-                            } => json_str_len(tool_name) + json_str_len(tool_id) + tool_input.len(),
-                            BlockBody::ToolResult {
-                                tool_id,
-                                tool_content,
-                            } => json_str_len(tool_id) + tool_content.len(),
-                        }
-                    })
-                    .sum::<usize>()
-        }
-        Payload::ToolCall(p) | Payload::ToolResult(p) => {
-            96 + json_str_len(&p.name)
-                + json_str_len(&p.call_id)
-                + p.input.len()
-                + p.output.len()
-                + opt(&p.error)
-        }
-        Payload::RunNull(_) => 64,
+    if let Some(p) = payload.as_step() {
+        return 64
+            + json_str_len(&p.name)
+            + json_str_len(&p.kind)
+            + opt(&p.error)
+            + p.result.as_ref().map_or(0, RawJson::len);
     }
+    if let Some(m) = payload.as_message() {
+        let blocks: usize = m
+            .blocks
+            .iter()
+            .map(|b| {
+                64 + match &b.body {
+                    BlockBody::Text { text } | BlockBody::Stream { text } => json_str_len(text),
+                    BlockBody::Thinking { thinking } => json_str_len(thinking),
+                    BlockBody::Command { command } => json_str_len(command),
+                    BlockBody::ToolUse {
+                        tool_name,
+                        tool_id,
+                        tool_input,
+                    } => json_str_len(tool_name) + json_str_len(tool_id) + tool_input.len(),
+                    BlockBody::ToolResult {
+                        tool_id,
+                        tool_content,
+                    } => json_str_len(tool_id) + tool_content.len(),
+                }
+            })
+            .sum();
+        return 256 + opt(&m.provider) + opt(&m.model) + blocks;
+    }
+    if let Some(p) = payload.as_tool() {
+        return 96
+            + json_str_len(&p.name)
+            + json_str_len(&p.call_id)
+            + p.input.len()
+            + p.output.len()
+            + opt(&p.error);
+    }
+    // `null` run payloads, which our writers never produce.
+    64
 }
 
 /// Bounds every large value of `payload` to `limit`; when the result would
