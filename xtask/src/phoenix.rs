@@ -7,8 +7,7 @@
 //! and always stops the server (a guard kills it on every exit path).
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,47 +34,25 @@ fn free_port() -> Result<u16, Error> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// A plain HTTP/1.1 GET on 127.0.0.1 (`Connection: close`); returns status and body.
+/// A GET on 127.0.0.1 (30 s timeout); returns status and body. Any status is an answer:
+/// the caller decides what is success.
 fn get(port: u16, path: &str) -> Result<(u16, Vec<u8>), Error> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
-    )?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("malformed HTTP response")?;
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let status: u16 = head.split_whitespace().nth(1).ok_or("no status")?.parse()?;
-    let mut body = raw[split + 4..].to_vec();
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        body = dechunk(&body)?;
-    }
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(30)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent
+        .get(format!("http://127.0.0.1:{port}{path}"))
+        .header("Accept", "application/json")
+        .call()?;
+    let status = response.status().as_u16();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(64 << 20)
+        .read_to_vec()?;
     Ok((status, body))
-}
-
-fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("bad chunk")?;
-        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..line_end]).trim(), 16)?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Ok(out);
-        }
-        out.extend_from_slice(data.get(..size).ok_or("short chunk")?);
-        data = data.get(size + 2..).ok_or("short chunk")?;
-    }
 }
 
 fn ensure_phoenix(venv: &Path) -> Result<PathBuf, Error> {
@@ -319,12 +296,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chunked_bodies_are_decoded() {
-        assert_eq!(
-            dechunk(b"4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n").unwrap(),
-            b"Wikipedia"
-        );
-        assert!(dechunk(b"zz\r\n").is_err());
+    fn get_reads_status_and_body_of_any_answer() {
+        use wiremock::matchers::{header, method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt.block_on(async {
+            let server = MockServer::start().await;
+            Mock::given(method("GET"))
+                .and(path("/healthz"))
+                .and(header("accept", "application/json"))
+                .respond_with(ResponseTemplate::new(503).set_body_string("starting"))
+                .expect(1)
+                .mount(&server)
+                .await;
+            server
+        });
+        let port = server.address().port();
+        let (status, body) = get(port, "/healthz").unwrap();
+        assert_eq!((status, body.as_slice()), (503, b"starting".as_slice()));
+        // Nothing listens on a freed port: an error, not a status.
+        drop(server);
+        assert!(get(free_port().unwrap(), "/healthz").is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod cmd;
+mod demo;
 mod exit;
 mod source;
 mod style;

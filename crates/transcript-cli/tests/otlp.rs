@@ -4,11 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::process::Command;
-use std::sync::mpsc;
-use std::time::Duration;
 
 mod common;
 
@@ -16,69 +13,54 @@ use common::{DEMO_RUN_ID, demo_command};
 use prost::Message;
 use transcript_otel::otlp_proto::collector::trace::v1::ExportTraceServiceRequest;
 use transcript_otel::otlp_proto::trace::v1::Span;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
-/// Accepts connections until the test ends; every decoded span goes to the channel.
-fn receiver() -> (SocketAddr, mpsc::Receiver<Span>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                stream
-                    .set_read_timeout(Some(Duration::from_secs(30)))
-                    .unwrap();
-                let mut writer = stream.try_clone().unwrap();
-                let mut reader = BufReader::new(stream);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    assert!(line.starts_with("POST /v1/traces "), "{line}");
-                    let mut length = 0usize;
-                    loop {
-                        let mut header = String::new();
-                        reader.read_line(&mut header).unwrap();
-                        let header = header.trim_end();
-                        if header.is_empty() {
-                            break;
-                        }
-                        if let Some((k, v)) = header.split_once(':')
-                            && k.eq_ignore_ascii_case("content-length")
-                        {
-                            length = v.trim().parse().unwrap();
-                        }
-                    }
-                    let mut body = vec![0u8; length];
-                    reader.read_exact(&mut body).unwrap();
-                    let request = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
-                    for rs in request.resource_spans {
-                        for ss in rs.scope_spans {
-                            for span in ss.spans {
-                                let _ = tx.send(span);
-                            }
-                        }
-                    }
-                    writer
-                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n")
-                        .unwrap();
-                }
-            });
-        }
-    });
-    (addr, rx)
+/// An OTLP/HTTP receiver: a wiremock server on 127.0.0.1 (on its own thread) that accepts
+/// every `POST /v1/traces` and keeps the requests; the runtime is only for its async API.
+struct Receiver {
+    server: MockServer,
+    rt: tokio::runtime::Runtime,
 }
 
-fn drain(rx: &mpsc::Receiver<Span>) -> Vec<Span> {
-    // The CLI has exited: everything it sent has arrived or never will.
-    let mut spans = Vec::new();
-    while let Ok(s) = rx.recv_timeout(Duration::from_millis(500)) {
-        spans.push(s);
+impl Receiver {
+    fn start() -> Self {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt.block_on(async {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .and(path("/v1/traces"))
+                .and(header("content-type", "application/x-protobuf"))
+                .respond_with(ResponseTemplate::new(200))
+                .mount(&server)
+                .await;
+            server
+        });
+        Self { server, rt }
     }
-    spans
+
+    fn endpoint(&self) -> String {
+        self.server.uri()
+    }
+
+    /// Every span received (the CLI has exited: everything it sent has arrived).
+    fn spans(&self) -> Vec<Span> {
+        let requests = self.rt.block_on(self.server.received_requests()).unwrap();
+        let mut spans = Vec::new();
+        for r in requests {
+            assert_eq!(r.url.path(), "/v1/traces");
+            let request = ExportTraceServiceRequest::decode(r.body.as_slice()).unwrap();
+            for rs in request.resource_spans {
+                for ss in rs.scope_spans {
+                    spans.extend(ss.spans);
+                }
+            }
+        }
+        spans
+    }
 }
 
 fn names(spans: &[Span]) -> BTreeSet<String> {
@@ -88,13 +70,13 @@ fn names(spans: &[Span]) -> BTreeSet<String> {
 #[test]
 fn stored_and_live_export_deliver_the_same_span_tree() {
     let dir = tempfile::tempdir().unwrap();
-    let (addr, rx) = receiver();
-    let endpoint = format!("http://{addr}");
+    let live_receiver = Receiver::start();
+    let stored_receiver = Receiver::start();
 
     // Live export during the run.
     let storage = dir.path().join("live");
     let out = demo_command(&storage, &dir.path().join("ws1"))
-        .args(["--otlp-endpoint", &endpoint])
+        .args(["--otlp-endpoint", &live_receiver.endpoint()])
         .output()
         .unwrap();
     assert!(
@@ -107,7 +89,7 @@ fn stored_and_live_export_deliver_the_same_span_tree() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let live = drain(&rx);
+    let live = live_receiver.spans();
     let run_id = DEMO_RUN_ID;
 
     // The same run exported from its files.
@@ -118,7 +100,7 @@ fn stored_and_live_export_deliver_the_same_span_tree() {
             "--format",
             "otlp",
             "--endpoint",
-            &endpoint,
+            &stored_receiver.endpoint(),
             "--storage",
         ])
         .arg(&storage)
@@ -129,7 +111,7 @@ fn stored_and_live_export_deliver_the_same_span_tree() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stored = drain(&rx);
+    let stored = stored_receiver.spans();
 
     assert!(!stored.is_empty());
     assert_eq!(

@@ -476,18 +476,23 @@ fn plugin_commands_are_split_like_a_shell_so_paths_may_have_spaces() {
 /// timeout, and says what was not sent.
 #[test]
 fn a_silent_otlp_endpoint_delays_the_exit_by_the_flush_timeout_only() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    // Accept and hold every connection without a byte in reply.
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for stream in listener.incoming() {
-            held.push(stream);
-        }
+    // A dedicated wiremock server (not a pooled one: its held connections end with the test)
+    // that reads each request and answers an hour later.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(async {
+        let server = wiremock::MockServer::builder().start().await;
+        wiremock::Mock::given(wiremock::matchers::any())
+            .respond_with(wiremock::ResponseTemplate::new(200).set_delay(Duration::from_secs(3600)))
+            .mount(&server)
+            .await;
+        server
     });
     let dir = tempfile::tempdir().unwrap();
     let child = demo_command(&dir.path().join("s"), &dir.path().join("w"))
-        .args(["--otlp-endpoint", &format!("http://127.0.0.1:{port}")])
+        .args(["--otlp-endpoint", &server.uri()])
         .args(["--otlp-flush-timeout", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -503,6 +508,9 @@ fn a_silent_otlp_endpoint_delays_the_exit_by_the_flush_timeout_only() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("did not finish within 1s"), "{stderr}");
     assert!(text(&out.stdout).contains("run_id:"));
+    // The endpoint was reached (not refused): the export request arrived and went unanswered.
+    let received = rt.block_on(server.received_requests()).unwrap();
+    assert!(!received.is_empty(), "the exporter reached the endpoint");
 }
 
 /// A run id that already has a transcript is refused (one run per file): the second

@@ -54,6 +54,15 @@ impl CustomStepContext {
         }
     }
 
+    /// The `with:` parameter `key` as text, as `{{ }}` would render it: a string as is,
+    /// `null` or a missing key as `""`, any other value as compact JSON.
+    pub fn param_text(&self, key: &str) -> String {
+        self.params
+            .get(key)
+            .map(crate::template::value_to_text)
+            .unwrap_or_default()
+    }
+
     /// Calls a tool through the router (recorded like any router call).
     pub async fn call_tool(&self, name: &str, input: Value) -> Result<Value, ToolError> {
         self.router.call_tool(&self.scope, name, input, None).await

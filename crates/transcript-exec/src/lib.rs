@@ -215,7 +215,6 @@ pub mod builtins;
 pub mod cli_agent;
 pub mod condition;
 pub mod custom;
-pub mod demo;
 pub mod emit;
 pub mod http_agent;
 pub mod plugin;

@@ -54,10 +54,7 @@ async fn demo_run(storage: &Path) -> transcript_exec::RunOutcome {
         .recorder_factory(Arc::new(factory))
         .audit_file(storage.join("audit.jsonl"))
         .router(router);
-    let svc = transcript_exec::demo::register_demo_steps(builder)
-        .unwrap()
-        .build()
-        .unwrap();
+    let svc = with_stamp_step(builder).build().unwrap();
     svc.run(&set, Map::new(), CancellationToken::new())
         .await
         .unwrap()

@@ -4,10 +4,10 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 use transcript_domain::{BlockType, EventType, Fidelity};
 use transcript_exec::{
@@ -15,65 +15,62 @@ use transcript_exec::{
 };
 
 use support::*;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-/// Serves `responses` in order, one connection each, recording request bodies.
-async fn replay_server(responses: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        for (i, response) in responses.into_iter().enumerate() {
-            let (mut sock, _) = listener.accept().await.unwrap();
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
-            let body_start = loop {
-                let n = sock.read(&mut chunk).await.unwrap();
-                assert!(n > 0, "client closed early");
-                buf.extend_from_slice(&chunk[..n]);
-                if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    break p + 4;
-                }
-            };
-            let head = String::from_utf8_lossy(&buf[..body_start]).to_ascii_lowercase();
-            assert!(
-                head.starts_with("post /v1/chat/completions http/1.1"),
-                "{head}"
-            );
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap();
-            while buf.len() < body_start + len {
-                let n = sock.read(&mut chunk).await.unwrap();
-                buf.extend_from_slice(&chunk[..n]);
-            }
-            log.lock()
-                .unwrap()
-                .push(serde_json::from_slice(&buf[body_start..body_start + len]).unwrap());
-            let body = response.to_string();
-            // Alternate framing: Content-Length, then chunked.
-            let reply = if i % 2 == 0 {
-                format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-            } else {
-                let (a, b) = body.split_at(body.len() / 2);
-                format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
-                    a.len(),
-                    b.len()
-                )
-            };
-            sock.write_all(reply.as_bytes()).await.unwrap();
-            sock.shutdown().await.unwrap();
+/// Answers the Chat Completions route with `responses` in order (a real HTTP round trip to
+/// a wiremock server on 127.0.0.1); the server keeps what it received for the assertions, and
+/// verifies on drop that every scripted response was asked for exactly once.
+async fn replay_server(responses: Vec<Value>) -> MockServer {
+    let server = MockServer::start().await;
+    let n = responses.len() as u64;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("content-type", "application/json"))
+        .respond_with(InOrder::new(responses))
+        .up_to_n_times(n)
+        .expect(n)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// Replies with the next scripted body on each request.
+struct InOrder {
+    responses: Vec<Value>,
+    next: AtomicUsize,
+}
+
+impl InOrder {
+    fn new(responses: Vec<Value>) -> Self {
+        Self {
+            responses,
+            next: AtomicUsize::new(0),
         }
-    });
-    (format!("http://{addr}/v1"), seen)
+    }
+}
+
+impl Respond for InOrder {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let i = self.next.fetch_add(1, Ordering::SeqCst);
+        ResponseTemplate::new(200).set_body_json(&self.responses[i])
+    }
+}
+
+/// The server's base URL as the agent is configured with it.
+fn base_url(server: &MockServer) -> String {
+    format!("{}/v1", server.uri())
+}
+
+/// The JSON bodies the server received, in order.
+async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.body_json().unwrap())
+        .collect()
 }
 
 fn recorded() -> Vec<Value> {
@@ -97,7 +94,8 @@ fn http_step(max_turns: Option<u32>) -> Step {
 
 #[tokio::test]
 async fn tool_loop_runs_calls_through_the_router_and_records_turns() {
-    let (url, seen) = replay_server(recorded()).await;
+    let server = replay_server(recorded()).await;
+    let url = base_url(&server);
     let (_d, ws) = workspace();
     std::fs::write(ws.join("notes.txt"), "buy milk").unwrap();
     let factory = MemoryFactory::new();
@@ -163,8 +161,14 @@ async fn tool_loop_runs_calls_through_the_router_and_records_turns() {
         done.result.as_ref().unwrap().to_value(),
         json!("The notes say: buy milk.")
     );
-    // What the server received: prompts, tools, then the tool result.
-    let requests = seen.lock().unwrap().clone();
+    // What the server received: prompts, tools, then the tool result, each with the key.
+    for r in server.received_requests().await.unwrap() {
+        assert_eq!(
+            r.headers.get("authorization").map(|v| v.to_str().unwrap()),
+            Some("Bearer test-key")
+        );
+    }
+    let requests = bodies(&server).await;
     assert_eq!(requests.len(), 2);
     assert_eq!(
         requests[0]["messages"][0],
@@ -191,7 +195,9 @@ fn of_type_count(events: &[transcript_domain::DecodedEvent], t: EventType) -> us
 
 #[tokio::test]
 async fn turn_limit_and_http_errors_fail_the_step() {
-    let (url, _) = replay_server(recorded()).await;
+    // One turn allowed: only the first scripted response is asked for.
+    let server = replay_server(recorded().into_iter().take(1).collect()).await;
+    let url = base_url(&server);
     let (_d, ws) = workspace();
     let factory = MemoryFactory::new();
     let svc = ExecutionService::deterministic_builder(&ws, ts0())
@@ -262,7 +268,7 @@ fn completion(message: Value) -> Value {
 async fn tools_outside_the_step_list_are_refused_recorded_and_never_run() {
     // The model asks for run_command (registered, not offered) and an
     // unknown tool; only read_file is in the step's tools.
-    let (url, seen) = replay_server(vec![
+    let server = replay_server(vec![
         completion(json!({
             "role": "assistant",
             "content": null,
@@ -276,6 +282,7 @@ async fn tools_outside_the_step_list_are_refused_recorded_and_never_run() {
         completion(json!({"role": "assistant", "content": "I may not run commands."})),
     ])
     .await;
+    let url = base_url(&server);
     let (_d, ws) = workspace();
     let factory = MemoryFactory::new();
     let svc = ExecutionService::deterministic_builder(&ws, ts0())
@@ -335,8 +342,15 @@ async fn tools_outside_the_step_list_are_refused_recorded_and_never_run() {
         );
     }
 
-    // The model got each refusal as that call's tool result.
-    let requests = seen.lock().unwrap().clone();
+    // The model got each refusal as that call's tool result; no key was configured, so none
+    // was sent.
+    let received = server.received_requests().await.unwrap();
+    assert!(
+        received
+            .iter()
+            .all(|r| !r.headers.contains_key("authorization"))
+    );
+    let requests = bodies(&server).await;
     assert_eq!(requests.len(), 2);
     let tool_msgs: Vec<&Value> = requests[1]["messages"]
         .as_array()

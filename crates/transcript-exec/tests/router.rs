@@ -408,7 +408,12 @@ async fn inputs_workspace_and_audit_errors() {
     assert!(format!("{svc:?}").contains("deterministic: true"));
     assert!(
         ExecutionService::deterministic_builder(&ws, ts0())
-            .custom_step("command", Arc::new(transcript_exec::demo::StampStep))
+            .custom_step(
+                "command",
+                Arc::new(transcript_exec::FnStep(
+                    |_: &transcript_exec::CustomStepContext| { Ok(Value::Null) }
+                ))
+            )
             .is_err()
     );
 }

@@ -193,10 +193,7 @@ async fn the_demo_with_a_hostile_input_creates_nothing() {
     let builder = ExecutionService::deterministic_builder(&ws, ts0())
         .recorder_factory(factory.clone())
         .router(router);
-    let svc = transcript_exec::demo::register_demo_steps(builder)
-        .unwrap()
-        .build()
-        .unwrap();
+    let svc = with_stamp_step(builder).build().unwrap();
     let mut inputs = Map::new();
     inputs.insert("who".into(), json!(payload));
     let out = svc

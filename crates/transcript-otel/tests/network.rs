@@ -4,12 +4,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use common::*;
@@ -21,117 +17,92 @@ use transcript_otel::{
     ExportError, LiveConfig, LiveExporter, MapOptions, OtlpHttpConfig, export_otlp_http, ids,
     map_run,
 };
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// One decoded request.
 struct Received {
     path: String,
     content_type: String,
+    api_key: Option<String>,
     body: ExportTraceServiceRequest,
 }
 
-/// A minimal HTTP/1.1 server: reads requests (Content-Length bodies, keep-alive),
-/// decodes them, answers `status` with an empty body.
+/// An OTLP/HTTP receiver: a wiremock server on 127.0.0.1 (its own thread) that answers every
+/// `POST /v1/traces` with `status` and keeps the requests. Sync tests drive it through the
+/// runtime it owns; async tests use [`Receiver::start_async`] and [`Receiver::requests`].
 struct Receiver {
-    addr: SocketAddr,
-    requests: mpsc::Receiver<Received>,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
+    server: MockServer,
+    rt: Option<tokio::runtime::Runtime>,
 }
 
 impl Receiver {
-    fn start(status: &'static str) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, requests) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
-        let accept = thread::spawn(move || {
-            for stream in listener.incoming() {
-                if stopping.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let tx = tx.clone();
-                thread::spawn(move || serve(stream, status, tx));
-            }
-        });
+    fn start(status: u16) -> Self {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt.block_on(Self::mounted(status));
         Self {
-            addr,
-            requests,
-            stop,
-            accept: Some(accept),
+            server,
+            rt: Some(rt),
         }
+    }
+
+    async fn start_async(status: u16) -> Self {
+        Self {
+            server: Self::mounted(status).await,
+            rt: None,
+        }
+    }
+
+    async fn mounted(status: u16) -> MockServer {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/traces"))
+            .respond_with(
+                ResponseTemplate::new(status)
+                    .insert_header("content-type", "application/x-protobuf"),
+            )
+            .mount(&server)
+            .await;
+        server
     }
 
     fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.uri()
     }
 
-    /// The next `n` requests (bounded wait: the exporter already returned).
-    fn take(&self, n: usize) -> Vec<Received> {
-        (0..n)
-            .map(|_| self.requests.recv_timeout(Duration::from_secs(10)).unwrap())
+    /// Every request received so far, decoded (the exporter already returned, so every
+    /// request it sent has arrived).
+    async fn requests(&self) -> Vec<Received> {
+        self.server
+            .received_requests()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| {
+                let text = |name: &str| r.headers.get(name).map(|v| v.to_str().unwrap().to_owned());
+                assert!(
+                    text("transfer-encoding").is_none(),
+                    "chunked bodies are not expected"
+                );
+                Received {
+                    path: r.url.path().to_owned(),
+                    content_type: text("content-type").unwrap_or_default(),
+                    api_key: text("x-api-key"),
+                    body: ExportTraceServiceRequest::decode(r.body.as_slice()).unwrap(),
+                }
+            })
             .collect()
     }
-}
 
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(self.addr);
-        if let Some(accept) = self.accept.take() {
-            let _ = accept.join();
-        }
-    }
-}
-
-fn serve(stream: TcpStream, status: &str, tx: mpsc::Sender<Received>) {
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut writer = stream.try_clone().unwrap();
-    let mut reader = BufReader::new(stream);
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let path = request_line
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .to_owned();
-        let mut content_length = 0usize;
-        let mut content_type = String::new();
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            let (name, value) = line.split_once(':').unwrap();
-            match name.to_ascii_lowercase().as_str() {
-                "content-length" => content_length = value.trim().parse().unwrap(),
-                "content-type" => content_type = value.trim().to_owned(),
-                "transfer-encoding" => panic!("chunked bodies are not expected"),
-                _ => {}
-            }
-        }
-        let mut body = vec![0; content_length];
-        reader.read_exact(&mut body).unwrap();
-        let body = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
-        let _ = tx.send(Received {
-            path,
-            content_type,
-            body,
-        });
-        let response = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n"
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
-            return;
-        }
+    /// Every request received so far, which must be `n`.
+    fn take(&self, n: usize) -> Vec<Received> {
+        let rt = self.rt.as_ref().expect("a receiver started by `start`");
+        let requests = rt.block_on(self.requests());
+        assert_eq!(requests.len(), n, "requests received");
+        requests
     }
 }
 
@@ -174,7 +145,7 @@ fn closed_port() -> String {
 
 #[test]
 fn offline_export_delivers_every_span_over_otlp_http() {
-    let receiver = Receiver::start("200 OK");
+    let receiver = Receiver::start(200);
     let (root, child) = demo();
     let trace = map_run(
         &root.decoded(),
@@ -191,6 +162,11 @@ fn offline_export_delivers_every_span_over_otlp_http() {
     for r in &requests {
         assert_eq!(r.path, "/v1/traces");
         assert_eq!(r.content_type, "application/x-protobuf");
+        assert_eq!(
+            r.api_key.as_deref(),
+            Some("k"),
+            "configured headers are sent"
+        );
         let resource = r.body.resource_spans[0].resource.as_ref().unwrap();
         let service = resource
             .attributes
@@ -257,7 +233,7 @@ fn offline_export_delivers_every_span_over_otlp_http() {
 
 #[test]
 fn offline_export_reports_rejected_and_unreachable_endpoints() {
-    let receiver = Receiver::start("400 Bad Request");
+    let receiver = Receiver::start(400);
     let (root, child) = demo();
     let spans = map_run(&root.decoded(), &mut lookup(&child), MapOptions::default()).spans;
     let err = export_otlp_http(spans.clone(), &config(receiver.endpoint())).unwrap_err();
@@ -305,7 +281,7 @@ fn push_demo(sender: &transcript_otel::LiveSender) -> usize {
 
 #[test]
 fn live_export_arrives_with_the_offline_tree() {
-    let receiver = Receiver::start("200 OK");
+    let receiver = Receiver::start(200);
     let live = LiveExporter::start(
         config(receiver.endpoint()),
         LiveConfig {
@@ -365,7 +341,7 @@ fn live_export_to_a_dead_endpoint_counts_failures_and_never_fails() {
 async fn export_works_when_called_from_inside_a_tokio_runtime() {
     // The blocking HTTP client panics if created or dropped inside a runtime;
     // both entry points keep it on their own thread.
-    let receiver = Receiver::start("200 OK");
+    let receiver = Receiver::start_async(200).await;
     let (root, child) = demo();
     let spans = map_run(&root.decoded(), &mut lookup(&child), MapOptions::default()).spans;
     let report = export_otlp_http(spans, &config(receiver.endpoint())).unwrap();
@@ -375,8 +351,7 @@ async fn export_works_when_called_from_inside_a_tokio_runtime() {
     push_demo(&live.sender());
     let report = live.finish();
     assert_eq!(report.spans_sent, 10, "{report:?}");
-    assert_eq!(
-        spans_of(&receiver.take(3 + report.requests as usize)).len(),
-        20
-    );
+    let requests = receiver.requests().await;
+    assert_eq!(requests.len(), 3 + report.requests as usize);
+    assert_eq!(spans_of(&requests).len(), 20);
 }

@@ -215,7 +215,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
             redactor.mask_text(text).into_owned()
         }));
     }
-    let service = transcript_exec::demo::register_demo_steps(builder)
+    let service = crate::demo::register_demo_steps(builder)
         .map_err(CliError::Failed)?
         .build()
         .map_err(|e| CliError::Failed(e.to_string()))?;

@@ -227,3 +227,24 @@ pub fn workspace() -> (tempfile::TempDir, PathBuf) {
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
+
+/// The demo workflow's `stamp` step (the binary registers the same one): `"<label>#<index>"`
+/// from its `with:` parameters.
+pub fn with_stamp_step(
+    builder: transcript_exec::ServiceBuilder,
+) -> transcript_exec::ServiceBuilder {
+    builder
+        .custom_step(
+            "stamp",
+            Arc::new(transcript_exec::FnStep(
+                |ctx: &transcript_exec::CustomStepContext| match ctx.param_text("label") {
+                    label if label.is_empty() => Err("stamp needs a 'label'".to_owned()),
+                    label => Ok(serde_json::Value::String(format!(
+                        "{label}#{}",
+                        ctx.param_text("index")
+                    ))),
+                },
+            )),
+        )
+        .unwrap()
+}
