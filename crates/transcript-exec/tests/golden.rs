@@ -2,7 +2,7 @@
 //! deterministically through the real JSONL recorder must equal
 //! `fixtures/golden/demo-run/` byte for byte (root file, child files
 //! and audit trail). Regenerate after an intended change with
-//! `TRANSCRIPT_UPDATE_GOLDEN=1 cargo test -p transcript-exec --test golden`
+//! `UPDATE_GOLDENS=1 cargo test -p transcript-exec --test golden`
 //! and review the diff.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -73,7 +73,7 @@ async fn demo_run_equals_the_golden_files() {
     let produced = read_dir_files(storage.path());
 
     let golden_dir = fixtures().join("golden/demo-run");
-    if std::env::var_os("TRANSCRIPT_UPDATE_GOLDEN").is_some() {
+    if std::env::var_os("UPDATE_GOLDENS").is_some() {
         let _ = std::fs::remove_dir_all(&golden_dir);
         std::fs::create_dir_all(&golden_dir).unwrap();
         for (name, bytes) in &produced {
@@ -83,7 +83,7 @@ async fn demo_run_equals_the_golden_files() {
     }
     assert!(
         golden_dir.is_dir(),
-        "no golden files; run with TRANSCRIPT_UPDATE_GOLDEN=1 and review"
+        "no golden files; run with UPDATE_GOLDENS=1 and review"
     );
     let golden = read_dir_files(&golden_dir);
     assert_eq!(
@@ -92,12 +92,9 @@ async fn demo_run_equals_the_golden_files() {
         "same files (root, children, audit)"
     );
     for (name, bytes) in &produced {
-        assert!(
-            *bytes == golden[name],
-            "{name} differs from the golden file:\n--- produced\n{}\n--- golden\n{}",
-            String::from_utf8_lossy(bytes),
-            String::from_utf8_lossy(&golden[name])
-        );
+        if let Some(diff) = line_diff(&golden[name], bytes) {
+            panic!("{name} differs from the golden file (UPDATE_GOLDENS=1 rewrites it):\n{diff}");
+        }
     }
 }
 
@@ -182,4 +179,42 @@ async fn demo_exercises_every_kind_and_its_tree_matches_the_execution() {
         }
     }
     assert!(per_file.values().all(|n| *n == 1), "{per_file:?}");
+}
+
+/// The lines that differ between `golden` and `produced` (`-` golden, `+` produced, with line
+/// numbers), or `None` when the bytes are equal.
+fn line_diff(golden: &[u8], produced: &[u8]) -> Option<String> {
+    if golden == produced {
+        return None;
+    }
+    let (g, p) = (
+        String::from_utf8_lossy(golden),
+        String::from_utf8_lossy(produced),
+    );
+    let (g, p): (Vec<&str>, Vec<&str>) = (g.lines().collect(), p.lines().collect());
+    let mut out = String::new();
+    for i in 0..g.len().max(p.len()) {
+        let (a, b) = (g.get(i), p.get(i));
+        if a != b {
+            if let Some(a) = a {
+                out.push_str(&format!("-{:>4} {a}\n", i + 1));
+            }
+            if let Some(b) = b {
+                out.push_str(&format!("+{:>4} {b}\n", i + 1));
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(line endings differ)\n");
+    }
+    Some(out)
+}
+
+#[test]
+fn the_golden_diff_names_the_lines_that_differ() {
+    assert_eq!(line_diff(b"a\nb\n", b"a\nb\n"), None);
+    assert_eq!(
+        line_diff(b"a\nb\nc\n", b"a\nB\nc\nd\n").unwrap(),
+        "-   2 b\n+   2 B\n+   4 d\n"
+    );
 }

@@ -383,3 +383,136 @@ async fn tools_outside_the_step_list_are_refused_recorded_and_never_run() {
         })
     );
 }
+
+/// A one-step service whose `openai` runner is `runner`, recording into `factory`.
+fn openai_service(
+    ws: &std::path::Path,
+    factory: &Arc<MemoryFactory>,
+    runner: HttpAgentRunner,
+) -> ExecutionService {
+    ExecutionService::deterministic_builder(ws, ts0())
+        .recorder_factory(factory.clone())
+        .agent_runner("openai", Arc::new(runner))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_429_is_retried_and_the_streamed_answer_is_recorded_once() {
+    let server = MockServer::start().await;
+    // First attempt: rate limited (Retry-After: 0, so the retry waits no backoff).
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "0"))
+        .up_to_n_times(1)
+        .expect(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    // Then: a Chat Completions stream (deltas, a usage chunk, [DONE]).
+    let chunk = |v: Value| format!("data: {v}\n\n");
+    let sse = [
+        chunk(
+            json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-s", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}}]}),
+        ),
+        chunk(
+            json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-s", "choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]}),
+        ),
+        chunk(
+            json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-s", "choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2}}),
+        ),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let (_d, ws) = workspace();
+    let factory = MemoryFactory::new();
+    let runner = HttpAgentRunner::new(base_url(&server)).with_retry(transcript_exec::RetryPolicy {
+        max_retries: 2,
+        initial_backoff: std::time::Duration::from_millis(1),
+        max_backoff: std::time::Duration::from_millis(10),
+    });
+    let svc = openai_service(&ws, &factory, runner);
+    let wf = Workflow::new("retry").step(http_step(None));
+    let out = svc
+        .run(
+            &WorkflowSet::new("r", wf),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(out.succeeded(), "{:?}", out.error);
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    assert_eq!(
+        types(&events),
+        [
+            "run.started",
+            "step.started",
+            "message.user",
+            "message.assistant",
+            "step.completed",
+            "run.completed"
+        ],
+        "the refused attempt leaves no trace; the answer is one turn"
+    );
+    let turn = events[3].message().unwrap().to_message().unwrap();
+    assert_eq!(turn.model.as_deref(), Some("gpt-s"));
+    let usage = turn.usage.unwrap();
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens),
+        (Some(7), Some(2))
+    );
+    assert_eq!(
+        events[4]
+            .step()
+            .unwrap()
+            .result
+            .as_ref()
+            .unwrap()
+            .to_value(),
+        json!("Hello")
+    );
+    // Both attempts asked for a stream with usage.
+    let requests = bodies(&server).await;
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(r["stream"], json!(true));
+        assert_eq!(r["stream_options"], json!({"include_usage": true}));
+    }
+}
+
+#[tokio::test]
+async fn a_response_over_the_body_cap_fails_the_step_and_records_no_turn() {
+    let big = completion(json!({"role": "assistant", "content": "x".repeat(5000)}));
+    let server = replay_server(vec![big]).await;
+    let (_d, ws) = workspace();
+    let factory = MemoryFactory::new();
+    let runner = HttpAgentRunner::new(base_url(&server)).with_max_body_bytes(1000);
+    let svc = openai_service(&ws, &factory, runner);
+    let wf = Workflow::new("cap").step(http_step(None));
+    let out = svc
+        .run(
+            &WorkflowSet::new("c", wf),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.status, Status::Failure);
+    let error = out.error.unwrap();
+    assert!(
+        error.contains("/v1/chat/completions: response body exceeds 1000 bytes"),
+        "{error}"
+    );
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    assert_eq!(of_type_count(&events, EventType::MessageAssistant), 0);
+}
