@@ -7,7 +7,7 @@
 //!
 //! A CLI is found by [`AgentCli::require`] (`TRANSCRIPT_<CLI>_BIN`, `PATH`, the cache folder of
 //! `.ci/install-agent-clis`) and handed to the preset through `TRANSCRIPT_<CLI>_BIN`. When it
-//! is absent a test says "skipped" and passes, unless `TRANSCRIPT_REQUIRE_AGENTS=1`. Each step
+//! is absent a test says "skipped" and passes, unless `TRANSCRIPT_REQUIRE_AGENTS=1` or `CI=true`. Each step
 //! has a 60 s `timeout_ms`: a hanging CLI fails the test instead of blocking it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

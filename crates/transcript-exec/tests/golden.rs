@@ -73,7 +73,7 @@ async fn demo_run_equals_the_golden_files() {
     let produced = read_dir_files(storage.path());
 
     let golden_dir = fixtures().join("golden/demo-run");
-    if std::env::var_os("UPDATE_GOLDENS").is_some() {
+    if std::env::var("UPDATE_GOLDENS").is_ok_and(|v| v == "1") {
         let _ = std::fs::remove_dir_all(&golden_dir);
         std::fs::create_dir_all(&golden_dir).unwrap();
         for (name, bytes) in &produced {

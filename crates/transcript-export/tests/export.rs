@@ -252,7 +252,7 @@ fn schema_path() -> PathBuf {
 #[test]
 fn checked_in_schema_is_current() {
     let fresh = serde_json::to_string_pretty(&export_schema()).unwrap() + "\n";
-    if std::env::var_os("TRANSCRIPT_UPDATE_SCHEMA").is_some() {
+    if std::env::var("TRANSCRIPT_UPDATE_SCHEMA").is_ok_and(|v| v == "1") {
         std::fs::write(schema_path(), &fresh).unwrap();
     }
     let checked_in = std::fs::read_to_string(schema_path())

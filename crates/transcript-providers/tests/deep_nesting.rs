@@ -112,7 +112,7 @@ fn nested_recorded_exchanges_are_reported_not_walked() {
 /// them), so they cannot drift from the shapes tested here.
 #[test]
 fn fuzz_seeds_are_current() {
-    let update = std::env::var_os("UPDATE_FUZZ_SEEDS").is_some();
+    let update = std::env::var("UPDATE_FUZZ_SEEDS").is_ok_and(|v| v == "1");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds");
     for p in Provider::ALL {
         let dir = root.join(format!("parse_{}", p.name()));

@@ -12,7 +12,7 @@ use transcript_providers::{AutoNormalizer, Output, Provider, Summary, turn_block
 
 #[test]
 fn goldens_match_and_are_chunking_invariant() {
-    let update = std::env::var_os("UPDATE_GOLDENS").is_some();
+    let update = std::env::var("UPDATE_GOLDENS").is_ok_and(|v| v == "1");
     let mut checked = 0;
     for p in Provider::ALL {
         let dir = own_fixtures().join(p.name());

@@ -47,6 +47,13 @@ pub enum AgentCli {
 /// The variable that makes a missing CLI a test failure instead of a skip.
 pub const REQUIRE_AGENTS_VAR: &str = "TRANSCRIPT_REQUIRE_AGENTS";
 
+/// Whether a missing agent CLI fails the test instead of skipping it:
+/// `TRANSCRIPT_REQUIRE_AGENTS=1`, or `CI=true` (under CI a skip is a failure).
+pub fn agents_required() -> bool {
+    std::env::var(REQUIRE_AGENTS_VAR).is_ok_and(|v| v == "1")
+        || std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
 impl AgentCli {
     /// Every CLI.
     pub const ALL: [AgentCli; 3] = [AgentCli::Claude, AgentCli::Codex, AgentCli::Gemini];
@@ -121,15 +128,15 @@ impl AgentCli {
     /// .ci/install-agent-clis)`.
     ///
     /// # Panics
-    /// When the CLI is missing and `TRANSCRIPT_REQUIRE_AGENTS=1`: the test then fails.
+    /// When the CLI is missing and `TRANSCRIPT_REQUIRE_AGENTS=1` or `CI=true` (under CI a
+    /// skip is a failure): the test then fails.
     pub fn require(self) -> Option<PathBuf> {
         let found = self.locate();
         if found.is_none() {
-            let required = std::env::var(REQUIRE_AGENTS_VAR).is_ok_and(|v| v == "1");
             assert!(
-                !required,
-                "{} not installed and {REQUIRE_AGENTS_VAR}=1 (run .ci/install-agent-clis to \
-                 install {}@{}, or set {})",
+                !agents_required(),
+                "{} not installed and {REQUIRE_AGENTS_VAR}=1 or CI=true (run \
+                 .ci/install-agent-clis to install {}@{}, or set {})",
                 self.executable(),
                 self.npm_package(),
                 self.pinned_version(),

@@ -4,7 +4,7 @@
 //!
 //! A CLI is found by [`AgentCli::require`]: `TRANSCRIPT_<CLI>_BIN`, then `PATH`, then the cache
 //! folder `.ci/install-agent-clis` installs into. When it is absent the test says it is skipped
-//! and passes, unless `TRANSCRIPT_REQUIRE_AGENTS=1`. Every run goes through coreutils `timeout`,
+//! and passes, unless `TRANSCRIPT_REQUIRE_AGENTS=1` or `CI=true`. Every run goes through coreutils `timeout`,
 //! so a CLI that hangs fails the test instead of blocking it.
 //!
 //! `TRANSCRIPT_CAPTURE_AGENT_CLIS=<dir>` writes each run's stdout to `<dir>/<cli>/<test>.jsonl`

@@ -1,55 +1,54 @@
 //! The model server over real HTTP: framing on the wire, recording, cuts and readable errors.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 
 use serde_json::{Value, json};
 use transcript_testkit::model_server::{
     Fault, Handling, ModelServer, Provider, Script, Turn, Usage, sse,
 };
 
-/// A raw HTTP/1.1 exchange: (status, headers lowercase, de-chunked body, ended cleanly).
+/// One HTTP exchange through ureq: (status, headers as `name: value` lines in lowercase, body,
+/// ended cleanly). A cut stream keeps the bytes that arrived before the cut and reports
+/// `ended == false`.
 fn exchange(
     server: &ModelServer,
     method: &str,
     target: &str,
     body: &Value,
 ) -> (u16, String, String, bool) {
-    let mut stream = TcpStream::connect(server.addr()).expect("connect");
-    let body = body.to_string();
-    write!(
-        stream,
-        "{method} {target} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\
-         content-type: application/json\r\nx-api-key: k1\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("write");
-    let mut raw = Vec::new();
-    // A cut connection may end with a reset: keep what arrived.
-    let _ = stream.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, rest) = raw.split_once("\r\n\r\n").expect("a response head");
-    let status: u16 = head[9..12].parse().expect("status");
-    let head = head.to_ascii_lowercase();
-    if !head.contains("transfer-encoding: chunked") {
-        return (status, head, rest.to_owned(), true);
-    }
-    let (mut body, mut rest, mut ended) = (String::new(), rest, false);
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 {
-            ended = true;
-            break;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(30)))
+        .build()
+        .into();
+    let request = ureq::http::Request::builder()
+        .method(method)
+        .uri(format!("http://{}{target}", server.addr()))
+        .header("content-type", "application/json")
+        .header("x-api-key", "k1")
+        .body(body.to_string())
+        .expect("request");
+    let mut response = agent.run(request).expect("an HTTP answer");
+    let status = response.status().as_u16();
+    let head: String = response
+        .headers()
+        .iter()
+        .map(|(k, v)| format!("{}: {}\n", k, v.to_str().unwrap_or("")).to_ascii_lowercase())
+        .collect();
+    let mut reader = response.body_mut().as_reader();
+    let (mut raw, mut chunk, mut ended) = (Vec::new(), [0u8; 4096], false);
+    loop {
+        match reader.read(&mut chunk) {
+            Ok(0) => {
+                ended = true;
+                break;
+            }
+            Ok(n) => raw.extend_from_slice(&chunk[..n]),
+            // A cut connection ends with an error: keep what arrived.
+            Err(_) => break,
         }
-        if after.len() < size {
-            break;
-        }
-        body.push_str(&after[..size]);
-        rest = after[size..].trim_start_matches("\r\n");
     }
-    (status, head, body, ended)
+    (status, head, String::from_utf8_lossy(&raw).into_owned(), ended)
 }
 
 #[test]
