@@ -13,7 +13,6 @@ mod exit;
 mod source;
 mod style;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -21,7 +20,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 pub use crate::exit::CliError;
-use crate::exit::{EXIT_CODES_HELP, stdout_result};
+use crate::exit::EXIT_CODES_HELP;
 use crate::source::DEFAULT_STORAGE;
 use crate::style::{ColorChoice, Style};
 
@@ -118,7 +117,7 @@ enum Command {
         run: String,
         /// Output format.
         #[arg(long, value_enum)]
-        format: ExportFormat,
+        format: cmd::export::ExportFormat,
         /// Output file; `-` or absent for stdout.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -275,21 +274,6 @@ impl DurabilityArg {
     }
 }
 
-/// Formats of `export`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum ExportFormat {
-    /// A readable Markdown document.
-    Markdown,
-    /// One versioned JSON document (schema/export-document.schema.json).
-    Json,
-    /// One self-contained HTML page.
-    Html,
-    /// OpenTelemetry GenAI spans sent over OTLP/HTTP (needs --endpoint).
-    Otlp,
-    /// OpenTelemetry GenAI spans as OTLP/JSON.
-    OtlpJson,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -375,64 +359,19 @@ fn run(cli: Cli) -> Result<(), CliError> {
             capture_content,
             redaction,
         } => {
-            let redactor = redaction.redactor()?;
-            let run = source::open_run(&run, &storage, redactor.as_ref())?;
-            let options = transcript_export::ExportOptions {
+            let args = cmd::export::ExportArgs {
+                format,
+                output,
                 include_reasoning: !no_reasoning,
                 truncate_outputs,
-                redacted: redactor.is_some(),
+                endpoint,
+                capture_content,
             };
-            let result = match format {
-                ExportFormat::Otlp | ExportFormat::OtlpJson => cmd::otel::export(
-                    &run.events,
-                    &mut run.lookup(),
-                    format == ExportFormat::Otlp,
-                    endpoint,
-                    capture_content,
-                    output.as_deref(),
-                    &mut out,
-                ),
-                ExportFormat::Markdown | ExportFormat::Html | ExportFormat::Json => {
-                    let doc = run.document(&options);
-                    let text = match format {
-                        ExportFormat::Markdown => transcript_export::to_markdown(&doc),
-                        ExportFormat::Html => transcript_export::to_html(&doc),
-                        _ => to_json(&doc)? + "\n",
-                    };
-                    cmd::export::write_output(output.as_deref(), &run.path, &text, &mut out)
-                }
-            };
-            if let Some(r) = &redactor {
-                diag!("transcript: {} masks applied", r.masks_made());
-            }
-            result
+            cmd::export::run(&run, &storage, &args, redaction.redactor()?, &mut out)
         }
-        Command::Receipts { run, json } => {
-            let doc = source::open_run(&run, &storage, None)?
-                .document(&transcript_export::ExportOptions::default());
-            let receipts = transcript_export::receipts(&doc);
-            let text = if json {
-                to_json(&receipts)? + "\n"
-            } else {
-                style::clean(&receipts.render())
-            };
-            stdout_result(out.write_all(text.as_bytes()))
-        }
-        Command::Tree { run, json } => {
-            let run = source::open_run(&run, &storage, None)?;
-            let tree = transcript_domain::tree::build_run_tree(&run.events, &mut run.lookup());
-            let text = if json {
-                to_json(&tree)? + "\n"
-            } else {
-                cmd::tree::render(&tree, &style)
-            };
-            stdout_result(out.write_all(text.as_bytes()))
-        }
-        Command::Show { run } => {
-            let doc = source::open_run(&run, &storage, None)?
-                .document(&transcript_export::ExportOptions::default());
-            stdout_result(out.write_all(cmd::show::render(&doc, &style).as_bytes()))
-        }
+        Command::Receipts { run, json } => cmd::receipts::run(&run, &storage, json, &mut out),
+        Command::Tree { run, json } => cmd::tree::run(&run, &storage, json, &style, &mut out),
+        Command::Show { run } => cmd::show::run(&run, &storage, &style, &mut out),
         Command::Tail {
             run,
             follow,
@@ -449,9 +388,4 @@ fn run(cli: Cli) -> Result<(), CliError> {
             cmd::list::run(&storage, limit, all, json, &style, &mut out)
         }
     }
-}
-
-/// Pretty JSON for `--json` outputs.
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
-    serde_json::to_string_pretty(value).map_err(|e| CliError::Failed(e.to_string()))
 }

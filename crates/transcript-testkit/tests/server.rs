@@ -48,7 +48,12 @@ fn exchange(
             Err(_) => break,
         }
     }
-    (status, head, String::from_utf8_lossy(&raw).into_owned(), ended)
+    (
+        status,
+        head,
+        String::from_utf8_lossy(&raw).into_owned(),
+        ended,
+    )
 }
 
 #[test]

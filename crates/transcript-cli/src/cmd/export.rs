@@ -1,12 +1,88 @@
-//! `transcript export`'s output: stdout, or a file that gets the transcript's own mode (0o600
-//! for our transcripts), so exporting never widens who may read recorded content.
+//! `transcript export`: one run (and its child runs) as Markdown, versioned JSON, one HTML
+//! page, or OpenTelemetry spans (`otel`). The output goes to stdout, or to a file that gets the
+//! transcript's own mode (0o600 for our transcripts), so exporting never widens who may read
+//! recorded content.
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use transcript_redact::Redactor;
 
 use crate::CliError;
 use crate::exit::stdout_result;
+use crate::source;
+
+/// Formats of `export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// A readable Markdown document.
+    Markdown,
+    /// One versioned JSON document (schema/export-document.schema.json).
+    Json,
+    /// One self-contained HTML page.
+    Html,
+    /// OpenTelemetry GenAI spans sent over OTLP/HTTP (needs --endpoint).
+    Otlp,
+    /// OpenTelemetry GenAI spans as OTLP/JSON.
+    OtlpJson,
+}
+
+/// What `export` was asked for, besides the run.
+#[derive(Debug)]
+pub struct ExportArgs {
+    /// The output format.
+    pub format: ExportFormat,
+    /// The output file (`-` or none: stdout).
+    pub output: Option<PathBuf>,
+    /// Keep thinking blocks.
+    pub include_reasoning: bool,
+    /// Replace tool outputs over this many bytes by a stub.
+    pub truncate_outputs: Option<usize>,
+    /// The OTLP/HTTP endpoint (`--format otlp`).
+    pub endpoint: Option<String>,
+    /// Put prompts and outputs into span attributes.
+    pub capture_content: bool,
+}
+
+/// Exports `run` (resolved in `storage`, masked by `redactor` when given) as `args` say.
+pub fn run(
+    run: &str,
+    storage: &Path,
+    args: &ExportArgs,
+    redactor: Option<Redactor>,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let run = source::open_run(run, storage, redactor.as_ref())?;
+    let result = match args.format {
+        ExportFormat::Otlp | ExportFormat::OtlpJson => super::otel::export(
+            &run.events,
+            &mut run.lookup(),
+            args.format == ExportFormat::Otlp,
+            args.endpoint.clone(),
+            args.capture_content,
+            args.output.as_deref(),
+            out,
+        ),
+        ExportFormat::Markdown | ExportFormat::Html | ExportFormat::Json => {
+            let doc = run.document(&transcript_export::ExportOptions {
+                include_reasoning: args.include_reasoning,
+                truncate_outputs: args.truncate_outputs,
+                redacted: redactor.is_some(),
+            });
+            let text = match args.format {
+                ExportFormat::Markdown => transcript_export::to_markdown(&doc),
+                ExportFormat::Html => transcript_export::to_html(&doc),
+                _ => super::to_json(&doc)? + "\n",
+            };
+            write_output(args.output.as_deref(), &run.path, &text, out)
+        }
+    };
+    if let Some(r) = &redactor {
+        crate::diag!("transcript: {} masks applied", r.masks_made());
+    }
+    result
+}
 
 /// Writes `text` to `path` (created or truncated, with the permission bits of `source`, 0o600
 /// when they cannot be read), or to stdout for `-` / none.

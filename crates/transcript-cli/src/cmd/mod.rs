@@ -5,6 +5,7 @@ pub mod import;
 pub mod list;
 pub mod otel;
 pub mod progress;
+pub mod receipts;
 pub mod run;
 pub mod show;
 pub mod stats;
@@ -12,3 +13,8 @@ pub mod tail;
 pub mod tap;
 pub mod tree;
 pub mod validate;
+
+/// Pretty JSON for `--json` outputs.
+pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, crate::CliError> {
+    serde_json::to_string_pretty(value).map_err(|e| crate::CliError::Failed(e.to_string()))
+}

@@ -13,7 +13,22 @@ use transcript_export::{
     Entry, ExportBlock, ExportDocument, MessageExport, RunExport, StepExport, ToolCallExport,
 };
 
+use crate::CliError;
+use crate::exit::stdout_result;
+use crate::source;
 use crate::style::{Style, clean};
+
+/// Prints `run` (resolved in `storage`) as a conversation.
+pub fn run(
+    run: &str,
+    storage: &std::path::Path,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let doc = source::open_run(run, storage, None)?
+        .document(&transcript_export::ExportOptions::default());
+    stdout_result(out.write_all(render(&doc, style).as_bytes()))
+}
 
 /// Longest tool input/output shown inline before it is shortened.
 const MAX_VALUE_CHARS: usize = 600;

@@ -5,7 +5,28 @@ use std::fmt::Write as _;
 
 use transcript_domain::tree::{RunTree, Status, StepNode};
 
+use crate::CliError;
+use crate::exit::stdout_result;
+use crate::source;
 use crate::style::{Style, clean};
+
+/// Prints the step tree of `run` (resolved in `storage`), as text or `--json`.
+pub fn run(
+    run: &str,
+    storage: &std::path::Path,
+    json: bool,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let run = source::open_run(run, storage, None)?;
+    let tree = transcript_domain::tree::build_run_tree(&run.events, &mut run.lookup());
+    let text = if json {
+        super::to_json(&tree)? + "\n"
+    } else {
+        render(&tree, style)
+    };
+    stdout_result(out.write_all(text.as_bytes()))
+}
 
 /// Human-readable milliseconds.
 pub fn duration(ms: Option<i64>) -> String {
