@@ -472,12 +472,10 @@ fn plugin_commands_are_split_like_a_shell_so_paths_may_have_spaces() {
     );
 }
 
-/// An OTLP endpoint that accepts connections and never answers costs the run at most its flush
-/// timeout, and says what was not sent.
-#[test]
-fn a_silent_otlp_endpoint_delays_the_exit_by_the_flush_timeout_only() {
-    // A dedicated wiremock server (not a pooled one: its held connections end with the test)
-    // that reads each request and answers an hour later.
+/// An OTLP/HTTP endpoint that reads each request and answers an hour later: a dedicated
+/// wiremock server (not a pooled one: its held connections end with the test), and the runtime
+/// its async API needs.
+fn silent_otlp_endpoint() -> (tokio::runtime::Runtime, wiremock::MockServer) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -490,6 +488,25 @@ fn a_silent_otlp_endpoint_delays_the_exit_by_the_flush_timeout_only() {
             .await;
         server
     });
+    (rt, server)
+}
+
+/// The number before `what` in `text` ("3 spans sent" → 3 for " spans sent").
+fn count_before(text: &str, what: &str) -> u64 {
+    let end = text
+        .find(what)
+        .unwrap_or_else(|| panic!("{what:?} in {text}"));
+    let start = text[..end]
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    text[start..end].parse().unwrap()
+}
+
+/// An OTLP endpoint that accepts connections and never answers costs the run at most its flush
+/// timeout; the run id is printed before the wait, and the warning says what was not sent.
+#[test]
+fn a_silent_otlp_endpoint_delays_the_exit_by_the_flush_timeout_only() {
+    let (rt, server) = silent_otlp_endpoint();
     let dir = tempfile::tempdir().unwrap();
     let child = demo_command(&dir.path().join("s"), &dir.path().join("w"))
         .args(["--otlp-endpoint", &server.uri()])
@@ -506,11 +523,87 @@ fn a_silent_otlp_endpoint_delays_the_exit_by_the_flush_timeout_only() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("did not finish within 1s"), "{stderr}");
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("did not finish within 1s"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    // Nothing was accepted; the spans of the request that never returned are counted unsent.
+    assert_eq!(count_before(warning, " spans sent"), 0, "{warning}");
+    assert_eq!(count_before(warning, " failed"), 0, "{warning}");
+    assert!(count_before(warning, " not sent") > 0, "{warning}");
+    // The id came first (to follow the run from elsewhere), the wait after it.
+    let id_at = stderr
+        .find(&format!("transcript: run {DEMO_RUN_ID}"))
+        .unwrap();
+    assert!(id_at < stderr.find("did not finish").unwrap(), "{stderr}");
     assert!(text(&out.stdout).contains("run_id:"));
     // The endpoint was reached (not refused): the export request arrived and went unanswered.
     let received = rt.block_on(server.received_requests()).unwrap();
     assert!(!received.is_empty(), "the exporter reached the endpoint");
+}
+
+/// The first Ctrl-C cancels the run and lets the command finish its work (here an OTLP flush
+/// that would wait an hour); the second one exits at once, with the transcript already whole.
+#[test]
+fn a_second_ctrl_c_exits_at_once() {
+    let (_rt, server) = silent_otlp_endpoint();
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join("slow.yaml");
+    std::fs::write(
+        &wf,
+        "name: slow\nsteps:\n  - name: wait\n    type: command\n    command: \"echo started; sleep 60\"\n",
+    )
+    .unwrap();
+    let storage = dir.path().join("s");
+    let mut child = bin()
+        .args(["run", "--color", "never", "--otlp-flush-timeout", "3600"])
+        .args(["--otlp-endpoint", &server.uri()])
+        .arg("--storage")
+        .arg(&storage)
+        .arg("--workspace")
+        .arg(dir.path())
+        .arg(&wf)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    // Reads stderr up to the first line holding `what` (failing if stderr ends first).
+    let mut read_until = |what: &str| loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "stderr ended before {what:?}: {seen}"
+        );
+        seen.push_str(&line);
+        if line.contains(what) {
+            return;
+        }
+    };
+    read_until("step.started");
+    let interrupt = || {
+        let kill = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+    };
+    interrupt();
+    // The first signal was handled (signals sent before that could merge into one).
+    read_until("cancelling the run");
+    interrupt();
+    read_until("second signal: exiting now");
+    let status = wait_bounded(child, "a run after its second Ctrl-C");
+    assert_eq!(status.code(), Some(130), "{seen}");
+    // The run had ended (cancelled) before the flush wait: its transcript is whole.
+    let file = std::fs::read_dir(&storage)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl") && !p.ends_with("audit.jsonl"))
+        .unwrap();
+    let valid = bin().arg("validate").arg(&file).output().unwrap();
+    assert!(valid.status.success(), "{}", text(&valid.stdout));
 }
 
 /// A run id that already has a transcript is refused (one run per file): the second

@@ -145,7 +145,10 @@ pub use export::{
     DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError, ExportReport, OtlpHttpConfig, SpanSink,
     export_otlp_http, to_otlp_request, write_otlp_json,
 };
-pub use live::{LiveConfig, LiveExporter, LiveSender, MAX_CONSECUTIVE_FAILURES, forward};
+pub use live::{
+    LiveConfig, LiveExporter, LiveProgress, LiveProgressHandle, LiveSender,
+    MAX_CONSECUTIVE_FAILURES, forward,
+};
 pub use mapping::{
     MapOptions, MapProblem, MappedTrace, SCOPE_NAME, SpanMapper, map_run, span_time,
 };

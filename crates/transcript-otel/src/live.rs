@@ -51,6 +51,73 @@ enum Message {
 pub struct LiveSender {
     tx: SyncSender<Message>,
     dropped: Arc<AtomicU64>,
+    counters: Arc<Counters>,
+}
+
+/// The live export's running counts, shared by the senders, the export thread and
+/// [`LiveProgressHandle`]s.
+#[derive(Debug, Default)]
+struct Counters {
+    queued: AtomicU64,
+    mapped: AtomicU64,
+    produced: AtomicU64,
+    sent: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// What a live export has done so far (a snapshot; see [`LiveExporter::progress`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveProgress {
+    /// Events accepted into the queue.
+    pub events_queued: u64,
+    /// Events the export thread has mapped to spans.
+    pub events_mapped: u64,
+    /// Spans the mapping produced so far (finished spans; open ones are not counted).
+    pub spans_produced: u64,
+    /// Spans the endpoint accepted.
+    pub spans_sent: u64,
+    /// Spans in requests that failed, or never sent after the exporter gave up.
+    pub spans_failed: u64,
+}
+
+impl LiveProgress {
+    /// Events queued but not mapped yet.
+    pub fn events_pending(&self) -> u64 {
+        self.events_queued.saturating_sub(self.events_mapped)
+    }
+
+    /// Spans produced but neither accepted nor failed yet (queued or in a request).
+    pub fn spans_pending(&self) -> u64 {
+        self.spans_produced
+            .saturating_sub(self.spans_sent)
+            .saturating_sub(self.spans_failed)
+    }
+}
+
+/// Reads a live export's progress while it runs, and after [`LiveExporter::finish`] was
+/// called or abandoned (a command that stops waiting can still say what was not sent).
+#[derive(Debug, Clone)]
+pub struct LiveProgressHandle(Arc<Counters>);
+
+impl LiveProgressHandle {
+    /// The counts now.
+    pub fn snapshot(&self) -> LiveProgress {
+        let c = &self.0;
+        // Read the later stages first so a concurrent update never shows more sent than
+        // produced.
+        let spans_sent = c.sent.load(Ordering::Acquire);
+        let spans_failed = c.failed.load(Ordering::Acquire);
+        let spans_produced = c.produced.load(Ordering::Acquire);
+        let events_mapped = c.mapped.load(Ordering::Acquire);
+        let events_queued = c.queued.load(Ordering::Acquire);
+        LiveProgress {
+            events_queued,
+            events_mapped,
+            spans_produced,
+            spans_sent,
+            spans_failed,
+        }
+    }
 }
 
 impl std::fmt::Debug for LiveSender {
@@ -80,9 +147,12 @@ impl LiveSender {
     }
 
     fn offer(&self, message: Message) -> bool {
+        // Counted before the send so the export thread never maps more than was queued.
+        self.counters.queued.fetch_add(1, Ordering::AcqRel);
         match self.tx.try_send(message) {
             Ok(()) => true,
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.counters.queued.fetch_sub(1, Ordering::AcqRel);
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 false
             }
@@ -142,15 +212,26 @@ impl LiveExporter {
     {
         let (tx, rx) = mpsc::sync_channel(config.queue_capacity.max(1));
         let dropped = Arc::new(AtomicU64::new(0));
-        let counter = dropped.clone();
+        let counters = Arc::new(Counters::default());
+        let (dropped_w, counters_w) = (dropped.clone(), counters.clone());
         let worker = thread::Builder::new()
             .name("transcript-otlp-live".into())
-            .spawn(move || run_worker(rx, make_sink, config, counter))
+            .spawn(move || run_worker(rx, make_sink, config, dropped_w, &counters_w))
             .map_err(|e| ExportError::Thread(e.to_string()))?;
         Ok(Self {
-            sender: LiveSender { tx, dropped },
+            sender: LiveSender {
+                tx,
+                dropped,
+                counters,
+            },
             worker,
         })
+    }
+
+    /// A handle on this export's running counts, usable after `finish` was called from
+    /// another thread (to report what was not sent when a command stops waiting).
+    pub fn progress(&self) -> LiveProgressHandle {
+        LiveProgressHandle(self.sender.counters.clone())
     }
 
     /// A handle for feeding events (cheap to clone).
@@ -190,6 +271,7 @@ fn run_worker<F>(
     make_sink: F,
     config: LiveConfig,
     dropped: Arc<AtomicU64>,
+    counters: &Counters,
 ) -> ExportReport
 where
     F: FnOnce() -> Result<Box<dyn SpanSink>, ExportError>,
@@ -213,26 +295,46 @@ where
         match rx.recv_timeout(config.flush_interval) {
             Ok(Message::Event(event)) => {
                 report.events_received += 1;
+                counters.mapped.fetch_add(1, Ordering::AcqRel);
                 mapper.ingest(&DecodedEvent::from(ExchangeEvent::clone(&event)));
             }
             Ok(Message::Decoded(event)) => {
                 report.events_received += 1;
+                counters.mapped.fetch_add(1, Ordering::AcqRel);
                 mapper.ingest(&event);
             }
             Ok(Message::Finish) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {
                 if mapper.ready() > 0 {
-                    deliver(&mut delivery, mapper.take_spans(), batch_size, &mut report);
+                    deliver(
+                        &mut delivery,
+                        mapper.take_spans(),
+                        batch_size,
+                        &mut report,
+                        counters,
+                    );
                 }
                 continue;
             }
         }
         if mapper.ready() >= batch_size {
-            deliver(&mut delivery, mapper.take_spans(), batch_size, &mut report);
+            deliver(
+                &mut delivery,
+                mapper.take_spans(),
+                batch_size,
+                &mut report,
+                counters,
+            );
         }
     }
     let trace = mapper.finish();
-    deliver(&mut delivery, trace.spans, batch_size, &mut report);
+    deliver(
+        &mut delivery,
+        trace.spans,
+        batch_size,
+        &mut report,
+        counters,
+    );
     report.problems = trace.problems;
     report.events_dropped = dropped.load(Ordering::Relaxed);
     // The sink (and its HTTP client) is dropped here, on this thread.
@@ -256,7 +358,11 @@ fn deliver(
     mut spans: Vec<opentelemetry_sdk::trace::SpanData>,
     batch_size: usize,
     report: &mut ExportReport,
+    counters: &Counters,
 ) {
+    counters
+        .produced
+        .fetch_add(spans.len() as u64, Ordering::AcqRel);
     while !spans.is_empty() {
         let rest = spans.split_off(spans.len().min(batch_size));
         let batch = std::mem::replace(&mut spans, rest);
@@ -264,17 +370,20 @@ fn deliver(
         let Some(sink) = delivery.sink.as_mut() else {
             // Never built, or given up on: count, do not send.
             report.spans_failed += n;
+            counters.failed.fetch_add(n, Ordering::AcqRel);
             continue;
         };
         report.requests += 1;
         match sink.export(batch) {
             Ok(()) => {
                 report.spans_sent += n;
+                counters.sent.fetch_add(n, Ordering::AcqRel);
                 delivery.failure_streak = 0;
             }
             Err(error) => {
                 report.failures += 1;
                 report.spans_failed += n;
+                counters.failed.fetch_add(n, Ordering::AcqRel);
                 report.last_error = Some(error);
                 delivery.failure_streak += 1;
                 if delivery.failure_streak >= MAX_CONSECUTIVE_FAILURES {

@@ -353,3 +353,57 @@ fn decoded_events_replayed_from_a_file_feed_the_same_spans() {
     assert_eq!(report.spans_sent, 10);
     assert!(report.problems.is_empty());
 }
+
+/// Holds every export until released; says when the first one started.
+struct Held {
+    entered: Option<mpsc::Sender<()>>,
+    gate: mpsc::Receiver<()>,
+}
+
+impl SpanSink for Held {
+    fn export(&mut self, _batch: Vec<SpanData>) -> Result<(), String> {
+        if let Some(entered) = self.entered.take() {
+            entered.send(()).unwrap();
+            self.gate.recv().unwrap();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn progress_says_what_is_still_unsent_while_a_request_hangs() {
+    let (entered_tx, entered) = mpsc::channel();
+    let (release, gate) = mpsc::channel();
+    let live = LiveExporter::start_with_sink(
+        move || {
+            Ok(Box::new(Held {
+                entered: Some(entered_tx),
+                gate,
+            }) as Box<dyn SpanSink>)
+        },
+        LiveConfig {
+            batch_size: 4,
+            ..LiveConfig::default()
+        },
+    )
+    .unwrap();
+    let progress = live.progress();
+    for e in all_events() {
+        assert!(live.push(Arc::new(e)));
+    }
+    // The first request is in flight and hangs: nothing sent, its spans pending.
+    entered.recv().unwrap();
+    let now = progress.snapshot();
+    assert_eq!(now.events_queued, 23);
+    assert_eq!(now.events_mapped + now.events_pending(), 23);
+    assert_eq!((now.spans_sent, now.spans_failed), (0, 0));
+    assert!(now.spans_pending() >= 4, "{now:?}");
+    release.send(()).unwrap();
+    let report = live.finish();
+    let end = progress.snapshot();
+    assert_eq!(
+        (end.events_mapped, end.spans_produced, end.spans_sent),
+        (23, 10, report.spans_sent)
+    );
+    assert_eq!((end.events_pending(), end.spans_pending()), (0, 0));
+}

@@ -264,6 +264,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         forwarding.drain().await;
         // A plain thread, not the runtime's blocking pool: if the endpoint never answers, the
         // command does not wait for it past the flush timeout (the process exits regardless).
+        let progress = live.progress();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(live.finish());
@@ -271,10 +272,17 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         let timeout = args.otlp_flush_timeout;
         match tokio::task::spawn_blocking(move || rx.recv_timeout(timeout)).await {
             Ok(Ok(r)) => crate::cmd::otel::report_live(endpoint, &r),
-            _ => crate::diag!(
-                "transcript: warning: OTLP export to {endpoint} did not finish within {}s: spans still queued were not sent",
-                timeout.as_secs()
-            ),
+            _ => {
+                let p = progress.snapshot();
+                crate::diag!(
+                    "transcript: warning: OTLP export to {endpoint} did not finish within {}s: {} spans sent, {} failed, {} not sent (queued or in a request that did not return), {} events not yet mapped to spans",
+                    timeout.as_secs(),
+                    p.spans_sent,
+                    p.spans_failed,
+                    p.spans_pending(),
+                    p.events_pending()
+                )
+            }
         }
     }
 
