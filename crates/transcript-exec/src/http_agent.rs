@@ -18,7 +18,10 @@
 //! `tool.result`; a tool the step does not offer is never run, the model
 //! gets the refusal as the tool's error result). The results go back as
 //! `tool` messages and the next turn starts; the loop ends on an answer
-//! without tool calls or at the turn limit (an error).
+//! without tool calls or at the turn limit (an error). A refusal is recorded
+//! as the turn's text and flagged in the step's result (`warnings`: "the model
+//! refused: …"); a stream that ends without its finish is an error, its
+//! partial turn not recorded.
 //!
 //! **Endpoint**: the step's `env:` `OPENAI_BASE_URL` / `OPENAI_API_KEY`,
 //! else the runner's ([`HttpAgentRunner::new`], [`HttpAgentRunner::with_api_key`]),
@@ -215,6 +218,8 @@ struct Reply {
     turn: Option<MessagePayload>,
     errors: Vec<String>,
     incomplete: Vec<String>,
+    /// What the model refused, in its words (its text is also in the turn).
+    refusals: Vec<String>,
 }
 
 #[async_trait]
@@ -244,6 +249,7 @@ impl AgentRunner for HttpAgentRunner {
             })
             .collect();
         let max_turns = request.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+        let mut warnings = Vec::new();
         for _turn in 0..max_turns {
             let mut body = json!({
                 "model": model,
@@ -264,6 +270,14 @@ impl AgentRunner for HttpAgentRunner {
             if let Some(e) = reply.incomplete.first() {
                 return Err(AgentError(format!("POST {url}: incomplete answer: {e}")));
             }
+            // A refusal is an answer (its text is in the turn), flagged in the step's result so a
+            // workflow can tell it from an ordinary one.
+            warnings.extend(
+                reply
+                    .refusals
+                    .iter()
+                    .map(|r| format!("the model refused: {r}")),
+            );
             let turn = reply
                 .turn
                 .ok_or_else(|| AgentError(format!("POST {url}: the answer holds no message")))?;
@@ -273,7 +287,7 @@ impl AgentRunner for HttpAgentRunner {
             if calls.is_empty() {
                 return Ok(AgentReply {
                     output: text,
-                    ..AgentReply::default()
+                    warnings,
                 });
             }
             let mut tool_messages = Vec::new();
@@ -370,6 +384,7 @@ impl HttpAgentRunner {
             turn: None,
             errors: Vec::new(),
             incomplete: Vec::new(),
+            refusals: Vec::new(),
         };
         for item in outputs {
             match item {
@@ -392,6 +407,7 @@ impl HttpAgentRunner {
                     match d.kind {
                         DiagnosticKind::ProviderError => reply.errors.push(detail),
                         DiagnosticKind::Incomplete => reply.incomplete.push(detail),
+                        DiagnosticKind::Refusal => reply.refusals.push(detail),
                         _ => {}
                     }
                 }

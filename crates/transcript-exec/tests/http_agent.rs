@@ -516,3 +516,126 @@ async fn a_response_over_the_body_cap_fails_the_step_and_records_no_turn() {
     assert_well_formed(&events);
     assert_eq!(of_type_count(&events, EventType::MessageAssistant), 0);
 }
+
+/// Runs the one-step `http_step` workflow against `server` with `runner` settings.
+async fn run_against(
+    runner: HttpAgentRunner,
+) -> (
+    Arc<MemoryFactory>,
+    transcript_exec::RunOutcome,
+    tempfile::TempDir,
+) {
+    let (d, ws) = workspace();
+    let factory = MemoryFactory::new();
+    let svc = openai_service(&ws, &factory, runner);
+    let out = svc
+        .run(
+            &WorkflowSet::new("w", Workflow::new("w").step(http_step(None))),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    (factory, out, d)
+}
+
+fn quick_retries(max_retries: u32) -> transcript_exec::RetryPolicy {
+    transcript_exec::RetryPolicy {
+        max_retries,
+        initial_backoff: std::time::Duration::from_millis(1),
+        max_backoff: std::time::Duration::from_millis(10),
+    }
+}
+
+#[tokio::test]
+async fn a_request_that_times_out_is_retried_then_fails_the_step() {
+    let server = MockServer::start().await;
+    // Answers long after the client's 200 ms request timeout.
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(completion(json!({"role": "assistant", "content": "late"})))
+                .set_delay(std::time::Duration::from_secs(30)),
+        )
+        .expect(2)
+        .mount(&server)
+        .await;
+    let runner = HttpAgentRunner::new(base_url(&server))
+        .with_timeout(std::time::Duration::from_millis(200))
+        .with_retry(quick_retries(1));
+    let (factory, out, _d) = run_against(runner).await;
+    assert_eq!(out.status, Status::Failure);
+    let error = out.error.unwrap();
+    assert!(
+        error.contains("/v1/chat/completions: ") && error.contains("(after 2 attempts)"),
+        "{error}"
+    );
+    assert!(error.contains("timed out"), "{error}");
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    assert_eq!(of_type_count(&events, EventType::MessageAssistant), 0);
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_without_its_finish_fails_the_step() {
+    let server = MockServer::start().await;
+    // One delta, then the body ends: no finish_reason, no [DONE].
+    let sse = format!(
+        "data: {}\n\n",
+        json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-s", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Half an ans"}}]})
+    );
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let runner = HttpAgentRunner::new(base_url(&server)).with_retry(quick_retries(2));
+    let (factory, out, _d) = run_against(runner).await;
+    assert_eq!(out.status, Status::Failure);
+    let error = out.error.unwrap();
+    assert!(error.contains("incomplete answer"), "{error}");
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    assert_eq!(of_type_count(&events, EventType::MessageAssistant), 0);
+}
+
+#[tokio::test]
+async fn a_refusal_is_recorded_as_the_answer_and_flagged_in_the_result() {
+    let server = replay_server(vec![completion(json!({
+        "role": "assistant",
+        "content": null,
+        "refusal": "I can't help with that."
+    }))])
+    .await;
+    let (factory, out, _d) = run_against(HttpAgentRunner::new(base_url(&server))).await;
+    assert!(out.succeeded(), "{:?}", out.error);
+    let events = factory.events(out.run_id);
+    assert_well_formed(&events);
+    let turn = events
+        .iter()
+        .find_map(|e| {
+            e.message()
+                .filter(|_| e.kind.known() == Some(EventType::MessageAssistant))
+        })
+        .unwrap()
+        .to_message()
+        .unwrap();
+    assert_eq!(turn.blocks.len(), 1);
+    assert_eq!(turn.blocks[0].block_type(), BlockType::Text);
+    let done = events
+        .iter()
+        .find(|e| e.kind.known() == Some(EventType::StepCompleted))
+        .and_then(|e| e.step())
+        .unwrap();
+    let result = done.result.as_ref().unwrap().to_value();
+    assert_eq!(
+        result["output"],
+        json!("I can't help with that."),
+        "{result}"
+    );
+    assert_eq!(
+        result["warnings"],
+        json!(["the model refused: I can't help with that."]),
+        "{result}"
+    );
+}
