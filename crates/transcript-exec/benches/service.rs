@@ -11,6 +11,12 @@
 //! The per-event recording cost inside the service is (a - b) / events and
 //! is compared with (c) / events (target ratio <= 1.5). Rounds interleave
 //! the three cases; medians are reported.
+//!
+//! Template scope sharing (#22): the cost of a `for_each` of 2,000 trivial
+//! iterations after a step whose output is 20 MB, against the same loop after
+//! an empty output (engine only; each minus the same run without the loop). Every iteration copies the scope; the copies share
+//! step values and loop frames, so the ratio stays near 1 (target <= 1.5;
+//! deep copies made it ~70x).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -25,7 +31,7 @@ use transcript_domain::{
     SequentialRunIds, Subscription, Timestamp,
 };
 use transcript_exec::{
-    ExecutionService, Step, Tool, ToolContext, ToolError, ToolRouter, Workflow, WorkflowSet,
+    ExecutionService, Items, Step, Tool, ToolContext, ToolError, ToolRouter, Workflow, WorkflowSet,
 };
 use transcript_infra::{Durability, JsonlRecorder, JsonlRecorderFactory};
 
@@ -104,6 +110,49 @@ fn service(ws: &Path, factory: Option<Arc<dyn RecorderFactory>>) -> ExecutionSer
         b = b.recorder_factory(f);
     }
     b.build().unwrap()
+}
+
+/// Returns a string of `input.bytes` bytes.
+struct Filler;
+
+#[async_trait]
+impl Tool for Filler {
+    async fn call(&self, _ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
+        let n = input["bytes"].as_u64().unwrap_or(0) as usize;
+        Ok(Value::String("x".repeat(n)))
+    }
+}
+
+/// A step with an output of `bytes`, then (with `iterations > 0`) a loop whose iterations
+/// each copy the scope.
+fn loop_after(bytes: usize, iterations: u64) -> WorkflowSet {
+    let mut wf =
+        Workflow::new("loop").step(Step::operation("big", "filler", json!({ "bytes": bytes })));
+    if iterations > 0 {
+        let items = Items::List((0..iterations).map(Value::from).collect());
+        let body = vec![Step::operation(
+            "tick",
+            "echo",
+            json!({"i": "{{loop.index}}"}),
+        )];
+        wf = wf.step(Step::for_each("each", items, body));
+    }
+    WorkflowSet::new("loop", wf)
+}
+
+/// Engine-only service with the loop bench's tools.
+fn loop_service(ws: &Path) -> ExecutionService {
+    let mut router = ToolRouter::new();
+    router.register("echo", Arc::new(Echo));
+    router.register("filler", Arc::new(Filler));
+    ExecutionService::builder(
+        ws,
+        Arc::new(ManualClock::new(Timestamp::UNIX_EPOCH)),
+        Arc::new(SequentialRunIds::new()),
+    )
+    .router(router)
+    .build()
+    .unwrap()
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -212,6 +261,42 @@ fn main() {
     println!(
         "ratio whole service/standalone = {:.2}x (engine work included, for reference)",
         per(w) / standalone
+    );
+
+    // Scope sharing: the loop's own cost (the run minus the same run without the loop, so
+    // making and bounding the 20 MB output is not counted) after a 20 MB output vs after an
+    // empty one.
+    let sets = [
+        loop_after(20 << 20, 2000),
+        loop_after(20 << 20, 0),
+        loop_after(0, 2000),
+        loop_after(0, 0),
+    ];
+    let svc = loop_service(&ws);
+    let mut took: [Vec<Duration>; 4] = Default::default();
+    for _ in 0..ROUNDS {
+        for (set, out) in sets.iter().zip(took.iter_mut()) {
+            let t = Instant::now();
+            let o = rt
+                .block_on(svc.run(set, Map::new(), CancellationToken::new()))
+                .unwrap();
+            out.push(t.elapsed());
+            assert!(o.succeeded(), "{:?}", o.error);
+        }
+    }
+    let [a, b, c, d] = took.map(|v| median(v).as_secs_f64() * 1e3);
+    let (after_big, after_empty) = ((a - b).max(0.0), (c - d).max(1e-6));
+    println!(
+        "{:<52} {:>12.1}",
+        "for_each x2000 after a 20 MB output (loop only)", after_big
+    );
+    println!(
+        "{:<52} {:>12.1}",
+        "for_each x2000 after an empty output (loop only)", after_empty
+    );
+    println!(
+        "ratio after 20 MB/after empty = {:.2}x (target <= 1.50x: scope copies share outputs)",
+        after_big / after_empty
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

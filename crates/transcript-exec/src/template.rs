@@ -403,7 +403,9 @@ pub struct Scope {
     workflow_dir: Option<Arc<str>>,
     inputs: Arc<Map<String, Value>>,
     steps: HashMap<String, Arc<StepValue>>,
-    loop_frame: Option<LoopFrame>,
+    /// Shared like the step values: a copy of the scope inside a nested loop or a branch does
+    /// not copy the outer loop's item.
+    loop_frame: Option<Arc<LoopFrame>>,
 }
 
 impl Scope {
@@ -430,7 +432,7 @@ impl Scope {
 
     /// Sets the innermost loop frame.
     pub fn set_loop(&mut self, frame: LoopFrame) {
-        self.loop_frame = Some(frame);
+        self.loop_frame = Some(Arc::new(frame));
     }
 
     /// The value of a reference; unknown values read as null (validation
@@ -548,9 +550,15 @@ mod tests {
                 ..StepValue::default()
             },
         );
+        // An outer loop's (large) item is shared by the copies too.
+        scope.set_loop(LoopFrame {
+            item: Value::String("y".repeat(1 << 20)),
+            index: 0,
+        });
         let copies: Vec<Scope> = (0..100).map(|_| scope.clone()).collect();
         let shared = scope.steps.get("big").map(Arc::strong_count);
         assert_eq!(shared, Some(101));
+        assert_eq!(scope.loop_frame.as_ref().map(Arc::strong_count), Some(101));
         drop(copies);
     }
 

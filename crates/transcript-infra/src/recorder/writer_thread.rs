@@ -5,7 +5,7 @@
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,13 @@ pub(super) fn lock(published: &Mutex<Published>) -> MutexGuard<'_, Published> {
 /// Longest a batch under `Always` waits for more producers (see
 /// `Writer::gather`).
 const GATHER_MAX: Duration = Duration::from_micros(500);
+
+/// How long the writer thread, and a producer with no other record in flight, poll for what
+/// they wait for before they block. A blocked thread's wake-up is the whole cost of a record
+/// on a virtual machine: a bare round trip between two threads measured 28 µs blocking and
+/// 0.46 µs polling on this project's 2-vCPU machines. Twenty microseconds cover a record's
+/// round trip many times over and cost nothing measurable when idle (once per batch).
+pub(super) const SPIN: Duration = Duration::from_micros(20);
 
 /// Reused buffers above this capacity are released after use, so one huge
 /// event does not pin its memory for the recorder's life.
@@ -172,6 +179,17 @@ impl Writer {
     /// Waits for work; under `Interval` wakes up to sync unsynced data on
     /// time. `None` when every sender is gone.
     fn next_message(&mut self, rx: &Receiver<Msg>) -> Option<Msg> {
+        // Poll briefly first: a producer that records again right after its
+        // acknowledgement finds the thread awake.
+        let polling = Instant::now();
+        loop {
+            match rx.try_recv() {
+                Ok(msg) => return Some(msg),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) if polling.elapsed() < SPIN => std::hint::spin_loop(),
+                Err(TryRecvError::Empty) => break,
+            }
+        }
         loop {
             let Some(due) = self.sync_due else {
                 return rx.recv().ok();
