@@ -40,6 +40,8 @@ fn get(port: u16, path: &str) -> Result<(u16, Vec<u8>), Error> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(30)))
         .http_status_as_error(false)
+        // 127.0.0.1 only: never through a proxy from the environment.
+        .proxy(None)
         .build()
         .into();
     let mut response = agent
@@ -317,9 +319,8 @@ mod tests {
         let port = server.address().port();
         let (status, body) = get(port, "/healthz").unwrap();
         assert_eq!((status, body.as_slice()), (503, b"starting".as_slice()));
-        // Nothing listens on a freed port: an error, not a status.
+        // wiremock checks `expect(1)` when the server is dropped.
         drop(server);
-        assert!(get(free_port().unwrap(), "/healthz").is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! and hostile inputs. Every case asserts the exit code, that the message names the cause, that
 //! the files on disk validate, and that nothing acknowledged is missing.
 //!
-//! The full-disk cases mount a small tmpfs, which needs root (CI runs as root); elsewhere they
+//! The full-disk cases mount a small tmpfs, which needs root or passwordless sudo (CI has one of them); elsewhere they
 //! say they are skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,21 +16,38 @@ use common::{bin, repo, text};
 /// A tmpfs of `size` mounted on a fresh directory, unmounted on drop.
 struct SmallDisk {
     dir: tempfile::TempDir,
+    /// Mounted through sudo: unmounted the same way.
+    sudo: bool,
 }
 
 impl SmallDisk {
+    /// Mounts a tmpfs of `size`: directly as root, else through passwordless `sudo` (a CI
+    /// user that `.ci/run` may run as).
     fn mount(size: &str) -> Option<Self> {
         let dir = tempfile::tempdir().unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-            return None;
+        for sudo in [false, true] {
+            let mut cmd = Command::new(if sudo { "sudo" } else { "mount" });
+            if sudo {
+                cmd.args(["-n", "mount"]);
+            }
+            let ok = cmd
+                .args([
+                    "-t",
+                    "tmpfs",
+                    "-o",
+                    &format!("size={size},mode=1777"),
+                    "tmpfs",
+                ])
+                .arg(dir.path())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                return Some(Self { dir, sudo });
+            }
         }
-        Some(Self { dir })
+        eprintln!("skipped: cannot mount a tmpfs here (needs root or passwordless sudo)");
+        None
     }
 
     fn path(&self) -> &Path {
@@ -58,11 +75,16 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
+        let mut cmd = Command::new(if self.sudo { "sudo" } else { "umount" });
+        if self.sudo {
+            cmd.args(["-n", "umount"]);
+        }
+        let _ = cmd.arg(self.dir.path()).status();
     }
 }
 
-/// Under CI=true (CI runs as root) a skip is a failure.
+/// Under CI=true a skip is a failure (CI runs as root, or with the passwordless sudo that
+/// `.ci/run` uses to install packages).
 fn require_mount() -> bool {
     std::env::var_os("CI").is_some_and(|v| v == "true")
 }
@@ -95,7 +117,10 @@ fn shown_seqs(stderr: &str) -> Vec<u64> {
 #[test]
 fn a_full_disk_fails_the_run_with_its_cause_and_keeps_what_was_written_valid() {
     let Some(disk) = SmallDisk::mount("64k") else {
-        assert!(!require_mount(), "CI runs as root: the tmpfs must mount");
+        assert!(
+            !require_mount(),
+            "under CI (root or passwordless sudo) the tmpfs must mount"
+        );
         return;
     };
     let storage = disk.path().join("st");
@@ -162,7 +187,10 @@ fn a_full_disk_fails_the_run_with_its_cause_and_keeps_what_was_written_valid() {
 #[test]
 fn a_full_disk_during_import_writes_nothing_invalid() {
     let Some(disk) = SmallDisk::mount("64k") else {
-        assert!(!require_mount(), "CI runs as root: the tmpfs must mount");
+        assert!(
+            !require_mount(),
+            "under CI (root or passwordless sudo) the tmpfs must mount"
+        );
         return;
     };
     let storage = disk.path().join("st");

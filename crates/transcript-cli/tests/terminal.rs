@@ -567,41 +567,58 @@ fn a_second_ctrl_c_exits_at_once() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let pid = child.id().to_string();
+    // Stderr lines arrive on a channel, so every wait below is bounded.
+    let (tx, lines) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines() {
+            if tx.send(line.unwrap_or_default()).is_err() {
+                return;
+            }
+        }
+    });
     let mut seen = String::new();
-    // Reads stderr up to the first line holding `what` (failing if stderr ends first).
-    let mut read_until = |what: &str| loop {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "stderr ended before {what:?}: {seen}"
-        );
-        seen.push_str(&line);
-        if line.contains(what) {
-            return;
+    let mut wait_for = |what: &str| loop {
+        match lines.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+                if line.contains(what) {
+                    return;
+                }
+            }
+            Err(_) => {
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
+                panic!("no {what:?} on stderr within 60 s: {seen}");
+            }
         }
     };
-    read_until("step.started");
     let interrupt = || {
-        let kill = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
+        let kill = Command::new("kill").args(["-INT", &pid]).status().unwrap();
         assert!(kill.success());
     };
+    wait_for("step.started");
     interrupt();
-    // The first signal was handled (signals sent before that could merge into one).
-    read_until("cancelling the run");
+    // The run ends cancelled (the progress view shows its last event); the command is now in
+    // its hour-long flush wait. The second signal is sent only after the first was handled
+    // (two signals sent together could merge into one).
+    wait_for("cancelling the run");
+    wait_for("run.completed");
     interrupt();
-    read_until("second signal: exiting now");
+    wait_for("second signal: exiting now");
     let status = wait_bounded(child, "a run after its second Ctrl-C");
     assert_eq!(status.code(), Some(130), "{seen}");
-    // The run had ended (cancelled) before the flush wait: its transcript is whole.
+    // The transcript ended before the flush wait: it holds its cancelled run.completed.
     let file = std::fs::read_dir(&storage)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|x| x == "jsonl") && !p.ends_with("audit.jsonl"))
         .unwrap();
+    let lines = std::fs::read_to_string(&file).unwrap();
+    let last: serde_json::Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "run.completed", "{lines}");
+    assert_eq!(last["payload"]["error"], "cancelled", "{last}");
     let valid = bin().arg("validate").arg(&file).output().unwrap();
     assert!(valid.status.success(), "{}", text(&valid.stdout));
 }

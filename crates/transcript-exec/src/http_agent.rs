@@ -19,7 +19,7 @@
 //! gets the refusal as the tool's error result). The results go back as
 //! `tool` messages and the next turn starts; the loop ends on an answer
 //! without tool calls or at the turn limit (an error). A refusal is recorded
-//! as the turn's text and flagged in the step's result (`warnings`: "the model
+//! as the turn's text and flagged in the step's recorded result (`warnings`: "the model
 //! refused: …"); a stream that ends without its finish is an error, its
 //! partial turn not recorded.
 //!
@@ -270,17 +270,20 @@ impl AgentRunner for HttpAgentRunner {
             if let Some(e) = reply.incomplete.first() {
                 return Err(AgentError(format!("POST {url}: incomplete answer: {e}")));
             }
-            // A refusal is an answer (its text is in the turn), flagged in the step's result so a
-            // workflow can tell it from an ordinary one.
+            // A refusal is an answer (its text is in the turn); the step's recorded result says
+            // it was a refusal, so an audit tells it from an ordinary answer.
             warnings.extend(
                 reply
                     .refusals
                     .iter()
                     .map(|r| format!("the model refused: {r}")),
             );
-            let turn = reply
-                .turn
-                .ok_or_else(|| AgentError(format!("POST {url}: the answer holds no message")))?;
+            let Some(turn) = reply.turn else {
+                return Err(AgentError(match reply.refusals.first() {
+                    Some(r) => format!("POST {url}: the model refused without an answer: {r}"),
+                    None => format!("POST {url}: the answer holds no message"),
+                }));
+            };
             let (text, calls) = text_and_calls(&turn);
             // Causal order: the turn that asked for the tools, then the calls.
             seam.assistant(turn).await;

@@ -2,7 +2,7 @@
 //! thread of its own that the recorder never waits for.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -58,9 +58,15 @@ pub struct LiveSender {
 /// [`LiveProgressHandle`]s.
 #[derive(Debug, Default)]
 struct Counters {
+    /// Set by `finish` before its message is queued: later pushes are refused and counted as
+    /// dropped.
+    finished: AtomicBool,
     queued: AtomicU64,
     mapped: AtomicU64,
-    produced: AtomicU64,
+    /// Finished spans handed to delivery.
+    handed: AtomicU64,
+    /// Finished spans still held by the mapper, waiting for a full batch or the idle flush.
+    buffered: AtomicU64,
     sent: AtomicU64,
     failed: AtomicU64,
 }
@@ -72,7 +78,8 @@ pub struct LiveProgress {
     pub events_queued: u64,
     /// Events the export thread has mapped to spans.
     pub events_mapped: u64,
-    /// Spans the mapping produced so far (finished spans; open ones are not counted).
+    /// Spans the mapping has finished so far, delivered or not (spans still open are not
+    /// counted: `finish` closes them as incomplete).
     pub spans_produced: u64,
     /// Spans the endpoint accepted.
     pub spans_sent: u64,
@@ -86,7 +93,8 @@ impl LiveProgress {
         self.events_queued.saturating_sub(self.events_mapped)
     }
 
-    /// Spans produced but neither accepted nor failed yet (queued or in a request).
+    /// Spans produced but neither accepted nor failed yet (waiting for their batch, or in a
+    /// request).
     pub fn spans_pending(&self) -> u64 {
         self.spans_produced
             .saturating_sub(self.spans_sent)
@@ -107,7 +115,7 @@ impl LiveProgressHandle {
         // produced.
         let spans_sent = c.sent.load(Ordering::Acquire);
         let spans_failed = c.failed.load(Ordering::Acquire);
-        let spans_produced = c.produced.load(Ordering::Acquire);
+        let spans_produced = c.handed.load(Ordering::Acquire) + c.buffered.load(Ordering::Acquire);
         let events_mapped = c.mapped.load(Ordering::Acquire);
         let events_queued = c.queued.load(Ordering::Acquire);
         LiveProgress {
@@ -147,6 +155,10 @@ impl LiveSender {
     }
 
     fn offer(&self, message: Message) -> bool {
+        if self.counters.finished.load(Ordering::Acquire) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
         // Counted before the send so the export thread never maps more than was queued.
         self.counters.queued.fetch_add(1, Ordering::AcqRel);
         match self.tx.try_send(message) {
@@ -249,7 +261,9 @@ impl LiveExporter {
     /// export thread (at most the configured request timeouts).
     pub fn finish(self) -> ExportReport {
         // Blocking here is fine: the run is over. Events pushed through
-        // other senders after this point are counted as dropped.
+        // other senders after this point are refused and counted as dropped
+        // (those that raced past the flag are drained and counted by the worker).
+        self.sender.counters.finished.store(true, Ordering::Release);
         let _ = self.sender.tx.send(Message::Finish);
         let dropped = self.sender.dropped.clone();
         drop(self.sender);
@@ -295,13 +309,19 @@ where
         match rx.recv_timeout(config.flush_interval) {
             Ok(Message::Event(event)) => {
                 report.events_received += 1;
-                counters.mapped.fetch_add(1, Ordering::AcqRel);
                 mapper.ingest(&DecodedEvent::from(ExchangeEvent::clone(&event)));
+                counters.mapped.fetch_add(1, Ordering::AcqRel);
+                counters
+                    .buffered
+                    .store(mapper.ready() as u64, Ordering::Release);
             }
             Ok(Message::Decoded(event)) => {
                 report.events_received += 1;
-                counters.mapped.fetch_add(1, Ordering::AcqRel);
                 mapper.ingest(&event);
+                counters.mapped.fetch_add(1, Ordering::AcqRel);
+                counters
+                    .buffered
+                    .store(mapper.ready() as u64, Ordering::Release);
             }
             Ok(Message::Finish) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {
@@ -325,6 +345,14 @@ where
                 &mut report,
                 counters,
             );
+        }
+    }
+    // Whatever raced past the finished flag is not exported: counted as dropped, not left
+    // looking queued.
+    for message in rx.try_iter() {
+        if !matches!(message, Message::Finish) {
+            dropped.fetch_add(1, Ordering::Relaxed);
+            counters.queued.fetch_sub(1, Ordering::AcqRel);
         }
     }
     let trace = mapper.finish();
@@ -360,9 +388,11 @@ fn deliver(
     report: &mut ExportReport,
     counters: &Counters,
 ) {
+    // Handed over before the mapper's count drops, so a snapshot never loses them.
     counters
-        .produced
+        .handed
         .fetch_add(spans.len() as u64, Ordering::AcqRel);
+    counters.buffered.store(0, Ordering::Release);
     while !spans.is_empty() {
         let rest = spans.split_off(spans.len().min(batch_size));
         let batch = std::mem::replace(&mut spans, rest);

@@ -395,7 +395,6 @@ fn progress_says_what_is_still_unsent_while_a_request_hangs() {
     entered.recv().unwrap();
     let now = progress.snapshot();
     assert_eq!(now.events_queued, 23);
-    assert_eq!(now.events_mapped + now.events_pending(), 23);
     assert_eq!((now.spans_sent, now.spans_failed), (0, 0));
     assert!(now.spans_pending() >= 4, "{now:?}");
     release.send(()).unwrap();

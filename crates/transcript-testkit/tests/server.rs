@@ -18,6 +18,8 @@ fn exchange(
 ) -> (u16, String, String, bool) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
+        // 127.0.0.1 only: never through a proxy from the environment.
+        .proxy(None)
         .timeout_global(Some(std::time::Duration::from_secs(30)))
         .build()
         .into();

@@ -489,13 +489,13 @@ impl Shared {
             draft,
             ack,
         }))?;
-        // Poll for the answer (at most SPIN, yielding between polls so other tasks on this
+        // Poll for the answer (at most 20 µs, none on a single CPU, yielding between polls so other tasks on this
         // worker run) before suspending: the writer thread answers within a microsecond or two
         // unless it syncs, and a parked worker's wake-up costs far more. Under Always the
         // answer waits for a sync: suspend at once.
         if self.durability != Durability::Always {
             let polling = std::time::Instant::now();
-            while polling.elapsed() < writer_thread::SPIN {
+            while polling.elapsed() < writer_thread::poll_budget() {
                 match acked.try_recv() {
                     Ok(outcome) => return outcome,
                     Err(oneshot::error::TryRecvError::Closed) => return Err(RecordError::Closed),
