@@ -95,27 +95,11 @@ fn http_step(max_turns: Option<u32>) -> Step {
 #[tokio::test]
 async fn tool_loop_runs_calls_through_the_router_and_records_turns() {
     let server = replay_server(recorded()).await;
-    let url = base_url(&server);
-    let (_d, ws) = workspace();
-    std::fs::write(ws.join("notes.txt"), "buy milk").unwrap();
-    let factory = MemoryFactory::new();
-    let svc = ExecutionService::deterministic_builder(&ws, ts0())
-        .recorder_factory(factory.clone())
-        .agent_runner(
-            "openai",
-            Arc::new(HttpAgentRunner::new(url).with_api_key("test-key")),
-        )
-        .build()
-        .unwrap();
-    let wf = Workflow::new("http").step(http_step(None));
-    let out = svc
-        .run(
-            &WorkflowSet::new("h", wf),
-            Map::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let runner = HttpAgentRunner::new(base_url(&server)).with_api_key("test-key");
+    let (factory, out, _d, _ws) = run_step(runner, http_step(None), |ws| {
+        std::fs::write(ws.join("notes.txt"), "buy milk").unwrap()
+    })
+    .await;
     assert!(out.succeeded(), "{:?}", out.error);
     let events = factory.events(out.run_id);
     assert_well_formed(&events);
@@ -197,23 +181,8 @@ fn of_type_count(events: &[transcript_domain::DecodedEvent], t: EventType) -> us
 async fn turn_limit_and_http_errors_fail_the_step() {
     // One turn allowed: only the first scripted response is asked for.
     let server = replay_server(recorded().into_iter().take(1).collect()).await;
-    let url = base_url(&server);
-    let (_d, ws) = workspace();
-    let factory = MemoryFactory::new();
-    let svc = ExecutionService::deterministic_builder(&ws, ts0())
-        .recorder_factory(factory.clone())
-        .agent_runner("openai", Arc::new(HttpAgentRunner::new(url)))
-        .build()
-        .unwrap();
-    let wf = Workflow::new("limit").step(http_step(Some(1)));
-    let out = svc
-        .run(
-            &WorkflowSet::new("l", wf),
-            Map::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let runner = HttpAgentRunner::new(base_url(&server));
+    let (factory, out, _d, ws) = run_step(runner, http_step(Some(1)), |_| {}).await;
     assert_eq!(out.status, Status::Failure);
     assert_eq!(
         out.error.as_deref(),
@@ -282,22 +251,8 @@ async fn tools_outside_the_step_list_are_refused_recorded_and_never_run() {
         completion(json!({"role": "assistant", "content": "I may not run commands."})),
     ])
     .await;
-    let url = base_url(&server);
-    let (_d, ws) = workspace();
-    let factory = MemoryFactory::new();
-    let svc = ExecutionService::deterministic_builder(&ws, ts0())
-        .recorder_factory(factory.clone())
-        .agent_runner("openai", Arc::new(HttpAgentRunner::new(url)))
-        .build()
-        .unwrap();
-    let out = svc
-        .run(
-            &WorkflowSet::new("h", Workflow::new("allow").step(http_step(None))),
-            Map::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let runner = HttpAgentRunner::new(base_url(&server));
+    let (factory, out, _d, ws) = run_step(runner, http_step(None), |_| {}).await;
     assert!(out.succeeded(), "{:?}", out.error);
     assert!(!ws.join("PWNED").exists(), "run_command must not run");
 
@@ -431,23 +386,8 @@ async fn a_429_is_retried_and_the_streamed_answer_is_recorded_once() {
         .mount(&server)
         .await;
 
-    let (_d, ws) = workspace();
-    let factory = MemoryFactory::new();
-    let runner = HttpAgentRunner::new(base_url(&server)).with_retry(transcript_exec::RetryPolicy {
-        max_retries: 2,
-        initial_backoff: std::time::Duration::from_millis(1),
-        max_backoff: std::time::Duration::from_millis(10),
-    });
-    let svc = openai_service(&ws, &factory, runner);
-    let wf = Workflow::new("retry").step(http_step(None));
-    let out = svc
-        .run(
-            &WorkflowSet::new("r", wf),
-            Map::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let runner = HttpAgentRunner::new(base_url(&server)).with_retry(quick_retries(2));
+    let (factory, out, _d) = run_against(runner).await;
     assert!(out.succeeded(), "{:?}", out.error);
     let events = factory.events(out.run_id);
     assert_well_formed(&events);
@@ -493,19 +433,8 @@ async fn a_429_is_retried_and_the_streamed_answer_is_recorded_once() {
 async fn a_response_over_the_body_cap_fails_the_step_and_records_no_turn() {
     let big = completion(json!({"role": "assistant", "content": "x".repeat(5000)}));
     let server = replay_server(vec![big]).await;
-    let (_d, ws) = workspace();
-    let factory = MemoryFactory::new();
     let runner = HttpAgentRunner::new(base_url(&server)).with_max_body_bytes(1000);
-    let svc = openai_service(&ws, &factory, runner);
-    let wf = Workflow::new("cap").step(http_step(None));
-    let out = svc
-        .run(
-            &WorkflowSet::new("c", wf),
-            Map::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let (factory, out, _d) = run_against(runner).await;
     assert_eq!(out.status, Status::Failure);
     let error = out.error.unwrap();
     assert!(
@@ -517,7 +446,34 @@ async fn a_response_over_the_body_cap_fails_the_step_and_records_no_turn() {
     assert_eq!(of_type_count(&events, EventType::MessageAssistant), 0);
 }
 
-/// Runs the one-step `http_step` workflow against `server` with `runner` settings.
+/// Runs `step` alone with `runner` as the `openai` agent, after `setup` prepared the
+/// workspace; the temporary directory lives as long as the returned guard.
+async fn run_step(
+    runner: HttpAgentRunner,
+    step: Step,
+    setup: impl FnOnce(&std::path::Path),
+) -> (
+    Arc<MemoryFactory>,
+    transcript_exec::RunOutcome,
+    tempfile::TempDir,
+    std::path::PathBuf,
+) {
+    let (d, ws) = workspace();
+    setup(&ws);
+    let factory = MemoryFactory::new();
+    let svc = openai_service(&ws, &factory, runner);
+    let out = svc
+        .run(
+            &WorkflowSet::new("w", Workflow::new("w").step(step)),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    (factory, out, d, ws)
+}
+
+/// [`run_step`] of the usual agent step in an empty workspace.
 async fn run_against(
     runner: HttpAgentRunner,
 ) -> (
@@ -525,17 +481,7 @@ async fn run_against(
     transcript_exec::RunOutcome,
     tempfile::TempDir,
 ) {
-    let (d, ws) = workspace();
-    let factory = MemoryFactory::new();
-    let svc = openai_service(&ws, &factory, runner);
-    let out = svc
-        .run(
-            &WorkflowSet::new("w", Workflow::new("w").step(http_step(None))),
-            Map::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let (factory, out, d, _) = run_step(runner, http_step(None), |_| {}).await;
     (factory, out, d)
 }
 
