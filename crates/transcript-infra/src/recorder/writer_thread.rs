@@ -25,7 +25,28 @@ pub(super) struct Entry {
     pub(super) bytes: Vec<u8>,
     pub(super) split: usize,
     pub(super) draft: EventDraft,
-    pub(super) ack: oneshot::Sender<Result<Seq, RecordError>>,
+    pub(super) ack: oneshot::Sender<Answer>,
+}
+
+/// The writer thread's answer to a record: its outcome, and what the record allocated, handed
+/// back so the producer's thread frees it. Freed here instead, every record's buffers went
+/// back to another thread's allocator arena, which cost a record more than the hand-off
+/// itself (a bare round trip carrying a 400-byte buffer: 2.0 µs freed on the far side,
+/// 0.56 µs handed back).
+pub(super) struct Answer {
+    pub(super) outcome: Result<Seq, RecordError>,
+    /// Dropped by the producer (the draft is gone when it was broadcast).
+    pub(super) _spent: (Vec<u8>, Option<EventDraft>),
+}
+
+impl Entry {
+    /// Answers this record with `outcome`, handing its buffers back.
+    fn answer(self, outcome: Result<Seq, RecordError>) {
+        let _ = self.ack.send(Answer {
+            outcome,
+            _spent: (self.bytes, Some(self.draft)),
+        });
+    }
 }
 
 /// What producers send the writer thread.
@@ -141,9 +162,7 @@ impl Writer {
                 // Whatever raced with the close: records fail, closes are done.
                 for msg in rx.try_iter() {
                     match msg {
-                        Msg::Record(entry) => {
-                            let _ = entry.ack.send(Err(RecordError::Closed));
-                        }
+                        Msg::Record(entry) => entry.answer(Err(RecordError::Closed)),
                         Msg::Close(ack) => {
                             let _ = ack.send(Ok(()));
                         }
@@ -276,13 +295,18 @@ impl Writer {
             for (i, entry) in batch.drain(..).enumerate() {
                 let seq = first + i as u64;
                 if i < written.good {
-                    if !p.fanout.is_empty() {
-                        let draft = entry.draft;
+                    let Entry {
+                        bytes, draft, ack, ..
+                    } = entry;
+                    let unused = if p.fanout.is_empty() {
+                        Some(draft)
+                    } else {
                         p.fanout.broadcast_with(seq, || {
                             Arc::new(draft.into_event(seq, run, parent, stamp))
                         });
-                    }
-                    outcomes.push((entry.ack, Ok(seq)));
+                        None
+                    };
+                    outcomes.push((ack, Ok(seq), bytes, unused));
                 } else {
                     let error = match &written.failure {
                         Some((message, e)) => {
@@ -290,14 +314,17 @@ impl Writer {
                         }
                         None => RecordError::Closed,
                     };
-                    outcomes.push((entry.ack, Err(error)));
+                    outcomes.push((entry.ack, Err(error), entry.bytes, Some(entry.draft)));
                 }
             }
         }
         // Acknowledged after the broadcast: when `record` returns, every
         // subscriber has been offered the event.
-        for (ack, outcome) in outcomes {
-            let _ = ack.send(outcome);
+        for (ack, outcome, bytes, draft) in outcomes {
+            let _ = ack.send(Answer {
+                outcome,
+                _spent: (bytes, draft),
+            });
         }
     }
 
@@ -458,9 +485,7 @@ fn take(
 ) {
     match msg {
         Msg::Record(entry) if close.is_none() => batch.push(entry),
-        Msg::Record(entry) => {
-            let _ = entry.ack.send(Err(RecordError::Closed));
-        }
+        Msg::Record(entry) => entry.answer(Err(RecordError::Closed)),
         Msg::Close(ack) if close.is_none() => *close = Some(ack),
         // A second close waits for the first: answered after it.
         Msg::Close(ack) => {
