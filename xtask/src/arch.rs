@@ -186,6 +186,16 @@ pub enum CheckError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A source file is not valid Rust.
+    #[error("{path}:{line}: cannot parse: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the parse error.
+        line: usize,
+        /// The parser's message.
+        message: String,
+    },
 }
 
 /// Looks up a crate's row.
@@ -260,7 +270,11 @@ fn check_sources(
             path: file.clone(),
             source,
         })?;
-        let found = scan::scan(&src, IMPURE);
+        let found = scan::scan(&src, IMPURE).map_err(|e| CheckError::Parse {
+            path: file.clone(),
+            line: e.span().start().line,
+            message: e.to_string(),
+        })?;
         for name in &found.test_modules {
             let dir = module_dir(file);
             skipped.push(dir.join(format!("{name}.rs")));

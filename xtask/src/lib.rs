@@ -23,6 +23,7 @@ pub mod metadata;
 pub mod phoenix;
 pub mod scan;
 pub mod schema;
+pub mod syntax;
 pub mod tasks;
 
 use std::path::{Path, PathBuf};
