@@ -19,6 +19,8 @@
 #![forbid(unsafe_code)]
 
 pub mod arch;
+pub mod circles;
+pub mod fnsize;
 pub mod metadata;
 pub mod phoenix;
 pub mod scan;

@@ -51,7 +51,9 @@ pub fn scan(src: &str, patterns: &[Pattern]) -> Result<FileScan, syn::Error> {
     for path in facts.resolved_paths() {
         for p in patterns {
             if matches(&path.segments, p.path)
-                && !found.iter().any(|&(l, pat, _)| l == path.line && pat == p.path)
+                && !found
+                    .iter()
+                    .any(|&(l, pat, _)| l == path.line && pat == p.path)
             {
                 found.push((path.line, p.path, p.why));
             }
@@ -141,7 +143,12 @@ mod tests {
         let src = "use std::io;\nfn f() { io::stdout(); }\nuse std::fs::File;\nfn g() { File::open(\"p\"); }\n";
         assert_eq!(
             hits(src),
-            vec![(2, "io::stdout"), (3, "std::fs"), (4, "File::open"), (4, "std::fs")]
+            vec![
+                (2, "io::stdout"),
+                (3, "std::fs"),
+                (4, "File::open"),
+                (4, "std::fs")
+            ]
         );
     }
 

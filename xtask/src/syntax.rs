@@ -334,6 +334,10 @@ mod tests {
         assert_eq!(facts.test_modules, vec!["t".to_owned()]);
         assert_eq!(facts.child_modules, vec!["child".to_owned()]);
         assert!(facts.paths.iter().all(|p| p.segments[0] != "std"));
-        assert!(FileFacts::of("#![cfg(test)]\nuse std::fs;\n").unwrap().is_none());
+        assert!(
+            FileFacts::of("#![cfg(test)]\nuse std::fs;\n")
+                .unwrap()
+                .is_none()
+        );
     }
 }
