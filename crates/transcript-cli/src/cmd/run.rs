@@ -40,6 +40,8 @@ pub struct RunArgs {
     pub otlp_flush_timeout: std::time::Duration,
     /// Stderr styling.
     pub style: Style,
+    /// Time a cancelled command's process group gets between SIGTERM and SIGKILL.
+    pub kill_grace: std::time::Duration,
 }
 
 /// Parses `k=v`.
@@ -84,52 +86,6 @@ fn check_inputs(
     Ok(())
 }
 
-/// Cancels the run on SIGINT, SIGTERM or SIGHUP (the first one: every started step is
-/// completed and `run.completed` written); a second signal exits at once with 128+N.
-/// Returns the number of the signal that cancelled the run, once it has.
-fn watch_signals(cancel: CancellationToken) -> std::sync::Arc<std::sync::atomic::AtomicI32> {
-    use std::sync::atomic::{AtomicI32, Ordering};
-    use tokio::signal::unix::{SignalKind, signal};
-    let received = Arc::new(AtomicI32::new(0));
-    let seen = received.clone();
-    tokio::spawn(async move {
-        let kinds = [
-            (SignalKind::interrupt(), 2),
-            (SignalKind::terminate(), 15),
-            (SignalKind::hangup(), 1),
-        ];
-        let mut streams = Vec::new();
-        for (kind, number) in kinds {
-            match signal(kind) {
-                Ok(s) => streams.push((s, number)),
-                Err(e) => crate::diag!("transcript: warning: cannot watch signal {number}: {e}"),
-            }
-        }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        for (mut stream, number) in streams {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                while stream.recv().await.is_some() {
-                    if tx.send(number).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        while let Some(number) = rx.recv().await {
-            if seen.swap(number, Ordering::SeqCst) != 0 {
-                crate::diag!("transcript: second signal: exiting now");
-                std::process::exit(128 + number);
-            }
-            crate::diag!(
-                "transcript: signal {number} received, cancelling the run (again to exit now)…"
-            );
-            cancel.cancel();
-        }
-    });
-    received
-}
-
 /// Runs the workflow. Errors carry the exit code: a failed run (1), invalid input (3), an
 /// incomplete transcript (4, takes precedence over success: a run whose transcript lost events
 /// never reports success) or a signal (128+N).
@@ -151,6 +107,9 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
             Err(e) => Err(CliError::Usage(format!("--plugin {plugin:?}: {e}"))),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Before anything is created: a signal from now on cancels the run (see `signals`).
+    let cancel = CancellationToken::new();
+    let signals = crate::cmd::signals::Signals::register(cancel.clone());
     private_dir_all(&args.storage).map_err(|e| {
         CliError::Storage(format!(
             "{}: cannot create the storage directory: {e}",
@@ -199,6 +158,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     }
     let mut builder = ExecutionService::builder(&args.workspace, clock.clone(), ids.clone())
         .deterministic(args.deterministic)
+        .kill_grace(args.kill_grace)
         .recorder_factory(factory.clone())
         .audit_file(args.storage.join("audit.jsonl"))
         .router(router)
@@ -225,6 +185,10 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     service
         .validate(&set)
         .map_err(|e| CliError::Invalid(format!("invalid workflow: {e}")))?;
+    // A signal while plugins started: nothing is recorded for a run that never started.
+    if let Some(signal) = signals.received() {
+        return Err(CliError::Interrupted(signal));
+    }
     let run_id = ids.next_run_id();
     let path = args.storage.join(run_id.file_name());
     let recorder = factory.create(run_id, None).await.map_err(|e| {
@@ -239,9 +203,6 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     })?;
     // The id first, so `transcript tail -f <id>` can follow the run from another terminal.
     crate::diag!("transcript: run {run_id} → {}", path.display());
-
-    let cancel = CancellationToken::new();
-    let signalled = watch_signals(cancel.clone());
 
     let inputs: Map<String, Value> = args
         .inputs
@@ -258,6 +219,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let closed = recorder.close().await;
+    signals.transcript_closed();
     progress_factory.finish().await;
     let _ = progress.await;
     if let (Some(live), Some(forwarding), Some((endpoint, _))) = (live, &live_factory, &args.otlp) {
@@ -335,8 +297,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         ),
         None => crate::diag!("transcript: run {} {word}", masked(&outcome.workflow)),
     }
-    let signal = signalled.load(std::sync::atomic::Ordering::SeqCst);
-    if signal != 0 {
+    if let Some(signal) = signals.received() {
         return Err(CliError::Interrupted(signal));
     }
     if !storage_errors.is_empty() {
