@@ -174,6 +174,17 @@ fn a_closed_stdout_ends_commands_quietly_with_141() {
         assert_eq!(out.status.code(), Some(141), "{args:?}");
         assert_eq!(text(&out.stderr), "", "{args:?}: quiet");
     }
+    // The export formats too, the OTLP/JSON writer included (its I/O error is wrapped).
+    for format in ["otlp-json", "json", "markdown", "html"] {
+        let out = bin()
+            .args(["export", DEMO_RUN_ID, "--format", format, "--storage"])
+            .arg(&storage)
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(141), "export {format}");
+        assert_eq!(text(&out.stderr), "", "export {format}: quiet");
+    }
     // `tail -f R | head -1`: the follower notices its reader is gone while idle.
     let mut child = bin()
         .args(["tail", "-f", DEMO_RUN_ID, "--storage"])
@@ -240,6 +251,89 @@ fn list_sees_the_last_event_past_a_long_torn_tail() {
         let runs: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
         assert_eq!(runs[0]["events"], events, "torn tail of {torn} bytes");
         assert_eq!(runs[0]["status"], "succeeded", "torn tail of {torn} bytes");
+    }
+}
+
+/// Diagnostics to a closed stderr are lost, never a panic: warnings about malformed lines
+/// (`show`) and the OTLP/JSON export's summary line.
+#[test]
+fn a_closed_stderr_loses_diagnostics_but_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    assert!(
+        demo_command(&storage, &dir.path().join("w"))
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let file = storage.join(format!("{DEMO_RUN_ID}.jsonl"));
+    let mut body = std::fs::read_to_string(&file).unwrap();
+    body.push_str("not json\n");
+    std::fs::write(&file, body).unwrap();
+    let spans = dir.path().join("spans.json");
+    for args in [
+        vec!["show", DEMO_RUN_ID],
+        vec!["tree", DEMO_RUN_ID],
+        vec![
+            "export",
+            DEMO_RUN_ID,
+            "--format",
+            "otlp-json",
+            "-o",
+            spans.to_str().unwrap(),
+        ],
+    ] {
+        let out = bin()
+            .args(&args)
+            .arg("--storage")
+            .arg(&storage)
+            .stdout(Stdio::null())
+            .stderr(closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+    }
+}
+
+/// A child run's file that exists but cannot be read is an error naming it (exit 3), not a
+/// child run shown as missing with exit 0.
+#[test]
+fn an_unreadable_child_run_is_an_error_not_a_missing_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    assert!(
+        demo_command(&storage, &dir.path().join("w"))
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    // A directory where the child's file is: it opens, and every read fails (even as root).
+    let child = storage.join("00000000-0000-4000-8000-000000000002.jsonl");
+    std::fs::remove_file(&child).unwrap();
+    std::fs::create_dir(&child).unwrap();
+    for args in [
+        vec!["tree", DEMO_RUN_ID],
+        vec!["show", DEMO_RUN_ID],
+        vec!["export", DEMO_RUN_ID, "--format", "json"],
+        vec!["export", DEMO_RUN_ID, "--format", "otlp-json"],
+    ] {
+        let out = bin()
+            .args(&args)
+            .arg("--storage")
+            .arg(&storage)
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        // The last line is the error (the OTLP mapping warns and counts before it).
+        let last = stderr.lines().last().unwrap_or_default();
+        assert!(
+            last.contains("00000000-0000-4000-8000-000000000002.jsonl")
+                && last.contains("not a regular file"),
+            "{args:?} names the file and the cause: {stderr}"
+        );
     }
 }
 
@@ -611,4 +705,26 @@ fn a_second_run_with_the_same_id_is_refused_and_the_first_kept() {
         text(&out.stderr)
     );
     assert_eq!(std::fs::read(&file).unwrap(), before);
+}
+
+/// The exit code of a transcript that cannot be opened comes from the error's kind, not its
+/// text: in a storage directory whose name says "already exists", a planted symlink is a
+/// storage failure (4), not an existing run (3).
+#[test]
+fn a_storage_failure_is_not_taken_for_an_existing_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("run already exists");
+    std::fs::create_dir(&storage).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("elsewhere"),
+        storage.join(format!("{DEMO_RUN_ID}.jsonl")),
+    )
+    .unwrap();
+    let out = demo_command(&storage, &dir.path().join("w"))
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert!(!dir.path().join("elsewhere").exists());
 }

@@ -192,10 +192,11 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     let run_id = ids.next_run_id();
     let path = args.storage.join(run_id.file_name());
     let recorder = factory.create(run_id, None).await.map_err(|e| {
-        let message = format!("cannot open the transcript: {e}");
         // A run id that already has a transcript (`--deterministic` twice into one
         // storage) is an input problem, not a storage failure.
-        if message.contains("already exists") {
+        let exists = run_exists(&e);
+        let message = format!("cannot open the transcript: {e}");
+        if exists {
             CliError::Invalid(message)
         } else {
             CliError::Storage(message)
@@ -220,10 +221,12 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let closed = recorder.close().await;
     signals.transcript_closed();
-    progress_factory.finish().await;
-    let _ = progress.await;
+    // A panicking view or tap does not hide behind a successful exit.
+    let mut internal: Vec<String> = Vec::new();
+    internal.extend(progress_factory.finish().await.err());
+    internal.extend(crate::cmd::tap::joined("the live progress view", progress.await).err());
     if let (Some(live), Some(forwarding), Some((endpoint, _))) = (live, &live_factory, &args.otlp) {
-        forwarding.drain().await;
+        internal.extend(forwarding.drain("the live OTLP export").await.err());
         // A plain thread, not the runtime's blocking pool: if the endpoint never answers, the
         // command does not wait for it past the flush timeout (the process exits regardless).
         let progress = live.progress();
@@ -303,10 +306,31 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     if !storage_errors.is_empty() {
         return Err(CliError::Reported(4));
     }
+    if let Some(first) = internal.first() {
+        return Err(CliError::Failed(format!("internal error: {first}")));
+    }
     if !outcome.succeeded() {
         return Err(CliError::Reported(1));
     }
     Ok(())
+}
+
+/// Whether opening a transcript failed because its run already has one. Infra reports that as
+/// `RecordError::Storage` without an OS error: the `AlreadyExists` kind is matched when it
+/// carries one, else the variant's own message field (not the whole error text, which
+/// quotes the path: a storage directory named "already exists" is no longer a match).
+fn run_exists(e: &transcript_domain::RecordError) -> bool {
+    match e {
+        transcript_domain::RecordError::Storage {
+            source: Some(io), ..
+        } => io.kind() == std::io::ErrorKind::AlreadyExists,
+        transcript_domain::RecordError::Storage {
+            source: None,
+            message,
+            ..
+        } => message.starts_with("run already exists"),
+        _ => false,
+    }
 }
 
 /// Creates `dir` and its missing parents as `0o700`, whatever the umask (which can only remove
