@@ -180,14 +180,30 @@ fn seed_jq_recipes_work_on_the_demo_transcript() {
     assert!(fidelity.contains(r#""fidelity":"router""#), "{fidelity}");
 }
 
-fn corrupted_set(dir: &Path, good: &Path) -> Vec<(String, PathBuf)> {
+/// Corrupted transcripts: name, path, and how many of their lines are bad (torn or
+/// malformed), known from how each is made.
+fn corrupted_set(dir: &Path, good: &Path) -> Vec<(String, PathBuf, usize)> {
     let good_text = std::fs::read_to_string(good).unwrap();
     let lines: Vec<&str> = good_text.lines().collect();
     let mut cases = Vec::new();
     let mut write = |name: &str, bytes: Vec<u8>| {
         let p = dir.join(name);
+        // Torn: a last line without its newline. Malformed: a line that is not a JSON object
+        // with an integer seq (NUL bytes, a string seq, garbage).
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let torn = usize::from(!text.is_empty() && !text.ends_with('\n'));
+        let complete = text.matches('\n').count();
+        let malformed = text
+            .lines()
+            .take(complete)
+            .filter(|l| {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .ok()
+                    .is_none_or(|v| !v["seq"].is_u64())
+            })
+            .count();
         std::fs::write(&p, bytes).unwrap();
-        cases.push((name.to_owned(), p));
+        cases.push((name.to_owned(), p, torn + malformed));
     };
     let truncated = format!(
         "{}\n{}",
@@ -221,7 +237,11 @@ fn corrupted_inputs_give_one_line_errors_and_never_panic() {
     let d = demo();
     let dir = tempfile::tempdir().unwrap();
     let cases = corrupted_set(dir.path(), &d.root);
-    for (name, path) in &cases {
+    let bad: Vec<usize> = cases.iter().map(|c| c.2).collect();
+    // The set has the bad lines it is meant to have (truncated, garbage, NUL on two lines,
+    // a string seq, a parent of missing children, an empty file).
+    assert_eq!(bad, [1, 1, 2, 1, 0, 0], "{cases:?}");
+    for (name, path, bad_lines) in &cases {
         let p = path.display().to_string();
         for args in [
             vec!["validate", p.as_str()],
@@ -260,6 +280,27 @@ fn corrupted_inputs_give_one_line_errors_and_never_panic() {
                 );
                 if name == "truncated.jsonl" {
                     assert!(text(&out.stdout).contains(":6: warning: unterminated final line"));
+                }
+                // The report is on stdout; stderr gets the one-line verdict when invalid.
+                assert_eq!(
+                    stderr.lines().count(),
+                    usize::from(expected == 1),
+                    "{name} {args:?}: {stderr}"
+                );
+            } else {
+                // The views read tolerantly: they show what they can, exit 0, and say on
+                // stderr, one line per bad line naming the file and the line, what they skipped.
+                assert_eq!(out.status.code(), Some(0), "{name} {args:?}: {stderr}");
+                assert_eq!(
+                    stderr.lines().count(),
+                    *bad_lines,
+                    "{name} {args:?}: {stderr}"
+                );
+                for line in stderr.lines() {
+                    assert!(
+                        line.contains(&p) && line.contains("line "),
+                        "{name} {args:?}: {line}"
+                    );
                 }
             }
             for line in stderr.lines() {
@@ -543,6 +584,9 @@ fn redaction_keeps_planted_secrets_off_disk_and_out_of_exports() {
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
+    // Masking must not cost the run: both steps ran and it succeeded.
+    assert!(out.status.success(), "the masked run failed: {stderr}");
+    assert!(stderr.contains("run secrets succeeded"), "{stderr}");
     assert!(
         !stderr.contains(secret),
         "live progress showed the secret: {stderr}"
@@ -568,6 +612,7 @@ fn redaction_keeps_planted_secrets_off_disk_and_out_of_exports() {
         .arg(&wf)
         .output()
         .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let run_id = text(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("run_id: ").map(str::to_owned))

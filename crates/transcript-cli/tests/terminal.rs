@@ -486,7 +486,6 @@ fn help_documents_exit_codes_and_examples() {
         let out = bin().args([sub, "--help"]).output().unwrap();
         assert!(text(&out.stdout).contains("Examples:"), "{sub}");
     }
-    let _ = repo();
 }
 
 #[test]
