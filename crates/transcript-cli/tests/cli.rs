@@ -364,22 +364,53 @@ fn corrupted_inputs_give_one_line_errors_and_never_panic() {
 
 #[test]
 fn tail_follows_a_file_that_appears_later_through_a_torn_tail() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+    use std::time::Duration;
+    /// The lines of a pipe, on a channel (every wait below is bounded).
+    fn lines_of(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                if tx.send(line.unwrap_or_default()).is_err() {
+                    return;
+                }
+            }
+        });
+        rx
+    }
+    let next = |rx: &mpsc::Receiver<String>, what: &str| {
+        rx.recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no {what} within 60 s"))
+    };
     let d = demo();
     let dir = tempfile::tempdir().unwrap();
     let target = dir
         .path()
         .join("00000000-0000-4000-8000-0000000000bb.jsonl");
-    let child = bin()
+    let mut child = bin()
         .args(["tail", "-f", "--until-complete", "--color", "never"])
         .arg(&target)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let stdout = lines_of(child.stdout.take().unwrap());
+    let stderr = lines_of(child.stderr.take().unwrap());
+    // 1. The follower waits for a file that does not exist yet.
+    let waiting = next(&stderr, "waiting line");
+    assert!(waiting.contains("waiting for"), "{waiting}");
+    // 2. The file appears with its first half, the last line torn: the complete lines are
+    //    shown (the torn one cannot be: it is not a line yet).
     let good = std::fs::read(&d.root).unwrap();
-    // Write the first half with a torn last line, then the rest.
     let cut = good.len() / 2;
+    assert_ne!(good[cut - 1], b'\n', "the cut tears a line");
+    let complete = good[..cut].iter().filter(|&&b| b == b'\n').count();
     std::fs::write(&target, &good[..cut]).unwrap();
+    let mut shown: Vec<String> = (0..complete)
+        .map(|_| next(&stdout, "line of the first half"))
+        .collect();
+    // 3. The rest completes the torn line: it is shown once, whole, with the rest.
     {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new()
@@ -388,12 +419,23 @@ fn tail_follows_a_file_that_appears_later_through_a_torn_tail() {
             .unwrap();
         f.write_all(&good[cut..]).unwrap();
     }
-    let out: Output = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
-    let lines = String::from_utf8(good).unwrap().lines().count();
-    assert_eq!(stdout.lines().count(), lines, "{stdout}");
-    assert!(stdout.lines().last().unwrap().contains("run.completed"));
+    let total = String::from_utf8(good).unwrap().lines().count();
+    while shown.len() < total {
+        shown.push(next(&stdout, "line of the second half"));
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let rest: Vec<String> = stderr.iter().collect();
+    assert!(rest.is_empty(), "no warning about the torn line: {rest:?}");
+    assert!(
+        stdout.iter().next().is_none(),
+        "nothing after run.completed"
+    );
+    for (i, line) in shown.iter().enumerate() {
+        let seq: usize = line.split_whitespace().next().unwrap().parse().unwrap();
+        assert_eq!(seq, i + 1, "{shown:#?}");
+    }
+    assert!(shown.last().unwrap().contains("run.completed"));
 }
 
 fn real_fixtures() -> Option<PathBuf> {
