@@ -189,6 +189,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     if let Some(signal) = signals.received() {
         return Err(CliError::Interrupted(signal));
     }
+    signals.transcript_opening();
     let run_id = ids.next_run_id();
     let path = args.storage.join(run_id.file_name());
     let recorder = factory.create(run_id, None).await.map_err(|e| {

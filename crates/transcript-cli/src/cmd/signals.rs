@@ -40,7 +40,7 @@ const SWEEP_EVERY: Duration = Duration::from_millis(50);
 pub struct Signals {
     /// The number of the first signal received, 0 before.
     first: Arc<AtomicI32>,
-    /// Set when the transcript is closed: the second signal need not wait for it.
+    /// Whether no transcript is open (none yet, or closed): the second signal need not wait.
     closed: Arc<(Mutex<bool>, Condvar)>,
 }
 
@@ -51,7 +51,7 @@ impl Signals {
     pub fn register(cancel: CancellationToken) -> Self {
         use tokio::signal::unix::{SignalKind, signal};
         let first = Arc::new(AtomicI32::new(0));
-        let closed = Arc::new((Mutex::new(false), Condvar::new()));
+        let closed = Arc::new((Mutex::new(true), Condvar::new()));
         let kinds = [
             (SignalKind::interrupt(), 2),
             (SignalKind::terminate(), 15),
@@ -112,13 +112,24 @@ impl Signals {
         }
     }
 
+    /// Says the transcript is about to be created: from now until [`Self::transcript_closed`],
+    /// a second signal waits (a bounded time) for the cancelled run to be recorded.
+    pub fn transcript_opening(&self) {
+        self.set_closed(false);
+    }
+
     /// Says the transcript is closed: a second signal exits without waiting for it.
     pub fn transcript_closed(&self) {
+        self.set_closed(true);
+    }
+
+    fn set_closed(&self, value: bool) {
         let (lock, cvar) = &*self.closed;
-        if let Ok(mut closed) = lock.lock() {
-            *closed = true;
-            cvar.notify_all();
-        }
+        let mut closed = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *closed = value;
+        cvar.notify_all();
     }
 }
 
@@ -129,33 +140,35 @@ fn kill_and_exit(number: i32, closed: &(Mutex<bool>, Condvar)) -> ! {
     crate::diag!("transcript: second signal: exiting now (the run's processes are killed)");
     let deadline = Instant::now() + CLOSE_WAIT;
     let (lock, cvar) = closed;
-    if let Ok(mut done) = lock.lock() {
-        while !*done {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        {
+            let done = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (done, _) = cvar
+                .wait_timeout_while(done, left.min(SWEEP_EVERY), |done| !*done)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if *done {
                 break;
             }
-            done = match cvar.wait_timeout(done, left.min(SWEEP_EVERY)) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
-            if !*done {
-                kill_children();
-            }
         }
-        if !*done {
+        if left.is_zero() {
             crate::diag!(
                 "transcript: warning: the cancelled run did not close its transcript within {}s",
                 CLOSE_WAIT.as_secs()
             );
+            break;
         }
+        // Outside the lock: the run's side never waits on a /proc scan.
+        kill_children();
     }
     std::process::exit(128 + number)
 }
 
 /// SIGKILL to every process group led by a child of this process, and to each child that
 /// leads no group (one in our own group: a tool plugin). Returns how many were signalled.
-pub fn kill_children() -> usize {
+fn kill_children() -> usize {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let mut signalled = 0;
     for (pid, pgrp) in children_of(me) {
