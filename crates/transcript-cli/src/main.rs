@@ -77,6 +77,10 @@ enum Command {
             requires = "otlp_endpoint"
         )]
         otlp_flush_timeout: u64,
+        /// On cancellation, the seconds a command (and its process group) gets between
+        /// SIGTERM and SIGKILL (a second Ctrl-C kills at once).
+        #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = parse_secs)]
+        kill_grace: f64,
         #[command(flatten)]
         redaction: RedactionArgs,
     },
@@ -274,6 +278,16 @@ impl DurabilityArg {
     }
 }
 
+/// A duration in seconds: finite, not negative, at most a day.
+fn parse_secs(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if (0.0..=86_400.0).contains(&secs) => Ok(secs),
+        _ => Err(format!(
+            "expected seconds between 0 and 86400, got {text:?}"
+        )),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -303,6 +317,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             otlp_endpoint,
             capture_content,
             otlp_flush_timeout,
+            kill_grace,
             redaction,
         } => {
             let redactor = redaction.redactor()?.map(Arc::new);
@@ -322,6 +337,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 otlp: otlp_endpoint.map(|url| (url, capture_content)),
                 otlp_flush_timeout: std::time::Duration::from_secs(otlp_flush_timeout),
                 style: Style::for_stderr(cli.color),
+                kill_grace: std::time::Duration::from_secs_f64(kill_grace),
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -140,16 +140,22 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
     Ok(loaded)
 }
 
-/// A lookup for child runs: `<dir of the parent>/<child>.jsonl`, decoded
-/// tolerantly (malformed lines are skipped; `validate` reports them).
-pub fn child_lookup(dir: PathBuf) -> impl FnMut(RunId) -> Option<Vec<DecodedEvent>> {
-    move |child: RunId| {
-        let path = dir.join(child.file_name());
-        if !path.exists() {
-            return None;
+/// A child run's events: `<dir of the parent>/<child>.jsonl`, decoded tolerantly (malformed
+/// lines are skipped; `validate` reports them). `Ok(None)` when there is no such file; a file
+/// that exists but cannot be read is an error, not a missing child.
+pub fn read_child(dir: &Path, child: RunId) -> Result<Option<Vec<DecodedEvent>>, CliError> {
+    let path = dir.join(child.file_name());
+    match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(CliError::Read {
+                path,
+                message: format!("cannot read the child run: {e}"),
+            });
         }
-        load(&path).ok().map(|l| l.decoded())
+        Ok(_) => {}
     }
+    Ok(Some(load(&path)?.decoded()))
 }
 
 /// The directory holding a transcript (for resolving its child runs).
@@ -166,13 +172,13 @@ pub fn report_read_problems(loaded: &Loaded) {
     for m in &loaded.malformed {
         let line = m.to_string();
         if line.starts_with(&loaded.path.display().to_string()) {
-            eprintln!("warning: {line}");
+            crate::diag!("warning: {line}");
         } else {
-            eprintln!("warning: {}: {line}", loaded.path.display());
+            crate::diag!("warning: {}: {line}", loaded.path.display());
         }
     }
     for w in &loaded.warnings {
-        eprintln!("warning: {}: {w}", loaded.path.display());
+        crate::diag!("warning: {}: {w}", loaded.path.display());
     }
 }
 
@@ -184,6 +190,8 @@ pub struct RunSource<'a> {
     /// Its events, masked when asked.
     pub events: Vec<DecodedEvent>,
     redactor: Option<&'a transcript_redact::Redactor>,
+    /// Child runs that exist but could not be read, met by [`RunSource::lookup`].
+    child_errors: std::cell::RefCell<Vec<CliError>>,
 }
 
 /// Resolves, reads (reporting bad lines on stderr) and masks a run.
@@ -203,19 +211,45 @@ pub fn open_run<'a>(
         path,
         events,
         redactor,
+        child_errors: Default::default(),
     })
 }
 
 impl RunSource<'_> {
     /// The child-run lookup the pure views take (files beside this run's).
+    /// A child file that exists but cannot be read is shown as missing by the views (their
+    /// lookup has no error channel) and kept for [`RunSource::children_read`].
     pub fn lookup(&self) -> impl FnMut(RunId) -> Option<Vec<DecodedEvent>> + '_ {
-        let mut children = child_lookup(dir_of(&self.path));
+        let dir = dir_of(&self.path);
         move |id| {
-            let mut events = children(id)?;
+            let mut events = match read_child(&dir, id) {
+                Ok(events) => events?,
+                Err(e) => {
+                    self.child_errors.borrow_mut().push(e);
+                    return None;
+                }
+            };
             if let Some(r) = self.redactor {
                 events.iter_mut().for_each(|e| r.mask_decoded(e));
             }
             Some(events)
+        }
+    }
+
+    /// After a view: the first child run that exists but could not be read (the command
+    /// exits 3 naming it, after printing what it could), with how many more.
+    pub fn children_read(&self) -> Result<(), CliError> {
+        let mut errors = self.child_errors.take();
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.swap_remove(0)),
+            n => {
+                let first = errors.swap_remove(0);
+                Err(CliError::Invalid(format!(
+                    "{first} (and {} more unreadable child runs)",
+                    n - 1
+                )))
+            }
         }
     }
 

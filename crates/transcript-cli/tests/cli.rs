@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use common::{bin, demo_command, repo, text};
 
@@ -180,14 +180,30 @@ fn seed_jq_recipes_work_on_the_demo_transcript() {
     assert!(fidelity.contains(r#""fidelity":"router""#), "{fidelity}");
 }
 
-fn corrupted_set(dir: &Path, good: &Path) -> Vec<(String, PathBuf)> {
+/// Corrupted transcripts: name, path, and how many of their lines are bad (torn or
+/// malformed), known from how each is made.
+fn corrupted_set(dir: &Path, good: &Path) -> Vec<(String, PathBuf, usize)> {
     let good_text = std::fs::read_to_string(good).unwrap();
     let lines: Vec<&str> = good_text.lines().collect();
     let mut cases = Vec::new();
     let mut write = |name: &str, bytes: Vec<u8>| {
         let p = dir.join(name);
+        // Torn: a last line without its newline. Malformed: a line that is not a JSON object
+        // with an integer seq (NUL bytes, a string seq, garbage).
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let torn = usize::from(!text.is_empty() && !text.ends_with('\n'));
+        let complete = text.matches('\n').count();
+        let malformed = text
+            .lines()
+            .take(complete)
+            .filter(|l| {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .ok()
+                    .is_none_or(|v| !v["seq"].is_u64())
+            })
+            .count();
         std::fs::write(&p, bytes).unwrap();
-        cases.push((name.to_owned(), p));
+        cases.push((name.to_owned(), p, torn + malformed));
     };
     let truncated = format!(
         "{}\n{}",
@@ -221,7 +237,11 @@ fn corrupted_inputs_give_one_line_errors_and_never_panic() {
     let d = demo();
     let dir = tempfile::tempdir().unwrap();
     let cases = corrupted_set(dir.path(), &d.root);
-    for (name, path) in &cases {
+    let bad: Vec<usize> = cases.iter().map(|c| c.2).collect();
+    // The set has the bad lines it is meant to have (truncated, garbage, NUL on two lines,
+    // a string seq, a parent of missing children, an empty file).
+    assert_eq!(bad, [1, 1, 2, 1, 0, 0], "{cases:?}");
+    for (name, path, bad_lines) in &cases {
         let p = path.display().to_string();
         for args in [
             vec!["validate", p.as_str()],
@@ -260,6 +280,27 @@ fn corrupted_inputs_give_one_line_errors_and_never_panic() {
                 );
                 if name == "truncated.jsonl" {
                     assert!(text(&out.stdout).contains(":6: warning: unterminated final line"));
+                }
+                // The report is on stdout; stderr gets the one-line verdict when invalid.
+                assert_eq!(
+                    stderr.lines().count(),
+                    usize::from(expected == 1),
+                    "{name} {args:?}: {stderr}"
+                );
+            } else {
+                // The views read tolerantly: they show what they can, exit 0, and say on
+                // stderr, one line per bad line naming the file and the line, what they skipped.
+                assert_eq!(out.status.code(), Some(0), "{name} {args:?}: {stderr}");
+                assert_eq!(
+                    stderr.lines().count(),
+                    *bad_lines,
+                    "{name} {args:?}: {stderr}"
+                );
+                for line in stderr.lines() {
+                    assert!(
+                        line.contains(&p) && line.contains("line "),
+                        "{name} {args:?}: {line}"
+                    );
                 }
             }
             for line in stderr.lines() {
@@ -323,22 +364,53 @@ fn corrupted_inputs_give_one_line_errors_and_never_panic() {
 
 #[test]
 fn tail_follows_a_file_that_appears_later_through_a_torn_tail() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+    use std::time::Duration;
+    /// The lines of a pipe, on a channel (every wait below is bounded).
+    fn lines_of(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                if tx.send(line.unwrap_or_default()).is_err() {
+                    return;
+                }
+            }
+        });
+        rx
+    }
+    let next = |rx: &mpsc::Receiver<String>, what: &str| {
+        rx.recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no {what} within 60 s"))
+    };
     let d = demo();
     let dir = tempfile::tempdir().unwrap();
     let target = dir
         .path()
         .join("00000000-0000-4000-8000-0000000000bb.jsonl");
-    let child = bin()
+    let mut child = bin()
         .args(["tail", "-f", "--until-complete", "--color", "never"])
         .arg(&target)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let stdout = lines_of(child.stdout.take().unwrap());
+    let stderr = lines_of(child.stderr.take().unwrap());
+    // 1. The follower waits for a file that does not exist yet.
+    let waiting = next(&stderr, "waiting line");
+    assert!(waiting.contains("waiting for"), "{waiting}");
+    // 2. The file appears with its first half, the last line torn: the complete lines are
+    //    shown (the torn one cannot be: it is not a line yet).
     let good = std::fs::read(&d.root).unwrap();
-    // Write the first half with a torn last line, then the rest.
     let cut = good.len() / 2;
+    assert_ne!(good[cut - 1], b'\n', "the cut tears a line");
+    let complete = good[..cut].iter().filter(|&&b| b == b'\n').count();
     std::fs::write(&target, &good[..cut]).unwrap();
+    let mut shown: Vec<String> = (0..complete)
+        .map(|_| next(&stdout, "line of the first half"))
+        .collect();
+    // 3. The rest completes the torn line: it is shown once, whole, with the rest.
     {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new()
@@ -347,12 +419,23 @@ fn tail_follows_a_file_that_appears_later_through_a_torn_tail() {
             .unwrap();
         f.write_all(&good[cut..]).unwrap();
     }
-    let out: Output = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
-    let lines = String::from_utf8(good).unwrap().lines().count();
-    assert_eq!(stdout.lines().count(), lines, "{stdout}");
-    assert!(stdout.lines().last().unwrap().contains("run.completed"));
+    let total = String::from_utf8(good).unwrap().lines().count();
+    while shown.len() < total {
+        shown.push(next(&stdout, "line of the second half"));
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let rest: Vec<String> = stderr.iter().collect();
+    assert!(rest.is_empty(), "no warning about the torn line: {rest:?}");
+    assert!(
+        stdout.iter().next().is_none(),
+        "nothing after run.completed"
+    );
+    for (i, line) in shown.iter().enumerate() {
+        let seq: usize = line.split_whitespace().next().unwrap().parse().unwrap();
+        assert_eq!(seq, i + 1, "{shown:#?}");
+    }
+    assert!(shown.last().unwrap().contains("run.completed"));
 }
 
 fn real_fixtures() -> Option<PathBuf> {
@@ -543,6 +626,9 @@ fn redaction_keeps_planted_secrets_off_disk_and_out_of_exports() {
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
+    // Masking must not cost the run: both steps ran and it succeeded.
+    assert!(out.status.success(), "the masked run failed: {stderr}");
+    assert!(stderr.contains("run secrets succeeded"), "{stderr}");
     assert!(
         !stderr.contains(secret),
         "live progress showed the secret: {stderr}"
@@ -568,6 +654,7 @@ fn redaction_keeps_planted_secrets_off_disk_and_out_of_exports() {
         .arg(&wf)
         .output()
         .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let run_id = text(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("run_id: ").map(str::to_owned))

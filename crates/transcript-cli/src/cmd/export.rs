@@ -55,15 +55,28 @@ pub fn run(
 ) -> Result<(), CliError> {
     let run = source::open_run(run, storage, redactor.as_ref())?;
     let result = match args.format {
-        ExportFormat::Otlp | ExportFormat::OtlpJson => super::otel::export(
-            &run.events,
-            &mut run.lookup(),
-            args.format == ExportFormat::Otlp,
-            args.endpoint.clone(),
-            args.capture_content,
-            args.output.as_deref(),
-            out,
-        ),
+        ExportFormat::Otlp | ExportFormat::OtlpJson => {
+            let mut watched = PipeWatch {
+                inner: out,
+                broken: false,
+            };
+            let result = super::otel::export(
+                &run.events,
+                &mut run.lookup(),
+                args.format == ExportFormat::Otlp,
+                args.endpoint.clone(),
+                args.capture_content,
+                args.output.as_deref(),
+                &mut watched,
+            );
+            // The OTLP writer wraps the I/O error in its own type: a closed stdout is still
+            // the quiet 141.
+            if watched.broken {
+                Err(CliError::BrokenPipe)
+            } else {
+                result
+            }
+        }
         ExportFormat::Markdown | ExportFormat::Html | ExportFormat::Json => {
             let doc = run.document(&transcript_export::ExportOptions {
                 include_reasoning: args.include_reasoning,
@@ -81,7 +94,8 @@ pub fn run(
     if let Some(r) = &redactor {
         crate::diag!("transcript: {} masks applied", r.masks_made());
     }
-    result
+    result?;
+    run.children_read()
 }
 
 /// Writes `text` to `path` (created or truncated, with the permission bits of `source`, 0o600
@@ -114,4 +128,34 @@ pub fn write_output(
         .map_err(failed)?;
     file.write_all(text.as_bytes()).map_err(failed)?;
     file.sync_all().map_err(failed)
+}
+
+/// A stdout that remembers whether its reader went away (EPIPE), whatever error type the
+/// writer using it reports that in.
+struct PipeWatch<'a> {
+    inner: &'a mut dyn Write,
+    broken: bool,
+}
+
+impl PipeWatch<'_> {
+    fn seen<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            self.broken = true;
+        }
+        result
+    }
+}
+
+impl Write for PipeWatch<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let result = self.inner.write(buf);
+        self.seen(result)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let result = self.inner.flush();
+        self.seen(result)
+    }
 }

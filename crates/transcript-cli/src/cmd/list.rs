@@ -80,34 +80,47 @@ fn first_event(path: &Path) -> Option<DecodedEvent> {
         })
 }
 
-/// The last complete line's event, read backwards in growing windows (up to the line cap).
+/// The last complete line's event: the last newline is looked for backwards from the end,
+/// past a torn tail of any length (in 64 KiB reads), then the start of the line it ends (up to
+/// the line cap).
 fn last_event(path: &Path) -> Option<DecodedEvent> {
     let mut file = File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
-    let mut window: u64 = 64 * 1024;
-    loop {
-        let start = len.saturating_sub(window);
-        file.seek(SeekFrom::Start(start)).ok()?;
-        let mut buf = Vec::with_capacity((len - start) as usize);
-        Read::by_ref(&mut file)
-            .take(len - start)
-            .read_to_end(&mut buf)
-            .ok()?;
-        // Drop a torn tail: only newline-terminated lines were acknowledged.
-        let end = memchr_last_newline(&buf)?;
-        let body = &buf[..end];
-        let line_start = memchr::memrchr(b'\n', body).map(|i| i + 1);
-        match line_start {
-            Some(i) => return decode_line(&body[i..]).ok().map(|d| d.event),
-            None if start == 0 => return decode_line(body).ok().map(|d| d.event),
-            None if window >= transcript_domain::MAX_LINE_BYTES as u64 * 2 => return None,
-            None => window *= 4,
-        }
-    }
+    // Only newline-terminated lines were acknowledged: a torn tail is not an event.
+    let end = rfind_newline(&mut file, len, len).ok()??;
+    let cap = transcript_domain::MAX_LINE_BYTES as u64;
+    let start = match rfind_newline(&mut file, end, cap + 1).ok()? {
+        Some(newline) => newline + 1,
+        None if end <= cap => 0,
+        // Longer than any reader accepts.
+        None => return None,
+    };
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut line = Vec::with_capacity(usize::try_from(end - start).ok()?);
+    Read::by_ref(&mut file)
+        .take(end - start)
+        .read_to_end(&mut line)
+        .ok()?;
+    decode_line(&line).ok().map(|d| d.event)
 }
 
-fn memchr_last_newline(buf: &[u8]) -> Option<usize> {
-    memchr::memrchr(b'\n', buf)
+/// The offset of the last `\n` in the `limit` bytes before `before`, read backwards in
+/// 64 KiB chunks.
+fn rfind_newline(file: &mut File, before: u64, limit: u64) -> std::io::Result<Option<u64>> {
+    let floor = before.saturating_sub(limit);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut end = before;
+    while end > floor {
+        let start = end.saturating_sub(chunk.len() as u64).max(floor);
+        let buf = &mut chunk[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(buf)?;
+        if let Some(i) = memchr::memrchr(b'\n', buf) {
+            return Ok(Some(start + i as u64));
+        }
+        end = start;
+    }
+    Ok(None)
 }
 
 /// Every run of `storage`, newest first (runs without events last).

@@ -8,6 +8,7 @@ pub mod progress;
 pub mod receipts;
 pub mod run;
 pub mod show;
+pub mod signals;
 pub mod stats;
 pub mod tail;
 pub mod tap;

@@ -26,7 +26,7 @@ pub fn export(
 ) -> Result<(), CliError> {
     let trace = map_run(events, lookup, MapOptions::with_content(capture_content));
     for p in &trace.problems {
-        eprintln!("transcript: warning: {p}");
+        crate::diag!("transcript: warning: {p}");
     }
     let spans = trace.spans.len();
     if network {
@@ -34,9 +34,10 @@ pub fn export(
             .ok_or_else(|| CliError::Usage("--format otlp needs --endpoint URL".to_owned()))?;
         let report = export_otlp_http(trace.spans, &OtlpHttpConfig::new(endpoint.clone()))
             .map_err(|e| CliError::Failed(format!("OTLP export to {endpoint} failed: {e}")))?;
-        eprintln!(
+        crate::diag!(
             "transcript: sent {} of {spans} spans to {endpoint} in {} requests",
-            report.spans_sent, report.requests
+            report.spans_sent,
+            report.requests
         );
         return Ok(());
     }
@@ -59,7 +60,7 @@ pub fn export(
             let _ = writeln!(out);
         }
     }
-    eprintln!("transcript: wrote {spans} spans as OTLP/JSON");
+    crate::diag!("transcript: wrote {spans} spans as OTLP/JSON");
     Ok(())
 }
 
@@ -92,12 +93,12 @@ pub fn start_live(endpoint: &str, capture_content: bool) -> Result<LiveExporter,
 /// Reports the live export at the end of a run (never fails it).
 pub fn report_live(endpoint: &str, report: &ExportReport) {
     if report.is_complete() {
-        eprintln!(
+        crate::diag!(
             "transcript: exported {} spans to {endpoint}",
             report.spans_sent
         );
     } else {
-        eprintln!(
+        crate::diag!(
             "transcript: warning: OTLP export to {endpoint} incomplete: {} spans sent, {} failed, {} failed requests, {} events dropped{}",
             report.spans_sent,
             report.spans_failed,

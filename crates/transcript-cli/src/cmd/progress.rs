@@ -58,10 +58,11 @@ impl ProgressFactory {
     }
 
     /// No more runs will open: waits for the subscriptions of the runs opened so far (they
-    /// end when their recorders close) and lets the view finish.
-    pub async fn finish(&self) {
+    /// end when their recorders close) and lets the view finish. A forwarding task that
+    /// panicked is an error.
+    pub async fn finish(&self) -> Result<(), String> {
         drop(self.sender.lock().ok().and_then(|mut s| s.take()));
-        self.tap.drain().await;
+        self.tap.drain("a live progress subscription").await
     }
 }
 

@@ -40,6 +40,8 @@ pub struct RunArgs {
     pub otlp_flush_timeout: std::time::Duration,
     /// Stderr styling.
     pub style: Style,
+    /// Time a cancelled command's process group gets between SIGTERM and SIGKILL.
+    pub kill_grace: std::time::Duration,
 }
 
 /// Parses `k=v`.
@@ -84,52 +86,6 @@ fn check_inputs(
     Ok(())
 }
 
-/// Cancels the run on SIGINT, SIGTERM or SIGHUP (the first one: every started step is
-/// completed and `run.completed` written); a second signal exits at once with 128+N.
-/// Returns the number of the signal that cancelled the run, once it has.
-fn watch_signals(cancel: CancellationToken) -> std::sync::Arc<std::sync::atomic::AtomicI32> {
-    use std::sync::atomic::{AtomicI32, Ordering};
-    use tokio::signal::unix::{SignalKind, signal};
-    let received = Arc::new(AtomicI32::new(0));
-    let seen = received.clone();
-    tokio::spawn(async move {
-        let kinds = [
-            (SignalKind::interrupt(), 2),
-            (SignalKind::terminate(), 15),
-            (SignalKind::hangup(), 1),
-        ];
-        let mut streams = Vec::new();
-        for (kind, number) in kinds {
-            match signal(kind) {
-                Ok(s) => streams.push((s, number)),
-                Err(e) => crate::diag!("transcript: warning: cannot watch signal {number}: {e}"),
-            }
-        }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        for (mut stream, number) in streams {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                while stream.recv().await.is_some() {
-                    if tx.send(number).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        while let Some(number) = rx.recv().await {
-            if seen.swap(number, Ordering::SeqCst) != 0 {
-                crate::diag!("transcript: second signal: exiting now");
-                std::process::exit(128 + number);
-            }
-            crate::diag!(
-                "transcript: signal {number} received, cancelling the run (again to exit now)…"
-            );
-            cancel.cancel();
-        }
-    });
-    received
-}
-
 /// Runs the workflow. Errors carry the exit code: a failed run (1), invalid input (3), an
 /// incomplete transcript (4, takes precedence over success: a run whose transcript lost events
 /// never reports success) or a signal (128+N).
@@ -151,6 +107,9 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
             Err(e) => Err(CliError::Usage(format!("--plugin {plugin:?}: {e}"))),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Before anything is created: a signal from now on cancels the run (see `signals`).
+    let cancel = CancellationToken::new();
+    let signals = crate::cmd::signals::Signals::register(cancel.clone());
     private_dir_all(&args.storage).map_err(|e| {
         CliError::Storage(format!(
             "{}: cannot create the storage directory: {e}",
@@ -199,6 +158,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     }
     let mut builder = ExecutionService::builder(&args.workspace, clock.clone(), ids.clone())
         .deterministic(args.deterministic)
+        .kill_grace(args.kill_grace)
         .recorder_factory(factory.clone())
         .audit_file(args.storage.join("audit.jsonl"))
         .router(router)
@@ -225,13 +185,19 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     service
         .validate(&set)
         .map_err(|e| CliError::Invalid(format!("invalid workflow: {e}")))?;
+    // A signal while plugins started: nothing is recorded for a run that never started.
+    if let Some(signal) = signals.received() {
+        return Err(CliError::Interrupted(signal));
+    }
+    signals.transcript_opening();
     let run_id = ids.next_run_id();
     let path = args.storage.join(run_id.file_name());
     let recorder = factory.create(run_id, None).await.map_err(|e| {
-        let message = format!("cannot open the transcript: {e}");
         // A run id that already has a transcript (`--deterministic` twice into one
         // storage) is an input problem, not a storage failure.
-        if message.contains("already exists") {
+        let exists = run_exists(&e);
+        let message = format!("cannot open the transcript: {e}");
+        if exists {
             CliError::Invalid(message)
         } else {
             CliError::Storage(message)
@@ -239,9 +205,6 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     })?;
     // The id first, so `transcript tail -f <id>` can follow the run from another terminal.
     crate::diag!("transcript: run {run_id} → {}", path.display());
-
-    let cancel = CancellationToken::new();
-    let signalled = watch_signals(cancel.clone());
 
     let inputs: Map<String, Value> = args
         .inputs
@@ -258,10 +221,13 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let closed = recorder.close().await;
-    progress_factory.finish().await;
-    let _ = progress.await;
+    signals.transcript_closed();
+    // A panicking view or tap does not hide behind a successful exit.
+    let mut internal: Vec<String> = Vec::new();
+    internal.extend(progress_factory.finish().await.err());
+    internal.extend(crate::cmd::tap::joined("the live progress view", progress.await).err());
     if let (Some(live), Some(forwarding), Some((endpoint, _))) = (live, &live_factory, &args.otlp) {
-        forwarding.drain().await;
+        internal.extend(forwarding.drain("the live OTLP export").await.err());
         // A plain thread, not the runtime's blocking pool: if the endpoint never answers, the
         // command does not wait for it past the flush timeout (the process exits regardless).
         let progress = live.progress();
@@ -335,17 +301,37 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         ),
         None => crate::diag!("transcript: run {} {word}", masked(&outcome.workflow)),
     }
-    let signal = signalled.load(std::sync::atomic::Ordering::SeqCst);
-    if signal != 0 {
+    if let Some(signal) = signals.received() {
         return Err(CliError::Interrupted(signal));
     }
     if !storage_errors.is_empty() {
         return Err(CliError::Reported(4));
     }
+    if let Some(first) = internal.first() {
+        return Err(CliError::Failed(format!("internal error: {first}")));
+    }
     if !outcome.succeeded() {
         return Err(CliError::Reported(1));
     }
     Ok(())
+}
+
+/// Whether opening a transcript failed because its run already has one. Infra reports that as
+/// `RecordError::Storage` without an OS error: the `AlreadyExists` kind is matched when it
+/// carries one, else the variant's own message field (not the whole error text, which
+/// quotes the path: a storage directory named "already exists" is no longer a match).
+fn run_exists(e: &transcript_domain::RecordError) -> bool {
+    match e {
+        transcript_domain::RecordError::Storage {
+            source: Some(io), ..
+        } => io.kind() == std::io::ErrorKind::AlreadyExists,
+        transcript_domain::RecordError::Storage {
+            source: None,
+            message,
+            ..
+        } => message.starts_with("run already exists"),
+        _ => false,
+    }
 }
 
 /// Creates `dir` and its missing parents as `0o700`, whatever the umask (which can only remove

@@ -25,9 +25,10 @@ pub fn run(
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let doc = source::open_run(run, storage, None)?
-        .document(&transcript_export::ExportOptions::default());
-    stdout_result(out.write_all(render(&doc, style).as_bytes()))
+    let run = source::open_run(run, storage, None)?;
+    let doc = run.document(&transcript_export::ExportOptions::default());
+    stdout_result(out.write_all(render(&doc, style).as_bytes()))?;
+    run.children_read()
 }
 
 /// Longest tool input/output shown inline before it is shortened.

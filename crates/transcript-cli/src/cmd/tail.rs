@@ -150,6 +150,11 @@ pub fn run(
         match File::open(path) {
             Ok(f) => break f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && options.follow => {
+                // `tail -f R | head -1` for a run that never starts: nothing will fail a
+                // write, so look at the pipe.
+                if stdout_closed() {
+                    return Err(CliError::BrokenPipe);
+                }
                 std::thread::sleep(POLL);
             }
             Err(e) => return Err(io_err(e)),

@@ -25,7 +25,8 @@ pub fn run(
     } else {
         render(&tree, style)
     };
-    stdout_result(out.write_all(text.as_bytes()))
+    stdout_result(out.write_all(text.as_bytes()))?;
+    run.children_read()
 }
 
 /// Human-readable milliseconds.
