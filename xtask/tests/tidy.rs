@@ -219,13 +219,143 @@ const MAX_FUNCTION_LINES: usize = 80;
 const WAITING_FOR_SHORTER_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/transcript-cli/src/cmd/import.rs", "import_one", 206),
     ("crates/transcript-cli/src/cmd/run.rs", "run", 226),
+    (
+        "crates/transcript-cli/src/cmd/show.rs",
+        "render_message",
+        135,
+    ),
     ("crates/transcript-cli/src/cmd/tail.rs", "run", 98),
     ("crates/transcript-cli/src/main.rs", "run", 104),
     ("crates/transcript-domain/src/tree.rs", "build", 124),
+    (
+        "crates/transcript-exec/src/cli_agent.rs",
+        "CliAgentRunner::run",
+        123,
+    ),
+    (
+        "crates/transcript-exec/src/http_agent.rs",
+        "HttpAgentRunner::run",
+        101,
+    ),
     ("crates/transcript-exec/src/service/run.rs", "run_step", 155),
+    (
+        "crates/transcript-exec/src/service/run.rs",
+        "run_workflow",
+        129,
+    ),
+    (
+        "crates/transcript-exec/src/service/steps/call_workflow.rs",
+        "run",
+        81,
+    ),
+    (
+        "crates/transcript-exec/src/service/steps/parallel.rs",
+        "run",
+        147,
+    ),
+    (
+        "crates/transcript-exec/src/shell.rs",
+        "ShellLexer::feed",
+        93,
+    ),
+    (
+        "crates/transcript-exec/src/workflow/parse.rs",
+        "StepDef::into_step",
+        123,
+    ),
+    (
+        "crates/transcript-exec/src/workflow/validate.rs",
+        "validate_seq",
+        167,
+    ),
     ("crates/transcript-export/src/build.rs", "run_export", 135),
+    (
+        "crates/transcript-infra/src/reader.rs",
+        "TranscriptReader::next",
+        81,
+    ),
+    (
+        "crates/transcript-infra/src/recorder/mod.rs",
+        "JsonlRecorderBuilder::open_with",
+        96,
+    ),
+    (
+        "crates/transcript-infra/src/recorder/writer_thread.rs",
+        "Writer::write_records",
+        97,
+    ),
+    (
+        "crates/transcript-infra/src/resume.rs",
+        "scan_and_repair",
+        113,
+    ),
+    (
+        "crates/transcript-infra/src/verify/mod.rs",
+        "verify_reader",
+        203,
+    ),
     ("crates/transcript-otel/src/live.rs", "run_worker", 89),
+    (
+        "crates/transcript-providers/src/anthropic.rs",
+        "Anthropic::exchange",
+        91,
+    ),
+    (
+        "crates/transcript-providers/src/anthropic.rs",
+        "Anthropic::record",
+        179,
+    ),
+    (
+        "crates/transcript-providers/src/claude.rs",
+        "Claude::record",
+        110,
+    ),
+    (
+        "crates/transcript-providers/src/codex.rs",
+        "Codex::record",
+        87,
+    ),
     ("crates/transcript-providers/src/codex.rs", "legacy", 115),
+    (
+        "crates/transcript-providers/src/copilot.rs",
+        "Copilot::record",
+        153,
+    ),
+    (
+        "crates/transcript-providers/src/frame/mod.rs",
+        "Framer::feed",
+        109,
+    ),
+    (
+        "crates/transcript-providers/src/frame/mod.rs",
+        "Framer::json_byte",
+        83,
+    ),
+    (
+        "crates/transcript-providers/src/gemini.rs",
+        "Gemini::record",
+        96,
+    ),
+    (
+        "crates/transcript-providers/src/openai.rs",
+        "OpenAi::chunk",
+        123,
+    ),
+    (
+        "crates/transcript-providers/src/openai/responses.rs",
+        "response_item",
+        140,
+    ),
+    (
+        "crates/transcript-testkit/src/agent_cli.rs",
+        "AgentSandbox::invocation",
+        97,
+    ),
+    (
+        "crates/transcript-testkit/src/model_server/responses.rs",
+        "events",
+        109,
+    ),
     ("xtask/src/phoenix.rs", "check", 149),
 ];
 
