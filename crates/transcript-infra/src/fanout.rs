@@ -1,6 +1,7 @@
 //! Live fan-out (write-then-broadcast) and subscriptions, including
 //! replay-then-live from the file.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Read;
 use std::path::PathBuf;
@@ -234,10 +235,19 @@ enum Stored {
     End,
 }
 
+/// Most stored items one blocking read hands over (the subscription
+/// holds them until delivered).
+const READ_AHEAD_ITEMS: usize = 64;
+/// ... or fewer, once their lines add up to this many bytes.
+const READ_AHEAD_BYTES: usize = 1 << 20;
+
 /// Reads acknowledged lines of the transcript for a replaying subscription,
-/// holding at most one line (up to the shared line cap) in memory.
+/// holding at most one line (up to the shared line cap) in memory. Its
+/// methods block (file I/O): the subscription calls them off the runtime's
+/// workers ([`tokio::task::spawn_blocking`]).
 pub(crate) struct FileTail {
-    file: File,
+    /// Opened at the first read.
+    file: Option<File>,
     path: PathBuf,
     /// Absolute offset of the next byte `file` will read.
     file_pos: u64,
@@ -252,9 +262,9 @@ pub(crate) struct FileTail {
 }
 
 impl FileTail {
-    pub(crate) fn new(file: File, path: PathBuf, committed: Arc<AtomicU64>) -> Self {
+    pub(crate) fn new(path: PathBuf, committed: Arc<AtomicU64>) -> Self {
         Self {
-            file,
+            file: None,
             path,
             file_pos: 0,
             buf: Vec::new(),
@@ -262,6 +272,24 @@ impl FileTail {
             oversized: None,
             committed,
         }
+    }
+
+    /// The next stored items at or after seq `from`, up to the first
+    /// [`Stored::End`] (included) or the read-ahead limits. Blocking.
+    fn read_ahead(&mut self, from: Seq) -> Vec<Stored> {
+        let mut items = Vec::new();
+        let mut bytes = 0;
+        while items.len() < READ_AHEAD_ITEMS && bytes < READ_AHEAD_BYTES {
+            let before = self.file_pos;
+            let item = self.next_event(from);
+            bytes += usize::try_from(self.file_pos - before).unwrap_or(usize::MAX);
+            let end = matches!(item, Stored::End);
+            items.push(item);
+            if end {
+                break;
+            }
+        }
+        items
     }
 
     /// The next stored item at or after seq `from`.
@@ -307,9 +335,21 @@ impl FileTail {
             let want = usize::try_from(limit - self.file_pos)
                 .unwrap_or(usize::MAX)
                 .min(256 * 1024);
+            crate::iohook::point(&self.path, crate::iohook::Site::Replay);
+            let file = match &mut self.file {
+                Some(file) => file,
+                None => match crate::fs::open_read(&self.path) {
+                    Ok(file) => self.file.insert(file),
+                    Err(e) => {
+                        // Counted as dropped by the gap it leaves.
+                        tracing::warn!(path = %self.path.display(), "replay cannot open the transcript: {e}");
+                        return Stored::End;
+                    }
+                },
+            };
             let old = self.buf.len();
             self.buf.resize(old + want, 0);
-            match self.file.read(&mut self.buf[old..]) {
+            match file.read(&mut self.buf[old..]) {
                 Ok(n) if n > 0 => {
                     self.buf.truncate(old + n);
                     self.file_pos += n as u64;
@@ -326,11 +366,69 @@ impl FileTail {
     }
 }
 
+/// Where a replaying subscription's file reader is.
+enum Tail {
+    /// Idle, between reads.
+    Idle(Box<FileTail>),
+    /// Reading on the blocking pool. Kept across a cancelled `next()`, so
+    /// the next call picks up the same read.
+    Reading(tokio::task::JoinHandle<(Box<FileTail>, Vec<Stored>)>),
+    /// The read task failed (the runtime is shutting down): nothing more
+    /// comes from the file.
+    Gone,
+}
+
 struct Replay {
-    tail: FileTail,
+    tail: Tail,
+    /// Items read from the file, not yet delivered.
+    ready: VecDeque<Stored>,
     /// Next seq this subscription delivers.
     wanted: Seq,
     catching_up: bool,
+}
+
+impl Replay {
+    /// The next stored item at or after `wanted`, read off the runtime's
+    /// workers (inline when polled outside a Tokio runtime: there is no
+    /// worker to block then).
+    async fn next_stored(&mut self) -> Stored {
+        loop {
+            if let Some(item) = self.ready.pop_front() {
+                return item;
+            }
+            match &mut self.tail {
+                Tail::Idle(_) => {
+                    let Tail::Idle(mut tail) = std::mem::replace(&mut self.tail, Tail::Gone) else {
+                        unreachable!("matched above")
+                    };
+                    let from = self.wanted;
+                    match tokio::runtime::Handle::try_current() {
+                        Ok(runtime) => {
+                            self.tail = Tail::Reading(runtime.spawn_blocking(move || {
+                                let items = tail.read_ahead(from);
+                                (tail, items)
+                            }));
+                        }
+                        Err(_) => {
+                            self.ready.extend(tail.read_ahead(from));
+                            self.tail = Tail::Idle(tail);
+                        }
+                    }
+                }
+                Tail::Reading(read) => match read.await {
+                    Ok((tail, items)) => {
+                        self.ready.extend(items);
+                        self.tail = Tail::Idle(tail);
+                    }
+                    Err(e) => {
+                        tracing::warn!("replay cannot read the transcript: {e}");
+                        self.tail = Tail::Gone;
+                    }
+                },
+                Tail::Gone => return Stored::End,
+            }
+        }
+    }
 }
 
 /// A subscription to a [`crate::JsonlRecorder`].
@@ -386,7 +484,8 @@ impl JsonlSubscription {
     ) -> Self {
         Self {
             replay: Some(Replay {
-                tail,
+                tail: Tail::Idle(Box::new(tail)),
+                ready: VecDeque::new(),
                 wanted: from,
                 catching_up: true,
             }),
@@ -418,7 +517,11 @@ impl JsonlSubscription {
         loop {
             let replay = self.replay.as_mut()?;
             if replay.catching_up {
-                match replay.tail.next_event(replay.wanted) {
+                match replay.next_stored().await {
+                    // Read ahead before `wanted` moved past it (or a
+                    // foreign file's lines out of order).
+                    Stored::Event(ev) if ev.seq < replay.wanted => continue,
+                    Stored::Skipped(Some(seq)) if seq < replay.wanted => continue,
                     Stored::Event(ev) => return Some(self.deliver(ev)),
                     Stored::Skipped(Some(seq)) => {
                         // Never a silent gap: what cannot be rebuilt counts

@@ -225,9 +225,11 @@ mod clock;
 mod factory;
 mod fanout;
 mod fs;
+mod iohook;
 mod loader;
 mod reader;
 mod recorder;
+mod release;
 mod resume;
 mod sink;
 mod verify;
@@ -240,7 +242,9 @@ pub use reader::{
     DEFAULT_MAX_LINE_BYTES, MalformedCause, MalformedLine, ReadError, ReadEvent, ReadItem,
     ReadWarning, ReadWarningKind, TranscriptReader,
 };
-pub use recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder, WriteStats};
+pub use recorder::{
+    DEFAULT_MAX_QUEUED_BYTES, Durability, JsonlRecorder, JsonlRecorderBuilder, WriteStats,
+};
 pub use resume::{ResumeInfo, ResumeWarning};
 pub use verify::{
     FileReport, Finding, FindingCode, RunReport, verify_file, verify_reader, verify_run,

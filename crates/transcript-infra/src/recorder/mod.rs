@@ -63,6 +63,7 @@
 //! arrives during a write or sync is the next batch), and a slow disk only
 //! delays acknowledgements, never a runtime worker.
 
+mod open;
 mod writer_thread;
 
 use std::path::{Path, PathBuf};
@@ -70,22 +71,26 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, TryAcquireError, oneshot, watch};
 use transcript_domain::{
     Clock, EventDraft, EventMask, MAX_LINE_BYTES, PreEncoded, RecordError, Recorder, RunId, Seq,
-    Subscription, Timestamp,
+    Subscription,
 };
 
 use crate::clock::SystemClock;
 use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, FileTail, JsonlSubscription};
-use crate::fs::{self, storage_error};
-use crate::resume::{ResumeInfo, scan_and_repair};
-use crate::sink::{FileSink, Sink};
-use writer_thread::{Entry, Msg, Published, Writer, lock};
+use crate::fs::storage_error;
+use crate::resume::ResumeInfo;
+use writer_thread::{Entry, Msg, Published, lock};
+
+/// Default bound of the record queue: encoded lines waiting for the writer
+/// thread or being written, in bytes (see
+/// [`JsonlRecorderBuilder::max_queued_bytes`]). One line at the line cap
+/// fits.
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = MAX_LINE_BYTES;
 
 /// When an acknowledged event is forced to stable storage.
 ///
@@ -129,6 +134,7 @@ pub struct JsonlRecorderBuilder {
     durability: Durability,
     subscriber_buffer: usize,
     mask: Option<Arc<dyn EventMask>>,
+    max_queued_bytes: u32,
 }
 
 impl std::fmt::Debug for JsonlRecorderBuilder {
@@ -140,6 +146,7 @@ impl std::fmt::Debug for JsonlRecorderBuilder {
             .field("durability", &self.durability)
             .field("subscriber_buffer", &self.subscriber_buffer)
             .field("mask", &self.mask.is_some())
+            .field("max_queued_bytes", &self.max_queued_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -176,6 +183,22 @@ impl JsonlRecorderBuilder {
         self
     }
 
+    /// Bounds the record queue: at most this many bytes of encoded lines
+    /// wait for the writer thread or are being written (default
+    /// [`DEFAULT_MAX_QUEUED_BYTES`]; at least 1, at most `u32::MAX`).
+    ///
+    /// Backpressure rule: a `record` whose line would take the queue over
+    /// the bound waits, suspended (never blocking its thread), until the
+    /// writer thread has written enough; waiting records get in in arrival
+    /// order, and a line longer than the bound waits for an empty queue. A
+    /// record whose future is dropped while it waits was never queued: it
+    /// is not written and uses no seq. So callers that give up on `record`
+    /// during a disk stall (a timeout) cannot grow the queue.
+    pub fn max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = u32::try_from(bytes.max(1)).unwrap_or(u32::MAX);
+        self
+    }
+
     /// Starts a new run: creates `<storage_dir>/<run_id>.jsonl` and its
     /// writer thread.
     ///
@@ -206,101 +229,21 @@ impl JsonlRecorderBuilder {
         self.open_with(OpenMode::Resume, |file| Box::new(file))
     }
 
-    pub(crate) fn open_with(
-        self,
-        mode: OpenMode,
-        wrap: impl FnOnce(FileSink) -> Box<dyn Sink>,
-    ) -> Result<JsonlRecorder, RecordError> {
-        fs::ensure_storage_dir(&self.storage_dir)?;
-        let path = self.storage_dir.join(self.run_id.file_name());
-        let torn_path = self
-            .storage_dir
-            .join(format!("{}.torn", self.run_id.file_name()));
-        let existed = path.exists();
-        let file = fs::open_append(&path)?;
-        fs::lock_exclusive(&path, &file)?;
-        if mode == OpenMode::New {
-            let len = file
-                .metadata()
-                .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
-                .len();
-            if len > 0 {
-                return Err(storage_error(
-                    &path,
-                    format!(
-                        "run already exists (resume it explicitly); the file holds {len} bytes"
-                    ),
-                    None,
-                ));
-            }
-        }
-        fs::force_file_mode(&path, &file)?;
-        let read = fs::open_read(&path)?;
-        if !fs::same_file(&file, &read)
-            .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
-        {
-            return Err(storage_error(
-                &path,
-                "file was replaced while opening",
-                None,
-            ));
-        }
-        let scan = scan_and_repair(&path, &torn_path, read, &file)?;
-        if !existed && self.durability != Durability::None {
-            // The new name must survive a power loss too.
-            fs::sync_dir(&self.storage_dir)
-                .map_err(|e| storage_error(&self.storage_dir, "cannot sync directory", Some(e)))?;
-        }
-        for warning in &scan.info.warnings {
-            tracing::warn!(path = %path.display(), "resuming transcript: {warning}");
-        }
-        let committed = Arc::new(AtomicU64::new(scan.length));
-        let published = Arc::new(Mutex::new(Published {
-            next_seq: scan.next_seq,
-            fanout: Default::default(),
-            stats: WriteStats::default(),
-            closed: false,
-        }));
-        let writer = Writer {
-            sink: wrap(FileSink { file }),
-            path: path.clone(),
-            run_id: self.run_id,
-            parent_run_id: self.parent_run_id,
-            clock: self.clock,
-            durability: self.durability,
-            next_seq: scan.next_seq,
-            last_ms: scan.last_timestamp.map_or(i64::MIN, Timestamp::unix_millis),
-            acked: scan.length,
-            needs_repair: false,
-            sync_due: None,
-            sync_failed: None,
-            last_batch: 0,
-            last_sync: Duration::ZERO,
-            buf: Vec::with_capacity(64 * 1024),
-            ends: Vec::new(),
-            published: Arc::clone(&published),
-            committed: Arc::clone(&committed),
-        };
-        let (tx, rx) = std_mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("transcript-writer".to_owned())
-            .spawn(move || writer.run(rx))
-            .map_err(|e| storage_error(&path, "cannot start the writer thread", Some(e)))?;
-        Ok(JsonlRecorder {
-            shared: Arc::new(Shared {
-                run_id: self.run_id,
-                parent_run_id: self.parent_run_id,
-                path,
-                mask: self.mask,
-                durability: self.durability,
-                subscriber_buffer: self.subscriber_buffer,
-                tx: Some(tx),
-                thread: Some(thread),
-                published,
-                committed,
-                resume: scan.info,
-            }),
-        })
+    /// [`JsonlRecorderBuilder::open`] without blocking the caller: the
+    /// directory, the file, its lock, the resume scan and the syncs are
+    /// done on the recorder's own writer thread while the calling task is
+    /// suspended. This is what [`JsonlRecorderFactory`](crate::JsonlRecorderFactory)'s
+    /// `create` uses: async tasks never run file I/O.
+    pub async fn open_async(self) -> Result<JsonlRecorder, RecordError> {
+        self.open_async_with(OpenMode::New, |file| Box::new(file))
+            .await
+    }
+
+    /// [`JsonlRecorderBuilder::resume`] without blocking the caller (see
+    /// [`JsonlRecorderBuilder::open_async`]).
+    pub async fn resume_async(self) -> Result<JsonlRecorder, RecordError> {
+        self.open_async_with(OpenMode::Resume, |file| Box::new(file))
+            .await
     }
 }
 
@@ -343,6 +286,7 @@ impl JsonlRecorder {
             durability: Durability::None,
             subscriber_buffer: DEFAULT_SUBSCRIBER_BUFFER,
             mask: None,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES as u32,
         }
     }
 
@@ -429,11 +373,17 @@ struct Shared {
     subscriber_buffer: usize,
     /// `None` only while dropping (disconnects the writer thread).
     tx: Option<std_mpsc::Sender<Msg>>,
-    thread: Option<JoinHandle<()>>,
     published: Arc<Mutex<Published>>,
     /// Acknowledged file length, published before acknowledgement.
     committed: Arc<AtomicU64>,
     resume: ResumeInfo,
+    /// Room in the record queue, in bytes of encoded lines: taken by
+    /// `record`, given back by the writer thread once the line is written.
+    room: Arc<Semaphore>,
+    max_queued_bytes: u32,
+    /// Set by the writer thread as its very last act (after a close, the
+    /// last handle's drop, or a panic), when `Published` says how it ended.
+    ended: watch::Receiver<bool>,
 }
 
 /// The longest line `encoded` bytes of parts can make: `{"seq":` plus up
@@ -484,13 +434,33 @@ impl Shared {
 
     async fn record(&self, draft: EventDraft) -> Result<Seq, RecordError> {
         let (bytes, split, draft) = self.prepare(draft)?;
+        // The backpressure rule (see `max_queued_bytes`). A future dropped
+        // while it waits here has queued nothing.
+        let permits = u32::try_from(bytes.len())
+            .unwrap_or(u32::MAX)
+            .clamp(1, self.max_queued_bytes);
+        match self.room.try_acquire_many(permits) {
+            Ok(permit) => permit.forget(),
+            Err(TryAcquireError::NoPermits) => match self.room.acquire_many(permits).await {
+                Ok(permit) => permit.forget(),
+                Err(_) => return Err(self.ended_error().await),
+            },
+            Err(TryAcquireError::Closed) => return Err(self.ended_error().await),
+        }
         let (ack, mut acked) = oneshot::channel();
-        self.send(Msg::Record(Entry {
-            bytes,
-            split,
-            draft,
-            ack,
-        }))?;
+        // From here on nothing awaits before the entry is queued.
+        if self
+            .send(Msg::Record(Entry {
+                bytes,
+                split,
+                draft,
+                permits,
+                ack,
+            }))
+            .is_err()
+        {
+            return Err(self.ended_error().await);
+        }
         // Poll for the answer (at most 20 µs, none on a single CPU, yielding between polls so other tasks on this
         // worker run) before suspending: the writer thread answers within a microsecond or two
         // unless it syncs, and a parked worker's wake-up costs far more. Under Always the
@@ -500,21 +470,46 @@ impl Shared {
             while polling.elapsed() < writer_thread::poll_budget() {
                 match acked.try_recv() {
                     Ok(answer) => return answer.outcome,
-                    Err(oneshot::error::TryRecvError::Closed) => return Err(RecordError::Closed),
+                    Err(oneshot::error::TryRecvError::Closed) => {
+                        return Err(self.ended_error().await);
+                    }
                     Err(oneshot::error::TryRecvError::Empty) => tokio::task::yield_now().await,
                 }
             }
         }
-        // A dropped sender means the thread ended without writing it.
-        acked
-            .await
-            .map_or(Err(RecordError::Closed), |answer| answer.outcome)
+        // A dropped sender means the thread ended without answering: a
+        // close raced past it, or the thread panicked (the line may be on
+        // disk or not).
+        match acked.await {
+            Ok(answer) => answer.outcome,
+            Err(_) => Err(self.ended_error().await),
+        }
+    }
+
+    /// Why the writer thread ended, once it has: [`RecordError::Closed`]
+    /// after a close, or a storage error naming its panic.
+    async fn ended_error(&self) -> RecordError {
+        let mut ended = self.ended.clone();
+        // An error means the thread is gone, so it ended as well.
+        let _ = ended.wait_for(|ended| *ended).await;
+        self.end_state(&lock(&self.published))
+    }
+
+    fn end_state(&self, p: &Published) -> RecordError {
+        match &p.panicked {
+            Some(message) => storage_error(
+                &self.path,
+                "the writer thread panicked; events in flight may or may not be on disk",
+                Some(std::io::Error::other(message.clone())),
+            ),
+            None => RecordError::Closed,
+        }
     }
 
     fn subscribe(&self, from: Option<Seq>) -> Result<JsonlSubscription, RecordError> {
         let mut p = lock(&self.published);
         if p.closed {
-            return Err(RecordError::Closed);
+            return Err(self.end_state(&p));
         }
         let next = p.next_seq;
         match from {
@@ -531,8 +526,9 @@ impl Shared {
                 },
             }),
             Some(seq) => {
-                let file = fs::open_read(&self.path)?;
-                let tail = FileTail::new(file, self.path.clone(), Arc::clone(&self.committed));
+                // No file access here: the subscription opens and reads the
+                // file off the runtime's workers, and without this lock.
+                let tail = FileTail::new(self.path.clone(), Arc::clone(&self.committed));
                 let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, true);
                 Ok(JsonlSubscription::replaying(id, rx, counters, tail, seq))
             }
@@ -546,29 +542,32 @@ impl Shared {
         {
             return result;
         }
-        // The thread is gone: closed by an earlier close, or it died.
-        if lock(&self.published).closed {
-            Ok(())
-        } else {
-            Err(storage_error(
-                &self.path,
-                "the writer thread stopped unexpectedly",
-                None,
-            ))
+        // The thread is gone: closed by an earlier close, or it panicked.
+        match self.ended_error().await {
+            RecordError::Closed => Ok(()),
+            panicked => Err(panicked),
         }
     }
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        // Disconnect: the thread finishes what is queued (normally nothing:
-        // every record future borrowed a handle) and releases the file.
-        self.tx = None;
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+        // Never waits for the writer thread (this may be an async worker,
+        // and the thread may be inside a write or a sync): the thread
+        // finishes what is queued and releases the file on its own. Until it
+        // has, an open of this run in this process waits for it.
+        {
+            let p = lock(&self.published);
+            if !p.closed {
+                crate::release::begin(&self.path);
+            }
         }
+        // Disconnect.
+        self.tx = None;
     }
 }
 
+#[cfg(test)]
+mod runtime_tests;
 #[cfg(test)]
 mod tests;
