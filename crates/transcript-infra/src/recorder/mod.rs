@@ -64,6 +64,7 @@
 //! delays acknowledgements, never a runtime worker.
 
 mod open;
+mod polling;
 mod writer_thread;
 
 use std::path::{Path, PathBuf};
@@ -465,9 +466,12 @@ impl Shared {
         // worker run) before suspending: the writer thread answers within a microsecond or two
         // unless it syncs, and a parked worker's wake-up costs far more. Under Always the
         // answer waits for a sync: suspend at once.
-        if self.durability != Durability::Always {
+        // Only with a polling slot (see `polling.rs`).
+        if self.durability != Durability::Always
+            && let Some(_slot) = polling::PollSlot::take()
+        {
             let polling = std::time::Instant::now();
-            while polling.elapsed() < writer_thread::poll_budget() {
+            while polling.elapsed() < polling::poll_budget() {
                 match acked.try_recv() {
                     Ok(answer) => return answer.outcome,
                     Err(oneshot::error::TryRecvError::Closed) => {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, oneshot, watch};
 use transcript_domain::{Clock, EncodedParts, EventDraft, RecordError, RunId, Seq, Timestamp};
 
+use super::polling::{PollSlot, poll_budget};
 use super::{Durability, WriteStats};
 use crate::fanout::FanOut;
 use crate::fs::storage_error;
@@ -83,22 +84,6 @@ pub(super) fn lock(published: &Mutex<Published>) -> MutexGuard<'_, Published> {
 /// Longest a batch under `Always` waits for more producers (see
 /// `Writer::gather`).
 const GATHER_MAX: Duration = Duration::from_micros(500);
-
-/// How long the writer thread, and a producer awaiting its answer (yielding between polls),
-/// poll for what they wait for before they block or suspend. A blocked thread's wake-up is the whole cost of a record
-/// on a virtual machine: a bare round trip between two threads measured 28 µs blocking and
-/// 0.46 µs polling on this project's 2-vCPU machines. Twenty microseconds cover a record's
-/// round trip many times over and cost nothing measurable when idle (once per batch).
-const SPIN: Duration = Duration::from_micros(20);
-
-/// [`SPIN`], or nothing on a single CPU, where the awaited thread cannot run while we poll.
-pub(super) fn poll_budget() -> Duration {
-    static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| match std::thread::available_parallelism() {
-        Ok(n) if n.get() > 1 => SPIN,
-        _ => Duration::ZERO,
-    })
-}
 
 /// Reused buffers above this capacity are released after use, so one huge
 /// event does not pin its memory for the recorder's life.
@@ -245,17 +230,21 @@ impl Writer {
     fn next_message(&mut self, rx: &Receiver<Msg>) -> Option<Msg> {
         // Poll briefly first: a producer that records again right after its
         // acknowledgement finds the thread awake.
+        // Only while a polling slot is free: with many recorders busy at
+        // once, the threads that poll would take the CPUs the others need.
+        let slot = PollSlot::take();
         let polling = Instant::now();
         loop {
             match rx.try_recv() {
                 Ok(msg) => return Some(msg),
                 Err(TryRecvError::Disconnected) => return None,
-                Err(TryRecvError::Empty) if polling.elapsed() < poll_budget() => {
+                Err(TryRecvError::Empty) if slot.is_some() && polling.elapsed() < poll_budget() => {
                     std::hint::spin_loop()
                 }
                 Err(TryRecvError::Empty) => break,
             }
         }
+        drop(slot);
         loop {
             let Some(due) = self.sync_due else {
                 return rx.recv().ok();
