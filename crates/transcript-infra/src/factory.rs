@@ -86,6 +86,7 @@ impl JsonlRecorderFactory {
     /// Starts the concrete recorder of a new run `run_id`; a run whose
     /// file already holds events is refused (see
     /// [`JsonlRecorderBuilder::open`](crate::JsonlRecorderBuilder::open)).
+    /// Blocking; async code uses [`RecorderFactory::create`].
     pub fn open(
         &self,
         run_id: RunId,
@@ -97,6 +98,8 @@ impl JsonlRecorderFactory {
     /// Continues the run `run_id` (after a crash, or deliberately), with
     /// this factory's settings (see
     /// [`JsonlRecorderBuilder::resume`](crate::JsonlRecorderBuilder::resume)).
+    /// Blocking; async code uses
+    /// [`JsonlRecorderBuilder::resume_async`](crate::JsonlRecorderBuilder::resume_async).
     pub fn resume(
         &self,
         run_id: RunId,

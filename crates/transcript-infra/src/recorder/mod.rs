@@ -3,7 +3,10 @@
 //! # Concurrency design
 //!
 //! Each recorder owns one **writer thread** (a plain OS thread, named
-//! `transcript-writer`), the only code that touches the file after `open`:
+//! `transcript-writer`), the only code that touches the file. It opens the
+//! run itself (`open.rs`: directory, file, lock, mode, resume scan,
+//! directory sync), hands the recorder to the caller (which `open` waits
+//! for on its thread and `open_async` awaits), then writes:
 //!
 //! 1. `record` runs on the caller's task: it masks, validates and
 //!    canonicalizes the draft, encodes it ([`PreEncoded::encode_into`]:
@@ -12,16 +15,22 @@
 //! 2. It sends the encoded parts, the draft and a one-shot acknowledgement
 //!    sender over a `std::sync::mpsc` channel, then awaits the one-shot:
 //!    the async task is suspended, never blocked, whatever the disk does.
+//!    Before it sends, it takes room for the line in the bounded queue
+//!    (a `tokio::sync::Semaphore` of bytes, see
+//!    [`JsonlRecorderBuilder::max_queued_bytes`]); without room it waits,
+//!    suspended, in arrival order, and is not queued if dropped meanwhile.
+//!    The writer thread gives the room back once per batch.
 //!    It first polls the one-shot for at most 20 µs, yielding to the
 //!    runtime between polls (never under `Always`, whose answer waits for a
-//!    sync): no I/O and no worker held, and on a virtual machine a parked
+//!    sync; and only with one of the process-wide polling slots, one per
+//!    CPU, see `polling.rs`): no I/O and no worker held, and on a virtual machine a parked
 //!    worker's wake-up costs more than the whole record (1 producer: 16k →
 //!    ~350k records/s, 8 producers 107k → ~300k on this project's 2-vCPU
 //!    machines). The answer carries the record's buffers back, so they are
 //!    freed on the thread that allocated them (freeing them on the writer
 //!    thread cost more than the hand-off: 8 producers ~300k → ~650k).
-//! 3. The writer thread polls the channel for at most 20 µs, then blocks on
-//!    it (a producer recording again right after its answer finds the
+//! 3. The writer thread polls the channel for at most 20 µs (with a
+//!    polling slot), then blocks on it (a producer recording again right after its answer finds the
 //!    thread awake), then drains *everything*
 //!    queued (group commit). It reads the clock once, assigns the batch's
 //!    seqs and that timestamp in file order (decision 15), writes all lines
@@ -51,9 +60,20 @@
 //! subscriptions, closes the file (releasing the lock) and answers; records
 //! that raced past the close fail with [`RecordError::Closed`]. When the
 //! last handle is dropped without `close`, the channel disconnects; the
-//! thread has written everything queued by then, releases the file without
-//! a sync (as dropping a file does), and `Drop` joins it so the lock is free
-//! when the drop returns. No fsync ever runs on the caller's thread.
+//! thread writes everything queued by then, releases the file without a
+//! sync (as dropping a file does) and ends. `Drop` does not wait for it
+//! (that would block whichever thread drops, often an async worker, on a
+//! write or sync in progress); it lists the run in `release.rs`, and an
+//! open of the same run in this process waits for the release instead of
+//! failing as locked. No file I/O ever runs on the caller's thread.
+//!
+//! The thread's body runs under `catch_unwind` (`Writer::run_to_end`):
+//! however it ends (close, last handle dropped, panic), it then marks the
+//! recorder closed (with the panic's message, if any), ends the
+//! subscriptions, closes the queue's semaphore and, last, signals `ended`.
+//! A record whose answer never came, or that cannot queue, waits for that
+//! signal and reports how the thread ended: `Closed`, or a storage error
+//! naming the panic.
 //!
 //! A cancelled `record` future loses nothing once polled: its entry is
 //! queued and written; only its acknowledgement goes unread.
@@ -65,27 +85,24 @@
 
 mod open;
 mod polling;
+mod shared;
 mod writer_thread;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc as std_mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::{Semaphore, TryAcquireError, oneshot, watch};
 use transcript_domain::{
-    Clock, EventDraft, EventMask, MAX_LINE_BYTES, PreEncoded, RecordError, Recorder, RunId, Seq,
-    Subscription,
+    Clock, EventDraft, EventMask, MAX_LINE_BYTES, RecordError, Recorder, RunId, Seq, Subscription,
 };
 
 use crate::clock::SystemClock;
-use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, FileTail, JsonlSubscription};
-use crate::fs::storage_error;
+use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, JsonlSubscription};
 use crate::resume::ResumeInfo;
-use writer_thread::{Entry, Msg, Published, lock};
+use shared::Shared;
+use writer_thread::lock;
 
 /// Default bound of the record queue: encoded lines waiting for the writer
 /// thread or being written, in bytes (see
@@ -203,7 +220,9 @@ impl JsonlRecorderBuilder {
     /// Starts a new run: creates `<storage_dir>/<run_id>.jsonl` and its
     /// writer thread.
     ///
-    /// Blocking: creates the directory, opens and locks the file. A run id
+    /// Blocking: the writer thread creates the directory, opens and locks
+    /// the file while the calling thread waits (from async code, use
+    /// [`JsonlRecorderBuilder::open_async`]). A run id
     /// whose file already holds anything is refused with
     /// [`RecordError::Storage`] "run already exists (resume it
     /// explicitly)", and the file is left untouched: appending a second
@@ -225,7 +244,8 @@ impl JsonlRecorderBuilder {
     /// plus one, a torn tail is moved to `<run_id>.jsonl.torn`, and what
     /// was found is in [`JsonlRecorder::resume_info`] (see the crate docs,
     /// "Failure and resume"). Fails like [`JsonlRecorderBuilder::open`],
-    /// and for a file whose highest seq is `u64::MAX`.
+    /// and for a file whose highest seq is `u64::MAX`. Blocking like `open`
+    /// (from async code, use [`JsonlRecorderBuilder::resume_async`]).
     pub fn resume(self) -> Result<JsonlRecorder, RecordError> {
         self.open_with(OpenMode::Resume, |file| Box::new(file))
     }
@@ -362,212 +382,6 @@ impl Recorder for JsonlRecorder {
 
     async fn close(&self) -> Result<(), RecordError> {
         self.shared.close().await
-    }
-}
-
-struct Shared {
-    run_id: RunId,
-    parent_run_id: Option<RunId>,
-    path: PathBuf,
-    mask: Option<Arc<dyn EventMask>>,
-    durability: Durability,
-    subscriber_buffer: usize,
-    /// `None` only while dropping (disconnects the writer thread).
-    tx: Option<std_mpsc::Sender<Msg>>,
-    published: Arc<Mutex<Published>>,
-    /// Acknowledged file length, published before acknowledgement.
-    committed: Arc<AtomicU64>,
-    resume: ResumeInfo,
-    /// Room in the record queue, in bytes of encoded lines: taken by
-    /// `record`, given back by the writer thread once the line is written.
-    room: Arc<Semaphore>,
-    max_queued_bytes: u32,
-    /// Set by the writer thread as its very last act (after a close, the
-    /// last handle's drop, or a panic), when `Published` says how it ended.
-    ended: watch::Receiver<bool>,
-}
-
-/// The longest line `encoded` bytes of parts can make: `{"seq":` plus up
-/// to 20 digits, `,"timestamp":"`, 24 bytes of time, `","payload":` and `}`.
-fn line_bound(encoded: usize) -> usize {
-    encoded + 7 + 20 + 14 + 24 + 12 + 1
-}
-
-impl Shared {
-    fn send(&self, msg: Msg) -> Result<(), RecordError> {
-        match &self.tx {
-            Some(tx) => tx.send(msg).map_err(|_| RecordError::Closed),
-            None => Err(RecordError::Closed),
-        }
-    }
-
-    /// Masks, validates and encodes `draft` on the caller's task.
-    fn prepare(&self, mut draft: EventDraft) -> Result<(Vec<u8>, usize, EventDraft), RecordError> {
-        if let Some(mask) = &self.mask {
-            let before = draft.event_type();
-            mask.mask(&mut draft.payload);
-            if draft.event_type() != before {
-                return Err(RecordError::Encode(format!(
-                    "event mask changed the event type from {before} to {}",
-                    draft.event_type()
-                )));
-            }
-        }
-        // Refused before it gets a seq: our own verify would reject it.
-        draft.validate()?;
-        // What subscribers get from the draft then equals what the line
-        // decodes to.
-        draft.payload.canonicalize();
-        let mut bytes = Vec::with_capacity(512);
-        let split = PreEncoded::encode_into(self.run_id, self.parent_run_id, &draft, &mut bytes)
-            .map_err(|e| RecordError::Encode(e.to_string()))?;
-        // The reader refuses longer lines: never write one (the caller
-        // truncates big values before).
-        let length = line_bound(bytes.len());
-        if length > MAX_LINE_BYTES {
-            return Err(RecordError::TooLarge {
-                length,
-                limit: MAX_LINE_BYTES,
-            });
-        }
-        Ok((bytes, split, draft))
-    }
-
-    async fn record(&self, draft: EventDraft) -> Result<Seq, RecordError> {
-        let (bytes, split, draft) = self.prepare(draft)?;
-        // The backpressure rule (see `max_queued_bytes`). A future dropped
-        // while it waits here has queued nothing.
-        let permits = u32::try_from(bytes.len())
-            .unwrap_or(u32::MAX)
-            .clamp(1, self.max_queued_bytes);
-        match self.room.try_acquire_many(permits) {
-            Ok(permit) => permit.forget(),
-            Err(TryAcquireError::NoPermits) => match self.room.acquire_many(permits).await {
-                Ok(permit) => permit.forget(),
-                Err(_) => return Err(self.ended_error().await),
-            },
-            Err(TryAcquireError::Closed) => return Err(self.ended_error().await),
-        }
-        let (ack, mut acked) = oneshot::channel();
-        // From here on nothing awaits before the entry is queued.
-        if self
-            .send(Msg::Record(Entry {
-                bytes,
-                split,
-                draft,
-                permits,
-                ack,
-            }))
-            .is_err()
-        {
-            return Err(self.ended_error().await);
-        }
-        // Poll for the answer (at most 20 µs, none on a single CPU, yielding between polls so other tasks on this
-        // worker run) before suspending: the writer thread answers within a microsecond or two
-        // unless it syncs, and a parked worker's wake-up costs far more. Under Always the
-        // answer waits for a sync: suspend at once.
-        // Only with a polling slot (see `polling.rs`).
-        if self.durability != Durability::Always
-            && let Some(_slot) = polling::PollSlot::take()
-        {
-            let polling = std::time::Instant::now();
-            while polling.elapsed() < polling::poll_budget() {
-                match acked.try_recv() {
-                    Ok(answer) => return answer.outcome,
-                    Err(oneshot::error::TryRecvError::Closed) => {
-                        return Err(self.ended_error().await);
-                    }
-                    Err(oneshot::error::TryRecvError::Empty) => tokio::task::yield_now().await,
-                }
-            }
-        }
-        // A dropped sender means the thread ended without answering: a
-        // close raced past it, or the thread panicked (the line may be on
-        // disk or not).
-        match acked.await {
-            Ok(answer) => answer.outcome,
-            Err(_) => Err(self.ended_error().await),
-        }
-    }
-
-    /// Why the writer thread ended, once it has: [`RecordError::Closed`]
-    /// after a close, or a storage error naming its panic.
-    async fn ended_error(&self) -> RecordError {
-        let mut ended = self.ended.clone();
-        // An error means the thread is gone, so it ended as well.
-        let _ = ended.wait_for(|ended| *ended).await;
-        self.end_state(&lock(&self.published))
-    }
-
-    fn end_state(&self, p: &Published) -> RecordError {
-        match &p.panicked {
-            Some(message) => storage_error(
-                &self.path,
-                "the writer thread panicked; events in flight may or may not be on disk",
-                Some(std::io::Error::other(message.clone())),
-            ),
-            None => RecordError::Closed,
-        }
-    }
-
-    fn subscribe(&self, from: Option<Seq>) -> Result<JsonlSubscription, RecordError> {
-        let mut p = lock(&self.published);
-        if p.closed {
-            return Err(self.end_state(&p));
-        }
-        let next = p.next_seq;
-        match from {
-            None => {
-                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, false);
-                Ok(JsonlSubscription::live(id, rx, counters))
-            }
-            Some(seq) if seq == 0 || seq > next => Err(RecordError::Replay {
-                requested: seq,
-                reason: if seq == 0 {
-                    "seq starts at 1".to_owned()
-                } else {
-                    format!("the last written seq is {}", next - 1)
-                },
-            }),
-            Some(seq) => {
-                // No file access here: the subscription opens and reads the
-                // file off the runtime's workers, and without this lock.
-                let tail = FileTail::new(self.path.clone(), Arc::clone(&self.committed));
-                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, true);
-                Ok(JsonlSubscription::replaying(id, rx, counters, tail, seq))
-            }
-        }
-    }
-
-    async fn close(&self) -> Result<(), RecordError> {
-        let (ack, done) = oneshot::channel();
-        if self.send(Msg::Close(ack)).is_ok()
-            && let Ok(result) = done.await
-        {
-            return result;
-        }
-        // The thread is gone: closed by an earlier close, or it panicked.
-        match self.ended_error().await {
-            RecordError::Closed => Ok(()),
-            panicked => Err(panicked),
-        }
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        // Never waits for the writer thread (this may be an async worker,
-        // and the thread may be inside a write or a sync): the thread
-        // finishes what is queued and releases the file on its own. Until it
-        // has, an open of this run in this process waits for it.
-        {
-            let p = lock(&self.published);
-            if !p.closed {
-                crate::release::begin(&self.path);
-            }
-        }
-        // Disconnect.
-        self.tx = None;
     }
 }
 

@@ -11,8 +11,9 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, oneshot, watch};
 use transcript_domain::{RecordError, Timestamp};
 
+use super::shared::Shared;
 use super::writer_thread::{Msg, Published, Writer};
-use super::{Durability, JsonlRecorder, JsonlRecorderBuilder, OpenMode, Shared, WriteStats};
+use super::{Durability, JsonlRecorder, JsonlRecorderBuilder, OpenMode, WriteStats};
 use crate::fs::{self, storage_error};
 use crate::resume::scan_and_repair;
 use crate::sink::{FileSink, Sink};
