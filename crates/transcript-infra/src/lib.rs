@@ -101,7 +101,7 @@
 //! A panic on the writer thread (a user `Clock`, a bug) is caught: every
 //! record in flight, every later `record`, `subscribe` and `close` fails
 //! with `RecordError::Storage` "the writer thread panicked; events in
-//! flight may or may not be on disk: <panic message>", and subscriptions
+//! flight may or may not be on disk: `<panic message>`", and subscriptions
 //! end after what they were given.
 //!
 //! # Durability
