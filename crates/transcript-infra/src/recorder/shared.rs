@@ -117,11 +117,12 @@ impl Shared {
         {
             return Err(self.ended_error().await);
         }
-        // Poll for the answer (at most 20 µs, none on a single CPU, yielding between polls so other tasks on this
-        // worker run) before suspending: the writer thread answers within a microsecond or two
-        // unless it syncs, and a parked worker's wake-up costs far more. Under Always the
-        // answer waits for a sync: suspend at once.
-        // Only with a polling slot (see `polling.rs`).
+        // Poll for the answer (at most 20 µs, none on a single CPU, and only
+        // with one of the process-wide polling slots, see `polling.rs`),
+        // yielding between polls so other tasks on this worker run, before
+        // suspending: the writer thread answers within a microsecond or two
+        // unless it syncs, and a parked worker's wake-up costs far more.
+        // Under Always the answer waits for a sync: suspend at once.
         if self.durability != Durability::Always
             && let Some(_slot) = polling::PollSlot::take()
         {
