@@ -9,6 +9,11 @@
 //! each round's ratio to the baseline measured in that same round (paired,
 //! so drift between rounds cancels out), and every round's ratio of the
 //! recorder cases is printed under the table.
+//!
+//! The `scale` group (`scale.rs`, measured once, after the rounds) shows
+//! what the polling costs with many recorders: CPU time of 200 idle
+//! recorders, and 1 vs 200 concurrent recorders flat out and at an agent's
+//! pace.
 #![allow(clippy::unwrap_used, clippy::disallowed_methods)]
 
 use std::fs::{File, OpenOptions};
@@ -25,6 +30,9 @@ use transcript_domain::{
     SequentialRunIds, Timestamp, ToolPayload,
 };
 use transcript_infra::{Durability, JsonlRecorder, ReadItem, SystemClock, TranscriptReader};
+
+#[path = "recorder/scale.rs"]
+mod scale;
 
 const N: usize = 200_000;
 const LINE: usize = 377;
@@ -564,6 +572,17 @@ fn main() {
             );
         }
     }
+    // Many recorders: idle CPU, 1 vs 200 flat out and paced.
+    let scaled = want("scale").then(|| {
+        eprintln!("scale: idle, flat out, paced");
+        let d = |i| draft(i, pad);
+        let idle = scale::idle_cpu(&rt, &dir, &ids, d);
+        let one = scale::flat_out(&rt, &dir, &ids, 1, N, d);
+        let many = scale::flat_out(&rt, &dir, &ids, scale::MANY, N, d);
+        let paced_one = scale::paced(&rt, &dir, &ids, 1, d);
+        let paced_many = scale::paced(&rt, &dir, &ids, scale::MANY, d);
+        (idle, one, many, paced_one, paced_many)
+    });
     // Reader throughput on a 200k-line file written by the recorder's encoder.
     let read_path = dir.join("read.jsonl");
     let mut plain = Vec::new();
@@ -686,6 +705,58 @@ fn main() {
         ">= 0.90",
         slow_ratio >= 0.9,
     ));
+    if let Some((idle, one, many, p1, pm)) = scaled {
+        let m = scale::MANY;
+        let idle_ms = idle.as_secs_f64() * 1e3;
+        // Idle recorders cost nothing: their threads block.
+        rows.push(Row {
+            case: format!(
+                "{m} idle recorders (Interval 10 ms, a subscriber each): CPU over {} s",
+                scale::IDLE.as_secs()
+            ),
+            value: format!("{idle_ms:.2} ms"),
+            ratio: format!("{:.3}%", idle_ms / scale::IDLE.as_secs_f64() / 10.0),
+            target: "< 0.1%".to_owned(),
+            verdict: if idle_ms < scale::IDLE.as_secs_f64() {
+                "PASS"
+            } else {
+                "MISS"
+            },
+        });
+        // Whether they slow each other down: CPU per event (what polling
+        // wastes shows here), and latency at an agent's pace.
+        let cpu = many.1 / one.1;
+        rows.push(row(
+            &format!(
+                "{m} recorders flat out vs 1: CPU per event ({:.1} vs {:.1} us; {:.0}k ev/s in total vs {:.0}k)",
+                many.1,
+                one.1,
+                many.0 / 1e3,
+                one.0 / 1e3
+            ),
+            format!("{:.2}k ev/s each", many.0 / m as f64 / 1e3),
+            cpu,
+            "<= 2.00",
+            cpu <= 2.0,
+        ));
+        let p50 = pm.0 / p1.0;
+        rows.push(row(
+            &format!(
+                "{m} vs 1 recorder at 1 ev/{} ms each: record p50 latency (p50 {:.0} vs {:.0} us, p99 {:.0} vs {:.0} us; CPU {:.1} vs {:.1} us/ev)",
+                scale::PACE.as_millis(),
+                pm.0,
+                p1.0,
+                pm.1,
+                p1.1,
+                pm.2,
+                p1.2
+            ),
+            format!("{:.0} us", pm.0),
+            p50,
+            "<= 3.00",
+            p50 <= 3.0,
+        ));
+    }
     let w = rows.iter().map(|r| r.case.len()).max().unwrap_or(10);
     println!();
     println!(

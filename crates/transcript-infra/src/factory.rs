@@ -8,7 +8,7 @@ use transcript_domain::{Clock, EventMask, RecordError, Recorder, RecorderFactory
 
 use crate::clock::SystemClock;
 use crate::fanout::DEFAULT_SUBSCRIBER_BUFFER;
-use crate::recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder};
+use crate::recorder::{DEFAULT_MAX_QUEUED_BYTES, Durability, JsonlRecorder, JsonlRecorderBuilder};
 
 /// Creates a [`JsonlRecorder`] per run, all in one storage directory: the
 /// root run and each `call_workflow` child run get their own
@@ -20,6 +20,7 @@ pub struct JsonlRecorderFactory {
     durability: Durability,
     subscriber_buffer: usize,
     mask: Option<Arc<dyn EventMask>>,
+    max_queued_bytes: usize,
 }
 
 impl std::fmt::Debug for JsonlRecorderFactory {
@@ -42,6 +43,7 @@ impl JsonlRecorderFactory {
             durability: Durability::None,
             subscriber_buffer: DEFAULT_SUBSCRIBER_BUFFER,
             mask: None,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
         }
     }
 
@@ -69,6 +71,13 @@ impl JsonlRecorderFactory {
         self
     }
 
+    /// Bounds every recorder's record queue (see
+    /// [`JsonlRecorderBuilder::max_queued_bytes`](crate::JsonlRecorderBuilder::max_queued_bytes)).
+    pub fn with_max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = bytes;
+        self
+    }
+
     /// The storage directory.
     pub fn storage_dir(&self) -> &Path {
         &self.storage_dir
@@ -77,6 +86,7 @@ impl JsonlRecorderFactory {
     /// Starts the concrete recorder of a new run `run_id`; a run whose
     /// file already holds events is refused (see
     /// [`JsonlRecorderBuilder::open`](crate::JsonlRecorderBuilder::open)).
+    /// Blocking; async code uses [`RecorderFactory::create`].
     pub fn open(
         &self,
         run_id: RunId,
@@ -88,6 +98,8 @@ impl JsonlRecorderFactory {
     /// Continues the run `run_id` (after a crash, or deliberately), with
     /// this factory's settings (see
     /// [`JsonlRecorderBuilder::resume`](crate::JsonlRecorderBuilder::resume)).
+    /// Blocking; async code uses
+    /// [`JsonlRecorderBuilder::resume_async`](crate::JsonlRecorderBuilder::resume_async).
     pub fn resume(
         &self,
         run_id: RunId,
@@ -101,7 +113,8 @@ impl JsonlRecorderFactory {
             .parent_run_id(parent_run_id)
             .clock(Arc::clone(&self.clock))
             .durability(self.durability)
-            .subscriber_buffer(self.subscriber_buffer);
+            .subscriber_buffer(self.subscriber_buffer)
+            .max_queued_bytes(self.max_queued_bytes);
         if let Some(mask) = &self.mask {
             builder = builder.mask(Arc::clone(mask));
         }
@@ -112,12 +125,16 @@ impl JsonlRecorderFactory {
 #[async_trait]
 impl RecorderFactory for JsonlRecorderFactory {
     /// A new run ([`JsonlRecorderFactory::open`]): never appends to an
-    /// existing run's file.
+    /// existing run's file. Opens on the recorder's writer thread
+    /// ([`JsonlRecorderBuilder::open_async`](crate::JsonlRecorderBuilder::open_async)):
+    /// the calling task is suspended, its worker never does the file I/O.
     async fn create(
         &self,
         run_id: RunId,
         parent_run_id: Option<RunId>,
     ) -> Result<Arc<dyn Recorder>, RecordError> {
-        Ok(Arc::new(self.open(run_id, parent_run_id)?))
+        Ok(Arc::new(
+            self.builder(run_id, parent_run_id).open_async().await?,
+        ))
     }
 }

@@ -1,18 +1,16 @@
 //! Live fan-out (write-then-broadcast) and subscriptions, including
 //! replay-then-live from the file.
 
-use std::fs::File;
-use std::io::Read;
-use std::path::PathBuf;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::chan::{self, Linger, PushError, Pushed, Receiver, Sender, TryRecvError};
-use crate::reader::prefix_seq;
+use crate::replay::{FileTail, Replay, Stored, Tail};
 use async_trait::async_trait;
 use serde::Serialize;
-use transcript_domain::{ExchangeEvent, Seq, Subscription, decode_line};
+use transcript_domain::{ExchangeEvent, Seq, Subscription};
 
 /// Default per-subscriber buffer (events), from the wire contract.
 pub const DEFAULT_SUBSCRIBER_BUFFER: usize = 256;
@@ -221,118 +219,6 @@ impl FanOut {
     }
 }
 
-/// What the file offers a replaying subscription next.
-enum Stored {
-    /// An acknowledged event with seq >= the requested one.
-    Event(Arc<ExchangeEvent>),
-    /// A stored line that cannot be rebuilt as an event (an unknown type
-    /// from a newer writer, a damaged or oversized line), with the seq of
-    /// its `{"seq":N,` prefix when it has one.
-    Skipped(Option<Seq>),
-    /// The acknowledged part of the file is exhausted (or could not be
-    /// read; the subscription counts what it then misses).
-    End,
-}
-
-/// Reads acknowledged lines of the transcript for a replaying subscription,
-/// holding at most one line (up to the shared line cap) in memory.
-pub(crate) struct FileTail {
-    file: File,
-    path: PathBuf,
-    /// Absolute offset of the next byte `file` will read.
-    file_pos: u64,
-    buf: Vec<u8>,
-    start: usize,
-    /// Inside a line over the cap: its bytes are discarded up to its
-    /// newline; it had this prefix seq.
-    oversized: Option<Option<Seq>>,
-    /// The writer's acknowledged length: bytes below it are whole lines
-    /// that are never rewritten.
-    committed: Arc<AtomicU64>,
-}
-
-impl FileTail {
-    pub(crate) fn new(file: File, path: PathBuf, committed: Arc<AtomicU64>) -> Self {
-        Self {
-            file,
-            path,
-            file_pos: 0,
-            buf: Vec::new(),
-            start: 0,
-            oversized: None,
-            committed,
-        }
-    }
-
-    /// The next stored item at or after seq `from`.
-    fn next_event(&mut self, from: Seq) -> Stored {
-        loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..]) {
-                let line = &self.buf[self.start..self.start + i];
-                self.start += i + 1;
-                if let Some(seq) = self.oversized.take() {
-                    if seq.is_none_or(|s| s >= from) {
-                        tracing::warn!(path = %self.path.display(), "replay skips a stored line over the line cap");
-                        return Stored::Skipped(seq);
-                    }
-                    continue;
-                }
-                let seq = prefix_seq(line);
-                if seq.is_some_and(|s| s < from) {
-                    continue;
-                }
-                let cause = match decode_line(line).map(|d| d.event.to_event()) {
-                    Ok(Ok(ev)) if ev.seq >= from => return Stored::Event(Arc::new(ev)),
-                    Ok(Ok(_)) => continue,
-                    Ok(Err(e)) => e.to_string(),
-                    Err(e) => e.to_string(),
-                };
-                tracing::warn!(path = %self.path.display(), "replay skips a stored line it cannot rebuild: {cause}");
-                return Stored::Skipped(seq);
-            }
-            if self.buf.len() - self.start > transcript_domain::MAX_LINE_BYTES {
-                // No newline within the cap: skip the rest of this line.
-                if self.oversized.is_none() {
-                    self.oversized = Some(prefix_seq(&self.buf[self.start..]));
-                }
-                self.buf.clear();
-                self.start = 0;
-            }
-            let limit = self.committed.load(Ordering::Acquire);
-            if self.file_pos >= limit {
-                return Stored::End;
-            }
-            self.buf.drain(..self.start);
-            self.start = 0;
-            let want = usize::try_from(limit - self.file_pos)
-                .unwrap_or(usize::MAX)
-                .min(256 * 1024);
-            let old = self.buf.len();
-            self.buf.resize(old + want, 0);
-            match self.file.read(&mut self.buf[old..]) {
-                Ok(n) if n > 0 => {
-                    self.buf.truncate(old + n);
-                    self.file_pos += n as u64;
-                }
-                result => {
-                    self.buf.truncate(old);
-                    if let Err(e) = result {
-                        tracing::warn!(path = %self.path.display(), "replay cannot read the transcript: {e}");
-                    }
-                    return Stored::End;
-                }
-            }
-        }
-    }
-}
-
-struct Replay {
-    tail: FileTail,
-    /// Next seq this subscription delivers.
-    wanted: Seq,
-    catching_up: bool,
-}
-
 /// A subscription to a [`crate::JsonlRecorder`].
 ///
 /// Live (`subscribe(None)`): events in seq order as they are written;
@@ -386,7 +272,8 @@ impl JsonlSubscription {
     ) -> Self {
         Self {
             replay: Some(Replay {
-                tail,
+                tail: Tail::Idle(Box::new(tail)),
+                ready: VecDeque::new(),
                 wanted: from,
                 catching_up: true,
             }),
@@ -418,7 +305,11 @@ impl JsonlSubscription {
         loop {
             let replay = self.replay.as_mut()?;
             if replay.catching_up {
-                match replay.tail.next_event(replay.wanted) {
+                match replay.next_stored().await {
+                    // Read ahead before `wanted` moved past it (or a
+                    // foreign file's lines out of order).
+                    Stored::Event(ev) if ev.seq < replay.wanted => continue,
+                    Stored::Skipped(Some(seq)) if seq < replay.wanted => continue,
                     Stored::Event(ev) => return Some(self.deliver(ev)),
                     Stored::Skipped(Some(seq)) => {
                         // Never a silent gap: what cannot be rebuilt counts
@@ -507,24 +398,5 @@ impl Subscription for JsonlSubscription {
 
     fn dropped(&self) -> u64 {
         self.counters.dropped.load(Ordering::Relaxed)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::prefix_seq;
-
-    #[test]
-    fn prefix_seq_reads_our_prefix_only() {
-        assert_eq!(prefix_seq(b"{\"seq\":42,\"run_id\":1}"), Some(42));
-        assert_eq!(prefix_seq(b"{\"seq\":,"), None);
-        assert_eq!(prefix_seq(b"{ \"seq\":4,"), None);
-        assert_eq!(prefix_seq(b"{\"seq\":4}"), None);
-        assert_eq!(
-            prefix_seq(b"{\"seq\":18446744073709551615,"),
-            Some(u64::MAX)
-        );
-        assert_eq!(prefix_seq(b"{\"seq\":18446744073709551616,"), None);
-        assert_eq!(prefix_seq(b"{\"seq\":99999999999999999999,"), None);
     }
 }

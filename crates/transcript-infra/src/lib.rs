@@ -47,8 +47,11 @@
 //!
 //! # Writing: a writer thread with group commit
 //!
-//! Every recorder owns one writer thread; async tasks never run file I/O.
-//! `record` masks, validates ([`EventDraft::validate`](transcript_domain::EventDraft::validate))
+//! Every recorder owns one writer thread; async tasks never run file I/O:
+//! the writer thread also opens the run (directory, file, lock, mode,
+//! resume scan, directory sync) for [`JsonlRecorderBuilder::open_async`]
+//! and the factory's `create`, and a replaying subscription reads the file
+//! on Tokio's blocking pool. `record` masks, validates ([`EventDraft::validate`](transcript_domain::EventDraft::validate))
 //! and encodes the draft on the caller's task, refuses a line that could
 //! exceed [`MAX_LINE_BYTES`](transcript_domain::MAX_LINE_BYTES) (the cap the
 //! reader enforces too, so the writer never writes a line its reader
@@ -60,6 +63,14 @@
 //! `RecordError::Storage` carries the `io::Error` behind it as its source,
 //! so its message ends with the OS cause (`write failed: No space left on
 //! device (os error 28)`).
+//!
+//! The queue is bounded ([`JsonlRecorderBuilder::max_queued_bytes`],
+//! default [`DEFAULT_MAX_QUEUED_BYTES`] of encoded lines queued or being
+//! written). Backpressure rule: a `record` whose line does not fit waits,
+//! suspended, in arrival order, until the writer thread has written
+//! enough; a line longer than the bound waits for an empty queue; a record
+//! whose future is dropped while it waits was never queued (no line, no
+//! seq), so callers that time out during a disk stall cannot grow it.
 //!
 //! The thread takes everything queued as one batch (group commit): one
 //! clock read, seqs and that timestamp assigned in file order, one
@@ -74,13 +85,24 @@
 //! [`JsonlRecorder::record`] is also an inherent method, so callers holding
 //! the concrete type skip the trait's boxed future.
 //!
-//! Cancellation: a record whose future was polled once is queued and is
-//! written even if its caller drops the future. `close` writes what was
-//! queued before it, syncs, ends the subscriptions and releases the file
-//! and lock before it returns; it awaits the writer thread instead of
-//! blocking. Dropping the last handle without `close` releases the file
-//! without a sync (as dropping a `File` does) and waits only for the thread
-//! to let go of the file.
+//! Cancellation: a record whose future was polled once and found room in
+//! the queue is queued and is written even if its caller drops the
+//! future. `close` writes what was queued before it, syncs, ends the
+//! subscriptions and releases the file and lock before it returns; it
+//! awaits the writer thread instead of blocking. Dropping the last handle
+//! without `close` never waits (the dropping thread may be an async worker,
+//! the writer may be inside a sync): the writer thread writes what was
+//! queued, releases the file without a sync (as dropping a `File` does) and
+//! ends on its own; an open of the same run in this process waits for that
+//! release instead of failing as locked. Only `close` tells that the file
+//! is released (and lets a queued but unacknowledged record finish before
+//! the process exits).
+//!
+//! A panic on the writer thread (a user `Clock`, a bug) is caught: every
+//! record in flight, every later `record`, `subscribe` and `close` fails
+//! with `RecordError::Storage` "the writer thread panicked; events in
+//! flight may or may not be on disk: `<panic message>`", and subscriptions
+//! end after what they were given.
 //!
 //! # Durability
 //!
@@ -154,7 +176,10 @@
 //!   wake-up per event; live delivery latency is at most about 1 ms.
 //! * Replay then live: `subscribe(Some(seq))` first reads the stored events
 //!   from `seq` out of the file (of this and earlier sessions), then continues
-//!   with live events, with no gap and no duplicate at the seam. A replaying
+//!   with live events, with no gap and no duplicate at the seam. The file is
+//!   opened and read on Tokio's blocking pool (inline only when polled
+//!   outside a Tokio runtime), never under the lock recording takes; a file
+//!   it cannot open or read shows as dropped events. A replaying
 //!   subscriber never drops for lack of room: when it falls behind, it reads
 //!   the file again (only the acknowledged part, which is never rewritten).
 //!   A stored line it cannot rebuild as an event (an unknown type from a
@@ -225,9 +250,12 @@ mod clock;
 mod factory;
 mod fanout;
 mod fs;
+mod iohook;
 mod loader;
 mod reader;
 mod recorder;
+mod release;
+mod replay;
 mod resume;
 mod sink;
 mod verify;
@@ -240,7 +268,9 @@ pub use reader::{
     DEFAULT_MAX_LINE_BYTES, MalformedCause, MalformedLine, ReadError, ReadEvent, ReadItem,
     ReadWarning, ReadWarningKind, TranscriptReader,
 };
-pub use recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder, WriteStats};
+pub use recorder::{
+    DEFAULT_MAX_QUEUED_BYTES, Durability, JsonlRecorder, JsonlRecorderBuilder, WriteStats,
+};
 pub use resume::{ResumeInfo, ResumeWarning};
 pub use verify::{
     FileReport, Finding, FindingCode, RunReport, verify_file, verify_reader, verify_run,

@@ -74,38 +74,102 @@ fn eight_producers_times_100k_give_exactly_seq_1_to_800000_in_order() {
     assert!(report.is_valid(), "{report:#?}");
 }
 
-/// Group commit under `Always` with many producers: gapless, in order.
+/// Group commit under `Always` with many producers: gapless, in order, and
+/// the producers share batches, so syncs (one per batch under `Always`).
+/// The writer thread is held in its first clock read until every producer
+/// has queued its first record: those queued behind the first batch must
+/// form one batch, not 31.
 #[test]
 fn many_producers_under_always_share_syncs_and_stay_gapless() {
+    const PRODUCERS: u64 = 32;
+    const PER: u64 = 20;
     let tmp = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .unwrap();
+    let (clock, entered, release) = HeldClock::new();
     let rec = Arc::new(
         builder(tmp.path(), run_id(2))
+            .clock(clock)
             .durability(Durability::Always)
             .open()
             .unwrap(),
     );
     rt.block_on(async {
+        let (queued_tx, mut queued) = tokio::sync::mpsc::unbounded_channel();
         let mut tasks = Vec::new();
-        for p in 0..32u64 {
+        for p in 0..PRODUCERS {
             let rec = Arc::clone(&rec);
+            let queued_tx = queued_tx.clone();
             tasks.push(tokio::spawn(async move {
-                for i in 0..20 {
+                let mut first = Box::pin(rec.record(tool(p * 100)));
+                let early = futures_poll_once(first.as_mut()).await;
+                queued_tx.send(()).unwrap();
+                match early {
+                    std::task::Poll::Ready(seq) => seq.unwrap(),
+                    std::task::Poll::Pending => first.await.unwrap(),
+                };
+                for i in 1..PER {
                     rec.record(tool(p * 100 + i)).await.unwrap();
                 }
             }));
         }
+        entered.notified().await;
+        for _ in 0..PRODUCERS {
+            queued.recv().await.unwrap();
+        }
+        release.send(()).unwrap();
         for t in tasks {
             t.await.unwrap();
         }
         rec.close().await.unwrap();
     });
-    assert_eq!(seqs(rec.path()), (1..=640).collect::<Vec<_>>());
+    let total = PRODUCERS * PER;
+    assert_eq!(seqs(rec.path()), (1..=total).collect::<Vec<_>>());
     let report = verify_file(rec.path());
     assert!(report.is_valid(), "{report:#?}");
+    // The first batch, then at most one more for all first records: every
+    // other record may be alone, but those 32 shared at most two syncs.
+    let stats = rec.write_stats();
+    assert_eq!(stats.entries, total);
+    assert!(
+        stats.batches <= total - PRODUCERS + 2,
+        "producers did not share batches: {stats:?}"
+    );
+}
+
+/// A clock whose first read blocks until released (or gives up after a
+/// while, so a broken test fails instead of hanging).
+struct HeldClock {
+    first: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+    entered: Arc<tokio::sync::Notify>,
+}
+
+impl HeldClock {
+    fn new() -> (
+        Arc<Self>,
+        Arc<tokio::sync::Notify>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let entered = Arc::new(tokio::sync::Notify::new());
+        let clock = Arc::new(Self {
+            first: std::sync::Mutex::new(Some(rx)),
+            entered: Arc::clone(&entered),
+        });
+        (clock, entered, tx)
+    }
+}
+
+impl transcript_domain::Clock for HeldClock {
+    fn now(&self) -> Timestamp {
+        if let Some(gate) = self.first.lock().unwrap().take() {
+            self.entered.notify_one();
+            let _ = gate.recv_timeout(std::time::Duration::from_secs(10));
+        }
+        SystemClock.now()
+    }
 }
 
 /// Cancelled callers: a dropped record future never stalls the recorder,

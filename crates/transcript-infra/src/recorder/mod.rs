@@ -3,7 +3,10 @@
 //! # Concurrency design
 //!
 //! Each recorder owns one **writer thread** (a plain OS thread, named
-//! `transcript-writer`), the only code that touches the file after `open`:
+//! `transcript-writer`), the only code that touches the file. It opens the
+//! run itself (`open.rs`: directory, file, lock, mode, resume scan,
+//! directory sync), hands the recorder to the caller (which `open` waits
+//! for on its thread and `open_async` awaits), then writes:
 //!
 //! 1. `record` runs on the caller's task: it masks, validates and
 //!    canonicalizes the draft, encodes it ([`PreEncoded::encode_into`]:
@@ -12,16 +15,22 @@
 //! 2. It sends the encoded parts, the draft and a one-shot acknowledgement
 //!    sender over a `std::sync::mpsc` channel, then awaits the one-shot:
 //!    the async task is suspended, never blocked, whatever the disk does.
+//!    Before it sends, it takes room for the line in the bounded queue
+//!    (a `tokio::sync::Semaphore` of bytes, see
+//!    [`JsonlRecorderBuilder::max_queued_bytes`]); without room it waits,
+//!    suspended, in arrival order, and is not queued if dropped meanwhile.
+//!    The writer thread gives the room back once per batch.
 //!    It first polls the one-shot for at most 20 µs, yielding to the
 //!    runtime between polls (never under `Always`, whose answer waits for a
-//!    sync): no I/O and no worker held, and on a virtual machine a parked
+//!    sync; and only with one of the process-wide polling slots, one per
+//!    CPU, see `polling.rs`): no I/O and no worker held, and on a virtual machine a parked
 //!    worker's wake-up costs more than the whole record (1 producer: 16k →
 //!    ~350k records/s, 8 producers 107k → ~300k on this project's 2-vCPU
 //!    machines). The answer carries the record's buffers back, so they are
 //!    freed on the thread that allocated them (freeing them on the writer
 //!    thread cost more than the hand-off: 8 producers ~300k → ~650k).
-//! 3. The writer thread polls the channel for at most 20 µs, then blocks on
-//!    it (a producer recording again right after its answer finds the
+//! 3. The writer thread polls the channel for at most 20 µs (with a
+//!    polling slot), then blocks on it (a producer recording again right after its answer finds the
 //!    thread awake), then drains *everything*
 //!    queued (group commit). It reads the clock once, assigns the batch's
 //!    seqs and that timestamp in file order (decision 15), writes all lines
@@ -51,9 +60,20 @@
 //! subscriptions, closes the file (releasing the lock) and answers; records
 //! that raced past the close fail with [`RecordError::Closed`]. When the
 //! last handle is dropped without `close`, the channel disconnects; the
-//! thread has written everything queued by then, releases the file without
-//! a sync (as dropping a file does), and `Drop` joins it so the lock is free
-//! when the drop returns. No fsync ever runs on the caller's thread.
+//! thread writes everything queued by then, releases the file without a
+//! sync (as dropping a file does) and ends. `Drop` does not wait for it
+//! (that would block whichever thread drops, often an async worker, on a
+//! write or sync in progress); it lists the run in `release.rs`, and an
+//! open of the same run in this process waits for the release instead of
+//! failing as locked. No file I/O ever runs on the caller's thread.
+//!
+//! The thread's body runs under `catch_unwind` (`Writer::run_to_end`):
+//! however it ends (close, last handle dropped, panic), it then marks the
+//! recorder closed (with the panic's message, if any), ends the
+//! subscriptions, closes the queue's semaphore and, last, signals `ended`.
+//! A record whose answer never came, or that cannot queue, waits for that
+//! signal and reports how the thread ended: `Closed`, or a storage error
+//! naming the panic.
 //!
 //! A cancelled `record` future loses nothing once polled: its entry is
 //! queued and written; only its acknowledgement goes unread.
@@ -63,29 +83,32 @@
 //! arrives during a write or sync is the next batch), and a slow disk only
 //! delays acknowledgements, never a runtime worker.
 
+mod open;
+mod polling;
+mod shared;
 mod writer_thread;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc as std_mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::oneshot;
 use transcript_domain::{
-    Clock, EventDraft, EventMask, MAX_LINE_BYTES, PreEncoded, RecordError, Recorder, RunId, Seq,
-    Subscription, Timestamp,
+    Clock, EventDraft, EventMask, MAX_LINE_BYTES, RecordError, Recorder, RunId, Seq, Subscription,
 };
 
 use crate::clock::SystemClock;
-use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, FileTail, JsonlSubscription};
-use crate::fs::{self, storage_error};
-use crate::resume::{ResumeInfo, scan_and_repair};
-use crate::sink::{FileSink, Sink};
-use writer_thread::{Entry, Msg, Published, Writer, lock};
+use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, JsonlSubscription};
+use crate::resume::ResumeInfo;
+use shared::Shared;
+use writer_thread::lock;
+
+/// Default bound of the record queue: encoded lines waiting for the writer
+/// thread or being written, in bytes (see
+/// [`JsonlRecorderBuilder::max_queued_bytes`]). One line at the line cap
+/// fits.
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = MAX_LINE_BYTES;
 
 /// When an acknowledged event is forced to stable storage.
 ///
@@ -129,6 +152,7 @@ pub struct JsonlRecorderBuilder {
     durability: Durability,
     subscriber_buffer: usize,
     mask: Option<Arc<dyn EventMask>>,
+    max_queued_bytes: u32,
 }
 
 impl std::fmt::Debug for JsonlRecorderBuilder {
@@ -140,6 +164,7 @@ impl std::fmt::Debug for JsonlRecorderBuilder {
             .field("durability", &self.durability)
             .field("subscriber_buffer", &self.subscriber_buffer)
             .field("mask", &self.mask.is_some())
+            .field("max_queued_bytes", &self.max_queued_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -176,10 +201,28 @@ impl JsonlRecorderBuilder {
         self
     }
 
+    /// Bounds the record queue: at most this many bytes of encoded lines
+    /// wait for the writer thread or are being written (default
+    /// [`DEFAULT_MAX_QUEUED_BYTES`]; at least 1, at most `u32::MAX`).
+    ///
+    /// Backpressure rule: a `record` whose line would take the queue over
+    /// the bound waits, suspended (never blocking its thread), until the
+    /// writer thread has written enough; waiting records get in in arrival
+    /// order, and a line longer than the bound waits for an empty queue. A
+    /// record whose future is dropped while it waits was never queued: it
+    /// is not written and uses no seq. So callers that give up on `record`
+    /// during a disk stall (a timeout) cannot grow the queue.
+    pub fn max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = u32::try_from(bytes.max(1)).unwrap_or(u32::MAX);
+        self
+    }
+
     /// Starts a new run: creates `<storage_dir>/<run_id>.jsonl` and its
     /// writer thread.
     ///
-    /// Blocking: creates the directory, opens and locks the file. A run id
+    /// Blocking: the writer thread creates the directory, opens and locks
+    /// the file while the calling thread waits (from async code, use
+    /// [`JsonlRecorderBuilder::open_async`]). A run id
     /// whose file already holds anything is refused with
     /// [`RecordError::Storage`] "run already exists (resume it
     /// explicitly)", and the file is left untouched: appending a second
@@ -201,106 +244,27 @@ impl JsonlRecorderBuilder {
     /// plus one, a torn tail is moved to `<run_id>.jsonl.torn`, and what
     /// was found is in [`JsonlRecorder::resume_info`] (see the crate docs,
     /// "Failure and resume"). Fails like [`JsonlRecorderBuilder::open`],
-    /// and for a file whose highest seq is `u64::MAX`.
+    /// and for a file whose highest seq is `u64::MAX`. Blocking like `open`
+    /// (from async code, use [`JsonlRecorderBuilder::resume_async`]).
     pub fn resume(self) -> Result<JsonlRecorder, RecordError> {
         self.open_with(OpenMode::Resume, |file| Box::new(file))
     }
 
-    pub(crate) fn open_with(
-        self,
-        mode: OpenMode,
-        wrap: impl FnOnce(FileSink) -> Box<dyn Sink>,
-    ) -> Result<JsonlRecorder, RecordError> {
-        fs::ensure_storage_dir(&self.storage_dir)?;
-        let path = self.storage_dir.join(self.run_id.file_name());
-        let torn_path = self
-            .storage_dir
-            .join(format!("{}.torn", self.run_id.file_name()));
-        let existed = path.exists();
-        let file = fs::open_append(&path)?;
-        fs::lock_exclusive(&path, &file)?;
-        if mode == OpenMode::New {
-            let len = file
-                .metadata()
-                .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
-                .len();
-            if len > 0 {
-                return Err(storage_error(
-                    &path,
-                    format!(
-                        "run already exists (resume it explicitly); the file holds {len} bytes"
-                    ),
-                    None,
-                ));
-            }
-        }
-        fs::force_file_mode(&path, &file)?;
-        let read = fs::open_read(&path)?;
-        if !fs::same_file(&file, &read)
-            .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
-        {
-            return Err(storage_error(
-                &path,
-                "file was replaced while opening",
-                None,
-            ));
-        }
-        let scan = scan_and_repair(&path, &torn_path, read, &file)?;
-        if !existed && self.durability != Durability::None {
-            // The new name must survive a power loss too.
-            fs::sync_dir(&self.storage_dir)
-                .map_err(|e| storage_error(&self.storage_dir, "cannot sync directory", Some(e)))?;
-        }
-        for warning in &scan.info.warnings {
-            tracing::warn!(path = %path.display(), "resuming transcript: {warning}");
-        }
-        let committed = Arc::new(AtomicU64::new(scan.length));
-        let published = Arc::new(Mutex::new(Published {
-            next_seq: scan.next_seq,
-            fanout: Default::default(),
-            stats: WriteStats::default(),
-            closed: false,
-        }));
-        let writer = Writer {
-            sink: wrap(FileSink { file }),
-            path: path.clone(),
-            run_id: self.run_id,
-            parent_run_id: self.parent_run_id,
-            clock: self.clock,
-            durability: self.durability,
-            next_seq: scan.next_seq,
-            last_ms: scan.last_timestamp.map_or(i64::MIN, Timestamp::unix_millis),
-            acked: scan.length,
-            needs_repair: false,
-            sync_due: None,
-            sync_failed: None,
-            last_batch: 0,
-            last_sync: Duration::ZERO,
-            buf: Vec::with_capacity(64 * 1024),
-            ends: Vec::new(),
-            published: Arc::clone(&published),
-            committed: Arc::clone(&committed),
-        };
-        let (tx, rx) = std_mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("transcript-writer".to_owned())
-            .spawn(move || writer.run(rx))
-            .map_err(|e| storage_error(&path, "cannot start the writer thread", Some(e)))?;
-        Ok(JsonlRecorder {
-            shared: Arc::new(Shared {
-                run_id: self.run_id,
-                parent_run_id: self.parent_run_id,
-                path,
-                mask: self.mask,
-                durability: self.durability,
-                subscriber_buffer: self.subscriber_buffer,
-                tx: Some(tx),
-                thread: Some(thread),
-                published,
-                committed,
-                resume: scan.info,
-            }),
-        })
+    /// [`JsonlRecorderBuilder::open`] without blocking the caller: the
+    /// directory, the file, its lock, the resume scan and the syncs are
+    /// done on the recorder's own writer thread while the calling task is
+    /// suspended. This is what [`JsonlRecorderFactory`](crate::JsonlRecorderFactory)'s
+    /// `create` uses: async tasks never run file I/O.
+    pub async fn open_async(self) -> Result<JsonlRecorder, RecordError> {
+        self.open_async_with(OpenMode::New, |file| Box::new(file))
+            .await
+    }
+
+    /// [`JsonlRecorderBuilder::resume`] without blocking the caller (see
+    /// [`JsonlRecorderBuilder::open_async`]).
+    pub async fn resume_async(self) -> Result<JsonlRecorder, RecordError> {
+        self.open_async_with(OpenMode::Resume, |file| Box::new(file))
+            .await
     }
 }
 
@@ -343,6 +307,7 @@ impl JsonlRecorder {
             durability: Durability::None,
             subscriber_buffer: DEFAULT_SUBSCRIBER_BUFFER,
             mask: None,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES as u32,
         }
     }
 
@@ -420,155 +385,7 @@ impl Recorder for JsonlRecorder {
     }
 }
 
-struct Shared {
-    run_id: RunId,
-    parent_run_id: Option<RunId>,
-    path: PathBuf,
-    mask: Option<Arc<dyn EventMask>>,
-    durability: Durability,
-    subscriber_buffer: usize,
-    /// `None` only while dropping (disconnects the writer thread).
-    tx: Option<std_mpsc::Sender<Msg>>,
-    thread: Option<JoinHandle<()>>,
-    published: Arc<Mutex<Published>>,
-    /// Acknowledged file length, published before acknowledgement.
-    committed: Arc<AtomicU64>,
-    resume: ResumeInfo,
-}
-
-/// The longest line `encoded` bytes of parts can make: `{"seq":` plus up
-/// to 20 digits, `,"timestamp":"`, 24 bytes of time, `","payload":` and `}`.
-fn line_bound(encoded: usize) -> usize {
-    encoded + 7 + 20 + 14 + 24 + 12 + 1
-}
-
-impl Shared {
-    fn send(&self, msg: Msg) -> Result<(), RecordError> {
-        match &self.tx {
-            Some(tx) => tx.send(msg).map_err(|_| RecordError::Closed),
-            None => Err(RecordError::Closed),
-        }
-    }
-
-    /// Masks, validates and encodes `draft` on the caller's task.
-    fn prepare(&self, mut draft: EventDraft) -> Result<(Vec<u8>, usize, EventDraft), RecordError> {
-        if let Some(mask) = &self.mask {
-            let before = draft.event_type();
-            mask.mask(&mut draft.payload);
-            if draft.event_type() != before {
-                return Err(RecordError::Encode(format!(
-                    "event mask changed the event type from {before} to {}",
-                    draft.event_type()
-                )));
-            }
-        }
-        // Refused before it gets a seq: our own verify would reject it.
-        draft.validate()?;
-        // What subscribers get from the draft then equals what the line
-        // decodes to.
-        draft.payload.canonicalize();
-        let mut bytes = Vec::with_capacity(512);
-        let split = PreEncoded::encode_into(self.run_id, self.parent_run_id, &draft, &mut bytes)
-            .map_err(|e| RecordError::Encode(e.to_string()))?;
-        // The reader refuses longer lines: never write one (the caller
-        // truncates big values before).
-        let length = line_bound(bytes.len());
-        if length > MAX_LINE_BYTES {
-            return Err(RecordError::TooLarge {
-                length,
-                limit: MAX_LINE_BYTES,
-            });
-        }
-        Ok((bytes, split, draft))
-    }
-
-    async fn record(&self, draft: EventDraft) -> Result<Seq, RecordError> {
-        let (bytes, split, draft) = self.prepare(draft)?;
-        let (ack, mut acked) = oneshot::channel();
-        self.send(Msg::Record(Entry {
-            bytes,
-            split,
-            draft,
-            ack,
-        }))?;
-        // Poll for the answer (at most 20 µs, none on a single CPU, yielding between polls so other tasks on this
-        // worker run) before suspending: the writer thread answers within a microsecond or two
-        // unless it syncs, and a parked worker's wake-up costs far more. Under Always the
-        // answer waits for a sync: suspend at once.
-        if self.durability != Durability::Always {
-            let polling = std::time::Instant::now();
-            while polling.elapsed() < writer_thread::poll_budget() {
-                match acked.try_recv() {
-                    Ok(answer) => return answer.outcome,
-                    Err(oneshot::error::TryRecvError::Closed) => return Err(RecordError::Closed),
-                    Err(oneshot::error::TryRecvError::Empty) => tokio::task::yield_now().await,
-                }
-            }
-        }
-        // A dropped sender means the thread ended without writing it.
-        acked
-            .await
-            .map_or(Err(RecordError::Closed), |answer| answer.outcome)
-    }
-
-    fn subscribe(&self, from: Option<Seq>) -> Result<JsonlSubscription, RecordError> {
-        let mut p = lock(&self.published);
-        if p.closed {
-            return Err(RecordError::Closed);
-        }
-        let next = p.next_seq;
-        match from {
-            None => {
-                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, false);
-                Ok(JsonlSubscription::live(id, rx, counters))
-            }
-            Some(seq) if seq == 0 || seq > next => Err(RecordError::Replay {
-                requested: seq,
-                reason: if seq == 0 {
-                    "seq starts at 1".to_owned()
-                } else {
-                    format!("the last written seq is {}", next - 1)
-                },
-            }),
-            Some(seq) => {
-                let file = fs::open_read(&self.path)?;
-                let tail = FileTail::new(file, self.path.clone(), Arc::clone(&self.committed));
-                let (rx, counters, id) = p.fanout.register(self.subscriber_buffer, true);
-                Ok(JsonlSubscription::replaying(id, rx, counters, tail, seq))
-            }
-        }
-    }
-
-    async fn close(&self) -> Result<(), RecordError> {
-        let (ack, done) = oneshot::channel();
-        if self.send(Msg::Close(ack)).is_ok()
-            && let Ok(result) = done.await
-        {
-            return result;
-        }
-        // The thread is gone: closed by an earlier close, or it died.
-        if lock(&self.published).closed {
-            Ok(())
-        } else {
-            Err(storage_error(
-                &self.path,
-                "the writer thread stopped unexpectedly",
-                None,
-            ))
-        }
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        // Disconnect: the thread finishes what is queued (normally nothing:
-        // every record future borrowed a handle) and releases the file.
-        self.tx = None;
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
+#[cfg(test)]
+mod runtime_tests;
 #[cfg(test)]
 mod tests;

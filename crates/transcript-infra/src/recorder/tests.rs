@@ -211,24 +211,52 @@ async fn failed_sync_under_always_is_not_acknowledged() {
     );
 }
 
-#[tokio::test]
-async fn a_failed_batch_fails_every_record_in_it_and_consumes_no_seq() {
+/// A write failure fails every record of its batch, not only the first:
+/// three records are queued while the writer thread is held in the sync of
+/// the record before them, so they form one batch, and its write fails.
+#[test]
+fn a_failed_batch_fails_every_record_in_it_and_consumes_no_seq() {
     let tmp = tempfile::tempdir().unwrap();
-    let (rec, faults) = open_faulty(tmp.path(), Durability::None);
-    faults.lock().unwrap().fail_writes = 1;
-    assert!(rec.record(draft("a")).await.is_err());
-    let rec2 = rec.clone();
-    let results = futures_join(&rec, &rec2).await;
-    assert_eq!(results, [1, 2]);
-    rec.close().await.unwrap();
+    let (rec, faults) = open_faulty(tmp.path(), Durability::Always);
+    let entered = Arc::new(tokio::sync::Notify::new());
+    let (release, gate) = std_mpsc::channel();
+    faults.lock().unwrap().gate = Some((Arc::clone(&entered), gate));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut first = Box::pin(rec.record(draft("a")));
+        assert!(poll_once(first.as_mut()).await.is_pending());
+        // The writer thread is inside the sync of "a".
+        entered.notified().await;
+        let mut batch = Vec::new();
+        for name in ["b", "c", "d"] {
+            let mut fut = Box::pin(rec.record(draft(name)));
+            assert!(poll_once(fut.as_mut()).await.is_pending());
+            batch.push(fut);
+        }
+        faults.lock().unwrap().fail_writes = 1;
+        release.send(()).unwrap();
+        assert_eq!(first.await.unwrap(), 1);
+        for fut in batch {
+            let err = fut.await.unwrap_err();
+            assert!(err.to_string().ends_with("(os error 28)"), "{err}");
+        }
+        // One batch for "a", one for the three: it really was one batch.
+        let stats = rec.write_stats();
+        assert_eq!((stats.batches, stats.entries), (2, 4), "{stats:?}");
+        assert_eq!(rec.record(draft("e")).await.unwrap(), 2);
+        rec.close().await.unwrap();
+    });
     assert_eq!(file_seqs(&rec), [1, 2]);
 }
 
-async fn futures_join(a: &JsonlRecorder, b: &JsonlRecorder) -> Vec<u64> {
-    let (x, y) = tokio::join!(a.record(draft("x")), b.record(draft("y")));
-    let mut v = vec![x.unwrap(), y.unwrap()];
-    v.sort();
-    v
+/// Polls `fut` once: a record polled once is queued.
+async fn poll_once<F: std::future::Future + ?Sized>(
+    fut: std::pin::Pin<&mut F>,
+) -> std::task::Poll<F::Output> {
+    let mut fut = Some(fut);
+    std::future::poll_fn(move |cx| std::task::Poll::Ready(fut.take().unwrap().poll(cx))).await
 }
 
 #[tokio::test]

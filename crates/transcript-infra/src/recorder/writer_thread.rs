@@ -9,9 +9,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot, watch};
 use transcript_domain::{Clock, EncodedParts, EventDraft, RecordError, RunId, Seq, Timestamp};
 
+use super::polling::{PollSlot, poll_budget};
 use super::{Durability, WriteStats};
 use crate::fanout::FanOut;
 use crate::fs::storage_error;
@@ -25,6 +26,8 @@ pub(super) struct Entry {
     pub(super) bytes: Vec<u8>,
     pub(super) split: usize,
     pub(super) draft: EventDraft,
+    /// Room it holds in the record queue (returned once it is written).
+    pub(super) permits: u32,
     pub(super) ack: oneshot::Sender<Answer>,
 }
 
@@ -40,8 +43,10 @@ pub(super) struct Answer {
 }
 
 impl Entry {
-    /// Answers this record with `outcome`, handing its buffers back.
-    fn answer(self, outcome: Result<Seq, RecordError>) {
+    /// Answers this record with `outcome`, handing its buffers back and its
+    /// room in the queue.
+    fn answer(self, outcome: Result<Seq, RecordError>, room: &Semaphore) {
+        room.add_permits(self.permits as usize);
         let _ = self.ack.send(Answer {
             outcome,
             _spent: (self.bytes, Some(self.draft)),
@@ -68,6 +73,8 @@ pub(super) struct Published {
     pub(super) stats: WriteStats,
     /// The file is released; nothing more is written.
     pub(super) closed: bool,
+    /// The writer thread panicked with this message.
+    pub(super) panicked: Option<String>,
 }
 
 pub(super) fn lock(published: &Mutex<Published>) -> MutexGuard<'_, Published> {
@@ -77,22 +84,6 @@ pub(super) fn lock(published: &Mutex<Published>) -> MutexGuard<'_, Published> {
 /// Longest a batch under `Always` waits for more producers (see
 /// `Writer::gather`).
 const GATHER_MAX: Duration = Duration::from_micros(500);
-
-/// How long the writer thread, and a producer awaiting its answer (yielding between polls),
-/// poll for what they wait for before they block or suspend. A blocked thread's wake-up is the whole cost of a record
-/// on a virtual machine: a bare round trip between two threads measured 28 µs blocking and
-/// 0.46 µs polling on this project's 2-vCPU machines. Twenty microseconds cover a record's
-/// round trip many times over and cost nothing measurable when idle (once per batch).
-const SPIN: Duration = Duration::from_micros(20);
-
-/// [`SPIN`], or nothing on a single CPU, where the awaited thread cannot run while we poll.
-pub(super) fn poll_budget() -> Duration {
-    static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| match std::thread::available_parallelism() {
-        Ok(n) if n.get() > 1 => SPIN,
-        _ => Duration::ZERO,
-    })
-}
 
 /// Reused buffers above this capacity are released after use, so one huge
 /// event does not pin its memory for the recorder's life.
@@ -126,6 +117,8 @@ pub(super) struct Writer {
     pub(super) ends: Vec<usize>,
     pub(super) published: Arc<Mutex<Published>>,
     pub(super) committed: Arc<AtomicU64>,
+    /// The record queue's room, given back as batches are written.
+    pub(super) room: Arc<Semaphore>,
 }
 
 /// The outcome of writing one batch's records.
@@ -137,10 +130,37 @@ struct Written {
 }
 
 impl Writer {
-    /// The thread's body: runs until a close, or until every recorder
-    /// handle is gone (then the file is released without a final sync, as
-    /// dropping a file does).
-    pub(super) fn run(mut self, rx: Receiver<Msg>) {
+    /// The thread's body around [`Writer::run`]: whatever way it ends (a
+    /// close, the last handle dropped, a panic, e.g. in a user `Clock`),
+    /// the file is closed, subscriptions end, records waiting for room or
+    /// for an answer are told how it ended, and an open of this run in this
+    /// process may proceed.
+    pub(super) fn run_to_end(self, rx: Receiver<Msg>, ended: watch::Sender<bool>) {
+        let published = Arc::clone(&self.published);
+        let room = Arc::clone(&self.room);
+        let path = self.path.clone();
+        // Unwinding drops the writer (closing the file) and the channel
+        // (with every queued record's acknowledgement) before this returns.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || self.run(rx)));
+        {
+            let mut p = lock(&published);
+            if let Err(payload) = outcome {
+                let message = panic_message(payload.as_ref());
+                tracing::error!(path = %path.display(), "the transcript writer thread panicked: {message}");
+                p.panicked = Some(message);
+            }
+            p.closed = true;
+            p.fanout.close_all();
+        }
+        room.close();
+        crate::release::end(&path);
+        // Last: whoever waits for it reads `Published` next.
+        ended.send_replace(true);
+    }
+
+    /// Runs until a close, or until every recorder handle is gone (then
+    /// the file is released without a final sync, as dropping a file does).
+    fn run(mut self, rx: Receiver<Msg>) {
         let mut batch: Vec<Entry> = Vec::new();
         loop {
             let Some(first) = self.next_message(&rx) else {
@@ -149,7 +169,7 @@ impl Writer {
             };
             let mut close = None;
             for msg in std::iter::once(first).chain(rx.try_iter()) {
-                take(msg, &mut batch, &mut close);
+                take(msg, &mut batch, &mut close, &self.room);
             }
             self.gather(&rx, &mut batch, &mut close);
             if !batch.is_empty() {
@@ -157,12 +177,13 @@ impl Writer {
                 self.commit(&mut batch);
             }
             if let Some(ack) = close {
+                let room = Arc::clone(&self.room);
                 let result = self.finish_close();
                 let _ = ack.send(result);
                 // Whatever raced with the close: records fail, closes are done.
                 for msg in rx.try_iter() {
                     match msg {
-                        Msg::Record(entry) => entry.answer(Err(RecordError::Closed)),
+                        Msg::Record(entry) => entry.answer(Err(RecordError::Closed), &room),
                         Msg::Close(ack) => {
                             let _ = ack.send(Ok(()));
                         }
@@ -193,9 +214,9 @@ impl Writer {
         while batch.len() < self.last_batch && close.is_none() {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(msg) => {
-                    take(msg, batch, close);
+                    take(msg, batch, close, &self.room);
                     for msg in rx.try_iter() {
-                        take(msg, batch, close);
+                        take(msg, batch, close, &self.room);
                     }
                 }
                 // Disconnected: the handles are gone; the next wait sees it.
@@ -209,17 +230,21 @@ impl Writer {
     fn next_message(&mut self, rx: &Receiver<Msg>) -> Option<Msg> {
         // Poll briefly first: a producer that records again right after its
         // acknowledgement finds the thread awake.
+        // Only while a polling slot is free: with many recorders busy at
+        // once, the threads that poll would take the CPUs the others need.
+        let slot = PollSlot::take();
         let polling = Instant::now();
         loop {
             match rx.try_recv() {
                 Ok(msg) => return Some(msg),
                 Err(TryRecvError::Disconnected) => return None,
-                Err(TryRecvError::Empty) if polling.elapsed() < poll_budget() => {
+                Err(TryRecvError::Empty) if slot.is_some() && polling.elapsed() < poll_budget() => {
                     std::hint::spin_loop()
                 }
                 Err(TryRecvError::Empty) => break,
             }
         }
+        drop(slot);
         loop {
             let Some(due) = self.sync_due else {
                 return rx.recv().ok();
@@ -282,6 +307,7 @@ impl Writer {
                 .get_or_insert_with(|| Instant::now() + interval(every));
         }
         let mut outcomes = Vec::with_capacity(batch.len());
+        let permits: usize = batch.iter().map(|entry| entry.permits as usize).sum();
         {
             // Published and broadcast under one lock hold: a subscription
             // registers either before the batch (and gets all of it) or
@@ -326,6 +352,8 @@ impl Writer {
                 _spent: (bytes, draft),
             });
         }
+        // Written (or failed): their room in the queue is free again.
+        self.room.add_permits(permits);
     }
 
     /// Writes the batch's lines with as few `write(2)` calls as the kernel
@@ -467,6 +495,16 @@ impl Writer {
     }
 }
 
+/// The message a panic was raised with (`panic!` gives a `&str` or a
+/// `String`).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
 /// A copy of `e` for each failed record of a batch (`io::Error` is not
 /// `Clone`): keeps the OS error number, so the copy displays, and matches,
 /// exactly like the original (`No space left on device (os error 28)`).
@@ -482,10 +520,11 @@ fn take(
     msg: Msg,
     batch: &mut Vec<Entry>,
     close: &mut Option<oneshot::Sender<Result<(), RecordError>>>,
+    room: &Semaphore,
 ) {
     match msg {
         Msg::Record(entry) if close.is_none() => batch.push(entry),
-        Msg::Record(entry) => entry.answer(Err(RecordError::Closed)),
+        Msg::Record(entry) => entry.answer(Err(RecordError::Closed), room),
         Msg::Close(ack) if close.is_none() => *close = Some(ack),
         // A second close waits for the first: answered after it.
         Msg::Close(ack) => {

@@ -1,0 +1,209 @@
+//! Opening a run: the blocking work (directory, file, lock, mode, resume
+//! scan, directory sync) runs on the run's own writer thread, which then
+//! goes on as its writer. `open` waits for it on the calling thread (it is
+//! documented as blocking), `open_async` suspends the calling task.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, oneshot, watch};
+use transcript_domain::{RecordError, Timestamp};
+
+use super::shared::Shared;
+use super::writer_thread::{Msg, Published, Writer};
+use super::{Durability, JsonlRecorder, JsonlRecorderBuilder, OpenMode, WriteStats};
+use crate::fs::{self, storage_error};
+use crate::resume::scan_and_repair;
+use crate::sink::{FileSink, Sink};
+
+/// How long opening a run waits for this process's own earlier recorder of
+/// it, dropped but not yet released by its writer thread (see
+/// `crate::release`), before it reports the run as locked.
+const RELEASE_WAIT: Duration = Duration::from_secs(30);
+
+/// Wraps the opened file in the writer's sink (tests inject faults here).
+pub(crate) type Wrap = Box<dyn FnOnce(FileSink) -> Box<dyn Sink> + Send>;
+
+/// What the writer thread runs with once the run is open.
+struct Opened {
+    recorder: JsonlRecorder,
+    writer: Writer,
+    rx: std_mpsc::Receiver<Msg>,
+    ended: watch::Sender<bool>,
+}
+
+impl JsonlRecorderBuilder {
+    /// Opens on the writer thread and waits for it on this thread.
+    pub(crate) fn open_with(
+        self,
+        mode: OpenMode,
+        wrap: impl FnOnce(FileSink) -> Box<dyn Sink> + Send + 'static,
+    ) -> Result<JsonlRecorder, RecordError> {
+        let path = self.storage_dir.join(self.run_id.file_name());
+        let (tx, rx) = std_mpsc::channel();
+        self.spawn(mode, Box::new(wrap), move |opened| {
+            let _ = tx.send(opened);
+        })?;
+        rx.recv()
+            .unwrap_or_else(|_| Err(stopped_while_opening(&path)))
+    }
+
+    /// Opens on the writer thread while the calling task is suspended.
+    pub(crate) async fn open_async_with(
+        self,
+        mode: OpenMode,
+        wrap: impl FnOnce(FileSink) -> Box<dyn Sink> + Send + 'static,
+    ) -> Result<JsonlRecorder, RecordError> {
+        let path = self.storage_dir.join(self.run_id.file_name());
+        let (tx, rx) = oneshot::channel();
+        // A caller that gives up drops `rx`: the recorder sent to it is
+        // dropped with the failed send, and its thread releases the file.
+        self.spawn(mode, Box::new(wrap), move |opened| {
+            let _ = tx.send(opened);
+        })?;
+        rx.await
+            .unwrap_or_else(|_| Err(stopped_while_opening(&path)))
+    }
+
+    /// Starts the writer thread: it opens the run, hands the recorder (or
+    /// the error) to `reply`, then writes until the run is closed.
+    fn spawn(
+        self,
+        mode: OpenMode,
+        wrap: Wrap,
+        reply: impl FnOnce(Result<JsonlRecorder, RecordError>) + Send + 'static,
+    ) -> Result<(), RecordError> {
+        let path = self.storage_dir.join(self.run_id.file_name());
+        std::thread::Builder::new()
+            .name("transcript-writer".to_owned())
+            .spawn(move || match self.open_files(mode, wrap) {
+                Err(e) => reply(Err(e)),
+                Ok(Opened {
+                    recorder,
+                    writer,
+                    rx,
+                    ended,
+                }) => {
+                    reply(Ok(recorder));
+                    writer.run_to_end(rx, ended);
+                }
+            })
+            .map(drop)
+            .map_err(|e| storage_error(&path, "cannot start the writer thread", Some(e)))
+    }
+
+    /// The blocking part of opening, on the writer thread.
+    fn open_files(self, mode: OpenMode, wrap: Wrap) -> Result<Opened, RecordError> {
+        fs::ensure_storage_dir(&self.storage_dir)?;
+        let path = self.storage_dir.join(self.run_id.file_name());
+        let torn_path = self
+            .storage_dir
+            .join(format!("{}.torn", self.run_id.file_name()));
+        let existed = path.exists();
+        let file = fs::open_append(&path)?;
+        match fs::lock_exclusive(&path, &file) {
+            // Our own recorder of this run, dropped and being released.
+            Err(RecordError::Locked { .. }) if crate::release::wait(&path, RELEASE_WAIT) => {
+                fs::lock_exclusive(&path, &file)?;
+            }
+            result => result?,
+        }
+        if mode == OpenMode::New {
+            let len = file
+                .metadata()
+                .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
+                .len();
+            if len > 0 {
+                return Err(storage_error(
+                    &path,
+                    format!(
+                        "run already exists (resume it explicitly); the file holds {len} bytes"
+                    ),
+                    None,
+                ));
+            }
+        }
+        fs::force_file_mode(&path, &file)?;
+        crate::iohook::point(&path, crate::iohook::Site::Open);
+        let read = fs::open_read(&path)?;
+        if !fs::same_file(&file, &read)
+            .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
+        {
+            return Err(storage_error(
+                &path,
+                "file was replaced while opening",
+                None,
+            ));
+        }
+        let scan = scan_and_repair(&path, &torn_path, read, &file)?;
+        if !existed && self.durability != Durability::None {
+            // The new name must survive a power loss too.
+            fs::sync_dir(&self.storage_dir)
+                .map_err(|e| storage_error(&self.storage_dir, "cannot sync directory", Some(e)))?;
+        }
+        for warning in &scan.info.warnings {
+            tracing::warn!(path = %path.display(), "resuming transcript: {warning}");
+        }
+        let committed = Arc::new(AtomicU64::new(scan.length));
+        let published = Arc::new(Mutex::new(Published {
+            next_seq: scan.next_seq,
+            fanout: Default::default(),
+            stats: WriteStats::default(),
+            closed: false,
+            panicked: None,
+        }));
+        let room = Arc::new(Semaphore::new(self.max_queued_bytes as usize));
+        let writer = Writer {
+            sink: wrap(FileSink { file }),
+            path: path.clone(),
+            run_id: self.run_id,
+            parent_run_id: self.parent_run_id,
+            clock: self.clock,
+            durability: self.durability,
+            next_seq: scan.next_seq,
+            last_ms: scan.last_timestamp.map_or(i64::MIN, Timestamp::unix_millis),
+            acked: scan.length,
+            needs_repair: false,
+            sync_due: None,
+            sync_failed: None,
+            last_batch: 0,
+            last_sync: Duration::ZERO,
+            buf: Vec::with_capacity(64 * 1024),
+            ends: Vec::new(),
+            published: Arc::clone(&published),
+            committed: Arc::clone(&committed),
+            room: Arc::clone(&room),
+        };
+        let (tx, rx) = std_mpsc::channel();
+        let (ended, ended_rx) = watch::channel(false);
+        let recorder = JsonlRecorder {
+            shared: Arc::new(Shared {
+                run_id: self.run_id,
+                parent_run_id: self.parent_run_id,
+                path,
+                mask: self.mask,
+                durability: self.durability,
+                subscriber_buffer: self.subscriber_buffer,
+                tx: Some(tx),
+                published,
+                committed,
+                resume: scan.info,
+                room,
+                max_queued_bytes: self.max_queued_bytes,
+                ended: ended_rx,
+            }),
+        };
+        Ok(Opened {
+            recorder,
+            writer,
+            rx,
+            ended,
+        })
+    }
+}
+
+fn stopped_while_opening(path: &std::path::Path) -> RecordError {
+    storage_error(path, "the writer thread stopped while opening", None)
+}
