@@ -23,16 +23,23 @@
 //!
 //! ## Mapping
 //!
-//! Attribute names follow the OpenTelemetry GenAI semantic conventions
-//! v1.41.0 (see [`semconv`]; upstream status: development).
+//! Attribute names follow the OpenTelemetry GenAI semantic conventions at the
+//! version pinned in [`semconv`] (upstream status: development), which also
+//! lists the rules applied (provider names, token counts, `error.type`, tool
+//! call ids, workflow names). Every span also carries OpenInference's
+//! `openinference.span.kind` (`CHAIN`, `AGENT`, `TOOL`, `LLM`), which Arize
+//! Phoenix reads, beside the GenAI names.
 //!
 //! | transcript | span name | attributes |
 //! |---|---|---|
-//! | run (`run.started` … `run.completed`) | `invoke_workflow {workflow}` | `gen_ai.operation.name`, `gen_ai.workflow.name`, `gen_ai.conversation.id` = run id, `transcript.run_id`, `transcript.parent_run_id` (child runs) |
+//! | run (`run.started` … `run.completed`) | `invoke_workflow {workflow}` | `gen_ai.operation.name`, `gen_ai.workflow.name` (low-cardinality: `import` for imported runs), `gen_ai.conversation.id` = run id, `transcript.name`, `transcript.run_id`, `transcript.parent_run_id` (child runs) |
 //! | step execution (`step.started` … `step.completed`) | `{kind} {name}` | `transcript.kind`, `transcript.name`, `transcript.path`, `transcript.iteration`, `transcript.seq` |
-//! | agent step (kind `agent`) | `invoke_agent {name}` | the step's, plus `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.conversation.id`, and from its `message.assistant` payloads (decision 10) `gen_ai.provider.name`, `gen_ai.request.model` / `gen_ai.response.model` (first / last reported), `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `transcript.usage.reasoning_tokens`, `transcript.usage.cost_usd` (summed over turns, each only when reported) |
+//! | agent step (kind `agent`) | `invoke_agent {name}` | the step's, plus `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.conversation.id`, and from its `message.assistant` payloads (decision 10) `gen_ai.provider.name` (well-known value) and `transcript.provider`, `gen_ai.request.model` / `gen_ai.response.model` (first / last reported), `gen_ai.usage.input_tokens` (cache included), `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.usage.reasoning.output_tokens`, `transcript.usage.cost_usd` (summed over turns, each only when reported or priced) |
+//! | provider turn (`message.assistant` in an agent step) | `chat {model}` | child of its agent span, from the agent's previous turn (or the step's start) to the message: `gen_ai.operation.name` = `chat`, provider, model, the turn's usage and cost as above, OpenInference `llm.model_name`, `llm.provider`, `llm.token_count.{prompt,completion,total}` |
 //! | `call_workflow` step | `call_workflow {name}` | the step's, plus `transcript.child_run_id`; the child run's `invoke_workflow` span is its child, in the same trace |
-//! | tool call (`tool.call` … `tool.result`, paired by `call_id` and fidelity) | `execute_tool {tool}` | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `transcript.fidelity` |
+//! | tool call (`tool.call` … `tool.result`, paired by `call_id` and fidelity) | `execute_tool {tool}` | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id` (the provider's id), `transcript.call_id` (the recorded id, when it differs), `transcript.fidelity` |
+//!
+//! Any span that ends in error also carries `error.type`.
 //!
 //! * **Structure**: one trace per root run. Steps nest by path (decision 4:
 //!   `a.b` under the open `a`); messages and tools belong to the open step
@@ -150,7 +157,7 @@ pub use live::{
     MAX_CONSECUTIVE_FAILURES, forward,
 };
 pub use mapping::{
-    MapOptions, MapProblem, MappedTrace, SCOPE_NAME, SpanMapper, map_run, span_time,
+    MapOptions, MapProblem, MappedTrace, Pricing, SCOPE_NAME, SpanMapper, map_run, span_time,
 };
 
 /// Re-exported OTLP message types (for decoding requests in tests and tools).

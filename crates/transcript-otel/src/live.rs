@@ -15,7 +15,7 @@ use crate::export::{
 use crate::mapping::{MapOptions, SpanMapper};
 
 /// Tuning of a [`LiveExporter`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct LiveConfig {
     /// Mapping options (content capture).
     pub options: MapOptions,
