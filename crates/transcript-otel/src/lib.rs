@@ -83,14 +83,23 @@
 //!
 //! ## Transport
 //!
-//! [`export_otlp_http`] and [`LiveExporter`] use `opentelemetry-otlp`'s
-//! HTTP/protobuf exporter with its blocking client, which must not be
-//! created or dropped inside a tokio runtime: both run it on a dedicated
-//! thread of their own, so callers may be async or not. This build carries
-//! no TLS stack: endpoints are `http://` (a local collector forwards
-//! elsewhere); an `https://` endpoint is rejected up front with a clear
-//! error. A base endpoint (`http://host:4318`) gets `/v1/traces` appended; a
-//! URL with a path is used as given.
+//! [`export_otlp_http`] and [`LiveExporter`] send OTLP/HTTP protobuf with
+//! reqwest's blocking client over `http://` or `https://` (rustls: the
+//! platform's roots, plus the PEM file of [`OtlpHttpConfig::certificate`] for
+//! a private CA), with the configured headers, one deadline per export and
+//! retries of transient failures (connection, 429, 502, 503, 504; `Retry-After`
+//! honoured within the deadline). The client must not be created or dropped
+//! inside a tokio runtime: both run it on a dedicated thread of their own, so
+//! callers may be async or not. A base endpoint (`https://host:4318`) gets
+//! `/v1/traces` appended; a URL with a path is used as given.
+//!
+//! [`OtlpHttpConfig::resolve`] reads the standard `OTEL_*` environment with the
+//! specification's precedence (see [`config`]): endpoint, headers, timeout,
+//! certificate, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`. Header values
+//! are secrets: `Debug` shows names only, configuration errors name the
+//! setting and the entry's position, and every export error is masked
+//! ([`config::Secrets`]) so that a backend echoing a credential in its answer
+//! does not put it in a log.
 //!
 //! ## Live mode guarantees
 //!
@@ -141,15 +150,18 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod config;
 mod content;
 mod export;
 pub mod ids;
 mod live;
 mod mapping;
 pub mod semconv;
+mod transport;
 
+pub use config::{OtlpFlags, OtlpHttpConfig};
 pub use export::{
-    DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError, ExportReport, OtlpHttpConfig, SpanSink,
+    DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError, ExportReport, SpanSink,
     export_otlp_http, to_otlp_request, write_otlp_json,
 };
 pub use live::{

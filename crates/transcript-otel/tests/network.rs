@@ -260,7 +260,7 @@ fn offline_export_reports_rejected_and_unreachable_endpoints() {
         matches!(err, ExportError::Incomplete { failed: 12, .. }),
         "{err}"
     );
-    let err = export_otlp_http(Vec::new(), &config("https://example.invalid".into())).unwrap_err();
+    let err = export_otlp_http(Vec::new(), &config("ftp://example.invalid".into())).unwrap_err();
     assert!(matches!(err, ExportError::InvalidEndpoint { .. }), "{err}");
 }
 

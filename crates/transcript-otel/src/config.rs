@@ -1,0 +1,643 @@
+//! Where and how spans are sent: the OTLP/HTTP settings, resolved from flags and the
+//! standard `OTEL_*` environment with the OpenTelemetry specification's precedence, and the
+//! masking of header values (secrets) in every message.
+//!
+//! Precedence, per setting: a flag, else the signal-specific variable
+//! (`OTEL_EXPORTER_OTLP_TRACES_*`), else the general one (`OTEL_EXPORTER_OTLP_*`), else the
+//! default. Headers are merged by name (case-insensitive) in that order, so a flag replaces
+//! one header of the environment and keeps the others; within the environment the
+//! signal-specific variable replaces the general one whole, as the specification reads.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use percent_encoding::percent_decode_str;
+use reqwest::Url;
+
+use crate::export::{DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError};
+
+/// General OTLP endpoint: a base URL, `v1/traces` is appended to its path.
+pub const ENV_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+/// Traces endpoint: the full URL, used as given.
+pub const ENV_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+/// General headers, `k=v,k2=v2` with percent-encoded values.
+pub const ENV_HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
+/// Traces headers (replaces [`ENV_HEADERS`] whole).
+pub const ENV_TRACES_HEADERS: &str = "OTEL_EXPORTER_OTLP_TRACES_HEADERS";
+/// General timeout in milliseconds.
+pub const ENV_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
+/// Traces timeout in milliseconds.
+pub const ENV_TRACES_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT";
+/// General trusted certificate(s) (PEM file) for the server's TLS credentials.
+pub const ENV_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CERTIFICATE";
+/// Traces trusted certificate(s) (PEM file).
+pub const ENV_TRACES_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE";
+/// `service.name` of the resource (wins over the one in [`ENV_RESOURCE_ATTRIBUTES`]).
+pub const ENV_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+/// Resource attributes, `k=v,k2=v2` with percent-encoded values (e.g.
+/// `openinference.project.name=review` selects a Phoenix project).
+pub const ENV_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
+/// `true`: the SDK (here: export) is disabled.
+pub const ENV_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
+/// `none`: no trace exporter.
+pub const ENV_TRACES_EXPORTER: &str = "OTEL_TRACES_EXPORTER";
+
+/// What the user asked for on the command line; `None`/empty fields fall back to the
+/// environment.
+#[derive(Clone, Default)]
+pub struct OtlpFlags {
+    /// `--otlp-endpoint` / `--endpoint`: a base URL (`/v1/traces` appended when it has no
+    /// path) or a full URL.
+    pub endpoint: Option<String>,
+    /// `--otlp-header k=v`, repeated, as given (parsed by [`OtlpHttpConfig::resolve`], which
+    /// never echoes a value).
+    pub headers: Vec<String>,
+    /// `--otlp-certificate`: a PEM file of CA certificates to trust besides the platform's.
+    pub certificate: Option<PathBuf>,
+    /// `--otlp-timeout`.
+    pub timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for OtlpFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtlpFlags")
+            .field("endpoint", &self.endpoint.as_deref().map(display_url))
+            .field("headers", &format_args!("[{} masked]", self.headers.len()))
+            .field("certificate", &self.certificate)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// Where the OTLP/HTTP exporter sends, and how.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OtlpHttpConfig {
+    /// `http(s)://host:port` (then `/v1/traces` is appended, as the OTLP spec
+    /// does for a base endpoint) or a full URL with a path, used as given.
+    pub endpoint: String,
+    /// The endpoint is the full traces URL even without a path (a signal-specific setting).
+    pub endpoint_is_full: bool,
+    /// Per-export timeout, retries included.
+    pub timeout: Duration,
+    /// Extra request headers (e.g. an API key for a backend). Secrets: their values are
+    /// masked in `Debug` and in every error this crate produces.
+    pub headers: Vec<(String, String)>,
+    /// PEM file of CA certificates trusted besides the platform's roots (a private CA).
+    pub certificate: Option<PathBuf>,
+    /// `service.name` of the resource.
+    pub service_name: String,
+    /// Further resource attributes (`OTEL_RESOURCE_ATTRIBUTES`), in order.
+    pub resource_attributes: Vec<(String, String)>,
+    /// Spans per request.
+    pub batch_size: usize,
+    /// Retries of a failed request (0: one attempt) on a transient failure (connection,
+    /// 429, 502, 503, 504), backing off within `timeout`.
+    pub max_retries: usize,
+}
+
+impl std::fmt::Debug for OtlpHttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("OtlpHttpConfig")
+            .field("endpoint", &display_url(&self.endpoint))
+            .field("endpoint_is_full", &self.endpoint_is_full)
+            .field("timeout", &self.timeout)
+            .field("headers (values masked)", &names)
+            .field("certificate", &self.certificate)
+            .field("service_name", &self.service_name)
+            .field("resource_attributes", &self.resource_attributes)
+            .field("batch_size", &self.batch_size)
+            .field("max_retries", &self.max_retries)
+            .finish()
+    }
+}
+
+impl OtlpHttpConfig {
+    /// Defaults: 10 s timeout, 2 retries, batches of [`DEFAULT_BATCH_SIZE`],
+    /// service name [`DEFAULT_SERVICE_NAME`], no headers, platform roots only.
+    pub fn new(endpoint: impl Into<String>) -> Self {
+        Self {
+            endpoint: endpoint.into(),
+            endpoint_is_full: false,
+            timeout: Duration::from_secs(10),
+            headers: Vec::new(),
+            certificate: None,
+            service_name: DEFAULT_SERVICE_NAME.to_owned(),
+            resource_attributes: Vec::new(),
+            batch_size: DEFAULT_BATCH_SIZE,
+            max_retries: 2,
+        }
+    }
+
+    /// Resolves flags over the environment (`env` looks a variable up: `std::env::var(..).ok()`
+    /// in a binary, a map in tests). `Ok(None)`: no endpoint anywhere, or export disabled by
+    /// `OTEL_SDK_DISABLED=true` / `OTEL_TRACES_EXPORTER=none` without an endpoint flag.
+    /// Errors name the setting and never contain a header value.
+    pub fn resolve(
+        flags: &OtlpFlags,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, ExportError> {
+        let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let disabled = get(ENV_SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            || get(ENV_TRACES_EXPORTER).is_some_and(|v| v.trim().eq_ignore_ascii_case("none"));
+        let (endpoint, full) = match (&flags.endpoint, get(ENV_TRACES_ENDPOINT), get(ENV_ENDPOINT))
+        {
+            (Some(flag), _, _) => (flag.clone(), false),
+            _ if disabled => return Ok(None),
+            (None, Some(traces), _) => (traces.trim().to_owned(), true),
+            (None, None, Some(base)) => (signal_url(base.trim(), ENV_ENDPOINT)?, true),
+            (None, None, None) => return Ok(None),
+        };
+        let mut config = Self::new(endpoint);
+        config.endpoint_is_full = full;
+
+        let env_headers = match get(ENV_TRACES_HEADERS) {
+            Some(v) => parse_pairs(&v, ENV_TRACES_HEADERS)?,
+            None => match get(ENV_HEADERS) {
+                Some(v) => parse_pairs(&v, ENV_HEADERS)?,
+                None => Vec::new(),
+            },
+        };
+        let mut headers = env_headers;
+        for (i, raw) in flags.headers.iter().enumerate() {
+            let (k, v) = parse_flag_header(raw, i + 1)?;
+            headers.retain(|(name, _)| !name.eq_ignore_ascii_case(&k));
+            headers.push((k, v));
+        }
+        config.headers = headers;
+
+        config.timeout = match flags.timeout {
+            Some(t) => t,
+            None => match get(ENV_TRACES_TIMEOUT)
+                .map(|v| (ENV_TRACES_TIMEOUT, v))
+                .or_else(|| get(ENV_TIMEOUT).map(|v| (ENV_TIMEOUT, v)))
+            {
+                Some((name, v)) => Duration::from_millis(v.trim().parse().map_err(|_| {
+                    ExportError::Config(format!("{name}={v:?} is not a number of milliseconds"))
+                })?),
+                None => config.timeout,
+            },
+        };
+        config.certificate = flags.certificate.clone().or_else(|| {
+            get(ENV_TRACES_CERTIFICATE)
+                .or_else(|| get(ENV_CERTIFICATE))
+                .map(PathBuf::from)
+        });
+
+        let mut resource = match get(ENV_RESOURCE_ATTRIBUTES) {
+            Some(v) => parse_pairs(&v, ENV_RESOURCE_ATTRIBUTES)?,
+            None => Vec::new(),
+        };
+        let from_resource = resource
+            .iter()
+            .rposition(|(k, _)| k == "service.name")
+            .map(|i| resource.remove(i).1);
+        resource.retain(|(k, _)| k != "service.name");
+        if let Some(name) = get(ENV_SERVICE_NAME).or(from_resource) {
+            config.service_name = name.trim().to_owned();
+        }
+        config.resource_attributes = resource;
+        config.check()?;
+        Ok(Some(config))
+    }
+
+    /// The URL requests go to.
+    pub fn traces_url(&self) -> Result<String, ExportError> {
+        let url = parse_url(&self.endpoint)?;
+        if self.endpoint_is_full || !(url.path().is_empty() || url.path() == "/") {
+            return Ok(self.endpoint.clone());
+        }
+        let mut url = url;
+        url.set_path("/v1/traces");
+        Ok(url.to_string())
+    }
+
+    /// The endpoint for messages: any password in it masked.
+    pub fn display_endpoint(&self) -> String {
+        display_url(&self.endpoint)
+    }
+
+    /// Checks everything that can be checked before sending: the URL, header names and
+    /// values, the certificate file. Errors never contain a header value.
+    pub fn check(&self) -> Result<(), ExportError> {
+        self.traces_url()?;
+        for (i, (name, value)) in self.headers.iter().enumerate() {
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                ExportError::Config(format!("header {} has an invalid name {name:?}", i + 1))
+            })?;
+            reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                ExportError::Config(format!(
+                    "header {name:?} has a value that is not valid in an HTTP header (value not shown)"
+                ))
+            })?;
+        }
+        if self.certificate.is_some() {
+            self.load_certificates()?;
+        }
+        Ok(())
+    }
+
+    /// The certificates of [`OtlpHttpConfig::certificate`], parsed.
+    pub(crate) fn load_certificates(&self) -> Result<Vec<reqwest::Certificate>, ExportError> {
+        let Some(path) = &self.certificate else {
+            return Ok(Vec::new());
+        };
+        let pem = std::fs::read(path).map_err(|e| {
+            ExportError::Config(format!(
+                "cannot read the OTLP certificate {}: {e}",
+                path.display()
+            ))
+        })?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+            ExportError::Config(format!(
+                "the OTLP certificate {} is not a PEM certificate bundle: {e}",
+                path.display()
+            ))
+        })?;
+        if certs.is_empty() {
+            return Err(ExportError::Config(format!(
+                "the OTLP certificate {} holds no certificate",
+                path.display()
+            )));
+        }
+        Ok(certs)
+    }
+
+    /// Masks every header value in `text` (see [`Secrets`]).
+    pub fn mask(&self, text: &str) -> String {
+        Secrets::of(self).mask(text)
+    }
+}
+
+/// The secrets of a configuration (header values, and a password in the endpoint URL), to
+/// mask wherever a message could quote them: an error from the HTTP client, a response
+/// body from the backend.
+#[derive(Clone, Default)]
+pub struct Secrets(Vec<String>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secrets({} masked)", self.0.len())
+    }
+}
+
+/// What a secret is replaced with.
+pub const MASK: &str = "***";
+
+impl Secrets {
+    /// The header values of `config` and each of their whitespace-separated words of four
+    /// bytes or more (`Basic <token>`: the token alone is masked too), plus the endpoint's
+    /// password, longest first.
+    pub fn of(config: &OtlpHttpConfig) -> Self {
+        let mut secrets: Vec<String> = Vec::new();
+        for (_, value) in &config.headers {
+            secrets.push(value.clone());
+            secrets.extend(
+                value
+                    .split_whitespace()
+                    .filter(|w| w.len() >= 4)
+                    .map(str::to_owned),
+            );
+        }
+        if let Ok(url) = Url::parse(&config.endpoint)
+            && let Some(password) = url.password()
+        {
+            secrets.push(password.to_owned());
+            if let Ok(decoded) = percent_decode_str(password).decode_utf8() {
+                secrets.push(decoded.into_owned());
+            }
+        }
+        secrets.retain(|s| !s.is_empty());
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        Self(secrets)
+    }
+
+    /// `text` with every secret replaced by [`MASK`].
+    pub fn mask(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for secret in &self.0 {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), MASK);
+            }
+        }
+        out
+    }
+}
+
+/// A URL for messages: its password (if any) masked.
+pub fn display_url(endpoint: &str) -> String {
+    match Url::parse(endpoint) {
+        Ok(mut url) if url.password().is_some() => {
+            let _ = url.set_password(Some(MASK));
+            url.to_string()
+        }
+        _ => endpoint.to_owned(),
+    }
+}
+
+fn parse_url(endpoint: &str) -> Result<Url, ExportError> {
+    let invalid = |reason: String| ExportError::InvalidEndpoint {
+        endpoint: display_url(endpoint),
+        reason,
+    };
+    let url = Url::parse(endpoint).map_err(|e| invalid(format!("not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("expected an http:// or https:// URL".into()));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("missing host".into()));
+    }
+    Ok(url)
+}
+
+/// The general endpoint with the traces path appended to its own path (the specification's
+/// rule: `http://h:4318/base` sends to `http://h:4318/base/v1/traces`).
+fn signal_url(base: &str, var: &str) -> Result<String, ExportError> {
+    let mut url = parse_url(base).map_err(|e| match e {
+        ExportError::InvalidEndpoint { endpoint, reason } => ExportError::InvalidEndpoint {
+            endpoint,
+            reason: format!("{var}: {reason}"),
+        },
+        other => other,
+    })?;
+    let path = url.path().trim_end_matches('/').to_owned();
+    url.set_path(&format!("{path}/v1/traces"));
+    Ok(url.to_string())
+}
+
+/// `k=v,k2=v2` (W3C-baggage-like): entries split on `,`, each at its first `=`, key and value
+/// trimmed, the value percent-decoded. Empty entries are skipped. An entry without `=` or
+/// with an empty key is an error that names the variable and the entry's position, never
+/// its text (it may be a secret).
+pub fn parse_pairs(text: &str, source: &str) -> Result<Vec<(String, String)>, ExportError> {
+    let mut pairs = Vec::new();
+    for (i, entry) in text.split(',').enumerate() {
+        if entry.trim().is_empty() {
+            continue;
+        }
+        let Some((key, value)) = entry.split_once('=') else {
+            return Err(ExportError::Config(format!(
+                "{source}: entry {} is not key=value (entry not shown)",
+                i + 1
+            )));
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(ExportError::Config(format!(
+                "{source}: entry {} has an empty key",
+                i + 1
+            )));
+        }
+        let value = percent_decode_str(value.trim())
+            .decode_utf8()
+            .map_err(|_| {
+                ExportError::Config(format!(
+                    "{source}: the value of {key:?} is not UTF-8 once percent-decoded (value not shown)"
+                ))
+            })?
+            .into_owned();
+        pairs.push((key.to_owned(), value));
+    }
+    Ok(pairs)
+}
+
+/// One `--otlp-header k=v` (taken as given: no percent-decoding on the command line).
+fn parse_flag_header(raw: &str, position: usize) -> Result<(String, String), ExportError> {
+    match raw.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(ExportError::Config(format!(
+            "--otlp-header {position} is not NAME=VALUE (value not shown)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn resolve(
+        flags: &OtlpFlags,
+        env: &[(&str, &str)],
+    ) -> Result<Option<OtlpHttpConfig>, ExportError> {
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        OtlpHttpConfig::resolve(flags, &|k| env.get(k).cloned())
+    }
+
+    fn url(config: &OtlpHttpConfig) -> String {
+        config.traces_url().unwrap()
+    }
+
+    #[test]
+    fn endpoints_follow_the_spec_path_rules_and_precedence() {
+        let none = OtlpFlags::default();
+        assert!(resolve(&none, &[]).unwrap().is_none());
+        // General: /v1/traces appended to the path, whatever it is.
+        for (base, expected) in [
+            ("http://c:4318", "http://c:4318/v1/traces"),
+            ("http://c:4318/", "http://c:4318/v1/traces"),
+            ("https://c/otlp", "https://c/otlp/v1/traces"),
+            ("https://c/otlp/", "https://c/otlp/v1/traces"),
+        ] {
+            let c = resolve(&none, &[(ENV_ENDPOINT, base)]).unwrap().unwrap();
+            assert_eq!(url(&c), expected, "{base}");
+        }
+        // Signal-specific: as is (even without a path), and over the general one.
+        let c = resolve(
+            &none,
+            &[
+                (ENV_ENDPOINT, "http://general:4318"),
+                (ENV_TRACES_ENDPOINT, "http://t:4318"),
+            ],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(url(&c), "http://t:4318");
+        // A flag over both, with the flag rule (base gets /v1/traces, a path is kept).
+        let flag = OtlpFlags {
+            endpoint: Some("https://flag:6006".into()),
+            ..OtlpFlags::default()
+        };
+        let c = resolve(&flag, &[(ENV_TRACES_ENDPOINT, "http://t:4318")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(url(&c), "https://flag:6006/v1/traces");
+        let mut c = OtlpHttpConfig::new("http://localhost:6006/v1/traces");
+        assert_eq!(url(&c), "http://localhost:6006/v1/traces");
+        c.endpoint = "ftp://x".into();
+        assert!(c.traces_url().is_err());
+        c.endpoint = "http://".into();
+        assert!(c.traces_url().is_err());
+    }
+
+    #[test]
+    fn export_can_be_disabled_from_the_environment_unless_a_flag_asks() {
+        for disable in [(ENV_SDK_DISABLED, "true"), (ENV_TRACES_EXPORTER, "none")] {
+            assert!(
+                resolve(
+                    &OtlpFlags::default(),
+                    &[(ENV_ENDPOINT, "http://c:4318"), disable]
+                )
+                .unwrap()
+                .is_none()
+            );
+            let flag = OtlpFlags {
+                endpoint: Some("http://c:4318".into()),
+                ..OtlpFlags::default()
+            };
+            assert!(resolve(&flag, &[disable]).unwrap().is_some());
+        }
+    }
+
+    #[test]
+    fn headers_are_decoded_merged_and_flags_win() {
+        let env = [
+            (ENV_ENDPOINT, "http://c:4318"),
+            (ENV_HEADERS, "general=1"),
+            (
+                ENV_TRACES_HEADERS,
+                " Authorization = Basic%20cGs6c2s= , x-team=a%2Cb,,",
+            ),
+        ];
+        let c = resolve(&OtlpFlags::default(), &env).unwrap().unwrap();
+        // The signal-specific variable replaces the general one; values percent-decoded.
+        assert_eq!(
+            c.headers,
+            vec![
+                ("Authorization".into(), "Basic cGs6c2s=".into()),
+                ("x-team".into(), "a,b".into())
+            ]
+        );
+        let flags = OtlpFlags {
+            headers: vec!["authorization=Bearer flag".into(), "x-new=2".into()],
+            ..OtlpFlags::default()
+        };
+        let c = resolve(&flags, &env).unwrap().unwrap();
+        assert_eq!(
+            c.headers,
+            vec![
+                ("x-team".into(), "a,b".into()),
+                ("authorization".into(), "Bearer flag".into()),
+                ("x-new".into(), "2".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn timeout_certificate_service_name_and_resource_attributes() {
+        let env = [
+            (ENV_ENDPOINT, "http://c:4318"),
+            (ENV_TIMEOUT, "2500"),
+            (ENV_TRACES_TIMEOUT, "1500"),
+            (
+                ENV_RESOURCE_ATTRIBUTES,
+                "service.name=from-resource,openinference.project.name=my%20project,deployment.environment=ci",
+            ),
+        ];
+        let c = resolve(&OtlpFlags::default(), &env).unwrap().unwrap();
+        assert_eq!(c.timeout, Duration::from_millis(1500));
+        assert_eq!(c.service_name, "from-resource");
+        assert_eq!(
+            c.resource_attributes,
+            vec![
+                ("openinference.project.name".into(), "my project".into()),
+                ("deployment.environment".into(), "ci".into())
+            ]
+        );
+        let mut with_name = env.to_vec();
+        with_name.push((ENV_SERVICE_NAME, "svc"));
+        let c = resolve(&OtlpFlags::default(), &with_name).unwrap().unwrap();
+        assert_eq!(c.service_name, "svc");
+        let flags = OtlpFlags {
+            timeout: Some(Duration::from_secs(1)),
+            ..OtlpFlags::default()
+        };
+        assert_eq!(
+            resolve(&flags, &env).unwrap().unwrap().timeout,
+            Duration::from_secs(1)
+        );
+        let err = resolve(
+            &OtlpFlags::default(),
+            &[(ENV_ENDPOINT, "http://c"), (ENV_TIMEOUT, "soon")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(ENV_TIMEOUT), "{err}");
+        // A certificate that cannot be read is reported up front, naming the file.
+        let err = resolve(
+            &OtlpFlags::default(),
+            &[
+                (ENV_ENDPOINT, "https://c"),
+                (ENV_CERTIFICATE, "/nonexistent/ca.pem"),
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+    }
+
+    #[test]
+    fn header_values_never_appear_in_errors_or_debug() {
+        let secret = "sk-lf-0123456789abcdef";
+        // Malformed entries in many shapes: the error names the position, not the text.
+        for bad in [
+            secret.to_owned(),
+            format!("=={secret}"),
+            format!("ok=1,{secret}"),
+            format!("=x{secret}"),
+        ] {
+            let err = resolve(
+                &OtlpFlags::default(),
+                &[(ENV_ENDPOINT, "http://c"), (ENV_HEADERS, &bad)],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(!err.contains(secret), "{err}");
+            assert!(err.contains(ENV_HEADERS), "{err}");
+        }
+        for bad in [secret.to_owned(), format!("={secret}")] {
+            let flags = OtlpFlags {
+                endpoint: Some("http://c".into()),
+                headers: vec![bad],
+                ..OtlpFlags::default()
+            };
+            let err = resolve(&flags, &[]).unwrap_err().to_string();
+            assert!(!err.contains(secret), "{err}");
+        }
+        // A value that cannot be sent (a newline) is refused without quoting it.
+        let flags = OtlpFlags {
+            endpoint: Some("http://c".into()),
+            headers: vec![format!("x-key={secret}\nInjected: 1")],
+            ..OtlpFlags::default()
+        };
+        let err = resolve(&flags, &[]).unwrap_err().to_string();
+        assert!(!err.contains(secret) && err.contains("x-key"), "{err}");
+        // Debug output of flags and config.
+        let flags = OtlpFlags {
+            endpoint: Some("https://user:pa55word@c".into()),
+            headers: vec![format!("Authorization=Basic {secret}")],
+            ..OtlpFlags::default()
+        };
+        let config = resolve(&flags, &[]).unwrap().unwrap();
+        for text in [format!("{flags:?}"), format!("{config:?}")] {
+            assert!(
+                !text.contains(secret) && !text.contains("pa55word"),
+                "{text}"
+            );
+        }
+        // Masking of arbitrary messages: the whole value, the token alone, the password.
+        let msg = format!(
+            "401 from https://user:pa55word@c: bad credentials Basic {secret} (token {secret})"
+        );
+        let masked = config.mask(&msg);
+        assert!(
+            !masked.contains(secret) && !masked.contains("pa55word"),
+            "{masked}"
+        );
+        assert_eq!(config.display_endpoint(), "https://user:***@c/");
+    }
+}
