@@ -8,18 +8,26 @@ use std::sync::Arc;
 use transcript_domain::{DecodedEvent, RecorderFactory, RunId};
 use transcript_otel::{
     DEFAULT_SERVICE_NAME, ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions,
-    OtlpHttpConfig, export_otlp_http, forward, map_run, write_otlp_json,
+    OtlpFlags, OtlpHttpConfig, export_otlp_http, forward, map_run, write_otlp_json,
 };
 
 use crate::CliError;
 use crate::cmd::tap::TapFactory;
+
+/// The OTLP settings: `flags` over the process environment (`OTEL_EXPORTER_OTLP_*`,
+/// `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`); `None` when no endpoint is set anywhere.
+/// A bad setting is a usage error whose message never quotes a header value.
+pub fn resolve(flags: OtlpFlags) -> Result<Option<OtlpHttpConfig>, CliError> {
+    OtlpHttpConfig::resolve(&flags, &|name| std::env::var(name).ok())
+        .map_err(|e| CliError::Usage(e.to_string()))
+}
 
 /// `export --format otlp|otlp-json`.
 pub fn export(
     events: &[DecodedEvent],
     lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
     network: bool,
-    endpoint: Option<String>,
+    flags: &OtlpFlags,
     capture_content: bool,
     output: Option<&Path>,
     out: &mut dyn Write,
@@ -30,10 +38,15 @@ pub fn export(
     }
     let spans = trace.spans.len();
     if network {
-        let endpoint = endpoint
-            .ok_or_else(|| CliError::Usage("--format otlp needs --endpoint URL".to_owned()))?;
-        let report = export_otlp_http(trace.spans, &OtlpHttpConfig::new(endpoint.clone()))
-            .map_err(|e| CliError::Failed(format!("OTLP export to {endpoint} failed: {e}")))?;
+        let config = resolve(flags.clone())?.ok_or_else(|| {
+            CliError::Usage(
+                "--format otlp needs --endpoint URL (or OTEL_EXPORTER_OTLP_ENDPOINT)".to_owned(),
+            )
+        })?;
+        let endpoint = config.display_endpoint();
+        let report = export_otlp_http(trace.spans, &config).map_err(|e| {
+            CliError::Failed(config.mask(&format!("OTLP export to {endpoint} failed: {e}")))
+        })?;
         eprintln!(
             "transcript: sent {} of {spans} spans to {endpoint} in {} requests",
             report.spans_sent, report.requests
@@ -78,19 +91,25 @@ pub fn live_factory(inner: Arc<dyn RecorderFactory>, sender: LiveSender) -> TapF
 }
 
 /// Starts a live exporter.
-pub fn start_live(endpoint: &str, capture_content: bool) -> Result<LiveExporter, CliError> {
+pub fn start_live(
+    config: &OtlpHttpConfig,
+    capture_content: bool,
+) -> Result<LiveExporter, CliError> {
     LiveExporter::start(
-        OtlpHttpConfig::new(endpoint.to_owned()),
+        config.clone(),
         LiveConfig {
             options: MapOptions::with_content(capture_content),
             ..LiveConfig::default()
         },
     )
-    .map_err(|e| CliError::Usage(format!("--otlp-endpoint {endpoint}: {e}")))
+    .map_err(|e| {
+        CliError::Usage(config.mask(&format!("OTLP endpoint {}: {e}", config.display_endpoint())))
+    })
 }
 
 /// Reports the live export at the end of a run (never fails it).
-pub fn report_live(endpoint: &str, report: &ExportReport) {
+pub fn report_live(config: &OtlpHttpConfig, report: &ExportReport) {
+    let endpoint = config.display_endpoint();
     if report.is_complete() {
         eprintln!(
             "transcript: exported {} spans to {endpoint}",
@@ -106,7 +125,7 @@ pub fn report_live(endpoint: &str, report: &ExportReport) {
             report
                 .last_error
                 .as_deref()
-                .map(|e| format!(" (last error: {e})"))
+                .map(|e| format!(" (last error: {})", config.mask(e)))
                 .unwrap_or_default()
         );
     }
