@@ -2,9 +2,15 @@
 //! outside CI. Creates a virtual environment with Arize Phoenix from PyPI
 //! (`arize-phoenix`) when missing, starts `phoenix serve` on 127.0.0.1 with
 //! a temporary working directory and its telemetry off, runs the demo,
-//! exports it with `transcript export --format otlp`, polls Phoenix's REST
-//! API until the spans arrive or a deadline passes, checks the span tree,
-//! and always stops the server (a guard kills it on every exit path).
+//! exports it with `transcript export --format otlp` configured through the
+//! standard environment only (`OTEL_EXPORTER_OTLP_ENDPOINT`, and
+//! `OTEL_RESOURCE_ATTRIBUTES=openinference.project.name=…` to choose the
+//! Phoenix project), polls Phoenix's REST API until the spans arrive in that
+//! project or a deadline passes, checks the span tree, the span kinds Phoenix
+//! shows (CHAIN, AGENT, TOOL, LLM: none unknown) and the per-call `chat`
+//! spans (under an agent, with a model; with a cost where the provider
+//! reported one), and always stops the server (a guard kills it on every
+//! exit path).
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::TcpListener;
@@ -18,6 +24,8 @@ use serde_json::Value;
 pub type Error = Box<dyn std::error::Error>;
 
 const STARTUP: Duration = Duration::from_secs(180);
+/// The Phoenix project the export selects through `OTEL_RESOURCE_ATTRIBUTES`.
+const PROJECT: &str = "transcript-e2e";
 const ARRIVAL: Duration = Duration::from_secs(90);
 
 /// Kills the server when dropped.
@@ -180,23 +188,26 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
     let expected = expected["resourceSpans"][0]["scopeSpans"][0]["spans"]
         .as_array()
         .map_or(0, Vec::len);
+    // Configured through the environment only: the endpoint, and the project as a resource
+    // attribute (no --endpoint flag).
     let mut export = transcript(root);
     export
-        .args([
-            "export",
-            &run_id,
-            "--format",
-            "otlp",
-            "--endpoint",
-            &format!("http://127.0.0.1:{port}"),
-            "--storage",
-        ])
-        .arg(&storage);
+        .args(["export", &run_id, "--format", "otlp", "--storage"])
+        .arg(&storage)
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            format!("openinference.project.name={PROJECT}"),
+        )
+        .env("OTEL_SERVICE_NAME", "transcript-e2e");
     run_checked(export, "the OTLP export")?;
 
     let polled = Instant::now();
     let spans = loop {
-        let (status, body) = get(port, "/v1/projects/default/spans?limit=1000")?;
+        let (status, body) = get(port, &format!("/v1/projects/{PROJECT}/spans?limit=1000"))?;
         let spans: Vec<Value> = if status == 200 {
             serde_json::from_slice::<Value>(&body)?["data"]
                 .as_array()
@@ -278,9 +289,28 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
             ));
         }
     }
+    // The project came from OTEL_RESOURCE_ATTRIBUTES: nothing landed in the default one.
+    let (status, body) = get(port, "/v1/projects/default/spans?limit=1000")?;
+    let in_default = if status == 200 {
+        serde_json::from_slice::<Value>(&body)?["data"]
+            .as_array()
+            .map_or(0, Vec::len)
+    } else {
+        0
+    };
+    if in_default != 0 {
+        failures.push(format!(
+            "{in_default} spans in the default project, not in {PROJECT}"
+        ));
+    }
+    failures.extend(check_kinds_and_calls(&spans, &by_id));
+    let calls = spans
+        .iter()
+        .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with("chat")))
+        .count();
     if failures.is_empty() {
         println!(
-            "e2e-phoenix: ok: {} spans, 1 trace, 1 root, {} steps, tool spans under steps, child runs under call_workflow, error status on the failing branch",
+            "e2e-phoenix: ok: {} spans in project {PROJECT}, 1 trace, 1 root, {} steps, tool spans under steps, child runs under call_workflow, error status on the failing branch, every span of a known kind, {calls} chat spans under agents",
             spans.len(),
             names.len()
         );
@@ -291,6 +321,50 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
         }
         Ok(1)
     }
+}
+
+/// The kind Phoenix shows for each span (from `openinference.span.kind`) matches its GenAI
+/// operation, and each per-call `chat` span sits under an agent span with a model.
+fn check_kinds_and_calls(spans: &[Value], by_id: &HashMap<&str, &Value>) -> Vec<String> {
+    let name_of = |id: &str| by_id.get(id).and_then(|s| s["name"].as_str()).unwrap_or("");
+    let mut failures = Vec::new();
+    let mut with_cost = 0;
+    for s in spans {
+        let name = s["name"].as_str().unwrap_or("");
+        let kind = s["span_kind"].as_str().unwrap_or("");
+        let expected = match name.split(' ').next().unwrap_or("") {
+            "invoke_agent" => "AGENT",
+            "execute_tool" => "TOOL",
+            "chat" => "LLM",
+            _ => "CHAIN",
+        };
+        if !kind.eq_ignore_ascii_case(expected) {
+            failures.push(format!("span {name} has kind {kind:?}, not {expected}"));
+        }
+        if expected == "LLM" {
+            let parent = s["parent_id"].as_str().map(name_of).unwrap_or("");
+            if !parent.starts_with("invoke_agent") {
+                failures.push(format!("chat span under {parent:?}, not an agent"));
+            }
+            let attrs = &s["attributes"];
+            if attrs["transcript.usage.cost_usd"].is_number() {
+                with_cost += 1;
+            }
+            if name != "chat" && attrs["gen_ai.request.model"].as_str().is_none() {
+                failures.push(format!("chat span {name} without gen_ai.request.model"));
+            }
+        }
+    }
+    if !spans
+        .iter()
+        .any(|s| s["name"].as_str().is_some_and(|n| n.starts_with("chat ")))
+    {
+        failures.push("no chat span with a model".to_owned());
+    }
+    if with_cost == 0 {
+        failures.push("no chat span with a cost (the demo reports one)".to_owned());
+    }
+    failures
 }
 
 #[cfg(test)]
@@ -332,5 +406,39 @@ mod tests {
         let mut names = Vec::new();
         step_names(&tree, &mut names);
         assert_eq!(names, ["a", "b", "call", "c"]);
+    }
+
+    #[test]
+    fn kinds_and_chat_spans_are_checked() {
+        let span = |id: &str, parent: Option<&str>, name: &str, kind: &str, attrs: Value| {
+            serde_json::json!({"name": name, "span_kind": kind, "parent_id": parent,
+                "context": {"span_id": id}, "attributes": attrs})
+        };
+        let good = vec![
+            span("1", None, "invoke_workflow demo", "CHAIN", Value::Null),
+            span("2", Some("1"), "invoke_agent a", "AGENT", Value::Null),
+            span(
+                "3",
+                Some("2"),
+                "chat m",
+                "LLM",
+                serde_json::json!({"gen_ai.request.model": "m", "transcript.usage.cost_usd": 0.1}),
+            ),
+            span("4", Some("2"), "execute_tool t", "TOOL", Value::Null),
+            span("5", Some("1"), "command c", "CHAIN", Value::Null),
+        ];
+        let by_id = |spans: &[Value]| -> Vec<String> {
+            let map: HashMap<&str, &Value> = spans
+                .iter()
+                .filter_map(|s| Some((s["context"]["span_id"].as_str()?, s)))
+                .collect();
+            check_kinds_and_calls(spans, &map)
+        };
+        assert_eq!(by_id(&good), Vec::<String>::new());
+        let mut bad = good.clone();
+        bad[4]["span_kind"] = "UNKNOWN".into();
+        bad[2]["parent_id"] = "1".into();
+        let failures = by_id(&bad);
+        assert_eq!(failures.len(), 2, "{failures:?}");
     }
 }
