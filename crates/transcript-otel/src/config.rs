@@ -284,20 +284,18 @@ impl std::fmt::Debug for Secrets {
 /// What a secret is replaced with.
 pub const MASK: &str = "***";
 
+/// Shortest value treated as a secret.
+pub const MIN_SECRET_LEN: usize = 4;
+
 impl Secrets {
-    /// The header values of `config` and each of their whitespace-separated words of four
-    /// bytes or more (`Basic <token>`: the token alone is masked too), plus the endpoint's
-    /// password, longest first.
+    /// The header values of `config` and each of their whitespace-separated words
+    /// (`Basic <token>`: the token alone is masked too), plus the endpoint's password, longest
+    /// first; each of at least [`MIN_SECRET_LEN`] bytes.
     pub fn of(config: &OtlpHttpConfig) -> Self {
         let mut secrets: Vec<String> = Vec::new();
         for (_, value) in &config.headers {
-            secrets.push(value.clone());
-            secrets.extend(
-                value
-                    .split_whitespace()
-                    .filter(|w| w.len() >= 4)
-                    .map(str::to_owned),
-            );
+            secrets.push(value.trim().to_owned());
+            secrets.extend(value.split_whitespace().map(str::to_owned));
         }
         if let Ok(url) = Url::parse(&config.endpoint)
             && let Some(password) = url.password()
@@ -307,7 +305,9 @@ impl Secrets {
                 secrets.push(decoded.into_owned());
             }
         }
-        secrets.retain(|s| !s.is_empty());
+        // Shorter values (`x-langfuse-ingestion-version=4`) are not credentials, and masking
+        // them would garble every message (`HTTP 401`).
+        secrets.retain(|s| s.len() >= MIN_SECRET_LEN);
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
         Self(secrets)
@@ -639,5 +639,19 @@ mod tests {
             "{masked}"
         );
         assert_eq!(config.display_endpoint(), "https://user:***@c/");
+        // A short, non-secret header value does not garble messages.
+        let flags = OtlpFlags {
+            endpoint: Some("https://c".into()),
+            headers: vec![
+                "x-langfuse-ingestion-version=4".into(),
+                format!("x-key={secret}"),
+            ],
+            ..OtlpFlags::default()
+        };
+        let config = resolve(&flags, &[]).unwrap().unwrap();
+        assert_eq!(
+            config.mask(&format!("HTTP 401 Unauthorized: bad key {secret}")),
+            "HTTP 401 Unauthorized: bad key ***"
+        );
     }
 }
