@@ -89,10 +89,15 @@ fn ensure_phoenix(venv: &Path) -> Result<PathBuf, Error> {
     Ok(phoenix)
 }
 
+/// The CLI through cargo: the release build, or the dev build when `E2E_PHOENIX_DEV=1` (a
+/// quicker check on a loaded machine; the spans are the same).
 fn transcript(root: &Path) -> Command {
     let mut c = Command::new(env!("CARGO"));
-    c.current_dir(root)
-        .args(["run", "--quiet", "--release", "-p", "transcript-cli", "--"]);
+    c.current_dir(root).args(["run", "--quiet"]);
+    if std::env::var_os("E2E_PHOENIX_DEV").is_none_or(|v| v != "1") {
+        c.arg("--release");
+    }
+    c.args(["-p", "transcript-cli", "--"]);
     c
 }
 
