@@ -26,6 +26,8 @@ pub type Error = Box<dyn std::error::Error>;
 const STARTUP: Duration = Duration::from_secs(180);
 /// The Phoenix project the export selects through `OTEL_RESOURCE_ATTRIBUTES`.
 const PROJECT: &str = "transcript-e2e";
+/// The project of the live export (the same demo run, recorded again with live export on).
+const LIVE_PROJECT: &str = "transcript-e2e-live";
 const ARRIVAL: Duration = Duration::from_secs(90);
 
 /// Kills the server when dropped.
@@ -210,34 +212,7 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
         .env("OTEL_SERVICE_NAME", "transcript-e2e");
     run_checked(export, "the OTLP export")?;
 
-    let polled = Instant::now();
-    let spans = loop {
-        let (status, body) = get(port, &format!("/v1/projects/{PROJECT}/spans?limit=1000"))?;
-        let spans: Vec<Value> = if status == 200 {
-            serde_json::from_slice::<Value>(&body)?["data"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        if spans.len() >= expected {
-            break spans;
-        }
-        if polled.elapsed() > ARRIVAL {
-            return Err(format!(
-                "{} of {expected} spans arrived within {ARRIVAL:?}",
-                spans.len()
-            )
-            .into());
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
-    println!(
-        "e2e-phoenix: {} spans arrived after {:.1}s",
-        spans.len(),
-        polled.elapsed().as_secs_f64()
-    );
+    let spans = poll_spans(port, PROJECT, expected)?;
 
     let mut tree = transcript(root);
     tree.args(["tree", &run_id, "--json", "--storage"])
@@ -309,13 +284,61 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
         ));
     }
     failures.extend(check_kinds_and_calls(&spans, &by_id));
+
+    // The demo recorded again, exported live (environment only, no flag): Phoenix shows the
+    // same tree as from the stored export. Not `--deterministic`: Phoenix keeps one span per
+    // span id, and the same run id would give the same ids. So trees are compared by name,
+    // parent's name, kind and status.
+    let mut live = transcript(root);
+    live.args(["run", "fixtures/workflows/demo.yaml", "--storage"])
+        .arg(work.join("live-transcripts"))
+        .arg("--workspace")
+        .arg(work.join("live-workspace"))
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            format!("openinference.project.name={LIVE_PROJECT}"),
+        );
+    run_checked(live, "the live run")?;
+    let live = poll_spans(port, LIVE_PROJECT, expected)?;
+    let shape = |spans: &[Value]| -> Vec<String> {
+        let names: HashMap<&str, &str> = spans
+            .iter()
+            .filter_map(|s| Some((s["context"]["span_id"].as_str()?, s["name"].as_str()?)))
+            .collect();
+        let mut shape: Vec<String> = spans
+            .iter()
+            .map(|s| {
+                let parent = s["parent_id"]
+                    .as_str()
+                    .and_then(|p| names.get(p))
+                    .unwrap_or(&"");
+                format!(
+                    "{} < {parent} {} {}",
+                    s["name"], s["span_kind"], s["status_code"]
+                )
+            })
+            .collect();
+        shape.sort();
+        shape
+    };
+    if shape(&live) != shape(&spans) {
+        failures.push(format!(
+            "live export differs from the stored one: {} vs {} spans",
+            live.len(),
+            spans.len()
+        ));
+    }
     let calls = spans
         .iter()
         .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with("chat")))
         .count();
     if failures.is_empty() {
         println!(
-            "e2e-phoenix: ok: {} spans in project {PROJECT}, 1 trace, 1 root, {} steps, tool spans under steps, child runs under call_workflow, error status on the failing branch, every span of a known kind, {calls} chat spans under agents",
+            "e2e-phoenix: ok: {} spans in project {PROJECT} (the same from the live export in {LIVE_PROJECT}), 1 trace, 1 root, {} steps, tool spans under steps, child runs under call_workflow, error status on the failing branch, every span of a known kind, {calls} chat spans under agents",
             spans.len(),
             names.len()
         );
@@ -326,6 +349,39 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
         }
         Ok(1)
     }
+}
+
+/// Polls the spans of `project` until `expected` have arrived (or [`ARRIVAL`] passes).
+fn poll_spans(port: u16, project: &str, expected: usize) -> Result<Vec<Value>, Error> {
+    let polled = Instant::now();
+    let spans = loop {
+        let (status, body) = get(port, &format!("/v1/projects/{project}/spans?limit=1000"))?;
+        let spans: Vec<Value> = if status == 200 {
+            serde_json::from_slice::<Value>(&body)?["data"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        if spans.len() >= expected {
+            break spans;
+        }
+        if polled.elapsed() > ARRIVAL {
+            return Err(format!(
+                "{project}: {} of {expected} spans arrived within {ARRIVAL:?}",
+                spans.len()
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    println!(
+        "e2e-phoenix: {} spans arrived in {project} after {:.1}s",
+        spans.len(),
+        polled.elapsed().as_secs_f64()
+    );
+    Ok(spans)
 }
 
 /// The kind Phoenix shows for each span (from `openinference.span.kind`) matches its GenAI
