@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use common::*;
 use opentelemetry::Value;
-use transcript_domain::{ContentBlock, EventDraft, Fidelity, MessagePayload, Payload, Role, Usage};
+use transcript_domain::{
+    ContentBlock, EventDraft, Fidelity, MessagePayload, Payload, RawJson, Role, Usage,
+};
 use transcript_otel::semconv::*;
 use transcript_otel::{MapOptions, SpanData, ids, map_run, span_time};
 
@@ -229,6 +231,37 @@ fn tool_call_id_is_the_providers_raw_id() {
         )
     );
     assert_eq!(ids("execute_tool cat").0, "call/with/slash");
+    // Captured content names the same raw id in its tool_call / tool_call_response parts.
+    let mut run = RunBuilder::new(ROOT, None, BASE_MS);
+    let prefixed = "agents.review#0/toolu_demo_1";
+    let mut m = MessagePayload::new(
+        Role::Assistant,
+        vec![
+            ContentBlock::tool_use(
+                f,
+                "grep",
+                prefixed,
+                RawJson::from_json("{}".into()).unwrap(),
+            ),
+            ContentBlock::tool_result(f, prefixed, RawJson::string("x")),
+        ],
+    );
+    m.model = Some("m".into());
+    run.run_started("wf")
+        .step_started("agents.review", 0, "review", "agent")
+        .push(EventDraft::new(
+            "agents.review",
+            0,
+            Payload::MessageAssistant(m),
+        ))
+        .step_completed("agents.review", 0, "review", "agent", None)
+        .run_completed("wf", None);
+    let spans = spans_of(&run, MapOptions::with_content(true));
+    for span in [one(&spans, "invoke_agent review"), one(&spans, "chat m")] {
+        let output = attr_str(span, GEN_AI_OUTPUT_MESSAGES).unwrap();
+        assert!(output.contains(r#""id":"toolu_demo_1""#), "{output}");
+        assert!(!output.contains(prefixed), "{output}");
+    }
     assert_eq!(ids("execute_tool ls"), ("other#0/x".into(), None));
     assert_eq!(ids("execute_tool rm"), ("agents.review#3/y".into(), None));
 }

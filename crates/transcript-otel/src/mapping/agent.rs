@@ -16,7 +16,9 @@ impl SpanMapper {
         let agent = state.steps[index].agent.get_or_insert_with(Box::default);
         if kind != EventType::MessageAssistant {
             if capture {
-                agent.conversation.push_user(msg);
+                agent
+                    .conversation
+                    .push_user(msg, (&event.path, event.iteration));
             }
             return;
         }
@@ -47,11 +49,13 @@ impl SpanMapper {
         agent.last_turn = Some(event.timestamp);
         let output = capture.then(|| {
             let mut turn = Conversation::default();
-            turn.push_assistant(msg);
+            turn.push_assistant(msg, (&event.path, event.iteration));
             turn.output
         });
         if capture {
-            agent.conversation.push_assistant(msg);
+            agent
+                .conversation
+                .push_assistant(msg, (&event.path, event.iteration));
         }
         // The provider of this turn, else the agent's (an earlier turn named it).
         let provider = msg.provider.clone().or_else(|| agent.provider.clone());
