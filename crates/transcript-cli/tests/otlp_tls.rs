@@ -213,3 +213,39 @@ fn a_wrong_certificate_or_header_never_fails_the_run_and_never_shows_the_secret(
     assert!(all.contains("--otlp-header"), "{all}");
     assert!(!all.contains(SECRET), "{all}");
 }
+
+#[test]
+fn otlp_json_files_carry_the_environments_resource() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    let out = clean(demo_command(&storage, &dir.path().join("ws")))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let out = clean(Command::new(env!("CARGO_BIN_EXE_transcript")))
+        .args(["export", DEMO_RUN_ID, "--format", "otlp-json", "--storage"])
+        .arg(&storage)
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "service.name=from-attrs,openinference.project.name=files%20too",
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let attrs = &doc["resourceSpans"][0]["resource"]["attributes"];
+    let value = |key: &str| {
+        attrs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["key"] == key)
+            .map(|a| a["value"]["stringValue"].clone())
+    };
+    assert_eq!(value("service.name"), Some("from-attrs".into()), "{attrs}");
+    assert_eq!(
+        value("openinference.project.name"),
+        Some("files too".into()),
+        "{attrs}"
+    );
+}

@@ -184,19 +184,9 @@ impl OtlpHttpConfig {
                 .map(PathBuf::from)
         });
 
-        let mut resource = match get(ENV_RESOURCE_ATTRIBUTES) {
-            Some(v) => parse_pairs(&v, ENV_RESOURCE_ATTRIBUTES)?,
-            None => Vec::new(),
-        };
-        let from_resource = resource
-            .iter()
-            .rposition(|(k, _)| k == "service.name")
-            .map(|i| resource.remove(i).1);
-        resource.retain(|(k, _)| k != "service.name");
-        if let Some(name) = get(ENV_SERVICE_NAME).or(from_resource) {
-            config.service_name = name.trim().to_owned();
-        }
-        config.resource_attributes = resource;
+        let resource = ResourceSettings::resolve(env)?;
+        config.service_name = resource.service_name;
+        config.resource_attributes = resource.attributes;
         config.check()?;
         Ok(Some(config))
     }
@@ -266,6 +256,48 @@ impl OtlpHttpConfig {
     /// Masks every header value in `text` (see [`Secrets`]).
     pub fn mask(&self, text: &str) -> String {
         Secrets::of(self).mask(text)
+    }
+}
+
+/// The resource the spans are exported under: `service.name` and further attributes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceSettings {
+    /// `service.name` ([`DEFAULT_SERVICE_NAME`] unless configured).
+    pub service_name: String,
+    /// Further attributes, in order (`service.name` excluded).
+    pub attributes: Vec<(String, String)>,
+}
+
+impl Default for ResourceSettings {
+    fn default() -> Self {
+        Self {
+            service_name: DEFAULT_SERVICE_NAME.to_owned(),
+            attributes: Vec::new(),
+        }
+    }
+}
+
+impl ResourceSettings {
+    /// From `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME` (which wins over a
+    /// `service.name` in the attributes).
+    pub fn resolve(env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ExportError> {
+        let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let mut attributes = match get(ENV_RESOURCE_ATTRIBUTES) {
+            Some(v) => parse_pairs(&v, ENV_RESOURCE_ATTRIBUTES)?,
+            None => Vec::new(),
+        };
+        let from_attributes = attributes
+            .iter()
+            .rposition(|(k, _)| k == "service.name")
+            .map(|i| attributes.remove(i).1);
+        attributes.retain(|(k, _)| k != "service.name");
+        let service_name = get(ENV_SERVICE_NAME)
+            .or(from_attributes)
+            .map_or_else(|| DEFAULT_SERVICE_NAME.to_owned(), |n| n.trim().to_owned());
+        Ok(Self {
+            service_name,
+            attributes,
+        })
     }
 }
 

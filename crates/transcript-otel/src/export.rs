@@ -111,14 +111,17 @@ impl ExportReport {
 
 /// The resource of the exported spans: `service.name` and the configured attributes.
 pub(crate) fn resource(config: &OtlpHttpConfig) -> Resource {
+    resource_of(&config.service_name, &config.resource_attributes)
+}
+
+fn resource_of(service_name: &str, attributes: &[(String, String)]) -> Resource {
     Resource::builder_empty()
         .with_attributes(
-            config
-                .resource_attributes
+            attributes
                 .iter()
                 .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
         )
-        .with_service_name(config.service_name.clone())
+        .with_service_name(service_name.to_owned())
         .build()
 }
 
@@ -202,6 +205,23 @@ pub(crate) fn to_otlp_request_for(
     ExportTraceServiceRequest {
         resource_spans: group_spans_by_resource_and_scope(spans, &resource),
     }
+}
+
+/// [`write_otlp_json`] under a resource with further attributes (e.g. from
+/// [`crate::config::ResourceSettings::resolve`]).
+pub fn write_otlp_json_with_resource<W: Write>(
+    spans: Vec<SpanData>,
+    resource: &crate::config::ResourceSettings,
+    mut out: W,
+) -> Result<(), ExportError> {
+    let request = to_otlp_request_for(
+        spans,
+        &resource_of(&resource.service_name, &resource.attributes),
+    );
+    serde_json::to_writer(&mut out, &request)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
 }
 
 /// Writes `spans` as one OTLP/JSON `ExportTraceServiceRequest` on one line

@@ -162,7 +162,7 @@ mod transport;
 pub use config::{OtlpFlags, OtlpHttpConfig};
 pub use export::{
     DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError, ExportReport, SpanSink,
-    export_otlp_http, to_otlp_request, write_otlp_json,
+    export_otlp_http, to_otlp_request, write_otlp_json, write_otlp_json_with_resource,
 };
 pub use live::{
     LiveConfig, LiveExporter, LiveProgress, LiveProgressHandle, LiveSender,

@@ -6,9 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use transcript_domain::{DecodedEvent, RecorderFactory, RunId};
+use transcript_otel::config::ResourceSettings;
 use transcript_otel::{
-    DEFAULT_SERVICE_NAME, ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions,
-    OtlpFlags, OtlpHttpConfig, export_otlp_http, forward, map_run, write_otlp_json,
+    ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions, OtlpFlags, OtlpHttpConfig,
+    export_otlp_http, forward, map_run, write_otlp_json_with_resource,
 };
 
 use crate::CliError;
@@ -53,21 +54,20 @@ pub fn export(
         );
         return Ok(());
     }
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES apply to files too.
+    let resource = ResourceSettings::resolve(&|name| std::env::var(name).ok())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     match output {
         Some(p) if p.as_os_str() != "-" => {
             let file = std::fs::File::create(p).map_err(|e| CliError::Read {
                 path: p.to_path_buf(),
                 message: format!("cannot write: {e}"),
             })?;
-            write_otlp_json(
-                trace.spans,
-                DEFAULT_SERVICE_NAME,
-                std::io::BufWriter::new(file),
-            )
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+            write_otlp_json_with_resource(trace.spans, &resource, std::io::BufWriter::new(file))
+                .map_err(|e| CliError::Failed(e.to_string()))?;
         }
         _ => {
-            write_otlp_json(trace.spans, DEFAULT_SERVICE_NAME, &mut *out)
+            write_otlp_json_with_resource(trace.spans, &resource, &mut *out)
                 .map_err(|e| CliError::Failed(e.to_string()))?;
             let _ = writeln!(out);
         }
