@@ -330,6 +330,7 @@ fn each_model_call_is_a_chat_span_under_its_agent() {
     assert_eq!(a.name, "chat model-a");
     assert_eq!(b.name, "chat model-b");
     for c in [a, b] {
+        assert_eq!(c.span_kind, opentelemetry::trace::SpanKind::Client);
         assert_eq!(c.parent_span_id, plan.span_context.span_id());
         assert_eq!(c.span_context.trace_id(), plan.span_context.trace_id());
         assert_eq!(
@@ -355,6 +356,18 @@ fn each_model_call_is_a_chat_span_under_its_agent() {
     assert_eq!(attr_i64(b, GEN_AI_USAGE_INPUT_TOKENS), Some(4));
     assert_eq!(attr_i64(b, GEN_AI_USAGE_OUTPUT_TOKENS), Some(2));
     assert_eq!(attr_i64(plan, GEN_AI_USAGE_INPUT_TOKENS), Some(17));
+    assert_eq!(plan.span_kind, opentelemetry::trace::SpanKind::Internal);
+    // A step whose kind is `chat` is no inference span.
+    let mut run = RunBuilder::new(ROOT, None, BASE_MS);
+    run.run_started("wf")
+        .step_started("c", 0, "x", "chat")
+        .step_completed("c", 0, "x", "chat", None)
+        .run_completed("wf", None);
+    let step = spans_of(&run, MapOptions::default());
+    assert_eq!(
+        one(&step, "chat x").span_kind,
+        opentelemetry::trace::SpanKind::Internal
+    );
     // Times from the transcript: the first call from the step's start to its message
     // (seq 6), the second from the first's message to its own (seq 7).
     assert_eq!(attr_i64(a, TRANSCRIPT_SEQ), Some(6));

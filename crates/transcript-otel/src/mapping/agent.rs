@@ -133,10 +133,13 @@ impl SpanMapper {
                 serde_json::Value::Array(output).to_string(),
             ));
         }
-        self.push_span(
-            state.link.trace_id,
-            ids::chat_span_id(state.run_id, event.seq),
-            parent,
+        self.push_span_of_kind(
+            SpanKind::Client,
+            (
+                state.link.trace_id,
+                ids::chat_span_id(state.run_id, event.seq),
+                parent,
+            ),
             name,
             (start, event.timestamp),
             attributes,

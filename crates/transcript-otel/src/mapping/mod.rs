@@ -481,6 +481,27 @@ impl SpanMapper {
         attributes: Vec<KeyValue>,
         status: Status,
     ) {
+        self.push_span_of_kind(
+            SpanKind::Internal,
+            (trace_id, span_id, parent_span_id),
+            name,
+            (start, end),
+            attributes,
+            status,
+        );
+    }
+
+    /// [`Self::push_span`] with a span kind (`Client` for inference spans, the client side
+    /// of a call to the provider, as the conventions say).
+    fn push_span_of_kind(
+        &mut self,
+        kind: SpanKind,
+        (trace_id, span_id, parent_span_id): (TraceId, SpanId, SpanId),
+        name: String,
+        (start, end): (Timestamp, Timestamp),
+        attributes: Vec<KeyValue>,
+        status: Status,
+    ) {
         let end = if end < start { start } else { end };
         let mut attributes = attributes;
         if let Status::Error { description } = &status {
@@ -501,7 +522,7 @@ impl SpanMapper {
             ),
             parent_span_id,
             parent_span_is_remote: false,
-            span_kind: SpanKind::Internal,
+            span_kind: kind,
             name: Cow::Owned(name),
             start_time: span_time(start),
             end_time: span_time(end),
