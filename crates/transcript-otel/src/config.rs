@@ -54,7 +54,8 @@ pub struct OtlpFlags {
     pub headers: Vec<String>,
     /// `--otlp-certificate`: a PEM file of CA certificates to trust besides the platform's.
     pub certificate: Option<PathBuf>,
-    /// `--otlp-timeout`.
+    /// A per-export timeout chosen by the caller (the CLI has no flag for it: it takes
+    /// `OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT`).
     pub timeout: Option<Duration>,
 }
 
