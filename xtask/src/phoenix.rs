@@ -2,9 +2,15 @@
 //! outside CI. Creates a virtual environment with Arize Phoenix from PyPI
 //! (`arize-phoenix`) when missing, starts `phoenix serve` on 127.0.0.1 with
 //! a temporary working directory and its telemetry off, runs the demo,
-//! exports it with `transcript export --format otlp`, polls Phoenix's REST
-//! API until the spans arrive or a deadline passes, checks the span tree,
-//! and always stops the server (a guard kills it on every exit path).
+//! exports it with `transcript export --format otlp` configured through the
+//! standard environment only (`OTEL_EXPORTER_OTLP_ENDPOINT`, and
+//! `OTEL_RESOURCE_ATTRIBUTES=openinference.project.name=…` to choose the
+//! Phoenix project), polls Phoenix's REST API until the spans arrive in that
+//! project or a deadline passes, checks the span tree, the span kinds Phoenix
+//! shows (CHAIN, AGENT, TOOL, LLM: none unknown) and the per-call `chat`
+//! spans (under an agent, with a model; with a cost where the provider
+//! reported one), and always stops the server (a guard kills it on every
+//! exit path).
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::TcpListener;
@@ -18,6 +24,10 @@ use serde_json::Value;
 pub type Error = Box<dyn std::error::Error>;
 
 const STARTUP: Duration = Duration::from_secs(180);
+/// The Phoenix project the export selects through `OTEL_RESOURCE_ATTRIBUTES`.
+const PROJECT: &str = "transcript-e2e";
+/// The project of the live export (the same demo run, recorded again with live export on).
+const LIVE_PROJECT: &str = "transcript-e2e-live";
 const ARRIVAL: Duration = Duration::from_secs(90);
 
 /// Kills the server when dropped.
@@ -81,10 +91,15 @@ fn ensure_phoenix(venv: &Path) -> Result<PathBuf, Error> {
     Ok(phoenix)
 }
 
+/// The CLI through cargo: the release build, or the dev build when `E2E_PHOENIX_DEV=1` (a
+/// quicker check on a loaded machine; the spans are the same).
 fn transcript(root: &Path) -> Command {
     let mut c = Command::new(env!("CARGO"));
-    c.current_dir(root)
-        .args(["run", "--quiet", "--release", "-p", "transcript-cli", "--"]);
+    c.current_dir(root).args(["run", "--quiet"]);
+    if std::env::var_os("E2E_PHOENIX_DEV").is_none_or(|v| v != "1") {
+        c.arg("--release");
+    }
+    c.args(["-p", "transcript-cli", "--"]);
     c
 }
 
@@ -180,48 +195,24 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
     let expected = expected["resourceSpans"][0]["scopeSpans"][0]["spans"]
         .as_array()
         .map_or(0, Vec::len);
+    // Configured through the environment only: the endpoint, and the project as a resource
+    // attribute (no --endpoint flag).
     let mut export = transcript(root);
     export
-        .args([
-            "export",
-            &run_id,
-            "--format",
-            "otlp",
-            "--endpoint",
-            &format!("http://127.0.0.1:{port}"),
-            "--storage",
-        ])
-        .arg(&storage);
+        .args(["export", &run_id, "--format", "otlp", "--storage"])
+        .arg(&storage)
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            format!("openinference.project.name={PROJECT}"),
+        )
+        .env("OTEL_SERVICE_NAME", "transcript-e2e");
     run_checked(export, "the OTLP export")?;
 
-    let polled = Instant::now();
-    let spans = loop {
-        let (status, body) = get(port, "/v1/projects/default/spans?limit=1000")?;
-        let spans: Vec<Value> = if status == 200 {
-            serde_json::from_slice::<Value>(&body)?["data"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        if spans.len() >= expected {
-            break spans;
-        }
-        if polled.elapsed() > ARRIVAL {
-            return Err(format!(
-                "{} of {expected} spans arrived within {ARRIVAL:?}",
-                spans.len()
-            )
-            .into());
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
-    println!(
-        "e2e-phoenix: {} spans arrived after {:.1}s",
-        spans.len(),
-        polled.elapsed().as_secs_f64()
-    );
+    let spans = poll_spans(port, PROJECT, expected)?;
 
     let mut tree = transcript(root);
     tree.args(["tree", &run_id, "--json", "--storage"])
@@ -278,9 +269,76 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
             ));
         }
     }
+    // The project came from OTEL_RESOURCE_ATTRIBUTES: nothing landed in the default one.
+    let (status, body) = get(port, "/v1/projects/default/spans?limit=1000")?;
+    let in_default = if status == 200 {
+        serde_json::from_slice::<Value>(&body)?["data"]
+            .as_array()
+            .map_or(0, Vec::len)
+    } else {
+        0
+    };
+    if in_default != 0 {
+        failures.push(format!(
+            "{in_default} spans in the default project, not in {PROJECT}"
+        ));
+    }
+    failures.extend(check_kinds_and_calls(&spans, &by_id));
+
+    // The demo recorded again, exported live (environment only, no flag): Phoenix shows the
+    // same tree as from the stored export. Not `--deterministic`: Phoenix keeps one span per
+    // span id, and the same run id would give the same ids. So trees are compared by name,
+    // parent's name, kind and status.
+    let mut live = transcript(root);
+    live.args(["run", "fixtures/workflows/demo.yaml", "--storage"])
+        .arg(work.join("live-transcripts"))
+        .arg("--workspace")
+        .arg(work.join("live-workspace"))
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            format!("openinference.project.name={LIVE_PROJECT}"),
+        );
+    run_checked(live, "the live run")?;
+    let live = poll_spans(port, LIVE_PROJECT, expected)?;
+    let shape = |spans: &[Value]| -> Vec<String> {
+        let names: HashMap<&str, &str> = spans
+            .iter()
+            .filter_map(|s| Some((s["context"]["span_id"].as_str()?, s["name"].as_str()?)))
+            .collect();
+        let mut shape: Vec<String> = spans
+            .iter()
+            .map(|s| {
+                let parent = s["parent_id"]
+                    .as_str()
+                    .and_then(|p| names.get(p))
+                    .unwrap_or(&"");
+                format!(
+                    "{} < {parent} {} {}",
+                    s["name"], s["span_kind"], s["status_code"]
+                )
+            })
+            .collect();
+        shape.sort();
+        shape
+    };
+    if shape(&live) != shape(&spans) {
+        failures.push(format!(
+            "live export differs from the stored one: {} vs {} spans",
+            live.len(),
+            spans.len()
+        ));
+    }
+    let calls = spans
+        .iter()
+        .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with("chat")))
+        .count();
     if failures.is_empty() {
         println!(
-            "e2e-phoenix: ok: {} spans, 1 trace, 1 root, {} steps, tool spans under steps, child runs under call_workflow, error status on the failing branch",
+            "e2e-phoenix: ok: {} spans in project {PROJECT} (the same from the live export in {LIVE_PROJECT}), 1 trace, 1 root, {} steps, tool spans under steps, child runs under call_workflow, error status on the failing branch, every span of a known kind, {calls} chat spans under agents",
             spans.len(),
             names.len()
         );
@@ -291,6 +349,83 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
         }
         Ok(1)
     }
+}
+
+/// Polls the spans of `project` until `expected` have arrived (or [`ARRIVAL`] passes).
+fn poll_spans(port: u16, project: &str, expected: usize) -> Result<Vec<Value>, Error> {
+    let polled = Instant::now();
+    let spans = loop {
+        let (status, body) = get(port, &format!("/v1/projects/{project}/spans?limit=1000"))?;
+        let spans: Vec<Value> = if status == 200 {
+            serde_json::from_slice::<Value>(&body)?["data"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        if spans.len() >= expected {
+            break spans;
+        }
+        if polled.elapsed() > ARRIVAL {
+            return Err(format!(
+                "{project}: {} of {expected} spans arrived within {ARRIVAL:?}",
+                spans.len()
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    println!(
+        "e2e-phoenix: {} spans arrived in {project} after {:.1}s",
+        spans.len(),
+        polled.elapsed().as_secs_f64()
+    );
+    Ok(spans)
+}
+
+/// The kind Phoenix shows for each span (from `openinference.span.kind`) matches its GenAI
+/// operation, and each per-call `chat` span sits under an agent span with a model.
+fn check_kinds_and_calls(spans: &[Value], by_id: &HashMap<&str, &Value>) -> Vec<String> {
+    let name_of = |id: &str| by_id.get(id).and_then(|s| s["name"].as_str()).unwrap_or("");
+    let mut failures = Vec::new();
+    let mut with_cost = 0;
+    for s in spans {
+        let name = s["name"].as_str().unwrap_or("");
+        let kind = s["span_kind"].as_str().unwrap_or("");
+        let expected = match name.split(' ').next().unwrap_or("") {
+            "invoke_agent" => "AGENT",
+            "execute_tool" => "TOOL",
+            "chat" => "LLM",
+            _ => "CHAIN",
+        };
+        if !kind.eq_ignore_ascii_case(expected) {
+            failures.push(format!("span {name} has kind {kind:?}, not {expected}"));
+        }
+        if expected == "LLM" {
+            let parent = s["parent_id"].as_str().map(name_of).unwrap_or("");
+            if !parent.starts_with("invoke_agent") {
+                failures.push(format!("chat span under {parent:?}, not an agent"));
+            }
+            let attrs = &s["attributes"];
+            if attrs["transcript.usage.cost_usd"].is_number() {
+                with_cost += 1;
+            }
+            if name != "chat" && attrs["gen_ai.request.model"].as_str().is_none() {
+                failures.push(format!("chat span {name} without gen_ai.request.model"));
+            }
+        }
+    }
+    if !spans
+        .iter()
+        .any(|s| s["name"].as_str().is_some_and(|n| n.starts_with("chat ")))
+    {
+        failures.push("no chat span with a model".to_owned());
+    }
+    if with_cost == 0 {
+        failures.push("no chat span with a cost (the demo reports one)".to_owned());
+    }
+    failures
 }
 
 #[cfg(test)]
@@ -332,5 +467,39 @@ mod tests {
         let mut names = Vec::new();
         step_names(&tree, &mut names);
         assert_eq!(names, ["a", "b", "call", "c"]);
+    }
+
+    #[test]
+    fn kinds_and_chat_spans_are_checked() {
+        let span = |id: &str, parent: Option<&str>, name: &str, kind: &str, attrs: Value| {
+            serde_json::json!({"name": name, "span_kind": kind, "parent_id": parent,
+                "context": {"span_id": id}, "attributes": attrs})
+        };
+        let good = vec![
+            span("1", None, "invoke_workflow demo", "CHAIN", Value::Null),
+            span("2", Some("1"), "invoke_agent a", "AGENT", Value::Null),
+            span(
+                "3",
+                Some("2"),
+                "chat m",
+                "LLM",
+                serde_json::json!({"gen_ai.request.model": "m", "transcript.usage.cost_usd": 0.1}),
+            ),
+            span("4", Some("2"), "execute_tool t", "TOOL", Value::Null),
+            span("5", Some("1"), "command c", "CHAIN", Value::Null),
+        ];
+        let by_id = |spans: &[Value]| -> Vec<String> {
+            let map: HashMap<&str, &Value> = spans
+                .iter()
+                .filter_map(|s| Some((s["context"]["span_id"].as_str()?, s)))
+                .collect();
+            check_kinds_and_calls(spans, &map)
+        };
+        assert_eq!(by_id(&good), Vec::<String>::new());
+        let mut bad = good.clone();
+        bad[4]["span_kind"] = "UNKNOWN".into();
+        bad[2]["parent_id"] = "1".into();
+        let failures = by_id(&bad);
+        assert_eq!(failures.len(), 2, "{failures:?}");
     }
 }

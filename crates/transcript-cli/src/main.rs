@@ -38,6 +38,32 @@ struct Cli {
     command: Command,
 }
 
+/// OTLP transport flags shared by `run` and `export` (the endpoint flag is each command's).
+/// Header values are secrets: they are never echoed (prefer OTEL_EXPORTER_OTLP_HEADERS, which
+/// does not show in the process list).
+#[derive(Debug, clap::Args)]
+struct OtlpArgs {
+    /// An OTLP request header (`Authorization=Basic …`, `x-honeycomb-team=…`), repeatable;
+    /// replaces the header of that name from OTEL_EXPORTER_OTLP_HEADERS.
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE")]
+    headers: Vec<String>,
+    /// PEM file of CA certificates to trust besides the system's (a private CA); default
+    /// OTEL_EXPORTER_OTLP_CERTIFICATE.
+    #[arg(long = "otlp-certificate", value_name = "PEM")]
+    certificate: Option<PathBuf>,
+}
+
+impl OtlpArgs {
+    fn flags(self, endpoint: Option<String>) -> transcript_otel::OtlpFlags {
+        transcript_otel::OtlpFlags {
+            endpoint,
+            headers: self.headers,
+            certificate: self.certificate,
+            timeout: None,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a workflow, recording its transcript (live progress on stderr).
@@ -62,20 +88,18 @@ enum Command {
         /// Sequential ids, a manual clock and sequential branches (byte-stable output).
         #[arg(long, hide = true)]
         deterministic: bool,
-        /// Export spans live to this OTLP/HTTP endpoint (never slows or fails the run).
+        /// Export spans live to this OTLP/HTTP(S) endpoint (never slows or fails the run);
+        /// without it, OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT enables live export.
         #[arg(long, value_name = "URL")]
         otlp_endpoint: Option<String>,
+        #[command(flatten)]
+        otlp: OtlpArgs,
         /// Put message content on live spans.
-        #[arg(long, requires = "otlp_endpoint")]
+        #[arg(long)]
         capture_content: bool,
         /// At the end of the run, wait at most this many seconds for the live export to
         /// deliver what is queued (what is not sent by then is reported, never waited for).
-        #[arg(
-            long,
-            value_name = "SECS",
-            default_value_t = 5,
-            requires = "otlp_endpoint"
-        )]
+        #[arg(long, value_name = "SECS", default_value_t = 5)]
         otlp_flush_timeout: u64,
         /// On cancellation, the seconds a command (and its process group) gets between
         /// SIGTERM and SIGKILL (a second Ctrl-C kills at once).
@@ -131,9 +155,12 @@ enum Command {
         /// Shorten tool inputs and outputs larger than this many bytes.
         #[arg(long, value_name = "BYTES")]
         truncate_outputs: Option<usize>,
-        /// OTLP/HTTP endpoint for `--format otlp` (e.g. http://127.0.0.1:4318).
+        /// OTLP/HTTP(S) endpoint for `--format otlp` (e.g. http://127.0.0.1:4318); default
+        /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT.
         #[arg(long, value_name = "URL")]
         endpoint: Option<String>,
+        #[command(flatten)]
+        otlp: OtlpArgs,
         /// Put message content, tool arguments and results on spans (otlp formats).
         #[arg(long)]
         capture_content: bool,
@@ -315,11 +342,19 @@ fn run(cli: Cli) -> Result<(), CliError> {
             durability,
             deterministic,
             otlp_endpoint,
+            otlp,
             capture_content,
             otlp_flush_timeout,
             kill_grace,
             redaction,
         } => {
+            let otlp = cmd::otel::resolve(otlp.flags(otlp_endpoint))?;
+            if capture_content && otlp.is_none() {
+                return Err(CliError::Usage(
+                    "--capture-content needs an OTLP endpoint (--otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT)"
+                        .to_owned(),
+                ));
+            }
             let redactor = redaction.redactor()?.map(Arc::new);
             let mask = redactor
                 .clone()
@@ -334,7 +369,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 mask,
                 durability: durability.policy(),
                 deterministic,
-                otlp: otlp_endpoint.map(|url| (url, capture_content)),
+                otlp: otlp.map(|config| (config, capture_content)),
                 otlp_flush_timeout: std::time::Duration::from_secs(otlp_flush_timeout),
                 style: Style::for_stderr(cli.color),
                 kill_grace: std::time::Duration::from_secs_f64(kill_grace),
@@ -372,6 +407,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             no_reasoning,
             truncate_outputs,
             endpoint,
+            otlp,
             capture_content,
             redaction,
         } => {
@@ -380,7 +416,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 output,
                 include_reasoning: !no_reasoning,
                 truncate_outputs,
-                endpoint,
+                otlp: otlp.flags(endpoint),
                 capture_content,
             };
             cmd::export::run(&run, &storage, &args, redaction.redactor()?, &mut out)

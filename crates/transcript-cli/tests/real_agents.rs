@@ -223,7 +223,11 @@ fn assert_receipts_equal_billing(run: &Run, server: &ModelServer, turns: usize) 
     assert_eq!(otlp_usage(run), want, "OTLP usage attributes\n{why}");
 }
 
-/// The usage attributes of the run's spans in its OTLP/JSON export, summed, in receipt terms.
+/// The usage attributes of the run's spans in its OTLP/JSON export, in receipt terms: summed
+/// over the per-call `chat` spans, which must equal the sum over the `invoke_agent` spans. The
+/// conventions count cached input inside `gen_ai.usage.input_tokens`, and reasoning inside
+/// `gen_ai.usage.output_tokens` (added for Gemini, which counts it apart): both are taken back
+/// out to compare with the receipt.
 fn otlp_usage(run: &Run) -> Value {
     let file = run.storage.path().join("spans.json");
     let out = common::bin()
@@ -235,39 +239,71 @@ fn otlp_usage(run: &Run) -> Value {
         .unwrap();
     assert!(out.status.success(), "{}", common::text(&out.stderr));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let keys = [
-        ("gen_ai.usage.input_tokens", "input_tokens"),
-        ("gen_ai.usage.output_tokens", "output_tokens"),
-        ("gen_ai.usage.cache_read.input_tokens", "cache_read_tokens"),
-        (
-            "gen_ai.usage.cache_creation.input_tokens",
-            "cache_write_tokens",
-        ),
-        ("transcript.usage.reasoning_tokens", "reasoning_tokens"),
-    ];
-    let mut sums = serde_json::Map::new();
-    let spans = doc["resourceSpans"]
+    let spans: Vec<&Value> = doc["resourceSpans"]
         .as_array()
         .into_iter()
         .flatten()
         .flat_map(|r| r["scopeSpans"].as_array().into_iter().flatten())
-        .flat_map(|s| s["spans"].as_array().into_iter().flatten());
-    for span in spans {
-        for attr in span["attributes"].as_array().into_iter().flatten() {
-            let Some((_, name)) = keys.iter().find(|(k, _)| attr["key"] == *k) else {
-                continue;
-            };
-            let v = &attr["value"]["intValue"];
-            let n = v
-                .as_u64()
-                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-                .unwrap_or(0);
-            let total = sums.entry(*name).or_insert(json!(0));
-            *total = json!(total.as_u64().unwrap_or(0) + n);
+        .flat_map(|s| s["spans"].as_array().into_iter().flatten())
+        .collect();
+    let attr = |span: &Value, key: &str| -> Option<Value> {
+        span["attributes"]
+            .as_array()?
+            .iter()
+            .find(|a| a["key"] == key)
+            .map(|a| a["value"].clone())
+    };
+    let int = |span: &Value, key: &str| -> u64 {
+        attr(span, key)
+            .map(|v| {
+                let v = &v["intValue"];
+                v.as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0)
+    };
+    let sum = |operation: &str| -> Value {
+        let mut totals = [0u64; 5];
+        for span in spans
+            .iter()
+            .filter(|s| attr(s, "gen_ai.operation.name") == Some(json!({"stringValue": operation})))
+        {
+            let read = int(span, "gen_ai.usage.cache_read.input_tokens");
+            let write = int(span, "gen_ai.usage.cache_creation.input_tokens");
+            let reasoning = int(span, "gen_ai.usage.reasoning.output_tokens");
+            let gemini =
+                attr(span, "transcript.provider") == Some(json!({"stringValue": "gemini"}));
+            let output = int(span, "gen_ai.usage.output_tokens");
+            totals[0] += int(span, "gen_ai.usage.input_tokens") - read - write;
+            totals[1] += if gemini { output - reasoning } else { output };
+            totals[2] += read;
+            totals[3] += write;
+            totals[4] += reasoning;
+            assert_eq!(attr(span, "transcript.usage.reasoning_tokens"), None);
         }
-    }
-    sums.retain(|_, v| v != &json!(0));
-    Value::Object(sums)
+        let names = [
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+        ];
+        let mut sums = serde_json::Map::new();
+        for (name, total) in names.iter().zip(totals) {
+            if total > 0 {
+                sums.insert((*name).to_owned(), json!(total));
+            }
+        }
+        Value::Object(sums)
+    };
+    let per_call = sum("chat");
+    assert_eq!(
+        per_call,
+        sum("invoke_agent"),
+        "chat spans and their agent span count the same tokens"
+    );
+    per_call
 }
 
 /// The provider's tool names for reading `notes.txt` and running [`SHELL`].

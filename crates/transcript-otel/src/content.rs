@@ -10,6 +10,8 @@
 use serde_json::{Map, Value, json};
 use transcript_domain::{BlockBody, DecodedBlock, DecodedMessage, RawJson};
 
+use crate::semconv::provider_call_id;
+
 /// Messages gathered for one agent step.
 #[derive(Debug, Default)]
 pub(crate) struct Conversation {
@@ -28,7 +30,12 @@ fn text_part(kind: &str, content: &str) -> Value {
     json!({"type": kind, "content": content})
 }
 
-fn block_part(block: &DecodedBlock) -> Part {
+/// Where a message was recorded (its step's path and iteration): tool ids lose the
+/// executor's prefix for that step ([`crate::semconv::provider_call_id`]).
+pub(crate) type At<'a> = (&'a str, u64);
+
+fn block_part(block: &DecodedBlock, (path, iteration): At<'_>) -> Part {
+    let id = |tool_id: &str| provider_call_id(tool_id, path, iteration).to_owned();
     match block {
         DecodedBlock::Known(b) => match &b.body {
             BlockBody::Text { text } | BlockBody::Stream { text } => {
@@ -42,7 +49,7 @@ fn block_part(block: &DecodedBlock) -> Part {
                 tool_input,
             } => Part::Message(json!({
                 "type": "tool_call",
-                "id": tool_id,
+                "id": id(tool_id),
                 "name": tool_name,
                 "arguments": raw_value(tool_input),
             })),
@@ -51,7 +58,7 @@ fn block_part(block: &DecodedBlock) -> Part {
                 tool_content,
             } => Part::ToolResponse(json!({
                 "type": "tool_call_response",
-                "id": tool_id,
+                "id": id(tool_id),
                 "response": raw_value(tool_content),
             })),
         },
@@ -78,7 +85,7 @@ impl Conversation {
     /// A `message.user`: the first text block is the prompt, further text
     /// blocks are the system prompt (decision 11: `[text(prompt),
     /// text(system_prompt)?]`).
-    pub(crate) fn push_user(&mut self, msg: &DecodedMessage) {
+    pub(crate) fn push_user(&mut self, msg: &DecodedMessage, at: At<'_>) {
         let mut parts = Vec::new();
         let mut tool_parts = Vec::new();
         let mut seen_text = false;
@@ -92,7 +99,7 @@ impl Conversation {
                 }
                 seen_text = true;
             }
-            match block_part(block) {
+            match block_part(block, at) {
                 Part::Message(p) => parts.push(p),
                 Part::ToolResponse(p) => tool_parts.push(p),
             }
@@ -107,11 +114,11 @@ impl Conversation {
 
     /// A `message.assistant`: its parts in order; the `tool_result` blocks
     /// that answer its tool calls follow as a `tool` message.
-    pub(crate) fn push_assistant(&mut self, msg: &DecodedMessage) {
+    pub(crate) fn push_assistant(&mut self, msg: &DecodedMessage, at: At<'_>) {
         let mut parts = Vec::new();
         let mut tool_parts = Vec::new();
         for block in &msg.blocks {
-            match block_part(block) {
+            match block_part(block, at) {
                 Part::Message(p) => parts.push(p),
                 Part::ToolResponse(p) => tool_parts.push(p),
             }
@@ -144,13 +151,16 @@ mod tests {
     fn user_prompt_and_system_prompt_are_split() {
         let mut c = Conversation::default();
         let f = Fidelity::Router;
-        c.push_user(&msg(
-            "user",
-            vec![
-                ContentBlock::text(f, "hi"),
-                ContentBlock::text(f, "be brief"),
-            ],
-        ));
+        c.push_user(
+            &msg(
+                "user",
+                vec![
+                    ContentBlock::text(f, "hi"),
+                    ContentBlock::text(f, "be brief"),
+                ],
+            ),
+            ("", 0),
+        );
         assert_eq!(
             Value::Array(c.input),
             json!([{"role":"user","parts":[{"type":"text","content":"hi"}]}])
@@ -166,16 +176,19 @@ mod tests {
         let mut c = Conversation::default();
         let f = Fidelity::AgentEmitted;
         let input = RawJson::from_json(r#"{"q":1}"#.into()).unwrap();
-        c.push_assistant(&msg(
-            "assistant",
-            vec![
-                ContentBlock::thinking(f, "hmm"),
-                ContentBlock::text(f, "ok"),
-                ContentBlock::tool_use(f, "grep", "t1", input),
-                ContentBlock::tool_result(f, "t1", RawJson::string("found")),
-                ContentBlock::command(f, "ls"),
-            ],
-        ));
+        c.push_assistant(
+            &msg(
+                "assistant",
+                vec![
+                    ContentBlock::thinking(f, "hmm"),
+                    ContentBlock::text(f, "ok"),
+                    ContentBlock::tool_use(f, "grep", "t1", input),
+                    ContentBlock::tool_result(f, "t1", RawJson::string("found")),
+                    ContentBlock::command(f, "ls"),
+                ],
+            ),
+            ("", 0),
+        );
         let mut unknown = msg("assistant", vec![]);
         unknown
             .blocks
@@ -183,7 +196,7 @@ mod tests {
                 block_type: "image".into(),
                 raw: RawJson::from_json(r#"{"type":"image"}"#.into()).unwrap(),
             }));
-        c.push_assistant(&unknown);
+        c.push_assistant(&unknown, ("", 0));
         assert_eq!(
             Value::Array(c.output),
             json!([

@@ -85,6 +85,11 @@ pub fn tool_span_id(run: RunId, call_id: &str, seq: Seq) -> SpanId {
     span_id_of(Key::new("tool").run(run).bytes(call_id.as_bytes()).num(seq))
 }
 
+/// The `chat` span of one provider turn, identified by its `message.assistant` event.
+pub fn chat_span_id(run: RunId, seq: Seq) -> SpanId {
+    span_id_of(Key::new("chat").run(run).num(seq))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +111,7 @@ mod tests {
             step_span_id(run(1), "a", 1, 3)
         );
         assert!(trace_id(run(0)).to_bytes() != [0; 16]);
+        assert_ne!(chat_span_id(run(1), 3), chat_span_id(run(1), 4));
+        assert_ne!(chat_span_id(run(1), 3), run_span_id(run(1)));
     }
 }

@@ -23,16 +23,23 @@
 //!
 //! ## Mapping
 //!
-//! Attribute names follow the OpenTelemetry GenAI semantic conventions
-//! v1.41.0 (see [`semconv`]; upstream status: development).
+//! Attribute names follow the OpenTelemetry GenAI semantic conventions at the
+//! version pinned in [`semconv`] (upstream status: development), which also
+//! lists the rules applied (provider names, token counts, `error.type`, tool
+//! call ids, workflow names). Every span also carries OpenInference's
+//! `openinference.span.kind` (`CHAIN`, `AGENT`, `TOOL`, `LLM`), which Arize
+//! Phoenix reads, beside the GenAI names.
 //!
 //! | transcript | span name | attributes |
 //! |---|---|---|
-//! | run (`run.started` … `run.completed`) | `invoke_workflow {workflow}` | `gen_ai.operation.name`, `gen_ai.workflow.name`, `gen_ai.conversation.id` = run id, `transcript.run_id`, `transcript.parent_run_id` (child runs) |
+//! | run (`run.started` … `run.completed`) | `invoke_workflow {workflow}` | `gen_ai.operation.name`, `gen_ai.workflow.name` (low-cardinality: `import` for imported runs), `gen_ai.conversation.id` = run id, `transcript.name`, `transcript.run_id`, `transcript.parent_run_id` (child runs) |
 //! | step execution (`step.started` … `step.completed`) | `{kind} {name}` | `transcript.kind`, `transcript.name`, `transcript.path`, `transcript.iteration`, `transcript.seq` |
-//! | agent step (kind `agent`) | `invoke_agent {name}` | the step's, plus `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.conversation.id`, and from its `message.assistant` payloads (decision 10) `gen_ai.provider.name`, `gen_ai.request.model` / `gen_ai.response.model` (first / last reported), `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `transcript.usage.reasoning_tokens`, `transcript.usage.cost_usd` (summed over turns, each only when reported) |
+//! | agent step (kind `agent`) | `invoke_agent {name}` | the step's, plus `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.conversation.id`, and from its `message.assistant` payloads (decision 10) `gen_ai.provider.name` (well-known value) and `transcript.provider`, `gen_ai.request.model` / `gen_ai.response.model` (first / last reported), `gen_ai.usage.input_tokens` (cache included), `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.usage.reasoning.output_tokens`, `transcript.usage.cost_usd` (summed over turns, each only when reported or priced) |
+//! | provider turn (`message.assistant` in an agent step) | `chat {model}` | child of its agent span, from the agent's previous turn (or the step's start) to the message: `gen_ai.operation.name` = `chat`, provider, model, the turn's usage and cost as above, OpenInference `llm.model_name`, `llm.provider`, `llm.token_count.{prompt,completion,total}` |
 //! | `call_workflow` step | `call_workflow {name}` | the step's, plus `transcript.child_run_id`; the child run's `invoke_workflow` span is its child, in the same trace |
-//! | tool call (`tool.call` … `tool.result`, paired by `call_id` and fidelity) | `execute_tool {tool}` | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `transcript.fidelity` |
+//! | tool call (`tool.call` … `tool.result`, paired by `call_id` and fidelity) | `execute_tool {tool}` | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id` (the provider's id), `transcript.call_id` (the recorded id, when it differs), `transcript.fidelity` |
+//!
+//! Any span that ends in error also carries `error.type`.
 //!
 //! * **Structure**: one trace per root run. Steps nest by path (decision 4:
 //!   `a.b` under the open `a`); messages and tools belong to the open step
@@ -76,14 +83,23 @@
 //!
 //! ## Transport
 //!
-//! [`export_otlp_http`] and [`LiveExporter`] use `opentelemetry-otlp`'s
-//! HTTP/protobuf exporter with its blocking client, which must not be
-//! created or dropped inside a tokio runtime: both run it on a dedicated
-//! thread of their own, so callers may be async or not. This build carries
-//! no TLS stack: endpoints are `http://` (a local collector forwards
-//! elsewhere); an `https://` endpoint is rejected up front with a clear
-//! error. A base endpoint (`http://host:4318`) gets `/v1/traces` appended; a
-//! URL with a path is used as given.
+//! [`export_otlp_http`] and [`LiveExporter`] send OTLP/HTTP protobuf with
+//! reqwest's blocking client over `http://` or `https://` (rustls: the
+//! platform's roots, plus the PEM file of [`OtlpHttpConfig::certificate`] for
+//! a private CA), with the configured headers, one deadline per export and
+//! retries of transient failures (connection, 429, 502, 503, 504; `Retry-After`
+//! honoured within the deadline). The client must not be created or dropped
+//! inside a tokio runtime: both run it on a dedicated thread of their own, so
+//! callers may be async or not. A base endpoint (`https://host:4318`) gets
+//! `/v1/traces` appended; a URL with a path is used as given.
+//!
+//! [`OtlpHttpConfig::resolve`] reads the standard `OTEL_*` environment with the
+//! specification's precedence (see [`config`]): endpoint, headers, timeout,
+//! certificate, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`. Header values
+//! are secrets: `Debug` shows names only, configuration errors name the
+//! setting and the entry's position, and every export error is masked
+//! ([`config::Secrets`]) so that a backend echoing a credential in its answer
+//! does not put it in a log.
 //!
 //! ## Live mode guarantees
 //!
@@ -134,23 +150,26 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod config;
 mod content;
 mod export;
 pub mod ids;
 mod live;
 mod mapping;
 pub mod semconv;
+mod transport;
 
+pub use config::{OtlpFlags, OtlpHttpConfig};
 pub use export::{
-    DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError, ExportReport, OtlpHttpConfig, SpanSink,
-    export_otlp_http, to_otlp_request, write_otlp_json,
+    DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError, ExportReport, SpanSink,
+    export_otlp_http, to_otlp_request, write_otlp_json, write_otlp_json_with_resource,
 };
 pub use live::{
     LiveConfig, LiveExporter, LiveProgress, LiveProgressHandle, LiveSender,
     MAX_CONSECUTIVE_FAILURES, forward,
 };
 pub use mapping::{
-    MapOptions, MapProblem, MappedTrace, SCOPE_NAME, SpanMapper, map_run, span_time,
+    MapOptions, MapProblem, MappedTrace, Pricing, SCOPE_NAME, SpanMapper, map_run, span_time,
 };
 
 /// Re-exported OTLP message types (for decoding requests in tests and tools).

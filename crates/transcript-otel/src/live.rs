@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use transcript_domain::{DecodedEvent, ExchangeEvent, Subscription};
 
-use crate::export::{
-    DEFAULT_BATCH_SIZE, ExportError, ExportReport, OtlpHttpConfig, OtlpHttpSink, SpanSink,
-};
+use crate::config::OtlpHttpConfig;
+use crate::export::{DEFAULT_BATCH_SIZE, ExportError, ExportReport, SpanSink};
 use crate::mapping::{MapOptions, SpanMapper};
+use crate::transport::OtlpHttpSink;
 
 /// Tuning of a [`LiveExporter`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct LiveConfig {
     /// Mapping options (content capture).
     pub options: MapOptions,
@@ -208,7 +208,7 @@ impl LiveExporter {
     /// this build cannot use or if the thread cannot start; an unreachable
     /// endpoint shows up in the final report.
     pub fn start(http: OtlpHttpConfig, config: LiveConfig) -> Result<Self, ExportError> {
-        http.traces_url()?;
+        http.check()?;
         Self::start_with_sink(
             move || Ok(Box::new(OtlpHttpSink::new(&http)?) as Box<dyn SpanSink>),
             config,

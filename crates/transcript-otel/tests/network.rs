@@ -154,7 +154,7 @@ fn offline_export_delivers_every_span_over_otlp_http() {
     );
     let expected = trace.spans.clone();
     let report = export_otlp_http(trace.spans, &config(receiver.endpoint())).unwrap();
-    assert_eq!(report.spans_sent, 10);
+    assert_eq!(report.spans_sent, 12);
     assert_eq!(report.requests, 3, "batches of 4");
     assert!(report.is_complete(), "{report:?}");
 
@@ -223,7 +223,10 @@ fn offline_export_delivers_every_span_over_otlp_http() {
         .iter()
         .find(|s| s.name == "invoke_agent plan")
         .unwrap();
-    assert_eq!(string_attr(plan, "gen_ai.provider.name").unwrap(), "claude");
+    assert_eq!(
+        string_attr(plan, "gen_ai.provider.name").unwrap(),
+        "anthropic"
+    );
     assert!(
         string_attr(plan, "gen_ai.input.messages")
             .unwrap()
@@ -244,20 +247,20 @@ fn offline_export_reports_rejected_and_unreachable_endpoints() {
             report,
             ..
         } => {
-            assert_eq!((failed, total), (10, 10));
+            assert_eq!((failed, total), (12, 12));
             assert_eq!(report.failures, 3);
         }
         other => panic!("expected Incomplete, got {other}"),
     }
     // The requests did arrive; the receiver refused them.
-    assert_eq!(spans_of(&receiver.take(3)).len(), 10);
+    assert_eq!(spans_of(&receiver.take(3)).len(), 12);
 
     let err = export_otlp_http(spans, &config(closed_port())).unwrap_err();
     assert!(
-        matches!(err, ExportError::Incomplete { failed: 10, .. }),
+        matches!(err, ExportError::Incomplete { failed: 12, .. }),
         "{err}"
     );
-    let err = export_otlp_http(Vec::new(), &config("https://example.invalid".into())).unwrap_err();
+    let err = export_otlp_http(Vec::new(), &config("ftp://example.invalid".into())).unwrap_err();
     assert!(matches!(err, ExportError::InvalidEndpoint { .. }), "{err}");
 }
 
@@ -293,7 +296,7 @@ fn live_export_arrives_with_the_offline_tree() {
     let pushed = push_demo(&live.sender());
     let report = live.finish();
     assert_eq!(report.events_received, pushed as u64);
-    assert_eq!(report.spans_sent, 10, "{report:?}");
+    assert_eq!(report.spans_sent, 12, "{report:?}");
     assert!(report.is_complete(), "{report:?}");
     assert!(report.problems.is_empty());
 
@@ -331,7 +334,7 @@ fn live_export_to_a_dead_endpoint_counts_failures_and_never_fails() {
     push_demo(&live.sender());
     let report = live.finish();
     assert_eq!(report.spans_sent, 0);
-    assert_eq!(report.spans_failed, 10);
+    assert_eq!(report.spans_failed, 12);
     assert!(report.failures >= 1);
     assert!(report.last_error.is_some());
     assert!(!report.is_complete());
@@ -345,13 +348,13 @@ async fn export_works_when_called_from_inside_a_tokio_runtime() {
     let (root, child) = demo();
     let spans = map_run(&root.decoded(), &mut lookup(&child), MapOptions::default()).spans;
     let report = export_otlp_http(spans, &config(receiver.endpoint())).unwrap();
-    assert_eq!(report.spans_sent, 10);
+    assert_eq!(report.spans_sent, 12);
 
     let live = LiveExporter::start(config(receiver.endpoint()), LiveConfig::default()).unwrap();
     push_demo(&live.sender());
     let report = live.finish();
-    assert_eq!(report.spans_sent, 10, "{report:?}");
+    assert_eq!(report.spans_sent, 12, "{report:?}");
     let requests = receiver.requests().await;
     assert_eq!(requests.len(), 3 + report.requests as usize);
-    assert_eq!(spans_of(&requests).len(), 20);
+    assert_eq!(spans_of(&requests).len(), 24);
 }

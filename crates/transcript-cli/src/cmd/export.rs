@@ -39,8 +39,8 @@ pub struct ExportArgs {
     pub include_reasoning: bool,
     /// Replace tool outputs over this many bytes by a stub.
     pub truncate_outputs: Option<usize>,
-    /// The OTLP/HTTP endpoint (`--format otlp`).
-    pub endpoint: Option<String>,
+    /// The OTLP transport flags (`--format otlp`; the environment fills in the rest).
+    pub otlp: transcript_otel::OtlpFlags,
     /// Put prompts and outputs into span attributes.
     pub capture_content: bool,
 }
@@ -64,7 +64,7 @@ pub fn run(
                 &run.events,
                 &mut run.lookup(),
                 args.format == ExportFormat::Otlp,
-                args.endpoint.clone(),
+                &args.otlp,
                 args.capture_content,
                 args.output.as_deref(),
                 &mut watched,

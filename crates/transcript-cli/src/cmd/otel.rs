@@ -6,20 +6,29 @@ use std::path::Path;
 use std::sync::Arc;
 
 use transcript_domain::{DecodedEvent, RecorderFactory, RunId};
+use transcript_otel::config::ResourceSettings;
 use transcript_otel::{
-    DEFAULT_SERVICE_NAME, ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions,
-    OtlpHttpConfig, export_otlp_http, forward, map_run, write_otlp_json,
+    ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions, OtlpFlags, OtlpHttpConfig,
+    export_otlp_http, forward, map_run, write_otlp_json_with_resource,
 };
 
 use crate::CliError;
 use crate::cmd::tap::TapFactory;
+
+/// The OTLP settings: `flags` over the process environment (`OTEL_EXPORTER_OTLP_*`,
+/// `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`); `None` when no endpoint is set anywhere.
+/// A bad setting is a usage error whose message never quotes a header value.
+pub fn resolve(flags: OtlpFlags) -> Result<Option<OtlpHttpConfig>, CliError> {
+    OtlpHttpConfig::resolve(&flags, &|name| std::env::var(name).ok())
+        .map_err(|e| CliError::Usage(e.to_string()))
+}
 
 /// `export --format otlp|otlp-json`.
 pub fn export(
     events: &[DecodedEvent],
     lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
     network: bool,
-    endpoint: Option<String>,
+    flags: &OtlpFlags,
     capture_content: bool,
     output: Option<&Path>,
     out: &mut dyn Write,
@@ -30,10 +39,15 @@ pub fn export(
     }
     let spans = trace.spans.len();
     if network {
-        let endpoint = endpoint
-            .ok_or_else(|| CliError::Usage("--format otlp needs --endpoint URL".to_owned()))?;
-        let report = export_otlp_http(trace.spans, &OtlpHttpConfig::new(endpoint.clone()))
-            .map_err(|e| CliError::Failed(format!("OTLP export to {endpoint} failed: {e}")))?;
+        let config = resolve(flags.clone())?.ok_or_else(|| {
+            CliError::Usage(
+                "--format otlp needs --endpoint URL (or OTEL_EXPORTER_OTLP_ENDPOINT)".to_owned(),
+            )
+        })?;
+        let endpoint = config.display_endpoint();
+        let report = export_otlp_http(trace.spans, &config).map_err(|e| {
+            CliError::Failed(config.mask(&format!("OTLP export to {endpoint} failed: {e}")))
+        })?;
         crate::diag!(
             "transcript: sent {} of {spans} spans to {endpoint} in {} requests",
             report.spans_sent,
@@ -41,21 +55,20 @@ pub fn export(
         );
         return Ok(());
     }
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES apply to files too.
+    let resource = ResourceSettings::resolve(&|name| std::env::var(name).ok())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     match output {
         Some(p) if p.as_os_str() != "-" => {
             let file = std::fs::File::create(p).map_err(|e| CliError::Read {
                 path: p.to_path_buf(),
                 message: format!("cannot write: {e}"),
             })?;
-            write_otlp_json(
-                trace.spans,
-                DEFAULT_SERVICE_NAME,
-                std::io::BufWriter::new(file),
-            )
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+            write_otlp_json_with_resource(trace.spans, &resource, std::io::BufWriter::new(file))
+                .map_err(|e| CliError::Failed(e.to_string()))?;
         }
         _ => {
-            write_otlp_json(trace.spans, DEFAULT_SERVICE_NAME, &mut *out)
+            write_otlp_json_with_resource(trace.spans, &resource, &mut *out)
                 .map_err(|e| CliError::Failed(e.to_string()))?;
             let _ = writeln!(out);
         }
@@ -79,19 +92,25 @@ pub fn live_factory(inner: Arc<dyn RecorderFactory>, sender: LiveSender) -> TapF
 }
 
 /// Starts a live exporter.
-pub fn start_live(endpoint: &str, capture_content: bool) -> Result<LiveExporter, CliError> {
+pub fn start_live(
+    config: &OtlpHttpConfig,
+    capture_content: bool,
+) -> Result<LiveExporter, CliError> {
     LiveExporter::start(
-        OtlpHttpConfig::new(endpoint.to_owned()),
+        config.clone(),
         LiveConfig {
             options: MapOptions::with_content(capture_content),
             ..LiveConfig::default()
         },
     )
-    .map_err(|e| CliError::Usage(format!("--otlp-endpoint {endpoint}: {e}")))
+    .map_err(|e| {
+        CliError::Usage(config.mask(&format!("OTLP endpoint {}: {e}", config.display_endpoint())))
+    })
 }
 
 /// Reports the live export at the end of a run (never fails it).
-pub fn report_live(endpoint: &str, report: &ExportReport) {
+pub fn report_live(config: &OtlpHttpConfig, report: &ExportReport) {
+    let endpoint = config.display_endpoint();
     if report.is_complete() {
         crate::diag!(
             "transcript: exported {} spans to {endpoint}",
@@ -107,7 +126,7 @@ pub fn report_live(endpoint: &str, report: &ExportReport) {
             report
                 .last_error
                 .as_deref()
-                .map(|e| format!(" (last error: {e})"))
+                .map(|e| format!(" (last error: {})", config.mask(e)))
                 .unwrap_or_default()
         );
     }

@@ -34,8 +34,8 @@ pub struct RunArgs {
     pub durability: Durability,
     /// Sequential ids, a manual clock and sequential branches (byte-stable output).
     pub deterministic: bool,
-    /// Live OTLP export: endpoint and content capture.
-    pub otlp: Option<(String, bool)>,
+    /// Live OTLP export: where and how (flags over the environment), and content capture.
+    pub otlp: Option<(transcript_otel::OtlpHttpConfig, bool)>,
     /// How long the end of the run waits for the live export to deliver what is queued.
     pub otlp_flush_timeout: std::time::Duration,
     /// Stderr styling.
@@ -130,7 +130,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     }
     let factory: Arc<dyn RecorderFactory> = Arc::new(factory);
     let live = match &args.otlp {
-        Some((endpoint, capture)) => Some(crate::cmd::otel::start_live(endpoint, *capture)?),
+        Some((config, capture)) => Some(crate::cmd::otel::start_live(config, *capture)?),
         None => None,
     };
     let live_factory = live
@@ -226,7 +226,8 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     let mut internal: Vec<String> = Vec::new();
     internal.extend(progress_factory.finish().await.err());
     internal.extend(crate::cmd::tap::joined("the live progress view", progress.await).err());
-    if let (Some(live), Some(forwarding), Some((endpoint, _))) = (live, &live_factory, &args.otlp) {
+    if let (Some(live), Some(forwarding), Some((config, _))) = (live, &live_factory, &args.otlp) {
+        let endpoint = config.display_endpoint();
         internal.extend(forwarding.drain("the live OTLP export").await.err());
         // A plain thread, not the runtime's blocking pool: if the endpoint never answers, the
         // command does not wait for it past the flush timeout (the process exits regardless).
@@ -237,7 +238,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         });
         let timeout = args.otlp_flush_timeout;
         match tokio::task::spawn_blocking(move || rx.recv_timeout(timeout)).await {
-            Ok(Ok(r)) => crate::cmd::otel::report_live(endpoint, &r),
+            Ok(Ok(r)) => crate::cmd::otel::report_live(config, &r),
             _ => {
                 let p = progress.snapshot();
                 crate::diag!(

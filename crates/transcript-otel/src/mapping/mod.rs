@@ -13,6 +13,7 @@ use agent::agent_attributes;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::trace::{
@@ -30,20 +31,48 @@ use crate::semconv::*;
 /// The instrumentation scope name on every exported span.
 pub const SCOPE_NAME: &str = "transcript-otel";
 
+/// The cost seam: US dollars for one provider turn of `model` with `usage`, or `None` when
+/// the model's price is unknown. Called only for turns whose provider reported no cost.
+///
+/// **Seam**: this crate does no pricing itself; a price table (e.g. the pure pricing API of
+/// `transcript-providers`) is plugged in here by the composition root.
+pub type Pricing = Arc<dyn Fn(&str, &Usage) -> Option<f64> + Send + Sync>;
+
 /// What the mapping puts on spans beyond structure and metadata.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct MapOptions {
     /// Attach message content, tool arguments and tool results
     /// (`gen_ai.input.messages`, `gen_ai.output.messages`,
     /// `gen_ai.system_instructions`, `gen_ai.tool.call.arguments`,
     /// `gen_ai.tool.call.result`). Off by default: content may hold secrets.
     pub capture_content: bool,
+    /// Prices a provider turn that reported no cost (`transcript.usage.cost_usd` on its
+    /// `chat` span and in its agent's sum). `None`: only reported costs are exported.
+    pub pricing: Option<Pricing>,
+}
+
+impl std::fmt::Debug for MapOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MapOptions")
+            .field("capture_content", &self.capture_content)
+            .field("pricing", &self.pricing.as_ref().map(|_| "Fn"))
+            .finish()
+    }
 }
 
 impl MapOptions {
     /// Options with content capture switched on or off.
-    pub const fn with_content(capture_content: bool) -> Self {
-        Self { capture_content }
+    pub fn with_content(capture_content: bool) -> Self {
+        Self {
+            capture_content,
+            pricing: None,
+        }
+    }
+
+    /// Sets the cost seam (see [`Pricing`]).
+    pub fn with_pricing(mut self, pricing: Pricing) -> Self {
+        self.pricing = Some(pricing);
+        self
     }
 }
 
@@ -182,6 +211,10 @@ struct AgentInfo {
     request_model: Option<String>,
     response_model: Option<String>,
     usage: Option<Usage>,
+    /// Cost summed over the turns that had one (reported or priced).
+    cost_usd: Option<f64>,
+    /// When the agent's previous turn ended: where the next turn's `chat` span starts.
+    last_turn: Option<Timestamp>,
     conversation: Conversation,
 }
 
@@ -202,6 +235,8 @@ struct OpenStep {
 #[derive(Debug)]
 struct OpenTool {
     call_id: String,
+    /// The provider's id when `call_id` carries the executor's prefix.
+    provider_call_id: Option<String>,
     fidelity: Fidelity,
     name: String,
     span_id: SpanId,
@@ -237,9 +272,9 @@ struct RunState {
 /// Events of a child run are held back until the parent's
 /// `step.call_workflow.started` naming it has been seen, so its spans land
 /// under that step whatever order the runs' events arrive in.
-#[derive(Debug)]
 pub struct SpanMapper {
     capture_content: bool,
+    pricing: Option<Pricing>,
     scope: InstrumentationScope,
     runs: HashMap<RunId, RunState>,
     /// Run ids in the order their state was created (deterministic finish).
@@ -260,6 +295,7 @@ impl SpanMapper {
     pub fn new(options: MapOptions) -> Self {
         Self {
             capture_content: options.capture_content,
+            pricing: options.pricing,
             scope: InstrumentationScope::builder(SCOPE_NAME)
                 .with_version(env!("CARGO_PKG_VERSION"))
                 .build(),
@@ -445,7 +481,37 @@ impl SpanMapper {
         attributes: Vec<KeyValue>,
         status: Status,
     ) {
+        self.push_span_of_kind(
+            SpanKind::Internal,
+            (trace_id, span_id, parent_span_id),
+            name,
+            (start, end),
+            attributes,
+            status,
+        );
+    }
+
+    /// [`Self::push_span`] with a span kind (`Client` for inference spans, the client side
+    /// of a call to the provider, as the conventions say).
+    fn push_span_of_kind(
+        &mut self,
+        kind: SpanKind,
+        (trace_id, span_id, parent_span_id): (TraceId, SpanId, SpanId),
+        name: String,
+        (start, end): (Timestamp, Timestamp),
+        attributes: Vec<KeyValue>,
+        status: Status,
+    ) {
         let end = if end < start { start } else { end };
+        let mut attributes = attributes;
+        if let Status::Error { description } = &status {
+            let class = if description == INCOMPLETE {
+                INCOMPLETE
+            } else {
+                ERROR_TYPE_OTHER
+            };
+            attributes.push(KeyValue::new(ERROR_TYPE, class));
+        }
         self.spans.push(SpanData {
             span_context: SpanContext::new(
                 trace_id,
@@ -456,7 +522,7 @@ impl SpanMapper {
             ),
             parent_span_id,
             parent_span_is_remote: false,
-            span_kind: SpanKind::Internal,
+            span_kind: kind,
             name: Cow::Owned(name),
             start_time: span_time(start),
             end_time: span_time(end),
@@ -467,6 +533,17 @@ impl SpanMapper {
             status,
             instrumentation_scope: self.scope.clone(),
         });
+    }
+}
+
+impl std::fmt::Debug for SpanMapper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpanMapper")
+            .field("capture_content", &self.capture_content)
+            .field("runs", &self.runs.len())
+            .field("ready", &self.spans.len())
+            .field("problems", &self.problems)
+            .finish_non_exhaustive()
     }
 }
 

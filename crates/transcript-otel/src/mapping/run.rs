@@ -46,13 +46,16 @@ impl SpanMapper {
     }
 
     pub(super) fn emit_run(&mut self, state: &RunState, end: Timestamp, status: Status) {
-        let workflow = state.workflow.clone().unwrap_or_default();
+        let recorded = state.workflow.clone().unwrap_or_default();
+        let workflow = workflow_name(&recorded).to_owned();
         let run_id = state.run_id.to_string();
         let mut attributes = vec![
             KeyValue::new(GEN_AI_OPERATION_NAME, OP_INVOKE_WORKFLOW),
             KeyValue::new(GEN_AI_WORKFLOW_NAME, workflow.clone()),
             KeyValue::new(GEN_AI_CONVERSATION_ID, run_id.clone()),
+            KeyValue::new(OPENINFERENCE_SPAN_KIND, OI_CHAIN),
             KeyValue::new(TRANSCRIPT_KIND, "workflow"),
+            KeyValue::new(TRANSCRIPT_NAME, recorded),
             KeyValue::new(TRANSCRIPT_RUN_ID, run_id),
             KeyValue::new(TRANSCRIPT_SEQ, to_i64(state.start_seq)),
         ];

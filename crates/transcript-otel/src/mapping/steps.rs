@@ -150,6 +150,10 @@ impl SpanMapper {
                 state.run_id.to_string(),
             ));
         }
+        attributes.push(KeyValue::new(
+            OPENINFERENCE_SPAN_KIND,
+            if is_agent { OI_AGENT } else { OI_CHAIN },
+        ));
         let name = if is_agent {
             format!("{OP_INVOKE_AGENT} {}", step.name)
         } else if step.name.is_empty() {

@@ -10,6 +10,7 @@ impl SpanMapper {
             .map_or(state.span_id, |i| state.steps[i].span_id);
         state.tools.push(OpenTool {
             call_id: tool.call_id.clone(),
+            provider_call_id: provider_id(&tool.call_id, event),
             fidelity: tool.fidelity,
             name: tool.name.clone(),
             span_id: ids::tool_span_id(state.run_id, &tool.call_id, event.seq),
@@ -37,6 +38,7 @@ impl SpanMapper {
                 });
                 OpenTool {
                     call_id: tool.call_id.clone(),
+                    provider_call_id: provider_id(&tool.call_id, event),
                     fidelity: tool.fidelity,
                     name: tool.name.clone(),
                     span_id: ids::tool_span_id(state.run_id, &tool.call_id, event.seq),
@@ -83,11 +85,18 @@ impl SpanMapper {
     ) {
         let mut attributes = vec![
             KeyValue::new(GEN_AI_OPERATION_NAME, OP_EXECUTE_TOOL),
+            KeyValue::new(OPENINFERENCE_SPAN_KIND, OI_TOOL),
             KeyValue::new(GEN_AI_TOOL_NAME, tool.name.clone()),
-            KeyValue::new(GEN_AI_TOOL_CALL_ID, tool.call_id),
             KeyValue::new(TRANSCRIPT_FIDELITY, tool.fidelity.as_str()),
             KeyValue::new(TRANSCRIPT_SEQ, to_i64(tool.start_seq)),
         ];
+        match tool.provider_call_id {
+            Some(id) => {
+                attributes.push(KeyValue::new(GEN_AI_TOOL_CALL_ID, id));
+                attributes.push(KeyValue::new(TRANSCRIPT_CALL_ID, tool.call_id));
+            }
+            None => attributes.push(KeyValue::new(GEN_AI_TOOL_CALL_ID, tool.call_id)),
+        }
         if let Some(arguments) = tool.arguments {
             attributes.push(KeyValue::new(
                 GEN_AI_TOOL_CALL_ARGUMENTS,
@@ -107,4 +116,10 @@ impl SpanMapper {
             status,
         );
     }
+}
+
+/// The provider's id when the recorded call id carries the executor's prefix.
+fn provider_id(call_id: &str, event: &DecodedEvent) -> Option<String> {
+    let id = provider_call_id(call_id, &event.path, event.iteration);
+    (id.len() != call_id.len()).then(|| id.to_owned())
 }

@@ -1,0 +1,212 @@
+//! OTLP/HTTP protobuf over `http://` or `https://` (rustls: the platform's roots plus an
+//! optional private CA), with the configured headers, a deadline per export and retries of
+//! transient failures. Runs on the export threads of this crate only: reqwest's blocking
+//! client must not be created, used or dropped inside a tokio runtime.
+
+use std::time::{Duration, Instant};
+
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SpanData;
+use prost::Message;
+use reqwest::StatusCode;
+use reqwest::blocking::Client;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+
+use crate::config::{OtlpHttpConfig, Secrets};
+use crate::export::{ExportError, SpanSink, resource, to_otlp_request_for};
+
+/// Longest part of a response body quoted in an error.
+const BODY_QUOTE: usize = 200;
+
+/// The OTLP/HTTP protobuf exporter.
+pub(crate) struct OtlpHttpSink {
+    client: Client,
+    url: String,
+    shown_url: String,
+    headers: HeaderMap,
+    resource: Resource,
+    timeout: Duration,
+    max_retries: usize,
+    secrets: Secrets,
+}
+
+impl OtlpHttpSink {
+    pub(crate) fn new(config: &OtlpHttpConfig) -> Result<Self, ExportError> {
+        // reqwest is built with rustls and no default crypto provider (the exec crate's
+        // HTTP agent shares it): install the ring one (idempotent; an installed one stays).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        config.check()?;
+        let url = config.traces_url()?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in &config.headers {
+            let (Ok(name), Ok(mut value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) else {
+                // `check` accepted them; unreachable, but never quote a value.
+                return Err(ExportError::Config(format!("invalid header {name:?}")));
+            };
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-protobuf"),
+        );
+        let mut builder = Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout)
+            .user_agent(concat!("transcript-otel/", env!("CARGO_PKG_VERSION")));
+        for cert in config.load_certificates()? {
+            builder = builder.add_root_certificate(cert);
+        }
+        let secrets = Secrets::of(config);
+        let client = builder
+            .build()
+            .map_err(|e| ExportError::Build(secrets.mask(&error_chain(&e))))?;
+        Ok(Self {
+            client,
+            shown_url: config.mask(&crate::config::display_url(&url)),
+            url,
+            headers,
+            resource: resource(config),
+            timeout: config.timeout,
+            max_retries: config.max_retries,
+            secrets,
+        })
+    }
+
+    /// One POST; `Err((message, retryable, retry_after))`.
+    fn attempt(&self, body: &[u8], left: Duration) -> Result<(), (String, bool, Option<Duration>)> {
+        let response = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .timeout(left)
+            .body(body.to_vec())
+            .send()
+            .map_err(|e| (describe_send_error(&e), !is_tls_error(&e), None))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let retryable = matches!(
+            status,
+            StatusCode::TOO_MANY_REQUESTS
+                | StatusCode::BAD_GATEWAY
+                | StatusCode::SERVICE_UNAVAILABLE
+                | StatusCode::GATEWAY_TIMEOUT
+        );
+        let body = response.text().unwrap_or_default();
+        let mut quote: String = body.chars().take(BODY_QUOTE).collect();
+        if quote.len() < body.len() {
+            quote.push('…');
+        }
+        let hint = match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                " (check the OTLP headers: --otlp-header or OTEL_EXPORTER_OTLP_HEADERS)"
+            }
+            _ => "",
+        };
+        let quote = quote.split_whitespace().collect::<Vec<_>>().join(" ");
+        let message = if quote.is_empty() {
+            format!("HTTP {status}{hint}")
+        } else {
+            format!("HTTP {status}{hint}: {quote}")
+        };
+        Err((message, retryable, retry_after))
+    }
+}
+
+impl SpanSink for OtlpHttpSink {
+    fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
+        let body = to_otlp_request_for(batch, &self.resource).encode_to_vec();
+        let deadline = Instant::now() + self.timeout;
+        let mut backoff = Duration::from_millis(100);
+        let mut tries = 0;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let outcome = if left.is_zero() {
+                Err(("timed out".to_owned(), false, None))
+            } else {
+                self.attempt(&body, left)
+            };
+            match outcome {
+                Ok(()) => return Ok(()),
+                Err((message, retryable, retry_after)) => {
+                    let wait = retry_after.unwrap_or(backoff);
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if !retryable || tries >= self.max_retries || wait >= left {
+                        let tried = if tries > 0 {
+                            format!(" (after {} attempts)", tries + 1)
+                        } else {
+                            String::new()
+                        };
+                        return Err(self
+                            .secrets
+                            .mask(&format!("{}: {message}{tried}", self.shown_url)));
+                    }
+                    tries += 1;
+                    // The export thread's own back-off: nothing else waits on it.
+                    std::thread::sleep(wait);
+                    backoff = backoff.saturating_mul(2);
+                }
+            }
+        }
+    }
+}
+
+/// An error with its causes, `a: b: c` (reqwest's own message hides the cause).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn is_tls_error(error: &reqwest::Error) -> bool {
+    let mut source: Option<&dyn std::error::Error> = Some(error);
+    while let Some(cause) = source {
+        if cause.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        source = cause.source();
+    }
+    let text = error_chain(error);
+    text.contains("certificate") || text.contains("InvalidCertificate")
+}
+
+/// A send failure said plainly: the TLS failure (with where to put a private CA) or the
+/// connection failure, with its cause.
+fn describe_send_error(error: &reqwest::Error) -> String {
+    let chain = error_chain(error);
+    // reqwest's first line repeats the URL, which the caller already names.
+    let cause = match chain.split_once(": ") {
+        Some((first, rest)) if first.starts_with("error sending request") => rest.to_owned(),
+        _ => chain,
+    };
+    if is_tls_error(error) {
+        format!(
+            "TLS handshake failed: {cause} (a private CA goes in --otlp-certificate or OTEL_EXPORTER_OTLP_CERTIFICATE)"
+        )
+    } else if error.is_timeout() {
+        format!("timed out: {cause}")
+    } else if error.is_connect() {
+        format!("cannot connect: {cause}")
+    } else {
+        cause
+    }
+}

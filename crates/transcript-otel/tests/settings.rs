@@ -1,0 +1,245 @@
+//! OTLP settings: flags over `OTEL_EXPORTER_OTLP_TRACES_*` over `OTEL_EXPORTER_OTLP_*` (the
+//! specification's precedence and endpoint path rules), header and resource parsing, and the
+//! rule that no header value ever shows in an error or a `Debug` output.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use std::collections::HashMap;
+use transcript_otel::config::*;
+use transcript_otel::{ExportError, OtlpFlags, OtlpHttpConfig};
+
+fn resolve(flags: &OtlpFlags, env: &[(&str, &str)]) -> Result<Option<OtlpHttpConfig>, ExportError> {
+    let env: HashMap<String, String> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    OtlpHttpConfig::resolve(flags, &|k| env.get(k).cloned())
+}
+
+fn url(config: &OtlpHttpConfig) -> String {
+    config.traces_url().unwrap()
+}
+
+#[test]
+fn endpoints_follow_the_spec_path_rules_and_precedence() {
+    let none = OtlpFlags::default();
+    assert!(resolve(&none, &[]).unwrap().is_none());
+    // General: /v1/traces appended to the path, whatever it is.
+    for (base, expected) in [
+        ("http://c:4318", "http://c:4318/v1/traces"),
+        ("http://c:4318/", "http://c:4318/v1/traces"),
+        ("https://c/otlp", "https://c/otlp/v1/traces"),
+        ("https://c/otlp/", "https://c/otlp/v1/traces"),
+    ] {
+        let c = resolve(&none, &[(ENV_ENDPOINT, base)]).unwrap().unwrap();
+        assert_eq!(url(&c), expected, "{base}");
+    }
+    // Signal-specific: as is (even without a path), and over the general one.
+    let c = resolve(
+        &none,
+        &[
+            (ENV_ENDPOINT, "http://general:4318"),
+            (ENV_TRACES_ENDPOINT, "http://t:4318"),
+        ],
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(url(&c), "http://t:4318");
+    // A flag over both, with the flag rule (base gets /v1/traces, a path is kept).
+    let flag = OtlpFlags {
+        endpoint: Some("https://flag:6006".into()),
+        ..OtlpFlags::default()
+    };
+    let c = resolve(&flag, &[(ENV_TRACES_ENDPOINT, "http://t:4318")])
+        .unwrap()
+        .unwrap();
+    assert_eq!(url(&c), "https://flag:6006/v1/traces");
+    let mut c = OtlpHttpConfig::new("http://localhost:6006/v1/traces");
+    assert_eq!(url(&c), "http://localhost:6006/v1/traces");
+    c.endpoint = "ftp://x".into();
+    assert!(c.traces_url().is_err());
+    c.endpoint = "http://".into();
+    assert!(c.traces_url().is_err());
+}
+
+#[test]
+fn export_can_be_disabled_from_the_environment_unless_a_flag_asks() {
+    for disable in [(ENV_SDK_DISABLED, "true"), (ENV_TRACES_EXPORTER, "none")] {
+        assert!(
+            resolve(
+                &OtlpFlags::default(),
+                &[(ENV_ENDPOINT, "http://c:4318"), disable]
+            )
+            .unwrap()
+            .is_none()
+        );
+        let flag = OtlpFlags {
+            endpoint: Some("http://c:4318".into()),
+            ..OtlpFlags::default()
+        };
+        assert!(resolve(&flag, &[disable]).unwrap().is_some());
+    }
+}
+
+#[test]
+fn headers_are_decoded_merged_and_flags_win() {
+    let env = [
+        (ENV_ENDPOINT, "http://c:4318"),
+        (ENV_HEADERS, "general=1"),
+        (
+            ENV_TRACES_HEADERS,
+            " Authorization = Basic%20cGs6c2s= , x-team=a%2Cb,,",
+        ),
+    ];
+    let c = resolve(&OtlpFlags::default(), &env).unwrap().unwrap();
+    // The signal-specific variable replaces the general one; values percent-decoded.
+    assert_eq!(
+        c.headers,
+        vec![
+            ("Authorization".into(), "Basic cGs6c2s=".into()),
+            ("x-team".into(), "a,b".into())
+        ]
+    );
+    let flags = OtlpFlags {
+        headers: vec!["authorization=Bearer flag".into(), "x-new=2".into()],
+        ..OtlpFlags::default()
+    };
+    let c = resolve(&flags, &env).unwrap().unwrap();
+    assert_eq!(
+        c.headers,
+        vec![
+            ("x-team".into(), "a,b".into()),
+            ("authorization".into(), "Bearer flag".into()),
+            ("x-new".into(), "2".into())
+        ]
+    );
+}
+
+#[test]
+fn timeout_certificate_service_name_and_resource_attributes() {
+    let env = [
+        (ENV_ENDPOINT, "http://c:4318"),
+        (ENV_TIMEOUT, "2500"),
+        (ENV_TRACES_TIMEOUT, "1500"),
+        (
+            ENV_RESOURCE_ATTRIBUTES,
+            "service.name=from-resource,openinference.project.name=my%20project,deployment.environment=ci",
+        ),
+    ];
+    let c = resolve(&OtlpFlags::default(), &env).unwrap().unwrap();
+    assert_eq!(c.timeout, Duration::from_millis(1500));
+    assert_eq!(c.service_name, "from-resource");
+    assert_eq!(
+        c.resource_attributes,
+        vec![
+            ("openinference.project.name".into(), "my project".into()),
+            ("deployment.environment".into(), "ci".into())
+        ]
+    );
+    let mut with_name = env.to_vec();
+    with_name.push((ENV_SERVICE_NAME, "svc"));
+    let c = resolve(&OtlpFlags::default(), &with_name).unwrap().unwrap();
+    assert_eq!(c.service_name, "svc");
+    let flags = OtlpFlags {
+        timeout: Some(Duration::from_secs(1)),
+        ..OtlpFlags::default()
+    };
+    assert_eq!(
+        resolve(&flags, &env).unwrap().unwrap().timeout,
+        Duration::from_secs(1)
+    );
+    let err = resolve(
+        &OtlpFlags::default(),
+        &[(ENV_ENDPOINT, "http://c"), (ENV_TIMEOUT, "soon")],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains(ENV_TIMEOUT), "{err}");
+    // A certificate that cannot be read is reported up front, naming the file.
+    let err = resolve(
+        &OtlpFlags::default(),
+        &[
+            (ENV_ENDPOINT, "https://c"),
+            (ENV_CERTIFICATE, "/nonexistent/ca.pem"),
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+}
+
+#[test]
+fn header_values_never_appear_in_errors_or_debug() {
+    let secret = "sk-lf-0123456789abcdef";
+    // Malformed entries in many shapes: the error names the position, not the text.
+    for bad in [
+        secret.to_owned(),
+        format!("=={secret}"),
+        format!("ok=1,{secret}"),
+        format!("=x{secret}"),
+    ] {
+        let err = resolve(
+            &OtlpFlags::default(),
+            &[(ENV_ENDPOINT, "http://c"), (ENV_HEADERS, &bad)],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!err.contains(secret), "{err}");
+        assert!(err.contains(ENV_HEADERS), "{err}");
+    }
+    for bad in [secret.to_owned(), format!("={secret}")] {
+        let flags = OtlpFlags {
+            endpoint: Some("http://c".into()),
+            headers: vec![bad],
+            ..OtlpFlags::default()
+        };
+        let err = resolve(&flags, &[]).unwrap_err().to_string();
+        assert!(!err.contains(secret), "{err}");
+    }
+    // A value that cannot be sent (a newline) is refused without quoting it.
+    let flags = OtlpFlags {
+        endpoint: Some("http://c".into()),
+        headers: vec![format!("x-key={secret}\nInjected: 1")],
+        ..OtlpFlags::default()
+    };
+    let err = resolve(&flags, &[]).unwrap_err().to_string();
+    assert!(!err.contains(secret) && err.contains("x-key"), "{err}");
+    // Debug output of flags and config.
+    let flags = OtlpFlags {
+        endpoint: Some("https://user:pa55word@c".into()),
+        headers: vec![format!("Authorization=Basic {secret}")],
+        ..OtlpFlags::default()
+    };
+    let config = resolve(&flags, &[]).unwrap().unwrap();
+    for text in [format!("{flags:?}"), format!("{config:?}")] {
+        assert!(
+            !text.contains(secret) && !text.contains("pa55word"),
+            "{text}"
+        );
+    }
+    // Masking of arbitrary messages: the whole value, the token alone, the password.
+    let msg = format!(
+        "401 from https://user:pa55word@c: bad credentials Basic {secret} (token {secret})"
+    );
+    let masked = config.mask(&msg);
+    assert!(
+        !masked.contains(secret) && !masked.contains("pa55word"),
+        "{masked}"
+    );
+    assert_eq!(config.display_endpoint(), "https://user:***@c/");
+    // A short, non-secret header value does not garble messages.
+    let flags = OtlpFlags {
+        endpoint: Some("https://c".into()),
+        headers: vec![
+            "x-langfuse-ingestion-version=4".into(),
+            format!("x-key={secret}"),
+        ],
+        ..OtlpFlags::default()
+    };
+    let config = resolve(&flags, &[]).unwrap().unwrap();
+    assert_eq!(
+        config.mask(&format!("HTTP 401 Unauthorized: bad key {secret}")),
+        "HTTP 401 Unauthorized: bad key ***"
+    );
+}
