@@ -1,9 +1,10 @@
 //! The [`Redactor`]: pattern rules, sensitive key names, privacy mode.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use regex::{Captures, Regex};
+use regex::Regex;
 use serde_json::Value;
 use transcript_domain::{
     BlockBody, ContentBlock, DecodedBlock, DecodedEvent, DecodedPayload, EventMask, Payload,
@@ -11,6 +12,42 @@ use transcript_domain::{
 };
 
 use crate::mask::{MARKER_WITH_KIND, mask_around, mask_value};
+use crate::rules::{BUILTIN_RULES, BuiltinRule};
+
+/// The marker regex, compiled once; its error is reported by
+/// [`Redactor::try_builtin`] through the tests, never ignored.
+static MARKER_REGEX: LazyLock<Result<Regex, regex::Error>> =
+    LazyLock::new(|| Regex::new(MARKER_WITH_KIND));
+
+/// Line separators a folded key continues over: real ones, and those of
+/// JSON-escaped text (a backslash and `n`).
+const FOLD_SEPARATORS: &[&str] = &["\r\n", "\n", r"\r\n", r"\n", "\r"];
+
+/// Where a match ending at `end` stops once the lines folded after it are
+/// included: each following line made only of key characters
+/// (`[A-Za-z0-9_-]`, at least one), up to the end of the text, a line
+/// separator, an escape or a closing quote, continues it.
+fn fold_end(hay: &str, mut end: usize) -> usize {
+    loop {
+        let rest = &hay[end..];
+        let Some(sep) = FOLD_SEPARATORS.iter().find(|s| rest.starts_with(**s)) else {
+            return end;
+        };
+        let line = &rest[sep.len()..];
+        let run = line
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+            .count();
+        let ends_line = matches!(
+            line.as_bytes().get(run),
+            None | Some(b'\r' | b'\n' | b'\\' | b'"')
+        );
+        if run == 0 || !ends_line {
+            return end;
+        }
+        end += sep.len() + run;
+    }
+}
 
 /// How much content survives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,6 +74,15 @@ pub struct InvalidPattern {
 struct Rule {
     name: String,
     regex: Regex,
+    /// Continues a match over folded lines ([`BuiltinRule::folds`]).
+    folds: bool,
+}
+
+fn compile(pattern: &str) -> Result<Regex, InvalidPattern> {
+    Regex::new(pattern).map_err(|source| InvalidPattern {
+        pattern: pattern.to_owned(),
+        source,
+    })
 }
 
 /// Masks secrets in events. Cheap to share (`Arc<Redactor>`); counts the
@@ -51,61 +97,6 @@ pub struct Redactor {
     masks: AtomicU64,
 }
 
-/// Built-in rules: (name, pattern). A named group `secret` marks the part
-/// to mask (otherwise the whole match is masked); a group `kind` at the
-/// start of it is the key's published prefix (`sk-ant-`, `ghp_`, `AKIA`),
-/// which names the kind of key, holds no secret material and stays visible.
-const BUILTIN: &[(&str, &str)] = &[
-    (
-        "private_key_block",
-        r"(?P<secret>(?P<kind>-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----)",
-    ),
-    (
-        "jwt",
-        r"\b(?P<secret>(?P<kind>eyJ)[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,})",
-    ),
-    (
-        "openai_anthropic_key",
-        r"\b(?P<secret>(?P<kind>sk-(?:ant-|proj-|svcacct-)?)[A-Za-z0-9_-]{20,})",
-    ),
-    (
-        "google_api_key",
-        r"\b(?P<secret>(?P<kind>AIza)[0-9A-Za-z_-]{35})",
-    ),
-    (
-        "github_token",
-        r"\b(?P<secret>(?P<kind>gh[pousr]_)[A-Za-z0-9]{36,})",
-    ),
-    (
-        "github_fine_grained_token",
-        r"\b(?P<secret>(?P<kind>github_pat_)[A-Za-z0-9_]{22,})",
-    ),
-    (
-        "slack_token",
-        r"\b(?P<secret>(?P<kind>xox[abposr]-)[A-Za-z0-9-]{10,})",
-    ),
-    (
-        "huggingface_token",
-        r"\b(?P<secret>(?P<kind>hf_)[A-Za-z0-9]{30,})",
-    ),
-    (
-        "aws_access_key_id",
-        r"\b(?P<secret>(?P<kind>AKIA|ASIA)[0-9A-Z]{16})\b",
-    ),
-    (
-        "aws_secret_access_key",
-        r#"(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?(?P<secret>[A-Za-z0-9/+=]{40})"#,
-    ),
-    (
-        "bearer_token",
-        r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
-    ),
-    (
-        "secret_assignment",
-        r#"(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret)["']?\s*[:=]\s*["']?(?P<secret>[^\s"',;]{4,})"#,
-    ),
-];
-
 /// Upper bound on extra masking passes (see [`Redactor::mask_text`]).
 const MAX_PASSES: usize = 16;
 
@@ -113,25 +104,38 @@ const MAX_PASSES: usize = 16;
 const SENSITIVE_KEY: &str = r"(?i)^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|apikey|credentials?|private[_-]?key|authorization|access[_-]?key|session[_-]?key|cookie)(?:[_-].*)?$";
 
 impl Redactor {
-    /// Only the built-in rules and sensitive-key masking.
+    /// Only the built-in rules ([`BUILTIN_RULES`]) and sensitive-key
+    /// masking.
+    ///
+    /// # Panics
+    ///
+    /// When a built-in pattern does not compile: that is a bug of this
+    /// crate, which `tests/rules.rs::every_builtin_rule_compiles` (and every
+    /// other test that builds a redactor) catches before a release; a rule
+    /// is never dropped silently. [`Redactor::try_builtin`] returns the
+    /// error instead.
     pub fn builtin() -> Self {
-        let rules = BUILTIN
-            .iter()
-            .filter_map(|(name, pattern)| {
-                // The built-in patterns are constants covered by tests.
-                Regex::new(pattern).ok().map(|regex| Rule {
-                    name: (*name).to_owned(),
-                    regex,
-                })
-            })
-            .collect();
-        Self {
-            rules,
-            sensitive_key: Regex::new(SENSITIVE_KEY).ok(),
-            marker: Regex::new(MARKER_WITH_KIND).ok(),
-            privacy: Privacy::MaskSecrets,
-            masks: AtomicU64::new(0),
+        match Self::try_builtin() {
+            Ok(r) => r,
+            Err(e) => panic!("a built-in redaction rule does not compile: {e}"),
         }
+    }
+
+    /// The built-in rules and sensitive-key masking, or the first built-in
+    /// pattern that does not compile.
+    pub fn try_builtin() -> Result<Self, InvalidPattern> {
+        let mut r = Self::empty();
+        for rule in BUILTIN_RULES {
+            r = r.with_builtin_rule(rule)?;
+        }
+        r.sensitive_key = Some(compile(SENSITIVE_KEY)?);
+        if let Err(source) = &*MARKER_REGEX {
+            return Err(InvalidPattern {
+                pattern: MARKER_WITH_KIND.to_owned(),
+                source: source.clone(),
+            });
+        }
+        Ok(r)
     }
 
     /// No rules at all (add user patterns with [`Redactor::with_pattern`]).
@@ -139,10 +143,21 @@ impl Redactor {
         Self {
             rules: Vec::new(),
             sensitive_key: None,
-            marker: Regex::new(MARKER_WITH_KIND).ok(),
+            marker: MARKER_REGEX.as_ref().ok().cloned(),
             privacy: Privacy::MaskSecrets,
             masks: AtomicU64::new(0),
         }
+    }
+
+    /// Adds one built-in rule (under its own name); the error names the
+    /// pattern when it does not compile.
+    pub fn with_builtin_rule(mut self, rule: &BuiltinRule) -> Result<Self, InvalidPattern> {
+        self.rules.push(Rule {
+            name: rule.name.to_owned(),
+            regex: compile(rule.pattern)?,
+            folds: rule.folds,
+        });
+        Ok(self)
     }
 
     /// Structure-only privacy: drops all content.
@@ -156,13 +171,10 @@ impl Redactor {
     /// Adds a user pattern (every match is masked; a named group `secret`
     /// limits the mask to that group).
     pub fn with_pattern(mut self, pattern: &str) -> Result<Self, InvalidPattern> {
-        let regex = Regex::new(pattern).map_err(|source| InvalidPattern {
-            pattern: pattern.to_owned(),
-            source,
-        })?;
         self.rules.push(Rule {
             name: format!("user:{pattern}"),
-            regex,
+            regex: compile(pattern)?,
+            folds: false,
         });
         Ok(self)
     }
@@ -211,33 +223,46 @@ impl Redactor {
             if !rule.regex.is_match(&current) {
                 continue;
             }
-            let hay: &str = &current;
-            let markers = self.markers(hay);
-            let replaced = rule.regex.replace_all(hay, |caps: &Captures<'_>| {
-                let Some(whole) = caps.get(0) else {
-                    return String::new();
-                };
-                let target = caps.name("secret").unwrap_or(whole);
-                let kept = caps
-                    .name("kind")
-                    .filter(|k| k.start() == target.start() && k.end() <= target.end())
-                    .map_or(target.start(), |k| k.end());
-                let (masked, made) = mask_around(hay, kept..target.end(), &markers);
-                self.masks.fetch_add(made, Ordering::Relaxed);
-                format!(
-                    "{}{masked}{}",
-                    &hay[whole.start()..kept],
-                    &hay[target.end()..whole.end()]
-                )
-            });
-            if let Cow::Owned(s) = replaced {
-                current = Cow::Owned(s);
+            if let Some(replaced) = self.apply(rule, &current) {
+                current = Cow::Owned(replaced);
             }
         }
         match current {
             Cow::Owned(s) if s != text => Some(s),
             _ => None,
         }
+    }
+
+    /// Masks every match of `rule` in `hay` (each keeping its `kind` prefix
+    /// and the text around its `secret` group); `None` when nothing changed.
+    fn apply(&self, rule: &Rule, hay: &str) -> Option<String> {
+        let markers = self.markers(hay);
+        let mut out = String::with_capacity(hay.len());
+        // End of what `out` holds of `hay`.
+        let mut done = 0;
+        for caps in rule.regex.captures_iter(hay) {
+            let Some(whole) = caps.get(0) else { continue };
+            if whole.start() < done {
+                // Inside the folded lines of the previous match.
+                continue;
+            }
+            let target = caps.name("secret").unwrap_or(whole);
+            let kept = caps
+                .name("kind")
+                .filter(|k| k.start() == target.start() && k.end() <= target.end())
+                .map_or(target.start(), |k| k.end());
+            let mut end = target.end();
+            if rule.folds && end == whole.end() {
+                end = fold_end(hay, end);
+            }
+            let (masked, made) = mask_around(hay, kept..end, &markers);
+            self.masks.fetch_add(made, Ordering::Relaxed);
+            out.push_str(&hay[done..kept]);
+            out.push_str(&masked);
+            done = end;
+        }
+        out.push_str(&hay[done..]);
+        (out != hay).then_some(out)
     }
 
     /// Byte ranges of the masks already in `hay`.
@@ -291,10 +316,36 @@ impl Redactor {
                         || self.sensitive_key.as_ref().is_some_and(|r| r.is_match(key));
                     changed |= self.mask_json(item, sensitive);
                 }
+                // Keys are content too: a secret used as a key is masked
+                // like one in a value.
+                if map
+                    .keys()
+                    .any(|k| matches!(self.mask_text(k), Cow::Owned(_)))
+                {
+                    *map = self.mask_keys(std::mem::take(map));
+                    changed = true;
+                }
                 changed
             }
             _ => false,
         }
+    }
+
+    /// The same entries with every key masked. Two keys that mask to the
+    /// same text both stay: the later gets ` #2`, ` #3`… appended.
+    fn mask_keys(&self, map: serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+        let mut out = serde_json::Map::new();
+        for (key, item) in map {
+            let masked = self.mask_text(&key).into_owned();
+            let mut unique = masked.clone();
+            let mut n = 1;
+            while out.contains_key(&unique) {
+                n += 1;
+                unique = format!("{masked} #{n}");
+            }
+            out.insert(unique, item);
+        }
+        out
     }
 
     /// Masks a verbatim value; returns it unchanged (same bytes) when
