@@ -42,10 +42,8 @@ pub fn export(
     }
     match output {
         Some(p) if p.as_os_str() != "-" => {
-            let file = std::fs::File::create(p).map_err(|e| CliError::Read {
-                path: p.to_path_buf(),
-                message: format!("cannot write: {e}"),
-            })?;
+            // 0o600, no symlink or FIFO followed: the spans can hold prompts and outputs.
+            let file = crate::cmd::export::create_private(p)?;
             write_otlp_json(
                 trace.spans,
                 DEFAULT_SERVICE_NAME,
