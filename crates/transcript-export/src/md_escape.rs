@@ -193,6 +193,14 @@ mod tests {
     }
 
     #[test]
+    fn text_escapes_autolink_triggers_only() {
+        assert_eq!(text("https://x.y"), "https\\://x.y");
+        assert_eq!(text("a@b.c"), "a\\@b.c");
+        assert_eq!(text("WWW.x.y www"), "WWW\\.x.y www");
+        assert_eq!(text("10:00 1:2 :x"), "10:00 1:2 :x");
+    }
+
+    #[test]
     fn paragraphs_keep_lines_and_block_nothing() {
         assert_eq!(paragraphs("a\nb\n\nc"), "a\\\nb\n\nc");
         assert_eq!(paragraphs("    code"), "&#32;   code");

@@ -180,16 +180,16 @@ fn no_link_comes_out_of_agent_text() {
     let mut failures = Vec::new();
     for shape in SHAPES {
         // Alone, and inside a sentence.
-        for v in [shape.to_string(), format!("Found it at {shape} — check it.")] {
+        for v in [
+            shape.to_string(),
+            format!("Found it at {shape} — check it."),
+        ] {
             let md = to_markdown(&document(&v));
             for relaxed in [false, true] {
                 let html = comrak_html(&md, relaxed);
                 if let Some(at) = html.find("<a ") {
                     let end = html[at..].find("</a>").map_or(html.len(), |e| at + e + 4);
-                    failures.push(format!(
-                        "{v:?} (relaxed: {relaxed}): {}",
-                        &html[at..end]
-                    ));
+                    failures.push(format!("{v:?} (relaxed: {relaxed}): {}", &html[at..end]));
                 }
             }
         }
@@ -201,7 +201,10 @@ fn no_link_comes_out_of_agent_text() {
 fn escaped_addresses_still_read_the_same() {
     // The escapes are invisible once rendered: the text shows the address.
     for (v, shown) in [
-        ("see http://evil.example/x now", "see http://evil.example/x now"),
+        (
+            "see http://evil.example/x now",
+            "see http://evil.example/x now",
+        ),
         ("mail bob@evil.example", "mail bob@evil.example"),
         ("www.evil.example", "www.evil.example"),
         ("at 2026-05-28T10:00:00Z", "at 2026-05-28T10:00:00Z"),
