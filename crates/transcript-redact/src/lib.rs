@@ -16,22 +16,23 @@
 //!   [`Redactor::builtin`]): provider API keys (OpenAI and Anthropic
 //!   `sk-…`, Google `AIza…`, GitHub `ghp_…`/`github_pat_…`, Slack `xox?-…`,
 //!   Hugging Face `hf_…`), bearer tokens (up to a blank or quote, `:`
-//!   included), AWS access key ids and secret keys, PEM and PGP private key
-//!   blocks (to the end of the text when the END line is missing), JWTs,
+//!   included), the password of `scheme://user:password@host`, AWS access
+//!   key ids and secret keys, PEM and PGP private key blocks (to the end of
+//!   the text when the END line is missing), JWTs,
 //!   and the values of `password=` / `secret:` / `"api_key": "…"`-style
 //!   assignments in text (a quoted value whole, blanks included; an
 //!   unquoted one up to a blank, quote or `&`; also `DB_PASSWORD=`,
 //!   URL-encoded `%3D` and JSON-escaped quotes).
 //! * Keys with a distinctive prefix are found glued to a letter or digit
 //!   (`api_key%3Dsk-ant-…`, JSON-escaped `\nsk-ant-…`), and a key folded
-//!   over several lines (each following line made only of key characters)
-//!   is masked whole, folds included.
+//!   over several lines (each following line made only of key characters,
+//!   indented or not) is masked whole, folds included.
 //! * In structured values (tool inputs and outputs, `tool_input`,
 //!   `tool_content`, step results), every string under a key named like
 //!   `password`, `secret`, `token`, `api_key`, `credential`, `private_key`,
 //!   `authorization` is masked whole, whatever it looks like; object keys
-//!   are masked like text (a secret used as a key), two keys masking alike
-//!   both kept (` #2` appended).
+//!   are masked like text (a secret used as a key), whole under a
+//!   sensitive key; two keys masking alike both stay (` #2` appended).
 //! * User patterns ([`Redactor::with_pattern`]): every match is masked.
 //!
 //! A mask keeps the key's published kind prefix, when the rule knows one

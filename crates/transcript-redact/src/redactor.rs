@@ -25,7 +25,8 @@ const FOLD_SEPARATORS: &[&str] = &["\r\n", "\n", r"\r\n", r"\n", "\r"];
 
 /// Where a match ending at `end` stops once the lines folded after it are
 /// included: each following line made only of key characters
-/// (`[A-Za-z0-9_-]`, at least one), up to the end of the text, a line
+/// (`[A-Za-z0-9_-]`, at least one, after an indentation of blanks and tabs
+/// as in a YAML folded scalar), up to the end of the text, a line
 /// separator, an escape or a closing quote, continues it.
 fn fold_end(hay: &str, mut end: usize) -> usize {
     loop {
@@ -33,7 +34,9 @@ fn fold_end(hay: &str, mut end: usize) -> usize {
         let Some(sep) = FOLD_SEPARATORS.iter().find(|s| rest.starts_with(**s)) else {
             return end;
         };
-        let line = &rest[sep.len()..];
+        let after = &rest[sep.len()..];
+        let line = after.trim_start_matches([' ', '\t']);
+        let indent = after.len() - line.len();
         let run = line
             .bytes()
             .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
@@ -45,7 +48,15 @@ fn fold_end(hay: &str, mut end: usize) -> usize {
         if run == 0 || !ends_line {
             return end;
         }
-        end += sep.len() + run;
+        end += sep.len() + indent + run;
+    }
+}
+
+/// `key` without the ` #N` a masked key gets when two keys mask alike.
+fn strip_rank(key: &str) -> &str {
+    match key.rsplit_once(" #") {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => key,
     }
 }
 
@@ -317,12 +328,9 @@ impl Redactor {
                     changed |= self.mask_json(item, sensitive);
                 }
                 // Keys are content too: a secret used as a key is masked
-                // like one in a value.
-                if map
-                    .keys()
-                    .any(|k| matches!(self.mask_text(k), Cow::Owned(_)))
-                {
-                    *map = self.mask_keys(std::mem::take(map));
+                // like one in a value (under a sensitive key, whole).
+                if let Some(masked) = self.mask_keys(map, under_sensitive_key) {
+                    *map = masked;
                     changed = true;
                 }
                 changed
@@ -331,21 +339,43 @@ impl Redactor {
         }
     }
 
-    /// The same entries with every key masked. Two keys that mask to the
-    /// same text both stay: the later gets ` #2`, ` #3`… appended.
-    fn mask_keys(&self, map: serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    /// The same entries with every key masked (whole when `whole`), or
+    /// `None` when no key changes. Two keys that mask to the same text both
+    /// stay: the later gets ` #2`, ` #3`… appended.
+    fn mask_keys(
+        &self,
+        map: &mut serde_json::Map<String, Value>,
+        whole: bool,
+    ) -> Option<serde_json::Map<String, Value>> {
+        let masked: Vec<Option<String>> = map
+            .keys()
+            .map(|key| {
+                if whole && !key.is_empty() && !self.is_mask(strip_rank(key)) {
+                    self.masks.fetch_add(1, Ordering::Relaxed);
+                    Some(mask_value(key))
+                } else {
+                    match self.mask_text(key) {
+                        Cow::Owned(m) => Some(m),
+                        Cow::Borrowed(_) => None,
+                    }
+                }
+            })
+            .collect();
+        if masked.iter().all(Option::is_none) {
+            return None;
+        }
         let mut out = serde_json::Map::new();
-        for (key, item) in map {
-            let masked = self.mask_text(&key).into_owned();
-            let mut unique = masked.clone();
+        for ((key, item), masked) in std::mem::take(map).into_iter().zip(masked) {
+            let base = masked.unwrap_or(key);
+            let mut unique = base.clone();
             let mut n = 1;
             while out.contains_key(&unique) {
                 n += 1;
-                unique = format!("{masked} #{n}");
+                unique = format!("{base} #{n}");
             }
             out.insert(unique, item);
         }
-        out
+        Some(out)
     }
 
     /// Masks a verbatim value; returns it unchanged (same bytes) when

@@ -15,7 +15,7 @@
 //! JSON-escaped output), so a word boundary would miss them. Only the plain
 //! `sk-` form, too short a prefix for that (`task-…`, `disk-…`), needs one:
 //! the start of the text, a character that is not a letter or digit, or an
-//! escape (`\n`, `\t`, `\r`, `%XX`).
+//! escape (`\n`, `\t`, `\r`, `\uXXXX`, `\xXX`, `%XX`).
 
 /// One built-in rule.
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +35,7 @@ pub struct BuiltinRule {
 /// Where a plain `sk-` key may start (see the module docs).
 macro_rules! key_start {
     () => {
-        r"(?:^|[^A-Za-z0-9]|\\[ntr]|%[0-9A-Fa-f]{2})"
+        r"(?:^|[^A-Za-z0-9]|\\[ntr]|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2})"
     };
 }
 
@@ -192,6 +192,22 @@ pub const BUILTIN_RULES: &[BuiltinRule] = &[
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
             &["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"],
         )],
+    },
+    BuiltinRule {
+        name: "url_credentials",
+        // The password of `scheme://user:password@host`.
+        pattern: r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s/@]+)@",
+        folds: false,
+        examples: &[
+            (
+                "git clone https://ann:s3cr3tPass99@git.example/repo.git",
+                &["s3cr3tPass99"],
+            ),
+            (
+                "DATABASE_URL=postgres://app:pg-Secret-42@db:5432/app",
+                &["pg-Secret-42"],
+            ),
+        ],
     },
     BuiltinRule {
         name: "bearer_token",

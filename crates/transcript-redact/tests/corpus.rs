@@ -131,3 +131,24 @@ fn ordinary_text_of_the_corpus_is_untouched() {
     }
     assert_eq!(r.masks_made(), 0);
 }
+
+#[test]
+fn keys_under_a_sensitive_key_are_masked_whole() {
+    let r = Redactor::builtin();
+    let raw = RawJson::from_value(&serde_json::json!({
+        "credentials": {"hunter2Key": true, "hunter3Key": {"x": "y"}},
+        "user": {"ann": 1}
+    }))
+    .unwrap();
+    let masked = r.mask_raw(&raw);
+    let text = masked.get().to_owned();
+    assert!(
+        !text.contains("hunter2Key") && !text.contains("hunter3Key"),
+        "{text}"
+    );
+    assert!(text.contains("\"ann\":1"), "{text}");
+    let v = masked.to_value();
+    assert_eq!(v["credentials"].as_object().unwrap().len(), 2, "{v}");
+    // Idempotent, ranks (` #2`) included.
+    assert_eq!(r.mask_raw(&masked).get(), masked.get());
+}
