@@ -1,6 +1,7 @@
 //! The [`Redactor`]: pattern rules, sensitive key names, privacy mode.
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -58,6 +59,40 @@ fn strip_rank(key: &str) -> &str {
         Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
         _ => key,
     }
+}
+
+/// Sorted, disjoint ranges covering exactly what `ranges` cover.
+fn union(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match out.last_mut() {
+            Some(last) if r.start < last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// `spans` (sorted, disjoint) minus `holes` (sorted, disjoint).
+fn subtract(spans: Vec<Range<usize>>, holes: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    let mut out = Vec::with_capacity(spans.len());
+    for span in spans {
+        let mut pos = span.start;
+        for hole in holes
+            .iter()
+            .filter(|h| h.start < span.end && h.end > span.start)
+        {
+            if hole.start > pos {
+                out.push(pos..hole.start);
+            }
+            pos = pos.max(hole.end);
+        }
+        if pos < span.end {
+            out.push(pos..span.end);
+        }
+    }
+    out
 }
 
 /// How much content survives.
@@ -228,35 +263,63 @@ impl Redactor {
     }
 
     /// One pass of every rule; `None` when nothing changed.
+    ///
+    /// Every rule matches the same text, and the union of what they mask is
+    /// masked: a rule never hides from another the context it needs (a
+    /// bearer token glued to `password="…"` would otherwise swallow the
+    /// `password=` that marks the quoted value). Kind prefixes are taken out
+    /// of the union: they hold no secret and stay visible wherever they are.
     fn mask_pass(&self, text: &str) -> Option<String> {
-        let mut current: Cow<'_, str> = Cow::Borrowed(text);
+        let mut spans = Vec::new();
+        let mut kinds = Vec::new();
         for rule in &self.rules {
-            if !rule.regex.is_match(&current) {
-                continue;
-            }
-            if let Some(replaced) = self.apply(rule, &current) {
-                current = Cow::Owned(replaced);
-            }
+            self.collect(rule, text, &mut spans, &mut kinds);
         }
-        match current {
-            Cow::Owned(s) if s != text => Some(s),
-            _ => None,
+        if spans.is_empty() {
+            return None;
         }
+        let spans = subtract(union(spans), union(kinds));
+        let markers = self.markers(text);
+        let mut out = String::with_capacity(text.len());
+        let mut done = 0;
+        for span in spans {
+            let (masked, made) = mask_around(text, span.clone(), &markers);
+            self.masks.fetch_add(made, Ordering::Relaxed);
+            out.push_str(&text[done..span.start]);
+            out.push_str(&masked);
+            done = span.end;
+        }
+        out.push_str(&text[done..]);
+        (out != text).then_some(out)
     }
 
-    /// Masks every match of `rule` in `hay` (each keeping its `kind` prefix
-    /// and the text around its `secret` group); `None` when nothing changed.
-    fn apply(&self, rule: &Rule, hay: &str) -> Option<String> {
-        let markers = self.markers(hay);
-        let mut out = String::with_capacity(hay.len());
-        // End of what `out` holds of `hay`.
-        let mut done = 0;
-        for caps in rule.regex.captures_iter(hay) {
-            let Some(whole) = caps.get(0) else { continue };
-            if whole.start() < done {
-                // Inside the folded lines of the previous match.
-                continue;
-            }
+    /// The byte ranges `rule` masks in `hay` (each match's `secret` group
+    /// past its `kind` prefix, with its folded lines), and the ranges of
+    /// those kind prefixes.
+    fn collect(
+        &self,
+        rule: &Rule,
+        hay: &str,
+        spans: &mut Vec<Range<usize>>,
+        kinds: &mut Vec<Range<usize>>,
+    ) {
+        if !rule.regex.is_match(hay) {
+            return;
+        }
+        // Matches may overlap: each search starts one character after the
+        // previous match's start, so a match cannot hide the start of
+        // another (`password='` glued before `passwd: 'a b c'`).
+        let mut pos = 0;
+        while pos <= hay.len() {
+            let Some(caps) = rule.regex.captures_at(hay, pos) else {
+                break;
+            };
+            let Some(whole) = caps.get(0) else { break };
+            pos = whole.start()
+                + hay[whole.start()..]
+                    .chars()
+                    .next()
+                    .map_or(1, char::len_utf8);
             let target = caps.name("secret").unwrap_or(whole);
             let kept = caps
                 .name("kind")
@@ -266,14 +329,13 @@ impl Redactor {
             if rule.folds && end == whole.end() {
                 end = fold_end(hay, end);
             }
-            let (masked, made) = mask_around(hay, kept..end, &markers);
-            self.masks.fetch_add(made, Ordering::Relaxed);
-            out.push_str(&hay[done..kept]);
-            out.push_str(&masked);
-            done = end;
+            if kept > target.start() {
+                kinds.push(target.start()..kept);
+            }
+            if kept < end {
+                spans.push(kept..end);
+            }
         }
-        out.push_str(&hay[done..]);
-        (out != hay).then_some(out)
     }
 
     /// Byte ranges of the masks already in `hay`.

@@ -152,3 +152,74 @@ fn keys_under_a_sensitive_key_are_masked_whole() {
     // Idempotent, ranks (` #2`) included.
     assert_eq!(r.mask_raw(&masked).get(), masked.get());
 }
+
+mod mixed {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Every `gone` fragment of the corpus.
+    fn fragments() -> Vec<String> {
+        corpus()["leak"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| strings(&c["gone"]))
+            .collect()
+    }
+
+    fn pieces() -> Vec<String> {
+        let mut p: Vec<String> = corpus()["leak"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["text"].as_str().unwrap().to_owned())
+            .collect();
+        p.extend(
+            [
+                "\n",
+                "\r\n",
+                "\\n",
+                "  ",
+                "password=",
+                "\"api_key\": ",
+                "Bearer ",
+                "…",
+                "…(3 chars)",
+                " #2",
+                "%3D",
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+                "-----END RSA PRIVATE KEY-----",
+                "sk-ant-",
+                "\"",
+                "'",
+                ":",
+            ]
+            .map(str::to_owned),
+        );
+        p
+    }
+
+    proptest! {
+        /// Corpus forms glued to each other and to separators, quotes and
+        /// marks in any order: masking is idempotent and the masked text of
+        /// a case never holds one of its fragments.
+        #[test]
+        fn corpus_forms_mixed_stay_masked_and_idempotent(
+            picks in proptest::collection::vec(proptest::sample::select(pieces()), 0..7),
+        ) {
+            static R: std::sync::LazyLock<Redactor> = std::sync::LazyLock::new(Redactor::builtin);
+            let text: String = picks.concat();
+            static GONE: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(fragments);
+            let once = R.mask_text(&text).into_owned();
+            prop_assert_eq!(R.mask_text(&once).into_owned(), once.clone());
+            for g in GONE.iter() {
+                prop_assert!(!once.contains(g.as_str()), "{g:?} survives in {once:?}");
+            }
+            let raw = RawJson::from_value(&serde_json::json!({ text.clone(): [text.clone()] })).unwrap();
+            let masked = R.mask_raw(&raw);
+            let again = R.mask_raw(&masked);
+            prop_assert_eq!(again.get(), masked.get());
+        }
+    }
+}
