@@ -45,6 +45,9 @@
 //!   field (`tests/export.rs::content_is_escaped`, and
 //!   `tests/injection.rs`, which renders the Markdown with `pulldown-cmark`
 //!   and parses both outputs' tags for hostile values in every field).
+//! * Bare URLs and e-mail addresses in recorded text make no link when the
+//!   Markdown is rendered as GFM with autolinks (`tests/autolink.rs`, with
+//!   comrak, in 48 shapes).
 //!
 //! ## Versioning
 //!

@@ -11,6 +11,11 @@
 //!   tables, strikethrough, math, heading attributes) are backslash-escaped
 //!   (CommonMark §2.4: any ASCII punctuation may be); line endings become
 //!   spaces, since a line ending would let the next line start a block.
+//!   Bare URLs and e-mail addresses do not become links under GFM's
+//!   autolink extension (what GitHub renders): the characters it triggers
+//!   on are backslash-escaped (`@`, a `:` right after letters, the `.` of
+//!   `www.`), which ends each candidate without changing the rendered text
+//!   (`tests/autolink.rs` renders the output with comrak, autolinks on).
 //! * [`paragraphs`]: multi-line prose (prompts, answers, thinking). Each
 //!   line as [`text`], plus what only matters at a line start (list,
 //!   heading, setext and definition markers, indentation that would open
@@ -30,7 +35,12 @@ use std::fmt::Write as _;
 /// and strikethrough, math, super/subscript, heading attributes,
 /// footnotes, wikilinks). `!` needs no escape: an image needs the `[`
 /// that follows it, which is escaped.
-const INLINE_SPECIAL: &[char] = &['\\', '`', '*', '_', '[', ']', '{', '}', '|', '~', '^', '$'];
+///
+/// `@` is GFM's e-mail autolink trigger (`bob@evil.example`,
+/// `mailto:…`, `xmpp:…`): escaped, no address becomes a link.
+const INLINE_SPECIAL: &[char] = &[
+    '\\', '`', '*', '_', '[', ']', '{', '}', '|', '~', '^', '$', '@',
+];
 
 /// Characters that only start a block at the beginning of a line (ATX
 /// heading, bullet list, setext underline, thematic break, definition).
@@ -130,6 +140,12 @@ fn line(l: &str, line_start: bool) -> String {
             // nor close emphasis (CommonMark §6.2 flanking rules), so
             // identifiers stay readable.
             '_' if !starts_block && intraword(&chars, i) => out.push(c),
+            // GFM's URL autolink triggers on a `:` right after letters (the
+            // scheme: `http://`, `ftp://`, any with relaxed autolinks) and
+            // its www autolink on `www.`: an escaped `:` or `.` there ends
+            // the candidate. Other `:` (times, ratios) stay as they are.
+            ':' if i > 0 && chars[i - 1].is_ascii_alphabetic() => out.push_str("\\:"),
+            '.' if after_www(&chars, i) => out.push_str("\\."),
             c if starts_block || INLINE_SPECIAL.contains(&c) => {
                 out.push('\\');
                 out.push(c);
@@ -138,6 +154,11 @@ fn line(l: &str, line_start: bool) -> String {
         }
     }
     out
+}
+
+/// Whether `chars[i]` follows `www` (any case).
+fn after_www(chars: &[char], i: usize) -> bool {
+    i >= 3 && chars[i - 3..i].iter().all(|c| c.eq_ignore_ascii_case(&'w'))
 }
 
 /// Whether `chars[i]` sits between two alphanumerics.
@@ -169,6 +190,14 @@ mod tests {
         assert_eq!(text("1. one"), "1. one");
         assert_eq!(text("for_each _x_ a__b"), "for_each \\_x\\_ a\\_\\_b");
         assert_eq!(text("well-known 2026-05-28"), "well-known 2026-05-28");
+    }
+
+    #[test]
+    fn text_escapes_autolink_triggers_only() {
+        assert_eq!(text("https://x.y"), "https\\://x.y");
+        assert_eq!(text("a@b.c"), "a\\@b.c");
+        assert_eq!(text("WWW.x.y www"), "WWW\\.x.y www");
+        assert_eq!(text("10:00 1:2 :x"), "10:00 1:2 :x");
     }
 
     #[test]

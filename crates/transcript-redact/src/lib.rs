@@ -12,15 +12,27 @@
 //!
 //! ## What is masked
 //!
-//! * Built-in patterns ([`Redactor::builtin`]): provider API keys (OpenAI
-//!   and Anthropic `sk-…`, Google `AIza…`, GitHub `ghp_…`/`github_pat_…`,
-//!   Slack `xox?-…`, Hugging Face `hf_…`), bearer tokens, AWS access key ids
-//!   and secret keys, PEM private key blocks, JWTs, and the values of
-//!   `password=` / `secret:` / `token=`-style assignments in text.
+//! * Built-in rules ([`BUILTIN_RULES`], data: name, pattern, examples;
+//!   [`Redactor::builtin`]): provider API keys (OpenAI and Anthropic
+//!   `sk-…`, Google `AIza…`, GitHub `ghp_…`/`github_pat_…`, Slack `xox?-…`,
+//!   Hugging Face `hf_…`), bearer tokens (up to a blank or quote, `:`
+//!   included), the password of `scheme://user:password@host`, AWS access
+//!   key ids and secret keys, PEM and PGP private key blocks (to the end of
+//!   the text when the END line is missing), JWTs,
+//!   and the values of `password=` / `secret:` / `"api_key": "…"`-style
+//!   assignments in text (a quoted value whole, blanks included; an
+//!   unquoted one up to a blank, quote or `&`; also `DB_PASSWORD=`,
+//!   URL-encoded `%3D` and JSON-escaped quotes).
+//! * Keys with a distinctive prefix are found glued to a letter or digit
+//!   (`api_key%3Dsk-ant-…`, JSON-escaped `\nsk-ant-…`), and a key folded
+//!   over several lines (each following line made only of key characters,
+//!   indented or not) is masked whole, folds included.
 //! * In structured values (tool inputs and outputs, `tool_input`,
 //!   `tool_content`, step results), every string under a key named like
 //!   `password`, `secret`, `token`, `api_key`, `credential`, `private_key`,
-//!   `authorization` is masked whole, whatever it looks like.
+//!   `authorization` is masked whole, whatever it looks like; object keys
+//!   are masked like text (a secret used as a key), whole under a
+//!   sensitive key; two keys masking alike both stay (` #2` appended).
 //! * User patterns ([`Redactor::with_pattern`]): every match is masked.
 //!
 //! A mask keeps the key's published kind prefix, when the rule knows one
@@ -46,6 +58,11 @@
 //!   `password:` marker, a key format we do not know) are not found: pattern
 //!   masking reduces exposure, it does not guarantee absence. Use
 //!   structure-only mode when content must not be kept at all.
+//! * The rules lean towards masking: a line made only of key characters
+//!   right after a key that ends its line is masked as the key's fold, an
+//!   unquoted assigned value runs to the next blank (`password=abc;TAIL`
+//!   masks `abc;TAIL`), and a private key block without an END line masks
+//!   the rest of the text.
 //! * Envelope fields (paths, step and tool names, run ids) are never masked:
 //!   they come from workflow definitions, not from model or tool output.
 //! * Masking rewrites what the agent saw and said, which is exactly what an
@@ -55,6 +72,15 @@
 //!
 //! ## Invariants
 //!
+//! * Every built-in rule compiles and masks its own examples alone
+//!   (`tests/rules.rs`); a rule that does not compile fails
+//!   [`Redactor::try_builtin`] and the tests, it is never dropped.
+//! * Every form of the redaction corpus (`fixtures/redaction/corpus.json`:
+//!   secrets as JSON keys, glued, quoted phrases, truncated PEM, PGP,
+//!   bearer tokens with `:`, folded keys…) is masked in text and in
+//!   structured values (`tests/corpus.rs`), and through the binary in the
+//!   transcript, stderr, audit trail and every export
+//!   (`transcript-cli/tests/redaction_attack.rs`).
 //! * Every planted secret of the corpus, in every field that carries
 //!   content, is masked (`tests/redact.rs::planted_secrets_are_masked_in_every_content_field`).
 //! * Ordinary text is left alone (`tests/redact.rs::ordinary_text_is_untouched`).
@@ -68,6 +94,8 @@
 
 mod mask;
 mod redactor;
+mod rules;
 
 pub use mask::{MARKER, mask_value, mask_with};
 pub use redactor::{InvalidPattern, Privacy, Redactor};
+pub use rules::{BUILTIN_RULES, BuiltinRule};

@@ -11,7 +11,7 @@ pub const MARKER: &str = r"…\(\d+ chars\)";
 /// (`sk-ant-…(101 chars)`). Text matching this is never masked again, so
 /// masking is idempotent and a later rule (`token=` followed by a masked
 /// key) does not mask the kept prefix apart from its marker.
-pub(crate) const MARKER_WITH_KIND: &str = r"(?:\b(?:sk-(?:ant-|proj-|svcacct-)?|AIza|gh[pousr]_|github_pat_|xox[abposr]-|hf_|AKIA|ASIA|eyJ)|-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----)?…\(\d+ chars\)";
+pub(crate) const MARKER_WITH_KIND: &str = r"(?:(?:sk-(?:ant-|proj-|svcacct-|admin-)?|AIza|gh[pousr]_|github_pat_|xox[abposr]-|hf_|AKIA|ASIA|eyJ)|-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)?…\(\d+ chars\)";
 
 /// Masks a whole value, keeping only its length: `…(13 chars)`.
 pub fn mask_value(value: &str) -> String {

@@ -1,9 +1,11 @@
 //! The [`Redactor`]: pattern rules, sensitive key names, privacy mode.
 
 use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use regex::{Captures, Regex};
+use regex::Regex;
 use serde_json::Value;
 use transcript_domain::{
     BlockBody, ContentBlock, DecodedBlock, DecodedEvent, DecodedPayload, EventMask, Payload,
@@ -11,6 +13,87 @@ use transcript_domain::{
 };
 
 use crate::mask::{MARKER_WITH_KIND, mask_around, mask_value};
+use crate::rules::{BUILTIN_RULES, BuiltinRule};
+
+/// The marker regex, compiled once; its error is reported by
+/// [`Redactor::try_builtin`] through the tests, never ignored.
+static MARKER_REGEX: LazyLock<Result<Regex, regex::Error>> =
+    LazyLock::new(|| Regex::new(MARKER_WITH_KIND));
+
+/// Line separators a folded key continues over: real ones, and those of
+/// JSON-escaped text (a backslash and `n`).
+const FOLD_SEPARATORS: &[&str] = &["\r\n", "\n", r"\r\n", r"\n", "\r"];
+
+/// Where a match ending at `end` stops once the lines folded after it are
+/// included: each following line made only of key characters
+/// (`[A-Za-z0-9_-]`, at least one, after an indentation of blanks and tabs
+/// as in a YAML folded scalar), up to the end of the text, a line
+/// separator, an escape or a closing quote, continues it.
+fn fold_end(hay: &str, mut end: usize) -> usize {
+    loop {
+        let rest = &hay[end..];
+        let Some(sep) = FOLD_SEPARATORS.iter().find(|s| rest.starts_with(**s)) else {
+            return end;
+        };
+        let after = &rest[sep.len()..];
+        let line = after.trim_start_matches([' ', '\t']);
+        let indent = after.len() - line.len();
+        let run = line
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+            .count();
+        let ends_line = matches!(
+            line.as_bytes().get(run),
+            None | Some(b'\r' | b'\n' | b'\\' | b'"')
+        );
+        if run == 0 || !ends_line {
+            return end;
+        }
+        end += sep.len() + indent + run;
+    }
+}
+
+/// `key` without the ` #N` a masked key gets when two keys mask alike.
+fn strip_rank(key: &str) -> &str {
+    match key.rsplit_once(" #") {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => key,
+    }
+}
+
+/// Sorted, disjoint ranges covering exactly what `ranges` cover.
+fn union(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match out.last_mut() {
+            Some(last) if r.start < last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// `spans` (sorted, disjoint) minus `holes` (sorted, disjoint).
+fn subtract(spans: Vec<Range<usize>>, holes: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    let mut out = Vec::with_capacity(spans.len());
+    for span in spans {
+        let mut pos = span.start;
+        for hole in holes
+            .iter()
+            .filter(|h| h.start < span.end && h.end > span.start)
+        {
+            if hole.start > pos {
+                out.push(pos..hole.start);
+            }
+            pos = pos.max(hole.end);
+        }
+        if pos < span.end {
+            out.push(pos..span.end);
+        }
+    }
+    out
+}
 
 /// How much content survives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,6 +120,15 @@ pub struct InvalidPattern {
 struct Rule {
     name: String,
     regex: Regex,
+    /// Continues a match over folded lines ([`BuiltinRule::folds`]).
+    folds: bool,
+}
+
+fn compile(pattern: &str) -> Result<Regex, InvalidPattern> {
+    Regex::new(pattern).map_err(|source| InvalidPattern {
+        pattern: pattern.to_owned(),
+        source,
+    })
 }
 
 /// Masks secrets in events. Cheap to share (`Arc<Redactor>`); counts the
@@ -51,61 +143,6 @@ pub struct Redactor {
     masks: AtomicU64,
 }
 
-/// Built-in rules: (name, pattern). A named group `secret` marks the part
-/// to mask (otherwise the whole match is masked); a group `kind` at the
-/// start of it is the key's published prefix (`sk-ant-`, `ghp_`, `AKIA`),
-/// which names the kind of key, holds no secret material and stays visible.
-const BUILTIN: &[(&str, &str)] = &[
-    (
-        "private_key_block",
-        r"(?P<secret>(?P<kind>-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----)",
-    ),
-    (
-        "jwt",
-        r"\b(?P<secret>(?P<kind>eyJ)[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,})",
-    ),
-    (
-        "openai_anthropic_key",
-        r"\b(?P<secret>(?P<kind>sk-(?:ant-|proj-|svcacct-)?)[A-Za-z0-9_-]{20,})",
-    ),
-    (
-        "google_api_key",
-        r"\b(?P<secret>(?P<kind>AIza)[0-9A-Za-z_-]{35})",
-    ),
-    (
-        "github_token",
-        r"\b(?P<secret>(?P<kind>gh[pousr]_)[A-Za-z0-9]{36,})",
-    ),
-    (
-        "github_fine_grained_token",
-        r"\b(?P<secret>(?P<kind>github_pat_)[A-Za-z0-9_]{22,})",
-    ),
-    (
-        "slack_token",
-        r"\b(?P<secret>(?P<kind>xox[abposr]-)[A-Za-z0-9-]{10,})",
-    ),
-    (
-        "huggingface_token",
-        r"\b(?P<secret>(?P<kind>hf_)[A-Za-z0-9]{30,})",
-    ),
-    (
-        "aws_access_key_id",
-        r"\b(?P<secret>(?P<kind>AKIA|ASIA)[0-9A-Z]{16})\b",
-    ),
-    (
-        "aws_secret_access_key",
-        r#"(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?(?P<secret>[A-Za-z0-9/+=]{40})"#,
-    ),
-    (
-        "bearer_token",
-        r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
-    ),
-    (
-        "secret_assignment",
-        r#"(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret)["']?\s*[:=]\s*["']?(?P<secret>[^\s"',;]{4,})"#,
-    ),
-];
-
 /// Upper bound on extra masking passes (see [`Redactor::mask_text`]).
 const MAX_PASSES: usize = 16;
 
@@ -113,25 +150,38 @@ const MAX_PASSES: usize = 16;
 const SENSITIVE_KEY: &str = r"(?i)^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|apikey|credentials?|private[_-]?key|authorization|access[_-]?key|session[_-]?key|cookie)(?:[_-].*)?$";
 
 impl Redactor {
-    /// Only the built-in rules and sensitive-key masking.
+    /// Only the built-in rules ([`BUILTIN_RULES`]) and sensitive-key
+    /// masking.
+    ///
+    /// # Panics
+    ///
+    /// When a built-in pattern does not compile: that is a bug of this
+    /// crate, which `tests/rules.rs::every_builtin_rule_compiles` (and every
+    /// other test that builds a redactor) catches before a release; a rule
+    /// is never dropped silently. [`Redactor::try_builtin`] returns the
+    /// error instead.
     pub fn builtin() -> Self {
-        let rules = BUILTIN
-            .iter()
-            .filter_map(|(name, pattern)| {
-                // The built-in patterns are constants covered by tests.
-                Regex::new(pattern).ok().map(|regex| Rule {
-                    name: (*name).to_owned(),
-                    regex,
-                })
-            })
-            .collect();
-        Self {
-            rules,
-            sensitive_key: Regex::new(SENSITIVE_KEY).ok(),
-            marker: Regex::new(MARKER_WITH_KIND).ok(),
-            privacy: Privacy::MaskSecrets,
-            masks: AtomicU64::new(0),
+        match Self::try_builtin() {
+            Ok(r) => r,
+            Err(e) => panic!("a built-in redaction rule does not compile: {e}"),
         }
+    }
+
+    /// The built-in rules and sensitive-key masking, or the first built-in
+    /// pattern that does not compile.
+    pub fn try_builtin() -> Result<Self, InvalidPattern> {
+        let mut r = Self::empty();
+        for rule in BUILTIN_RULES {
+            r = r.with_builtin_rule(rule)?;
+        }
+        r.sensitive_key = Some(compile(SENSITIVE_KEY)?);
+        if let Err(source) = &*MARKER_REGEX {
+            return Err(InvalidPattern {
+                pattern: MARKER_WITH_KIND.to_owned(),
+                source: source.clone(),
+            });
+        }
+        Ok(r)
     }
 
     /// No rules at all (add user patterns with [`Redactor::with_pattern`]).
@@ -139,10 +189,21 @@ impl Redactor {
         Self {
             rules: Vec::new(),
             sensitive_key: None,
-            marker: Regex::new(MARKER_WITH_KIND).ok(),
+            marker: MARKER_REGEX.as_ref().ok().cloned(),
             privacy: Privacy::MaskSecrets,
             masks: AtomicU64::new(0),
         }
+    }
+
+    /// Adds one built-in rule (under its own name); the error names the
+    /// pattern when it does not compile.
+    pub fn with_builtin_rule(mut self, rule: &BuiltinRule) -> Result<Self, InvalidPattern> {
+        self.rules.push(Rule {
+            name: rule.name.to_owned(),
+            regex: compile(rule.pattern)?,
+            folds: rule.folds,
+        });
+        Ok(self)
     }
 
     /// Structure-only privacy: drops all content.
@@ -156,13 +217,10 @@ impl Redactor {
     /// Adds a user pattern (every match is masked; a named group `secret`
     /// limits the mask to that group).
     pub fn with_pattern(mut self, pattern: &str) -> Result<Self, InvalidPattern> {
-        let regex = Regex::new(pattern).map_err(|source| InvalidPattern {
-            pattern: pattern.to_owned(),
-            source,
-        })?;
         self.rules.push(Rule {
             name: format!("user:{pattern}"),
-            regex,
+            regex: compile(pattern)?,
+            folds: false,
         });
         Ok(self)
     }
@@ -205,38 +263,78 @@ impl Redactor {
     }
 
     /// One pass of every rule; `None` when nothing changed.
+    ///
+    /// Every rule matches the same text, and the union of what they mask is
+    /// masked: a rule never hides from another the context it needs (a
+    /// bearer token glued to `password="…"` would otherwise swallow the
+    /// `password=` that marks the quoted value). Kind prefixes are taken out
+    /// of the union: they hold no secret and stay visible wherever they are.
     fn mask_pass(&self, text: &str) -> Option<String> {
-        let mut current: Cow<'_, str> = Cow::Borrowed(text);
+        let mut spans = Vec::new();
+        let mut kinds = Vec::new();
         for rule in &self.rules {
-            if !rule.regex.is_match(&current) {
-                continue;
-            }
-            let hay: &str = &current;
-            let markers = self.markers(hay);
-            let replaced = rule.regex.replace_all(hay, |caps: &Captures<'_>| {
-                let Some(whole) = caps.get(0) else {
-                    return String::new();
-                };
-                let target = caps.name("secret").unwrap_or(whole);
-                let kept = caps
-                    .name("kind")
-                    .filter(|k| k.start() == target.start() && k.end() <= target.end())
-                    .map_or(target.start(), |k| k.end());
-                let (masked, made) = mask_around(hay, kept..target.end(), &markers);
-                self.masks.fetch_add(made, Ordering::Relaxed);
-                format!(
-                    "{}{masked}{}",
-                    &hay[whole.start()..kept],
-                    &hay[target.end()..whole.end()]
-                )
-            });
-            if let Cow::Owned(s) = replaced {
-                current = Cow::Owned(s);
-            }
+            self.collect(rule, text, &mut spans, &mut kinds);
         }
-        match current {
-            Cow::Owned(s) if s != text => Some(s),
-            _ => None,
+        if spans.is_empty() {
+            return None;
+        }
+        let spans = subtract(union(spans), union(kinds));
+        let markers = self.markers(text);
+        let mut out = String::with_capacity(text.len());
+        let mut done = 0;
+        for span in spans {
+            let (masked, made) = mask_around(text, span.clone(), &markers);
+            self.masks.fetch_add(made, Ordering::Relaxed);
+            out.push_str(&text[done..span.start]);
+            out.push_str(&masked);
+            done = span.end;
+        }
+        out.push_str(&text[done..]);
+        (out != text).then_some(out)
+    }
+
+    /// The byte ranges `rule` masks in `hay` (each match's `secret` group
+    /// past its `kind` prefix, with its folded lines), and the ranges of
+    /// those kind prefixes.
+    fn collect(
+        &self,
+        rule: &Rule,
+        hay: &str,
+        spans: &mut Vec<Range<usize>>,
+        kinds: &mut Vec<Range<usize>>,
+    ) {
+        if !rule.regex.is_match(hay) {
+            return;
+        }
+        // Matches may overlap: each search starts one character after the
+        // previous match's start, so a match cannot hide the start of
+        // another (`password='` glued before `passwd: 'a b c'`).
+        let mut pos = 0;
+        while pos <= hay.len() {
+            let Some(caps) = rule.regex.captures_at(hay, pos) else {
+                break;
+            };
+            let Some(whole) = caps.get(0) else { break };
+            pos = whole.start()
+                + hay[whole.start()..]
+                    .chars()
+                    .next()
+                    .map_or(1, char::len_utf8);
+            let target = caps.name("secret").unwrap_or(whole);
+            let kept = caps
+                .name("kind")
+                .filter(|k| k.start() == target.start() && k.end() <= target.end())
+                .map_or(target.start(), |k| k.end());
+            let mut end = target.end();
+            if rule.folds && end == whole.end() {
+                end = fold_end(hay, end);
+            }
+            if kept > target.start() {
+                kinds.push(target.start()..kept);
+            }
+            if kept < end {
+                spans.push(kept..end);
+            }
         }
     }
 
@@ -291,10 +389,55 @@ impl Redactor {
                         || self.sensitive_key.as_ref().is_some_and(|r| r.is_match(key));
                     changed |= self.mask_json(item, sensitive);
                 }
+                // Keys are content too: a secret used as a key is masked
+                // like one in a value (under a sensitive key, whole).
+                if let Some(masked) = self.mask_keys(map, under_sensitive_key) {
+                    *map = masked;
+                    changed = true;
+                }
                 changed
             }
             _ => false,
         }
+    }
+
+    /// The same entries with every key masked (whole when `whole`), or
+    /// `None` when no key changes. Two keys that mask to the same text both
+    /// stay: the later gets ` #2`, ` #3`… appended.
+    fn mask_keys(
+        &self,
+        map: &mut serde_json::Map<String, Value>,
+        whole: bool,
+    ) -> Option<serde_json::Map<String, Value>> {
+        let masked: Vec<Option<String>> = map
+            .keys()
+            .map(|key| {
+                if whole && !key.is_empty() && !self.is_mask(strip_rank(key)) {
+                    self.masks.fetch_add(1, Ordering::Relaxed);
+                    Some(mask_value(key))
+                } else {
+                    match self.mask_text(key) {
+                        Cow::Owned(m) => Some(m),
+                        Cow::Borrowed(_) => None,
+                    }
+                }
+            })
+            .collect();
+        if masked.iter().all(Option::is_none) {
+            return None;
+        }
+        let mut out = serde_json::Map::new();
+        for ((key, item), masked) in std::mem::take(map).into_iter().zip(masked) {
+            let base = masked.unwrap_or(key);
+            let mut unique = base.clone();
+            let mut n = 1;
+            while out.contains_key(&unique) {
+                n += 1;
+                unique = format!("{base} #{n}");
+            }
+            out.insert(unique, item);
+        }
+        Some(out)
     }
 
     /// Masks a verbatim value; returns it unchanged (same bytes) when

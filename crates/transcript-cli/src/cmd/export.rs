@@ -1,7 +1,8 @@
 //! `transcript export`: one run (and its child runs) as Markdown, versioned JSON, one HTML
-//! page, or OpenTelemetry spans (`otel`). The output goes to stdout, or to a file that gets the
-//! transcript's own mode (0o600 for our transcripts), so exporting never widens who may read
-//! recorded content.
+//! page, or OpenTelemetry spans (`otel`). The output goes to stdout, or to a file opened by
+//! [`create_private`]: mode 0o600 whatever the umask or an existing file's mode, so exporting
+//! never widens who may read recorded content, and a symlink, FIFO, directory or hard-linked
+//! file planted at the path is refused, never followed or written through.
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -88,7 +89,7 @@ pub fn run(
                 ExportFormat::Html => transcript_export::to_html(&doc),
                 _ => super::to_json(&doc)? + "\n",
             };
-            write_output(args.output.as_deref(), &run.path, &text, out)
+            write_output(args.output.as_deref(), &text, out)
         }
     };
     if let Some(r) = &redactor {
@@ -98,34 +99,13 @@ pub fn run(
     run.children_read()
 }
 
-/// Writes `text` to `path` (created or truncated, with the permission bits of `source`, 0o600
-/// when they cannot be read), or to stdout for `-` / none.
-pub fn write_output(
-    path: Option<&Path>,
-    source: &Path,
-    text: &str,
-    out: &mut dyn Write,
-) -> Result<(), CliError> {
+/// Writes `text` to `path` (see [`create_private`]), or to stdout for `-` / none.
+pub fn write_output(path: Option<&Path>, text: &str, out: &mut dyn Write) -> Result<(), CliError> {
     let Some(path) = path.filter(|p| p.as_os_str() != "-") else {
         return stdout_result(out.write_all(text.as_bytes()));
     };
-    let mode = std::fs::metadata(source)
-        .map(|m| m.permissions().mode() & 0o777)
-        .unwrap_or(0o600);
-    let failed = |e: std::io::Error| CliError::Read {
-        path: path.to_path_buf(),
-        message: format!("cannot write: {e}"),
-    };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(path)
-        .map_err(failed)?;
-    // An existing file keeps its old mode through open(2): narrow it explicitly.
-    file.set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(failed)?;
+    let mut file = create_private(path)?;
+    let failed = |e: std::io::Error| write_error(path, &e.to_string());
     file.write_all(text.as_bytes()).map_err(failed)?;
     file.sync_all().map_err(failed)
 }
@@ -157,5 +137,49 @@ impl Write for PipeWatch<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         let result = self.inner.flush();
         self.seen(result)
+    }
+}
+
+/// Opens `path` for an export: created with mode 0o600, or an existing regular file with a
+/// single link, narrowed to 0o600 and emptied. Opened `O_NOFOLLOW` (a symlink at the path is
+/// refused, never followed, also when dangling) and `O_NONBLOCK` (a FIFO without a reader fails
+/// at once instead of hanging); anything that is not a regular file is refused before a byte is
+/// written, and so is a file with other hard links (writing would change it under its other
+/// names too).
+pub fn create_private(path: &Path) -> Result<std::fs::File, CliError> {
+    use std::os::unix::fs::MetadataExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => write_error(path, "it is a symbolic link (refused, not followed)"),
+            Some(libc::ENXIO) => write_error(path, "it is a FIFO with no reader (refused)"),
+            _ => write_error(path, &e.to_string()),
+        })?;
+    let failed = |e: std::io::Error| write_error(path, &e.to_string());
+    let meta = file.metadata().map_err(failed)?;
+    if !meta.file_type().is_file() {
+        return Err(write_error(path, "it is not a regular file (refused)"));
+    }
+    if meta.nlink() > 1 {
+        return Err(write_error(
+            path,
+            &format!("it has {} hard links (refused)", meta.nlink()),
+        ));
+    }
+    // An existing file keeps its old mode through open(2): narrow it, then empty it.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(failed)?;
+    file.set_len(0).map_err(failed)?;
+    Ok(file)
+}
+
+fn write_error(path: &Path, message: &str) -> CliError {
+    CliError::Read {
+        path: path.to_path_buf(),
+        message: format!("cannot write: {message}"),
     }
 }

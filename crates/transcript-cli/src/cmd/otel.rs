@@ -60,10 +60,8 @@ pub fn export(
         .map_err(|e| CliError::Usage(e.to_string()))?;
     match output {
         Some(p) if p.as_os_str() != "-" => {
-            let file = std::fs::File::create(p).map_err(|e| CliError::Read {
-                path: p.to_path_buf(),
-                message: format!("cannot write: {e}"),
-            })?;
+            // 0o600, no symlink or FIFO followed: the spans can hold prompts and outputs.
+            let file = crate::cmd::export::create_private(p)?;
             write_otlp_json_with_resource(trace.spans, &resource, std::io::BufWriter::new(file))
                 .map_err(|e| CliError::Failed(e.to_string()))?;
         }
