@@ -77,6 +77,13 @@
 //! - **Usage per provider message**: a later usage report for the same
 //!   message replaces the earlier one (Claude repeats it on every line of a
 //!   split message), so summing `usage` over turns never double counts.
+//!   **One request, one bill** (issue #29): Claude usage is keyed by the
+//!   API request (`message.id` + `requestId`); the request's last record
+//!   carries its final `output_tokens`. A message whose records are split
+//!   by the `tool_result` records of its own parallel calls stays one turn
+//!   (later blocks go before the results), and a request resumed after
+//!   another turn was emitted (an interleaved sidechain) adds only what grew
+//!   on a later turn, never its input and cache counts again.
 //!   `input_tokens` excludes cache reads for every provider (OpenAI, Codex
 //!   and Gemini counts are converted by subtracting cached tokens).
 //! - **Claude Code usage is what was billed** (issue #16): its `assistant`
@@ -149,7 +156,7 @@
 //! | claude | `system/api_error`, `system/error` | E |
 //! | claude | `system/api_refusal`, `system/model_refusal_fallback` | R |
 //! | claude | other `system/*` (compact_boundary, turn_duration, hooks…) | M |
-//! | claude | `assistant` (one API message may span several lines sharing `message.id`: one turn) | its content blocks below; `message.usage` → turn usage (last report per id); `message.model` → model |
+//! | claude | `assistant` (one API message may span several lines sharing `message.id`: one turn) | its content blocks below; `message.usage` → turn usage (last report per `message.id` + `requestId`, billed once); `message.model` → model |
 //! | claude | block `text` / `thinking` | text / thinking |
 //! | claude | thinking `signature` (non-empty) | X `thinking/signature` (blocks have no field for it) |
 //! | claude | block `redacted_thinking` | X |

@@ -1,0 +1,136 @@
+//! One API request, one bill (issue #29 item 1): usage is keyed by the
+//! provider's request identity, whatever way its records are split or
+//! interleaved. Expected values come from jq over the raw capture (the
+//! expression is in the comment beside each number), never from this parser.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+use transcript_domain::Usage;
+use transcript_providers::{Output, Provider};
+
+fn real(folder: &str, name: &str) -> Option<Vec<u8>> {
+    let Some(root) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is not set"
+        );
+        println!("skipped: TRANSCRIPT_REAL_FIXTURES is not set");
+        return None;
+    };
+    let mut root = PathBuf::from(root);
+    if root.is_relative() {
+        root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(root);
+    }
+    let path = root.join(folder).join(name);
+    Some(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+/// (input, output, cache read, cache write) of every turn that has usage.
+fn turn_usages(out: &[Output]) -> Vec<[u64; 4]> {
+    out.iter()
+        .filter_map(|o| match o {
+            Output::Turn(m) => m.usage.as_ref(),
+            _ => None,
+        })
+        .map(|u: &Usage| {
+            [
+                u.input_tokens.unwrap_or(0),
+                u.output_tokens.unwrap_or(0),
+                u.cache_read_tokens.unwrap_or(0),
+                u.cache_write_tokens.unwrap_or(0),
+            ]
+        })
+        .collect()
+}
+
+/// `spotter-session-log-v2.1.38-tool_heavy.jsonl` holds a request
+/// (`msg_019BN3…`) whose two tool_use records are split by the tool_result of
+/// the first, its output growing 25 → 173: one turn per request, carrying the
+/// request's last record.
+#[test]
+fn claude_a_message_split_by_its_tool_results_is_one_turn_billed_once() {
+    let Some(bytes) = real(
+        "claude-code",
+        "spotter-session-log-v2.1.38-tool_heavy.jsonl",
+    ) else {
+        return;
+    };
+    let out = run_chunked(Provider::Claude, &bytes, &[4096]);
+    let mut got = turn_usages(&out);
+    got.sort();
+    // jq -c -s '[.[] | select(.type=="assistant" and .message.usage != null)
+    //   | {k: [.message.id, .requestId], u: .message.usage}] | group_by(.k)
+    //   | map(last.u | [.input_tokens, .output_tokens, .cache_read_input_tokens,
+    //   .cache_creation_input_tokens]) | sort' <capture>
+    let want = vec![
+        [1, 1, 25798, 208],
+        [3, 11, 18014, 8490],
+        [3, 27, 17915, 7883],
+        [47, 173, 26504, 1115],
+    ];
+    assert_eq!(got, want);
+    // The split message's turn holds both calls, then both results.
+    let shapes = transcript_providers::turn_block_types(&out);
+    assert!(
+        shapes.contains(&vec!["tool_use", "tool_use", "tool_result", "tool_result"]),
+        "{shapes:?}"
+    );
+}
+
+/// Same rule on the sub-agent session: 12 requests, 12 billed turns.
+#[test]
+fn claude_every_request_of_a_session_is_billed_on_exactly_one_turn() {
+    let Some(bytes) = real("claude-code", "spotter-session-log-v2.1.38-subagent.jsonl") else {
+        return;
+    };
+    let out = run_chunked(Provider::Claude, &bytes, &[777]);
+    let got = turn_usages(&out);
+    // jq -s '[.[] | select(.type=="assistant" and .message.usage != null)
+    //   | [.message.id, .requestId]] | unique | length' <capture>  → 12
+    assert_eq!(got.len(), 12, "{got:?}");
+}
+
+fn claude_line(id: &str, req: &str, sidechain: bool, block: &str, out_tokens: u64) -> String {
+    format!(
+        r#"{{"type":"assistant","isSidechain":{sidechain},"requestId":"{req}","timestamp":"2026-01-01T00:00:00Z","uuid":"u-{id}-{out_tokens}","message":{{"id":"{id}","model":"claude-opus-4-6","content":[{block}],"usage":{{"input_tokens":7,"output_tokens":{out_tokens},"cache_read_input_tokens":1000,"cache_creation_input_tokens":100}}}}}}"#
+    ) + "\n"
+}
+
+/// A sidechain's request interleaved with a main-chain request (older logs
+/// kept sub-agents in the main file): the main request's second record comes
+/// after another turn was emitted, and adds only its output growth.
+#[test]
+fn claude_a_request_resumed_after_an_interleaved_sidechain_is_billed_once() {
+    let text = r#"{"type":"text","text":"hi"}"#;
+    let mut log = String::new();
+    log += &claude_line("msg_main", "req_main", false, text, 2);
+    log += &claude_line("msg_side", "req_side", true, text, 5);
+    log += &claude_line(
+        "msg_main",
+        "req_main",
+        false,
+        r#"{"type":"tool_use","id":"t1","name":"Read","input":{}}"#,
+        40,
+    );
+    let out = run_by_line(Provider::Claude, log.as_bytes());
+    let mut total = Usage::default();
+    for o in &out {
+        if let Output::Turn(m) = o
+            && let Some(u) = &m.usage
+        {
+            total.accumulate(u);
+        }
+    }
+    // Two requests: main (7 in, 40 out, 1000 read, 100 write) and side
+    // (7 in, 5 out, 1000 read, 100 write).
+    assert_eq!(total.input_tokens, Some(14));
+    assert_eq!(total.output_tokens, Some(45));
+    assert_eq!(total.cache_read_tokens, Some(2000));
+    assert_eq!(total.cache_write_tokens, Some(200));
+}
