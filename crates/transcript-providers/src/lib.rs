@@ -188,12 +188,12 @@
 //! | codex | legacy `task_started`, `task_complete` | M (close the turn) |
 //! | codex | legacy `agent_message`, `agent_reasoning` | text, thinking |
 //! | codex | legacy `exec_command_begin`/`_end`, `patch_apply_begin`/`_end` (`apply_patch`), `mcp_tool_call_begin`/`_end`, `web_search_begin`/`_end` | use / result by `call_id` |
-//! | codex | legacy `token_count` | usage |
+//! | codex | legacy `token_count` | usage (with `info`: as the rollout's) |
 //! | codex | legacy deltas, `exec_command_output_delta` | P |
 //! | codex | legacy `error`, `stream_error`, `turn_aborted` | E |
 //! | codex | rollout `session_meta`, `turn_context` (model), `compacted`, `world_state` | M |
 //! | codex | rollout `response_item` | as the OpenAI Responses items below |
-//! | codex | rollout `event_msg/token_count` | `info.last_token_usage` → usage |
+//! | codex | rollout `event_msg/token_count` | `info.total_token_usage` is cumulative: what it grew by since the previous one is added to the open turn's usage (an unchanged total bills nothing: M); the first total, or one that shrank, bills `info.last_token_usage` |
 //! | codex | rollout `event_msg` duplicating a response item (`agent_message`, `exec_command_end`, `mcp_tool_call_end`, `user_message`…) | P |
 //! | codex | rollout `event_msg` bookkeeping (approvals, review mode, thread settings, `collab_*`, notices) / deltas | M / P |
 //! | codex | other rollout `event_msg` | U |
@@ -202,8 +202,8 @@
 //! | gemini | `message` role assistant (`delta: true` pieces accumulate into one text block) | text |
 //! | gemini | `tool_use` / `tool_result` by `tool_id` | use / result (`status: error` → error) |
 //! | gemini | `error` | E |
-//! | gemini | `result` | `stats` → usage of the open turn (whole run): thought tokens (`thoughts`, or `total_tokens` − `input_tokens` − `output_tokens` where the CLI omits them) → reasoning, not part of output (Gemini counts them apart); non-success status → E |
-//! | gemini | `--output-format json` document | `response` → text; `stats.models.*.tokens` summed → usage; `stats.tools` calls → X (no content); `error` → E |
+//! | gemini | `result` | `stats.models` (the models a run used; `init` may name the router `auto`): one model → model and usage of the open turn, several → one usage-only turn per model; else `stats` → usage of the open turn (whole run): thought tokens (`thoughts`, or `total_tokens` − `input_tokens` − `output_tokens` where the CLI omits them) → reasoning, not part of output (Gemini counts them apart); non-success status → E |
+//! | gemini | `--output-format json` document | `response` → text; `stats.models.*.tokens` → usage per model (one model: the text turn's; several: a usage-only turn each); `stats.tools` calls → X (no content); `error` → E |
 //! | gemini | thinking | none in stream-json: the documented extra of the equivalence test |
 //! | copilot | `assistant.message` | turn per `messageId`: `reasoningText` → thinking, `content` → text, `toolRequests` → use, `outputTokens` → usage |
 //! | copilot | `reasoningOpaque` / `encryptedContent` | X |

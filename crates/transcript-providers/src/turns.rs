@@ -192,11 +192,6 @@ impl Turns {
         }
     }
 
-    /// Sets the model of the open turn.
-    pub(crate) fn model(&mut self, model: &str) {
-        self.turn().model = Some(model.to_owned());
-    }
-
     fn model_output(&mut self, out: &mut Vec<Output>) -> &mut Turn {
         if self
             .current
@@ -320,6 +315,37 @@ impl Turns {
         if !usage.is_empty() {
             self.turn().usage = Some(usage);
         }
+    }
+
+    /// Usage reported per model for the whole run (Gemini `stats.models`):
+    /// one model names the open turn's model and is its usage; several
+    /// end the open turn and each get a usage-only turn with its name, so
+    /// a receipt per model never merges two prices.
+    pub(crate) fn usage_per_model(&mut self, models: Vec<(String, Usage)>, out: &mut Vec<Output>) {
+        if models.len() == 1 {
+            for (model, usage) in models {
+                let t = self.turn();
+                t.model = Some(model);
+                t.usage = Some(usage);
+            }
+            return;
+        }
+        self.end_turn(out);
+        for (model, usage) in models {
+            let t = self.turn();
+            t.model = Some(model);
+            t.usage = Some(usage);
+            self.end_turn(out);
+        }
+    }
+
+    /// Adds `usage` to the open turn's usage (one more response billed on
+    /// the turn).
+    pub(crate) fn add_usage(&mut self, usage: &Usage) {
+        self.turn()
+            .usage
+            .get_or_insert_with(Usage::default)
+            .accumulate(usage);
     }
 
     /// Sets the open turn's usage as the usage of the API request

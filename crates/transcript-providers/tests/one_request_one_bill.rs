@@ -134,3 +134,122 @@ fn claude_a_request_resumed_after_an_interleaved_sidechain_is_billed_once() {
     assert_eq!(total.cache_read_tokens, Some(2000));
     assert_eq!(total.cache_write_tokens, Some(200));
 }
+
+/// Usage summed over all turns.
+fn total(out: &[Output]) -> Usage {
+    let mut t = Usage::default();
+    for o in out {
+        if let Output::Turn(m) = o
+            && let Some(u) = &m.usage
+        {
+            t.accumulate(u);
+        }
+    }
+    t
+}
+
+/// Codex rollouts: `token_count` carries the session's cumulative total;
+/// Codex may repeat one with an unchanged total after the turn ended. The
+/// real rollout with its token_count line (line 22) repeated after
+/// `task_complete` (line 25) bills the same as the capture itself.
+#[test]
+fn codex_a_repeated_cumulative_token_count_is_not_billed_twice() {
+    let Some(bytes) = real(
+        "codex",
+        "agent-sessions-codex-rollout-session-schema-fixture.jsonl",
+    ) else {
+        return;
+    };
+    let text = String::from_utf8(bytes).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[21].contains(r#""type":"token_count""#),
+        "{}",
+        lines[21]
+    );
+    assert!(
+        lines[24].contains(r#""type":"task_complete""#),
+        "{}",
+        lines[24]
+    );
+    let mut grown: Vec<&str> = lines.clone();
+    grown.insert(25, lines[21]);
+    let grown = grown.join("\n") + "\n";
+    let u = total(&run_by_line(Provider::Codex, grown.as_bytes()));
+    // jq -s '[.[] | select(.type=="event_msg" and .payload.type=="token_count"
+    //   and .payload.info != null) | .payload.info.total_token_usage] | .[0]
+    //   | [.input_tokens - .cached_input_tokens, .output_tokens,
+    //   .cached_input_tokens, .reasoning_output_tokens]' <capture>
+    //   → [12757, 81, 3584, 63] (the next total, all zeros, is a new session)
+    assert_eq!(u.input_tokens, Some(12757));
+    assert_eq!(u.output_tokens, Some(81));
+    assert_eq!(u.cache_read_tokens, Some(3584));
+    assert_eq!(u.reasoning_tokens, Some(63));
+}
+
+/// Gemini `--output-format json`: `stats.models` names each model with its
+/// tokens; each gets its own usage (never one sum under one name).
+#[test]
+fn gemini_each_model_of_stats_models_is_billed_under_its_name() {
+    let Some(bytes) = real("gemini", "gemini-cli-docs-headless-json-output-france.json") else {
+        return;
+    };
+    let out = run_by_line(Provider::Gemini, &bytes);
+    let mut got: Vec<(String, [u64; 4])> = out
+        .iter()
+        .filter_map(|o| match o {
+            Output::Turn(m) => m.usage.as_ref().map(|u| {
+                (
+                    m.model.clone().unwrap_or_default(),
+                    [
+                        u.input_tokens.unwrap_or(0),
+                        u.output_tokens.unwrap_or(0),
+                        u.cache_read_tokens.unwrap_or(0),
+                        u.reasoning_tokens.unwrap_or(0),
+                    ],
+                )
+            }),
+            _ => None,
+        })
+        .collect();
+    got.sort();
+    // jq -c '.stats.models | to_entries | map([.key, [.value.tokens.prompt
+    //   - .value.tokens.cached, .value.tokens.candidates, .value.tokens.cached,
+    //   .value.tokens.thoughts]]) | sort' <capture>
+    let want = vec![
+        ("gemini-2.5-flash".to_owned(), [8965, 10, 0, 30]),
+        ("gemini-2.5-pro".to_owned(), [3676, 20, 21263, 154]),
+    ];
+    assert_eq!(got, want);
+}
+
+/// Gemini stream-json run with `--model auto` (the init line names the
+/// router): the run's usage belongs to the model `stats.models` names. The
+/// real Gemini CLI 0.61 capture of `fixtures/agent-clis`, its init model
+/// set to `auto`.
+#[test]
+fn gemini_a_routed_run_bills_the_model_stats_models_names_not_auto() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/agent-clis/gemini/tool_round_trip.jsonl");
+    let text = std::fs::read_to_string(path).unwrap();
+    let routed = text.replacen(r#""model":"gemini-2.5-pro""#, r#""model":"auto""#, 1);
+    assert_ne!(routed, text);
+    let out = run_by_line(Provider::Gemini, routed.as_bytes());
+    let billed: Vec<(Option<String>, Usage)> = out
+        .iter()
+        .filter_map(|o| match o {
+            Output::Turn(m) => m.usage.clone().map(|u| (m.model.clone(), u)),
+            _ => None,
+        })
+        .collect();
+    // jq -c 'select(.type=="result") | .stats.models | to_entries
+    //   | map([.key, .value.input - 0, .value.cached, .value.output_tokens])'
+    //   → [["gemini-2.5-pro", 2800, 1700, 52]]
+    assert_eq!(billed.len(), 1, "{billed:?}");
+    let (model, u) = &billed[0];
+    assert_eq!(model.as_deref(), Some("gemini-2.5-pro"));
+    assert_eq!(
+        (u.input_tokens, u.cache_read_tokens, u.output_tokens),
+        (Some(2800), Some(1700), Some(52))
+    );
+}
