@@ -280,12 +280,14 @@ mod gemini;
 pub mod json;
 mod openai;
 mod output;
+pub mod pricing;
 mod registry;
 mod turns;
 mod util;
 
 pub use facts::{ClockSource, Fact, Item};
 pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
+pub use pricing::{Cost, LITELLM_VERSION, Pricing, PricingError};
 pub use registry::{
     AutoNormalizer, DETECT_MAX_BYTES, DETECT_MAX_RECORDS, Provider, UnknownProvider, detect,
 };
