@@ -136,9 +136,10 @@ enum Command {
         #[command(flatten)]
         redaction: RedactionArgs,
     },
-    /// Per agent step: provider, model, timing, status, tokens and cost, with run totals.
+    /// Per agent step: provider, model, timing, status, tokens and cost, with run, model and
+    /// total sums.
     #[command(
-        after_help = "Examples:\n  transcript receipts latest\n  transcript receipts 1259fec0 --json | jq .total"
+        after_help = "Examples:\n  transcript receipts latest\n  transcript receipts 1259fec0 --json | jq .total\n  transcript receipts latest --pricing model_prices_and_context_window.json\n\n`cost` is priced from LiteLLM's model price table (embedded, pinned; --pricing FILE\nreplaces it); `reported` is what the agent CLI reported itself (total_cost_usd). They may\ndiffer: the CLI prices with its own table, bills 1-hour cache writes at their own rate and\ncounts helper-model calls that are not messages. A model without a price shows — and a\nwarning, never $0."
     )]
     Receipts {
         /// A transcript file or a run id.
@@ -146,6 +147,10 @@ enum Command {
         /// Print the receipts as JSON.
         #[arg(long)]
         json: bool,
+        /// A price table in LiteLLM's format (model_prices_and_context_window.json) instead of
+        /// the embedded one.
+        #[arg(long, value_name = "FILE")]
+        pricing: Option<PathBuf>,
     },
     /// Print the step tree of a run and its child runs, rebuilt from the files.
     #[command(
@@ -369,7 +374,14 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             cmd::export::run(&run, &storage, &args, redaction.redactor()?, &mut out)
         }
-        Command::Receipts { run, json } => cmd::receipts::run(&run, &storage, json, &mut out),
+        Command::Receipts { run, json, pricing } => cmd::receipts::run(
+            &run,
+            &storage,
+            json,
+            pricing.as_deref(),
+            &mut out,
+            &mut std::io::stderr(),
+        ),
         Command::Tree { run, json } => cmd::tree::run(&run, &storage, json, &style, &mut out),
         Command::Show { run } => cmd::show::run(&run, &storage, &style, &mut out),
         Command::Tail {
