@@ -87,9 +87,20 @@ enum Command {
     Import {
         /// The provider (claude, codex, gemini, copilot, openai, anthropic) or `auto`.
         provider: String,
-        /// Raw log files, one run each.
-        #[arg(required = true)]
+        /// Raw log files, one run each; a directory is read as a session store
+        /// (incremental, like --store).
+        #[arg(required_unless_present = "store")]
         logs: Vec<PathBuf>,
+        /// Import the provider's own session store: Claude Code $CLAUDE_CONFIG_DIR/projects
+        /// (else ~/.claude/projects), Codex $CODEX_HOME/sessions (else ~/.codex/sessions),
+        /// Gemini CLI ~/.gemini/tmp, Copilot CLI ~/.copilot/session-state. Incremental: an
+        /// unchanged file is not read again, a grown one appends only what is new to its run.
+        #[arg(long)]
+        store: bool,
+        /// With a store or directories: only session files modified on or after this day
+        /// (YYYY-MM-DD, UTC).
+        #[arg(long, value_name = "YYYY-MM-DD")]
+        since: Option<String>,
         /// Sequential ids and a manual clock (byte-stable output).
         #[arg(long, hide = true)]
         deterministic: bool,
@@ -337,6 +348,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Import {
             provider,
             logs,
+            store,
+            since,
             deterministic,
             redaction,
         } => {
@@ -349,7 +362,37 @@ fn run(cli: Cli) -> Result<(), CliError> {
                     .map(|r| r as Arc<dyn transcript_domain::EventMask>),
                 deterministic,
             };
-            cmd::import::run(&ctx, &logs, redactor.as_deref(), &mut out)
+            let dirs = logs.iter().filter(|l| l.is_dir()).count();
+            if store || dirs > 0 {
+                if dirs != logs.len() {
+                    return Err(CliError::Usage(
+                        "import: give either session files or session directories, not both"
+                            .to_owned(),
+                    ));
+                }
+                let mut roots = logs.clone();
+                if store {
+                    let Some(p) = ctx.provider else {
+                        return Err(CliError::Usage(
+                            "import --store needs the provider (claude, codex, gemini or copilot)"
+                                .to_owned(),
+                        ));
+                    };
+                    roots.push(cmd::import::store::default_store(p)?);
+                }
+                let since = since
+                    .as_deref()
+                    .map(cmd::import::store::parse_day)
+                    .transpose()?;
+                cmd::import::run_store(&ctx, &roots, since, &mut out)
+            } else {
+                if since.is_some() {
+                    return Err(CliError::Usage(
+                        "import: --since applies to session stores and directories".to_owned(),
+                    ));
+                }
+                cmd::import::run(&ctx, &logs, redactor.as_deref(), &mut out)
+            }
         }
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &storage, json, &style, &mut out)
