@@ -150,11 +150,16 @@ enum Command {
     /// Per agent step: provider, model, timing, status, tokens and cost, with run, model and
     /// total sums.
     #[command(
-        after_help = "Examples:\n  transcript receipts latest\n  transcript receipts 1259fec0 --json | jq .total\n  transcript receipts latest --pricing model_prices_and_context_window.json\n\n`cost` is priced from LiteLLM's model price table (embedded, pinned; --pricing FILE\nreplaces it); `reported` is what the agent CLI reported itself (total_cost_usd). They may\ndiffer: the CLI prices with its own table, bills 1-hour cache writes at their own rate and\ncounts helper-model calls that are not messages. A model without a price shows — and a\nwarning, never $0."
+        after_help = "Examples:\n  transcript receipts latest\n  transcript receipts 1259fec0 --json | jq .total\n  transcript receipts latest --pricing model_prices_and_context_window.json\n  transcript import claude --store && transcript receipts --by day\n\n`cost` is priced from LiteLLM's model price table (embedded, pinned; --pricing FILE\nreplaces it); `reported` is what the agent CLI reported itself (total_cost_usd). They may\ndiffer: the CLI prices with its own table, bills 1-hour cache writes at their own rate and\ncounts helper-model calls that are not messages. A model without a price shows — and a\nwarning, never $0."
     )]
     Receipts {
-        /// A transcript file or a run id.
-        run: String,
+        /// A transcript file or a run id (with --by: all runs of the storage when absent).
+        #[arg(required_unless_present = "by")]
+        run: Option<String>,
+        /// Group the billed turns of every run (imported session stores included) by day,
+        /// month, session, project or model.
+        #[arg(long, value_enum)]
+        by: Option<cmd::receipts::GroupBy>,
         /// Print the receipts as JSON.
         #[arg(long)]
         json: bool,
@@ -417,14 +422,33 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             cmd::export::run(&run, &storage, &args, redaction.redactor()?, &mut out)
         }
-        Command::Receipts { run, json, pricing } => cmd::receipts::run(
-            &run,
-            &storage,
+        Command::Receipts {
+            run,
+            by,
             json,
-            pricing.as_deref(),
-            &mut out,
-            &mut std::io::stderr(),
-        ),
+            pricing,
+        } => match (by, run) {
+            (Some(by), run) => cmd::receipts::run_grouped(
+                run.as_deref(),
+                &storage,
+                by,
+                json,
+                pricing.as_deref(),
+                &mut out,
+                &mut std::io::stderr(),
+            ),
+            (None, Some(run)) => cmd::receipts::run(
+                &run,
+                &storage,
+                json,
+                pricing.as_deref(),
+                &mut out,
+                &mut std::io::stderr(),
+            ),
+            (None, None) => Err(CliError::Usage(
+                "receipts: name a run, or group with --by".to_owned(),
+            )),
+        },
         Command::Tree { run, json } => cmd::tree::run(&run, &storage, json, &style, &mut out),
         Command::Show { run } => cmd::show::run(&run, &storage, &style, &mut out),
         Command::Tail {

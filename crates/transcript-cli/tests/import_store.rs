@@ -216,3 +216,94 @@ fn since_skips_older_session_files_and_codex_home_is_honoured() {
         (&12757.into(), &81.into())
     );
 }
+
+fn grouped(storage: &Path, by: &str) -> Value {
+    let out = bin()
+        .args(["receipts", "--by", by, "--json", "--storage"])
+        .arg(storage)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_str(&text(&out.stdout)).unwrap()
+}
+
+/// `receipts --by` over an imported store: three real session logs, one of them placed as a
+/// sub-agent log of another session (`<session>/subagents/agent-*.jsonl`). Expected values:
+/// claude.json (jq): short 3/13/11,515/13,835, subagent 1,576/1,586/427,286/25,842,
+/// tool_heavy 54/212/88,231/17,696.
+#[test]
+fn receipts_group_an_imported_store_by_session_project_model_and_day() {
+    let (Some(short), Some(sub), Some(heavy)) = (
+        real("claude-code", "spotter-session-log-v2.1.38-short.jsonl"),
+        real("claude-code", "spotter-session-log-v2.1.38-subagent.jsonl"),
+        real(
+            "claude-code",
+            "spotter-session-log-v2.1.38-tool_heavy.jsonl",
+        ),
+    ) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("cfg");
+    let alpha = config.join("projects/-work-alpha");
+    let beta = config.join("projects/-work-beta");
+    std::fs::create_dir_all(alpha.join("s-short/subagents")).unwrap();
+    std::fs::create_dir_all(&beta).unwrap();
+    std::fs::copy(&short, alpha.join("s-short.jsonl")).unwrap();
+    std::fs::copy(&sub, alpha.join("s-short/subagents/agent-a1.jsonl")).unwrap();
+    std::fs::copy(&heavy, beta.join("s-heavy.jsonl")).unwrap();
+    let storage = home.path().join("storage");
+    import_store(
+        "claude",
+        &storage,
+        &[("CLAUDE_CONFIG_DIR", config.as_path())],
+        &[],
+    );
+
+    let tokens = |g: &Value| {
+        let u = &g["usage"];
+        [
+            u["input_tokens"].as_u64().unwrap(),
+            u["output_tokens"].as_u64().unwrap(),
+            u["cache_read_tokens"].as_u64().unwrap(),
+            u["cache_write_tokens"].as_u64().unwrap(),
+        ]
+    };
+    let by_session = grouped(&storage, "session");
+    let groups = by_session["groups"].as_array().unwrap();
+    let keys: Vec<&str> = groups.iter().map(|g| g["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["s-heavy", "s-short"], "{by_session:#}");
+    assert_eq!(tokens(&groups[0]), [54, 212, 88_231, 17_696]);
+    // The sub-agent's log counts for its parent session: 3 + 1,576, 13 + 1,586, …
+    assert_eq!(tokens(&groups[1]), [1_579, 1_599, 438_801, 39_677]);
+    assert_eq!(groups[1]["runs"], 2);
+
+    let by_project = grouped(&storage, "project");
+    let keys: Vec<&str> = by_project["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["-work-alpha", "-work-beta"]);
+
+    let by_model = grouped(&storage, "model");
+    let g = &by_model["groups"][0];
+    assert_eq!(g["key"], "claude-opus-4-6");
+    assert_eq!(tokens(g), [1_633, 1_811, 527_032, 57_373]);
+    // claude-opus-4-6 (LiteLLM 1.110.2): 1633×5e-06 + 1811×2.5e-05 + 527032×5e-07
+    // + 57373×6.25e-06 = 0.008165 + 0.045275 + 0.263516 + 0.35858125 = 0.67553725
+    let cost = g["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.67553725).abs() < 1e-9, "{cost}");
+
+    // jq -r 'select(.type=="assistant") | .timestamp[:10]' <each log> | sort -u → 2026-02-10
+    let by_day = grouped(&storage, "day");
+    assert_eq!(by_day["groups"].as_array().unwrap().len(), 1);
+    assert_eq!(by_day["groups"][0]["key"], "2026-02-10");
+    assert_eq!(
+        tokens(&by_day["groups"][0]),
+        [1_633, 1_811, 527_032, 57_373]
+    );
+    let by_month = grouped(&storage, "month");
+    assert_eq!(by_month["groups"][0]["key"], "2026-02");
+}
