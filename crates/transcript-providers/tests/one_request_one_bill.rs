@@ -253,3 +253,34 @@ fn gemini_a_routed_run_bills_the_model_stats_models_names_not_auto() {
         (Some(2800), Some(1700), Some(52))
     );
 }
+
+/// Copilot: usage per `messageId` (its last report). The real session with its
+/// `assistant.message` repeated after `assistant.turn_end` (a resumed session replays
+/// it) bills the message once.
+#[test]
+fn copilot_a_message_reported_again_after_its_turn_ended_is_billed_once() {
+    let Some(bytes) = real(
+        "copilot",
+        "sortie-copilot-cli-output-format-json-simple_session.jsonl",
+    ) else {
+        return;
+    };
+    let text = String::from_utf8(bytes).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let msg = lines
+        .iter()
+        .position(|l| l.contains(r#""type":"assistant.message""#))
+        .unwrap();
+    let end = lines
+        .iter()
+        .position(|l| l.contains(r#""type":"assistant.turn_end""#))
+        .unwrap();
+    assert!(end > msg);
+    let mut replayed = lines.clone();
+    replayed.insert(end + 1, lines[msg]);
+    let replayed = replayed.join("\n") + "\n";
+    let u = total(&run_by_line(Provider::Copilot, replayed.as_bytes()));
+    // jq -R 'fromjson? // empty | select(.type=="assistant.message") | .data.outputTokens'
+    //   <capture> → 6
+    assert_eq!(u.output_tokens, Some(6));
+}
