@@ -211,6 +211,10 @@ enum Command {
         /// Print the statistics as JSON.
         #[arg(long)]
         json: bool,
+        /// A price table in LiteLLM's format instead of the embedded one (`cost`; `reported`
+        /// is what the agent CLI reported itself).
+        #[arg(long, value_name = "FILE")]
+        pricing: Option<PathBuf>,
     },
     /// Recent runs: id, workflow, status, start, duration, events (newest first).
     #[command(
@@ -462,7 +466,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             cmd::tail::run_arg(&run, &storage, options, &style, &mut out)
         }
-        Command::Stats { target, json } => cmd::stats::run(&target, &storage, json, &mut out),
+        Command::Stats {
+            target,
+            json,
+            pricing,
+        } => cmd::stats::run(&target, &storage, json, pricing.as_deref(), &mut out),
         Command::List { limit, all, json } => {
             cmd::list::run(&storage, limit, all, json, &style, &mut out)
         }

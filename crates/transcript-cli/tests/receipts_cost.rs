@@ -153,3 +153,38 @@ fn a_bad_pricing_file_is_refused_naming_the_file_and_the_cause() {
         "{stderr}"
     );
 }
+
+#[test]
+fn stats_show_the_priced_cost_beside_the_reported_one() {
+    let Some(log) = real("spotter-session-log-v2.1.38-tool_heavy.jsonl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = import(dir.path(), &log);
+    let stats = |extra: &[&str]| {
+        let out = bin()
+            .args(["stats", &run, "--json"])
+            .args(extra)
+            .arg("--storage")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (
+            serde_json::from_str::<Value>(&text(&out.stdout)).unwrap(),
+            text(&out.stderr),
+        )
+    };
+    let (s, _) = stats(&[]);
+    // The same hand computation as above: 0.1602855 (claude-opus-4-6, LiteLLM 1.110.2).
+    let cost = s["cost_by_provider"]["claude"].as_f64().unwrap();
+    assert!((cost - 0.1602855).abs() < 1e-9, "{s:#}");
+    let table = dir.path().join("prices.json");
+    std::fs::write(&table, r#"{"other": {"input_cost_per_token": 1e-6}}"#).unwrap();
+    let (s, stderr) = stats(&["--pricing", table.to_str().unwrap()]);
+    assert_eq!(s["cost_by_provider"]["claude"], Value::Null);
+    assert!(
+        stderr.contains("no price for model claude-opus-4-6"),
+        "{stderr}"
+    );
+}
