@@ -393,7 +393,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                     .as_deref()
                     .map(cmd::import::store::parse_day)
                     .transpose()?;
-                cmd::import::run_store(&ctx, &roots, since, &mut out)
+                cmd::import::store::run_store(&ctx, &roots, since, &mut out)
             } else {
                 if since.is_some() {
                     return Err(CliError::Usage(

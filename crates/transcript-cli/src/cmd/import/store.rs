@@ -118,6 +118,93 @@ pub fn session_files(dir: &Path, since: Option<i64>) -> Vec<PathBuf> {
     files
 }
 
+/// Runs `import --store` or an import of directories: every session file under `dirs`
+/// (modified since `since`, seconds since the epoch) incrementally (see the module docs). One line
+/// per run on stdout (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`).
+pub fn run_store(
+    ctx: &ImportContext,
+    dirs: &[PathBuf],
+    since: Option<i64>,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let Some(provider) = ctx.provider else {
+        return Err(CliError::Usage(
+            "importing a session store needs its provider (claude, codex, gemini or copilot), not auto"
+                .to_owned(),
+        ));
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    let mut index = Index::load(&ctx.storage)?;
+    let (clock, ids) = crate::source::clock_and_ids(ctx.deterministic);
+    let mut failed = 0usize;
+    let mut seen = 0usize;
+    let (mut new, mut appended, mut unchanged) = (0usize, 0usize, 0usize);
+    for dir in dirs {
+        if !dir.is_dir() {
+            return Err(CliError::NotFound {
+                what: format!("{provider} session store"),
+                path: dir.clone(),
+            });
+        }
+        for file in session_files(dir, since) {
+            seen += 1;
+            let key = std::fs::canonicalize(&file)
+                .unwrap_or_else(|_| file.clone())
+                .to_string_lossy()
+                .into_owned();
+            let known = index.files.get(&key).cloned();
+            let result = runtime.block_on(import_store_file(
+                ctx,
+                &clock,
+                ids.as_ref(),
+                provider,
+                &file,
+                known.as_ref(),
+            ));
+            match result {
+                Ok((outcome, entry)) => {
+                    let (run, what) = match outcome {
+                        StoreOutcome::Unchanged(r) => {
+                            unchanged += 1;
+                            (r, "unchanged".to_owned())
+                        }
+                        StoreOutcome::New(r, n) => {
+                            new += 1;
+                            (r, format!("new ({n} events)"))
+                        }
+                        StoreOutcome::Appended(r, n) => {
+                            appended += 1;
+                            (r, format!("appended ({n} events)"))
+                        }
+                    };
+                    crate::exit::stdout_result(writeln!(
+                        out,
+                        "{run}\t{provider}\t{}\t{}",
+                        ctx.storage.join(run.file_name()).display(),
+                        what.split(' ').next().unwrap_or_default()
+                    ))?;
+                    crate::diag!("transcript: {}: {what}", file.display());
+                    if let Some(entry) = entry {
+                        index.files.insert(key, entry);
+                    }
+                }
+                Err(e) => {
+                    failed += 1;
+                    crate::diag!("transcript: {}", crate::style::one_line(&e.to_string()));
+                }
+            }
+        }
+    }
+    index.save(&ctx.storage)?;
+    crate::diag!(
+        "transcript: {seen} session file(s): {new} new, {appended} appended, {unchanged} unchanged, {failed} not imported"
+    );
+    Ok(())
+}
+
 /// What the index knows about one session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IndexEntry {
