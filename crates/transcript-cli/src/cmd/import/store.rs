@@ -2,7 +2,11 @@
 //! `transcript import <provider> --store` reads the provider's store (Claude Code
 //! `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`; Codex `$CODEX_HOME/sessions`,
 //! else `~/.codex/sessions`; Gemini CLI `~/.gemini/tmp`; Copilot CLI
-//! `~/.copilot/session-state`), and a directory argument is read the same way.
+//! `~/.copilot/session-state`), and a directory argument is read the same way. Verified on
+//! real data: Claude Code session logs (sub-agent logs included) and Codex rollouts. Copilot's
+//! `events.jsonl` records are the ones its normalizer reads (real captures); Gemini CLI's saved
+//! chats are a format of their own that the Gemini normalizer does not read yet (each such
+//! file is reported as not imported, naming it).
 //!
 //! Every session file is one run, tracked in `<storage>/import-index.json` (path → run id,
 //! size, modification time, a hash of its first 4 KiB, how many normalizer items its
