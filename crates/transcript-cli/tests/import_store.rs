@@ -307,3 +307,43 @@ fn receipts_group_an_imported_store_by_session_project_model_and_day() {
     let by_month = grouped(&storage, "month");
     assert_eq!(by_month["groups"][0]["key"], "2026-02");
 }
+
+/// A session file without agent output (Claude Code keeps logs of summaries only) makes no
+/// run, and is remembered: it is read again only once it changes.
+#[test]
+fn a_session_file_without_agent_output_makes_no_run_and_is_not_read_again() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("cfg");
+    let project = config.join("projects/-work-gamma");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join("summaries.jsonl");
+    std::fs::write(
+        &file,
+        "{\"type\":\"summary\",\"summary\":\"Earlier work\",\"leafUuid\":\"u1\"}\n",
+    )
+    .unwrap();
+    let storage = home.path().join("storage");
+    let env = [("CLAUDE_CONFIG_DIR", config.as_path())];
+    for _ in 0..2 {
+        let out = import_store("claude", &storage, &env, &[]);
+        assert!(lines(&out).is_empty(), "{}", text(&out.stdout));
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("0 new"), "{stderr}");
+    }
+    let runs = std::fs::read_dir(&storage)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "jsonl")
+        })
+        .count();
+    assert_eq!(runs, 0);
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(storage.join("import-index.json")).unwrap())
+            .unwrap();
+    let entry = index["files"].as_object().unwrap().values().next().unwrap();
+    assert_eq!(entry["run_id"], "");
+}

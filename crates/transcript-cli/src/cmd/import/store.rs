@@ -169,6 +169,15 @@ pub fn run_store(
                 known.as_ref(),
             ));
             match result {
+                Ok((StoreOutcome::NoOutput, entry)) => {
+                    crate::diag!(
+                        "transcript: {}: no {provider} agent output (read again once it changes)",
+                        file.display()
+                    );
+                    if let Some(entry) = entry {
+                        index.files.insert(key, entry);
+                    }
+                }
                 Ok((outcome, entry)) => {
                     let (run, what) = match outcome {
                         StoreOutcome::Unchanged(r) => {
@@ -183,6 +192,7 @@ pub fn run_store(
                             appended += 1;
                             (r, format!("appended ({n} events)"))
                         }
+                        StoreOutcome::NoOutput => continue,
                     };
                     crate::exit::stdout_result(writeln!(
                         out,
@@ -212,7 +222,7 @@ pub fn run_store(
 /// What the index knows about one session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IndexEntry {
-    /// Its run.
+    /// Its run (empty: the file had no agent output).
     pub run_id: String,
     /// The provider it was read as.
     pub provider: String,
@@ -276,6 +286,8 @@ pub enum StoreOutcome {
     New(RunId, u64),
     /// Events appended to its run.
     Appended(RunId, u64),
+    /// No agent output (yet): no run; read again once it changes.
+    NoOutput,
 }
 
 fn file_stamp(path: &Path) -> Result<(u64, u128), CliError> {
@@ -372,9 +384,12 @@ pub async fn import_store_file(
     if let Some(e) = known
         && e.size == size
         && e.mtime_ns == mtime_ns
-        && let Ok(run) = RunId::parse(&e.run_id)
     {
-        return Ok((StoreOutcome::Unchanged(run), Some(e.clone())));
+        let outcome = match RunId::parse(&e.run_id) {
+            Ok(run) => StoreOutcome::Unchanged(run),
+            Err(_) => StoreOutcome::NoOutput,
+        };
+        return Ok((outcome, Some(e.clone())));
     }
     let read_err = |e: std::io::Error| bad(input, format!("cannot read: {e}"));
     let mut file = std::fs::File::open(input).map_err(read_err)?;
@@ -387,7 +402,8 @@ pub async fn import_store_file(
     let head_hash = transcript_export::sha256_hex(&head);
     // The head the index hashed: the first min(4 KiB, size) bytes of the file back then.
     let resume = known.filter(|e| {
-        size >= e.size
+        !e.run_id.is_empty()
+            && size >= e.size
             && e.provider == provider.name()
             && usize::try_from(e.head_len)
                 .ok()
@@ -513,9 +529,19 @@ pub async fn import_store_file(
         }
     }
     let Some((run, r)) = recorder else {
-        // Nothing to record (no agent output yet): remember nothing, so the file is read
-        // again once it has some.
-        return Err(bad(input, format!("no {provider} agent output found")));
+        // Nothing to record (no agent output yet, e.g. a log of summaries only): remembered
+        // without a run, so it is read again only once it changes.
+        let entry = IndexEntry {
+            run_id: String::new(),
+            provider: provider.name().to_owned(),
+            size,
+            mtime_ns,
+            head: head_hash,
+            head_len: head_len as u64,
+            items_fed: 0,
+            tail: None,
+        };
+        return Ok((StoreOutcome::NoOutput, Some(entry)));
     };
     r.close()
         .await
