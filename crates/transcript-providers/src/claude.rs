@@ -65,8 +65,8 @@ impl Mapper for Claude {
                     if let Some(usage) = m.get("usage") {
                         // One API request: the message id and the request id
                         // (session logs; stream-json lines carry no requestId).
-                        let request = format!("{id}\u{0}{}", ne(v, "requestId").unwrap_or(""));
-                        turns.set_request_usage(request, anthropic_usage(usage));
+                        let request = ne(v, "requestId").unwrap_or("");
+                        turns.set_request_usage_parts(id, request, anthropic_usage(usage));
                     }
                 }
                 None => diag(

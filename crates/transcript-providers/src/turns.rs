@@ -361,6 +361,26 @@ impl Turns {
         }
     }
 
+    /// [`Turns::set_request_usage`] for a request named by two parts (`a` NUL `b`),
+    /// allocating the name only when it is not the open turn's already (Claude Code repeats
+    /// the same request on every record of a message).
+    pub(crate) fn set_request_usage_parts(&mut self, a: &str, b: &str, usage: Usage) {
+        if usage.is_empty() {
+            return;
+        }
+        let t = self.turn();
+        let same = t.request.as_deref().is_some_and(|r| {
+            r.len() == a.len() + 1 + b.len()
+                && r.starts_with(a)
+                && r.ends_with(b)
+                && r.as_bytes().get(a.len()) == Some(&0)
+        });
+        if !same {
+            t.request = Some(format!("{a}\u{0}{b}"));
+        }
+        t.usage = Some(usage);
+    }
+
     /// Adds a cost to the open turn's usage; `false` when no turn is open.
     pub(crate) fn add_cost(&mut self, cost: f64) -> bool {
         match &mut self.current {
