@@ -115,9 +115,20 @@ enum Command {
     Import {
         /// The provider (claude, codex, gemini, copilot, openai, anthropic) or `auto`.
         provider: String,
-        /// Raw log files, one run each.
-        #[arg(required = true)]
+        /// Raw log files, one run each; a directory is read as a session store
+        /// (incremental, like --store).
+        #[arg(required_unless_present = "store")]
         logs: Vec<PathBuf>,
+        /// Import the provider's own session store: Claude Code $CLAUDE_CONFIG_DIR/projects
+        /// (else ~/.claude/projects), Codex $CODEX_HOME/sessions (else ~/.codex/sessions),
+        /// Gemini CLI ~/.gemini/tmp, Copilot CLI ~/.copilot/session-state. Incremental: an
+        /// unchanged file is not read again, a grown one appends only what is new to its run.
+        #[arg(long)]
+        store: bool,
+        /// With a store or directories: only session files modified on or after this day
+        /// (YYYY-MM-DD, UTC).
+        #[arg(long, value_name = "YYYY-MM-DD")]
+        since: Option<String>,
         /// Sequential ids and a manual clock (byte-stable output).
         #[arg(long, hide = true)]
         deterministic: bool,
@@ -167,16 +178,26 @@ enum Command {
         #[command(flatten)]
         redaction: RedactionArgs,
     },
-    /// Per agent step: provider, model, timing, status, tokens and cost, with run totals.
+    /// Per agent step: provider, model, timing, status, tokens and cost, with run, model and
+    /// total sums.
     #[command(
-        after_help = "Examples:\n  transcript receipts latest\n  transcript receipts 1259fec0 --json | jq .total"
+        after_help = "Examples:\n  transcript receipts latest\n  transcript receipts 1259fec0 --json | jq .total\n  transcript receipts latest --pricing model_prices_and_context_window.json\n  transcript import claude --store && transcript receipts --by day\n\n`cost` is priced from LiteLLM's model price table (embedded, pinned; --pricing FILE\nreplaces it); `reported` is what the agent CLI reported itself (total_cost_usd). They may\ndiffer: the CLI prices with its own table, bills 1-hour cache writes at their own rate and\ncounts helper-model calls that are not messages. A model without a price shows — and a\nwarning, never $0."
     )]
     Receipts {
-        /// A transcript file or a run id.
-        run: String,
+        /// A transcript file or a run id (with --by: all runs of the storage when absent).
+        #[arg(required_unless_present = "by")]
+        run: Option<String>,
+        /// Group the billed turns of every run (imported session stores included) by day,
+        /// month, session, project or model.
+        #[arg(long, value_enum)]
+        by: Option<cmd::receipts::GroupBy>,
         /// Print the receipts as JSON.
         #[arg(long)]
         json: bool,
+        /// A price table in LiteLLM's format (model_prices_and_context_window.json) instead of
+        /// the embedded one.
+        #[arg(long, value_name = "FILE")]
+        pricing: Option<PathBuf>,
     },
     /// Print the step tree of a run and its child runs, rebuilt from the files.
     #[command(
@@ -221,6 +242,10 @@ enum Command {
         /// Print the statistics as JSON.
         #[arg(long)]
         json: bool,
+        /// A price table in LiteLLM's format instead of the embedded one (`cost`; `reported`
+        /// is what the agent CLI reported itself).
+        #[arg(long, value_name = "FILE")]
+        pricing: Option<PathBuf>,
     },
     /// Recent runs: id, workflow, status, start, duration, events (newest first).
     #[command(
@@ -383,6 +408,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Import {
             provider,
             logs,
+            store,
+            since,
             deterministic,
             redaction,
         } => {
@@ -395,7 +422,37 @@ fn run(cli: Cli) -> Result<(), CliError> {
                     .map(|r| r as Arc<dyn transcript_domain::EventMask>),
                 deterministic,
             };
-            cmd::import::run(&ctx, &logs, redactor.as_deref(), &mut out)
+            let dirs = logs.iter().filter(|l| l.is_dir()).count();
+            if store || dirs > 0 {
+                if dirs != logs.len() {
+                    return Err(CliError::Usage(
+                        "import: give either session files or session directories, not both"
+                            .to_owned(),
+                    ));
+                }
+                let mut roots = logs.clone();
+                if store {
+                    let Some(p) = ctx.provider else {
+                        return Err(CliError::Usage(
+                            "import --store needs the provider (claude, codex, gemini or copilot)"
+                                .to_owned(),
+                        ));
+                    };
+                    roots.push(cmd::import::store::default_store(p)?);
+                }
+                let since = since
+                    .as_deref()
+                    .map(cmd::import::store::parse_day)
+                    .transpose()?;
+                cmd::import::store::run_store(&ctx, &roots, since, &mut out)
+            } else {
+                if since.is_some() {
+                    return Err(CliError::Usage(
+                        "import: --since applies to session stores and directories".to_owned(),
+                    ));
+                }
+                cmd::import::run(&ctx, &logs, redactor.as_deref(), &mut out)
+            }
         }
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &storage, json, &style, &mut out)
@@ -421,7 +478,33 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             cmd::export::run(&run, &storage, &args, redaction.redactor()?, &mut out)
         }
-        Command::Receipts { run, json } => cmd::receipts::run(&run, &storage, json, &mut out),
+        Command::Receipts {
+            run,
+            by,
+            json,
+            pricing,
+        } => match (by, run) {
+            (Some(by), run) => cmd::receipts::run_grouped(
+                run.as_deref(),
+                &storage,
+                by,
+                json,
+                pricing.as_deref(),
+                &mut out,
+                &mut std::io::stderr(),
+            ),
+            (None, Some(run)) => cmd::receipts::run(
+                &run,
+                &storage,
+                json,
+                pricing.as_deref(),
+                &mut out,
+                &mut std::io::stderr(),
+            ),
+            (None, None) => Err(CliError::Usage(
+                "receipts: name a run, or group with --by".to_owned(),
+            )),
+        },
         Command::Tree { run, json } => cmd::tree::run(&run, &storage, json, &style, &mut out),
         Command::Show { run } => cmd::show::run(&run, &storage, &style, &mut out),
         Command::Tail {
@@ -435,7 +518,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             cmd::tail::run_arg(&run, &storage, options, &style, &mut out)
         }
-        Command::Stats { target, json } => cmd::stats::run(&target, &storage, json, &mut out),
+        Command::Stats {
+            target,
+            json,
+            pricing,
+        } => cmd::stats::run(&target, &storage, json, pricing.as_deref(), &mut out),
         Command::List { limit, all, json } => {
             cmd::list::run(&storage, limit, all, json, &style, &mut out)
         }

@@ -563,6 +563,41 @@ fn claude_preset_one_turn_receipts_equal_billing() {
     one_turn(AgentCli::Claude);
 }
 
+/// Issue #29, one request, one bill in a live run: one model turn makes two tool calls at
+/// once (Read and Bash). Claude Code prints that message's blocks on separate lines and
+/// writes the tool results between them in its session log; the live receipts and the
+/// imported session log's receipts still equal what the server billed.
+#[test]
+fn claude_preset_parallel_tool_calls_bill_each_request_once() {
+    let cli = AgentCli::Claude;
+    let sb = sandbox();
+    let both = with_thinking(
+        cli,
+        read_call(cli, &sb.work()).then_tool_call("Bash", json!({"command": SHELL})),
+    );
+    let script = Script::new([
+        both.with_usage(usage(cli, 1200, 45, 300)),
+        Turn::text(FINAL_TEXT).with_usage(usage(cli, 1700, 17, 1600)),
+    ]);
+    let server = ModelServer::start(script.clone()).unwrap();
+    let Some(run) = Run::start(
+        cli,
+        sb,
+        &server,
+        PROMPT,
+        "    tools: [read_file, run_command]\n",
+    ) else {
+        return;
+    };
+    let why = run.describe(&server);
+    assert!(run.output.status.success(), "{why}");
+    assert_eq!(run.of_type("tool.call").len(), 2, "{why}");
+    assert_eq!(run.of_type("tool.result").len(), 2, "{why}");
+    assert_eq!(server.billed(cli.provider()), script.total_usage(), "{why}");
+    assert_receipts_equal_billing(&run, &server, 2);
+    claude_session_log_imports_the_same(&run, &server);
+}
+
 #[test]
 fn claude_preset_fails_when_the_api_is_overloaded() {
     fails(AgentCli::Claude, Fault::Overloaded, "Overloaded");

@@ -73,5 +73,7 @@ pub use model::{
     Entry, ExportBlock, ExportDocument, ExportOptionsRecord, MessageExport, RunExport,
     SCHEMA_VERSION, StepExport, ToolCallExport, UsageSchema, export_schema,
 };
-pub use receipts::{Receipt, Receipts, RunTotal, receipts};
+pub use receipts::{
+    ModelTotal, PriceFn, Receipt, Receipts, RunTotal, TurnCost, priced_receipts, receipts,
+};
 pub use truncate::{PREVIEW_CHARS, sha256_hex, truncate_raw, truncate_value};

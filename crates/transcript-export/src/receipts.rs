@@ -2,7 +2,17 @@
 //! provider, model, timing, status and token usage, plus per-run totals that
 //! include child runs. Derived only from the transcript (decision 10): usage
 //! is what the `message.assistant` events carry, already deduplicated per
-//! provider message by the normalizers.
+//! API request by the normalizers (one request, one bill).
+//!
+//! Cost (issue #29): [`priced_receipts`] prices every turn with the caller's
+//! price function (the CLI passes the providers crate's
+//! `Pricing::cost`, this crate stays pure and depends on the domain only):
+//! per turn, step, run, model and in total. A turn whose model the function
+//! cannot price makes every sum it belongs to unknown (`None`, shown `—`),
+//! never $0, and names the model in [`Receipts::unpriced_models`]. What a
+//! CLI reported itself (`total_cost_usd`, in `usage.cost_usd`) is kept
+//! beside it as `reported`: the two may differ (the CLI's own price table,
+//! cache-write durations, helper-model calls that are not messages).
 
 use std::fmt::Write as _;
 
@@ -37,8 +47,69 @@ pub struct Receipt {
     pub status: String,
     /// Assistant turns.
     pub turns: u64,
-    /// Summed usage (fields absent when no turn reported them).
+    /// Summed usage (fields absent when no turn reported them);
+    /// `usage.cost_usd` is what the CLI reported itself.
     pub usage: Usage,
+    /// Cost from the price table (`None`: not priced, or a model without
+    /// a price).
+    pub cost_usd: Option<f64>,
+    /// The cost of each turn that reported usage.
+    pub turn_costs: Vec<TurnCost>,
+}
+
+/// The cost of one turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnCost {
+    /// Seq of its `message.assistant` event.
+    pub seq: u64,
+    /// Its model.
+    pub model: Option<String>,
+    /// Cost from the price table.
+    pub cost_usd: Option<f64>,
+}
+
+/// Usage and cost of one model over the run and its child runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelTotal {
+    /// The model (`(none)` for turns that name none).
+    pub model: String,
+    /// Turns that reported usage.
+    pub turns: u64,
+    /// Summed usage.
+    pub usage: Usage,
+    /// Cost from the price table.
+    pub cost_usd: Option<f64>,
+}
+
+/// Prices one turn: model and usage to US dollars, `None` when unknown.
+pub type PriceFn<'a> = dyn Fn(&str, &Usage) -> Option<f64> + 'a;
+
+/// A sum of costs that becomes unknown as soon as one part is.
+#[derive(Debug, Clone, Copy, Default)]
+struct CostSum {
+    usd: f64,
+    any: bool,
+    unknown: bool,
+}
+
+impl CostSum {
+    fn add(&mut self, c: Option<f64>) {
+        match c {
+            Some(c) => {
+                self.usd += c;
+                self.any = true;
+            }
+            None => self.unknown = true,
+        }
+    }
+    fn merge(&mut self, o: CostSum) {
+        self.usd += o.usd;
+        self.any |= o.any;
+        self.unknown |= o.unknown;
+    }
+    fn get(self) -> Option<f64> {
+        (self.any && !self.unknown).then_some(self.usd)
+    }
 }
 
 /// Receipts of a run and its totals.
@@ -52,6 +123,12 @@ pub struct Receipts {
     pub per_run: Vec<RunTotal>,
     /// Totals over the root run and all child runs.
     pub total: Usage,
+    /// Cost over the root run and all child runs, from the price table.
+    pub cost_usd: Option<f64>,
+    /// Usage and cost per model, sorted by model.
+    pub by_model: Vec<ModelTotal>,
+    /// Models of billed turns the price table has no price for (sorted).
+    pub unpriced_models: Vec<String>,
 }
 
 /// Totals of one run.
@@ -63,44 +140,91 @@ pub struct RunTotal {
     pub workflow: Option<String>,
     /// Summed usage of its agent steps.
     pub usage: Usage,
+    /// Cost of its agent steps, from the price table.
+    pub cost_usd: Option<f64>,
 }
 
-/// Derives receipts from an export document.
+/// Derives receipts from an export document, without prices (every cost
+/// `None`).
 pub fn receipts(doc: &ExportDocument) -> Receipts {
+    build(doc, None)
+}
+
+/// Derives receipts from an export document, pricing each turn with
+/// `price`.
+pub fn priced_receipts(doc: &ExportDocument, price: &PriceFn<'_>) -> Receipts {
+    build(doc, Some(price))
+}
+
+struct Ctx<'p> {
+    price: Option<&'p PriceFn<'p>>,
+    models: std::collections::BTreeMap<String, (ModelTotal, CostSum)>,
+    total_cost: CostSum,
+}
+
+fn build(doc: &ExportDocument, price: Option<&PriceFn<'_>>) -> Receipts {
     let mut out = Receipts {
         run_id: doc.run.run_id.clone(),
         receipts: Vec::new(),
         per_run: Vec::new(),
         total: Usage::default(),
+        cost_usd: None,
+        by_model: Vec::new(),
+        unpriced_models: Vec::new(),
     };
-    collect_run(&doc.run, &mut out);
+    let mut ctx = Ctx {
+        price,
+        models: Default::default(),
+        total_cost: CostSum::default(),
+    };
+    collect_run(&doc.run, &mut out, &mut ctx);
+    out.cost_usd = ctx.total_cost.get();
+    for (_, (mut m, cost)) in ctx.models {
+        m.cost_usd = cost.get();
+        if price.is_some() && cost.unknown {
+            out.unpriced_models.push(m.model.clone());
+        }
+        out.by_model.push(m);
+    }
     out
 }
 
-fn collect_run(run: &RunExport, out: &mut Receipts) {
+fn collect_run(run: &RunExport, out: &mut Receipts, ctx: &mut Ctx<'_>) {
     let mut total = RunTotal {
         run_id: run.run_id.clone(),
         workflow: run.workflow.clone(),
         usage: Usage::default(),
+        cost_usd: None,
     };
     let index = out.per_run.len();
     out.per_run.push(total.clone());
     let mut children = Vec::new();
+    let mut cost = CostSum::default();
     for step in &run.steps {
-        collect_step(step, &run.run_id, &mut total.usage, out, &mut children);
+        collect_step(
+            step,
+            &run.run_id,
+            (&mut total.usage, &mut cost),
+            out,
+            ctx,
+            &mut children,
+        );
     }
     out.total.accumulate(&total.usage);
+    ctx.total_cost.merge(cost);
+    total.cost_usd = cost.get();
     out.per_run[index] = total;
     for child in children {
-        collect_run(child, out);
+        collect_run(child, out, ctx);
     }
 }
 
 fn collect_step<'a>(
     step: &'a StepExport,
     run_id: &str,
-    run_usage: &mut Usage,
+    (run_usage, run_cost): (&mut Usage, &mut CostSum),
     out: &mut Receipts,
+    ctx: &mut Ctx<'_>,
     children: &mut Vec<&'a RunExport>,
 ) {
     if step.kind == "agent" {
@@ -108,6 +232,18 @@ fn collect_step<'a>(
         let mut providers: Vec<String> = Vec::new();
         let mut models: Vec<String> = Vec::new();
         let mut turns = 0;
+        let mut cost = CostSum::default();
+        let mut turn_costs = Vec::new();
+        // A turn that names no model is the step's model when the step's
+        // turns name exactly one (e.g. a usage-only turn settling a run).
+        let mut named = step.entries.iter().filter_map(|e| match e {
+            Entry::Message(m) if m.role == "assistant" => m.model.as_deref(),
+            _ => None,
+        });
+        let step_model = match named.next() {
+            Some(first) if named.all(|m| m == first) => Some(first.to_owned()),
+            _ => None,
+        };
         for entry in &step.entries {
             if let Entry::Message(m) = entry
                 && m.role == "assistant"
@@ -115,6 +251,32 @@ fn collect_step<'a>(
                 turns += 1;
                 if let Some(u) = &m.usage {
                     usage.accumulate(u);
+                    let model = m
+                        .model
+                        .as_deref()
+                        .or(step_model.as_deref())
+                        .unwrap_or("(none)");
+                    let c = ctx.price.and_then(|p| p(model, u));
+                    cost.add(c);
+                    turn_costs.push(TurnCost {
+                        seq: m.seq,
+                        model: Some(model.to_owned()),
+                        cost_usd: c,
+                    });
+                    let (mt, mc) = ctx.models.entry(model.to_owned()).or_insert_with(|| {
+                        (
+                            ModelTotal {
+                                model: model.to_owned(),
+                                turns: 0,
+                                usage: Usage::default(),
+                                cost_usd: None,
+                            },
+                            CostSum::default(),
+                        )
+                    });
+                    mt.turns += 1;
+                    mt.usage.accumulate(u);
+                    mc.add(c);
                 }
                 if let Some(p) = &m.provider
                     && !providers.contains(p)
@@ -129,6 +291,7 @@ fn collect_step<'a>(
             }
         }
         run_usage.accumulate(&usage);
+        run_cost.merge(cost);
         out.receipts.push(Receipt {
             run_id: run_id.to_owned(),
             path: step.path.clone(),
@@ -142,24 +305,32 @@ fn collect_step<'a>(
             status: step.status.clone(),
             turns,
             usage,
+            cost_usd: cost.get(),
+            turn_costs,
         });
     }
     for s in &step.steps {
-        collect_step(s, run_id, run_usage, out, children);
+        collect_step(s, run_id, (run_usage, run_cost), out, ctx, children);
     }
     if let Some(child) = &step.child_run {
         children.push(child);
     }
 }
 
+fn usd(c: Option<f64>) -> String {
+    c.map_or("—".to_owned(), |c| format!("${c:.4}"))
+}
+
 impl Receipts {
-    /// A plain-text table.
+    /// A plain-text table: one line per agent step, then per run, per model
+    /// and the total. `cost` is priced from the table, `reported` is what
+    /// the CLI reported itself (`total_cost_usd`).
     pub fn render(&self) -> String {
         let mut out = String::new();
         let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
         let _ = writeln!(
             out,
-            "{:<28} {:<10} {:<24} {:<10} {:>9} {:>5} {:>8} {:>8} {:>10} {:>11} {:>9} {:>9}",
+            "{:<28} {:<10} {:<24} {:<10} {:>9} {:>5} {:>8} {:>8} {:>10} {:>11} {:>9} {:>9} {:>9}",
             "step",
             "provider",
             "model",
@@ -171,7 +342,8 @@ impl Receipts {
             "cache_read",
             "cache_write",
             "reasoning",
-            "cost_usd"
+            "cost",
+            "reported"
         );
         for r in &self.receipts {
             let step = if r.iteration > 0 {
@@ -181,7 +353,7 @@ impl Receipts {
             };
             let _ = writeln!(
                 out,
-                "{:<28} {:<10} {:<24} {:<10} {:>9} {:>5} {:>8} {:>8} {:>10} {:>11} {:>9} {:>9}",
+                "{:<28} {:<10} {:<24} {:<10} {:>9} {:>5} {:>8} {:>8} {:>10} {:>11} {:>9} {:>9} {:>9}",
                 step,
                 r.provider.as_deref().unwrap_or("—"),
                 r.model.as_deref().unwrap_or("—"),
@@ -193,16 +365,15 @@ impl Receipts {
                 n(r.usage.cache_read_tokens),
                 n(r.usage.cache_write_tokens),
                 n(r.usage.reasoning_tokens),
-                r.usage
-                    .cost_usd
-                    .map_or("—".to_owned(), |c| format!("{c:.4}")),
+                usd(r.cost_usd),
+                usd(r.usage.cost_usd),
             );
         }
         let _ = writeln!(out);
         for t in &self.per_run {
             let _ = writeln!(
                 out,
-                "run {} ({}): input {} · output {} · cache read {} · cache write {} · reasoning {} · cost {}",
+                "run {} ({}): input {} · output {} · cache read {} · cache write {} · reasoning {} · cost {} · reported {}",
                 t.run_id,
                 t.workflow.as_deref().unwrap_or("?"),
                 n(t.usage.input_tokens),
@@ -210,22 +381,34 @@ impl Receipts {
                 n(t.usage.cache_read_tokens),
                 n(t.usage.cache_write_tokens),
                 n(t.usage.reasoning_tokens),
-                t.usage
-                    .cost_usd
-                    .map_or("—".to_owned(), |c| format!("${c:.4}")),
+                usd(t.cost_usd),
+                usd(t.usage.cost_usd),
+            );
+        }
+        for m in &self.by_model {
+            let _ = writeln!(
+                out,
+                "model {}: turns {} · input {} · output {} · cache read {} · cache write {} · reasoning {} · cost {}",
+                m.model,
+                m.turns,
+                n(m.usage.input_tokens),
+                n(m.usage.output_tokens),
+                n(m.usage.cache_read_tokens),
+                n(m.usage.cache_write_tokens),
+                n(m.usage.reasoning_tokens),
+                usd(m.cost_usd),
             );
         }
         let _ = writeln!(
             out,
-            "total (with child runs): input {} · output {} · cache read {} · cache write {} · reasoning {} · cost {}",
+            "total (with child runs): input {} · output {} · cache read {} · cache write {} · reasoning {} · cost {} · reported {}",
             n(self.total.input_tokens),
             n(self.total.output_tokens),
             n(self.total.cache_read_tokens),
             n(self.total.cache_write_tokens),
             n(self.total.reasoning_tokens),
-            self.total
-                .cost_usd
-                .map_or("—".to_owned(), |c| format!("${c:.4}")),
+            usd(self.cost_usd),
+            usd(self.total.cost_usd),
         );
         out
     }

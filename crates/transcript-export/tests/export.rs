@@ -437,3 +437,50 @@ fn snapshots_of_each_format() {
     insta::assert_snapshot!("html", to_html(&doc));
     insta::assert_snapshot!("json", serde_json::to_string_pretty(&doc).unwrap());
 }
+
+#[test]
+fn priced_receipts_cost_each_turn_and_never_price_an_unknown_model_at_zero() {
+    let doc = document(&ExportOptions::default());
+    // A price function of one known model: $1 per million input tokens,
+    // $2 per million of every other count.
+    let price = |model: &str, u: &transcript_domain::Usage| {
+        (model == "claude-sonnet-4-5").then(|| {
+            u.input_tokens.unwrap_or(0) as f64 * 1e-6
+                + (u.output_tokens.unwrap_or(0)
+                    + u.cache_read_tokens.unwrap_or(0)
+                    + u.cache_write_tokens.unwrap_or(0)) as f64
+                    * 2e-6
+        })
+    };
+    let r = transcript_export::priced_receipts(&doc, &price);
+    let analyze = &r.receipts[0];
+    let u = &analyze.usage;
+    let want = u.input_tokens.unwrap() as f64 * 1e-6
+        + (u.output_tokens.unwrap_or(0)
+            + u.cache_read_tokens.unwrap_or(0)
+            + u.cache_write_tokens.unwrap_or(0)) as f64
+            * 2e-6;
+    let got = analyze.cost_usd.unwrap();
+    assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    // Per turn: the step's turns with usage, summing to the step's cost.
+    let turns: f64 = analyze.turn_costs.iter().map(|t| t.cost_usd.unwrap()).sum();
+    assert!((turns - want).abs() < 1e-12);
+    // The codex step's model has no price: unknown, never $0, and named.
+    let codex = &r.receipts[1];
+    assert_eq!(codex.cost_usd, None, "{codex:?}");
+    assert_eq!(r.cost_usd, None);
+    assert!(!r.unpriced_models.is_empty());
+    assert!(!r.unpriced_models.contains(&"claude-sonnet-4-5".to_owned()));
+    let sonnet = r
+        .by_model
+        .iter()
+        .find(|m| m.model == "claude-sonnet-4-5")
+        .unwrap();
+    assert!((sonnet.cost_usd.unwrap() - want).abs() < 1e-12);
+    let text = r.render();
+    assert!(text.contains("model claude-sonnet-4-5:"), "{text}");
+    // Unpriced receipts: no cost anywhere, no model reported unpriced.
+    let plain = receipts(&doc);
+    assert_eq!(plain.cost_usd, None);
+    assert!(plain.unpriced_models.is_empty());
+}

@@ -63,7 +63,10 @@ impl Mapper for Claude {
                         assistant_content(content, &fallback_id, pos, turns, out);
                     }
                     if let Some(usage) = m.get("usage") {
-                        turns.set_usage(anthropic_usage(usage));
+                        // One API request: the message id and the request id
+                        // (session logs; stream-json lines carry no requestId).
+                        let request = ne(v, "requestId").unwrap_or("");
+                        turns.set_request_usage_parts(id, request, anthropic_usage(usage));
                     }
                 }
                 None => diag(

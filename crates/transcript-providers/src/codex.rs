@@ -29,6 +29,9 @@ pub(crate) struct Codex {
     item_errors: Vec<(Position, String, String)>,
     /// A turn started and has not completed or failed yet.
     in_turn: bool,
+    /// The session's cumulative usage at the last `token_count` that
+    /// carried `info.total_token_usage`.
+    last_total: Option<Usage>,
 }
 
 /// `event_msg` types of rollout files that duplicate a `response_item`.
@@ -109,7 +112,7 @@ impl Mapper for Codex {
         let v = &rec.value;
         let pos = rec.position;
         if let Some(msg) = v.get("msg") {
-            return legacy(msg, pos, turns, out);
+            return legacy(msg, pos, &mut self.last_total, turns, out);
         }
         let t = rtype(v);
         match t {
@@ -176,7 +179,7 @@ impl Mapper for Codex {
                 None => diag(out, K::Malformed, pos, t, "no payload"),
             },
             "event_msg" => match v.get("payload") {
-                Some(p) => rollout_event(p, pos, turns, out),
+                Some(p) => rollout_event(p, pos, &mut self.last_total, turns, out),
                 None => diag(out, K::Malformed, pos, t, "no payload"),
             },
             "-" if v.get("prompt").is_some() => match ne(v, "prompt") {
@@ -208,6 +211,45 @@ impl Codex {
 }
 
 /// `turn.completed.usage`: `input_tokens` includes `cached_input_tokens`.
+/// Whether any count of `now` is below `prev` (the total was reset).
+fn shrank(now: &Usage, prev: &Usage) -> bool {
+    [
+        (now.input_tokens, prev.input_tokens),
+        (now.output_tokens, prev.output_tokens),
+        (now.cache_read_tokens, prev.cache_read_tokens),
+        (now.cache_write_tokens, prev.cache_write_tokens),
+        (now.reasoning_tokens, prev.reasoning_tokens),
+    ]
+    .iter()
+    .any(|(n, p)| n.unwrap_or(0) < p.unwrap_or(0))
+}
+
+/// `now − prev` per count (counts `now` lacks stay absent).
+fn minus_usage(now: &Usage, prev: &Usage) -> Usage {
+    let d = |n: Option<u64>, p: Option<u64>| n.map(|n| n.saturating_sub(p.unwrap_or(0)));
+    Usage {
+        input_tokens: d(now.input_tokens, prev.input_tokens),
+        output_tokens: d(now.output_tokens, prev.output_tokens),
+        cache_read_tokens: d(now.cache_read_tokens, prev.cache_read_tokens),
+        cache_write_tokens: d(now.cache_write_tokens, prev.cache_write_tokens),
+        reasoning_tokens: d(now.reasoning_tokens, prev.reasoning_tokens),
+        cost_usd: None,
+    }
+}
+
+/// Whether every count present is 0.
+fn is_zero(u: &Usage) -> bool {
+    [
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
+        u.reasoning_tokens,
+    ]
+    .iter()
+    .all(|c| c.unwrap_or(0) == 0)
+}
+
 fn exec_usage(v: &Value) -> Usage {
     let cached = u(v, "cached_input_tokens");
     Usage {
@@ -333,7 +375,13 @@ fn tool_outcome(kind: &str, item: &Value) -> (RawJson, Option<String>) {
 }
 
 /// Legacy (≤ 0.41) `{"id","msg":{…}}` events.
-fn legacy(msg: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+fn legacy(
+    msg: &Value,
+    pos: Position,
+    last_total: &mut Option<Usage>,
+    turns: &mut Turns,
+    out: &mut Vec<Output>,
+) {
     let t = rtype(msg);
     let record = format!("msg/{t}");
     let call_id = |m: &Value| {
@@ -425,7 +473,7 @@ fn legacy(msg: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) 
             }
             turns.tool_result(&id, RawJson::null(), None, pos, &record, out);
         }
-        "token_count" => token_count(msg, pos, &record, turns, out),
+        "token_count" => token_count(msg, pos, &record, last_total, turns, out),
         "error" | "stream_error" | "turn_aborted" => {
             let detail = s(msg, "message")
                 .or_else(|| s(msg, "reason"))
@@ -449,9 +497,44 @@ fn legacy(msg: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) 
     }
 }
 
-/// `token_count`: the last model response's usage (`info.last_token_usage`;
-/// the legacy form carries the counts directly).
-fn token_count(p: &Value, pos: Position, record: &str, turns: &mut Turns, out: &mut Vec<Output>) {
+/// `token_count`: one model response's usage. `info.total_token_usage` is
+/// the session's cumulative total: the response's bill is what the total
+/// grew by since the previous `token_count` (Codex repeats a `token_count`
+/// with an unchanged total, e.g. beside rate-limit updates: summing each
+/// event's `last_token_usage` would bill that response twice). The first
+/// total of a file, or one that shrank (a new session in the same file),
+/// bills `last_token_usage`: a resumed session's first total also holds
+/// what the earlier file already billed. Without a total, `last_token_usage` (the legacy form
+/// carries the counts directly) is the open turn's usage.
+fn token_count(
+    p: &Value,
+    pos: Position,
+    record: &str,
+    last_total: &mut Option<Usage>,
+    turns: &mut Turns,
+    out: &mut Vec<Output>,
+) {
+    if let Some(total) = p
+        .get("info")
+        .and_then(|i| i.get("total_token_usage"))
+        .filter(|t| t.is_object())
+        .map(exec_usage)
+    {
+        let grew = match last_total.as_ref() {
+            Some(prev) if !shrank(&total, prev) => minus_usage(&total, prev),
+            _ => match p.get("info").and_then(|i| i.get("last_token_usage")) {
+                Some(last) if last.is_object() => exec_usage(last),
+                _ => total.clone(),
+            },
+        };
+        *last_total = Some(total);
+        if grew.is_empty() || is_zero(&grew) {
+            diag(out, K::Metadata, pos, record, "cumulative total unchanged");
+        } else {
+            turns.add_usage(&grew);
+        }
+        return;
+    }
     let usage = match p.get("info") {
         Some(Value::Null) => None,
         Some(info) => info.get("last_token_usage"),
@@ -464,11 +547,17 @@ fn token_count(p: &Value, pos: Position, record: &str, turns: &mut Turns, out: &
     }
 }
 
-fn rollout_event(p: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+fn rollout_event(
+    p: &Value,
+    pos: Position,
+    last_total: &mut Option<Usage>,
+    turns: &mut Turns,
+    out: &mut Vec<Output>,
+) {
     let t = rtype(p);
     let record = format!("event_msg/{t}");
     match t {
-        "token_count" => token_count(p, pos, &record, turns, out),
+        "token_count" => token_count(p, pos, &record, last_total, turns, out),
         // The message the user typed (the response_item copy also holds
         // injected context); in items mode it is the prompt.
         "user_message" if turns.collecting() => match ne(p, "message") {

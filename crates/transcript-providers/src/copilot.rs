@@ -104,10 +104,14 @@ impl Mapper for Copilot {
                     }
                 }
                 if let Some(n) = u(d, "outputTokens") {
-                    turns.set_usage(Usage {
-                        output_tokens: Some(n),
-                        ..Usage::default()
-                    });
+                    // One bill per message, however its events are split.
+                    turns.set_request_usage(
+                        id.to_owned(),
+                        Usage {
+                            output_tokens: Some(n),
+                            ..Usage::default()
+                        },
+                    );
                 }
             }
             "assistant.reasoning" => {

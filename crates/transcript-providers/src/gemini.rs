@@ -104,7 +104,12 @@ impl Mapper for Gemini {
                     turns.fact(Fact::Duration(ms), out);
                 }
                 if let Some(stats) = v.get("stats") {
-                    turns.set_usage(stream_usage(stats));
+                    let models = per_model(stats, stream_usage);
+                    if models.is_empty() {
+                        turns.set_usage(stream_usage(stats));
+                    } else {
+                        turns.usage_per_model(models, out);
+                    }
                 }
                 if s(v, "status").is_some_and(|st| st != "success") {
                     let detail = v.get("error").map(error_text).unwrap_or_default();
@@ -143,36 +148,46 @@ fn stream_usage(st: &Value) -> Usage {
     }
 }
 
-fn json_document(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
-    let models = v
-        .get("stats")
-        .and_then(|s| s.get("models"))
-        .and_then(Value::as_object);
-    if let Some(models) = models
-        && models.len() == 1
-        && let Some(name) = models.keys().next()
-    {
-        turns.model(name);
+/// `stats.models`: the usage of each model the run used, by name (the
+/// model a run reports, e.g. `auto`, is a router, not a model: a routed run
+/// names a pro model and a flash-lite routing call here). Empty when absent.
+fn per_model(stats: &Value, usage: fn(&Value) -> Usage) -> Vec<(String, Usage)> {
+    let Some(models) = stats.get("models").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    models
+        .keys()
+        .zip(models.values())
+        .map(|(name, m)| (name.to_owned(), usage(m)))
+        .filter(|(_, u)| !u.is_empty())
+        .collect()
+}
+
+/// A `stats.models` entry of the `--output-format json` document.
+fn document_usage(m: &Value) -> Usage {
+    let Some(t) = m.get("tokens") else {
+        return Usage::default();
+    };
+    let cached = u(t, "cached");
+    Usage {
+        input_tokens: minus(u(t, "prompt"), cached),
+        output_tokens: u(t, "candidates"),
+        cache_read_tokens: cached,
+        cache_write_tokens: None,
+        reasoning_tokens: u(t, "thoughts"),
+        cost_usd: None,
     }
+}
+
+fn json_document(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
     if let Some(text) = ne(v, "response") {
         turns.text(text, out);
     }
-    if let Some(models) = models {
-        let mut usage = Usage::default();
-        for m in models.values() {
-            if let Some(t) = m.get("tokens") {
-                let cached = u(t, "cached");
-                usage.accumulate(&Usage {
-                    input_tokens: minus(u(t, "prompt"), cached),
-                    output_tokens: u(t, "candidates"),
-                    cache_read_tokens: cached,
-                    cache_write_tokens: None,
-                    reasoning_tokens: u(t, "thoughts"),
-                    cost_usd: None,
-                });
-            }
+    if let Some(stats) = v.get("stats") {
+        let models = per_model(stats, document_usage);
+        if !models.is_empty() {
+            turns.usage_per_model(models, out);
         }
-        turns.set_usage(usage);
     }
     let tool_calls = v
         .get("stats")

@@ -77,6 +77,13 @@
 //! - **Usage per provider message**: a later usage report for the same
 //!   message replaces the earlier one (Claude repeats it on every line of a
 //!   split message), so summing `usage` over turns never double counts.
+//!   **One request, one bill** (issue #29): Claude usage is keyed by the
+//!   API request (`message.id` + `requestId`); the request's last record
+//!   carries its final `output_tokens`. A message whose records are split
+//!   by the `tool_result` records of its own parallel calls stays one turn
+//!   (later blocks go before the results), and a request resumed after
+//!   another turn was emitted (an interleaved sidechain) adds only what grew
+//!   on a later turn, never its input and cache counts again.
 //!   `input_tokens` excludes cache reads for every provider (OpenAI, Codex
 //!   and Gemini counts are converted by subtracting cached tokens).
 //! - **Claude Code usage is what was billed** (issue #16): its `assistant`
@@ -149,7 +156,7 @@
 //! | claude | `system/api_error`, `system/error` | E |
 //! | claude | `system/api_refusal`, `system/model_refusal_fallback` | R |
 //! | claude | other `system/*` (compact_boundary, turn_duration, hooks…) | M |
-//! | claude | `assistant` (one API message may span several lines sharing `message.id`: one turn) | its content blocks below; `message.usage` → turn usage (last report per id); `message.model` → model |
+//! | claude | `assistant` (one API message may span several lines sharing `message.id`: one turn) | its content blocks below; `message.usage` → turn usage (last report per `message.id` + `requestId`, billed once); `message.model` → model |
 //! | claude | block `text` / `thinking` | text / thinking |
 //! | claude | thinking `signature` (non-empty) | X `thinking/signature` (blocks have no field for it) |
 //! | claude | block `redacted_thinking` | X |
@@ -181,12 +188,12 @@
 //! | codex | legacy `task_started`, `task_complete` | M (close the turn) |
 //! | codex | legacy `agent_message`, `agent_reasoning` | text, thinking |
 //! | codex | legacy `exec_command_begin`/`_end`, `patch_apply_begin`/`_end` (`apply_patch`), `mcp_tool_call_begin`/`_end`, `web_search_begin`/`_end` | use / result by `call_id` |
-//! | codex | legacy `token_count` | usage |
+//! | codex | legacy `token_count` | usage (with `info`: as the rollout's) |
 //! | codex | legacy deltas, `exec_command_output_delta` | P |
 //! | codex | legacy `error`, `stream_error`, `turn_aborted` | E |
 //! | codex | rollout `session_meta`, `turn_context` (model), `compacted`, `world_state` | M |
 //! | codex | rollout `response_item` | as the OpenAI Responses items below |
-//! | codex | rollout `event_msg/token_count` | `info.last_token_usage` → usage |
+//! | codex | rollout `event_msg/token_count` | `info.total_token_usage` is cumulative: what it grew by since the previous one is added to the open turn's usage (an unchanged total bills nothing: M); the first total, or one that shrank, bills `info.last_token_usage` |
 //! | codex | rollout `event_msg` duplicating a response item (`agent_message`, `exec_command_end`, `mcp_tool_call_end`, `user_message`…) | P |
 //! | codex | rollout `event_msg` bookkeeping (approvals, review mode, thread settings, `collab_*`, notices) / deltas | M / P |
 //! | codex | other rollout `event_msg` | U |
@@ -195,10 +202,10 @@
 //! | gemini | `message` role assistant (`delta: true` pieces accumulate into one text block) | text |
 //! | gemini | `tool_use` / `tool_result` by `tool_id` | use / result (`status: error` → error) |
 //! | gemini | `error` | E |
-//! | gemini | `result` | `stats` → usage of the open turn (whole run): thought tokens (`thoughts`, or `total_tokens` − `input_tokens` − `output_tokens` where the CLI omits them) → reasoning, not part of output (Gemini counts them apart); non-success status → E |
-//! | gemini | `--output-format json` document | `response` → text; `stats.models.*.tokens` summed → usage; `stats.tools` calls → X (no content); `error` → E |
+//! | gemini | `result` | `stats.models` (the models a run used; `init` may name the router `auto`): one model → model and usage of the open turn, several → one usage-only turn per model; else `stats` → usage of the open turn (whole run): thought tokens (`thoughts`, or `total_tokens` − `input_tokens` − `output_tokens` where the CLI omits them) → reasoning, not part of output (Gemini counts them apart); non-success status → E |
+//! | gemini | `--output-format json` document | `response` → text; `stats.models.*.tokens` → usage per model (one model: the text turn's; several: a usage-only turn each); `stats.tools` calls → X (no content); `error` → E |
 //! | gemini | thinking | none in stream-json: the documented extra of the equivalence test |
-//! | copilot | `assistant.message` | turn per `messageId`: `reasoningText` → thinking, `content` → text, `toolRequests` → use, `outputTokens` → usage |
+//! | copilot | `assistant.message` | turn per `messageId`: `reasoningText` → thinking, `content` → text, `toolRequests` → use, `outputTokens` → usage (last report per `messageId`, billed once) |
 //! | copilot | `reasoningOpaque` / `encryptedContent` | X |
 //! | copilot | `assistant.reasoning` | thinking |
 //! | copilot | `tool.execution_start` | P when the call was requested, else use |
@@ -273,12 +280,14 @@ mod gemini;
 pub mod json;
 mod openai;
 mod output;
+pub mod pricing;
 mod registry;
 mod turns;
 mod util;
 
 pub use facts::{ClockSource, Fact, Item};
 pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
+pub use pricing::{Cost, LITELLM_VERSION, Pricing, PricingError};
 pub use registry::{
     AutoNormalizer, DETECT_MAX_BYTES, DETECT_MAX_RECORDS, Provider, UnknownProvider, detect,
 };

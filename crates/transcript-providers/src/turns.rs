@@ -5,6 +5,17 @@
 //! turn starts (a different provider message id, or model output arriving
 //! after results) or when the stream ends. `tool.call` is emitted as soon as
 //! a tool_use is seen, `tool.result` as soon as its result is seen.
+//!
+//! One API request, one bill: a provider that names its requests (Claude
+//! Code: `message.id` + `requestId`) sets usage with
+//! [`Turns::set_request_usage`]. A ledger remembers what each request has
+//! already been billed on emitted turns, so a request whose records come
+//! back after another turn was emitted (a sidechain interleaved with the
+//! main chain, a log read again) adds only what grew (its final
+//! `output_tokens`), never its input and cache counts a second time. And a
+//! message whose blocks are interleaved with the `tool_result` records of
+//! its own parallel calls stays one turn: its later blocks go before the
+//! results, as if the records had not been split.
 
 use std::collections::HashMap;
 
@@ -22,8 +33,33 @@ struct Turn {
     message_id: Option<String>,
     blocks: Vec<ContentBlock>,
     has_results: bool,
+    /// The provider message id was seen again after this turn's results:
+    /// model output continues this turn (inserted before the results).
+    continuing: bool,
     model: Option<String>,
     usage: Option<Usage>,
+    /// The request identity the usage belongs to (see [`Turns::set_request_usage`]).
+    request: Option<String>,
+}
+
+impl Turn {
+    /// Where the next model block goes: before the first tool_result when
+    /// the message continues after its results, else at the end.
+    fn model_slot(&self) -> usize {
+        if self.continuing {
+            self.blocks
+                .iter()
+                .position(|b| matches!(b.body, transcript_domain::BlockBody::ToolResult { .. }))
+                .unwrap_or(self.blocks.len())
+        } else {
+            self.blocks.len()
+        }
+    }
+
+    fn push_model(&mut self, block: ContentBlock) {
+        let at = self.model_slot();
+        self.blocks.insert(at, block);
+    }
 }
 
 /// Assembles turns and tool events for one provider stream.
@@ -37,6 +73,8 @@ pub(crate) struct Turns {
     pub(crate) default_model: Option<String>,
     /// Usage summed over the turns already emitted.
     emitted: Usage,
+    /// Usage already billed per request identity on emitted turns.
+    billed: HashMap<String, Usage>,
     /// Facts for [`crate::Normalizer::feed_items`], each with the index in
     /// the output vector it precedes; `None` unless items are wanted, so
     /// nothing accumulates on the plain output path.
@@ -56,6 +94,7 @@ impl Turns {
             pending: HashMap::new(),
             default_model: None,
             emitted: Usage::default(),
+            billed: HashMap::new(),
             facts: None,
             expect: None,
             terminal: false,
@@ -131,7 +170,7 @@ impl Turns {
     /// A provider message begins (or continues, when `id` equals the open
     /// turn's id: one API message split over several records).
     pub(crate) fn message(&mut self, id: Option<&str>, model: Option<&str>, out: &mut Vec<Output>) {
-        if let Some(t) = &self.current {
+        if let Some(t) = &mut self.current {
             let same = match (id, &t.message_id) {
                 (Some(a), Some(b)) => a == b,
                 (Some(_), None) => !t.has_results,
@@ -139,6 +178,9 @@ impl Turns {
             };
             if !same {
                 self.end_turn(out);
+            } else if t.has_results && id.is_some() {
+                // The same message after the results of its own calls.
+                t.continuing = true;
             }
         }
         let t = self.turn();
@@ -150,13 +192,12 @@ impl Turns {
         }
     }
 
-    /// Sets the model of the open turn.
-    pub(crate) fn model(&mut self, model: &str) {
-        self.turn().model = Some(model.to_owned());
-    }
-
     fn model_output(&mut self, out: &mut Vec<Output>) -> &mut Turn {
-        if self.current.as_ref().is_some_and(|t| t.has_results) {
+        if self
+            .current
+            .as_ref()
+            .is_some_and(|t| t.has_results && !t.continuing)
+        {
             self.end_turn(out);
         }
         self.turn()
@@ -165,35 +206,35 @@ impl Turns {
     /// Appends a text block.
     pub(crate) fn text(&mut self, text: impl Into<String>, out: &mut Vec<Output>) {
         let t = self.model_output(out);
-        t.blocks.push(ContentBlock::text(FIDELITY, text));
+        t.push_model(ContentBlock::text(FIDELITY, text));
     }
 
     /// Appends text to the last block when it is a text block (streamed
     /// deltas), otherwise starts a text block.
     pub(crate) fn append_text(&mut self, delta: &str, out: &mut Vec<Output>) {
         let t = self.model_output(out);
+        let at = t.model_slot();
         if let Some(ContentBlock {
             body: transcript_domain::BlockBody::Text { text },
             ..
-        }) = t.blocks.last_mut()
+        }) = at.checked_sub(1).and_then(|i| t.blocks.get_mut(i))
         {
             text.push_str(delta);
             return;
         }
-        t.blocks.push(ContentBlock::text(FIDELITY, delta));
+        t.blocks.insert(at, ContentBlock::text(FIDELITY, delta));
     }
 
     /// Appends a thinking block.
     pub(crate) fn thinking(&mut self, thinking: impl Into<String>, out: &mut Vec<Output>) {
         let t = self.model_output(out);
-        t.blocks.push(ContentBlock::thinking(FIDELITY, thinking));
+        t.push_model(ContentBlock::thinking(FIDELITY, thinking));
     }
 
     /// Appends a tool_use block and emits `tool.call`.
     pub(crate) fn tool_use(&mut self, name: &str, id: &str, input: RawJson, out: &mut Vec<Output>) {
         let t = self.model_output(out);
-        t.blocks
-            .push(ContentBlock::tool_use(FIDELITY, name, id, input.clone()));
+        t.push_model(ContentBlock::tool_use(FIDELITY, name, id, input.clone()));
         self.pending.insert(id.to_owned(), name.to_owned());
         out.push(Output::ToolCall(ToolPayload::call(
             name, id, input, FIDELITY,
@@ -276,6 +317,70 @@ impl Turns {
         }
     }
 
+    /// Usage reported per model for the whole run (Gemini `stats.models`):
+    /// one model names the open turn's model and is its usage; several
+    /// end the open turn and each get a usage-only turn with its name, so
+    /// a receipt per model never merges two prices.
+    pub(crate) fn usage_per_model(&mut self, models: Vec<(String, Usage)>, out: &mut Vec<Output>) {
+        if models.len() == 1 {
+            for (model, usage) in models {
+                let t = self.turn();
+                t.model = Some(model);
+                t.usage = Some(usage);
+            }
+            return;
+        }
+        self.end_turn(out);
+        for (model, usage) in models {
+            let t = self.turn();
+            t.model = Some(model);
+            t.usage = Some(usage);
+            self.end_turn(out);
+        }
+    }
+
+    /// Adds `usage` to the open turn's usage (one more response billed on
+    /// the turn).
+    pub(crate) fn add_usage(&mut self, usage: &Usage) {
+        self.turn()
+            .usage
+            .get_or_insert_with(Usage::default)
+            .accumulate(usage);
+    }
+
+    /// Sets the open turn's usage as the usage of the API request
+    /// `request` (its latest report: it supersedes earlier ones). When the
+    /// turn is emitted it carries only what this request was not already
+    /// billed on earlier turns, so a request counts once however its
+    /// records are split.
+    pub(crate) fn set_request_usage(&mut self, request: String, usage: Usage) {
+        if !usage.is_empty() {
+            let t = self.turn();
+            t.usage = Some(usage);
+            t.request = Some(request);
+        }
+    }
+
+    /// [`Turns::set_request_usage`] for a request named by two parts (`a` NUL `b`),
+    /// allocating the name only when it is not the open turn's already (Claude Code repeats
+    /// the same request on every record of a message).
+    pub(crate) fn set_request_usage_parts(&mut self, a: &str, b: &str, usage: Usage) {
+        if usage.is_empty() {
+            return;
+        }
+        let t = self.turn();
+        let same = t.request.as_deref().is_some_and(|r| {
+            r.len() == a.len() + 1 + b.len()
+                && r.starts_with(a)
+                && r.ends_with(b)
+                && r.as_bytes().get(a.len()) == Some(&0)
+        });
+        if !same {
+            t.request = Some(format!("{a}\u{0}{b}"));
+        }
+        t.usage = Some(usage);
+    }
+
     /// Adds a cost to the open turn's usage; `false` when no turn is open.
     pub(crate) fn add_cost(&mut self, cost: f64) -> bool {
         match &mut self.current {
@@ -296,6 +401,9 @@ impl Turns {
     pub(crate) fn settle_usage(&mut self, total: &Usage) -> Vec<&'static str> {
         let done = self.emitted.clone();
         let t = self.turn();
+        // The settled usage is the run's remainder, no longer one request's
+        // report: the emitted sum already holds what the ledger would take off.
+        t.request = None;
         let mut usage = t.usage.take().unwrap_or_default();
         let mut over = Vec::new();
         for (name, dst, total, done) in [
@@ -349,11 +457,37 @@ impl Turns {
         self.emitted = Usage::default();
     }
 
+    /// Records `usage` as billed for `request` and leaves in it only what
+    /// the request had not been billed yet: per count, the part above the
+    /// largest value already billed.
+    fn bill(&mut self, request: String, usage: &mut Usage) {
+        let Some(prev) = self.billed.get_mut(&request) else {
+            self.billed.insert(request, usage.clone());
+            return;
+        };
+        for (now, before) in [
+            (&mut usage.input_tokens, &mut prev.input_tokens),
+            (&mut usage.output_tokens, &mut prev.output_tokens),
+            (&mut usage.cache_read_tokens, &mut prev.cache_read_tokens),
+            (&mut usage.cache_write_tokens, &mut prev.cache_write_tokens),
+            (&mut usage.reasoning_tokens, &mut prev.reasoning_tokens),
+        ] {
+            if let Some(n) = *now {
+                let b = before.unwrap_or(0);
+                *now = Some(n.saturating_sub(b));
+                *before = Some(n.max(b));
+            }
+        }
+    }
+
     /// Emits the open turn, if it has blocks or usage.
     pub(crate) fn end_turn(&mut self, out: &mut Vec<Output>) {
-        if let Some(t) = self.current.take()
+        if let Some(mut t) = self.current.take()
             && (!t.blocks.is_empty() || t.usage.is_some())
         {
+            if let (Some(request), Some(u)) = (t.request.take(), t.usage.as_mut()) {
+                self.bill(request, u);
+            }
             if let Some(u) = &t.usage {
                 self.emitted.accumulate(u);
             }

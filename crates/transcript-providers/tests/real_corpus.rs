@@ -45,6 +45,8 @@ fn count(s: &Summary, key: &str) -> u64 {
         "dangling_calls" => s.dangling_calls,
         "input_tokens" => s.usage.input_tokens.unwrap_or(0),
         "output_tokens" => s.usage.output_tokens.unwrap_or(0),
+        "cache_read_tokens" => s.usage.cache_read_tokens.unwrap_or(0),
+        "cache_write_tokens" => s.usage.cache_write_tokens.unwrap_or(0),
         "provider_error" | "malformed" | "refusal" | "incomplete" => {
             s.diagnostics.get(key).copied().unwrap_or(0)
         }

@@ -33,6 +33,7 @@ use transcript_providers::{ClockSource, DiagnosticKind, Fact, Item, Provider, de
 use crate::CliError;
 
 mod clock;
+pub mod store;
 use clock::ImportClock;
 
 /// How much of a log is looked at to detect its provider (detection never reads further).

@@ -1,23 +1,267 @@
-//! `transcript receipts`: per agent step, what the provider reported (model, tokens, cost
-//! fields) and the run's totals, from the transcript alone.
+//! `transcript receipts`: per agent step, what the provider reported (model, tokens, the
+//! CLI's own cost) and the cost priced from the price table (LiteLLM's, embedded, or
+//! `--pricing FILE`), with per-run, per-model and total sums, from the transcript alone.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
+
+use transcript_providers::Pricing;
 
 use crate::CliError;
 use crate::exit::stdout_result;
 use crate::source;
 use crate::style;
 
-/// Prints the receipts of `run` (resolved in `storage`), as text or `--json`.
-pub fn run(run: &str, storage: &Path, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+/// The price table: `file` (LiteLLM's format) when given, else the embedded one.
+pub fn pricing(file: Option<&Path>) -> Result<Cow<'static, Pricing>, CliError> {
+    let Some(path) = file else {
+        return Ok(Cow::Borrowed(Pricing::embedded()));
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::Read {
+        path: path.to_owned(),
+        message: format!("cannot read the price table: {e}"),
+    })?;
+    Pricing::from_json(&text)
+        .map(Cow::Owned)
+        .map_err(|e| CliError::Read {
+            path: path.to_owned(),
+            message: format!("not a price table: {e}"),
+        })
+}
+
+/// One warning per model the table cannot price (never shown as $0).
+pub fn warn_unpriced(models: &[String], file: Option<&Path>, err: &mut dyn Write) {
+    let table = match file {
+        Some(f) => f.display().to_string(),
+        None => format!(
+            "the embedded LiteLLM {} table",
+            transcript_providers::LITELLM_VERSION
+        ),
+    };
+    for m in models {
+        let _ = writeln!(
+            err,
+            "transcript: warning: no price for model {} in {}: its cost shows — (pass --pricing FILE)",
+            style::one_line(m),
+            style::one_line(&table)
+        );
+    }
+}
+
+/// Prints the receipts of `run` (resolved in `storage`), as text or `--json`, priced with
+/// `pricing_file` or the embedded table; unpriced models are warned on `err`.
+pub fn run(
+    run: &str,
+    storage: &Path,
+    json: bool,
+    pricing_file: Option<&Path>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    let table = pricing(pricing_file)?;
     let doc = source::open_run(run, storage, None)?
         .document(&transcript_export::ExportOptions::default());
-    let receipts = transcript_export::receipts(&doc);
+    let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
+    let receipts = transcript_export::priced_receipts(&doc, &price);
+    warn_unpriced(&receipts.unpriced_models, pricing_file, err);
     let text = if json {
         super::to_json(&receipts)? + "\n"
     } else {
         style::clean(&receipts.render())
+    };
+    stdout_result(out.write_all(text.as_bytes()))
+}
+
+/// How `receipts --by` groups turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupBy {
+    /// UTC day of each turn (YYYY-MM-DD).
+    Day,
+    /// UTC month of each turn (YYYY-MM).
+    Month,
+    /// Session: the imported session (a sub-agent's log counts for its parent session), else
+    /// the run.
+    Session,
+    /// Project: the directory of the imported session under the store (Claude Code's
+    /// `projects/<project>`), else the workflow.
+    Project,
+    /// Model of each turn.
+    Model,
+}
+
+/// One group of `receipts --by`.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Group {
+    /// Day, month, session, project or model.
+    pub key: String,
+    /// Runs with a billed turn in the group.
+    pub runs: u64,
+    /// Turns that reported usage.
+    pub turns: u64,
+    /// Summed usage (`cost_usd`: what the CLIs reported).
+    pub usage: transcript_domain::Usage,
+    /// Cost from the price table (`None`: a model without a price).
+    pub cost_usd: Option<f64>,
+    /// Models seen.
+    pub models: Vec<String>,
+    #[serde(skip)]
+    unknown: bool,
+    #[serde(skip)]
+    last_run: String,
+}
+
+/// Session and project of a run imported from a store, from the import index's path.
+fn store_source(path: &str) -> (Option<String>, Option<String>) {
+    let p = Path::new(path);
+    let parts: Vec<String> = p
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let session = match parts.iter().position(|c| c == "subagents") {
+        Some(i) if i > 0 => Some(parts[i - 1].clone()),
+        _ => p.file_stem().map(|s| s.to_string_lossy().into_owned()),
+    };
+    let project = match parts.iter().position(|c| c == "projects") {
+        Some(i) => parts.get(i + 1).cloned(),
+        None => p
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|d| d.to_string_lossy().into_owned()),
+    };
+    (session, project)
+}
+
+/// `transcript receipts --by <group>`: every run in `storage` (or the one named), its
+/// billed turns grouped, as a table or `--json`.
+pub fn run_grouped(
+    run: Option<&str>,
+    storage: &Path,
+    by: GroupBy,
+    json: bool,
+    pricing_file: Option<&Path>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    use transcript_export::Entry;
+    let table = pricing(pricing_file)?;
+    let index = super::import::store::Index::load(storage)?;
+    let sources: std::collections::HashMap<String, &str> = index
+        .files
+        .iter()
+        .map(|(path, e)| (e.run_id.clone(), path.as_str()))
+        .collect();
+    let files: Vec<std::path::PathBuf> = match run {
+        Some(r) => vec![source::resolve(r, storage)?],
+        None => source::run_files(storage)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect(),
+    };
+    let mut groups: std::collections::BTreeMap<String, Group> = Default::default();
+    let mut unpriced = std::collections::BTreeSet::new();
+    let options = transcript_export::ExportOptions::default();
+    for file in files {
+        let loaded = source::load(&file)?;
+        let events = loaded.decoded();
+        let doc = transcript_export::build_document(&events, &mut |_| None, &options);
+        let run_id = doc.run.run_id.clone();
+        let (session, project) = match sources.get(&run_id) {
+            Some(path) => store_source(path),
+            None => (None, None),
+        };
+        let mut stack: Vec<&transcript_export::StepExport> = doc.run.steps.iter().collect();
+        while let Some(step) = stack.pop() {
+            stack.extend(step.steps.iter());
+            for entry in &step.entries {
+                let Entry::Message(m) = entry else { continue };
+                let Some(u) = &m.usage else { continue };
+                if m.role != "assistant" {
+                    continue;
+                }
+                let model = m.model.clone().unwrap_or_else(|| "(none)".to_owned());
+                let key = match by {
+                    GroupBy::Day => m.timestamp.get(..10).unwrap_or("?").to_owned(),
+                    GroupBy::Month => m.timestamp.get(..7).unwrap_or("?").to_owned(),
+                    GroupBy::Session => session.clone().unwrap_or_else(|| run_id.clone()),
+                    GroupBy::Project => project
+                        .clone()
+                        .or_else(|| doc.run.workflow.clone())
+                        .unwrap_or_else(|| "?".to_owned()),
+                    GroupBy::Model => model.clone(),
+                };
+                let g = groups.entry(key.clone()).or_insert_with(|| Group {
+                    key,
+                    ..Group::default()
+                });
+                if g.last_run != run_id {
+                    g.runs += 1;
+                    g.last_run = run_id.clone();
+                }
+                g.turns += 1;
+                g.usage.accumulate(u);
+                match table.cost(&model, u) {
+                    Some(c) => *g.cost_usd.get_or_insert(0.0) += c.usd,
+                    None => {
+                        g.unknown = true;
+                        unpriced.insert(model.clone());
+                    }
+                }
+                if !g.models.contains(&model) {
+                    g.models.push(model);
+                }
+            }
+        }
+    }
+    let groups: Vec<Group> = groups
+        .into_values()
+        .map(|mut g| {
+            if g.unknown {
+                g.cost_usd = None;
+            }
+            g.models.sort();
+            g
+        })
+        .collect();
+    warn_unpriced(&unpriced.into_iter().collect::<Vec<_>>(), pricing_file, err);
+    let text = if json {
+        super::to_json(
+            &serde_json::json!({ "by": format!("{by:?}").to_lowercase(), "groups": groups }),
+        )? + "\n"
+    } else {
+        let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
+        let mut s = format!(
+            "{:<38} {:>5} {:>6} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>10}  models\n",
+            format!("{by:?}").to_lowercase(),
+            "runs",
+            "turns",
+            "input",
+            "output",
+            "cache_read",
+            "cache_write",
+            "reasoning",
+            "cost",
+            "reported"
+        );
+        for g in &groups {
+            s.push_str(&format!(
+                "{:<38} {:>5} {:>6} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>10}  {}\n",
+                g.key,
+                g.runs,
+                g.turns,
+                n(g.usage.input_tokens),
+                n(g.usage.output_tokens),
+                n(g.usage.cache_read_tokens),
+                n(g.usage.cache_write_tokens),
+                n(g.usage.reasoning_tokens),
+                g.cost_usd.map_or("—".to_owned(), |c| format!("${c:.4}")),
+                g.usage
+                    .cost_usd
+                    .map_or("—".to_owned(), |c| format!("${c:.4}")),
+                g.models.join(",")
+            ));
+        }
+        style::clean(&s)
     };
     stdout_result(out.write_all(text.as_bytes()))
 }

@@ -30,6 +30,21 @@ pub struct Stats {
     pub usage_by_step: BTreeMap<String, Usage>,
     /// Token usage per provider.
     pub usage_by_provider: BTreeMap<String, Usage>,
+    /// Cost per step path from the price table (`null`: a model without a price).
+    pub cost_by_step: BTreeMap<String, Option<f64>>,
+    /// Cost per provider from the price table (`null`: a model without a price).
+    pub cost_by_provider: BTreeMap<String, Option<f64>>,
+    /// Models of billed turns the price table has no price for.
+    pub unpriced_models: std::collections::BTreeSet<String>,
+}
+
+/// Adds `cost` to a sum that stays unknown once a part is.
+fn add_cost(sum: &mut Option<f64>, cost: Option<f64>) {
+    match (sum.as_mut(), cost) {
+        (Some(s), Some(c)) => *s += c,
+        (_, None) => *sum = None,
+        (None, Some(_)) => {}
+    }
 }
 
 /// Durations of the executions of one step path.
@@ -48,8 +63,13 @@ pub struct StepStats {
 }
 
 impl Stats {
-    /// Adds one run's events.
-    pub fn add_run(&mut self, events: &[DecodedEvent]) {
+    /// Adds one run's events, pricing each billed turn with `price` (model, usage → US
+    /// dollars, `None` when the model has no price).
+    pub fn add_run(
+        &mut self,
+        events: &[DecodedEvent],
+        price: &dyn Fn(&str, &Usage) -> Option<f64>,
+    ) {
         self.runs += 1;
         self.events += events.len();
         let mut started: BTreeMap<(String, u64), transcript_domain::Timestamp> = BTreeMap::new();
@@ -69,9 +89,22 @@ impl Stats {
                         .accumulate(u);
                     let provider = m.provider.clone().unwrap_or_else(|| "unknown".to_owned());
                     self.usage_by_provider
-                        .entry(provider)
+                        .entry(provider.clone())
                         .or_default()
                         .accumulate(u);
+                    let model = m.model.as_deref().unwrap_or("(none)");
+                    let cost = price(model, u);
+                    if cost.is_none() {
+                        self.unpriced_models.insert(model.to_owned());
+                    }
+                    add_cost(
+                        self.cost_by_step.entry(e.path.clone()).or_insert(Some(0.0)),
+                        cost,
+                    );
+                    add_cost(
+                        self.cost_by_provider.entry(provider).or_insert(Some(0.0)),
+                        cost,
+                    );
                 }
             }
             match e.kind {
@@ -150,45 +183,57 @@ impl Stats {
             );
         }
         let _ = writeln!(out, "\ntoken usage by step");
-        render_usage(&mut out, &self.usage_by_step);
+        render_usage(&mut out, &self.usage_by_step, &self.cost_by_step);
         let _ = writeln!(out, "\ntoken usage by provider");
-        render_usage(&mut out, &self.usage_by_provider);
+        render_usage(&mut out, &self.usage_by_provider, &self.cost_by_provider);
         out
     }
 }
 
-fn render_usage(out: &mut String, usage: &BTreeMap<String, Usage>) {
+fn render_usage(
+    out: &mut String,
+    usage: &BTreeMap<String, Usage>,
+    cost: &BTreeMap<String, Option<f64>>,
+) {
     if usage.is_empty() {
         let _ = writeln!(out, "  (no provider reported usage)");
         return;
     }
     let _ = writeln!(
         out,
-        "  {:<24} {:>9} {:>9} {:>11} {:>11} {:>9} {:>9}",
-        "", "input", "output", "cache_read", "cache_write", "reasoning", "cost_usd"
+        "  {:<24} {:>9} {:>9} {:>11} {:>11} {:>9} {:>9} {:>9}",
+        "", "input", "output", "cache_read", "cache_write", "reasoning", "cost", "reported"
     );
     let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
     for (key, u) in usage {
         let _ = writeln!(
             out,
-            "  {key:<24} {:>9} {:>9} {:>11} {:>11} {:>9} {:>9}",
+            "  {key:<24} {:>9} {:>9} {:>11} {:>11} {:>9} {:>9} {:>9}",
             n(u.input_tokens),
             n(u.output_tokens),
             n(u.cache_read_tokens),
             n(u.cache_write_tokens),
             n(u.reasoning_tokens),
-            u.cost_usd.map_or("—".to_owned(), |c| format!("{c:.4}"))
+            cost.get(key)
+                .copied()
+                .flatten()
+                .map_or("—".to_owned(), |c| format!("${c:.4}")),
+            u.cost_usd.map_or("—".to_owned(), |c| format!("${c:.4}"))
         );
     }
 }
 
-/// Runs `stats` on a transcript, a run id (prefix, `latest`) or a directory of transcripts.
+/// Runs `stats` on a transcript, a run id (prefix, `latest`) or a directory of transcripts,
+/// priced with `pricing_file` (LiteLLM's format) or the embedded table.
 pub fn run(
     target: &str,
     storage: &std::path::Path,
     json: bool,
+    pricing_file: Option<&std::path::Path>,
     out: &mut dyn std::io::Write,
 ) -> Result<(), crate::CliError> {
+    let table = crate::cmd::receipts::pricing(pricing_file)?;
+    let price = |model: &str, u: &Usage| table.cost(model, u).map(|c| c.usd);
     let mut stats = Stats::default();
     let dir = std::path::Path::new(target);
     let files: Vec<std::path::PathBuf> = if dir.is_dir() {
@@ -202,8 +247,10 @@ pub fn run(
     for file in files {
         let loaded = crate::source::load(&file)?;
         crate::source::report_read_problems(&loaded);
-        stats.add_run(&loaded.decoded());
+        stats.add_run(&loaded.decoded(), &price);
     }
+    let unpriced: Vec<String> = stats.unpriced_models.iter().cloned().collect();
+    crate::cmd::receipts::warn_unpriced(&unpriced, pricing_file, &mut std::io::stderr());
     let text = if json {
         serde_json::to_string_pretty(&stats).map_err(|e| crate::CliError::Failed(e.to_string()))?
             + "\n"

@@ -1,0 +1,565 @@
+//! Incremental import of the agent CLIs' own session stores (issue #29 item 3):
+//! `transcript import <provider> --store` reads the provider's store (Claude Code
+//! `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`; Codex `$CODEX_HOME/sessions`,
+//! else `~/.codex/sessions`; Gemini CLI `~/.gemini/tmp`; Copilot CLI
+//! `~/.copilot/session-state`), and a directory argument is read the same way. Verified on
+//! real data: Claude Code session logs (sub-agent logs included) and Codex rollouts. Copilot's
+//! `events.jsonl` records are the ones its normalizer reads (real captures); Gemini CLI's saved
+//! chats are a format of their own that the Gemini normalizer does not read yet (each such
+//! file is reported as not imported, naming it).
+//!
+//! Every session file is one run, tracked in `<storage>/import-index.json` (path → run id,
+//! size, modification time, a hash of its first 4 KiB, how many normalizer items its
+//! content produced before the end of the stream, and the turn the end of the stream
+//! flushed):
+//!
+//! - **unchanged** (same size and modification time): skipped without being opened;
+//! - **grown** (larger, same head): the run is resumed (same run id, the sequence
+//!   continues) and only what is new is appended. The normalizer is deterministic and
+//!   chunking-invariant, so the file is normalized again from its start and the items
+//!   already written are skipped by count; the turn the previous import flushed at the end
+//!   of the stream is compared with the one the longer stream emits in its place, and only
+//!   its new blocks and the usage it grew by are appended (a message split by the results of
+//!   its own tool calls keeps growing across imports);
+//! - **new**, shrunk or rewritten: imported as a new run.
+//!
+//! A session log has no end: these runs have `run.started` and the agent step's
+//! `step.started` but no completion, so appending never writes after `run.completed`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use transcript_domain::{
+    Clock, EventDraft, MessagePayload, Payload, Recorder, RecorderFactory, RunId, RunIdGenerator,
+    StepPayload, Timestamp, Usage,
+};
+use transcript_infra::JsonlRecorderFactory;
+use transcript_providers::{Fact, Item, Output, Provider};
+
+use super::clock::ImportClock;
+use super::{CHUNK, ImportContext, bad, first_time, user_message};
+use crate::CliError;
+
+/// The index file, beside the transcripts.
+pub const INDEX_FILE: &str = "import-index.json";
+
+/// Bytes of a file's head whose hash tells a grown file from a rewritten one.
+const HEAD: usize = 4096;
+
+/// The provider's own session store, honouring `CLAUDE_CONFIG_DIR` and `CODEX_HOME`.
+pub fn default_store(provider: Provider) -> Result<PathBuf, CliError> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let home = || {
+        var("HOME")
+            .map(PathBuf::from)
+            .ok_or_else(|| CliError::Usage("--store: HOME is not set".to_owned()))
+    };
+    Ok(match provider {
+        Provider::Claude => match var("CLAUDE_CONFIG_DIR") {
+            Some(dir) => PathBuf::from(dir).join("projects"),
+            None => home()?.join(".claude/projects"),
+        },
+        Provider::Codex => match var("CODEX_HOME") {
+            Some(dir) => PathBuf::from(dir).join("sessions"),
+            None => home()?.join(".codex/sessions"),
+        },
+        Provider::Gemini => home()?.join(".gemini/tmp"),
+        Provider::Copilot => home()?.join(".copilot/session-state"),
+        other => {
+            return Err(CliError::Usage(format!(
+                "--store: {other} has no session store (name files or directories instead)"
+            )));
+        }
+    })
+}
+
+/// `YYYY-MM-DD` (UTC midnight) as seconds since the epoch.
+pub fn parse_day(text: &str) -> Result<i64, CliError> {
+    let bad_day = || CliError::Usage(format!("--since {text:?}: expected YYYY-MM-DD"));
+    let t =
+        transcript_domain::Timestamp::parse(&format!("{text}T00:00:00Z")).map_err(|_| bad_day())?;
+    Ok(t.to_offset_date_time().unix_timestamp())
+}
+
+/// Session files under `dir` (recursively: `*.jsonl`, `*.json`), sorted, skipping those
+/// last modified before `since` (seconds since the epoch).
+pub fn session_files(dir: &Path, since: Option<i64>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            let path = e.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file()
+                && path
+                    .extension()
+                    .is_some_and(|x| x == "jsonl" || x == "json")
+            {
+                let recent = match since {
+                    None => true,
+                    Some(since) => e
+                        .metadata()
+                        .ok()
+                        .and_then(|m| m.modified().ok())
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .is_some_and(|d| d.as_secs() as i64 >= since),
+                };
+                if recent {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Runs `import --store` or an import of directories: every session file under `dirs`
+/// (modified since `since`, seconds since the epoch) incrementally (see the module docs). One line
+/// per run on stdout (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`).
+pub fn run_store(
+    ctx: &ImportContext,
+    dirs: &[PathBuf],
+    since: Option<i64>,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let Some(provider) = ctx.provider else {
+        return Err(CliError::Usage(
+            "importing a session store needs its provider (claude, codex, gemini or copilot), not auto"
+                .to_owned(),
+        ));
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    let mut index = Index::load(&ctx.storage)?;
+    let (clock, ids) = crate::source::clock_and_ids(ctx.deterministic);
+    let mut failed = 0usize;
+    let mut seen = 0usize;
+    let (mut new, mut appended, mut unchanged) = (0usize, 0usize, 0usize);
+    for dir in dirs {
+        if !dir.is_dir() {
+            return Err(CliError::NotFound {
+                what: format!("{provider} session store"),
+                path: dir.clone(),
+            });
+        }
+        for file in session_files(dir, since) {
+            seen += 1;
+            let key = std::fs::canonicalize(&file)
+                .unwrap_or_else(|_| file.clone())
+                .to_string_lossy()
+                .into_owned();
+            let known = index.files.get(&key).cloned();
+            let result = runtime.block_on(import_store_file(
+                ctx,
+                &clock,
+                ids.as_ref(),
+                provider,
+                &file,
+                known.as_ref(),
+            ));
+            match result {
+                Ok((StoreOutcome::NoOutput, entry)) => {
+                    crate::diag!(
+                        "transcript: {}: no {provider} agent output (read again once it changes)",
+                        file.display()
+                    );
+                    if let Some(entry) = entry {
+                        index.files.insert(key, entry);
+                    }
+                }
+                Ok((outcome, entry)) => {
+                    let (run, what) = match outcome {
+                        StoreOutcome::Unchanged(r) => {
+                            unchanged += 1;
+                            (r, "unchanged".to_owned())
+                        }
+                        StoreOutcome::New(r, n) => {
+                            new += 1;
+                            (r, format!("new ({n} events)"))
+                        }
+                        StoreOutcome::Appended(r, n) => {
+                            appended += 1;
+                            (r, format!("appended ({n} events)"))
+                        }
+                        StoreOutcome::NoOutput => continue,
+                    };
+                    crate::exit::stdout_result(writeln!(
+                        out,
+                        "{run}\t{provider}\t{}\t{}",
+                        ctx.storage.join(run.file_name()).display(),
+                        what.split(' ').next().unwrap_or_default()
+                    ))?;
+                    crate::diag!("transcript: {}: {what}", file.display());
+                    if let Some(entry) = entry {
+                        index.files.insert(key, entry);
+                    }
+                }
+                Err(e) => {
+                    failed += 1;
+                    crate::diag!("transcript: {}", crate::style::one_line(&e.to_string()));
+                }
+            }
+        }
+    }
+    index.save(&ctx.storage)?;
+    crate::diag!(
+        "transcript: {seen} session file(s): {new} new, {appended} appended, {unchanged} unchanged, {failed} not imported"
+    );
+    Ok(())
+}
+
+/// What the index knows about one session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexEntry {
+    /// Its run (empty: the file had no agent output).
+    pub run_id: String,
+    /// The provider it was read as.
+    pub provider: String,
+    /// Size when last imported.
+    pub size: u64,
+    /// Modification time when last imported (ns since the epoch).
+    pub mtime_ns: u128,
+    /// sha256 of its first `head_len` bytes.
+    pub head: String,
+    /// min(4 KiB, size) when last imported.
+    pub head_len: u64,
+    /// Normalizer items its content produced before the end of the stream.
+    pub items_fed: u64,
+    /// The turn the end of the stream flushed (written), as JSON.
+    pub tail: Option<serde_json::Value>,
+}
+
+/// `<storage>/import-index.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Index {
+    /// Canonical path → entry.
+    pub files: BTreeMap<String, IndexEntry>,
+}
+
+impl Index {
+    /// Reads the index (absent: empty; unreadable: an error naming it).
+    pub fn load(storage: &Path) -> Result<Self, CliError> {
+        let path = storage.join(INDEX_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| CliError::Read {
+                path,
+                message: format!("not an import index: {e}"),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(CliError::Read {
+                path,
+                message: format!("cannot read: {e}"),
+            }),
+        }
+    }
+
+    /// Writes the index (a temporary file renamed over it).
+    pub fn save(&self, storage: &Path) -> Result<(), CliError> {
+        let path = storage.join(INDEX_FILE);
+        let tmp = storage.join(format!("{INDEX_FILE}.tmp"));
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| CliError::Storage(format!("cannot encode the import index: {e}")))?;
+        std::fs::create_dir_all(storage)
+            .and_then(|()| std::fs::write(&tmp, text))
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| CliError::Storage(format!("{}: {e}", path.display())))
+    }
+}
+
+/// What happened to one session file.
+#[derive(Debug)]
+pub enum StoreOutcome {
+    /// Same size and time: not read.
+    Unchanged(RunId),
+    /// A new run.
+    New(RunId, u64),
+    /// Events appended to its run.
+    Appended(RunId, u64),
+    /// No agent output (yet): no run; read again once it changes.
+    NoOutput,
+}
+
+fn file_stamp(path: &Path) -> Result<(u64, u128), CliError> {
+    let meta = std::fs::metadata(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Ok((meta.len(), mtime))
+}
+
+/// `new` without what `old` (a turn already written) holds: blocks `old` has are
+/// dropped (each matched once), usage is what each count grew by.
+fn continuation(new: &MessagePayload, old: &serde_json::Value) -> Option<MessagePayload> {
+    let old_blocks = old.get("blocks").and_then(|b| b.as_array())?;
+    let mut unmatched: Vec<&serde_json::Value> = old_blocks.iter().collect();
+    let mut blocks = Vec::new();
+    for b in &new.blocks {
+        let v = serde_json::to_value(b).ok()?;
+        match unmatched.iter().position(|o| **o == v) {
+            Some(i) => {
+                unmatched.remove(i);
+            }
+            None => blocks.push(b.clone()),
+        }
+    }
+    let old_usage: Usage = old
+        .get("usage")
+        .map(|u| Usage {
+            input_tokens: u.get("input_tokens").and_then(|v| v.as_u64()),
+            output_tokens: u.get("output_tokens").and_then(|v| v.as_u64()),
+            cache_read_tokens: u.get("cache_read_tokens").and_then(|v| v.as_u64()),
+            cache_write_tokens: u.get("cache_write_tokens").and_then(|v| v.as_u64()),
+            reasoning_tokens: u.get("reasoning_tokens").and_then(|v| v.as_u64()),
+            cost_usd: u.get("cost_usd").and_then(|v| v.as_f64()),
+        })
+        .unwrap_or_default();
+    let usage = new.usage.as_ref().map(|u| {
+        let d = |n: Option<u64>, o: Option<u64>| n.map(|n| n.saturating_sub(o.unwrap_or(0)));
+        Usage {
+            input_tokens: d(u.input_tokens, old_usage.input_tokens),
+            output_tokens: d(u.output_tokens, old_usage.output_tokens),
+            cache_read_tokens: d(u.cache_read_tokens, old_usage.cache_read_tokens),
+            cache_write_tokens: d(u.cache_write_tokens, old_usage.cache_write_tokens),
+            reasoning_tokens: d(u.reasoning_tokens, old_usage.reasoning_tokens),
+            cost_usd: match (u.cost_usd, old_usage.cost_usd) {
+                (Some(n), Some(o)) if n > o => Some(n - o),
+                (Some(_), Some(_)) => None,
+                (n, None) => n,
+                (None, _) => None,
+            },
+        }
+    });
+    let grew = usage
+        .as_ref()
+        .is_some_and(|u| *u != Usage::default() && !zero(u));
+    if blocks.is_empty() && !grew {
+        return None;
+    }
+    Some(MessagePayload {
+        role: new.role,
+        blocks,
+        provider: new.provider.clone(),
+        model: new.model.clone(),
+        usage: usage.filter(|u| !zero(u)),
+    })
+}
+
+fn zero(u: &Usage) -> bool {
+    [
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
+        u.reasoning_tokens,
+    ]
+    .iter()
+    .all(|c| c.unwrap_or(0) == 0)
+        && u.cost_usd.is_none()
+}
+
+/// Imports one session file of a store: skipped when unchanged, appended to its run when
+/// grown, a new run otherwise. Returns the outcome and the file's new index entry.
+pub async fn import_store_file(
+    ctx: &ImportContext,
+    clock: &Arc<dyn Clock>,
+    ids: &dyn RunIdGenerator,
+    provider: Provider,
+    input: &Path,
+    known: Option<&IndexEntry>,
+) -> Result<(StoreOutcome, Option<IndexEntry>), CliError> {
+    let (size, mtime_ns) = file_stamp(input)?;
+    if let Some(e) = known
+        && e.size == size
+        && e.mtime_ns == mtime_ns
+    {
+        let outcome = match RunId::parse(&e.run_id) {
+            Ok(run) => StoreOutcome::Unchanged(run),
+            Err(_) => StoreOutcome::NoOutput,
+        };
+        return Ok((outcome, Some(e.clone())));
+    }
+    let read_err = |e: std::io::Error| bad(input, format!("cannot read: {e}"));
+    let mut file = std::fs::File::open(input).map_err(read_err)?;
+    let mut head = Vec::with_capacity(HEAD);
+    file.by_ref()
+        .take(HEAD as u64)
+        .read_to_end(&mut head)
+        .map_err(read_err)?;
+    let head_len = head.len();
+    let head_hash = transcript_export::sha256_hex(&head);
+    // The head the index hashed: the first min(4 KiB, size) bytes of the file back then.
+    let resume = known.filter(|e| {
+        !e.run_id.is_empty()
+            && size >= e.size
+            && e.provider == provider.name()
+            && usize::try_from(e.head_len)
+                .ok()
+                .and_then(|n| head.get(..n))
+                .is_some_and(|h| transcript_export::sha256_hex(h) == e.head)
+    });
+    let import_clock = Arc::new(ImportClock::new(clock.clone()));
+    if let Some(t) = first_time(provider, &head) {
+        import_clock.pin(t);
+    }
+    let mut factory = JsonlRecorderFactory::new(&ctx.storage).with_clock(import_clock.clone());
+    if let Some(mask) = &ctx.mask {
+        factory = factory.with_mask(mask.clone());
+    }
+    let (skip, old_tail) = match resume {
+        Some(e) => (e.items_fed, e.tail.clone()),
+        None => (0, None),
+    };
+    let mut recorder: Option<(RunId, Arc<dyn Recorder>)> = match resume {
+        Some(e) => {
+            let run = RunId::parse(&e.run_id)
+                .map_err(|err| bad(input, format!("bad run id in the index: {err}")))?;
+            let r = factory
+                .resume(run, None)
+                .map_err(|err| bad(input, format!("cannot resume run {run}: {err}")))?;
+            Some((run, Arc::new(r)))
+        }
+        None => None,
+    };
+    let name = input
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "import".to_owned());
+    let workflow = StepPayload::new(format!("import {name}"), "workflow");
+    let step = StepPayload::new(provider.name(), "agent");
+    let mut events = 0u64;
+    let mut normalizer = provider.normalizer();
+    let mut items = Vec::new();
+    let mut counted = 0u64;
+    let mut items_fed = 0u64;
+    let mut tail: Option<serde_json::Value> = None;
+    let mut old_tail = old_tail;
+    let mut pending = Some(head);
+    let mut chunk = vec![0u8; CHUNK];
+    let mut latest: Option<Timestamp> = None;
+    loop {
+        let finishing = match pending.take() {
+            Some(bytes) => {
+                normalizer.feed_items(&bytes, &mut items);
+                false
+            }
+            None => match file.read(&mut chunk).map_err(read_err)? {
+                0 => {
+                    items_fed = counted + items.len() as u64;
+                    normalizer.finish_items(&mut items);
+                    true
+                }
+                n => {
+                    normalizer.feed_items(&chunk[..n], &mut items);
+                    false
+                }
+            },
+        };
+        for item in items.drain(..) {
+            let index = counted;
+            counted += 1;
+            let in_tail = finishing && index >= items_fed;
+            if let Item::Fact(Fact::Time(t)) = &item {
+                match recorder {
+                    Some(_) => import_clock.pin(*t),
+                    None => latest = Some(*t),
+                }
+            }
+            if index < skip {
+                continue;
+            }
+            let payload = match item {
+                Item::Output(Output::Turn(turn)) => {
+                    if in_tail {
+                        tail = serde_json::to_value(&turn).ok();
+                    }
+                    match old_tail.take() {
+                        Some(old) => continuation(&turn, &old).map(Payload::MessageAssistant),
+                        None => Some(Payload::MessageAssistant(turn)),
+                    }
+                }
+                Item::Output(o) => o.to_payload(),
+                Item::Fact(Fact::Prompt { text, system }) => Some(user_message(text, system)),
+                Item::Fact(_) => None,
+            };
+            let Some(payload) = payload else { continue };
+            if recorder.is_none() {
+                let run = ids.next_run_id();
+                if let Some(t) = latest.take() {
+                    import_clock.pin(t);
+                }
+                let r = factory
+                    .create(run, None)
+                    .await
+                    .map_err(|e| bad(input, format!("cannot open transcript: {e}")))?;
+                r.record(EventDraft::run_level(Payload::RunStarted(workflow.clone())))
+                    .await
+                    .map_err(|e| bad(input, format!("writing the transcript failed: {e}")))?;
+                r.record(EventDraft::new(
+                    "agent",
+                    0,
+                    Payload::StepStarted(step.clone()),
+                ))
+                .await
+                .map_err(|e| bad(input, format!("writing the transcript failed: {e}")))?;
+                events += 2;
+                recorder = Some((run, r));
+            }
+            if let Some((_, r)) = &recorder {
+                r.record(EventDraft::new("agent", 0, payload))
+                    .await
+                    .map_err(|e| bad(input, format!("writing the transcript failed: {e}")))?;
+                events += 1;
+            }
+        }
+        if finishing {
+            break;
+        }
+    }
+    let Some((run, r)) = recorder else {
+        // Nothing to record (no agent output yet, e.g. a log of summaries only): remembered
+        // without a run, so it is read again only once it changes.
+        let entry = IndexEntry {
+            run_id: String::new(),
+            provider: provider.name().to_owned(),
+            size,
+            mtime_ns,
+            head: head_hash,
+            head_len: head_len as u64,
+            items_fed: 0,
+            tail: None,
+        };
+        return Ok((StoreOutcome::NoOutput, Some(entry)));
+    };
+    r.close()
+        .await
+        .map_err(|e| bad(input, format!("closing the transcript failed: {e}")))?;
+    let entry = IndexEntry {
+        run_id: run.to_string(),
+        provider: provider.name().to_owned(),
+        size,
+        mtime_ns,
+        head: head_hash,
+        head_len: head_len as u64,
+        items_fed,
+        tail,
+    };
+    let outcome = if resume.is_some() {
+        StoreOutcome::Appended(run, events)
+    } else {
+        StoreOutcome::New(run, events)
+    };
+    Ok((outcome, Some(entry)))
+}

@@ -1,0 +1,190 @@
+//! Receipts you can bill from (issue #29): a real Claude Code session log imported and
+//! priced. Tokens equal the jq truth over the raw log (one API request = one `message.id` +
+//! `requestId`, its last record), the cost equals a hand computation from the pinned LiteLLM
+//! table, an unknown model is `—` plus one warning naming it (never $0), and a bad
+//! `--pricing` file is refused naming the file and the cause.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{bin, text};
+use serde_json::Value;
+
+fn real(name: &str) -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
+        );
+        eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
+        return None;
+    };
+    let mut dir = PathBuf::from(dir);
+    if dir.is_relative() {
+        dir = common::repo().join(dir);
+    }
+    let path = dir.join("claude-code").join(name);
+    assert!(path.is_file(), "{} is missing", path.display());
+    Some(path)
+}
+
+/// Imports `file` as Claude into `storage`; the run id.
+fn import(storage: &Path, file: &Path) -> String {
+    let out = bin()
+        .args(["import", "claude", "--deterministic"])
+        .arg(file)
+        .arg("--storage")
+        .arg(storage)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .trim_end()
+        .split('\t')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+fn receipts(storage: &Path, run: &str, extra: &[&str]) -> (Value, String) {
+    let out = bin()
+        .args(["receipts", run, "--json"])
+        .args(extra)
+        .arg("--storage")
+        .arg(storage)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (
+        serde_json::from_str(&text(&out.stdout)).unwrap(),
+        text(&out.stderr),
+    )
+}
+
+#[test]
+fn an_imported_session_log_bills_each_request_once_at_the_pinned_price() {
+    let Some(log) = real("spotter-session-log-v2.1.38-tool_heavy.jsonl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = import(dir.path(), &log);
+    let (r, stderr) = receipts(dir.path(), &run, &[]);
+    // jq -s '[.[] | select(.type=="assistant" and .message.usage != null)
+    //   | {k: [.message.id, .requestId], u: .message.usage}] | group_by(.k) | map(last.u)
+    //   | {input: map(.input_tokens) | add, output: map(.output_tokens) | add,
+    //      read: map(.cache_read_input_tokens) | add,
+    //      write: map(.cache_creation_input_tokens) | add}' <log>
+    //   → {"input":54,"output":212,"read":88231,"write":17696}
+    let t = &r["total"];
+    assert_eq!(t["input_tokens"], 54, "{r:#}");
+    assert_eq!(t["output_tokens"], 212);
+    assert_eq!(t["cache_read_tokens"], 88231);
+    assert_eq!(t["cache_write_tokens"], 17696);
+    // claude-opus-4-6 in LiteLLM 1.110.2: 5e-06 in, 2.5e-05 out, 5e-07 cache read,
+    // 6.25e-06 cache write: 54×5e-06 + 212×2.5e-05 + 88231×5e-07 + 17696×6.25e-06
+    // = 0.00027 + 0.0053 + 0.0441155 + 0.1106 = 0.1602855
+    let cost = r["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.1602855).abs() < 1e-9, "{cost}");
+    assert_eq!(r["by_model"][0]["model"], "claude-opus-4-6");
+    assert_eq!(r["by_model"][0]["turns"], 4);
+    assert!(r["unpriced_models"].as_array().unwrap().is_empty());
+    assert!(!stderr.contains("warning"), "{stderr}");
+    // Per turn: four priced turns summing to the step's cost.
+    let turns = r["receipts"][0]["turn_costs"].as_array().unwrap();
+    assert_eq!(turns.len(), 4);
+    let sum: f64 = turns.iter().map(|t| t["cost_usd"].as_f64().unwrap()).sum();
+    assert!((sum - cost).abs() < 1e-9);
+}
+
+#[test]
+fn a_model_the_table_lacks_is_unknown_with_one_warning_never_zero() {
+    let Some(log) = real("spotter-session-log-v2.1.38-short.jsonl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = import(dir.path(), &log);
+    let table = dir.path().join("prices.json");
+    std::fs::write(
+        &table,
+        r#"{"house-model": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}"#,
+    )
+    .unwrap();
+    let (r, stderr) = receipts(dir.path(), &run, &["--pricing", table.to_str().unwrap()]);
+    assert_eq!(r["cost_usd"], Value::Null, "{r:#}");
+    assert_eq!(r["receipts"][0]["cost_usd"], Value::Null);
+    assert_eq!(r["unpriced_models"], serde_json::json!(["claude-opus-4-6"]));
+    assert_eq!(
+        stderr.matches("no price for model claude-opus-4-6").count(),
+        1,
+        "{stderr}"
+    );
+    // The text table shows — for the cost, never $0.
+    let out = bin()
+        .args(["receipts", &run, "--pricing", table.to_str().unwrap()])
+        .arg("--storage")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let table_text = text(&out.stdout);
+    assert!(!table_text.contains("$0.0000"), "{table_text}");
+    assert!(
+        table_text.contains("model claude-opus-4-6:"),
+        "{table_text}"
+    );
+}
+
+#[test]
+fn a_bad_pricing_file_is_refused_naming_the_file_and_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("prices.json");
+    std::fs::write(&table, "{\"m\": {\"input_cost_per_token\": \"cheap\"}}").unwrap();
+    let out = bin()
+        .args(["receipts", "latest", "--pricing", table.to_str().unwrap()])
+        .arg("--storage")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("prices.json") && stderr.contains("input_cost_per_token"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn stats_show_the_priced_cost_beside_the_reported_one() {
+    let Some(log) = real("spotter-session-log-v2.1.38-tool_heavy.jsonl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = import(dir.path(), &log);
+    let stats = |extra: &[&str]| {
+        let out = bin()
+            .args(["stats", &run, "--json"])
+            .args(extra)
+            .arg("--storage")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (
+            serde_json::from_str::<Value>(&text(&out.stdout)).unwrap(),
+            text(&out.stderr),
+        )
+    };
+    let (s, _) = stats(&[]);
+    // The same hand computation as above: 0.1602855 (claude-opus-4-6, LiteLLM 1.110.2).
+    let cost = s["cost_by_provider"]["claude"].as_f64().unwrap();
+    assert!((cost - 0.1602855).abs() < 1e-9, "{s:#}");
+    let table = dir.path().join("prices.json");
+    std::fs::write(&table, r#"{"other": {"input_cost_per_token": 1e-6}}"#).unwrap();
+    let (s, stderr) = stats(&["--pricing", table.to_str().unwrap()]);
+    assert_eq!(s["cost_by_provider"]["claude"], Value::Null);
+    assert!(
+        stderr.contains("no price for model claude-opus-4-6"),
+        "{stderr}"
+    );
+}
