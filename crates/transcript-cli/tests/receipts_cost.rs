@@ -188,3 +188,61 @@ fn stats_show_the_priced_cost_beside_the_reported_one() {
         "{stderr}"
     );
 }
+
+/// The cost on OTLP spans is the receipts' cost: each `chat` span of the imported log carries
+/// its turn's price under our name, OpenInference's (`llm.cost.total`, Phoenix) and the one
+/// Langfuse maps (`gen_ai.usage.cost`), and the chat spans sum to the hand computation above.
+#[test]
+fn otlp_chat_spans_carry_the_priced_cost_under_the_names_backends_read() {
+    let Some(log) = real("spotter-session-log-v2.1.38-tool_heavy.jsonl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = import(dir.path(), &log);
+    let out = bin()
+        .args(["export", &run, "--format", "otlp-json", "--storage"])
+        .arg(dir.path())
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let spans: Vec<&Value> = doc["resourceSpans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["scopeSpans"].as_array().unwrap())
+        .flat_map(|s| s["spans"].as_array().unwrap())
+        .collect();
+    let attr = |span: &Value, key: &str| -> Option<f64> {
+        span["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["key"] == key)
+            .and_then(|a| a["value"]["doubleValue"].as_f64())
+    };
+    let chats: Vec<&&Value> = spans
+        .iter()
+        .filter(|s| s["name"].as_str().unwrap().starts_with("chat "))
+        .collect();
+    assert_eq!(chats.len(), 4, "one chat span per billed request");
+    for key in [
+        "transcript.usage.cost_usd",
+        "llm.cost.total",
+        "gen_ai.usage.cost",
+    ] {
+        let sum: f64 = chats.iter().map(|s| attr(s, key).unwrap()).sum();
+        assert!((sum - 0.1602855).abs() < 1e-9, "{key}: {sum}");
+    }
+    // Agent spans keep our sum only: a backend summing its cost names counts each call once.
+    let agents: Vec<&&Value> = spans
+        .iter()
+        .filter(|s| s["name"].as_str().unwrap().starts_with("invoke_agent"))
+        .collect();
+    assert!(!agents.is_empty());
+    for a in agents {
+        assert_eq!(attr(a, "llm.cost.total"), None);
+        assert_eq!(attr(a, "gen_ai.usage.cost"), None);
+    }
+}

@@ -129,6 +129,12 @@ pub const LLM_TOKEN_COUNT_PROMPT: &str = "llm.token_count.prompt";
 pub const LLM_TOKEN_COUNT_COMPLETION: &str = "llm.token_count.completion";
 /// OpenInference total tokens, on inference spans.
 pub const LLM_TOKEN_COUNT_TOTAL: &str = "llm.token_count.total";
+/// OpenInference total cost in US dollars (what Phoenix shows and sums as "Total Cost"), on
+/// inference spans only (agent spans would count it twice).
+pub const LLM_COST_TOTAL: &str = "llm.cost.total";
+/// Cost in US dollars under the name Langfuse's OTLP ingestion maps to a generation's cost
+/// (also read by OpenLIT-style tools); on inference spans only.
+pub const GEN_AI_USAGE_COST: &str = "gen_ai.usage.cost";
 /// Cost in US dollars: reported by the provider, or computed by the
 /// [`crate::MapOptions::pricing`] seam (no GenAI name yet).
 pub const TRANSCRIPT_USAGE_COST_USD: &str = "transcript.usage.cost_usd";

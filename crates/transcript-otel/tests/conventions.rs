@@ -423,4 +423,18 @@ fn cost_is_the_reported_one_else_the_pricing_seams() {
         vec![Some(1.0), Some(0.25), None]
     );
     assert_eq!(cost(one(&spans, "invoke_agent review")), Some(1.25));
+    // Phoenix's and Langfuse's names carry the same figure on inference spans, and only there
+    // (an agent span carrying them too would be summed twice by those backends).
+    for name in [LLM_COST_TOTAL, GEN_AI_USAGE_COST] {
+        let named = |s: &SpanData| match attr(s, name) {
+            Some(Value::F64(c)) => Some(*c),
+            _ => None,
+        };
+        assert_eq!(
+            c.iter().map(|s| named(s)).collect::<Vec<_>>(),
+            vec![Some(1.0), Some(0.25), None],
+            "{name}"
+        );
+        assert_eq!(named(one(&spans, "invoke_agent review")), None, "{name}");
+    }
 }

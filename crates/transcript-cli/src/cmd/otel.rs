@@ -23,6 +23,17 @@ pub fn resolve(flags: OtlpFlags) -> Result<Option<OtlpHttpConfig>, CliError> {
         .map_err(|e| CliError::Usage(e.to_string()))
 }
 
+/// What the mapping puts on spans: content when asked, and the cost of every turn whose
+/// provider reported none, priced from the embedded LiteLLM table (the one `receipts` uses;
+/// an unknown model gets no cost attribute, never 0).
+fn map_options(capture_content: bool) -> MapOptions {
+    MapOptions::with_content(capture_content).with_pricing(Arc::new(|model, usage| {
+        transcript_providers::Pricing::embedded()
+            .cost(model, usage)
+            .map(|c| c.usd)
+    }))
+}
+
 /// `export --format otlp|otlp-json`.
 pub fn export(
     events: &[DecodedEvent],
@@ -33,7 +44,7 @@ pub fn export(
     output: Option<&Path>,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let trace = map_run(events, lookup, MapOptions::with_content(capture_content));
+    let trace = map_run(events, lookup, map_options(capture_content));
     for p in &trace.problems {
         crate::diag!("transcript: warning: {p}");
     }
@@ -97,7 +108,7 @@ pub fn start_live(
     LiveExporter::start(
         config.clone(),
         LiveConfig {
-            options: MapOptions::with_content(capture_content),
+            options: map_options(capture_content),
             ..LiveConfig::default()
         },
     )

@@ -126,6 +126,9 @@ impl SpanMapper {
         }
         if let Some(cost) = turn.cost {
             attributes.push(KeyValue::new(TRANSCRIPT_USAGE_COST_USD, cost));
+            // The names Phoenix and Langfuse read, beside ours (inference spans only).
+            attributes.push(KeyValue::new(LLM_COST_TOTAL, cost));
+            attributes.push(KeyValue::new(GEN_AI_USAGE_COST, cost));
         }
         if let Some(output) = turn.output.filter(|o| !o.is_empty()) {
             attributes.push(KeyValue::new(
