@@ -10,7 +10,7 @@
 use std::path::{Component, Path, PathBuf};
 
 pub use crate::process::{ShellOutput, run_argv, run_shell};
-use crate::process::{run_argv_with, run_shell_with};
+use crate::process::{run_argv_env, run_shell_env};
 use crate::tools::{Tool, ToolContext, ToolError};
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -188,9 +188,10 @@ impl Tool for ListDir {
 /// The builtin tool that runs shell commands.
 pub const SHELL_TOOL: &str = "run_command";
 
-/// `run_command {command}` → `{stdout, stderr, exit_code}`; a string runs
-/// with `sh -c`, a list of strings as an argv without a shell, in the
-/// workspace; a non-zero exit is an error that keeps the output.
+/// `run_command {command, env?}` → `{stdout, stderr, exit_code}`; a string
+/// runs with `/bin/sh -c`, a list of strings as an argv without a shell, in
+/// the workspace, with `env` (names to strings) added to its environment;
+/// a non-zero exit is an error that keeps the output.
 #[derive(Debug)]
 pub struct RunCommand;
 
@@ -199,22 +200,42 @@ impl Tool for RunCommand {
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
-            "properties": {"command": {
-                "description": "A shell command (sh -c) or a program and its arguments (no shell).",
-                "anyOf": [
-                    {"type": "string"},
-                    {"type": "array", "items": {"type": "string"}, "minItems": 1}
-                ]
-            }},
+            "properties": {
+                "command": {
+                    "description": "A shell command (/bin/sh -c) or a program and its arguments (no shell).",
+                    "anyOf": [
+                        {"type": "string"},
+                        {"type": "array", "items": {"type": "string"}, "minItems": 1}
+                    ]
+                },
+                "env": {
+                    "description": "Environment variables added to the command's process (a script reads them as \"$NAME\").",
+                    "type": "object",
+                    "additionalProperties": {"type": "string"}
+                }
+            },
             "required": ["command"],
             "additionalProperties": false
         })
     }
 
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
+        let env = match input.get("env") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| ToolError::InvalidInput("'env' values must be strings".into()))?,
+            Some(_) => {
+                return Err(ToolError::InvalidInput(
+                    "'env' must be an object of strings".into(),
+                ));
+            }
+        };
         let out = match input.get("command") {
             Some(Value::String(command)) => {
-                run_shell_with(command, &ctx.workspace, &ctx.cancel, ctx.limits).await?
+                run_shell_env(command, &env, &ctx.workspace, &ctx.cancel, ctx.limits).await?
             }
             Some(Value::Array(items)) => {
                 let argv = items
@@ -224,7 +245,7 @@ impl Tool for RunCommand {
                     .ok_or_else(|| {
                         ToolError::InvalidInput("'command' list must hold strings".into())
                     })?;
-                run_argv_with(&argv, &ctx.workspace, &ctx.cancel, ctx.limits).await?
+                run_argv_env(&argv, &env, &ctx.workspace, &ctx.cancel, ctx.limits).await?
             }
             _ => {
                 return Err(ToolError::InvalidInput(

@@ -20,7 +20,7 @@
 //! | kind | does | `result` on `step.completed` |
 //! |---|---|---|
 //! | `agent` | runs an agent: a CLI subprocess ([`CliAgentRunner`]; without `command:` the `claude`, `codex` and `gemini` presets run the real CLIs, [`preset`]), the OpenAI-compatible HTTP tool loop ([`HttpAgentRunner`]) or any registered [`AgentRunner`] | the final answer text; `{"output", "warnings"}` when the provider reported errors the agent survived ([`AgentReply::warnings`]) |
-//! | `command` | a string: `sh -c` in the workspace, values shell-quoted; a list: the argv, no shell | `{"command", "stdout", "exit_code"}` (`command`: the resolved line, or the argv list) |
+//! | `command` | a string: shell source run by `/bin/sh -c` in the workspace, values through `env:` only; a list: the argv, no shell | `{"command", "env"?, "stdout", "exit_code"}` (`command`: the source, or the rendered argv list; `env`: the rendered variables, when the step has some) |
 //! | `operation` | one tool call through the [`ToolRouter`] | the tool's output |
 //! | `terminal` | ends the run with success or failure and a message | `{"status", "message"}` |
 //! | `parallel` | branches (each a step), `all_succeed` or `first_success` | `{"branches": {branch: status}}` (outputs are in the branches' own events) |
@@ -47,8 +47,8 @@
 //! `{{steps.build.exit_code}}`, `{{steps.build.error}}`, `{{loop.item}}`,
 //! `{{loop.item.field}}`, `{{loop.index}}`) are parsed and checked before a
 //! run: an unknown kind, a reference to an undeclared input or to a step
-//! that has not run at that point, a malformed template, a reference where
-//! a string command cannot quote it, a duplicate name or a `call_workflow`
+//! that has not run at that point, a malformed template, a value spliced
+//! into shell source (see [Template sinks](#template-sinks)), a duplicate name or a `call_workflow`
 //! cycle is a [`WorkflowError`] naming file, step path and reason, and
 //! nothing is emitted. Literal braces: a lone `}}` is text,
 //! `{{ "{{" }}` writes `{{`, and `{% raw %}…{% endraw %}` keeps a block
@@ -174,14 +174,24 @@
 //!   conditions find their `==` / `!=` in the condition's own text, so data
 //!   containing an operator is only ever compared
 //!   ([`template::Condition`]).
-//! * Commands: the list form of `command:` (and a list `run_command`
-//!   input) runs the program with each rendered element as one argument,
-//!   no shell. In the string form every value is shell-quoted for where it
-//!   lands ([`shell`]), and places where no quoting is safe are refused
-//!   before the run; `{{ x | raw }}` is the author's explicit, visible
-//!   statement that a value is shell code. Quoting protects one shell
-//!   level: a command that hands arguments to another interpreter
-//!   (`sh -c`, `eval`, `ssh`, `python -c`) re-reads them as code.
+//! * Commands: **no value is ever spliced into shell source** (#28). The
+//!   string form of `command:` (and a string `run_command` input) is the
+//!   author's shell source, run by `/bin/sh -c` (by absolute path, never a
+//!   `sh` looked up on `PATH`); a `{{…}}` in it is refused when the
+//!   workflow loads, naming the step and showing the fix, unless it is
+//!   `{{ x | raw }}`, the author vouching for that value as shell code.
+//!   Values reach a shell through the step's `env:` (the script says
+//!   `"$NAME"`), the way GitHub Actions' hardening guide has `run:` scripts
+//!   use an intermediate environment variable; the list form runs the
+//!   program with each rendered element as one argument, no shell, never
+//!   split. No shell grammar is re-implemented here to quote data.
+//!   What a script does with a variable is its own: `eval "$X"`,
+//!   `sh -c "$X"`, `python -c "$X"` run it, and **bash** evaluates a
+//!   variable used as a number (`[[ $N -eq 1 ]]`, `(( N ))`, `$(( N ))`,
+//!   `declare -i`, array subscripts) as an arithmetic expression whose
+//!   `a[$(cmd)]` runs `cmd`: check a value is a number (`case $N in
+//!   ''|*[!0-9]*) exit 1;; esac`) before bash does arithmetic with it.
+//!   (`/bin/sh` as dash does no such thing: it refuses a non-number.)
 //! * Tools: an agent reaches only the router tools its step lists in
 //!   `tools:`; a call to any other (unknown names included) is recorded as
 //!   `tool.call` plus an error `tool.result` and never runs
@@ -196,6 +206,29 @@
 //!
 //! Prompts, tool inputs and outputs are recorded verbatim; masking is the
 //! recorder's opt-in `EventMask` stage.
+//!
+//! # Template sinks
+//!
+//! Every place a `{{…}}` value can go, and what becomes of it (a value is
+//! inserted as text exactly once and never parsed again, except where
+//! noted):
+//!
+//! | sink | what the value becomes |
+//! |---|---|
+//! | `command:` string (shell source) | nothing: refused at load unless `\| raw` (the author's own shell code, inserted verbatim) |
+//! | `command:` list (argv) | one argument per element, never split, no shell |
+//! | `env:` of a `command` step, `env` input of `run_command` | one environment variable's value (name: `[A-Za-z_][A-Za-z0-9_]*`; never `PATH`, `IFS`, `ENV`, `BASH_ENV`, `LD_*`, … which a shell or the loader interprets); a NUL byte fails the step |
+//! | `run_command` `command` string (operation input) | as a `command:` string: refused at load unless `\| raw` |
+//! | `run_command` `command` list | as a `command:` list |
+//! | other tool inputs (`operation` `input:` string leaves) | JSON string values handed to the tool; a single-reference leaf keeps the value's JSON type |
+//! | file paths (`read_file`/`write_file`/`list_dir` `path`) | a path the tool resolves beneath the workspace, refused outside it |
+//! | `while` condition | compared as data: the `==`/`!=` operator is found in the condition's own text before rendering ([`Condition`]) |
+//! | `for_each` `items:` template | a JSON array when the text parses as one, else lines; items are data for the body |
+//! | agent `prompt` / `system_prompt` | the message text (`message.user`), and for a CLI preset one argv element that stays a prompt even when it starts with `-` ([`preset`]) |
+//! | agent `command:` (argv) and `env:` | argv elements and environment values, as for a `command` list and `env:` |
+//! | `call_workflow` `inputs:` | the child's input values |
+//! | custom step `with:` | parameters handed to Rust code |
+//! | `terminal` `message:`, `outputs:` | text in the transcript and the run's result |
 //!
 //! # Versioning
 //!
@@ -221,7 +254,6 @@ pub mod plugin;
 pub mod preset;
 pub mod process;
 pub mod service;
-pub mod shell;
 pub mod template;
 pub mod tools;
 pub mod workflow;

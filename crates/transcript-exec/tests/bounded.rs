@@ -244,7 +244,7 @@ steps:
     steps:
       - name: e
         type: command
-        command: "echo {{loop.item}}"
+        command: ["echo", "{{loop.item}}"]
 "#;
     let out = svc
         .run(&set_of(yaml), Map::new(), CancellationToken::new())

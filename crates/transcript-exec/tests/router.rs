@@ -350,7 +350,7 @@ async fn inputs_workspace_and_audit_errors() {
     let (_d, ws) = workspace();
     let wf = Workflow::new("needs")
         .input("x", None)
-        .step(Step::command("a", "echo {{inputs.x}}"));
+        .step(Step::command("a", "echo \"$X\"").with_env("X", "{{inputs.x}}"));
     let svc = ExecutionService::deterministic_builder(&ws, ts0())
         .build()
         .unwrap();
