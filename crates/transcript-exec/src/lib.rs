@@ -153,10 +153,14 @@
 //! # Tools and plugins
 //!
 //! Builtins `read_file`, `write_file`, `list_dir` and `run_command` work in
-//! the service's workspace directory; file paths are resolved and
-//! canonicalized and anything outside the workspace, symlinks pointing out
-//! included, is refused ([`ToolError::PathEscapes`], the same answer as for
-//! a path that does not exist). Every tool declares the JSON Schema of its
+//! the service's workspace directory; file paths are resolved by the kernel
+//! beneath the workspace (`openat2` with `RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS`, [`confined`]): anything outside, any symlink and
+//! any absolute path is refused ([`ToolError::PathEscapes`], the same answer
+//! as for a path that does not exist); FIFOs, devices and sockets
+//! ([`ToolError::NotRegular`]) and files with more than one hard link
+//! ([`ToolError::HardLinked`]) are refused without being opened for I/O;
+//! `read_file` reads at most its cap. Every tool declares the JSON Schema of its
 //! input ([`Tool::parameters`]), which the HTTP agent offers to the model. Plugins are Rust
 //! [`Plugin`]s or external processes spoken to over NDJSON on stdio
 //! ([`ExternalPlugin`]; the protocol is documented in [`plugin`]).
@@ -200,9 +204,10 @@
 //!   would give one.
 //! * Files: the file tools stay inside the workspace and answer a missing
 //!   path and one outside the workspace alike, so a model cannot probe what
-//!   exists elsewhere. The confinement protects against a model steering a
-//!   tool call elsewhere, not against a hostile local user racing the check
-//!   (there is a window between resolving a path and opening it).
+//!   exists elsewhere. The kernel does the confinement during the open
+//!   itself ([`confined`]), so a concurrent swap of a file and a symlink
+//!   (another branch, a command, a local user) has no window to exploit; a
+//!   hard link (another name for a file that may lie outside) is refused.
 //!
 //! Prompts, tool inputs and outputs are recorded verbatim; masking is the
 //! recorder's opt-in `EventMask` stage.
@@ -247,6 +252,7 @@ pub mod bounded;
 pub mod builtins;
 pub mod cli_agent;
 pub mod condition;
+pub mod confined;
 pub mod custom;
 pub mod emit;
 pub mod http_agent;
