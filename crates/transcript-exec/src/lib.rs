@@ -82,7 +82,11 @@
 //!   provider, model and usage (decisions 10, 11); agent-reported tool calls
 //!   at fidelity `agent_emitted`. Each call id gets one `tool.call` and one
 //!   `tool.result`, whichever of the router and the agent's report comes
-//!   first.
+//!   first, and **every executed call is recorded** (#28): a provider id
+//!   that already ran (or was refused, or whose result a report already
+//!   gave) is recorded under `<id>~2`, `<id>~3`, …, so a model reusing an
+//!   id never runs a tool unrecorded; the HTTP agent renames such ids in
+//!   the recorded turn too, so `tool_use` blocks and tool events pair.
 //! * Call ids of agent steps are unique per run file: the provider's id is
 //!   recorded as `<path>#<iteration>/<id>` (`agents.review#0/item_1`, with
 //!   `~<n>` after the iteration when the same path and iteration ran
