@@ -169,11 +169,12 @@ impl Tool for RunCommand {
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
         let env = match input.get("env") {
             None | Some(Value::Null) => Vec::new(),
+            // A single-reference template may have rendered a number or an
+            // object: its text form is the variable's value.
             Some(Value::Object(map)) => map
                 .iter()
-                .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| ToolError::InvalidInput("'env' values must be strings".into()))?,
+                .map(|(k, v)| (k.clone(), crate::template::value_to_text(v)))
+                .collect(),
             Some(_) => {
                 return Err(ToolError::InvalidInput(
                     "'env' must be an object of strings".into(),

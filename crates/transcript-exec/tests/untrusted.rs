@@ -404,3 +404,38 @@ async fn file_tools_answer_the_same_for_missing_and_outside_paths() {
     );
     assert!(!outer.path().join("secret_dir/new.txt").exists());
 }
+
+#[tokio::test]
+async fn run_command_env_takes_numbers_and_strings_as_text() {
+    // `{{loop.index}}` alone renders a number; the variable gets its text.
+    let (_d, ws) = workspace();
+    let yaml = r#"name: env_tool
+inputs: [{ name: who }]
+steps:
+  - name: poll
+    type: while
+    condition: "{{loop.index}} != 2"
+    max_iterations: 5
+    steps:
+      - name: count
+        type: operation
+        tool: run_command
+        input: { command: 'printf "%s" "$((N + 1))"', env: { N: "{{loop.index}}" } }
+  - name: greet
+    type: operation
+    tool: run_command
+    input: { command: 'printf "%s" "$WHO"', env: { WHO: "{{inputs.who}}" } }
+"#;
+    let mut inputs = Map::new();
+    inputs.insert("who".into(), json!("$(touch PWNED)"));
+    let (factory, out) = run_yaml(&ws, yaml, inputs).await;
+    assert!(out.succeeded(), "{:?}", out.error);
+    let events = factory.events(out.run_id);
+    assert_eq!(completed(&events, "poll"), json!({"iterations": 2}));
+    assert_eq!(completed(&events, "poll.count")["stdout"], json!("1"));
+    assert_eq!(
+        completed(&events, "greet")["stdout"],
+        json!("$(touch PWNED)")
+    );
+    assert!(!ws.join("PWNED").exists());
+}

@@ -280,6 +280,11 @@ steps:
             ));
             assert!(e.contains(why), "{name}: {e}");
         }
+        // An agent's env gets the same treatment.
+        let e = yaml_err(
+            "name: x\ninputs: [{name: n}]\nsteps:\n  - name: a\n    type: agent\n    provider: openai\n    prompt: hi\n    env: { LD_PRELOAD: \"{{inputs.n}}\" }\n",
+        );
+        assert!(e.contains("takes no templated value"), "{e}");
         let e = yaml_err(
             "name: x\nsteps:\n  - name: a\n    type: command\n    command: env\n    env: { X: \"{{inputs.q}}\" }\n",
         );

@@ -269,8 +269,9 @@ fn validate_seq(
                 for arg in &a.command {
                     check(arg, "command", visible)?;
                 }
-                for value in a.env.values() {
+                for (name, value) in &a.env {
                     check(value, "env", visible)?;
+                    check_env_entry(name, value).map_err(|r| err(format!("env: {r}")))?;
                 }
                 if a.provider.is_empty() {
                     return Err(err("agent needs a provider".into()));
