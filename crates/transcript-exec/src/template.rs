@@ -94,7 +94,8 @@ pub(crate) enum Segment {
     /// Literal text; `escaped` when it came from `{% raw %}` or a string
     /// literal (never read as a condition operator).
     Lit { text: String, escaped: bool },
-    /// A reference; `raw` when filtered with `| raw` (no shell quoting).
+    /// A reference; `raw` when filtered with `| raw` (the author vouching
+    /// for it as shell source).
     Ref { reference: Reference, raw: bool },
 }
 
