@@ -264,7 +264,8 @@ pub fn list(workspace: &Path, rel: &str) -> Result<Vec<String>, ToolError> {
         Mode::empty(),
         "list",
     )?;
-    let dir = rustix::fs::Dir::new(fd).map_err(|e| io_err("list", rel, std::io::Error::from(e)))?;
+    let dir = rustix::fs::Dir::read_from(&fd)
+        .map_err(|e| io_err("list", rel, std::io::Error::from(e)))?;
     let mut names = Vec::new();
     for entry in dir {
         let entry = entry.map_err(|e| io_err("list", rel, std::io::Error::from(e)))?;
@@ -272,8 +273,19 @@ pub fn list(workspace: &Path, rel: &str) -> Result<Vec<String>, ToolError> {
         if name == "." || name == ".." {
             continue;
         }
+        let mut kind = entry.file_type();
+        if kind == FileType::Unknown {
+            // A file system without d_type: ask the entry itself (never following it).
+            kind = rustix::fs::statat(
+                &fd,
+                entry.file_name(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map(|st| FileType::from_raw_mode(st.st_mode))
+            .unwrap_or(FileType::Unknown);
+        }
         let mut name = name;
-        if entry.file_type() == FileType::Directory {
+        if kind == FileType::Directory {
             name.push('/');
         }
         names.push(name);

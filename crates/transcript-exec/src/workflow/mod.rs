@@ -266,6 +266,13 @@ steps:
         let ok = "name: x\ninputs: [{name: n}]\nsteps:\n  - name: calc\n    type: command\n    command: 'echo \"$N\"'\n    env: { N: \"{{inputs.n}}\" }\n  - name: op\n    type: operation\n    tool: run_command\n    input: { command: 'echo \"$N\"', env: { N: \"{{inputs.n}}\" } }\n  - name: trusted\n    type: command\n    command: \"{{inputs.n | raw}}\"\n";
         let wf = Workflow::from_yaml(ok, "t.yaml").unwrap();
         WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
+        let literal = "name: x\nsteps:\n  - name: op\n    type: operation\n    tool: run_command\n    input: { command: 'echo \"$N\"', env: { N: 5, B: true } }\n";
+        let wf = Workflow::from_yaml(literal, "t.yaml").unwrap();
+        WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: op\n    type: operation\n    tool: run_command\n    input: { command: env, env: { N: [1] } }\n",
+        );
+        assert!(e.contains("must be a string, a number or a boolean"), "{e}");
         // Env names are portable and a value never lands where the shell
         // or the loader reads code.
         for (name, why) in [

@@ -243,12 +243,17 @@ fn validate_seq(
                         None => {}
                         Some(Value::Object(map)) => {
                             for (name, value) in map {
-                                let Value::String(value) = value else {
-                                    return Err(err(format!(
-                                        "input: env: '{name}' must be a string"
-                                    )));
+                                // A literal number or boolean is its text.
+                                let text = match value {
+                                    Value::String(v) => v.as_str(),
+                                    Value::Number(_) | Value::Bool(_) => "",
+                                    _ => {
+                                        return Err(err(format!(
+                                            "input: env: '{name}' must be a string, a number or a boolean"
+                                        )));
+                                    }
                                 };
-                                check_env_entry(name, value)
+                                check_env_entry(name, text)
                                     .map_err(|r| err(format!("input: env: {r}")))?;
                             }
                         }
