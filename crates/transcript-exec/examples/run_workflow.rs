@@ -94,7 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let workflow = Workflow::new("example")
         .input("name", Some(json!("world")))
-        .step(Step::command("greet", "echo hello {{inputs.name}}"))
+        .step(Step::command("greet", "echo hello \"$NAME\"").with_env("NAME", "{{inputs.name}}"))
         .step(Step::parallel(
             "fan",
             ParallelMode::AllSucceed,
@@ -103,7 +103,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Step::for_each(
                     "each",
                     Items::List(vec![json!("a"), json!("b")]),
-                    vec![Step::command("item", "echo {{loop.index}}:{{loop.item}}")],
+                    vec![Step::command_argv(
+                        "item",
+                        ["echo", "{{loop.index}}:{{loop.item}}"],
+                    )],
                 ),
             ],
         ))

@@ -126,6 +126,9 @@ pub struct AgentSeam {
     calls: Mutex<HashSet<String>>,
     /// Call ids whose `tool.result` is recorded.
     results: Mutex<HashSet<String>>,
+    /// Recorded call ids a router execution has used: a later execution
+    /// reusing one gets a fresh id (#28).
+    executed: Mutex<HashSet<String>>,
     /// Qualifies provider call ids so they are unique per run file.
     call_prefix: Option<String>,
 }
@@ -149,6 +152,7 @@ impl AgentSeam {
             offered: None,
             calls: Mutex::default(),
             results: Mutex::default(),
+            executed: Mutex::default(),
             call_prefix: None,
         }
     }
@@ -278,6 +282,12 @@ impl AgentSeam {
     /// report of that id came first). A tool the step does not offer is not
     /// run: the call and a [`ToolError::NotOffered`] result are recorded
     /// and the error returned.
+    ///
+    /// Every execution is recorded (#28): when `call_id` was already used
+    /// by an earlier execution or refusal, or its result is already
+    /// recorded (a report that came first), the call is recorded under a
+    /// fresh id, `<id>~2`, `<id>~3`, …, with both its `tool.call` and its
+    /// `tool.result`. A model reusing an id never runs a tool unrecorded.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -291,7 +301,7 @@ impl AgentSeam {
                 None => self.router.names(),
             },
         });
-        let call_id = call_id.map(|id| self.recorded_call_id(&id));
+        let call_id = call_id.map(|id| self.execution_id(&self.recorded_call_id(&id)));
         // Router-generated ids are fresh: nothing else can claim them.
         let record_call = call_id.as_deref().is_none_or(|id| claim(&self.calls, id));
         let id = call_id.clone();
@@ -304,6 +314,37 @@ impl AgentSeam {
         self.router
             .call_tool_gated(&self.scope, name, input, call_id, gate)
             .await
+    }
+}
+
+impl AgentSeam {
+    /// The id an execution of `recorded` is recorded under: `recorded`
+    /// itself the first time (sharing it with an agent's report of the call
+    /// that has no result yet), else the first free `recorded~N`.
+    fn execution_id(&self, recorded: &str) -> String {
+        let mut executed = self.executed.lock().unwrap_or_else(|p| p.into_inner());
+        let taken = |id: &str| {
+            executed.contains(id) || self.results.lock().map(|r| r.contains(id)).unwrap_or(true)
+        };
+        let id = if taken(recorded) {
+            let mut n = 2u64;
+            loop {
+                let candidate = format!("{recorded}~{n}");
+                let in_calls = self
+                    .calls
+                    .lock()
+                    .map(|c| c.contains(&candidate))
+                    .unwrap_or(true);
+                if !taken(&candidate) && !in_calls {
+                    break candidate;
+                }
+                n += 1;
+            }
+        } else {
+            recorded.to_owned()
+        };
+        executed.insert(id.clone());
+        id
     }
 }
 

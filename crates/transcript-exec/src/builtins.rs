@@ -1,74 +1,18 @@
 //! The builtin tools (`read_file`, `write_file`, `list_dir`,
-//! `run_command`) and the workspace path checks they share (processes are
-//! run by [`crate::process`]).
+//! `run_command`). The file tools are confined to the workspace by the
+//! kernel ([`crate::confined`]: `openat2` with `RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS`, regular files with one link only); processes are
+//! run by [`crate::process`].
 //!
-//! File paths resolve inside the workspace or not at all: a path that
-//! points outside (symlinks included) and one that does not exist get the
-//! same [`ToolError::PathEscapes`], so a model cannot probe what exists
-//! outside.
-
-use std::path::{Component, Path, PathBuf};
+//! A path that points outside (symlinks included) and one that does not
+//! exist get the same [`ToolError::PathEscapes`], so a model cannot probe
+//! what exists outside.
 
 pub use crate::process::{ShellOutput, run_argv, run_shell};
-use crate::process::{run_argv_with, run_shell_with};
+use crate::process::{run_argv_env, run_shell_env};
 use crate::tools::{Tool, ToolContext, ToolError};
 use async_trait::async_trait;
 use serde_json::{Value, json};
-
-// ------------------------------------------------------------ workspace paths
-
-/// Resolves `requested` inside `workspace` (canonical) for reading an
-/// existing entry: the canonical target (symlinks resolved) must lie inside.
-/// A missing entry and one outside get the same [`ToolError::PathEscapes`]:
-/// telling them apart would reveal what exists outside the workspace.
-pub fn resolve_existing(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> {
-    let joined = workspace.join(requested);
-    let canonical = joined
-        .canonicalize()
-        .map_err(|_| ToolError::PathEscapes(requested.to_owned()))?;
-    if canonical.starts_with(workspace) {
-        Ok(canonical)
-    } else {
-        Err(ToolError::PathEscapes(requested.to_owned()))
-    }
-}
-
-/// Resolves `requested` for writing: the parent must exist inside the
-/// workspace, the name must be a plain file name, and an existing entry
-/// (a symlink in particular) must resolve inside the workspace too.
-pub fn resolve_for_write(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> {
-    let rel = Path::new(requested);
-    let Some(Component::Normal(file_name)) = rel.components().next_back() else {
-        return Err(ToolError::InvalidInput(format!(
-            "'{requested}' does not name a file"
-        )));
-    };
-    let parent_rel = rel.parent().unwrap_or(Path::new(""));
-    let parent = if parent_rel.as_os_str().is_empty() {
-        workspace.to_path_buf()
-    } else {
-        resolve_existing(workspace, &parent_rel.to_string_lossy()).map_err(|e| match e {
-            ToolError::PathEscapes(_) => ToolError::PathEscapes(requested.to_owned()),
-            other => other,
-        })?
-    };
-    if !parent.starts_with(workspace) {
-        return Err(ToolError::PathEscapes(requested.to_owned()));
-    }
-    let target = parent.join(file_name);
-    if std::fs::symlink_metadata(&target).is_ok() {
-        // Existing entry: follow it (a symlink pointing out is refused).
-        let canonical = target.canonicalize().map_err(|_| {
-            // A dangling symlink: refuse rather than create its target.
-            ToolError::PathEscapes(requested.to_owned())
-        })?;
-        if !canonical.starts_with(workspace) {
-            return Err(ToolError::PathEscapes(requested.to_owned()));
-        }
-        return Ok(canonical);
-    }
-    Ok(target)
-}
 
 fn str_field<'a>(input: &'a Value, field: &str) -> Result<&'a str, ToolError> {
     input
@@ -77,15 +21,19 @@ fn str_field<'a>(input: &'a Value, field: &str) -> Result<&'a str, ToolError> {
         .ok_or_else(|| ToolError::InvalidInput(format!("missing string field '{field}'")))
 }
 
-fn io_err(op: &'static str, path: &str, e: std::io::Error) -> ToolError {
-    ToolError::Io {
-        op,
-        path: path.to_owned(),
-        message: e.to_string(),
-    }
+/// Runs blocking file work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(ToolError::Failed(format!("file tool task failed: {e}"))))
 }
 
-/// `read_file {path}` → the file's text.
+/// `read_file {path}` → the file's text: at most the tool output cap
+/// ([`crate::ProcessLimits::max_output_bytes`]) is read; a larger file
+/// answers its first bytes followed by
+/// `…[truncated: SIZE bytes; read_file reads the first N]`.
 #[derive(Debug)]
 pub struct ReadFile;
 
@@ -101,11 +49,22 @@ impl Tool for ReadFile {
     }
 
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
-        let path = str_field(&input, "path")?;
-        let resolved = resolve_existing(&ctx.workspace, path)?;
-        let text = tokio::fs::read_to_string(&resolved)
-            .await
-            .map_err(|e| io_err("read", path, e))?;
+        let path = str_field(&input, "path")?.to_owned();
+        let ws = ctx.workspace.clone();
+        let cap = ctx
+            .limits
+            .max_output_bytes
+            .saturating_sub(crate::bounded::MARKER_RESERVE)
+            .max(1);
+        let read = blocking(move || crate::confined::read_text(&ws, &path, cap)).await?;
+        let mut text = read.text;
+        if read.truncated {
+            text.push_str(&format!(
+                "…[truncated: {} bytes; read_file reads the first {}]",
+                read.size,
+                text.len()
+            ));
+        }
         Ok(Value::String(text))
     }
 }
@@ -130,7 +89,7 @@ impl Tool for WriteFile {
     }
 
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
-        let path = str_field(&input, "path")?;
+        let path = str_field(&input, "path")?.to_owned();
         // A single-reference template may have rendered a number or an
         // object; write its text form rather than refusing it.
         let content = match input.get("content") {
@@ -140,11 +99,10 @@ impl Tool for WriteFile {
             }
             Some(other) => crate::template::value_to_text(other),
         };
-        let resolved = resolve_for_write(&ctx.workspace, path)?;
-        tokio::fs::write(&resolved, &content)
-            .await
-            .map_err(|e| io_err("write", path, e))?;
-        Ok(json!({ "bytes": content.len() }))
+        let bytes = content.len();
+        let ws = ctx.workspace.clone();
+        blocking(move || crate::confined::write_text(&ws, &path, content.as_bytes())).await?;
+        Ok(json!({ "bytes": bytes }))
     }
 }
 
@@ -163,24 +121,13 @@ impl Tool for ListDir {
     }
 
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
-        let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
-        let resolved = resolve_existing(&ctx.workspace, path)?;
-        let mut entries = tokio::fs::read_dir(&resolved)
-            .await
-            .map_err(|e| io_err("list", path, e))?;
-        let mut names = Vec::new();
-        while let Some(entry) = entries
-            .next_entry()
-            .await
-            .map_err(|e| io_err("list", path, e))?
-        {
-            let mut name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type().await.map(|t| t.is_dir()).unwrap_or(false) {
-                name.push('/');
-            }
-            names.push(name);
-        }
-        names.sort();
+        let path = input
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or(".")
+            .to_owned();
+        let ws = ctx.workspace.clone();
+        let names = blocking(move || crate::confined::list(&ws, &path)).await?;
         Ok(json!(names))
     }
 }
@@ -188,9 +135,10 @@ impl Tool for ListDir {
 /// The builtin tool that runs shell commands.
 pub const SHELL_TOOL: &str = "run_command";
 
-/// `run_command {command}` → `{stdout, stderr, exit_code}`; a string runs
-/// with `sh -c`, a list of strings as an argv without a shell, in the
-/// workspace; a non-zero exit is an error that keeps the output.
+/// `run_command {command, env?}` → `{stdout, stderr, exit_code}`; a string
+/// runs with `/bin/sh -c`, a list of strings as an argv without a shell, in
+/// the workspace, with `env` (names to strings) added to its environment;
+/// a non-zero exit is an error that keeps the output.
 #[derive(Debug)]
 pub struct RunCommand;
 
@@ -199,22 +147,43 @@ impl Tool for RunCommand {
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
-            "properties": {"command": {
-                "description": "A shell command (sh -c) or a program and its arguments (no shell).",
-                "anyOf": [
-                    {"type": "string"},
-                    {"type": "array", "items": {"type": "string"}, "minItems": 1}
-                ]
-            }},
+            "properties": {
+                "command": {
+                    "description": "A shell command (/bin/sh -c) or a program and its arguments (no shell).",
+                    "anyOf": [
+                        {"type": "string"},
+                        {"type": "array", "items": {"type": "string"}, "minItems": 1}
+                    ]
+                },
+                "env": {
+                    "description": "Environment variables added to the command's process (a script reads them as \"$NAME\").",
+                    "type": "object",
+                    "additionalProperties": {"type": "string"}
+                }
+            },
             "required": ["command"],
             "additionalProperties": false
         })
     }
 
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
+        let env = match input.get("env") {
+            None | Some(Value::Null) => Vec::new(),
+            // A single-reference template may have rendered a number or an
+            // object: its text form is the variable's value.
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| (k.clone(), crate::template::value_to_text(v)))
+                .collect(),
+            Some(_) => {
+                return Err(ToolError::InvalidInput(
+                    "'env' must be an object of strings".into(),
+                ));
+            }
+        };
         let out = match input.get("command") {
             Some(Value::String(command)) => {
-                run_shell_with(command, &ctx.workspace, &ctx.cancel, ctx.limits).await?
+                run_shell_env(command, &env, &ctx.workspace, &ctx.cancel, ctx.limits).await?
             }
             Some(Value::Array(items)) => {
                 let argv = items
@@ -224,7 +193,7 @@ impl Tool for RunCommand {
                     .ok_or_else(|| {
                         ToolError::InvalidInput("'command' list must hold strings".into())
                     })?;
-                run_argv_with(&argv, &ctx.workspace, &ctx.cancel, ctx.limits).await?
+                run_argv_env(&argv, &env, &ctx.workspace, &ctx.cancel, ctx.limits).await?
             }
             _ => {
                 return Err(ToolError::InvalidInput(
@@ -245,55 +214,5 @@ impl Tool for RunCommand {
                 output: value,
             })
         }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn path_checks() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().canonicalize().unwrap();
-        std::fs::write(ws.join("a.txt"), "x").unwrap();
-        std::fs::create_dir(ws.join("sub")).unwrap();
-        assert!(resolve_existing(&ws, "a.txt").is_ok());
-        assert!(resolve_existing(&ws, "sub/../a.txt").is_ok());
-        assert_eq!(
-            resolve_existing(&ws, "../").unwrap_err(),
-            ToolError::PathEscapes("../".into())
-        );
-        assert!(matches!(
-            resolve_existing(&ws, "/etc/hostname"),
-            Err(ToolError::PathEscapes(_) | ToolError::Io { .. })
-        ));
-        assert!(resolve_for_write(&ws, "new.txt").is_ok());
-        assert!(resolve_for_write(&ws, "sub/new.txt").is_ok());
-        assert!(matches!(
-            resolve_for_write(&ws, "../out.txt"),
-            Err(ToolError::InvalidInput(_) | ToolError::PathEscapes(_))
-        ));
-        assert!(matches!(
-            resolve_for_write(&ws, "sub/.."),
-            Err(ToolError::InvalidInput(_))
-        ));
-        std::os::unix::fs::symlink("/tmp", ws.join("out")).unwrap();
-        assert_eq!(
-            resolve_for_write(&ws, "out/x").unwrap_err(),
-            ToolError::PathEscapes("out/x".into())
-        );
-        std::os::unix::fs::symlink("/etc/hostname", ws.join("link")).unwrap();
-        assert_eq!(
-            resolve_for_write(&ws, "link").unwrap_err(),
-            ToolError::PathEscapes("link".into())
-        );
-        assert_eq!(
-            resolve_existing(&ws, "link").unwrap_err(),
-            ToolError::PathEscapes("link".into())
-        );
-        std::os::unix::fs::symlink(ws.join("nowhere"), ws.join("dangling")).unwrap();
-        assert!(resolve_for_write(&ws, "dangling").is_err());
     }
 }

@@ -37,7 +37,7 @@
 //! environment sets the count). A stream cut mid-way is not retried (part of the
 //! answer may already be recorded): it fails the step.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -233,6 +233,8 @@ impl AgentRunner for HttpAgentRunner {
             .clone()
             .unwrap_or_else(|| self.default_model.clone());
         let mut messages = Vec::new();
+        // Call ids the model used in earlier turns (and this one).
+        let mut seen_ids = HashSet::new();
         if !request.system_prompt.is_empty() {
             messages.push(json!({"role": "system", "content": request.system_prompt}));
         }
@@ -278,12 +280,13 @@ impl AgentRunner for HttpAgentRunner {
                     .iter()
                     .map(|r| format!("the model refused: {r}")),
             );
-            let Some(turn) = reply.turn else {
+            let Some(mut turn) = reply.turn else {
                 return Err(AgentError(match reply.refusals.first() {
                     Some(r) => format!("POST {url}: the model refused without an answer: {r}"),
                     None => format!("POST {url}: the answer holds no message"),
                 }));
             };
+            distinct_call_ids(&mut turn, &mut seen_ids);
             let (text, calls) = text_and_calls(&turn);
             // Causal order: the turn that asked for the tools, then the calls.
             seam.assistant(turn).await;
@@ -324,6 +327,26 @@ impl AgentRunner for HttpAgentRunner {
         Err(AgentError(format!(
             "turn limit of {max_turns} reached without a final answer"
         )))
+    }
+}
+
+/// Gives every tool call of the run a distinct id (#28): a model reusing an
+/// id (`dup` for a read, then `dup` for a write; twice in one turn; after a
+/// refused call) gets `dup~2`, `dup~3`, … in the recorded turn, the tool
+/// events and the conversation sent back, so each executed call is recorded
+/// under its own id and blocks and events still pair.
+fn distinct_call_ids(turn: &mut MessagePayload, seen: &mut HashSet<String>) {
+    for block in &mut turn.blocks {
+        if let BlockBody::ToolUse { tool_id, .. } = &mut block.body {
+            if seen.contains(tool_id.as_str()) {
+                let mut n = 2u64;
+                while seen.contains(&format!("{tool_id}~{n}")) {
+                    n += 1;
+                }
+                *tool_id = format!("{tool_id}~{n}");
+            }
+            seen.insert(tool_id.clone());
+        }
     }
 }
 

@@ -20,7 +20,7 @@
 //! | kind | does | `result` on `step.completed` |
 //! |---|---|---|
 //! | `agent` | runs an agent: a CLI subprocess ([`CliAgentRunner`]; without `command:` the `claude`, `codex` and `gemini` presets run the real CLIs, [`preset`]), the OpenAI-compatible HTTP tool loop ([`HttpAgentRunner`]) or any registered [`AgentRunner`] | the final answer text; `{"output", "warnings"}` when the provider reported errors the agent survived ([`AgentReply::warnings`]) |
-//! | `command` | a string: `sh -c` in the workspace, values shell-quoted; a list: the argv, no shell | `{"command", "stdout", "exit_code"}` (`command`: the resolved line, or the argv list) |
+//! | `command` | a string: shell source run by `/bin/sh -c` in the workspace, values through `env:` only; a list: the argv, no shell | `{"command", "env"?, "stdout", "exit_code"}` (`command`: the source, or the rendered argv list; `env`: the rendered variables, when the step has some) |
 //! | `operation` | one tool call through the [`ToolRouter`] | the tool's output |
 //! | `terminal` | ends the run with success or failure and a message | `{"status", "message"}` |
 //! | `parallel` | branches (each a step), `all_succeed` or `first_success` | `{"branches": {branch: status}}` (outputs are in the branches' own events) |
@@ -47,8 +47,8 @@
 //! `{{steps.build.exit_code}}`, `{{steps.build.error}}`, `{{loop.item}}`,
 //! `{{loop.item.field}}`, `{{loop.index}}`) are parsed and checked before a
 //! run: an unknown kind, a reference to an undeclared input or to a step
-//! that has not run at that point, a malformed template, a reference where
-//! a string command cannot quote it, a duplicate name or a `call_workflow`
+//! that has not run at that point, a malformed template, a value spliced
+//! into shell source (see [Template sinks](#template-sinks)), a duplicate name or a `call_workflow`
 //! cycle is a [`WorkflowError`] naming file, step path and reason, and
 //! nothing is emitted. Literal braces: a lone `}}` is text,
 //! `{{ "{{" }}` writes `{{`, and `{% raw %}…{% endraw %}` keeps a block
@@ -82,7 +82,11 @@
 //!   provider, model and usage (decisions 10, 11); agent-reported tool calls
 //!   at fidelity `agent_emitted`. Each call id gets one `tool.call` and one
 //!   `tool.result`, whichever of the router and the agent's report comes
-//!   first.
+//!   first, and **every executed call is recorded** (#28): a provider id
+//!   that already ran (or was refused, or whose result a report already
+//!   gave) is recorded under `<id>~2`, `<id>~3`, …, so a model reusing an
+//!   id never runs a tool unrecorded; the HTTP agent renames such ids in
+//!   the recorded turn too, so `tool_use` blocks and tool events pair.
 //! * Call ids of agent steps are unique per run file: the provider's id is
 //!   recorded as `<path>#<iteration>/<id>` (`agents.review#0/item_1`, with
 //!   `~<n>` after the iteration when the same path and iteration ran
@@ -153,10 +157,14 @@
 //! # Tools and plugins
 //!
 //! Builtins `read_file`, `write_file`, `list_dir` and `run_command` work in
-//! the service's workspace directory; file paths are resolved and
-//! canonicalized and anything outside the workspace, symlinks pointing out
-//! included, is refused ([`ToolError::PathEscapes`], the same answer as for
-//! a path that does not exist). Every tool declares the JSON Schema of its
+//! the service's workspace directory; file paths are resolved by the kernel
+//! beneath the workspace (`openat2` with `RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS`, [`confined`]): anything outside, any symlink and
+//! any absolute path is refused ([`ToolError::PathEscapes`], the same answer
+//! as for a path that does not exist); FIFOs, devices and sockets
+//! ([`ToolError::NotRegular`]) and files with more than one hard link
+//! ([`ToolError::HardLinked`]) are refused without being opened for I/O;
+//! `read_file` reads at most its cap. Every tool declares the JSON Schema of its
 //! input ([`Tool::parameters`]), which the HTTP agent offers to the model. Plugins are Rust
 //! [`Plugin`]s or external processes spoken to over NDJSON on stdio
 //! ([`ExternalPlugin`]; the protocol is documented in [`plugin`]).
@@ -174,14 +182,24 @@
 //!   conditions find their `==` / `!=` in the condition's own text, so data
 //!   containing an operator is only ever compared
 //!   ([`template::Condition`]).
-//! * Commands: the list form of `command:` (and a list `run_command`
-//!   input) runs the program with each rendered element as one argument,
-//!   no shell. In the string form every value is shell-quoted for where it
-//!   lands ([`shell`]), and places where no quoting is safe are refused
-//!   before the run; `{{ x | raw }}` is the author's explicit, visible
-//!   statement that a value is shell code. Quoting protects one shell
-//!   level: a command that hands arguments to another interpreter
-//!   (`sh -c`, `eval`, `ssh`, `python -c`) re-reads them as code.
+//! * Commands: **no value is ever spliced into shell source** (#28). The
+//!   string form of `command:` (and a string `run_command` input) is the
+//!   author's shell source, run by `/bin/sh -c` (by absolute path, never a
+//!   `sh` looked up on `PATH`); a `{{…}}` in it is refused when the
+//!   workflow loads, naming the step and showing the fix, unless it is
+//!   `{{ x | raw }}`, the author vouching for that value as shell code.
+//!   Values reach a shell through the step's `env:` (the script says
+//!   `"$NAME"`), the way GitHub Actions' hardening guide has `run:` scripts
+//!   use an intermediate environment variable; the list form runs the
+//!   program with each rendered element as one argument, no shell, never
+//!   split. No shell grammar is re-implemented here to quote data.
+//!   What a script does with a variable is its own: `eval "$X"`,
+//!   `sh -c "$X"`, `python -c "$X"` run it, and **bash** evaluates a
+//!   variable used as a number (`[[ $N -eq 1 ]]`, `(( N ))`, `$(( N ))`,
+//!   `declare -i`, array subscripts) as an arithmetic expression whose
+//!   `a[$(cmd)]` runs `cmd`: check a value is a number (`case $N in
+//!   ''|*[!0-9]*) exit 1;; esac`) before bash does arithmetic with it.
+//!   (`/bin/sh` as dash does no such thing: it refuses a non-number.)
 //! * Tools: an agent reaches only the router tools its step lists in
 //!   `tools:`; a call to any other (unknown names included) is recorded as
 //!   `tool.call` plus an error `tool.result` and never runs
@@ -190,12 +208,36 @@
 //!   would give one.
 //! * Files: the file tools stay inside the workspace and answer a missing
 //!   path and one outside the workspace alike, so a model cannot probe what
-//!   exists elsewhere. The confinement protects against a model steering a
-//!   tool call elsewhere, not against a hostile local user racing the check
-//!   (there is a window between resolving a path and opening it).
+//!   exists elsewhere. The kernel does the confinement during the open
+//!   itself ([`confined`]), so a concurrent swap of a file and a symlink
+//!   (another branch, a command, a local user) has no window to exploit; a
+//!   hard link (another name for a file that may lie outside) is refused.
 //!
 //! Prompts, tool inputs and outputs are recorded verbatim; masking is the
 //! recorder's opt-in `EventMask` stage.
+//!
+//! # Template sinks
+//!
+//! Every place a `{{…}}` value can go, and what becomes of it (a value is
+//! inserted as text exactly once and never parsed again, except where
+//! noted):
+//!
+//! | sink | what the value becomes |
+//! |---|---|
+//! | `command:` string (shell source) | nothing: refused at load unless `\| raw` (the author's own shell code, inserted verbatim) |
+//! | `command:` list (argv) | one argument per element, never split, no shell |
+//! | `env:` of a `command` step, `env` input of `run_command` | one environment variable's value (name: `[A-Za-z_][A-Za-z0-9_]*`; never `PATH`, `IFS`, `ENV`, `BASH_ENV`, `LD_*`, … which a shell or the loader interprets); a NUL byte fails the step |
+//! | `run_command` `command` string (operation input) | as a `command:` string: refused at load unless `\| raw` |
+//! | `run_command` `command` list | as a `command:` list |
+//! | other tool inputs (`operation` `input:` string leaves) | JSON string values handed to the tool; a single-reference leaf keeps the value's JSON type |
+//! | file paths (`read_file`/`write_file`/`list_dir` `path`) | a path the tool resolves beneath the workspace, refused outside it |
+//! | `while` condition | compared as data: the `==`/`!=` operator is found in the condition's own text before rendering ([`Condition`]) |
+//! | `for_each` `items:` template | a JSON array when the text parses as one, else lines; items are data for the body |
+//! | agent `prompt` / `system_prompt` | the message text (`message.user`), and for a CLI preset one argv element that stays a prompt even when it starts with `-` ([`preset`]) |
+//! | agent `command:` (argv) and `env:` | argv elements and environment values, as for a `command` list and `env:` |
+//! | `call_workflow` `inputs:` | the child's input values |
+//! | custom step `with:` | parameters handed to Rust code |
+//! | `terminal` `message:`, `outputs:` | text in the transcript and the run's result |
 //!
 //! # Versioning
 //!
@@ -214,6 +256,7 @@ pub mod bounded;
 pub mod builtins;
 pub mod cli_agent;
 pub mod condition;
+pub mod confined;
 pub mod custom;
 pub mod emit;
 pub mod http_agent;
@@ -221,7 +264,6 @@ pub mod plugin;
 pub mod preset;
 pub mod process;
 pub mod service;
-pub mod shell;
 pub mod template;
 pub mod tools;
 pub mod workflow;
@@ -234,7 +276,7 @@ pub use cli_agent::CliAgentRunner;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
 pub use http_agent::{HttpAgentRunner, RetryPolicy};
-pub use plugin::{ExternalPlugin, start_declared_plugins};
+pub use plugin::{ExternalPlugin, PluginLimits, start_declared_plugins};
 pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};

@@ -25,22 +25,65 @@
 //! inherited. A plugin that exits or writes a line that is not JSON fails
 //! the call in flight with [`ToolError::Plugin`]; nothing of the plugin is
 //! changed to capture its calls: the router records them at its seam.
+//!
+//! # Limits (#28)
+//!
+//! * `describe` must announce `"protocol": 1` ([`PROTOCOL_VERSION`]); a
+//!   plugin announcing another version, or none, is refused at start.
+//! * The `describe` handshake has a deadline
+//!   ([`PluginLimits::describe_timeout`], default 10 s): a plugin that
+//!   never answers is killed and refused, rather than hanging the run
+//!   before it starts.
+//! * A line from the plugin is read up to [`PluginLimits::max_line_bytes`]
+//!   (default 16 MiB, [`DEFAULT_MAX_LINE_BYTES`]): a longer one fails the
+//!   call in flight without being buffered whole, and the plugin is then
+//!   unusable (its stream is out of step): every later call fails at once
+//!   with the same reason.
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
 
 use crate::tools::{Plugin, ToolContext, ToolError};
 
+/// The protocol version this runner speaks; `describe` must announce it.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// Default cap of one line from a plugin (16 MiB).
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Bounds on what a plugin may make the runner wait for or buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PluginLimits {
+    /// How long `describe` may take (default 10 s).
+    pub describe_timeout: Duration,
+    /// Longest line read from the plugin, newline excluded (default 16 MiB).
+    pub max_line_bytes: usize,
+}
+
+impl Default for PluginLimits {
+    fn default() -> Self {
+        Self {
+            describe_timeout: Duration::from_secs(10),
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+}
+
 struct Io {
     stdin: ChildStdin,
-    stdout: Lines<BufReader<ChildStdout>>,
+    stdout: BufReader<ChildStdout>,
     next_id: u64,
+    max_line_bytes: usize,
+    /// Set once the stream is out of step (an over-long line): every later
+    /// call fails with it.
+    broken: Option<String>,
     _child: Child,
 }
 
@@ -62,8 +105,18 @@ impl std::fmt::Debug for ExternalPlugin {
 }
 
 impl ExternalPlugin {
-    /// Starts `argv` in `cwd` and asks it to describe itself.
+    /// Starts `argv` in `cwd` and asks it to describe itself (default
+    /// [`PluginLimits`]).
     pub async fn start(argv: &[String], cwd: Option<PathBuf>) -> Result<Self, ToolError> {
+        Self::start_with(argv, cwd, PluginLimits::default()).await
+    }
+
+    /// [`ExternalPlugin::start`] with explicit limits.
+    pub async fn start_with(
+        argv: &[String],
+        cwd: Option<PathBuf>,
+        limits: PluginLimits,
+    ) -> Result<Self, ToolError> {
         let shown = argv.join(" ");
         let err = |message: String| ToolError::Plugin {
             plugin: shown.clone(),
@@ -92,11 +145,37 @@ impl ExternalPlugin {
             .ok_or_else(|| err("no stdout pipe".into()))?;
         let mut io = Io {
             stdin,
-            stdout: BufReader::new(stdout).lines(),
+            stdout: BufReader::new(stdout),
             next_id: 0,
+            max_line_bytes: limits.max_line_bytes,
+            broken: None,
             _child: child,
         };
-        let described = exchange(&mut io, &shown, json!({"method": "describe"})).await?;
+        // A plugin that never answers is dropped (and so killed) here.
+        let described = tokio::time::timeout(
+            limits.describe_timeout,
+            exchange(&mut io, &shown, json!({"method": "describe"})),
+        )
+        .await
+        .map_err(|_| {
+            err(format!(
+                "describe: no answer within {:?}",
+                limits.describe_timeout
+            ))
+        })??;
+        match described.get("protocol").and_then(Value::as_u64) {
+            Some(PROTOCOL_VERSION) => {}
+            Some(other) => {
+                return Err(err(format!(
+                    "describe: protocol {other} announced; this runner speaks protocol {PROTOCOL_VERSION}"
+                )));
+            }
+            None => {
+                return Err(err(format!(
+                    "describe: no 'protocol' announced; this runner speaks protocol {PROTOCOL_VERSION}"
+                )));
+            }
+        }
         let name = described
             .get("name")
             .and_then(Value::as_str)
@@ -130,6 +209,9 @@ async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value
         plugin: plugin.to_owned(),
         message,
     };
+    if let Some(why) = &io.broken {
+        return Err(err(why.clone()));
+    }
     io.next_id += 1;
     let id = io.next_id;
     if let Some(obj) = request.as_object_mut() {
@@ -146,12 +228,21 @@ async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value
         .await
         .map_err(|e| err(format!("flush failed: {e}")))?;
     loop {
-        let line = io
-            .stdout
-            .next_line()
+        let line = read_line(io)
             .await
-            .map_err(|e| err(format!("read failed: {e}")))?
-            .ok_or_else(|| err("plugin exited".into()))?;
+            .map_err(|e| err(format!("read failed: {e}")))?;
+        let line = match line {
+            Line::End => return Err(err("plugin exited".into())),
+            Line::TooLong => {
+                let why = format!(
+                    "a response line exceeds {} bytes (the plugin line cap)",
+                    io.max_line_bytes
+                );
+                io.broken = Some(why.clone());
+                return Err(err(why));
+            }
+            Line::Text(l) => l,
+        };
         if line.trim().is_empty() {
             continue;
         }
@@ -171,6 +262,35 @@ async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value
         }
         return Ok(v.get("result").cloned().unwrap_or(Value::Null));
     }
+}
+
+enum Line {
+    Text(String),
+    TooLong,
+    End,
+}
+
+/// One line (newline excluded) of at most the cap, read without buffering
+/// more than the cap plus one byte.
+async fn read_line(io: &mut Io) -> std::io::Result<Line> {
+    let mut buf = Vec::new();
+    let cap = io.max_line_bytes;
+    let n = (&mut io.stdout)
+        .take(cap as u64 + 2)
+        .read_until(b'\n', &mut buf)
+        .await?;
+    if n == 0 {
+        return Ok(Line::End);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > cap {
+        return Ok(Line::TooLong);
+    }
+    if buf.len() > cap {
+        return Ok(Line::TooLong);
+    }
+    Ok(Line::Text(String::from_utf8_lossy(&buf).into_owned()))
 }
 
 #[async_trait]

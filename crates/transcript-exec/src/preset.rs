@@ -35,20 +35,26 @@
 //! | `write_file` | `Write`, `Edit` | `--sandbox workspace-write` | `write_file`, `replace` |
 //! | `run_command` | `Bash` | `--dangerously-bypass-approvals-and-sandbox` | `run_shell_command` |
 //!
-//! - **claude**: `claude -p PROMPT --output-format stream-json --verbose
-//!   [--model M] [--max-turns N] [--append-system-prompt S]
-//!   [--allowedTools T1,T2]`. The system prompt is appended to Claude
+//! - **claude**: `claude -p --output-format stream-json --verbose
+//!   [--model=M] [--max-turns=N] [--append-system-prompt=S]
+//!   [--allowedTools=T1,T2] -- PROMPT`. The system prompt is appended to Claude
 //!   Code's own (which tells the model how to use its tools).
-//! - **codex**: `codex exec --json --skip-git-repo-check [--model M]
+//! - **codex**: `codex exec --json --skip-git-repo-check [--model=M]
 //!   [-c developer_instructions=S] (--sandbox MODE |
-//!   --dangerously-bypass-approvals-and-sandbox) PROMPT`, stdin closed. Codex
+//!   --dangerously-bypass-approvals-and-sandbox) -- PROMPT`, stdin closed. Codex
 //!   has no per-tool list: the most permissive tool listed picks the
 //!   sandbox (table above); names it cannot map are an error.
-//! - **gemini**: `gemini --output-format stream-json --skip-trust [--model M]
-//!   [--allowed-tools=T1 --allowed-tools=T2 ...] --prompt PROMPT`, where the system
+//! - **gemini**: `gemini --output-format stream-json --skip-trust [--model=M]
+//!   [--allowed-tools=T1 --allowed-tools=T2 ...] --prompt=PROMPT`, where the system
 //!   prompt, when given, is put before the prompt (`S\n\nPROMPT`): Gemini
 //!   CLI has no flag for it (`GEMINI_SYSTEM_MD` would replace its whole
 //!   system prompt, tool instructions included).
+//!
+//! Templated values (prompt, system prompt, model) are always one argv
+//! element that no CLI reads as an option, even when they start with `-`:
+//! after `--` (Claude Code's and Codex's positional prompt) or after `=`
+//! (every option value). Checked against the real CLIs' parsers:
+//! `crates/transcript-cli/tests/adversarial_prompts.rs`.
 //!
 //! Codex and Gemini CLI have no turn-limit flag: `max_turns` on those
 //! presets is refused when the workflow is validated.
@@ -215,25 +221,28 @@ impl Preset {
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| (*s).to_owned()));
         match self {
             Preset::Claude => {
-                push(&["-p", &request.prompt]);
-                push(&["--output-format", "stream-json", "--verbose"]);
+                // `-p` is Claude Code's `--print` switch; the prompt is its
+                // positional argument, after `--` so a prompt starting with
+                // `-` stays a prompt. Values of options go after `=`.
+                push(&["-p", "--output-format", "stream-json", "--verbose"]);
                 if let Some(m) = &request.model {
-                    push(&["--model", m]);
+                    push(&[&format!("--model={m}")]);
                 }
                 if let Some(n) = request.max_turns {
-                    push(&["--max-turns", &n.to_string()]);
+                    push(&[&format!("--max-turns={n}")]);
                 }
                 if let Some(s) = system {
-                    push(&["--append-system-prompt", s]);
+                    push(&[&format!("--append-system-prompt={s}")]);
                 }
                 if !tools.is_empty() {
-                    push(&["--allowedTools", &tools.join(",")]);
+                    push(&[&format!("--allowedTools={}", tools.join(","))]);
                 }
+                push(&["--", &request.prompt]);
             }
             Preset::Codex => {
                 push(&["exec", "--json", "--skip-git-repo-check"]);
                 if let Some(m) = &request.model {
-                    push(&["--model", m]);
+                    push(&[&format!("--model={m}")]);
                 }
                 if let Some(s) = system {
                     // `-c` parses a TOML value; a quoted string is always one.
@@ -247,7 +256,7 @@ impl Preset {
             Preset::Gemini => {
                 push(&["--output-format", "stream-json", "--skip-trust"]);
                 if let Some(m) = &request.model {
-                    push(&["--model", m]);
+                    push(&[&format!("--model={m}")]);
                 }
                 // One `--allowed-tools=NAME` each: the option takes an array, and a
                 // separate value list would swallow what follows it.
@@ -258,7 +267,9 @@ impl Preset {
                     Some(s) => format!("{s}\n\n{}", request.prompt),
                     None => request.prompt.clone(),
                 };
-                push(&["--prompt", &prompt]);
+                // `--prompt=` (yargs): a prompt starting with `-` stays the
+                // option's value (`--prompt -x` would read `-x` as a flag).
+                push(&[&format!("--prompt={prompt}")]);
             }
         }
         Ok(a)
@@ -366,10 +377,11 @@ mod tests {
             Preset::Claude.args(&r).unwrap(),
             strs(&[
                 "-p",
-                "Read notes.txt",
                 "--output-format",
                 "stream-json",
-                "--verbose"
+                "--verbose",
+                "--",
+                "Read notes.txt"
             ])
         );
         r.model = Some("claude-sonnet-4-5".into());
@@ -380,18 +392,15 @@ mod tests {
             Preset::Claude.args(&r).unwrap(),
             strs(&[
                 "-p",
-                "Read notes.txt",
                 "--output-format",
                 "stream-json",
                 "--verbose",
-                "--model",
-                "claude-sonnet-4-5",
-                "--max-turns",
-                "3",
-                "--append-system-prompt",
-                "Be terse.",
-                "--allowedTools",
-                "Read,Bash,Write,Edit,Grep"
+                "--model=claude-sonnet-4-5",
+                "--max-turns=3",
+                "--append-system-prompt=Be terse.",
+                "--allowedTools=Read,Bash,Write,Edit,Grep",
+                "--",
+                "Read notes.txt"
             ])
         );
     }
@@ -420,8 +429,7 @@ mod tests {
                 "exec",
                 "--json",
                 "--skip-git-repo-check",
-                "--model",
-                "gpt-5-codex",
+                "--model=gpt-5-codex",
                 "-c",
                 "developer_instructions=\"Say \\\"hi\\\"\\nfirst\"",
                 "--sandbox",
@@ -451,15 +459,42 @@ mod tests {
                 "--output-format",
                 "stream-json",
                 "--skip-trust",
-                "--model",
-                "gemini-2.5-pro",
+                "--model=gemini-2.5-pro",
                 "--allowed-tools=read_file",
                 "--allowed-tools=run_shell_command",
                 "--allowed-tools=google_web_search",
-                "--prompt",
-                "Be terse.\n\nRead notes.txt"
+                "--prompt=Be terse.\n\nRead notes.txt"
             ])
         );
+    }
+
+    #[test]
+    fn a_prompt_starting_with_a_dash_is_never_an_option() {
+        for preset in [Preset::Claude, Preset::Codex, Preset::Gemini] {
+            let mut r = request("x");
+            r.prompt = "--version -p x".into();
+            r.system_prompt = "-s".into();
+            r.model = Some("-m".into());
+            let args = preset.args(&r).unwrap();
+            let dashdash = args.iter().position(|a| a == "--");
+            for (i, a) in args.iter().enumerate() {
+                // A value starting with '-' is never an element of its own before `--`
+                // (glued after an option's `=` it is that option's value).
+                let value = a.starts_with('-')
+                    && (a.contains("--version -p x") || a == "-s" || a == "-m")
+                    && !a.starts_with("--prompt=");
+                if value {
+                    assert!(
+                        dashdash.is_some_and(|d| i > d),
+                        "{preset:?}: {a:?} could be read as an option: {args:?}"
+                    );
+                }
+            }
+            assert!(
+                args.iter().any(|a| a.ends_with("--version -p x")),
+                "{preset:?}: {args:?}"
+            );
+        }
     }
 
     #[test]

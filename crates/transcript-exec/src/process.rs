@@ -196,7 +196,12 @@ pub fn own_group(cmd: &mut tokio::process::Command) -> &mut tokio::process::Comm
     cmd.process_group(0)
 }
 
-/// Runs `sh -c command` in `cwd` (default limits), ending its process
+/// The shell of string commands, by absolute path: never a `sh` looked up
+/// on `PATH` (a directory earlier on `PATH`, or a system whose `sh` is
+/// bash, would change what runs).
+pub const SHELL: &str = "/bin/sh";
+
+/// Runs `/bin/sh -c command` in `cwd` (default limits), ending its process
 /// group on cancellation.
 pub async fn run_shell(
     command: &str,
@@ -213,9 +218,37 @@ pub async fn run_shell_with(
     cancel: &CancellationToken,
     limits: ProcessLimits,
 ) -> Result<ShellOutput, ToolError> {
-    let mut cmd = tokio::process::Command::new("sh");
+    run_shell_env(command, &[], cwd, cancel, limits).await
+}
+
+/// [`run_shell_with`] with extra environment variables: how values reach a
+/// shell command as data (the script reads `"$NAME"`; the command text
+/// itself holds no value).
+pub async fn run_shell_env(
+    command: &str,
+    env: &[(String, String)],
+    cwd: &Path,
+    cancel: &CancellationToken,
+    limits: ProcessLimits,
+) -> Result<ShellOutput, ToolError> {
+    let mut cmd = tokio::process::Command::new(SHELL);
     cmd.arg("-c").arg(command);
-    run_process(cmd, "sh", cwd, cancel, limits).await
+    set_env(&mut cmd, env)?;
+    run_process(cmd, SHELL, cwd, cancel, limits).await
+}
+
+/// Adds `env` to `cmd`; a value holding a NUL byte (which no environment
+/// can carry) is refused rather than cut.
+fn set_env(cmd: &mut tokio::process::Command, env: &[(String, String)]) -> Result<(), ToolError> {
+    for (name, value) in env {
+        if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
+            return Err(ToolError::InvalidInput(format!(
+                "environment variable '{name}': a name without '=' and a value without NUL bytes"
+            )));
+        }
+        cmd.env(name, value);
+    }
+    Ok(())
 }
 
 /// Runs `argv` (program, then arguments) in `cwd` without a shell (default
@@ -237,6 +270,17 @@ pub async fn run_argv_with(
     cancel: &CancellationToken,
     limits: ProcessLimits,
 ) -> Result<ShellOutput, ToolError> {
+    run_argv_env(argv, &[], cwd, cancel, limits).await
+}
+
+/// [`run_argv_with`] with extra environment variables.
+pub async fn run_argv_env(
+    argv: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+    cancel: &CancellationToken,
+    limits: ProcessLimits,
+) -> Result<ShellOutput, ToolError> {
     let Some((program, args)) = argv.split_first().filter(|(p, _)| !p.is_empty()) else {
         return Err(ToolError::InvalidInput("empty command".into()));
     };
@@ -248,6 +292,7 @@ pub async fn run_argv_with(
     };
     let mut cmd = tokio::process::Command::new(resolved);
     cmd.args(args);
+    set_env(&mut cmd, env)?;
     run_process(cmd, program, cwd, cancel, limits).await
 }
 

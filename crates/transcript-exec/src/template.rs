@@ -10,10 +10,12 @@
 //! `{% raw %}…{% endraw %}` keeps a whole block verbatim (prompts about
 //! Jinja, Helm or Go templates).
 //!
-//! Filters: `{{ inputs.x | raw }}` opts a value out of shell quoting in the
-//! string form of `command:` ([`Template::render_shell`], see
-//! [`crate::shell`]); it is the author saying "this value is shell code".
-//! Everywhere else values are inserted as text and `raw` changes nothing.
+//! Filters: `{{ inputs.x | raw }}` is the only way a value enters the
+//! string form of `command:` (shell source, [`Template::check_shell_source`]);
+//! it is the author saying "I vouch for this value as shell code". Every
+//! other reference there is refused when the workflow loads: values reach a
+//! shell through the step's `env:` instead. Everywhere else values are
+//! inserted as text and `raw` changes nothing.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,7 +24,6 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 pub use crate::condition::{Condition, eval_condition};
-use crate::shell::{ShellContext, ShellLexer, quote};
 
 /// Why a template string is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -93,7 +94,8 @@ pub(crate) enum Segment {
     /// Literal text; `escaped` when it came from `{% raw %}` or a string
     /// literal (never read as a condition operator).
     Lit { text: String, escaped: bool },
-    /// A reference; `raw` when filtered with `| raw` (no shell quoting).
+    /// A reference; `raw` when filtered with `| raw` (the author vouching
+    /// for it as shell source).
     Ref { reference: Reference, raw: bool },
 }
 
@@ -190,56 +192,40 @@ impl Template {
         out
     }
 
-    /// Checks that every reference not marked `| raw` lands where
-    /// [`Template::render_shell`] can quote it.
-    pub fn check_shell(&self) -> Result<(), TemplateError> {
-        self.shell_walk(|_| None).map(|_| ())
-    }
-
-    /// Renders a shell command: each value not marked `| raw` is quoted for
-    /// where it lands (see [`crate::shell`]), so the shell reads it as data.
-    pub fn render_shell(&self, scope: &Scope) -> Result<String, TemplateError> {
-        self.shell_walk(|r| Some(value_to_text(&scope.lookup(r))))
-    }
-
-    fn shell_walk(
-        &self,
-        value_of: impl Fn(&Reference) -> Option<String>,
-    ) -> Result<String, TemplateError> {
-        let mut lexer = ShellLexer::default();
-        let mut out = String::new();
+    /// Checks that this template may become shell source: every reference
+    /// is marked `| raw` (the author vouching for it as shell code). A plain
+    /// `{{…}}` is refused with the fix: hand the value over through the
+    /// step's `env:` (the script reads `"$NAME"`) or the list form of
+    /// `command:` (argv, no shell). No value is ever quoted into shell
+    /// source: a shell's grammar is not re-implemented here.
+    pub fn check_shell_source(&self) -> Result<(), TemplateError> {
         for s in &self.segments {
-            match s {
-                Segment::Lit { text, .. } => {
-                    lexer.feed(text);
-                    out.push_str(text);
-                }
-                Segment::Ref { reference, raw } => {
-                    let value = value_of(reference).unwrap_or_default();
-                    if *raw {
-                        // The author's opt-out: the value is shell syntax
-                        // (and moves the lexer like literal text would).
-                        lexer.feed(&value);
-                        out.push_str(&value);
-                        continue;
-                    }
-                    let context = lexer.context();
-                    let quoted = quote(&value, context).ok_or_else(|| TemplateError {
-                        template: self.source_hint(),
-                        reason: format!(
-                            "'{{{{{reference}}}}}' is {} where no shell quoting is safe: use the list form of command (no shell) or '| raw' if the value is meant as shell code",
-                            match context {
-                                ShellContext::Unsafe(why) => why,
-                                _ => "",
-                            }
-                        ),
-                    })?;
-                    lexer.value();
-                    out.push_str(&quoted);
-                }
+            if let Segment::Ref {
+                reference,
+                raw: false,
+            } = s
+            {
+                let var = env_name_for(reference);
+                return Err(TemplateError {
+                    template: self.source_hint(),
+                    reason: format!(
+                        "'{{{{{reference}}}}}' would be spliced into shell source; hand the value over as data: \
+                         `env: {{ {var}: \"{{{{{reference}}}}}\" }}` and write \"${var}\" in the command, \
+                         or use the list form (`command: [prog, arg, \"{{{{{reference}}}}}\"]`, no shell); \
+                         '{{{{{reference} | raw}}}}' only if you vouch for the value as shell code"
+                    ),
+                });
             }
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// The shell source of a command: its literal text, with only `| raw`
+    /// values (the author's shell code) inserted. Any other reference is
+    /// refused, as [`Template::check_shell_source`] does at load.
+    pub fn render_shell_source(&self, scope: &Scope) -> Result<String, TemplateError> {
+        self.check_shell_source()?;
+        Ok(self.render(scope))
     }
 
     fn source_hint(&self) -> String {
@@ -362,6 +348,41 @@ fn parse_reference(inner: &str) -> Result<Reference, String> {
             "unknown reference '{inner}' (expected inputs.NAME, steps.NAME.output|exit_code|error, loop.item[.FIELD] or loop.index)"
         )),
     }
+}
+
+/// A suggested environment variable name for a reference
+/// (`inputs.who` -> `WHO`, `steps.build.output` -> `BUILD_OUTPUT`,
+/// `loop.item.id` -> `ITEM_ID`), for the fix shown in errors.
+pub fn env_name_for(reference: &Reference) -> String {
+    let raw = match reference {
+        Reference::Input(n) => n.clone(),
+        Reference::Step { step, field } => format!(
+            "{step}_{}",
+            match field {
+                StepField::Output => "output",
+                StepField::ExitCode => "exit_code",
+                StepField::Error => "error",
+            }
+        ),
+        Reference::LoopItem(path) if path.is_empty() => "item".to_owned(),
+        Reference::LoopItem(path) => format!("item_{}", path.join("_")),
+        Reference::LoopIndex => "index".to_owned(),
+        Reference::WorkflowDir => "workflow_dir".to_owned(),
+    };
+    let mut name: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, '_');
+    }
+    name
 }
 
 /// Text form of a value inside a rendered string.
@@ -660,40 +681,38 @@ mod tests {
     }
 
     #[test]
-    fn shell_rendering_quotes_values_for_their_context() {
+    fn shell_source_takes_no_value_but_raw_ones() {
         let payload = "x'; touch PWNED; echo '";
         let s = scope_with("x", json!(payload));
-        let shell = |t: &str| Template::parse(t).unwrap().render_shell(&s).unwrap();
+        for refused in [
+            "echo {{inputs.x}}",
+            "echo '{{inputs.x}}'",
+            "echo $(( {{inputs.x}} + 1 ))",
+            "echo \"{{ inputs.x }}\"",
+        ] {
+            let t = Template::parse(refused).unwrap();
+            let e = t.check_shell_source().unwrap_err();
+            assert!(e.reason.contains("env: { X: \"{{inputs.x}}\" }"), "{e}");
+            assert!(e.reason.contains("\"$X\""), "{e}");
+            assert!(e.reason.contains("list form"), "{e}");
+            assert!(t.render_shell_source(&s).is_err());
+        }
+        let raw = Template::parse("{{inputs.x | raw}}").unwrap();
+        assert_eq!(raw.render_shell_source(&s).unwrap(), payload);
+        let lit = Template::parse("echo {{ \"{{\" }} \"$X\"").unwrap();
+        assert_eq!(lit.render_shell_source(&s).unwrap(), "echo {{ \"$X\"");
         assert_eq!(
-            shell("echo {{inputs.x}}"),
-            r"echo 'x'\''; touch PWNED; echo '\'''"
+            env_name_for(&Reference::Step {
+                step: "build-2".into(),
+                field: StepField::Output
+            }),
+            "BUILD_2_OUTPUT"
         );
         assert_eq!(
-            shell("echo 'hi {{inputs.x}}'"),
-            r"echo 'hi x'\''; touch PWNED; echo '\'''"
+            env_name_for(&Reference::LoopItem(vec!["id".into()])),
+            "ITEM_ID"
         );
-        assert_eq!(
-            shell("echo \"hi {{inputs.x}}\""),
-            "echo \"hi x'; touch PWNED; echo '\""
-        );
-        assert_eq!(shell("{{inputs.x | raw}}"), payload);
-        let w = scope_with("x", json!("world"));
-        assert_eq!(
-            Template::parse("echo 'hello {{inputs.x}}'")
-                .unwrap()
-                .render_shell(&w)
-                .unwrap(),
-            "echo 'hello world'"
-        );
-        let bad = Template::parse("echo `{{inputs.x}}`").unwrap();
-        let e = bad.check_shell().unwrap_err();
-        assert!(e.reason.contains("list form"), "{e}");
-        assert!(
-            Template::parse("echo `{{inputs.x | raw}}`")
-                .unwrap()
-                .check_shell()
-                .is_ok()
-        );
+        assert_eq!(env_name_for(&Reference::Input("9x".into())), "_9X");
     }
 
     #[test]

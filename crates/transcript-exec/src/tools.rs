@@ -26,8 +26,7 @@ use crate::emit::Emitter;
 use crate::process::ProcessLimits;
 
 pub use crate::builtins::{
-    ListDir, ReadFile, RunCommand, SHELL_TOOL, ShellOutput, WriteFile, resolve_existing,
-    resolve_for_write, run_argv, run_shell,
+    ListDir, ReadFile, RunCommand, SHELL_TOOL, ShellOutput, WriteFile, run_argv, run_shell,
 };
 pub use crate::process::{run_argv_with, run_shell_with};
 
@@ -47,6 +46,27 @@ pub enum ToolError {
     /// outside the workspace.
     #[error("path '{0}' is outside the workspace or does not exist")]
     PathEscapes(String),
+    /// A file tool's path names something other than a regular file (a
+    /// FIFO, a device, a socket; a directory for read/write): refused
+    /// without opening it for I/O.
+    #[error("'{path}' is {kind}, not a regular file")]
+    NotRegular {
+        /// The path as given.
+        path: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// A file tool's path names a file with more than one hard link, which
+    /// may be a name for a file outside the workspace: refused.
+    #[error(
+        "'{path}' has {links} hard links: refused (a hard link may name a file outside the workspace)"
+    )]
+    HardLinked {
+        /// The path as given.
+        path: String,
+        /// Its link count.
+        links: u64,
+    },
     /// A file system operation failed.
     #[error("{op} '{path}': {message}")]
     Io {

@@ -257,6 +257,8 @@ enum Order {
     CallThenRoute,
     /// Report call and result, then route.
     ReportFirst,
+    /// Route the same id twice (a model reusing an id).
+    RouteTwice,
 }
 
 /// A runner that executes a tool through the router and also reports it as
@@ -292,6 +294,10 @@ impl AgentRunner for RoutingRunner {
                 report_result().await;
                 route().await?;
             }
+            Order::RouteTwice => {
+                route().await?;
+                route().await?;
+            }
         }
         // An agent-only call is recorded once even if reported twice.
         let other = transcript_domain::RawJson::from_value(&json!({})).unwrap();
@@ -310,11 +316,29 @@ impl AgentRunner for RoutingRunner {
 #[tokio::test]
 async fn router_executed_calls_are_not_double_counted_in_any_order() {
     use Fidelity::{AgentEmitted, Router};
-    // (order, fidelity of call_7's tool.call, of its tool.result)
-    for (order, call_fid, result_fid) in [
-        (Order::RouteFirst, Router, Router),
-        (Order::CallThenRoute, AgentEmitted, Router),
-        (Order::ReportFirst, AgentEmitted, AgentEmitted),
+    // (order, [(recorded id, fidelity of its tool.call, of its tool.result)]). Every execution
+    // is recorded (#28): when the report's result came first, or the id already ran, the
+    // execution gets its own id.
+    for (order, recorded) in [
+        (Order::RouteFirst, vec![("a#0/call_7", Router, Router)]),
+        (
+            Order::CallThenRoute,
+            vec![("a#0/call_7", AgentEmitted, Router)],
+        ),
+        (
+            Order::ReportFirst,
+            vec![
+                ("a#0/call_7", AgentEmitted, AgentEmitted),
+                ("a#0/call_7~2", Router, Router),
+            ],
+        ),
+        (
+            Order::RouteTwice,
+            vec![
+                ("a#0/call_7", Router, Router),
+                ("a#0/call_7~2", Router, Router),
+            ],
+        ),
     ] {
         let (_d, ws) = workspace();
         let factory = MemoryFactory::new();
@@ -354,22 +378,14 @@ async fn router_executed_calls_are_not_double_counted_in_any_order() {
                 })
                 .collect()
         };
-        assert_eq!(
-            pairs(EventType::ToolCall),
-            [
-                ("a#0/call_7".to_owned(), call_fid),
-                ("a#0/a1".to_owned(), AgentEmitted)
-            ],
-            "{order:?}"
-        );
-        assert_eq!(
-            pairs(EventType::ToolResult),
-            [
-                ("a#0/call_7".to_owned(), result_fid),
-                ("a#0/a1".to_owned(), AgentEmitted)
-            ],
-            "{order:?}"
-        );
+        let expect = |half: fn(&(&str, Fidelity, Fidelity)) -> Fidelity| {
+            let mut v: Vec<(String, Fidelity)> =
+                recorded.iter().map(|r| (r.0.to_owned(), half(r))).collect();
+            v.push(("a#0/a1".to_owned(), AgentEmitted));
+            v
+        };
+        assert_eq!(pairs(EventType::ToolCall), expect(|r| r.1), "{order:?}");
+        assert_eq!(pairs(EventType::ToolResult), expect(|r| r.2), "{order:?}");
     }
     let _ = Value::Null;
 }

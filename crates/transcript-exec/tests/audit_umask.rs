@@ -22,10 +22,10 @@ fn mode(p: &Path) -> u32 {
 fn failing_set() -> WorkflowSet {
     WorkflowSet::new(
         "w",
-        Workflow::new("w").input("token", None).step(Step::command(
-            "leak",
-            "echo \"token={{inputs.token}}\" >&2; exit 3",
-        )),
+        Workflow::new("w").input("token", None).step(
+            Step::command("leak", "echo \"token=$TOKEN\" >&2; exit 3")
+                .with_env("TOKEN", "{{inputs.token}}"),
+        ),
     )
 }
 

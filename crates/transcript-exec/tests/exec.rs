@@ -107,7 +107,7 @@ async fn kinds_fixture_runs_every_non_agent_kind_and_tree_matches() {
     let greet = step_completed(&events, "greet");
     assert_eq!(
         greet.result.as_ref().unwrap().to_value(),
-        json!({"command": "printf '%s world\\n' 'hello'", "stdout": "hello world\n", "exit_code": 0})
+        json!({"command": "printf '%s world\\n' \"$GREETING\"", "env": {"GREETING": "hello"}, "stdout": "hello world\n", "exit_code": 0})
     );
     // Custom step: its serialized return value.
     assert_eq!(
@@ -372,7 +372,7 @@ async fn failing_tool_is_recorded_and_the_workflow_decides() {
         .step(
             Step::operation("boom", "fail", json!({"message": "disk on fire"})).continue_on_error(),
         )
-        .step(Step::command("after", "echo 'saw: {{steps.boom.error}}'"));
+        .step(Step::command("after", "echo \"saw: $ERR\"").with_env("ERR", "{{steps.boom.error}}"));
     let out = run(&svc, &WorkflowSet::new("t", wf)).await;
     assert!(out.succeeded(), "{:?}", out.error);
     let events = factory.events(out.run_id);
@@ -497,7 +497,10 @@ async fn parallel_modes_in_both_scheduling_modes() {
                     Step::command("works", "echo fine"),
                 ],
             ))
-            .step(Step::command("after", "echo {{steps.works.output}}"));
+            .step(Step::command_argv(
+                "after",
+                ["echo", "{{steps.works.output}}"],
+            ));
         let out = run(&svc, &WorkflowSet::new("f", wf)).await;
         assert!(out.succeeded(), "{:?}", out.error);
         let events = factory.events(out.run_id);
@@ -547,7 +550,7 @@ async fn while_loop_and_limits() {
             "count",
             "{{steps.n.output}} != 3",
             10,
-            vec![Step::command("n", "echo $(({{loop.index}} + 1))")],
+            vec![Step::command("n", "echo $((N + 1))").with_env("N", "{{loop.index}}")],
         ))
         .output("iterations", "{{steps.count.output}}");
     let out = run(&svc, &WorkflowSet::new("w", wf)).await;
@@ -781,7 +784,7 @@ async fn invalid_workflows_are_rejected_before_any_event() {
 async fn sub_workflows_nest_three_levels_and_respect_the_depth_limit() {
     let leaf = Workflow::new("leaf")
         .input("x", None)
-        .step(Step::command("echo", "echo leaf {{inputs.x}}"))
+        .step(Step::command_argv("echo", ["echo", "leaf", "{{inputs.x}}"]))
         .output("said", "{{steps.echo.output}}");
     let mid = Workflow::new("mid")
         .input("x", None)

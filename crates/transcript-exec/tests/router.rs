@@ -191,9 +191,12 @@ async fn plugin_protocol_failures_are_clear() {
         msg.contains("plugin exited") || msg.contains("write failed"),
         "{msg}"
     );
-    let err = ExternalPlugin::start(&sh("read line; echo '{\"id\":1,\"result\":{}}'"), None)
-        .await
-        .unwrap_err();
+    let err = ExternalPlugin::start(
+        &sh("read line; echo '{\"id\":1,\"result\":{\"protocol\":1}}'"),
+        None,
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("missing 'operations'"), "{err}");
     let err = ExternalPlugin::start(&[], None).await.unwrap_err();
     assert!(err.to_string().contains("empty plugin command"), "{err}");
@@ -204,7 +207,7 @@ async fn plugin_protocol_failures_are_clear() {
 
     // A plugin that answers describe, then dies mid-call.
     let p = ExternalPlugin::start(
-        &sh("read line; echo '{\"id\":1,\"result\":{\"name\":\"dying\",\"operations\":[\"go\"]}}'; read line; exit 1"),
+        &sh("read line; echo '{\"id\":1,\"result\":{\"name\":\"dying\",\"protocol\":1,\"operations\":[\"go\"]}}'; read line; exit 1"),
         None,
     )
     .await
@@ -350,7 +353,7 @@ async fn inputs_workspace_and_audit_errors() {
     let (_d, ws) = workspace();
     let wf = Workflow::new("needs")
         .input("x", None)
-        .step(Step::command("a", "echo {{inputs.x}}"));
+        .step(Step::command("a", "echo \"$X\"").with_env("X", "{{inputs.x}}"));
     let svc = ExecutionService::deterministic_builder(&ws, ts0())
         .build()
         .unwrap();

@@ -1,5 +1,6 @@
 //! Data the workflow author does not control (inputs, an agent's answer, a
-//! tool's or step's output) stays data: commands quote it, conditions
+//! tool's or step's output) stays data: it reaches commands as environment
+//! variables or argv elements, never as shell source (#28); conditions
 //! compare it, literal braces pass through (issue #21).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -25,33 +26,39 @@ const PAYLOADS: &[&str] = &[
     "PWNED=1 touch PWNED",
 ];
 
-/// Every way a command can use a value: bare word, inside '…', inside "…",
-/// inside $(…), list form (no shell), and run_command's string input.
+/// Every way a command can use a value: an env variable quoted in the
+/// script, inside a here-document, inside "…", inside $(…), the list form
+/// (no shell), and run_command's string input with its env.
 fn sinks(value: &str) -> String {
     format!(
         r#"
   - name: bare
     type: command
-    command: "printf '%s\n' {value}"
+    command: "printf '%s\n' \"$V\""
+    env: {{ V: "{value}" }}
   - name: single
     type: command
-    command: "echo 'got {value}'"
+    command: "cat <<EOF\ngot $V\nEOF"
+    env: {{ V: "{value}" }}
   - name: double
     type: command
-    command: "echo \"got {value}\""
+    command: "echo \"got $V\""
+    env: {{ V: "{value}" }}
   - name: subst
     type: command
-    command: "echo \"$(printf '%s' {value})\""
+    command: "echo \"$(printf '%s' \"$V\")\""
+    env: {{ V: "{value}" }}
   - name: argv
     type: command
     command: ["printf", "%s", "{value}"]
   - name: tool
     type: operation
     tool: run_command
-    input: {{ command: "printf '%s' {value}" }}
+    input: {{ command: "printf '%s' \"$V\"", env: {{ V: "{value}" }} }}
   - name: chained
     type: command
-    command: "printf '%s' {{{{steps.bare.output}}}}"
+    command: "printf '%s' \"$V\""
+    env: {{ V: "{{{{steps.bare.output}}}}" }}
 "#
     )
 }
@@ -231,13 +238,18 @@ steps:
 }
 
 #[test]
-fn references_where_no_quoting_is_safe_are_rejected_before_the_run() {
+fn every_value_in_shell_source_is_rejected_before_the_run() {
     for command in [
+        "echo {{inputs.x}}",
+        "echo '{{inputs.x}}'",
+        "echo \"{{inputs.x}}\"",
+        "echo $(( {{inputs.x}} + 1 ))",
         "echo `cat {{inputs.x}}`",
         "echo ${HOME:-{{inputs.x}}}",
         "cat <<EOF\n{{inputs.x}}\nEOF",
         "echo hi # {{inputs.x}}",
         "echo \\{{inputs.x}}",
+        "echo $'{{inputs.x}}'",
     ] {
         let wf = Workflow::new("w")
             .input("x", None)
@@ -246,7 +258,11 @@ fn references_where_no_quoting_is_safe_are_rejected_before_the_run() {
             .validate(&|_| false)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("list form of command"), "{command:?}: {err}");
+        assert!(
+            err.contains("spliced into shell source"),
+            "{command:?}: {err}"
+        );
+        assert!(err.contains("env: { X: "), "{command:?}: {err}");
     }
 }
 
@@ -266,7 +282,8 @@ steps:
     prompt: "Explain {{% raw %}}{{{{ .Values.image.tag }}}}{{% endraw %}} and {{{{ '{{{{' }}}} end }}}} for {{{{inputs.n}}}}."
   - name: json
     type: command
-    command: "printf '%s' '{{\"a\":{{\"b\":{{{{inputs.n}}}}}}}}'"
+    command: 'printf "%s" "{{\"a\":{{\"b\":$N}}}}"'
+    env: {{ N: "{{{{inputs.n}}}}" }}
   - name: plain_json
     type: command
     command: "printf '%s' '{{\"a\":{{\"b\":[{{}}]}}}}'"
@@ -386,4 +403,39 @@ async fn file_tools_answer_the_same_for_missing_and_outside_paths() {
         "path '<path>' is outside the workspace or does not exist"
     );
     assert!(!outer.path().join("secret_dir/new.txt").exists());
+}
+
+#[tokio::test]
+async fn run_command_env_takes_numbers_and_strings_as_text() {
+    // `{{loop.index}}` alone renders a number; the variable gets its text.
+    let (_d, ws) = workspace();
+    let yaml = r#"name: env_tool
+inputs: [{ name: who }]
+steps:
+  - name: poll
+    type: while
+    condition: "{{loop.index}} != 2"
+    max_iterations: 5
+    steps:
+      - name: count
+        type: operation
+        tool: run_command
+        input: { command: 'printf "%s" "$((N + 1))"', env: { N: "{{loop.index}}" } }
+  - name: greet
+    type: operation
+    tool: run_command
+    input: { command: 'printf "%s" "$WHO"', env: { WHO: "{{inputs.who}}" } }
+"#;
+    let mut inputs = Map::new();
+    inputs.insert("who".into(), json!("$(touch PWNED)"));
+    let (factory, out) = run_yaml(&ws, yaml, inputs).await;
+    assert!(out.succeeded(), "{:?}", out.error);
+    let events = factory.events(out.run_id);
+    assert_eq!(completed(&events, "poll"), json!({"iterations": 2}));
+    assert_eq!(completed(&events, "poll.count")["stdout"], json!("1"));
+    assert_eq!(
+        completed(&events, "greet")["stdout"],
+        json!("$(touch PWNED)")
+    );
+    assert!(!ws.join("PWNED").exists());
 }

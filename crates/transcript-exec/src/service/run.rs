@@ -509,7 +509,9 @@ async fn run_kind(
     child_run_id: Option<RunId>,
 ) -> KindOut {
     match &step.kind {
-        StepKind::Command { command } => steps::command::run(ctx, command, scope, cancel).await,
+        StepKind::Command { command, env } => {
+            steps::command::run(ctx, command, env, scope, cancel).await
+        }
         StepKind::Operation { tool, input } => {
             steps::operation::run(ctx, tool, input, path, iteration, scope, cancel).await
         }

@@ -18,8 +18,9 @@
 //!   binary: "{{steps.compile.output}}"
 //! steps:                           # every step: name, type, timeout_ms?, continue_on_error?
 //!   - name: compile
-//!     type: command                # a string runs with sh -c; every {{value}} is
-//!     command: "cargo build --{{inputs.target}}"   # shell-quoted ({{x | raw}} opts out)
+//!     type: command                # a string is shell source run by /bin/sh -c: it takes
+//!     command: 'cargo build --profile "$TARGET"'  # no {{value}}; values come through env:
+//!     env: { TARGET: "{{inputs.target}}" }        # (a {{x}} in the string is refused at load)
 //!   - name: show
 //!     type: command                # a list runs without a shell, one argument per element
 //!     command: ["printf", "%s\n", "{{steps.compile.output}}"]
@@ -33,7 +34,7 @@
 //!   - name: each
 //!     type: for_each               # items: a list, or a template giving a JSON array or lines
 //!     items: [a, b]
-//!     steps: [ { name: show, type: command, command: "echo {{loop.index}} {{loop.item}}" } ]
+//!     steps: [ { name: show, type: command, command: ["echo", "{{loop.index}}", "{{loop.item}}"] } ]
 //!   - name: poll
 //!     type: while                  # condition: "A == B", "A != B" or a truth value; the
 //!                                  # operator is read from this text, values are data
@@ -145,7 +146,8 @@ outputs:
 steps:
   - name: hello
     type: command
-    command: "echo hi {{inputs.who}}"
+    command: 'echo hi "$WHO"'
+    env: { WHO: "{{inputs.who}}" }
     timeout_ms: 500
   - name: op
     type: operation
@@ -165,7 +167,7 @@ steps:
         steps:
           - name: inner
             type: command
-            command: "echo {{loop.item}} {{loop.index}}"
+            command: ["echo", "{{loop.item}}", "{{loop.index}}"]
   - name: w
     type: while
     condition: "{{steps.c.output}} != 3"
@@ -173,7 +175,8 @@ steps:
     steps:
       - name: c
         type: command
-        command: "echo {{loop.index}}"
+        command: 'echo "$N"'
+        env: { N: "{{loop.index}}" }
   - name: ag
     type: agent
     provider: claude
@@ -236,6 +239,69 @@ steps:
     }
 
     #[test]
+    fn shell_source_takes_values_only_through_env() {
+        // A value spliced into shell source is refused at load, naming the
+        // step and showing the fix, in every place a shell string appears.
+        for (yaml, step) in [
+            (
+                "name: x\ninputs: [{name: n}]\nsteps:\n  - name: calc\n    type: command\n    command: \"echo $(( {{inputs.n}} + 1 ))\"\n",
+                "calc",
+            ),
+            (
+                "name: x\ninputs: [{name: n}]\nsteps:\n  - name: p\n    type: parallel\n    branches:\n      - name: b\n        type: command\n        command: \"echo '{{inputs.n}}'\"\n",
+                "p.b",
+            ),
+            (
+                "name: x\ninputs: [{name: n}]\nsteps:\n  - name: w\n    type: while\n    condition: 'a == b'\n    max_iterations: 1\n    steps:\n      - name: op\n        type: operation\n        tool: run_command\n        input: { command: \"echo {{inputs.n}}\" }\n",
+                "w.op",
+            ),
+        ] {
+            let e = yaml_err(yaml);
+            assert!(e.starts_with(&format!("t.yaml: step '{step}': ")), "{e}");
+            assert!(e.contains("would be spliced into shell source"), "{e}");
+            assert!(e.contains("env: { N: \"{{inputs.n}}\" }"), "{e}");
+            assert!(e.contains("\"$N\""), "{e}");
+        }
+        // The fix loads: env values and `| raw`.
+        let ok = "name: x\ninputs: [{name: n}]\nsteps:\n  - name: calc\n    type: command\n    command: 'echo \"$N\"'\n    env: { N: \"{{inputs.n}}\" }\n  - name: op\n    type: operation\n    tool: run_command\n    input: { command: 'echo \"$N\"', env: { N: \"{{inputs.n}}\" } }\n  - name: trusted\n    type: command\n    command: \"{{inputs.n | raw}}\"\n";
+        let wf = Workflow::from_yaml(ok, "t.yaml").unwrap();
+        WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
+        let literal = "name: x\nsteps:\n  - name: op\n    type: operation\n    tool: run_command\n    input: { command: 'echo \"$N\"', env: { N: 5, B: true } }\n";
+        let wf = Workflow::from_yaml(literal, "t.yaml").unwrap();
+        WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: op\n    type: operation\n    tool: run_command\n    input: { command: env, env: { N: [1] } }\n",
+        );
+        assert!(e.contains("must be a string, a number or a boolean"), "{e}");
+        // Env names are portable and a value never lands where the shell
+        // or the loader reads code.
+        for (name, why) in [
+            ("1X", "not a variable name"),
+            ("A-B", "not a variable name"),
+            ("BASH_ENV", "takes no templated value"),
+            ("LD_PRELOAD", "takes no templated value"),
+            ("PATH", "takes no templated value"),
+        ] {
+            let e = yaml_err(&format!(
+                "name: x\ninputs: [{{name: n}}]\nsteps:\n  - name: a\n    type: command\n    command: env\n    env: {{ {name}: \"{{{{inputs.n}}}}\" }}\n"
+            ));
+            assert!(e.contains(why), "{name}: {e}");
+        }
+        // An agent's env gets the same treatment.
+        let e = yaml_err(
+            "name: x\ninputs: [{name: n}]\nsteps:\n  - name: a\n    type: agent\n    provider: openai\n    prompt: hi\n    env: { LD_PRELOAD: \"{{inputs.n}}\" }\n",
+        );
+        assert!(e.contains("takes no templated value"), "{e}");
+        let e = yaml_err(
+            "name: x\nsteps:\n  - name: a\n    type: command\n    command: env\n    env: { X: \"{{inputs.q}}\" }\n",
+        );
+        assert!(
+            e.contains("env X: ") && e.contains("undeclared input"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn command_lists_are_argv() {
         let e = yaml_err(
             "name: x\nsteps:\n  - name: a\n    type: command\n    command: [printf, '%s', '{{inputs.q}}']\n",
@@ -253,7 +319,8 @@ steps:
                     "printf".into(),
                     "%s".into(),
                     "{{inputs.q}}".into()
-                ])
+                ]),
+                env: BTreeMap::new(),
             }
         );
         for bad in ["[]", "[1]", "{a: b}"] {
@@ -348,9 +415,11 @@ steps:
         let own = codex.replace("prompt: hi", "prompt: hi\n    command: [codex]");
         let wf = Workflow::from_yaml(&own, "t.yaml").unwrap();
         WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
+        // A command step takes `env:` too (how values reach a shell).
         let on_command =
             "name: p\nsteps:\n  - name: c\n    type: command\n    command: ls\n    env: { A: b }\n";
-        assert!(yaml_err(on_command).contains("unknown field `env`"));
+        let wf = Workflow::from_yaml(on_command, "t.yaml").unwrap();
+        WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
     }
 }
 
@@ -366,7 +435,7 @@ mod declared_plugins_tests {
         let file = dir.join("p.yaml");
         std::fs::write(
             &file,
-            "name: p\nplugins:\n  - [\"python3\", \"tool.py\"]\n  - [\"python3\", \"tool.py\"]\nsteps:\n  - name: s\n    type: command\n    command: \"cat {{workflow.dir}}/data.txt\"\n",
+            "name: p\nplugins:\n  - [\"python3\", \"tool.py\"]\n  - [\"python3\", \"tool.py\"]\nsteps:\n  - name: s\n    type: command\n    command: [cat, \"{{workflow.dir}}/data.txt\"]\n",
         )
         .unwrap();
         let set = WorkflowSet::load(&file).unwrap();
@@ -401,6 +470,7 @@ mod declared_plugins_tests {
 #[cfg(test)]
 mod typed_yaml_tests {
     use super::*;
+    use std::collections::BTreeMap;
     use std::time::Duration;
 
     fn parse_err(text: &str) -> String {
@@ -491,7 +561,8 @@ mod typed_yaml_tests {
         assert_eq!(
             wf.steps[0].kind,
             StepKind::Command {
-                command: CommandLine::Argv(vec!["echo".into(), "1".into()])
+                command: CommandLine::Argv(vec!["echo".into(), "1".into()]),
+                env: BTreeMap::new(),
             }
         );
         assert_eq!(wf.steps[1].name, "1");

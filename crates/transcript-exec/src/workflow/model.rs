@@ -109,12 +109,15 @@ impl Step {
         }
     }
 
-    /// A `command` step run by `sh -c` (interpolated values are quoted).
+    /// A `command` step run by `/bin/sh -c`: the string is shell source,
+    /// which takes no `{{…}}` value (only `| raw` ones, the author's own
+    /// shell code); values reach it through [`Step::with_env`].
     pub fn command(name: impl Into<String>, command: impl Into<String>) -> Self {
         Self::new(
             name,
             StepKind::Command {
                 command: CommandLine::Shell(command.into()),
+                env: BTreeMap::new(),
             },
         )
     }
@@ -129,8 +132,19 @@ impl Step {
             name,
             StepKind::Command {
                 command: CommandLine::Argv(argv.into_iter().map(Into::into).collect()),
+                env: BTreeMap::new(),
             },
         )
+    }
+
+    /// Adds an environment variable (value templated) to a `command` step:
+    /// how a value reaches a shell command as data (`"$NAME"` in the
+    /// script). Does nothing on other kinds.
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let StepKind::Command { env, .. } = &mut self.kind {
+            env.insert(name.into(), value.into());
+        }
+        self
     }
 
     /// An `operation` step calling `tool` through the router.
@@ -269,8 +283,9 @@ pub struct AgentSpec {
 /// What a `command` step runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandLine {
-    /// A string given to `sh -c`; every interpolated value is shell-quoted
-    /// for where it lands unless marked `| raw` (see [`crate::shell`]).
+    /// Shell source given to `/bin/sh -c`. It takes no `{{…}}` value but
+    /// `| raw` ones (refused at load otherwise): values reach the script
+    /// through the step's `env` (`"$NAME"`), never spliced into its text.
     Shell(String),
     /// A program and its arguments run without a shell; each element is
     /// rendered as one argument (values are never split or interpreted).
@@ -282,10 +297,14 @@ pub enum CommandLine {
 pub enum StepKind {
     /// An AI agent (CLI subprocess or HTTP), see [`AgentSpec`].
     Agent(AgentSpec),
-    /// A command run in the workspace, through `sh -c` or as an argv.
+    /// A command run in the workspace, through `/bin/sh -c` or as an argv.
     Command {
-        /// The command (templated).
+        /// The command: shell source (no values but `| raw`) or an argv
+        /// (each element templated, one argument each).
         command: CommandLine,
+        /// Environment variables added to the process (values templated):
+        /// how values reach a shell command as data.
+        env: BTreeMap<String, String>,
     },
     /// A tool operation through the tools router.
     Operation {

@@ -107,7 +107,7 @@ impl StepDef {
                     _ => {
                         return Err(err(
                             &d.name,
-                            "'command' must be a string (run by sh -c) or a non-empty list of strings (argv, no shell)",
+                            "'command' must be a string (shell source run by /bin/sh -c; values go through env:) or a non-empty list of strings (argv, no shell)",
                         ));
                     }
                 };
@@ -115,7 +115,10 @@ impl StepDef {
                     d.name,
                     d.timeout_ms,
                     d.continue_on_error,
-                    StepKind::Command { command },
+                    StepKind::Command {
+                        command,
+                        env: d.env,
+                    },
                 )
             }
             StepDef::Operation(d) => {

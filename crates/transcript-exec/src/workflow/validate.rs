@@ -206,22 +206,26 @@ fn validate_seq(
             Ok(())
         };
         match &s.kind {
-            StepKind::Command {
-                command: CommandLine::Shell(command),
-            } => {
-                check(command, "command", visible)?;
-                Template::parse(command)
-                    .and_then(|t| t.check_shell())
-                    .map_err(|e| err(format!("command: {e}")))?;
-            }
-            StepKind::Command {
-                command: CommandLine::Argv(argv),
-            } => {
-                if argv.is_empty() {
-                    return Err(err("command: the argv list is empty".into()));
+            StepKind::Command { command, env } => {
+                match command {
+                    CommandLine::Shell(command) => {
+                        check(command, "command", visible)?;
+                        Template::parse(command)
+                            .and_then(|t| t.check_shell_source())
+                            .map_err(|e| err(format!("command: {e}")))?;
+                    }
+                    CommandLine::Argv(argv) => {
+                        if argv.is_empty() {
+                            return Err(err("command: the argv list is empty".into()));
+                        }
+                        for arg in argv {
+                            check(arg, "command", visible)?;
+                        }
+                    }
                 }
-                for arg in argv {
-                    check(arg, "command", visible)?;
+                for (name, value) in env {
+                    check(value, &format!("env {name}"), visible)?;
+                    check_env_entry(name, value).map_err(|r| err(format!("env: {r}")))?;
                 }
             }
             StepKind::Operation { tool, input } => {
@@ -229,12 +233,36 @@ fn validate_seq(
                     return Err(err("operation needs a tool name".into()));
                 }
                 check_json(input, "input", visible)?;
-                if tool == crate::tools::SHELL_TOOL
-                    && let Some(Value::String(line)) = input.get("command")
-                {
-                    Template::parse(line)
-                        .and_then(|t| t.check_shell())
-                        .map_err(|e| err(format!("input: {e}")))?;
+                if tool == crate::tools::SHELL_TOOL {
+                    if let Some(Value::String(line)) = input.get("command") {
+                        Template::parse(line)
+                            .and_then(|t| t.check_shell_source())
+                            .map_err(|e| err(format!("input: command: {e}")))?;
+                    }
+                    match input.get("env") {
+                        None => {}
+                        Some(Value::Object(map)) => {
+                            for (name, value) in map {
+                                // A literal number or boolean is its text.
+                                let text = match value {
+                                    Value::String(v) => v.as_str(),
+                                    Value::Number(_) | Value::Bool(_) => "",
+                                    _ => {
+                                        return Err(err(format!(
+                                            "input: env: '{name}' must be a string, a number or a boolean"
+                                        )));
+                                    }
+                                };
+                                check_env_entry(name, text)
+                                    .map_err(|r| err(format!("input: env: {r}")))?;
+                            }
+                        }
+                        Some(_) => {
+                            return Err(err(
+                                "input: env must be a mapping of names to strings".into()
+                            ));
+                        }
+                    }
                 }
             }
             StepKind::Terminal { message, .. } => check(message, "message", visible)?,
@@ -246,8 +274,9 @@ fn validate_seq(
                 for arg in &a.command {
                     check(arg, "command", visible)?;
                 }
-                for value in a.env.values() {
+                for (name, value) in &a.env {
                     check(value, "env", visible)?;
+                    check_env_entry(name, value).map_err(|r| err(format!("env: {r}")))?;
                 }
                 if a.provider.is_empty() {
                     return Err(err("agent needs a provider".into()));
@@ -339,6 +368,45 @@ fn validate_seq(
             }
         }
         visible.steps.insert(s.name.clone());
+    }
+    Ok(())
+}
+
+/// Environment variables a shell, bash or the dynamic loader reads as code
+/// or configuration: a templated (untrusted) value never goes there.
+const INTERPRETED_ENV: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "IFS",
+    "PATH",
+    "CDPATH",
+    "GLOBIGNORE",
+];
+
+/// An `env:` entry: a portable name (`[A-Za-z_][A-Za-z0-9_]*`), and no
+/// templated value in a variable the shell or the loader interprets
+/// (`BASH_ENV`, `PATH`, `LD_*`, …).
+pub(crate) fn check_env_entry(name: &str, value: &str) -> Result<(), String> {
+    let portable = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !portable {
+        return Err(format!(
+            "'{name}' is not a variable name a shell can read ([A-Za-z_][A-Za-z0-9_]*)"
+        ));
+    }
+    let templated = value.contains("{{");
+    if templated
+        && (INTERPRETED_ENV.contains(&name)
+            || name.starts_with("LD_")
+            || name.starts_with("BASH_FUNC_"))
+    {
+        return Err(format!(
+            "'{name}' is read by the shell or the loader as code or configuration: it takes no templated value"
+        ));
     }
     Ok(())
 }

@@ -40,7 +40,11 @@ macro_rules! step_struct {
 
 step_struct!(
     /// `type: command`.
-    CommandDef { command: Value }
+    CommandDef {
+        command: Value,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+    }
 );
 step_struct!(
     /// `type: operation`.

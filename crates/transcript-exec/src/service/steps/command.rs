@@ -1,30 +1,41 @@
-//! The `command` step: a shell line (values shell-quoted) or an argv,
-//! run in the workspace; the result records the resolved command, its
-//! stdout and exit code, and a non-zero exit fails the step.
+//! The `command` step: shell source (`/bin/sh -c`; values arrive through
+//! `env`, never in the text) or an argv, run in the workspace; the result
+//! records the resolved command, its stdout and exit code, and a non-zero
+//! exit fails the step.
+
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::process::{run_argv_env, run_shell_env};
 use crate::service::run::{Flow, KindOut, RunCtx};
 use crate::template::{Scope, StepValue, Template, render_str};
-use crate::tools::{ToolError, run_argv_with, run_shell_with};
+use crate::tools::ToolError;
 use crate::workflow::CommandLine;
 
 /// Runs a `command` step.
 pub(in crate::service) async fn run(
     ctx: &RunCtx,
     command: &CommandLine,
+    env: &BTreeMap<String, String>,
     scope: &Scope,
     cancel: &CancellationToken,
 ) -> KindOut {
     let ws = &ctx.inner.workspace;
+    // Values reach the process as data: environment variables and argv
+    // elements, never shell source.
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.clone(), render_str(v, scope)))
+        .collect();
     // The resolved command is part of the result: what ran, not
     // only what it printed (#20).
     let (ran, resolved) = match command {
         CommandLine::Shell(text) => {
-            match Template::parse(text).and_then(|t| t.render_shell(scope)) {
+            match Template::parse(text).and_then(|t| t.render_shell_source(scope)) {
                 Ok(line) => (
-                    run_shell_with(&line, ws, cancel, ctx.inner.limits).await,
+                    run_shell_env(&line, &env, ws, cancel, ctx.inner.limits).await,
                     Value::String(line),
                 ),
                 Err(e) => (Err(ToolError::InvalidInput(e.to_string())), Value::Null),
@@ -32,17 +43,26 @@ pub(in crate::service) async fn run(
         }
         CommandLine::Argv(argv) => {
             let argv: Vec<String> = argv.iter().map(|a| render_str(a, scope)).collect();
-            let ran = run_argv_with(&argv, ws, cancel, ctx.inner.limits).await;
+            let ran = run_argv_env(&argv, &env, ws, cancel, ctx.inner.limits).await;
             (ran, json!(argv))
         }
     };
     match ran {
         Ok(out) => {
-            let result = json!({
+            let mut result = json!({
                 "command": resolved,
                 "stdout": out.stdout,
                 "exit_code": out.exit_code,
             });
+            // The values the command got, when it got some: what ran is
+            // the source plus its environment.
+            if !env.is_empty() {
+                result["env"] = env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into();
+            }
             let value = StepValue {
                 output: Value::String(
                     out.stdout

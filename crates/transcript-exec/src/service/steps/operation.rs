@@ -43,7 +43,8 @@ pub(in crate::service) async fn run(
 }
 
 /// Renders an operation's input; the string `command` of `run_command` is
-/// a shell line, so its values are shell-quoted like a `command` step's.
+/// shell source, which takes no value but `| raw` ones (values go through
+/// its `env` input, rendered like any other string leaf).
 fn render_operation_input(
     tool: &str,
     input: &Value,
@@ -53,7 +54,7 @@ fn render_operation_input(
     if tool == SHELL_TOOL
         && let Some(Value::String(text)) = input.get("command")
     {
-        let line = Template::parse(text)?.render_shell(scope)?;
+        let line = Template::parse(text)?.render_shell_source(scope)?;
         rendered["command"] = Value::String(line);
     }
     Ok(rendered)
