@@ -250,7 +250,12 @@ const WAITING_FOR_SHORTER_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/transcript-exec/src/http_agent.rs",
         "HttpAgentRunner::run",
-        101,
+        104,
+    ),
+    (
+        "crates/transcript-exec/src/plugin.rs",
+        "ExternalPlugin::start_with",
+        90,
     ),
     ("crates/transcript-exec/src/service/run.rs", "run_step", 155),
     (
@@ -264,24 +269,24 @@ const WAITING_FOR_SHORTER_FUNCTIONS: &[(&str, &str, usize)] = &[
         81,
     ),
     (
+        "crates/transcript-exec/src/service/steps/command.rs",
+        "run",
+        84,
+    ),
+    (
         "crates/transcript-exec/src/service/steps/parallel.rs",
         "run",
         147,
     ),
     (
-        "crates/transcript-exec/src/shell.rs",
-        "ShellLexer::feed",
-        93,
-    ),
-    (
         "crates/transcript-exec/src/workflow/parse.rs",
         "StepDef::into_step",
-        123,
+        126,
     ),
     (
         "crates/transcript-exec/src/workflow/validate.rs",
         "validate_seq",
-        167,
+        196,
     ),
     ("crates/transcript-export/src/build.rs", "run_export", 135),
     (
