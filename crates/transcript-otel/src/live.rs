@@ -2,7 +2,7 @@
 //! thread of its own that the recorder never waits for.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -58,9 +58,11 @@ pub struct LiveSender {
 /// [`LiveProgressHandle`]s.
 #[derive(Debug, Default)]
 struct Counters {
-    /// Set by `finish` before its message is queued: later pushes are refused and counted as
-    /// dropped.
-    finished: AtomicBool,
+    /// Set by `finish` (under the write lock) before its message is queued: later pushes are
+    /// refused and counted as dropped. A push checks it and sends under the read lock, so no
+    /// push accepted before the flag can land in the queue after `Finish` (#30 item 11: one
+    /// that did was neither mapped nor counted).
+    finished: std::sync::RwLock<bool>,
     queued: AtomicU64,
     mapped: AtomicU64,
     /// Finished spans handed to delivery.
@@ -155,7 +157,14 @@ impl LiveSender {
     }
 
     fn offer(&self, message: Message) -> bool {
-        if self.counters.finished.load(Ordering::Acquire) {
+        // A poisoned lock only means a pusher panicked while holding it: the flag is still
+        // right.
+        let finished = self
+            .counters
+            .finished
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *finished {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return false;
         }
@@ -263,7 +272,14 @@ impl LiveExporter {
         // Blocking here is fine: the run is over. Events pushed through
         // other senders after this point are refused and counted as dropped
         // (those that raced past the flag are drained and counted by the worker).
-        self.sender.counters.finished.store(true, Ordering::Release);
+        // Taking the write lock waits for every push in progress: each one either sent its
+        // event before `Finish` below, or will see the flag and count itself as dropped.
+        *self
+            .sender
+            .counters
+            .finished
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
         let _ = self.sender.tx.send(Message::Finish);
         let dropped = self.sender.dropped.clone();
         drop(self.sender);

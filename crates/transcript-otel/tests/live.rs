@@ -407,3 +407,51 @@ fn progress_says_what_is_still_unsent_while_a_request_hangs() {
     );
     assert_eq!((end.events_pending(), end.spans_pending()), (0, 0));
 }
+
+/// #30 item 11: an event a sender accepted (push returned true) is always mapped, even when the
+/// push races `finish`; a refused one is counted as dropped. Real threads keep pushing while
+/// `finish` runs; every accepted push must show up in `events_received`.
+#[test]
+fn an_event_accepted_while_finish_runs_is_mapped_never_lost() {
+    for round in 0..20 {
+        let live = LiveExporter::start_with_sink(
+            || Ok(Box::new(Memory(Arc::new(Mutex::new(Vec::new())))) as Box<dyn SpanSink>),
+            LiveConfig {
+                queue_capacity: 1 << 20,
+                ..LiveConfig::default()
+            },
+        )
+        .unwrap();
+        let event = Arc::new(all_events().remove(0));
+        let start = Arc::new(std::sync::Barrier::new(5));
+        let pushers: Vec<_> = (0..4)
+            .map(|_| {
+                let sender = live.sender();
+                let event = event.clone();
+                let start = start.clone();
+                std::thread::spawn(move || {
+                    start.wait();
+                    let mut accepted = 0u64;
+                    let mut refused = 0u64;
+                    // Push until refused a while: finish has run by then.
+                    while refused < 2000 {
+                        if sender.push(event.clone()) {
+                            accepted += 1;
+                        } else {
+                            refused += 1;
+                        }
+                    }
+                    accepted
+                })
+            })
+            .collect();
+        start.wait();
+        let report = live.finish();
+        let accepted: u64 = pushers.into_iter().map(|p| p.join().unwrap()).sum();
+        assert_eq!(
+            report.events_received, accepted,
+            "round {round}: {accepted} pushes were accepted, {} mapped",
+            report.events_received
+        );
+    }
+}
