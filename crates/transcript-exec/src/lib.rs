@@ -225,10 +225,10 @@
 //! | sink | what the value becomes |
 //! |---|---|
 //! | `command:` string (shell source) | nothing: refused at load unless `\| raw` (the author's own shell code, inserted verbatim) |
-//! | `command:` list (argv) | one argument per element, never split, no shell |
+//! | `command:` list (argv) | one argument per element, never split, no shell; but an element a program of the list reads as code (`sh -c CODE`, `bash -lc CODE`, `python3 -c`, `node -e`, `perl -e`, `awk PROGRAM`, everything after `ssh HOST`, found behind wrappers like `env` or `timeout`) is shell source again, and is refused at load like a `command:` string: pass the value as an argument after the code (`[sh, -c, 'echo "$1"', sh, "{{inputs.x}}"]`) or through `env:` |
 //! | `env:` of a `command` step, `env` input of `run_command` | one environment variable's value (name: `[A-Za-z_][A-Za-z0-9_]*`; never `PATH`, `IFS`, `ENV`, `BASH_ENV`, `LD_*`, … which a shell or the loader interprets); a NUL byte fails the step |
 //! | `run_command` `command` string (operation input) | as a `command:` string: refused at load unless `\| raw` |
-//! | `run_command` `command` list | as a `command:` list |
+//! | `run_command` `command` list | as a `command:` list (code arguments included) |
 //! | other tool inputs (`operation` `input:` string leaves) | JSON string values handed to the tool; a single-reference leaf keeps the value's JSON type |
 //! | file paths (`read_file`/`write_file`/`list_dir` `path`) | a path the tool resolves beneath the workspace, refused outside it |
 //! | `while` condition | compared as data: the `==`/`!=` operator is found in the condition's own text before rendering ([`Condition`]) |

@@ -69,6 +69,7 @@
 //! Plain YAML scalars follow YAML 1.1-style typing in places (`y`, `no`):
 //! quote strings that could read as booleans.
 
+mod inline_script;
 mod model;
 mod parse;
 mod set;

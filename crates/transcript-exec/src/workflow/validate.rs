@@ -221,6 +221,7 @@ fn validate_seq(
                         for arg in argv {
                             check(arg, "command", visible)?;
                         }
+                        check_code_arguments(argv).map_err(err)?;
                     }
                 }
                 for (name, value) in env {
@@ -238,6 +239,13 @@ fn validate_seq(
                         Template::parse(line)
                             .and_then(|t| t.check_shell_source())
                             .map_err(|e| err(format!("input: command: {e}")))?;
+                    }
+                    if let Some(Value::Array(items)) = input.get("command") {
+                        let argv: Vec<String> = items
+                            .iter()
+                            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                            .collect();
+                        check_code_arguments(&argv).map_err(|e| err(format!("input: {e}")))?;
                     }
                     match input.get("env") {
                         None => {}
@@ -439,6 +447,29 @@ fn check_refs<'a>(
                 return Err(format!("'{{{{{r}}}}}' used outside a for_each body"));
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a value spliced into an argument that a program of the list reads as code
+/// (`[sh, -c, "echo {{x}}"]`, `[python3, -c, …]`, `[ssh, host, …]`): the list form keeps
+/// values out of *our* shell, not out of the one the author starts (see `inline_script`).
+fn check_code_arguments(argv: &[String]) -> Result<(), String> {
+    for i in super::inline_script::code_arguments(argv) {
+        let code = &argv[i];
+        let template = Template::parse(code).map_err(|e| format!("command: {e}"))?;
+        if let Err(e) = template.check_shell_source() {
+            return Err(format!(
+                "command: element {i} ({code:?}) is code that `{}` runs: {e}; pass the value as an \
+                 argument after the code (`[sh, -c, 'echo \"$1\"', sh, \"{{{{inputs.x}}}}\"]`) \
+                 or through env:",
+                argv[..i]
+                    .iter()
+                    .rev()
+                    .find(|a| !a.starts_with('-'))
+                    .map_or("the program", String::as_str)
+            ));
         }
     }
     Ok(())
