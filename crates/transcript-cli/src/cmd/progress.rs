@@ -62,7 +62,10 @@ impl ProgressFactory {
     /// panicked is an error.
     pub async fn finish(&self) -> Result<(), String> {
         drop(self.sender.lock().ok().and_then(|mut s| s.take()));
-        self.tap.drain("a live progress subscription").await
+        self.tap
+            .drain("a live progress subscription")
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 
