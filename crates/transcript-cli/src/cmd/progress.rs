@@ -62,10 +62,7 @@ impl ProgressFactory {
     /// panicked is an error.
     pub async fn finish(&self) -> Result<(), String> {
         drop(self.sender.lock().ok().and_then(|mut s| s.take()));
-        self.tap
-            .drain("a live progress subscription")
-            .await
-            .map_err(|e| e.to_string())
+        self.tap.drain("a live progress subscription").await
     }
 }
 

@@ -228,13 +228,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     internal.extend(crate::cmd::tap::joined("the live progress view", progress.await).err());
     if let (Some(live), Some(forwarding), Some((config, _))) = (live, &live_factory, &args.otlp) {
         let endpoint = config.display_endpoint();
-        internal.extend(
-            forwarding
-                .drain("the live OTLP export")
-                .await
-                .err()
-                .map(|e| e.to_string()),
-        );
+        internal.extend(forwarding.drain("the live OTLP export").await.err());
         // A plain thread, not the runtime's blocking pool: if the endpoint never answers, the
         // command does not wait for it past the flush timeout (the process exits regardless).
         let progress = live.progress();
