@@ -15,7 +15,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use transcript_infra::{JsonlRecorderFactory, Subscription, TapFactory, load_run_tree, verify_run};
+//! use transcript_infra::{JsonlRecorderFactory, TapFactory, load_run_tree, verify_run};
 //!
 //! let storage = std::path::Path::new("storage/transcripts");
 //! let tap = Arc::new(TapFactory::new(
