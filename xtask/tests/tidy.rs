@@ -241,7 +241,6 @@ const WAITING_FOR_SHORTER_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     ("crates/transcript-cli/src/cmd/tail.rs", "run", 98),
     ("crates/transcript-cli/src/main.rs", "run", 175),
-    ("crates/transcript-domain/src/tree.rs", "build", 124),
     (
         "crates/transcript-exec/src/cli_agent.rs",
         "CliAgentRunner::run",

@@ -193,6 +193,7 @@
 //! `schema/exchange-event.schema.json`.
 #![forbid(unsafe_code)]
 
+pub mod bill;
 mod block;
 mod decode;
 mod event;

@@ -10,8 +10,10 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
+use crate::bill::{Bill, PriceFn, Turn};
 use crate::decode::DecodedEvent;
 use crate::ids::{RunId, Seq};
+use crate::payload::Usage;
 use crate::raw::RawJson;
 use crate::timestamp::Timestamp;
 use crate::vocab::EventType;
@@ -74,12 +76,39 @@ pub struct StepNode {
     pub child: Option<Box<RunTree>>,
     /// Nested step executions, in start order.
     pub children: Vec<StepNode>,
+    /// This step's own assistant turns (`message.assistant` events on its path and iteration
+    /// while it is open), with their model and usage: see [`StepNode::bill`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<Turn>,
 }
 
 impl StepNode {
     /// Milliseconds from start to completion.
     pub fn duration_ms(&self) -> Option<i64> {
         self.completed_at.map(|c| c.millis_since(self.started_at))
+    }
+
+    /// Usage and cost of this step's own turns (one request, one bill: see [`crate::bill`]),
+    /// priced with `price` when given.
+    pub fn bill(&self, price: Option<&PriceFn<'_>>) -> Bill {
+        Bill::of_step(&self.turns, price)
+    }
+
+    /// Usage and cost of this step, its nested steps and its child run.
+    pub fn total_bill(&self, price: Option<&PriceFn<'_>>) -> Bill {
+        let mut bill = self.bill(price);
+        for node in &self.children {
+            bill.merge(&node.total_bill(price));
+        }
+        if let Some(child) = &self.child {
+            bill.merge(&child.bill(price));
+        }
+        bill
+    }
+
+    /// Summed usage of this step, its nested steps and its child run.
+    pub fn usage(&self) -> Usage {
+        self.total_bill(None).usage
     }
 }
 
@@ -115,6 +144,20 @@ impl RunTree {
     /// Milliseconds from run start to completion.
     pub fn duration_ms(&self) -> Option<i64> {
         Some(self.completed_at?.millis_since(self.started_at?))
+    }
+
+    /// Usage and cost of every step of this run and of its child runs.
+    pub fn bill(&self, price: Option<&PriceFn<'_>>) -> Bill {
+        let mut bill = Bill::default();
+        for node in &self.steps {
+            bill.merge(&node.total_bill(price));
+        }
+        bill
+    }
+
+    /// Summed usage of this run and its child runs.
+    pub fn usage(&self) -> Usage {
+        self.bill(None).usage
     }
 
     /// Every step execution, depth first, with its depth (child runs included,
@@ -255,118 +298,175 @@ fn build(
         .unwrap_or_else(|| RunId::from_bytes([0; 16]));
     let newly_visited = links.visiting.insert(run_id);
     links.seen.insert(run_id);
-    let mut tree = RunTree {
-        run_id,
-        parent_run_id: events.first().and_then(|e| e.parent_run_id),
-        workflow: None,
-        status: Status::Incomplete,
-        started_at: events.first().map(|e| e.timestamp),
-        completed_at: None,
-        error: None,
-        steps: Vec::new(),
-        problems: Vec::new(),
+    let mut builder = Builder {
+        tree: RunTree {
+            run_id,
+            parent_run_id: events.first().and_then(|e| e.parent_run_id),
+            workflow: None,
+            status: Status::Incomplete,
+            started_at: events.first().map(|e| e.timestamp),
+            completed_at: None,
+            error: None,
+            steps: Vec::new(),
+            problems: Vec::new(),
+        },
+        open: Vec::new(),
     };
-    // Open step executions: (slot, path, iteration), in start order.
-    let mut open: Vec<(Slot, String, u64)> = Vec::new();
     for event in events {
-        let Some(event_type) = event.kind.known() else {
-            continue;
-        };
-        let step = event.step();
-        match event_type {
-            EventType::RunStarted => {
-                tree.started_at = Some(event.timestamp);
-                if let Some(p) = step {
-                    tree.workflow = Some(p.name.clone());
-                }
-            }
-            EventType::RunCompleted => {
-                tree.completed_at = Some(event.timestamp);
-                tree.error = step.and_then(|p| p.error.clone());
-                tree.status = if tree.error.is_some() {
-                    Status::Failed
-                } else {
-                    Status::Succeeded
-                };
-                if tree.workflow.is_none() {
-                    tree.workflow = step.map(|p| p.name.clone());
-                }
-            }
-            EventType::StepStarted | EventType::CallWorkflowStarted => {
-                let node = StepNode {
-                    path: event.path.clone(),
-                    name: step.map(|p| p.name.clone()).unwrap_or_default(),
-                    kind: step.map(|p| p.kind.clone()).unwrap_or_else(|| {
-                        if event_type == EventType::CallWorkflowStarted {
-                            "call_workflow".to_owned()
-                        } else {
-                            String::new()
-                        }
-                    }),
-                    iteration: event.iteration,
-                    status: Status::Incomplete,
-                    start_seq: event.seq,
-                    end_seq: None,
-                    started_at: event.timestamp,
-                    completed_at: None,
-                    error: None,
-                    result: None,
-                    child_run_id: event.child_run_id,
-                    child: None,
-                    children: Vec::new(),
-                };
-                let parent = open
-                    .iter()
-                    .rev()
-                    .filter(|(_, p, _)| is_proper_prefix(p, &event.path))
-                    .max_by_key(|(_, p, _)| p.len())
-                    .map(|(slot, _, _)| slot.clone());
-                let siblings = match parent.as_deref().and_then(|s| node_at(&mut tree.steps, s)) {
-                    Some(parent_node) => &mut parent_node.children,
-                    None => &mut tree.steps,
-                };
-                siblings.push(node);
-                let mut slot = parent.unwrap_or_default();
-                slot.push(siblings.len() - 1);
-                open.push((slot, event.path.clone(), event.iteration));
-            }
-            EventType::StepCompleted | EventType::CallWorkflowCompleted => {
-                let found = open
-                    .iter()
-                    .rposition(|(_, p, i)| *p == event.path && *i == event.iteration);
-                let Some(index) = found else {
-                    tree.problems.push(TreeProblem::CompletedWithoutStart {
-                        seq: event.seq,
-                        path: event.path.clone(),
-                        iteration: event.iteration,
-                    });
-                    continue;
-                };
-                let (slot, _, _) = open.remove(index);
-                let Some(node) = node_at(&mut tree.steps, &slot) else {
-                    continue;
-                };
-                node.end_seq = Some(event.seq);
-                node.completed_at = Some(event.timestamp);
-                node.error = step.and_then(|p| p.error.clone());
-                node.result = step.and_then(|p| p.result.clone());
-                node.status = if node.error.is_some() {
-                    Status::Failed
-                } else {
-                    Status::Succeeded
-                };
-                if node.child_run_id.is_none() {
-                    node.child_run_id = event.child_run_id;
-                }
-            }
-            _ => {}
-        }
+        builder.apply(event);
     }
+    let mut tree = builder.tree;
     attach_children(&mut tree.steps, run_id, lookup, links, &mut tree.problems);
     if newly_visited {
         links.visiting.remove(&run_id);
     }
     tree
+}
+
+/// One run's tree while its events are applied in file order.
+struct Builder {
+    tree: RunTree,
+    /// Open step executions: (slot, path, iteration), in start order.
+    open: Vec<(Slot, String, u64)>,
+}
+
+impl Builder {
+    fn apply(&mut self, event: &DecodedEvent) {
+        let Some(event_type) = event.kind.known() else {
+            return;
+        };
+        match event_type {
+            EventType::RunStarted => {
+                self.tree.started_at = Some(event.timestamp);
+                if let Some(p) = event.step() {
+                    self.tree.workflow = Some(p.name.clone());
+                }
+            }
+            EventType::RunCompleted => self.run_completed(event),
+            EventType::StepStarted | EventType::CallWorkflowStarted => {
+                self.step_started(event, event_type);
+            }
+            EventType::StepCompleted | EventType::CallWorkflowCompleted => {
+                self.step_completed(event);
+            }
+            EventType::MessageAssistant => self.assistant_turn(event),
+            _ => {}
+        }
+    }
+
+    fn run_completed(&mut self, event: &DecodedEvent) {
+        let step = event.step();
+        let tree = &mut self.tree;
+        tree.completed_at = Some(event.timestamp);
+        tree.error = step.and_then(|p| p.error.clone());
+        tree.status = if tree.error.is_some() {
+            Status::Failed
+        } else {
+            Status::Succeeded
+        };
+        if tree.workflow.is_none() {
+            tree.workflow = step.map(|p| p.name.clone());
+        }
+    }
+
+    fn step_started(&mut self, event: &DecodedEvent, event_type: EventType) {
+        let step = event.step();
+        let node = StepNode {
+            path: event.path.clone(),
+            name: step.map(|p| p.name.clone()).unwrap_or_default(),
+            kind: step.map(|p| p.kind.clone()).unwrap_or_else(|| {
+                if event_type == EventType::CallWorkflowStarted {
+                    "call_workflow".to_owned()
+                } else {
+                    String::new()
+                }
+            }),
+            iteration: event.iteration,
+            status: Status::Incomplete,
+            start_seq: event.seq,
+            end_seq: None,
+            started_at: event.timestamp,
+            completed_at: None,
+            error: None,
+            result: None,
+            child_run_id: event.child_run_id,
+            child: None,
+            children: Vec::new(),
+            turns: Vec::new(),
+        };
+        let parent = self
+            .open
+            .iter()
+            .rev()
+            .filter(|(_, p, _)| is_proper_prefix(p, &event.path))
+            .max_by_key(|(_, p, _)| p.len())
+            .map(|(slot, _, _)| slot.clone());
+        let siblings = match parent
+            .as_deref()
+            .and_then(|s| node_at(&mut self.tree.steps, s))
+        {
+            Some(parent_node) => &mut parent_node.children,
+            None => &mut self.tree.steps,
+        };
+        siblings.push(node);
+        let mut slot = parent.unwrap_or_default();
+        slot.push(siblings.len() - 1);
+        self.open.push((slot, event.path.clone(), event.iteration));
+    }
+
+    /// The open step execution of the event's path and iteration (the most recent one).
+    fn open_index(&self, event: &DecodedEvent) -> Option<usize> {
+        self.open
+            .iter()
+            .rposition(|(_, p, i)| *p == event.path && *i == event.iteration)
+    }
+
+    fn step_completed(&mut self, event: &DecodedEvent) {
+        let Some(index) = self.open_index(event) else {
+            self.tree.problems.push(TreeProblem::CompletedWithoutStart {
+                seq: event.seq,
+                path: event.path.clone(),
+                iteration: event.iteration,
+            });
+            return;
+        };
+        let (slot, _, _) = self.open.remove(index);
+        let Some(node) = node_at(&mut self.tree.steps, &slot) else {
+            return;
+        };
+        let step = event.step();
+        node.end_seq = Some(event.seq);
+        node.completed_at = Some(event.timestamp);
+        node.error = step.and_then(|p| p.error.clone());
+        node.result = step.and_then(|p| p.result.clone());
+        node.status = if node.error.is_some() {
+            Status::Failed
+        } else {
+            Status::Succeeded
+        };
+        if node.child_run_id.is_none() {
+            node.child_run_id = event.child_run_id;
+        }
+    }
+
+    /// An assistant turn belongs to the open step of its path and iteration; a turn outside
+    /// any open step (run level, or after its step completed) is billed to no step.
+    fn assistant_turn(&mut self, event: &DecodedEvent) {
+        let Some(message) = event.message() else {
+            return;
+        };
+        let Some(index) = self.open_index(event) else {
+            return;
+        };
+        let slot = self.open[index].0.clone();
+        if let Some(node) = node_at(&mut self.tree.steps, &slot) {
+            node.turns.push(Turn {
+                seq: event.seq,
+                model: message.model.clone(),
+                usage: message.usage.clone(),
+            });
+        }
+    }
 }
 
 /// Child-run nesting deeper than this is reported, not followed (guards the
@@ -516,6 +616,60 @@ mod tests {
         );
         assert_eq!(tree.steps[0].duration_ms(), Some(130));
         assert_eq!(tree.duration_ms(), Some(150));
+    }
+
+    fn turn(run: &mut Run, path: &str, model: Option<&str>, input: Option<u64>) {
+        let mut m = crate::MessagePayload::new(crate::Role::Assistant, Vec::new());
+        m.model = model.map(str::to_owned);
+        m.usage = input.map(|i| Usage {
+            input_tokens: Some(i),
+            ..Usage::default()
+        });
+        run.push(EventDraft::new(path, 0, Payload::MessageAssistant(m)));
+    }
+
+    /// Each step keeps its own turns; totals add nested steps and the child run, each request
+    /// once; a usage-only turn is priced under its step's model.
+    #[test]
+    fn usage_is_billed_per_step_and_summed_over_nested_steps_and_child_runs() {
+        let ids = SequentialRunIds::new();
+        let (root_id, child_id) = (ids.next_run_id(), ids.next_run_id());
+        let mut root = Run::new(root_id, None);
+        root.start("a", 0, "agent");
+        turn(&mut root, "a", Some("m"), None);
+        turn(&mut root, "a", None, Some(100));
+        root.end("a", 0, "agent", None);
+        turn(&mut root, "a", Some("m"), Some(1000)); // after its step: nobody's
+        root.push(
+            EventDraft::new(
+                "call",
+                0,
+                Payload::CallWorkflowStarted(StepPayload::new("call", "call_workflow")),
+            )
+            .with_child(child_id),
+        );
+        root.push(EventDraft::new(
+            "call",
+            0,
+            Payload::CallWorkflowCompleted(StepPayload::new("call", "call_workflow")),
+        ));
+        let mut child = Run::new(child_id, Some(root_id));
+        child.start("b", 0, "agent");
+        turn(&mut child, "b", Some("m"), Some(7));
+        child.end("b", 0, "agent", None);
+        let child_events = child.events.clone();
+        let tree = build_run_tree(&root.events, &mut |_| Some(child_events.clone()));
+        let price =
+            |model: &str, u: &Usage| (model == "m").then(|| u.input_tokens.unwrap_or(0) as f64);
+        let a = tree.steps[0].bill(Some(&price));
+        assert_eq!(
+            (a.turns, a.billed_turns, a.usage.input_tokens),
+            (2, 1, Some(100))
+        );
+        assert_eq!(a.cost_usd(), Some(100.0));
+        assert_eq!(tree.steps[1].usage().input_tokens, Some(7));
+        assert_eq!(tree.usage().input_tokens, Some(107));
+        assert_eq!(tree.bill(Some(&price)).cost_usd(), Some(107.0));
     }
 
     #[test]

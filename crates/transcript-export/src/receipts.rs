@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use transcript_domain::Usage;
+use transcript_domain::bill::{CostSum, billed_model, step_model};
 
 use crate::model::{Entry, ExportDocument, RunExport, StepExport};
 use crate::render_util::duration;
@@ -81,36 +82,9 @@ pub struct ModelTotal {
     pub cost_usd: Option<f64>,
 }
 
-/// Prices one turn: model and usage to US dollars, `None` when unknown.
-pub type PriceFn<'a> = dyn Fn(&str, &Usage) -> Option<f64> + 'a;
-
-/// A sum of costs that becomes unknown as soon as one part is.
-#[derive(Debug, Clone, Copy, Default)]
-struct CostSum {
-    usd: f64,
-    any: bool,
-    unknown: bool,
-}
-
-impl CostSum {
-    fn add(&mut self, c: Option<f64>) {
-        match c {
-            Some(c) => {
-                self.usd += c;
-                self.any = true;
-            }
-            None => self.unknown = true,
-        }
-    }
-    fn merge(&mut self, o: CostSum) {
-        self.usd += o.usd;
-        self.any |= o.any;
-        self.unknown |= o.unknown;
-    }
-    fn get(self) -> Option<f64> {
-        (self.any && !self.unknown).then_some(self.usd)
-    }
-}
+/// Prices one turn: model and usage to US dollars, `None` when unknown (the domain's
+/// [`transcript_domain::bill::PriceFn`]).
+pub use transcript_domain::bill::PriceFn;
 
 /// Receipts of a run and its totals.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -181,7 +155,7 @@ fn build(doc: &ExportDocument, price: Option<&PriceFn<'_>>) -> Receipts {
     out.cost_usd = ctx.total_cost.get();
     for (_, (mut m, cost)) in ctx.models {
         m.cost_usd = cost.get();
-        if price.is_some() && cost.unknown {
+        if price.is_some() && cost.has_unknown() {
             out.unpriced_models.push(m.model.clone());
         }
         out.by_model.push(m);
@@ -234,16 +208,11 @@ fn collect_step<'a>(
         let mut turns = 0;
         let mut cost = CostSum::default();
         let mut turn_costs = Vec::new();
-        // A turn that names no model is the step's model when the step's
-        // turns name exactly one (e.g. a usage-only turn settling a run).
-        let mut named = step.entries.iter().filter_map(|e| match e {
-            Entry::Message(m) if m.role == "assistant" => m.model.as_deref(),
+        // One request, one bill: the domain's rule (`transcript_domain::bill`).
+        let step_model = step_model(step.entries.iter().filter_map(|e| match e {
+            Entry::Message(m) if m.role == "assistant" => Some(m.model.as_deref()),
             _ => None,
-        });
-        let step_model = match named.next() {
-            Some(first) if named.all(|m| m == first) => Some(first.to_owned()),
-            _ => None,
-        };
+        }));
         for entry in &step.entries {
             if let Entry::Message(m) = entry
                 && m.role == "assistant"
@@ -251,11 +220,7 @@ fn collect_step<'a>(
                 turns += 1;
                 if let Some(u) = &m.usage {
                     usage.accumulate(u);
-                    let model = m
-                        .model
-                        .as_deref()
-                        .or(step_model.as_deref())
-                        .unwrap_or("(none)");
+                    let model = billed_model(m.model.as_deref(), step_model);
                     let c = ctx.price.and_then(|p| p(model, u));
                     cost.add(c);
                     turn_costs.push(TurnCost {

@@ -1,6 +1,48 @@
 //! Storage adapters for canonical agent exchange transcripts: the durable
 //! JSONL recorder, its live fan-out, and the tolerant streaming reader.
 //!
+//! # Run a workflow into a transcript and watch it live
+//!
+//! Give `transcript_exec::ExecutionService` a [`JsonlRecorderFactory`] (one
+//! `<run_id>.jsonl` per run, child runs included) wrapped in a
+//! [`TapFactory`], which hands every run the service opens (the root run and
+//! each `call_workflow` child run) to your consumer from seq 1. After the
+//! run, [`TapFactory::drain`] waits until each consumer has read to the end,
+//! [`load_run_tree`] rebuilds the step tree (with usage per step, see
+//! `transcript_domain::tree`) and [`verify_run`] checks the files.
+//! `examples/custom-runner` in the repository is the whole runner.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use transcript_infra::{JsonlRecorderFactory, TapFactory, load_run_tree, verify_run};
+//!
+//! let storage = std::path::Path::new("storage/transcripts");
+//! let tap = Arc::new(TapFactory::new(
+//!     Arc::new(JsonlRecorderFactory::new(storage)),
+//!     Box::new(|mut run| {
+//!         Some(tokio::spawn(async move {
+//!             while let Some(e) = run.next().await {
+//!                 println!("{} #{} {} {}", e.run_id, e.seq, e.event_type().as_str(), e.path);
+//!             }
+//!         }))
+//!     }),
+//! ));
+//! // let service = ExecutionService::builder(workspace).recorder_factory(tap.clone()).build()?;
+//! // let outcome = service.run(&workflows, inputs, cancel).await?;
+//! # let run_id = transcript_domain::RunId::from_bytes([1; 16]);
+//! tap.drain("the live view").await?;
+//! let tree = load_run_tree(storage, run_id)?;
+//! let report = verify_run(storage, run_id);
+//! # let _ = (tree, report);
+//! # Ok(()) }
+//! ```
+//!
+//! The domain's ports are re-exported here ([`Recorder`], [`RecorderFactory`],
+//! [`Subscription`], [`RunIdGenerator`]): `recorder.subscribe(..)`,
+//! `recorder.close()`, `subscription.next()` and
+//! `RandomRunIds.next_run_id()` need `use transcript_infra::{..}` only.
+//!
 //! This crate implements the `transcript_domain::Recorder` port
 //! ([`JsonlRecorder`], created per run by [`JsonlRecorderFactory`]), reads
 //! transcripts back ([`TranscriptReader`], [`verify_file`], [`verify_run`],
@@ -10,8 +52,8 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), transcript_domain::RecordError> {
-//! use transcript_domain::{EventDraft, Payload, Recorder, RunIdGenerator, StepPayload};
-//! use transcript_infra::{Durability, JsonlRecorder, RandomRunIds};
+//! use transcript_domain::{EventDraft, Payload, StepPayload};
+//! use transcript_infra::{Durability, JsonlRecorder, RandomRunIds, Recorder, RunIdGenerator};
 //!
 //! let run = RandomRunIds.next_run_id();
 //! let recorder = JsonlRecorder::builder("storage/transcripts", run)
@@ -258,6 +300,7 @@ mod release;
 mod replay;
 mod resume;
 mod sink;
+mod tap;
 mod verify;
 
 pub use clock::{RandomRunIds, SystemClock};
@@ -272,6 +315,10 @@ pub use recorder::{
     DEFAULT_MAX_QUEUED_BYTES, Durability, JsonlRecorder, JsonlRecorderBuilder, WriteStats,
 };
 pub use resume::{ResumeInfo, ResumeWarning};
+pub use tap::{StartTap, TapError, TapFactory, joined};
+/// The domain's ports, re-exported so that everyday calls (`subscribe`, `close`, `next()` on a
+/// subscription, `next_run_id`) need one import from this crate only.
+pub use transcript_domain::{Recorder, RecorderFactory, RunIdGenerator, Subscription};
 pub use verify::{
     FileReport, Finding, FindingCode, RunReport, verify_file, verify_reader, verify_run,
 };
