@@ -285,7 +285,7 @@ const WAITING_FOR_SHORTER_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/transcript-exec/src/workflow/validate.rs",
         "validate_seq",
-        196,
+        204,
     ),
     ("crates/transcript-export/src/build.rs", "run_export", 135),
     (
