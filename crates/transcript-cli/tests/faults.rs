@@ -427,6 +427,9 @@ fn sigterm_leaves_no_process_of_the_run_behind() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143), "{rest}");
     for pid in pids {
+        // A process closes its files before it becomes a zombie: the pipe's end says it is
+        // exiting, its pidfd turning readable says it has exited (bounded: a survivor fails).
+        common::wait_until_exited(&pid, std::time::Duration::from_secs(30));
         // Gone or a zombie nobody reaps (PID 1 here does not): not running either way.
         let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let running = state

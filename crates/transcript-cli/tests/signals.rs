@@ -137,6 +137,14 @@ fn running(pid: &str) -> bool {
         .is_some_and(|s| s != "Z" && s != "X")
 }
 
+/// Whether `pid` is gone. A SIGKILLed process exits asynchronously: wait (bounded) for the OS
+/// to say it has, so a process still on its way out is not taken for a survivor; a real
+/// survivor is reported after 30 s.
+fn gone(pid: &str) -> bool {
+    common::wait_until_exited(pid, std::time::Duration::from_secs(30));
+    !running(pid)
+}
+
 /// Kills what a failed test left running.
 struct Reaper(Vec<String>);
 
@@ -210,7 +218,7 @@ fn a_second_ctrl_c_kills_every_process_group_of_the_run() {
     let (code, stderr) = run.exit_code();
     assert_eq!(code, Some(130), "{stderr}");
     for pid in &pids {
-        assert!(!running(pid), "process {pid} survived the run: {stderr}");
+        assert!(gone(pid), "process {pid} survived the run: {stderr}");
     }
     assert_cancelled_and_whole(&transcript(dir.path()), &stderr);
 }
@@ -248,7 +256,7 @@ fn sigterm_and_sighup_cancel_the_run_cleanly() {
         trapped.sort();
         assert_eq!(trapped, ["a", "b"], "SIG{signal}: TERM reached each group");
         for pid in &pids {
-            assert!(!running(pid), "SIG{signal}: process {pid} survived");
+            assert!(gone(pid), "SIG{signal}: process {pid} survived");
         }
         let file = transcript(dir.path());
         assert_cancelled_and_whole(&file, &format!("SIG{signal}"));

@@ -44,3 +44,23 @@ pub fn demo_command(storage: &Path, workspace: &Path) -> Command {
 
 /// The demo's root run id in deterministic mode.
 pub const DEMO_RUN_ID: &str = "00000000-0000-4000-8000-000000000001";
+
+#[allow(dead_code)] // not every test binary uses it
+/// Waits until process `pid` (not our child) has exited, at most `limit`: its pidfd becomes
+/// readable when it does (pidfd_open(2)). A process already gone returns at once.
+pub fn wait_until_exited(pid: &str, limit: std::time::Duration) {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let Some(pid) = pid.parse().ok().and_then(Pid::from_raw) else {
+        panic!("bad pid {pid}")
+    };
+    let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else {
+        return; // ESRCH: gone (and reaped) already
+    };
+    let timeout = Timespec {
+        tv_sec: limit.as_secs() as i64,
+        tv_nsec: 0,
+    };
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let _ = poll(&mut fds, Some(&timeout));
+}
