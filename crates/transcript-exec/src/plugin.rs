@@ -5,7 +5,9 @@
 //! One JSON object per line in each direction, UTF-8, `\n`-terminated. The
 //! router sends one request at a time and waits for the response with the
 //! same `id` (lines with another id, left over from a cancelled request, are
-//! skipped).
+//! skipped). A cancelled call stops waiting for its response but never
+//! leaves half a line behind: the request is written whole, and a response
+//! line read in part is finished by the next call.
 //!
 //! ```text
 //! → {"id":1,"method":"describe"}
@@ -49,6 +51,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use crate::tools::{Plugin, ToolContext, ToolError};
 
@@ -84,6 +87,13 @@ struct Io {
     /// Set once the stream is out of step (an over-long line): every later
     /// call fails with it.
     broken: Option<String>,
+    /// The part of a line read so far: kept here, not in the reading
+    /// future, so a read given up on cancellation loses no byte.
+    partial: Vec<u8>,
+    /// True while a request is being written: still true at the next call
+    /// when the write was abandoned mid-line, which leaves the stream out
+    /// of step.
+    writing: bool,
     _child: Child,
 }
 
@@ -149,6 +159,8 @@ impl ExternalPlugin {
             next_id: 0,
             max_line_bytes: limits.max_line_bytes,
             broken: None,
+            partial: Vec::new(),
+            writing: false,
             _child: child,
         };
         // A plugin that never answers is dropped (and so killed) here.
@@ -204,11 +216,26 @@ impl ExternalPlugin {
     }
 }
 
-async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value, ToolError> {
+async fn exchange(io: &mut Io, plugin: &str, request: Value) -> Result<Value, ToolError> {
+    exchange_until(io, plugin, request, &CancellationToken::new()).await
+}
+
+/// One request and its response; on `cancel` the wait for the response
+/// ends with [`ToolError::Cancelled`] (the request is written whole first,
+/// and a late answer is skipped by the next exchange).
+async fn exchange_until(
+    io: &mut Io,
+    plugin: &str,
+    mut request: Value,
+    cancel: &CancellationToken,
+) -> Result<Value, ToolError> {
     let err = |message: String| ToolError::Plugin {
         plugin: plugin.to_owned(),
         message,
     };
+    if io.writing {
+        io.broken = Some("a request was abandoned mid-line (cancelled while being written)".into());
+    }
     if let Some(why) = &io.broken {
         return Err(err(why.clone()));
     }
@@ -219,6 +246,7 @@ async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value
     }
     let mut line = request.to_string();
     line.push('\n');
+    io.writing = true;
     io.stdin
         .write_all(line.as_bytes())
         .await
@@ -227,10 +255,12 @@ async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value
         .flush()
         .await
         .map_err(|e| err(format!("flush failed: {e}")))?;
+    io.writing = false;
     loop {
-        let line = read_line(io)
-            .await
-            .map_err(|e| err(format!("read failed: {e}")))?;
+        let line = tokio::select! {
+            l = read_line(io) => l.map_err(|e| err(format!("read failed: {e}")))?,
+            _ = cancel.cancelled() => return Err(ToolError::Cancelled),
+        };
         let line = match line {
             Line::End => return Err(err("plugin exited".into())),
             Line::TooLong => {
@@ -271,15 +301,17 @@ enum Line {
 }
 
 /// One line (newline excluded) of at most the cap, read without buffering
-/// more than the cap plus one byte.
+/// more than the cap plus one byte. Cancel-safe: the bytes of a line read
+/// so far stay in [`Io::partial`] for the next call.
 async fn read_line(io: &mut Io) -> std::io::Result<Line> {
-    let mut buf = Vec::new();
     let cap = io.max_line_bytes;
+    let room = (cap as u64 + 2).saturating_sub(io.partial.len() as u64);
     let n = (&mut io.stdout)
-        .take(cap as u64 + 2)
-        .read_until(b'\n', &mut buf)
+        .take(room)
+        .read_until(b'\n', &mut io.partial)
         .await?;
-    if n == 0 {
+    let mut buf = std::mem::take(&mut io.partial);
+    if n == 0 && buf.is_empty() {
         return Ok(Line::End);
     }
     if buf.last() == Some(&b'\n') {
@@ -317,7 +349,7 @@ impl Plugin for ExternalPlugin {
         input: Value,
     ) -> Result<Value, ToolError> {
         let mut io = self.io.lock().await;
-        exchange(
+        exchange_until(
             &mut io,
             &self.name,
             json!({
@@ -326,6 +358,7 @@ impl Plugin for ExternalPlugin {
                 "input": input,
                 "workspace": ctx.workspace.display().to_string(),
             }),
+            &ctx.cancel,
         )
         .await
     }
