@@ -189,29 +189,42 @@ impl AgentRunner for CliAgentRunner {
                 }
             }
         }
+        // Its stdout closed, it may still linger (and its children with
+        // it): the group stays armed, and cancellation watched, until it
+        // exited and its stderr closed.
+        let mut stderr_task = stderr_task;
+        let mut finished = None;
+        if !cancelled {
+            let finish = async {
+                let status = child.wait().await;
+                let stderr = match stderr_task.as_mut() {
+                    Some(t) => t.await.unwrap_or_default(),
+                    None => String::new(),
+                };
+                (status, stderr)
+            };
+            tokio::select! {
+                r = finish => finished = Some(r),
+                _ = seam.cancel().cancelled() => cancelled = true,
+            }
+        }
         if cancelled {
             group
                 .terminate(&mut child, seam.process_limits().kill_grace)
                 .await;
+            if let Some(t) = stderr_task {
+                t.abort();
+            }
         } else {
-            // Its stdout closed: it exits on its own; it is not signalled.
+            // It exited on its own: what it left running is not signalled.
             group.disarm();
         }
         // Flush the last turn (a dangling tool_use stays in it).
         normalizer.finish(&mut outputs);
         dispatch(&mut outputs, seam, &mut collected).await;
-        let status = child.wait().await;
-        let stderr = match stderr_task {
-            Some(t) if !cancelled => t.await.unwrap_or_default(),
-            Some(t) => {
-                t.abort();
-                String::new()
-            }
-            None => String::new(),
-        };
-        if cancelled {
+        let Some((status, stderr)) = finished.filter(|_| !cancelled) else {
             return Err(AgentError("cancelled".into()));
-        }
+        };
         if let Some(e) = read_error {
             return Err(AgentError(format!("reading agent output failed: {e}")));
         }

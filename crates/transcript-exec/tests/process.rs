@@ -197,3 +197,31 @@ async fn timed_out_cli_agent_ends_its_grandchildren() {
     let (out, pid) = run_and_find_grandchild(ws, set_of(&yaml), false).await;
     assert_grandchild_ends(&out, pid, Status::Failure, "timed out").await;
 }
+
+/// #30 item 4: an agent that closes its stdout and lingers (waiting on a
+/// TERM-ignoring child) is still ended as a group on cancellation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_cli_agent_that_closed_stdout_ends_its_grandchildren() {
+    let (_d, ws) = workspace();
+    let script = "exec >&-; (trap '' TERM; exec sleep 60) & echo $! > pidfile; wait";
+    let yaml = format!(
+        "name: w\nsteps:\n  - name: c\n    type: agent\n    provider: claude\n    prompt: hi\n    command: [\"sh\", \"-c\", \"{script}\"]\n"
+    );
+    let svc = service(&ws);
+    let cancel = CancellationToken::new();
+    let set = set_of(&yaml);
+    let run = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move { svc.run(&set, Map::new(), cancel).await.unwrap() })
+    };
+    wait_until("the pidfile", || read_pid(&ws).is_some()).await;
+    let pid = read_pid(&ws).unwrap();
+    cancel.cancel();
+    // A bound far above the 300 ms grace and far below the child's 60 s:
+    // the old code waited for the agent without watching cancellation.
+    let out = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("the run ignored its cancellation while the agent lingered")
+        .unwrap();
+    assert_grandchild_ends(&out, pid, Status::Cancelled, "cancelled").await;
+}
