@@ -55,8 +55,10 @@ impl RunCtx {
         if n == 0 { base } else { format!("{base}~{n}") }
     }
 
-    pub(super) fn audit(&self, record: AuditRecord) {
-        if let Some(e) = self.inner.observers.audit(record)
+    /// Appends `record` to the audit trail (off the runtime workers),
+    /// keeping a failure for the run's outcome.
+    pub(super) async fn audit(&self, record: AuditRecord) {
+        if let Some(e) = self.inner.observers.audit(record).await
             && let Ok(mut errs) = self.audit_errors.lock()
         {
             errs.push(e);
@@ -160,7 +162,8 @@ pub(super) fn run_workflow(
             status: None,
             error: None,
             child_run_id: None,
-        });
+        })
+        .await;
         obs.display(DisplayEvent::RunStarted {
             at: t0,
             run_id,
@@ -220,7 +223,8 @@ pub(super) fn run_workflow(
             status: Some(status),
             error: error.clone(),
             child_run_id: None,
-        });
+        })
+        .await;
         obs.display(DisplayEvent::RunFinished {
             at: t1,
             run_id,
@@ -352,7 +356,8 @@ pub(super) fn run_step<'a>(
             status: None,
             error: None,
             child_run_id,
-        });
+        })
+        .await;
         obs.display(DisplayEvent::StepStarted {
             at: t0,
             path: path.clone(),
@@ -437,7 +442,8 @@ pub(super) fn run_step<'a>(
             status: Some(status),
             error: error.clone(),
             child_run_id,
-        });
+        })
+        .await;
         obs.display(DisplayEvent::StepFinished {
             at: t1,
             path: path.clone(),
