@@ -62,6 +62,10 @@
 //!   = the rendered outputs of a successful run.
 //! * Every step but `call_workflow` writes `step.started` and
 //!   `step.completed` (`error` on failure, the result above on success).
+//!   A `command` step's `step.started` carries what it is about to run as
+//!   its `result`, `{"command": <shell source or argv>, "env": [<names>]}`,
+//!   so a step cancelled or killed before it completes still records it
+//!   (StepPayload's only open field; variable values are not written there).
 //!   `call_workflow` writes `step.call_workflow.started` / `.completed`
 //!   carrying `child_run_id` instead (decision 12); the child run gets a new
 //!   id and its own recorder from the factory, so every child line carries

@@ -225,3 +225,50 @@ async fn cancelled_cli_agent_that_closed_stdout_ends_its_grandchildren() {
         .unwrap();
     assert_grandchild_ends(&out, pid, Status::Cancelled, "cancelled").await;
 }
+
+/// #30 (lost errors): what a command step ran is on its `step.started`,
+/// so a step cancelled before it completed still records it (the command
+/// and the names of the variables it got; their values may be secrets).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_command_step_records_what_ran_on_step_started() {
+    let (_d, ws) = workspace();
+    let yaml = format!(
+        "name: w\nsteps:\n  - name: c\n    type: command\n    env: {{ GREETING: hello-value }}\n    command: \"{SPAWNS_GRANDCHILD}\"\n"
+    );
+    let factory = MemoryFactory::new();
+    let svc = ExecutionService::deterministic_builder(&ws, ts0())
+        .recorder_factory(factory.clone())
+        .kill_grace(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let set = set_of(&yaml);
+    let run = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move { svc.run(&set, Map::new(), cancel).await.unwrap() })
+    };
+    wait_until("the pidfile", || read_pid(&ws).is_some()).await;
+    let pid = read_pid(&ws).unwrap();
+    cancel.cancel();
+    let out = run.await.unwrap();
+    assert_grandchild_ends(&out, pid, Status::Cancelled, "cancelled").await;
+    // Read back as raw JSON lines, not through the code under test.
+    let lines: Vec<serde_json::Value> = factory
+        .text(out.run_id)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let started: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "step.started" && l["path"] == "c")
+        .collect();
+    assert_eq!(started.len(), 1, "{lines:#?}");
+    assert_eq!(
+        started[0]["payload"]["result"],
+        serde_json::json!({"command": SPAWNS_GRANDCHILD, "env": ["GREETING"]}),
+    );
+    assert!(
+        !factory.text(out.run_id).contains("hello-value"),
+        "an environment value reached the transcript"
+    );
+}

@@ -332,7 +332,7 @@ pub(super) fn run_step<'a>(
 
         ctx.emitter
             .emit_draft(|| {
-                let p = StepPayload::new(step.name.clone(), kind);
+                let p = started_payload(step, kind, scope);
                 let draft = if is_call {
                     EventDraft::new(path.clone(), iteration, Payload::CallWorkflowStarted(p))
                 } else {
@@ -485,6 +485,19 @@ pub(super) fn call_scope(
         cancel: cancel.clone(),
         call_counter: ctx.calls.clone(),
         limits: ctx.inner.limits,
+    }
+}
+
+/// The payload of a step's `step.started`: a command step's carries what
+/// it is about to run as its `result` (see `steps::command::started_result`).
+fn started_payload(step: &Step, kind: &str, scope: &Scope) -> StepPayload {
+    let p = StepPayload::new(step.name.clone(), kind);
+    match &step.kind {
+        StepKind::Command { command, env } => p.with_result(
+            RawJson::from_value(&steps::command::started_result(command, env, scope))
+                .unwrap_or_default(),
+        ),
+        _ => p,
     }
 }
 
