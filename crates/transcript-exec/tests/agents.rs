@@ -387,7 +387,6 @@ async fn router_executed_calls_are_not_double_counted_in_any_order() {
         assert_eq!(pairs(EventType::ToolCall), expect(|r| r.1), "{order:?}");
         assert_eq!(pairs(EventType::ToolResult), expect(|r| r.2), "{order:?}");
     }
-    let _ = Value::Null;
 }
 
 /// Forwards to a memory recorder and reports each event type as it is recorded.
@@ -465,12 +464,20 @@ async fn agent_output_is_recorded_while_the_agent_still_runs() {
             .await
         })
     };
-    while let Some(t) = rx.recv().await {
-        assert_ne!(t, "step.completed", "the agent cannot have finished yet");
-        if t == "tool.call" {
-            break;
+    // Bounded: an agent that never reaches its tool call (or a recorder
+    // that never reports it) fails the test instead of hanging it.
+    let seen = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(t) = rx.recv().await {
+            assert_ne!(t, "step.completed", "the agent cannot have finished yet");
+            if t == "tool.call" {
+                return true;
+            }
         }
-    }
+        false
+    })
+    .await
+    .expect("no tool.call recorded within 60 s while the agent waits");
+    assert!(seen, "the run ended without recording the tool call");
     std::fs::write(ws.join("go"), "").unwrap();
     let out = run.await.unwrap().unwrap();
     assert!(out.succeeded(), "{:?}", out.error);
