@@ -406,6 +406,9 @@ pub(crate) struct Observers {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) audit: Option<Arc<AuditTrail>>,
     pub(crate) display: Option<Arc<dyn DisplaySink>>,
+    /// The text mask (the CLI's redactor under `--redact`), for text the
+    /// service cuts before any later stage could see it whole.
+    pub(crate) mask: Option<Arc<dyn TextMask>>,
 }
 
 impl Observers {
@@ -430,5 +433,15 @@ impl Observers {
 
     pub(crate) fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// `text` masked whole when a mask is configured: done before a part
+    /// of it (a last line) is taken, since a fragment of a multi-line
+    /// secret alone is not recognisable.
+    pub(crate) fn mask_whole<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        match &self.mask {
+            Some(m) => std::borrow::Cow::Owned(m.mask(text)),
+            None => std::borrow::Cow::Borrowed(text),
+        }
     }
 }

@@ -53,6 +53,7 @@ fn an_audit_line_is_written_off_the_runtime_worker() {
         clock: Arc::new(ManualClock::new(Timestamp::saturating_from_unix_millis(0))),
         audit: Some(Arc::new(AuditTrail::lazy(&path))),
         display: None,
+        mask: None,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -280,7 +280,9 @@ pub use cli_agent::CliAgentRunner;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
 pub use http_agent::{HttpAgentRunner, RetryPolicy};
-pub use plugin::{ExternalPlugin, PluginLimits, start_declared_plugins};
+pub use plugin::{
+    ExternalPlugin, PluginLimits, start_declared_plugins, start_declared_plugins_masked,
+};
 pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};

@@ -24,7 +24,12 @@
 //!
 //! The plugin is started once ([`ExternalPlugin::start`]) and lives as long
 //! as the router holds it; it is killed when dropped. Its stderr is
-//! inherited. A plugin that exits or writes a line that is not JSON fails
+//! inherited, or, when started with a text mask
+//! ([`ExternalPlugin::start_masked`], what `run --redact` does), piped and
+//! copied to ours line by line, each line masked together with the lines
+//! before it (a PEM body or a folded key's continuation is recognisable
+//! only after its first line); a line whose masking would change what was
+//! already printed is withheld. A plugin that exits or writes a line that is not JSON fails
 //! the call in flight with [`ToolError::Plugin`]; nothing of the plugin is
 //! changed to capture its calls: the router records them at its seam.
 //!
@@ -42,8 +47,10 @@
 //!   unusable (its stream is out of step): every later call fails at once
 //!   with the same reason.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -53,6 +60,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::TextMask;
 use crate::tools::{Plugin, ToolContext, ToolError};
 
 /// The protocol version this runner speaks; `describe` must announce it.
@@ -127,6 +135,17 @@ impl ExternalPlugin {
         cwd: Option<PathBuf>,
         limits: PluginLimits,
     ) -> Result<Self, ToolError> {
+        Self::start_masked(argv, cwd, limits, None).await
+    }
+
+    /// [`ExternalPlugin::start_with`], its stderr passed through `mask`
+    /// when given (see the module docs).
+    pub async fn start_masked(
+        argv: &[String],
+        cwd: Option<PathBuf>,
+        limits: PluginLimits,
+        mask: Option<Arc<dyn TextMask>>,
+    ) -> Result<Self, ToolError> {
         let shown = argv.join(" ");
         let err = |message: String| ToolError::Plugin {
             plugin: shown.clone(),
@@ -139,12 +158,19 @@ impl ExternalPlugin {
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if mask.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .kill_on_drop(true);
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
         let mut child = cmd.spawn().map_err(|e| err(format!("cannot start: {e}")))?;
+        if let (Some(mask), Some(stderr)) = (mask, child.stderr.take()) {
+            tokio::spawn(copy_masked(stderr, mask));
+        }
         let stdin = child
             .stdin
             .take()
@@ -294,6 +320,75 @@ async fn exchange_until(
     }
 }
 
+/// Lines of context a stderr line is masked with.
+const MASK_CONTEXT_LINES: usize = 32;
+/// Longest stderr line copied whole; a longer one is cut (and masked).
+const MAX_STDERR_LINE: u64 = 64 * 1024;
+
+/// Copies a plugin's stderr to ours until it closes, each line masked with
+/// the lines before it (see the module docs).
+async fn copy_masked(stderr: tokio::process::ChildStderr, mask: Arc<dyn TextMask>) {
+    let mut reader = BufReader::new(stderr);
+    let mut masker = ContextMask::new(mask);
+    loop {
+        let mut line = Vec::new();
+        match (&mut reader)
+            .take(MAX_STDERR_LINE)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let shown = masker.line(&String::from_utf8_lossy(&line));
+        // On the blocking pool (no I/O on runtime workers); nobody reading
+        // our stderr is not the plugin's failure.
+        let _ = tokio::task::spawn_blocking(move || {
+            use std::io::Write;
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(shown.as_bytes());
+            let _ = err.flush();
+        })
+        .await;
+    }
+}
+
+/// Masks each new line of a stream together with the lines before it.
+struct ContextMask {
+    mask: Arc<dyn TextMask>,
+    context: VecDeque<String>,
+}
+
+impl ContextMask {
+    fn new(mask: Arc<dyn TextMask>) -> Self {
+        Self {
+            mask,
+            context: VecDeque::new(),
+        }
+    }
+
+    /// `line` (its terminator included) as it may be shown.
+    fn line(&mut self, line: &str) -> String {
+        let before: String = self.context.iter().map(String::as_str).collect();
+        let masked_before = self.mask.mask(&before);
+        let masked_all = self.mask.mask(&format!("{before}{line}"));
+        self.context.push_back(line.to_owned());
+        if self.context.len() > MASK_CONTEXT_LINES {
+            self.context.pop_front();
+        }
+        let mut shown = match masked_all.strip_prefix(masked_before.as_str()) {
+            Some(rest) => rest.to_owned(),
+            None => {
+                "[a plugin stderr line withheld: masking it changed the lines before it]".to_owned()
+            }
+        };
+        if !shown.ends_with('\n') {
+            shown.push('\n');
+        }
+        shown
+    }
+}
+
 enum Line {
     Text(String),
     TooLong,
@@ -371,9 +466,25 @@ pub async fn start_declared_plugins(
     set: &crate::workflow::WorkflowSet,
     router: &mut crate::tools::ToolRouter,
 ) -> Result<usize, ToolError> {
+    start_declared_plugins_masked(set, router, None).await
+}
+
+/// [`start_declared_plugins`], each plugin's stderr passed through `mask`
+/// when given ([`ExternalPlugin::start_masked`]).
+pub async fn start_declared_plugins_masked(
+    set: &crate::workflow::WorkflowSet,
+    router: &mut crate::tools::ToolRouter,
+    mask: Option<Arc<dyn TextMask>>,
+) -> Result<usize, ToolError> {
     let specs = set.plugins();
     for spec in &specs {
-        let plugin = ExternalPlugin::start(&spec.argv, spec.cwd.clone()).await?;
+        let plugin = ExternalPlugin::start_masked(
+            &spec.argv,
+            spec.cwd.clone(),
+            PluginLimits::default(),
+            mask.clone(),
+        )
+        .await?;
         router.register_plugin(std::sync::Arc::new(plugin))?;
     }
     Ok(specs.len())

@@ -145,13 +145,23 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     let factory: Arc<dyn RecorderFactory> = progress_factory.clone();
 
     let mut router = ToolRouter::with_builtins();
-    transcript_exec::start_declared_plugins(&set, &mut router)
+    // Under --redact a plugin's stderr is masked like everything else we print.
+    let plugin_mask = args.redactor.clone().map(|redactor| {
+        Arc::new(move |text: &str| redactor.mask_text(text).into_owned())
+            as Arc<dyn transcript_exec::TextMask>
+    });
+    transcript_exec::start_declared_plugins_masked(&set, &mut router, plugin_mask.clone())
         .await
         .map_err(|e| CliError::Failed(format!("{}: plugin: {e}", args.workflow.display())))?;
     for (plugin, argv) in args.plugins.iter().zip(&plugin_argvs) {
-        let started = ExternalPlugin::start(argv, None)
-            .await
-            .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
+        let started = ExternalPlugin::start_masked(
+            argv,
+            None,
+            transcript_exec::PluginLimits::default(),
+            plugin_mask.clone(),
+        )
+        .await
+        .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
         router
             .register_plugin(Arc::new(started))
             .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;

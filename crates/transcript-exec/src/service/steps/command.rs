@@ -114,13 +114,10 @@ pub(in crate::service) async fn run(
             let flow = if out.exit_code == 0 {
                 Flow::Done
             } else {
-                let tail = out
-                    .stderr
-                    .trim_end()
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .to_owned();
+                // Masked whole first: the last line of a multi-line
+                // secret (a PEM body, a folded key) is no secret alone.
+                let stderr = ctx.inner.observers.mask_whole(&out.stderr);
+                let tail = stderr.trim_end().lines().last().unwrap_or("").to_owned();
                 Flow::Failed(if tail.is_empty() {
                     format!("command exited with code {}", out.exit_code)
                 } else {
