@@ -83,7 +83,10 @@
 //!   calling step's path and iteration (decision 5).
 //! * Agents: `message.user` (prompt, then system prompt; fidelity `router`)
 //!   before the agent starts; one `message.assistant` per provider turn with
-//!   provider, model and usage (decisions 10, 11); agent-reported tool calls
+//!   provider, model and usage (decisions 10, 11; when the provider reports
+//!   no model, as Codex's `exec --json` does not, the step's configured
+//!   `model:` is recorded instead, so receipts name it; a reported model
+//!   always wins); agent-reported tool calls
 //!   at fidelity `agent_emitted`. Each call id gets one `tool.call` and one
 //!   `tool.result`, whichever of the router and the agent's report comes
 //!   first, and **every executed call is recorded** (#28): a provider id

@@ -533,3 +533,50 @@ async fn a_preset_without_its_binary_fails_naming_the_npm_package() {
         "{error}"
     );
 }
+
+/// #29: a step that names its model gets it on its turns when the provider
+/// reported none (Codex's `exec --json` carries no model); a model the
+/// provider reported is kept. Read from the raw lines.
+#[tokio::test]
+async fn a_steps_configured_model_fills_turns_the_provider_left_without_one() {
+    let models = |step: Step| async move {
+        let (factory, out) = run_one(step).await;
+        assert!(out.succeeded(), "{:?}", out.error);
+        factory
+            .text(out.run_id)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|l| l["type"] == "message.assistant")
+            .map(|l| l["payload"]["model"].clone())
+            .collect::<Vec<Value>>()
+    };
+    let with_model = |mut step: Step, model: &str| {
+        if let StepKind::Agent(spec) = &mut step.kind {
+            spec.model = Some(model.into());
+        }
+        step
+    };
+    let codex = models(with_model(
+        agent("c", "codex", replay("codex-summary.jsonl"), "Go"),
+        "gpt-5-codex",
+    ))
+    .await;
+    assert!(!codex.is_empty());
+    assert!(codex.iter().all(|m| m == "gpt-5-codex"), "{codex:?}");
+    // Without a configured model nothing is invented.
+    let bare = models(agent("c", "codex", replay("codex-summary.jsonl"), "Go")).await;
+    assert!(bare.iter().all(Value::is_null), "{bare:?}");
+    // A reported model wins over the configured one.
+    let claude = models(with_model(
+        agent("r", "claude", replay("claude-review.jsonl"), "Go"),
+        "configured-model",
+    ))
+    .await;
+    assert!(!claude.is_empty());
+    assert!(
+        claude
+            .iter()
+            .all(|m| m.is_string() && m != "configured-model"),
+        "{claude:?}"
+    );
+}
