@@ -189,25 +189,12 @@ impl AgentRunner for CliAgentRunner {
                 }
             }
         }
-        // Its stdout closed, it may still linger (and its children with
-        // it): the group stays armed, and cancellation watched, until it
-        // exited and its stderr closed.
         let mut stderr_task = stderr_task;
-        let mut finished = None;
-        if !cancelled {
-            let finish = async {
-                let status = child.wait().await;
-                let stderr = match stderr_task.as_mut() {
-                    Some(t) => t.await.unwrap_or_default(),
-                    None => String::new(),
-                };
-                (status, stderr)
-            };
-            tokio::select! {
-                r = finish => finished = Some(r),
-                _ = seam.cancel().cancelled() => cancelled = true,
-            }
-        }
+        let finished = match cancelled {
+            true => None,
+            false => wait_watching(&mut child, &mut stderr_task, seam.cancel()).await,
+        };
+        cancelled |= finished.is_none();
         if cancelled {
             group
                 .terminate(&mut child, seam.process_limits().kill_grace)
@@ -222,7 +209,7 @@ impl AgentRunner for CliAgentRunner {
         // Flush the last turn (a dangling tool_use stays in it).
         normalizer.finish(&mut outputs);
         dispatch(&mut outputs, seam, &mut collected).await;
-        let Some((status, stderr)) = finished.filter(|_| !cancelled) else {
+        let Some((status, stderr)) = finished else {
             return Err(AgentError("cancelled".into()));
         };
         if let Some(e) = read_error {
@@ -255,5 +242,28 @@ impl AgentRunner for CliAgentRunner {
             output: collected.last_text.unwrap_or_default(),
             warnings: collected.warnings,
         })
+    }
+}
+
+/// Once its stdout closed, an agent may still linger (and its children
+/// with it): waits for its exit and the end of its stderr while watching
+/// `cancel`, so the caller's group guard stays armed until then. `None`
+/// when cancelled first.
+async fn wait_watching(
+    child: &mut tokio::process::Child,
+    stderr_task: &mut Option<tokio::task::JoinHandle<String>>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<(std::io::Result<std::process::ExitStatus>, String)> {
+    let finish = async {
+        let status = child.wait().await;
+        let stderr = match stderr_task.as_mut() {
+            Some(t) => t.await.unwrap_or_default(),
+            None => String::new(),
+        };
+        (status, stderr)
+    };
+    tokio::select! {
+        r = finish => Some(r),
+        _ = cancel.cancelled() => None,
     }
 }

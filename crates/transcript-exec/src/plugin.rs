@@ -135,12 +135,21 @@ impl ExternalPlugin {
         cwd: Option<PathBuf>,
         limits: PluginLimits,
     ) -> Result<Self, ToolError> {
-        Self::start_masked(argv, cwd, limits, None).await
+        Self::start_masked_with(argv, cwd, limits, None).await
     }
 
-    /// [`ExternalPlugin::start_with`], its stderr passed through `mask`
-    /// when given (see the module docs).
+    /// [`ExternalPlugin::start`], its stderr passed through `mask` when
+    /// given (see the module docs).
     pub async fn start_masked(
+        argv: &[String],
+        cwd: Option<PathBuf>,
+        mask: Option<Arc<dyn TextMask>>,
+    ) -> Result<Self, ToolError> {
+        Self::start_masked_with(argv, cwd, PluginLimits::default(), mask).await
+    }
+
+    /// [`ExternalPlugin::start_masked`] with explicit limits.
+    pub async fn start_masked_with(
         argv: &[String],
         cwd: Option<PathBuf>,
         limits: PluginLimits,
@@ -201,6 +210,16 @@ impl ExternalPlugin {
                 limits.describe_timeout
             ))
         })??;
+        Self::from_description(&described, &shown, io)
+    }
+
+    /// The plugin `describe` answered with: its protocol checked, its name,
+    /// operations and parameters read.
+    fn from_description(described: &Value, shown: &str, io: Io) -> Result<Self, ToolError> {
+        let err = |message: String| ToolError::Plugin {
+            plugin: shown.to_owned(),
+            message,
+        };
         match described.get("protocol").and_then(Value::as_u64) {
             Some(PROTOCOL_VERSION) => {}
             Some(other) => {
@@ -217,7 +236,7 @@ impl ExternalPlugin {
         let name = described
             .get("name")
             .and_then(Value::as_str)
-            .unwrap_or(&shown)
+            .unwrap_or(shown)
             .to_owned();
         let operations = described
             .get("operations")
@@ -478,13 +497,8 @@ pub async fn start_declared_plugins_masked(
 ) -> Result<usize, ToolError> {
     let specs = set.plugins();
     for spec in &specs {
-        let plugin = ExternalPlugin::start_masked(
-            &spec.argv,
-            spec.cwd.clone(),
-            PluginLimits::default(),
-            mask.clone(),
-        )
-        .await?;
+        let plugin =
+            ExternalPlugin::start_masked(&spec.argv, spec.cwd.clone(), mask.clone()).await?;
         router.register_plugin(std::sync::Arc::new(plugin))?;
     }
     Ok(specs.len())

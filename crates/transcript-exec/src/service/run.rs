@@ -189,16 +189,11 @@ pub(super) fn run_workflow(
             Some(failure) => (Status::Failure, Some(failure)),
             None => (status, error),
         };
-        let mut outputs = Map::new();
-        if status == Status::Success {
-            for (name, text) in &wf.outputs {
-                let v = match crate::template::Template::parse(text) {
-                    Ok(t) => t.render_value(&scope),
-                    Err(_) => Value::String(text.clone()),
-                };
-                outputs.insert(name.clone(), v);
-            }
-        }
+        let outputs = if status == Status::Success {
+            render_outputs(&wf, &scope)
+        } else {
+            Map::new()
+        };
         emitter
             .emit_draft(|| {
                 let mut p = StepPayload::new(wf.name.clone(), "workflow");
@@ -397,12 +392,7 @@ pub(super) fn run_step<'a>(
             let limit = step.timeout.map(|d| d.as_millis()).unwrap_or_default();
             out.flow = Flow::Failed(format!("timed out after {limit}ms"));
         }
-        let (status, error) = match &out.flow {
-            Flow::Done | Flow::Terminate { success: true, .. } => (Status::Success, None),
-            Flow::Failed(e) => (Status::Failure, Some(e.clone())),
-            Flow::Terminate { message, .. } => (Status::Failure, Some(message.clone())),
-            Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
-        };
+        let (status, error) = step_status(&out.flow);
         if let Some(e) = &error
             && out.value.error.is_none()
             && status == Status::Failure
@@ -486,6 +476,31 @@ pub(super) fn call_scope(
         call_counter: ctx.calls.clone(),
         limits: ctx.inner.limits,
     }
+}
+
+/// How a step ended, from the flow its body returned.
+fn step_status(flow: &Flow) -> (Status, Option<String>) {
+    match flow {
+        Flow::Done | Flow::Terminate { success: true, .. } => (Status::Success, None),
+        Flow::Failed(e) => (Status::Failure, Some(e.clone())),
+        Flow::Terminate { message, .. } => (Status::Failure, Some(message.clone())),
+        Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
+    }
+}
+
+/// A successful run's outputs: each `outputs:` template rendered in the
+/// run's final scope (a template that does not parse is kept as text).
+fn render_outputs(wf: &Workflow, scope: &Scope) -> Map<String, Value> {
+    wf.outputs
+        .iter()
+        .map(|(name, text)| {
+            let v = match crate::template::Template::parse(text) {
+                Ok(t) => t.render_value(scope),
+                Err(_) => Value::String(text.clone()),
+            };
+            (name.clone(), v)
+        })
+        .collect()
 }
 
 /// The payload of a step's `step.started`: a command step's carries what
