@@ -188,7 +188,7 @@
 //! * Templates: a value is inserted as text, never parsed again. `while`
 //!   conditions find their `==` / `!=` in the condition's own text, so data
 //!   containing an operator is only ever compared
-//!   ([`template::Condition`]).
+//!   ([`condition::Condition`]).
 //! * Commands: **no value is ever spliced into shell source** (#28). The
 //!   string form of `command:` (and a string `run_command` input) is the
 //!   author's shell source, run by `/bin/sh -c` (by absolute path, never a
@@ -280,6 +280,7 @@ pub use audit::{
     AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status, TextMask,
 };
 pub use cli_agent::CliAgentRunner;
+pub use condition::Condition;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
 pub use http_agent::{HttpAgentRunner, RetryPolicy};
@@ -289,7 +290,7 @@ pub use plugin::{
 pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
-pub use template::{Condition, Scope, StepValue, Template, TemplateError};
+pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};
 pub use workflow::{
     AgentSpec, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step, StepKind, Workflow,
