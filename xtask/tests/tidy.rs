@@ -251,11 +251,6 @@ const WAITING_FOR_SHORTER_FUNCTIONS: &[(&str, &str, usize)] = &[
         "HttpAgentRunner::run",
         104,
     ),
-    (
-        "crates/transcript-exec/src/plugin.rs",
-        "ExternalPlugin::start_with",
-        90,
-    ),
     ("crates/transcript-exec/src/service/run.rs", "run_step", 155),
     (
         "crates/transcript-exec/src/service/run.rs",
@@ -266,11 +261,6 @@ const WAITING_FOR_SHORTER_FUNCTIONS: &[(&str, &str, usize)] = &[
         "crates/transcript-exec/src/service/steps/call_workflow.rs",
         "run",
         81,
-    ),
-    (
-        "crates/transcript-exec/src/service/steps/command.rs",
-        "run",
-        84,
     ),
     (
         "crates/transcript-exec/src/service/steps/parallel.rs",

@@ -131,6 +131,9 @@ pub struct AgentSeam {
     executed: Mutex<HashSet<String>>,
     /// Qualifies provider call ids so they are unique per run file.
     call_prefix: Option<String>,
+    /// The step's configured model: recorded on a turn whose provider
+    /// reported none.
+    configured_model: Option<String>,
 }
 
 impl std::fmt::Debug for AgentSeam {
@@ -154,7 +157,17 @@ impl AgentSeam {
             results: Mutex::default(),
             executed: Mutex::default(),
             call_prefix: None,
+            configured_model: None,
         }
+    }
+
+    /// The model the step names (`model:`), recorded on every assistant
+    /// turn whose provider reported no model (Codex's `exec --json`
+    /// carries none). A model the provider reported always wins: it is
+    /// what actually answered.
+    pub fn with_configured_model(mut self, model: Option<String>) -> Self {
+        self.configured_model = model;
+        self
     }
 
     /// Records every provider call id as `<prefix>/<id>` (tool events and
@@ -206,10 +219,14 @@ impl AgentSeam {
         self.scope.limits
     }
 
-    /// Writes one `message.assistant` (provider filled in when missing).
+    /// Writes one `message.assistant` (provider filled in when missing, and
+    /// the step's configured model when the provider reported none).
     pub async fn assistant(&self, mut message: MessagePayload) {
         if message.provider.is_none() {
             message.provider = Some(self.provider.clone());
+        }
+        if message.model.is_none() {
+            message.model = self.configured_model.clone();
         }
         if self.call_prefix.is_some() {
             for block in &mut message.blocks {

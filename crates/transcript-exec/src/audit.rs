@@ -136,7 +136,8 @@ impl AuditTrail {
     }
 
     /// Appends one record (opening the file first if needed). Errors are
-    /// returned, never panicked on.
+    /// returned, never panicked on. This is blocking file I/O: the service
+    /// calls it on tokio's blocking pool, never on a runtime worker.
     pub fn append(&self, record: &AuditRecord) -> std::io::Result<()> {
         let line = match &self.mask {
             None => serde_json::to_vec(record),
@@ -157,12 +158,59 @@ impl AuditTrail {
         if file.is_none() {
             *file = Some(open_hardened(&self.path)?);
         }
+        hook::point(&self.path);
         match file.as_mut() {
             Some(f) => f.write_all(&line),
             None => Err(std::io::Error::other("audit trail not open")),
         }
     }
 }
+
+/// A test seam just before an audit line is written, so a test can hold
+/// the write and show which thread it blocks. Nothing outside `cfg(test)`.
+mod hook {
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(super) fn point(_path: &std::path::Path) {}
+
+    #[cfg(test)]
+    pub(super) use imp::{install, point};
+
+    #[cfg(test)]
+    mod imp {
+        use std::path::{Path, PathBuf};
+        use std::sync::{Arc, Mutex};
+
+        type Hook = Arc<dyn Fn() + Send + Sync>;
+
+        static HOOKS: Mutex<Vec<(PathBuf, Hook)>> = Mutex::new(Vec::new());
+
+        /// Calls `hook` before every write to a trail under `dir`.
+        pub(in crate::audit) fn install(dir: &Path, hook: Hook) {
+            HOOKS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((dir.to_owned(), hook));
+        }
+
+        pub(in crate::audit) fn point(path: &Path) {
+            let hooks: Vec<Hook> = HOOKS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter(|(dir, _)| path.starts_with(dir))
+                .map(|(_, hook)| Arc::clone(hook))
+                .collect();
+            for hook in hooks {
+                hook();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "audit_runtime_tests.rs"]
+mod runtime_tests;
 
 /// Creates the missing directories of `dir` with mode 0o700 (exactly:
 /// the umask can only have removed bits, so each is chmodded after).
@@ -358,15 +406,23 @@ pub(crate) struct Observers {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) audit: Option<Arc<AuditTrail>>,
     pub(crate) display: Option<Arc<dyn DisplaySink>>,
+    /// The text mask (the CLI's redactor under `--redact`), for text the
+    /// service cuts before any later stage could see it whole.
+    pub(crate) mask: Option<Arc<dyn TextMask>>,
 }
 
 impl Observers {
-    pub(crate) fn audit(&self, record: AuditRecord) -> Option<String> {
-        let audit = self.audit.as_ref()?;
-        audit
-            .append(&record)
-            .err()
-            .map(|e| format!("audit trail {}: {e}", audit.path().display()))
+    /// Appends `record` on the blocking pool (async tasks never run file
+    /// I/O): a slow disk holds this call, not a runtime worker. Returns
+    /// the failure, if any, as text.
+    pub(crate) async fn audit(&self, record: AuditRecord) -> Option<String> {
+        let audit = Arc::clone(self.audit.as_ref()?);
+        let path = audit.path().display().to_string();
+        match tokio::task::spawn_blocking(move || audit.append(&record)).await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(format!("audit trail {path}: {e}")),
+            Err(e) => Some(format!("audit trail {path}: the write did not finish: {e}")),
+        }
     }
 
     pub(crate) fn display(&self, event: DisplayEvent) {
@@ -377,5 +433,15 @@ impl Observers {
 
     pub(crate) fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// `text` masked whole when a mask is configured: done before a part
+    /// of it (a last line) is taken, since a fragment of a multi-line
+    /// secret alone is not recognisable.
+    pub(crate) fn mask_whole<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        match &self.mask {
+            Some(m) => std::borrow::Cow::Owned(m.mask(text)),
+            None => std::borrow::Cow::Borrowed(text),
+        }
     }
 }

@@ -189,29 +189,29 @@ impl AgentRunner for CliAgentRunner {
                 }
             }
         }
+        let mut stderr_task = stderr_task;
+        let finished = match cancelled {
+            true => None,
+            false => wait_watching(&mut child, &mut stderr_task, seam.cancel()).await,
+        };
+        cancelled |= finished.is_none();
         if cancelled {
             group
                 .terminate(&mut child, seam.process_limits().kill_grace)
                 .await;
+            if let Some(t) = stderr_task {
+                t.abort();
+            }
         } else {
-            // Its stdout closed: it exits on its own; it is not signalled.
+            // It exited on its own: what it left running is not signalled.
             group.disarm();
         }
         // Flush the last turn (a dangling tool_use stays in it).
         normalizer.finish(&mut outputs);
         dispatch(&mut outputs, seam, &mut collected).await;
-        let status = child.wait().await;
-        let stderr = match stderr_task {
-            Some(t) if !cancelled => t.await.unwrap_or_default(),
-            Some(t) => {
-                t.abort();
-                String::new()
-            }
-            None => String::new(),
-        };
-        if cancelled {
+        let Some((status, stderr)) = finished else {
             return Err(AgentError("cancelled".into()));
-        }
+        };
         if let Some(e) = read_error {
             return Err(AgentError(format!("reading agent output failed: {e}")));
         }
@@ -242,5 +242,28 @@ impl AgentRunner for CliAgentRunner {
             output: collected.last_text.unwrap_or_default(),
             warnings: collected.warnings,
         })
+    }
+}
+
+/// Once its stdout closed, an agent may still linger (and its children
+/// with it): waits for its exit and the end of its stderr while watching
+/// `cancel`, so the caller's group guard stays armed until then. `None`
+/// when cancelled first.
+async fn wait_watching(
+    child: &mut tokio::process::Child,
+    stderr_task: &mut Option<tokio::task::JoinHandle<String>>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<(std::io::Result<std::process::ExitStatus>, String)> {
+    let finish = async {
+        let status = child.wait().await;
+        let stderr = match stderr_task.as_mut() {
+            Some(t) => t.await.unwrap_or_default(),
+            None => String::new(),
+        };
+        (status, stderr)
+    };
+    tokio::select! {
+        r = finish => Some(r),
+        _ = cancel.cancelled() => None,
     }
 }

@@ -88,3 +88,48 @@ impl Condition {
 pub fn eval_condition(text: &str, scope: &Scope) -> bool {
     Condition::parse(text).is_ok_and(|c| c.eval(scope))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::template::Reference;
+    use serde_json::{Map, Value, json};
+
+    fn scope_with(name: &str, value: Value) -> Scope {
+        let mut inputs = Map::new();
+        inputs.insert(name.into(), value);
+        Scope::new(inputs)
+    }
+
+    #[test]
+    fn conditions_compare_values_as_data() {
+        let s = scope_with("x", json!("a != b"));
+        assert!(eval_condition("{{inputs.x}} == a != b", &s));
+        assert!(!eval_condition("{{inputs.x}} != a != b", &s));
+        assert!(!eval_condition("{{inputs.x}} == a", &s));
+        let eq = scope_with("x", json!("ready == ready"));
+        assert!(eval_condition("{{inputs.x}} != ready", &eq));
+        // Truthiness of a value that contains an operator is its text.
+        assert!(eval_condition("{{inputs.x}}", &eq));
+        // An escaped operator is text, not a comparison.
+        assert!(eval_condition(r#"{{ "==" }}"#, &s));
+        let c = Condition::parse("{{inputs.x}} == {{loop.index}}").unwrap();
+        assert_eq!(c.references().count(), 2);
+    }
+
+    #[test]
+    fn conditions() {
+        let s = Scope::default();
+        assert!(eval_condition("a == a", &s));
+        assert!(!eval_condition("a != a", &s));
+        assert!(eval_condition("yes", &s));
+        for f in ["", "false", "0", "NO", "null"] {
+            assert!(!eval_condition(f, &s));
+        }
+        assert_eq!(
+            Reference::LoopItem(vec!["a".into()]).to_string(),
+            "loop.item.a"
+        );
+    }
+}

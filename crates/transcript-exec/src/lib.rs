@@ -62,6 +62,10 @@
 //!   = the rendered outputs of a successful run.
 //! * Every step but `call_workflow` writes `step.started` and
 //!   `step.completed` (`error` on failure, the result above on success).
+//!   A `command` step's `step.started` carries what it is about to run as
+//!   its `result`, `{"command": <shell source or argv>, "env": [<names>]}`,
+//!   so a step cancelled or killed before it completes still records it
+//!   (StepPayload's only open field; variable values are not written there).
 //!   `call_workflow` writes `step.call_workflow.started` / `.completed`
 //!   carrying `child_run_id` instead (decision 12); the child run gets a new
 //!   id and its own recorder from the factory, so every child line carries
@@ -79,7 +83,10 @@
 //!   calling step's path and iteration (decision 5).
 //! * Agents: `message.user` (prompt, then system prompt; fidelity `router`)
 //!   before the agent starts; one `message.assistant` per provider turn with
-//!   provider, model and usage (decisions 10, 11); agent-reported tool calls
+//!   provider, model and usage (decisions 10, 11; when the provider reports
+//!   no model, as Codex's `exec --json` does not, the step's configured
+//!   `model:` is recorded instead, so receipts name it; a reported model
+//!   always wins); agent-reported tool calls
 //!   at fidelity `agent_emitted`. Each call id gets one `tool.call` and one
 //!   `tool.result`, whichever of the router and the agent's report comes
 //!   first, and **every executed call is recorded** (#28): a provider id
@@ -181,7 +188,7 @@
 //! * Templates: a value is inserted as text, never parsed again. `while`
 //!   conditions find their `==` / `!=` in the condition's own text, so data
 //!   containing an operator is only ever compared
-//!   ([`template::Condition`]).
+//!   ([`condition::Condition`]).
 //! * Commands: **no value is ever spliced into shell source** (#28). The
 //!   string form of `command:` (and a string `run_command` input) is the
 //!   author's shell source, run by `/bin/sh -c` (by absolute path, never a
@@ -273,14 +280,17 @@ pub use audit::{
     AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status, TextMask,
 };
 pub use cli_agent::CliAgentRunner;
+pub use condition::Condition;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
 pub use emit::Emitter;
 pub use http_agent::{HttpAgentRunner, RetryPolicy};
-pub use plugin::{ExternalPlugin, PluginLimits, start_declared_plugins};
+pub use plugin::{
+    ExternalPlugin, PluginLimits, start_declared_plugins, start_declared_plugins_masked,
+};
 pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
-pub use template::{Condition, Scope, StepValue, Template, TemplateError};
+pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};
 pub use workflow::{
     AgentSpec, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step, StepKind, Workflow,

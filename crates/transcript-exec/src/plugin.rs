@@ -5,7 +5,9 @@
 //! One JSON object per line in each direction, UTF-8, `\n`-terminated. The
 //! router sends one request at a time and waits for the response with the
 //! same `id` (lines with another id, left over from a cancelled request, are
-//! skipped).
+//! skipped). A cancelled call stops waiting for its response but never
+//! leaves half a line behind: the request is written whole, and a response
+//! line read in part is finished by the next call.
 //!
 //! ```text
 //! → {"id":1,"method":"describe"}
@@ -22,7 +24,12 @@
 //!
 //! The plugin is started once ([`ExternalPlugin::start`]) and lives as long
 //! as the router holds it; it is killed when dropped. Its stderr is
-//! inherited. A plugin that exits or writes a line that is not JSON fails
+//! inherited, or, when started with a text mask
+//! ([`ExternalPlugin::start_masked`], what `run --redact` does), piped and
+//! copied to ours line by line, each line masked together with the lines
+//! before it (a PEM body or a folded key's continuation is recognisable
+//! only after its first line); a line whose masking would change what was
+//! already printed is withheld. A plugin that exits or writes a line that is not JSON fails
 //! the call in flight with [`ToolError::Plugin`]; nothing of the plugin is
 //! changed to capture its calls: the router records them at its seam.
 //!
@@ -40,8 +47,10 @@
 //!   unusable (its stream is out of step): every later call fails at once
 //!   with the same reason.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -49,7 +58,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
+use crate::audit::TextMask;
 use crate::tools::{Plugin, ToolContext, ToolError};
 
 /// The protocol version this runner speaks; `describe` must announce it.
@@ -84,6 +95,13 @@ struct Io {
     /// Set once the stream is out of step (an over-long line): every later
     /// call fails with it.
     broken: Option<String>,
+    /// The part of a line read so far: kept here, not in the reading
+    /// future, so a read given up on cancellation loses no byte.
+    partial: Vec<u8>,
+    /// True while a request is being written: still true at the next call
+    /// when the write was abandoned mid-line, which leaves the stream out
+    /// of step.
+    writing: bool,
     _child: Child,
 }
 
@@ -117,6 +135,26 @@ impl ExternalPlugin {
         cwd: Option<PathBuf>,
         limits: PluginLimits,
     ) -> Result<Self, ToolError> {
+        Self::start_masked_with(argv, cwd, limits, None).await
+    }
+
+    /// [`ExternalPlugin::start`], its stderr passed through `mask` when
+    /// given (see the module docs).
+    pub async fn start_masked(
+        argv: &[String],
+        cwd: Option<PathBuf>,
+        mask: Option<Arc<dyn TextMask>>,
+    ) -> Result<Self, ToolError> {
+        Self::start_masked_with(argv, cwd, PluginLimits::default(), mask).await
+    }
+
+    /// [`ExternalPlugin::start_masked`] with explicit limits.
+    pub async fn start_masked_with(
+        argv: &[String],
+        cwd: Option<PathBuf>,
+        limits: PluginLimits,
+        mask: Option<Arc<dyn TextMask>>,
+    ) -> Result<Self, ToolError> {
         let shown = argv.join(" ");
         let err = |message: String| ToolError::Plugin {
             plugin: shown.clone(),
@@ -129,12 +167,19 @@ impl ExternalPlugin {
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if mask.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .kill_on_drop(true);
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
         let mut child = cmd.spawn().map_err(|e| err(format!("cannot start: {e}")))?;
+        if let (Some(mask), Some(stderr)) = (mask, child.stderr.take()) {
+            tokio::spawn(copy_masked(stderr, mask));
+        }
         let stdin = child
             .stdin
             .take()
@@ -149,6 +194,8 @@ impl ExternalPlugin {
             next_id: 0,
             max_line_bytes: limits.max_line_bytes,
             broken: None,
+            partial: Vec::new(),
+            writing: false,
             _child: child,
         };
         // A plugin that never answers is dropped (and so killed) here.
@@ -163,6 +210,16 @@ impl ExternalPlugin {
                 limits.describe_timeout
             ))
         })??;
+        Self::from_description(&described, &shown, io)
+    }
+
+    /// The plugin `describe` answered with: its protocol checked, its name,
+    /// operations and parameters read.
+    fn from_description(described: &Value, shown: &str, io: Io) -> Result<Self, ToolError> {
+        let err = |message: String| ToolError::Plugin {
+            plugin: shown.to_owned(),
+            message,
+        };
         match described.get("protocol").and_then(Value::as_u64) {
             Some(PROTOCOL_VERSION) => {}
             Some(other) => {
@@ -179,7 +236,7 @@ impl ExternalPlugin {
         let name = described
             .get("name")
             .and_then(Value::as_str)
-            .unwrap_or(&shown)
+            .unwrap_or(shown)
             .to_owned();
         let operations = described
             .get("operations")
@@ -204,11 +261,26 @@ impl ExternalPlugin {
     }
 }
 
-async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value, ToolError> {
+async fn exchange(io: &mut Io, plugin: &str, request: Value) -> Result<Value, ToolError> {
+    exchange_until(io, plugin, request, &CancellationToken::new()).await
+}
+
+/// One request and its response; on `cancel` the wait for the response
+/// ends with [`ToolError::Cancelled`] (the request is written whole first,
+/// and a late answer is skipped by the next exchange).
+async fn exchange_until(
+    io: &mut Io,
+    plugin: &str,
+    mut request: Value,
+    cancel: &CancellationToken,
+) -> Result<Value, ToolError> {
     let err = |message: String| ToolError::Plugin {
         plugin: plugin.to_owned(),
         message,
     };
+    if io.writing {
+        io.broken = Some("a request was abandoned mid-line (cancelled while being written)".into());
+    }
     if let Some(why) = &io.broken {
         return Err(err(why.clone()));
     }
@@ -219,6 +291,7 @@ async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value
     }
     let mut line = request.to_string();
     line.push('\n');
+    io.writing = true;
     io.stdin
         .write_all(line.as_bytes())
         .await
@@ -227,10 +300,12 @@ async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value
         .flush()
         .await
         .map_err(|e| err(format!("flush failed: {e}")))?;
+    io.writing = false;
     loop {
-        let line = read_line(io)
-            .await
-            .map_err(|e| err(format!("read failed: {e}")))?;
+        let line = tokio::select! {
+            l = read_line(io) => l.map_err(|e| err(format!("read failed: {e}")))?,
+            _ = cancel.cancelled() => return Err(ToolError::Cancelled),
+        };
         let line = match line {
             Line::End => return Err(err("plugin exited".into())),
             Line::TooLong => {
@@ -264,6 +339,75 @@ async fn exchange(io: &mut Io, plugin: &str, mut request: Value) -> Result<Value
     }
 }
 
+/// Lines of context a stderr line is masked with.
+const MASK_CONTEXT_LINES: usize = 32;
+/// Longest stderr line copied whole; a longer one is cut (and masked).
+const MAX_STDERR_LINE: u64 = 64 * 1024;
+
+/// Copies a plugin's stderr to ours until it closes, each line masked with
+/// the lines before it (see the module docs).
+async fn copy_masked(stderr: tokio::process::ChildStderr, mask: Arc<dyn TextMask>) {
+    let mut reader = BufReader::new(stderr);
+    let mut masker = ContextMask::new(mask);
+    loop {
+        let mut line = Vec::new();
+        match (&mut reader)
+            .take(MAX_STDERR_LINE)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let shown = masker.line(&String::from_utf8_lossy(&line));
+        // On the blocking pool (no I/O on runtime workers); nobody reading
+        // our stderr is not the plugin's failure.
+        let _ = tokio::task::spawn_blocking(move || {
+            use std::io::Write;
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(shown.as_bytes());
+            let _ = err.flush();
+        })
+        .await;
+    }
+}
+
+/// Masks each new line of a stream together with the lines before it.
+struct ContextMask {
+    mask: Arc<dyn TextMask>,
+    context: VecDeque<String>,
+}
+
+impl ContextMask {
+    fn new(mask: Arc<dyn TextMask>) -> Self {
+        Self {
+            mask,
+            context: VecDeque::new(),
+        }
+    }
+
+    /// `line` (its terminator included) as it may be shown.
+    fn line(&mut self, line: &str) -> String {
+        let before: String = self.context.iter().map(String::as_str).collect();
+        let masked_before = self.mask.mask(&before);
+        let masked_all = self.mask.mask(&format!("{before}{line}"));
+        self.context.push_back(line.to_owned());
+        if self.context.len() > MASK_CONTEXT_LINES {
+            self.context.pop_front();
+        }
+        let mut shown = match masked_all.strip_prefix(masked_before.as_str()) {
+            Some(rest) => rest.to_owned(),
+            None => {
+                "[a plugin stderr line withheld: masking it changed the lines before it]".to_owned()
+            }
+        };
+        if !shown.ends_with('\n') {
+            shown.push('\n');
+        }
+        shown
+    }
+}
+
 enum Line {
     Text(String),
     TooLong,
@@ -271,15 +415,17 @@ enum Line {
 }
 
 /// One line (newline excluded) of at most the cap, read without buffering
-/// more than the cap plus one byte.
+/// more than the cap plus one byte. Cancel-safe: the bytes of a line read
+/// so far stay in [`Io::partial`] for the next call.
 async fn read_line(io: &mut Io) -> std::io::Result<Line> {
-    let mut buf = Vec::new();
     let cap = io.max_line_bytes;
+    let room = (cap as u64 + 2).saturating_sub(io.partial.len() as u64);
     let n = (&mut io.stdout)
-        .take(cap as u64 + 2)
-        .read_until(b'\n', &mut buf)
+        .take(room)
+        .read_until(b'\n', &mut io.partial)
         .await?;
-    if n == 0 {
+    let mut buf = std::mem::take(&mut io.partial);
+    if n == 0 && buf.is_empty() {
         return Ok(Line::End);
     }
     if buf.last() == Some(&b'\n') {
@@ -317,7 +463,7 @@ impl Plugin for ExternalPlugin {
         input: Value,
     ) -> Result<Value, ToolError> {
         let mut io = self.io.lock().await;
-        exchange(
+        exchange_until(
             &mut io,
             &self.name,
             json!({
@@ -326,6 +472,7 @@ impl Plugin for ExternalPlugin {
                 "input": input,
                 "workspace": ctx.workspace.display().to_string(),
             }),
+            &ctx.cancel,
         )
         .await
     }
@@ -338,9 +485,20 @@ pub async fn start_declared_plugins(
     set: &crate::workflow::WorkflowSet,
     router: &mut crate::tools::ToolRouter,
 ) -> Result<usize, ToolError> {
+    start_declared_plugins_masked(set, router, None).await
+}
+
+/// [`start_declared_plugins`], each plugin's stderr passed through `mask`
+/// when given ([`ExternalPlugin::start_masked`]).
+pub async fn start_declared_plugins_masked(
+    set: &crate::workflow::WorkflowSet,
+    router: &mut crate::tools::ToolRouter,
+    mask: Option<Arc<dyn TextMask>>,
+) -> Result<usize, ToolError> {
     let specs = set.plugins();
     for spec in &specs {
-        let plugin = ExternalPlugin::start(&spec.argv, spec.cwd.clone()).await?;
+        let plugin =
+            ExternalPlugin::start_masked(&spec.argv, spec.cwd.clone(), mask.clone()).await?;
         router.register_plugin(std::sync::Arc::new(plugin))?;
     }
     Ok(specs.len())

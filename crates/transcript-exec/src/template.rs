@@ -23,8 +23,6 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-pub use crate::condition::{Condition, eval_condition};
-
 /// Why a template string is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("bad template {template:?}: {reason}")]
@@ -713,36 +711,5 @@ mod tests {
             "ITEM_ID"
         );
         assert_eq!(env_name_for(&Reference::Input("9x".into())), "_9X");
-    }
-
-    #[test]
-    fn conditions_compare_values_as_data() {
-        let s = scope_with("x", json!("a != b"));
-        assert!(eval_condition("{{inputs.x}} == a != b", &s));
-        assert!(!eval_condition("{{inputs.x}} != a != b", &s));
-        assert!(!eval_condition("{{inputs.x}} == a", &s));
-        let eq = scope_with("x", json!("ready == ready"));
-        assert!(eval_condition("{{inputs.x}} != ready", &eq));
-        // Truthiness of a value that contains an operator is its text.
-        assert!(eval_condition("{{inputs.x}}", &eq));
-        // An escaped operator is text, not a comparison.
-        assert!(eval_condition(r#"{{ "==" }}"#, &s));
-        let c = Condition::parse("{{inputs.x}} == {{loop.index}}").unwrap();
-        assert_eq!(c.references().count(), 2);
-    }
-
-    #[test]
-    fn conditions() {
-        let s = Scope::default();
-        assert!(eval_condition("a == a", &s));
-        assert!(!eval_condition("a != a", &s));
-        assert!(eval_condition("yes", &s));
-        for f in ["", "false", "0", "NO", "null"] {
-            assert!(!eval_condition(f, &s));
-        }
-        assert_eq!(
-            Reference::LoopItem(vec!["a".into()]).to_string(),
-            "loop.item.a"
-        );
     }
 }

@@ -16,6 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -311,7 +312,8 @@ impl ToolRouter {
     }
 
     /// The seam: emits `tool.call`, runs the tool (panics caught,
-    /// cancellation observed), emits `tool.result`. `call_id` is the
+    /// cancellation observed: a cancelled call keeps the kill grace to end
+    /// what it started, see [`CANCEL_MARGIN`]), emits `tool.result`. `call_id` is the
     /// model's id for agent-driven calls, else the router generates one.
     pub async fn call_tool(
         &self,
@@ -366,10 +368,7 @@ impl ToolRouter {
                     limits: scope.limits,
                 };
                 let fut = CatchUnwind::new(tool.call(&ctx, input));
-                tokio::select! {
-                    r = fut => r.unwrap_or_else(|p| Err(ToolError::Panicked(p))),
-                    _ = scope.cancel.cancelled() => Err(ToolError::Cancelled),
-                }
+                run_to_cancellation(fut, &scope.cancel, scope.limits.kill_grace).await
             }
         };
         if !(gate.record_result)() {
@@ -395,6 +394,35 @@ impl ToolRouter {
             })
             .await;
         result
+    }
+}
+
+/// Time a cancelled tool has, beyond its kill grace, to return after ending
+/// what it started (the `SIGKILL` and the reaping after the grace).
+pub const CANCEL_MARGIN: Duration = Duration::from_secs(1);
+
+/// Runs a tool call until it returns; once `cancel` fires, the call is not
+/// dropped at once (that would skip the kill grace of the processes it
+/// started, or cut a plugin request mid-line) but given `grace` plus
+/// [`CANCEL_MARGIN`] to observe the cancellation (its [`ToolContext::cancel`])
+/// and end what it started; a tool that ignores it is dropped then. A
+/// cancelled call is [`ToolError::Cancelled`] whatever it returned.
+async fn run_to_cancellation(
+    fut: CatchUnwind<'_, Result<Value, ToolError>>,
+    cancel: &CancellationToken,
+    grace: Duration,
+) -> Result<Value, ToolError> {
+    let mut fut = std::pin::pin!(fut);
+    let finished = tokio::select! {
+        r = &mut fut => Some(r),
+        _ = cancel.cancelled() => None,
+    };
+    match finished {
+        Some(r) => r.unwrap_or_else(|p| Err(ToolError::Panicked(p))),
+        None => {
+            let _ = tokio::time::timeout(grace + CANCEL_MARGIN, fut).await;
+            Err(ToolError::Cancelled)
+        }
     }
 }
 

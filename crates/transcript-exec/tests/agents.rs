@@ -387,7 +387,6 @@ async fn router_executed_calls_are_not_double_counted_in_any_order() {
         assert_eq!(pairs(EventType::ToolCall), expect(|r| r.1), "{order:?}");
         assert_eq!(pairs(EventType::ToolResult), expect(|r| r.2), "{order:?}");
     }
-    let _ = Value::Null;
 }
 
 /// Forwards to a memory recorder and reports each event type as it is recorded.
@@ -465,12 +464,20 @@ async fn agent_output_is_recorded_while_the_agent_still_runs() {
             .await
         })
     };
-    while let Some(t) = rx.recv().await {
-        assert_ne!(t, "step.completed", "the agent cannot have finished yet");
-        if t == "tool.call" {
-            break;
+    // Bounded: an agent that never reaches its tool call (or a recorder
+    // that never reports it) fails the test instead of hanging it.
+    let seen = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(t) = rx.recv().await {
+            assert_ne!(t, "step.completed", "the agent cannot have finished yet");
+            if t == "tool.call" {
+                return true;
+            }
         }
-    }
+        false
+    })
+    .await
+    .expect("no tool.call recorded within 60 s while the agent waits");
+    assert!(seen, "the run ended without recording the tool call");
     std::fs::write(ws.join("go"), "").unwrap();
     let out = run.await.unwrap().unwrap();
     assert!(out.succeeded(), "{:?}", out.error);
@@ -524,5 +531,52 @@ async fn a_preset_without_its_binary_fails_naming_the_npm_package() {
         error.contains("gemini not found on PATH")
             && error.contains("npm install -g @google/gemini-cli"),
         "{error}"
+    );
+}
+
+/// #29: a step that names its model gets it on its turns when the provider
+/// reported none (Codex's `exec --json` carries no model); a model the
+/// provider reported is kept. Read from the raw lines.
+#[tokio::test]
+async fn a_steps_configured_model_fills_turns_the_provider_left_without_one() {
+    let models = |step: Step| async move {
+        let (factory, out) = run_one(step).await;
+        assert!(out.succeeded(), "{:?}", out.error);
+        factory
+            .text(out.run_id)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|l| l["type"] == "message.assistant")
+            .map(|l| l["payload"]["model"].clone())
+            .collect::<Vec<Value>>()
+    };
+    let with_model = |mut step: Step, model: &str| {
+        if let StepKind::Agent(spec) = &mut step.kind {
+            spec.model = Some(model.into());
+        }
+        step
+    };
+    let codex = models(with_model(
+        agent("c", "codex", replay("codex-summary.jsonl"), "Go"),
+        "gpt-5-codex",
+    ))
+    .await;
+    assert!(!codex.is_empty());
+    assert!(codex.iter().all(|m| m == "gpt-5-codex"), "{codex:?}");
+    // Without a configured model nothing is invented.
+    let bare = models(agent("c", "codex", replay("codex-summary.jsonl"), "Go")).await;
+    assert!(bare.iter().all(Value::is_null), "{bare:?}");
+    // A reported model wins over the configured one.
+    let claude = models(with_model(
+        agent("r", "claude", replay("claude-review.jsonl"), "Go"),
+        "configured-model",
+    ))
+    .await;
+    assert!(!claude.is_empty());
+    assert!(
+        claude
+            .iter()
+            .all(|m| m.is_string() && m != "configured-model"),
+        "{claude:?}"
     );
 }

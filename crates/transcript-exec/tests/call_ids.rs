@@ -99,6 +99,11 @@ async fn two_codex_steps_and_a_loop_give_every_call_its_result() {
             v
         }
         None => {
+            // Truth from outside the code under test: under CI it must be jq.
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "jq is not installed: under CI=true the seed's recipe must run"
+            );
             eprintln!("jq not installed: pairing computed in Rust");
             rust
         }

@@ -145,11 +145,12 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     let factory: Arc<dyn RecorderFactory> = progress_factory.clone();
 
     let mut router = ToolRouter::with_builtins();
-    transcript_exec::start_declared_plugins(&set, &mut router)
+    let mask = args.redactor.clone().map(text_mask);
+    transcript_exec::start_declared_plugins_masked(&set, &mut router, mask.clone())
         .await
         .map_err(|e| CliError::Failed(format!("{}: plugin: {e}", args.workflow.display())))?;
     for (plugin, argv) in args.plugins.iter().zip(&plugin_argvs) {
-        let started = ExternalPlugin::start(argv, None)
+        let started = ExternalPlugin::start_masked(argv, None, mask.clone())
             .await
             .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
         router
@@ -170,10 +171,8 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
             Arc::new(transcript_exec::HttpAgentRunner::from_env()),
         );
     // The audit trail beside the transcript is masked like it.
-    if let Some(redactor) = args.redactor.clone() {
-        builder = builder.audit_mask(Arc::new(move |text: &str| {
-            redactor.mask_text(text).into_owned()
-        }));
+    if let Some(mask) = mask {
+        builder = builder.audit_mask(mask);
     }
     let service = crate::demo::register_demo_steps(builder)
         .map_err(CliError::Failed)?
@@ -348,4 +347,10 @@ fn private_dir_all(dir: &Path) -> std::io::Result<()> {
 /// The default workspace: the current directory.
 pub fn default_workspace() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| Path::new(".").to_path_buf())
+}
+
+/// The redactor as the exec crate's text mask: the audit trail, a failing
+/// command's stderr and the plugins' stderr are masked like the transcript.
+fn text_mask(redactor: Arc<transcript_redact::Redactor>) -> Arc<dyn transcript_exec::TextMask> {
+    Arc::new(move |text: &str| redactor.mask_text(text).into_owned())
 }

@@ -83,7 +83,10 @@ impl ServiceBuilder {
     }
 
     /// Masks the text (path, name, kind, error) of every audit record, as
-    /// the recorder's `EventMask` masks the transcript.
+    /// the recorder's `EventMask` masks the transcript. The same mask is
+    /// applied to a failing command's whole stderr before its last line
+    /// becomes the step's error, so a multi-line secret cannot slip out as
+    /// an unrecognisable last line.
     pub fn audit_mask(mut self, mask: Arc<dyn TextMask>) -> Self {
         self.audit_mask = Some(mask);
         self
@@ -178,10 +181,11 @@ impl ServiceBuilder {
         }
         // Opened on the first record: a run refused before it starts
         // leaves no audit file behind.
+        let mask = self.audit_mask;
         let audit = self.audit_path.map(|p| {
             let trail = AuditTrail::lazy(p);
-            Arc::new(match self.audit_mask {
-                Some(m) => trail.with_mask(m),
+            Arc::new(match &mask {
+                Some(m) => trail.with_mask(Arc::clone(m)),
                 None => trail,
             })
         });
@@ -195,6 +199,7 @@ impl ServiceBuilder {
                     clock: self.clock,
                     audit,
                     display: self.display,
+                    mask,
                 },
                 router: Arc::new(self.router),
                 custom: self.custom,

@@ -55,8 +55,10 @@ impl RunCtx {
         if n == 0 { base } else { format!("{base}~{n}") }
     }
 
-    pub(super) fn audit(&self, record: AuditRecord) {
-        if let Some(e) = self.inner.observers.audit(record)
+    /// Appends `record` to the audit trail (off the runtime workers),
+    /// keeping a failure for the run's outcome.
+    pub(super) async fn audit(&self, record: AuditRecord) {
+        if let Some(e) = self.inner.observers.audit(record).await
             && let Ok(mut errs) = self.audit_errors.lock()
         {
             errs.push(e);
@@ -160,7 +162,8 @@ pub(super) fn run_workflow(
             status: None,
             error: None,
             child_run_id: None,
-        });
+        })
+        .await;
         obs.display(DisplayEvent::RunStarted {
             at: t0,
             run_id,
@@ -186,16 +189,11 @@ pub(super) fn run_workflow(
             Some(failure) => (Status::Failure, Some(failure)),
             None => (status, error),
         };
-        let mut outputs = Map::new();
-        if status == Status::Success {
-            for (name, text) in &wf.outputs {
-                let v = match crate::template::Template::parse(text) {
-                    Ok(t) => t.render_value(&scope),
-                    Err(_) => Value::String(text.clone()),
-                };
-                outputs.insert(name.clone(), v);
-            }
-        }
+        let outputs = if status == Status::Success {
+            render_outputs(&wf, &scope)
+        } else {
+            Map::new()
+        };
         emitter
             .emit_draft(|| {
                 let mut p = StepPayload::new(wf.name.clone(), "workflow");
@@ -220,7 +218,8 @@ pub(super) fn run_workflow(
             status: Some(status),
             error: error.clone(),
             child_run_id: None,
-        });
+        })
+        .await;
         obs.display(DisplayEvent::RunFinished {
             at: t1,
             run_id,
@@ -328,7 +327,7 @@ pub(super) fn run_step<'a>(
 
         ctx.emitter
             .emit_draft(|| {
-                let p = StepPayload::new(step.name.clone(), kind);
+                let p = started_payload(step, kind, scope);
                 let draft = if is_call {
                     EventDraft::new(path.clone(), iteration, Payload::CallWorkflowStarted(p))
                 } else {
@@ -352,7 +351,8 @@ pub(super) fn run_step<'a>(
             status: None,
             error: None,
             child_run_id,
-        });
+        })
+        .await;
         obs.display(DisplayEvent::StepStarted {
             at: t0,
             path: path.clone(),
@@ -392,12 +392,7 @@ pub(super) fn run_step<'a>(
             let limit = step.timeout.map(|d| d.as_millis()).unwrap_or_default();
             out.flow = Flow::Failed(format!("timed out after {limit}ms"));
         }
-        let (status, error) = match &out.flow {
-            Flow::Done | Flow::Terminate { success: true, .. } => (Status::Success, None),
-            Flow::Failed(e) => (Status::Failure, Some(e.clone())),
-            Flow::Terminate { message, .. } => (Status::Failure, Some(message.clone())),
-            Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
-        };
+        let (status, error) = step_status(&out.flow);
         if let Some(e) = &error
             && out.value.error.is_none()
             && status == Status::Failure
@@ -437,7 +432,8 @@ pub(super) fn run_step<'a>(
             status: Some(status),
             error: error.clone(),
             child_run_id,
-        });
+        })
+        .await;
         obs.display(DisplayEvent::StepFinished {
             at: t1,
             path: path.clone(),
@@ -479,6 +475,44 @@ pub(super) fn call_scope(
         cancel: cancel.clone(),
         call_counter: ctx.calls.clone(),
         limits: ctx.inner.limits,
+    }
+}
+
+/// How a step ended, from the flow its body returned.
+fn step_status(flow: &Flow) -> (Status, Option<String>) {
+    match flow {
+        Flow::Done | Flow::Terminate { success: true, .. } => (Status::Success, None),
+        Flow::Failed(e) => (Status::Failure, Some(e.clone())),
+        Flow::Terminate { message, .. } => (Status::Failure, Some(message.clone())),
+        Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
+    }
+}
+
+/// A successful run's outputs: each `outputs:` template rendered in the
+/// run's final scope (a template that does not parse is kept as text).
+fn render_outputs(wf: &Workflow, scope: &Scope) -> Map<String, Value> {
+    wf.outputs
+        .iter()
+        .map(|(name, text)| {
+            let v = match crate::template::Template::parse(text) {
+                Ok(t) => t.render_value(scope),
+                Err(_) => Value::String(text.clone()),
+            };
+            (name.clone(), v)
+        })
+        .collect()
+}
+
+/// The payload of a step's `step.started`: a command step's carries what
+/// it is about to run as its `result` (see `steps::command::started_result`).
+fn started_payload(step: &Step, kind: &str, scope: &Scope) -> StepPayload {
+    let p = StepPayload::new(step.name.clone(), kind);
+    match &step.kind {
+        StepKind::Command { command, env } => p.with_result(
+            RawJson::from_value(&steps::command::started_result(command, env, scope))
+                .unwrap_or_default(),
+        ),
+        _ => p,
     }
 }
 

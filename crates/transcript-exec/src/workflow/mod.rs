@@ -121,7 +121,6 @@ pub fn join_path(prefix: &str, name: &str) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use std::collections::BTreeMap;
     use std::time::Duration;
 
@@ -382,7 +381,6 @@ steps:
             .validate(&|_| false)
             .unwrap_err();
         assert!(e.reason.contains("required input 'need'"), "{e}");
-        let _ = json!(null);
     }
     #[test]
     fn agent_env_is_parsed_templated_and_checked_and_presets_refuse_what_their_cli_lacks() {

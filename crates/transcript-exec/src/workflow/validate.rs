@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{CommandLine, Items, Step, StepKind, Workflow, WorkflowError, WorkflowSet, join_path};
-use crate::template::{Condition, Reference, Template, templates_in};
+use crate::condition::Condition;
+use crate::template::{Reference, Template, templates_in};
 
 impl WorkflowSet {
     /// Full validation: structure plus every custom kind known to `is_custom`.

@@ -75,7 +75,8 @@ pub(in crate::service) async fn run(
         spec.provider.clone(),
     )
     .with_offered_tools(spec.tools.iter().cloned())
-    .with_call_id_prefix(ctx.agent_call_prefix(path, iteration));
+    .with_call_id_prefix(ctx.agent_call_prefix(path, iteration))
+    .with_configured_model(spec.model.clone());
     let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
     match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
         Some(Ok(Ok(reply))) if !cancel.is_cancelled() => {

@@ -14,6 +14,49 @@ use crate::template::{Scope, StepValue, Template, render_str};
 use crate::tools::ToolError;
 use crate::workflow::CommandLine;
 
+/// A command line with its templates rendered.
+enum Resolved {
+    /// Shell source for `/bin/sh -c`.
+    Shell(String),
+    /// Program and arguments.
+    Argv(Vec<String>),
+}
+
+fn resolve(command: &CommandLine, scope: &Scope) -> Result<Resolved, ToolError> {
+    match command {
+        CommandLine::Shell(text) => Template::parse(text)
+            .and_then(|t| t.render_shell_source(scope))
+            .map(Resolved::Shell)
+            .map_err(|e| ToolError::InvalidInput(e.to_string())),
+        CommandLine::Argv(argv) => Ok(Resolved::Argv(
+            argv.iter().map(|a| render_str(a, scope)).collect(),
+        )),
+    }
+}
+
+/// What a command step is about to run, for its `step.started` `result`:
+/// `{"command": <shell source or argv>, "env": [<names>]}` (`env` only
+/// when it has variables; names only, their values may be secrets;
+/// `command` is `null` when it does not render). Written before the
+/// process starts, so a step cancelled or killed before it completes
+/// still records what ran.
+pub(in crate::service) fn started_result(
+    command: &CommandLine,
+    env: &BTreeMap<String, String>,
+    scope: &Scope,
+) -> Value {
+    let command = match resolve(command, scope) {
+        Ok(Resolved::Shell(line)) => Value::String(line),
+        Ok(Resolved::Argv(argv)) => json!(argv),
+        Err(_) => Value::Null,
+    };
+    let mut started = json!({ "command": command });
+    if !env.is_empty() {
+        started["env"] = json!(env.keys().collect::<Vec<_>>());
+    }
+    started
+}
+
 /// Runs a `command` step.
 pub(in crate::service) async fn run(
     ctx: &RunCtx,
@@ -31,21 +74,16 @@ pub(in crate::service) async fn run(
         .collect();
     // The resolved command is part of the result: what ran, not
     // only what it printed (#20).
-    let (ran, resolved) = match command {
-        CommandLine::Shell(text) => {
-            match Template::parse(text).and_then(|t| t.render_shell_source(scope)) {
-                Ok(line) => (
-                    run_shell_env(&line, &env, ws, cancel, ctx.inner.limits).await,
-                    Value::String(line),
-                ),
-                Err(e) => (Err(ToolError::InvalidInput(e.to_string())), Value::Null),
-            }
-        }
-        CommandLine::Argv(argv) => {
-            let argv: Vec<String> = argv.iter().map(|a| render_str(a, scope)).collect();
-            let ran = run_argv_env(&argv, &env, ws, cancel, ctx.inner.limits).await;
-            (ran, json!(argv))
-        }
+    let (ran, resolved) = match resolve(command, scope) {
+        Ok(Resolved::Shell(line)) => (
+            run_shell_env(&line, &env, ws, cancel, ctx.inner.limits).await,
+            Value::String(line),
+        ),
+        Ok(Resolved::Argv(argv)) => (
+            run_argv_env(&argv, &env, ws, cancel, ctx.inner.limits).await,
+            json!(argv),
+        ),
+        Err(e) => (Err(e), Value::Null),
     };
     match ran {
         Ok(out) => {
@@ -76,13 +114,10 @@ pub(in crate::service) async fn run(
             let flow = if out.exit_code == 0 {
                 Flow::Done
             } else {
-                let tail = out
-                    .stderr
-                    .trim_end()
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .to_owned();
+                // Masked whole first: the last line of a multi-line
+                // secret (a PEM body, a folded key) is no secret alone.
+                let stderr = ctx.inner.observers.mask_whole(&out.stderr);
+                let tail = stderr.trim_end().lines().last().unwrap_or("").to_owned();
                 Flow::Failed(if tail.is_empty() {
                     format!("command exited with code {}", out.exit_code)
                 } else {

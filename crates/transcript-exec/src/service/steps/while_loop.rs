@@ -6,8 +6,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::condition::eval_condition;
 use crate::service::run::{Flow, KindOut, RunCtx, run_seq};
-use crate::template::{LoopFrame, Scope, eval_condition};
+use crate::template::{LoopFrame, Scope};
 use crate::workflow::Step;
 
 /// Runs a `while` step at `path`.
