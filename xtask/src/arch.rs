@@ -282,7 +282,6 @@ pub const KNOWN_CIRCLES: &[(&str, &str)] = &[
     ("transcript-exec", "{builtins, process, tools}"),
     ("transcript-exec", "{condition, template}"),
     ("transcript-exec", "service::{run, steps}"),
-    ("transcript-cli", "{cmd, source}"),
 ];
 
 fn check_circles(pkg: &Package, out: &mut Vec<Violation>) -> Result<(), CheckError> {

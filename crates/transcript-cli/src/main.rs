@@ -10,7 +10,8 @@
 mod cmd;
 mod demo;
 mod exit;
-
+mod output_file;
+mod runs;
 mod source;
 mod style;
 

@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use transcript_domain::Usage;
+use transcript_domain::{Role, Usage};
 
 use crate::model::{Entry, ExportDocument, RunExport, StepExport};
 use crate::render_util::duration;
@@ -253,7 +253,7 @@ fn agent_receipt(step: &StepExport, run_id: &str, ctx: &mut Ctx<'_>) -> (Receipt
     let step_model = step_model(step);
     for entry in &step.entries {
         if let Entry::Message(m) = entry
-            && m.role == "assistant"
+            && m.role_kind() == Some(Role::Assistant)
         {
             turns += 1;
             if let Some(u) = &m.usage {
@@ -306,7 +306,7 @@ fn agent_receipt(step: &StepExport, run_id: &str, ctx: &mut Ctx<'_>) -> (Receipt
 /// (e.g. a usage-only turn settling a run).
 fn step_model(step: &StepExport) -> Option<String> {
     let mut named = step.entries.iter().filter_map(|e| match e {
-        Entry::Message(m) if m.role == "assistant" => m.model.as_deref(),
+        Entry::Message(m) if m.role_kind() == Some(Role::Assistant) => m.model.as_deref(),
         _ => None,
     });
     match named.next() {

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use transcript_domain::{DecodedEvent, ExchangeEvent, Subscription};
 
+use crate::config::DEFAULT_BATCH_SIZE;
 use crate::config::OtlpHttpConfig;
-use crate::export::{DEFAULT_BATCH_SIZE, ExportError, ExportReport, SpanSink};
 use crate::mapping::{MapOptions, SpanMapper};
+use crate::outcome::{ExportError, ExportReport, SpanSink};
 use crate::transport::OtlpHttpSink;
 
 /// Tuning of a [`LiveExporter`].

@@ -58,8 +58,30 @@ pub struct Imported {
     pub diagnostics: usize,
     /// Where the transcript's times come from.
     pub clock: ClockSource,
-    /// `succeeded`, `failed`, or `incomplete: <why>`.
-    pub status: String,
+    /// How the imported run ended.
+    pub status: ImportStatus,
+}
+
+/// How an imported run ended (shown as `succeeded`, `failed`, or `incomplete: <why>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportStatus {
+    /// The capture is whole and reports no provider error.
+    Succeeded,
+    /// The capture is whole and reports a provider error (the agent step's error).
+    Failed,
+    /// The capture is not whole (no terminal record, torn last line): `incomplete: <why>`,
+    /// also the agent step's error; the run has no `run.completed`.
+    Incomplete(String),
+}
+
+impl std::fmt::Display for ImportStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImportStatus::Succeeded => f.write_str("succeeded"),
+            ImportStatus::Failed => f.write_str("failed"),
+            ImportStatus::Incomplete(why) => f.write_str(why),
+        }
+    }
 }
 
 /// Import settings.
@@ -481,7 +503,7 @@ impl Importing<'_> {
     /// Ends the open run: `step.completed` with the step's result and errors, then
     /// `run.completed` unless the capture is incomplete. Returns the clock the times came from
     /// and the run's status.
-    async fn complete(&mut self) -> Result<(ClockSource, String), CliError> {
+    async fn complete(&mut self) -> Result<(ClockSource, ImportStatus), CliError> {
         let input = self.writer.input;
         let clock_source = self.seen.clock();
         let incomplete = self.seen.incomplete();
@@ -526,10 +548,10 @@ impl Importing<'_> {
                 .write(EventDraft::run_level(Payload::RunCompleted(run_completed)))
                 .await?;
         }
-        let status = match (&incomplete, errors.is_empty()) {
-            (Some(why), _) => why.clone(),
-            (None, true) => "succeeded".to_owned(),
-            (None, false) => "failed".to_owned(),
+        let status = match (incomplete, errors.is_empty()) {
+            (Some(why), _) => ImportStatus::Incomplete(why),
+            (None, true) => ImportStatus::Succeeded,
+            (None, false) => ImportStatus::Failed,
         };
         Ok((clock_source, status))
     }

@@ -152,7 +152,7 @@ pub fn run_grouped(
         .collect();
     let files: Vec<std::path::PathBuf> = match run {
         Some(r) => vec![source::resolve(r, storage)?],
-        None => source::run_files(storage)
+        None => crate::runs::run_files(storage)
             .into_iter()
             .map(|(_, p)| p)
             .collect(),
@@ -210,7 +210,7 @@ impl Grouping<'_> {
             for entry in &step.entries {
                 let Entry::Message(m) = entry else { continue };
                 let Some(u) = &m.usage else { continue };
-                if m.role != "assistant" {
+                if m.role_kind() != Some(transcript_domain::Role::Assistant) {
                     continue;
                 }
                 let model = m.model.clone().unwrap_or_else(|| "(none)".to_owned());

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use transcript_domain::RawJson;
+use transcript_domain::{Fidelity, RawJson, Role};
 use transcript_export::{
     Entry, ExportBlock, ExportDocument, MessageExport, RunExport, StepExport, ToolCallExport,
 };
@@ -190,7 +190,8 @@ fn render_entries(entries: &[Entry], depth: usize, style: &Style, out: &mut Stri
         .iter()
         .filter_map(|e| match e {
             Entry::ToolCall(c)
-                if c.fidelity == "agent_emitted" && in_messages.contains(c.call_id.as_str()) =>
+                if c.fidelity_kind() == Some(Fidelity::AgentEmitted)
+                    && in_messages.contains(c.call_id.as_str()) =>
             {
                 Some(c)
             }
@@ -245,7 +246,7 @@ fn render_message(
     out: &mut String,
 ) {
     let p = pad(depth);
-    let user = m.role == "user";
+    let user = m.role_kind() == Some(Role::User);
     let _ = writeln!(out, "{p}{}", message_header(m, style));
     // tool_result blocks are printed under their tool_use block.
     let (results, used) = tool_results(m);
@@ -330,7 +331,7 @@ fn message_header(m: &MessageExport, style: &Style) -> String {
             u.output_tokens.map_or("?".into(), |n| n.to_string())
         ));
     }
-    if m.role == "user" {
+    if m.role_kind() == Some(Role::User) {
         style.cyan(&header)
     } else {
         style.bold(&header)
