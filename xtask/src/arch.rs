@@ -257,9 +257,6 @@ pub const CIRCLE_RULE: &str = "the modules of a crate form no circle: siblings t
 pub const KNOWN_CIRCLES: &[(&str, &str)] = &[
     ("transcript-exec", "{builtins, confined, process, tools}"),
     ("transcript-exec", "service::{run, steps}"),
-    ("transcript-cli", "{cmd, source}"),
-    ("transcript-cli", "cmd::{export, otel}"),
-    ("transcript-otel", "{config, export, transport}"),
 ];
 
 /// The circles among the modules of the crate whose sources are under `src_dir`.

@@ -159,59 +159,9 @@ pub fn e2e_phoenix(root: &Path) -> Result<i32, Error> {
 }
 
 fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
-    let started = Instant::now();
-    while !matches!(get(port, "/healthz"), Ok((200, _))) {
-        if started.elapsed() > STARTUP {
-            return Err(format!("phoenix did not become healthy within {STARTUP:?}").into());
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    println!(
-        "e2e-phoenix: healthy after {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
-
+    wait_until_healthy(port)?;
     let storage = work.join("transcripts");
-    let mut run = transcript(root);
-    run.args([
-        "run",
-        "fixtures/workflows/demo.yaml",
-        "--deterministic",
-        "--storage",
-    ])
-    .arg(&storage)
-    .arg("--workspace")
-    .arg(work.join("workspace"));
-    let out = run_checked(run, "the demo run")?;
-    let run_id = out
-        .lines()
-        .find_map(|l| l.strip_prefix("run_id: "))
-        .ok_or("no run id printed")?
-        .to_owned();
-    let mut json = transcript(root);
-    json.args(["export", &run_id, "--format", "otlp-json", "--storage"])
-        .arg(&storage);
-    let expected: Value = serde_json::from_str(&run_checked(json, "otlp-json export")?)?;
-    let expected = expected["resourceSpans"][0]["scopeSpans"][0]["spans"]
-        .as_array()
-        .map_or(0, Vec::len);
-    // Configured through the environment only: the endpoint, and the project as a resource
-    // attribute (no --endpoint flag).
-    let mut export = transcript(root);
-    export
-        .args(["export", &run_id, "--format", "otlp", "--storage"])
-        .arg(&storage)
-        .env(
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            format!("http://127.0.0.1:{port}"),
-        )
-        .env(
-            "OTEL_RESOURCE_ATTRIBUTES",
-            format!("openinference.project.name={PROJECT}"),
-        )
-        .env("OTEL_SERVICE_NAME", "transcript-e2e");
-    run_checked(export, "the OTLP export")?;
-
+    let (run_id, expected) = record_and_export(root, &storage, work, port)?;
     let spans = poll_spans(port, PROJECT, expected)?;
 
     let mut tree = transcript(root);
@@ -225,6 +175,99 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
         .iter()
         .filter_map(|s| Some((s["context"]["span_id"].as_str()?, s)))
         .collect();
+    let mut failures = check_tree(&spans, &names, &by_id);
+    failures.extend(check_default_project_empty(port)?);
+    failures.extend(check_kinds_and_calls(&spans, &by_id));
+    failures.extend(check_live_export(root, work, port, expected, &spans)?);
+    let calls = spans
+        .iter()
+        .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with("chat")))
+        .count();
+    if failures.is_empty() {
+        println!(
+            "e2e-phoenix: ok: {} spans in project {PROJECT} (the same from the live export in {LIVE_PROJECT}), 1 trace, 1 root, {} steps, tool spans under steps, child runs under call_workflow, error status on the failing branch, every span of a known kind, {calls} chat spans under agents",
+            spans.len(),
+            names.len()
+        );
+        Ok(0)
+    } else {
+        for f in &failures {
+            eprintln!("e2e-phoenix: FAIL: {f}");
+        }
+        Ok(1)
+    }
+}
+
+/// Waits for Phoenix's health check (at most [`STARTUP`]).
+fn wait_until_healthy(port: u16) -> Result<(), Error> {
+    let started = Instant::now();
+    while !matches!(get(port, "/healthz"), Ok((200, _))) {
+        if started.elapsed() > STARTUP {
+            return Err(format!("phoenix did not become healthy within {STARTUP:?}").into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    println!(
+        "e2e-phoenix: healthy after {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Records the demo workflow (deterministic) into `storage` and exports it to Phoenix over
+/// OTLP, configured through the environment only. Returns the run id and how many spans the
+/// `otlp-json` export of the same run holds.
+fn record_and_export(
+    root: &Path,
+    storage: &Path,
+    work: &Path,
+    port: u16,
+) -> Result<(String, usize), Error> {
+    let mut run = transcript(root);
+    run.args([
+        "run",
+        "fixtures/workflows/demo.yaml",
+        "--deterministic",
+        "--storage",
+    ])
+    .arg(storage)
+    .arg("--workspace")
+    .arg(work.join("workspace"));
+    let out = run_checked(run, "the demo run")?;
+    let run_id = out
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: "))
+        .ok_or("no run id printed")?
+        .to_owned();
+    let mut json = transcript(root);
+    json.args(["export", &run_id, "--format", "otlp-json", "--storage"])
+        .arg(storage);
+    let expected: Value = serde_json::from_str(&run_checked(json, "otlp-json export")?)?;
+    let expected = expected["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .map_or(0, Vec::len);
+    // Configured through the environment only: the endpoint, and the project as a resource
+    // attribute (no --endpoint flag).
+    let mut export = transcript(root);
+    export
+        .args(["export", &run_id, "--format", "otlp", "--storage"])
+        .arg(storage)
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            format!("openinference.project.name={PROJECT}"),
+        )
+        .env("OTEL_SERVICE_NAME", "transcript-e2e");
+    run_checked(export, "the OTLP export")?;
+    Ok((run_id, expected))
+}
+
+/// The trace's shape: one root, one trace, a span per step, tool spans under steps, the
+/// child run under its call_workflow step, the failing branch in error.
+fn check_tree(spans: &[Value], names: &[String], by_id: &HashMap<&str, &Value>) -> Vec<String> {
     let name_of = |id: &str| by_id.get(id).and_then(|s| s["name"].as_str()).unwrap_or("");
     let mut failures = Vec::new();
     let roots: Vec<&Value> = spans.iter().filter(|s| s["parent_id"].is_null()).collect();
@@ -242,12 +285,12 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
         failures.push(format!("expected one trace, got {}", traces.len()));
     }
     let span_names: Vec<&str> = spans.iter().filter_map(|s| s["name"].as_str()).collect();
-    for n in &names {
+    for n in names {
         if !span_names.iter().any(|s| s.ends_with(&format!(" {n}"))) {
             failures.push(format!("no span for step {n}"));
         }
     }
-    for s in &spans {
+    for s in spans {
         let name = s["name"].as_str().unwrap_or("");
         let parent = s["parent_id"].as_str().map(name_of).unwrap_or("");
         if name.starts_with("execute_tool")
@@ -269,7 +312,11 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
             ));
         }
     }
-    // The project came from OTEL_RESOURCE_ATTRIBUTES: nothing landed in the default one.
+    failures
+}
+
+/// The project came from OTEL_RESOURCE_ATTRIBUTES: nothing landed in the default one.
+fn check_default_project_empty(port: u16) -> Result<Option<String>, Error> {
     let (status, body) = get(port, "/v1/projects/default/spans?limit=1000")?;
     let in_default = if status == 200 {
         serde_json::from_slice::<Value>(&body)?["data"]
@@ -278,17 +325,21 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
     } else {
         0
     };
-    if in_default != 0 {
-        failures.push(format!(
-            "{in_default} spans in the default project, not in {PROJECT}"
-        ));
-    }
-    failures.extend(check_kinds_and_calls(&spans, &by_id));
+    Ok((in_default != 0)
+        .then(|| format!("{in_default} spans in the default project, not in {PROJECT}")))
+}
 
-    // The demo recorded again, exported live (environment only, no flag): Phoenix shows the
-    // same tree as from the stored export. Not `--deterministic`: Phoenix keeps one span per
-    // span id, and the same run id would give the same ids. So trees are compared by name,
-    // parent's name, kind and status.
+/// The demo recorded again, exported live (environment only, no flag): Phoenix shows the
+/// same tree as from the stored export. Not `--deterministic`: Phoenix keeps one span per
+/// span id, and the same run id would give the same ids. So trees are compared by name,
+/// parent's name, kind and status.
+fn check_live_export(
+    root: &Path,
+    work: &Path,
+    port: u16,
+    expected: usize,
+    spans: &[Value],
+) -> Result<Option<String>, Error> {
     let mut live = transcript(root);
     live.args(["run", "fixtures/workflows/demo.yaml", "--storage"])
         .arg(work.join("live-transcripts"))
@@ -304,51 +355,36 @@ fn check(root: &Path, work: &Path, port: u16) -> Result<i32, Error> {
         );
     run_checked(live, "the live run")?;
     let live = poll_spans(port, LIVE_PROJECT, expected)?;
-    let shape = |spans: &[Value]| -> Vec<String> {
-        let names: HashMap<&str, &str> = spans
-            .iter()
-            .filter_map(|s| Some((s["context"]["span_id"].as_str()?, s["name"].as_str()?)))
-            .collect();
-        let mut shape: Vec<String> = spans
-            .iter()
-            .map(|s| {
-                let parent = s["parent_id"]
-                    .as_str()
-                    .and_then(|p| names.get(p))
-                    .unwrap_or(&"");
-                format!(
-                    "{} < {parent} {} {}",
-                    s["name"], s["span_kind"], s["status_code"]
-                )
-            })
-            .collect();
-        shape.sort();
-        shape
-    };
-    if shape(&live) != shape(&spans) {
-        failures.push(format!(
+    Ok((shape(&live) != shape(spans)).then(|| {
+        format!(
             "live export differs from the stored one: {} vs {} spans",
             live.len(),
             spans.len()
-        ));
-    }
-    let calls = spans
+        )
+    }))
+}
+
+/// A trace as sorted `name < parent's name kind status` lines, comparable across span ids.
+fn shape(spans: &[Value]) -> Vec<String> {
+    let names: HashMap<&str, &str> = spans
         .iter()
-        .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with("chat")))
-        .count();
-    if failures.is_empty() {
-        println!(
-            "e2e-phoenix: ok: {} spans in project {PROJECT} (the same from the live export in {LIVE_PROJECT}), 1 trace, 1 root, {} steps, tool spans under steps, child runs under call_workflow, error status on the failing branch, every span of a known kind, {calls} chat spans under agents",
-            spans.len(),
-            names.len()
-        );
-        Ok(0)
-    } else {
-        for f in &failures {
-            eprintln!("e2e-phoenix: FAIL: {f}");
-        }
-        Ok(1)
-    }
+        .filter_map(|s| Some((s["context"]["span_id"].as_str()?, s["name"].as_str()?)))
+        .collect();
+    let mut shape: Vec<String> = spans
+        .iter()
+        .map(|s| {
+            let parent = s["parent_id"]
+                .as_str()
+                .and_then(|p| names.get(p))
+                .unwrap_or(&"");
+            format!(
+                "{} < {parent} {} {}",
+                s["name"], s["span_kind"], s["status_code"]
+            )
+        })
+        .collect();
+    shape.sort();
+    shape
 }
 
 /// Polls the spans of `project` until `expected` have arrived (or [`ARRIVAL`] passes).

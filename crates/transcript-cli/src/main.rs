@@ -10,10 +10,12 @@
 mod cmd;
 mod demo;
 mod exit;
+mod output_file;
+mod runs;
 mod source;
 mod style;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -64,77 +66,85 @@ impl OtlpArgs {
     }
 }
 
+// `transcript run`'s arguments (no doc comment: the variant's is the command's help).
+#[derive(Debug, clap::Args)]
+struct RunCmd {
+    /// The workflow YAML file.
+    workflow: PathBuf,
+    /// Workflow input (`KEY=VALUE`; JSON values are parsed), repeatable.
+    #[arg(long = "input", value_name = "KEY=VALUE", value_parser = cmd::run::parse_input)]
+    inputs: Vec<(String, String)>,
+    /// Working directory for commands and file tools (default: the current directory).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// An external tool plugin to start (`"python3 plugin.py"`), repeatable.
+    #[arg(long = "plugin", value_name = "COMMAND")]
+    plugins: Vec<String>,
+    /// When events reach stable storage.
+    #[arg(long, value_enum, default_value_t = DurabilityArg::None)]
+    durability: DurabilityArg,
+    /// Sequential ids, a manual clock and sequential branches (byte-stable output).
+    #[arg(long, hide = true)]
+    deterministic: bool,
+    /// Export spans live to this OTLP/HTTP(S) endpoint (never slows or fails the run);
+    /// without it, OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT enables live export.
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
+    #[command(flatten)]
+    otlp: OtlpArgs,
+    /// Put message content on live spans.
+    #[arg(long)]
+    capture_content: bool,
+    /// At the end of the run, wait at most this many seconds for the live export to
+    /// deliver what is queued (what is not sent by then is reported, never waited for).
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    otlp_flush_timeout: u64,
+    /// On cancellation, the seconds a command (and its process group) gets between
+    /// SIGTERM and SIGKILL (a second Ctrl-C kills at once).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = parse_secs)]
+    kill_grace: f64,
+    #[command(flatten)]
+    redaction: RedactionArgs,
+}
+
+// `transcript import`'s arguments (no doc comment: the variant's is the command's help).
+#[derive(Debug, clap::Args)]
+struct ImportCmd {
+    /// The provider (claude, codex, gemini, copilot, openai, anthropic) or `auto`.
+    provider: String,
+    /// Raw log files, one run each; a directory is read as a session store
+    /// (incremental, like --store).
+    #[arg(required_unless_present = "store")]
+    logs: Vec<PathBuf>,
+    /// Import the provider's own session store: Claude Code $CLAUDE_CONFIG_DIR/projects
+    /// (else ~/.claude/projects), Codex $CODEX_HOME/sessions (else ~/.codex/sessions),
+    /// Gemini CLI ~/.gemini/tmp, Copilot CLI ~/.copilot/session-state. Incremental: an
+    /// unchanged file is not read again, a grown one appends only what is new to its run.
+    #[arg(long)]
+    store: bool,
+    /// With a store or directories: only session files modified on or after this day
+    /// (YYYY-MM-DD, UTC).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    since: Option<String>,
+    /// Sequential ids and a manual clock (byte-stable output).
+    #[arg(long, hide = true)]
+    deterministic: bool,
+    #[command(flatten)]
+    redaction: RedactionArgs,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a workflow, recording its transcript (live progress on stderr).
     #[command(
         after_help = "Examples:\n  transcript run fixtures/workflows/demo.yaml --workspace storage/demo\n  transcript run review.yaml --input file=main.go --redact --durability always\n\nThe run id and transcript path are printed on stderr when the run starts (follow it with\n`transcript tail -f <id>`) and on stdout when it ends."
     )]
-    Run {
-        /// The workflow YAML file.
-        workflow: PathBuf,
-        /// Workflow input (`KEY=VALUE`; JSON values are parsed), repeatable.
-        #[arg(long = "input", value_name = "KEY=VALUE", value_parser = cmd::run::parse_input)]
-        inputs: Vec<(String, String)>,
-        /// Working directory for commands and file tools (default: the current directory).
-        #[arg(long)]
-        workspace: Option<PathBuf>,
-        /// An external tool plugin to start (`"python3 plugin.py"`), repeatable.
-        #[arg(long = "plugin", value_name = "COMMAND")]
-        plugins: Vec<String>,
-        /// When events reach stable storage.
-        #[arg(long, value_enum, default_value_t = DurabilityArg::None)]
-        durability: DurabilityArg,
-        /// Sequential ids, a manual clock and sequential branches (byte-stable output).
-        #[arg(long, hide = true)]
-        deterministic: bool,
-        /// Export spans live to this OTLP/HTTP(S) endpoint (never slows or fails the run);
-        /// without it, OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT enables live export.
-        #[arg(long, value_name = "URL")]
-        otlp_endpoint: Option<String>,
-        #[command(flatten)]
-        otlp: OtlpArgs,
-        /// Put message content on live spans.
-        #[arg(long)]
-        capture_content: bool,
-        /// At the end of the run, wait at most this many seconds for the live export to
-        /// deliver what is queued (what is not sent by then is reported, never waited for).
-        #[arg(long, value_name = "SECS", default_value_t = 5)]
-        otlp_flush_timeout: u64,
-        /// On cancellation, the seconds a command (and its process group) gets between
-        /// SIGTERM and SIGKILL (a second Ctrl-C kills at once).
-        #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = parse_secs)]
-        kill_grace: f64,
-        #[command(flatten)]
-        redaction: RedactionArgs,
-    },
+    Run(RunCmd),
     /// Normalize raw agent logs (any supported provider format) into canonical transcripts.
     #[command(
         after_help = "Examples:\n  transcript import auto session.jsonl\n  claude -p hi --output-format stream-json --verbose > out.jsonl && transcript import claude out.jsonl"
     )]
-    Import {
-        /// The provider (claude, codex, gemini, copilot, openai, anthropic) or `auto`.
-        provider: String,
-        /// Raw log files, one run each; a directory is read as a session store
-        /// (incremental, like --store).
-        #[arg(required_unless_present = "store")]
-        logs: Vec<PathBuf>,
-        /// Import the provider's own session store: Claude Code $CLAUDE_CONFIG_DIR/projects
-        /// (else ~/.claude/projects), Codex $CODEX_HOME/sessions (else ~/.codex/sessions),
-        /// Gemini CLI ~/.gemini/tmp, Copilot CLI ~/.copilot/session-state. Incremental: an
-        /// unchanged file is not read again, a grown one appends only what is new to its run.
-        #[arg(long)]
-        store: bool,
-        /// With a store or directories: only session files modified on or after this day
-        /// (YYYY-MM-DD, UTC).
-        #[arg(long, value_name = "YYYY-MM-DD")]
-        since: Option<String>,
-        /// Sequential ids and a manual clock (byte-stable output).
-        #[arg(long, hide = true)]
-        deterministic: bool,
-        #[command(flatten)]
-        redaction: RedactionArgs,
-    },
+    Import(ImportCmd),
     /// Check transcripts: seq from 1 without gaps, one run per file, child links, malformed lines.
     #[command(
         after_help = "Examples:\n  transcript validate latest\n  transcript validate storage/transcripts --json   # every transcript of a directory"
@@ -359,101 +369,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let style = Style::for_stdout(cli.color);
     let storage = cli.storage.clone();
     match cli.command {
-        Command::Run {
-            workflow,
-            inputs,
-            workspace,
-            plugins,
-            durability,
-            deterministic,
-            otlp_endpoint,
-            otlp,
-            capture_content,
-            otlp_flush_timeout,
-            kill_grace,
-            redaction,
-        } => {
-            let otlp = cmd::otel::resolve(otlp.flags(otlp_endpoint))?;
-            if capture_content && otlp.is_none() {
-                return Err(CliError::Usage(
-                    "--capture-content needs an OTLP endpoint (--otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT)"
-                        .to_owned(),
-                ));
-            }
-            let redactor = redaction.redactor()?.map(Arc::new);
-            let mask = redactor
-                .clone()
-                .map(|r| r as Arc<dyn transcript_domain::EventMask>);
-            let args = cmd::run::RunArgs {
-                redactor,
-                workflow,
-                inputs,
-                storage,
-                workspace: workspace.unwrap_or_else(cmd::run::default_workspace),
-                plugins,
-                mask,
-                durability: durability.policy(),
-                deterministic,
-                otlp: otlp.map(|config| (config, capture_content)),
-                otlp_flush_timeout: std::time::Duration::from_secs(otlp_flush_timeout),
-                style: Style::for_stderr(cli.color),
-                kill_grace: std::time::Duration::from_secs_f64(kill_grace),
-            };
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
-            runtime.block_on(cmd::run::run(args, &mut out))
-        }
-        Command::Import {
-            provider,
-            logs,
-            store,
-            since,
-            deterministic,
-            redaction,
-        } => {
-            let redactor = redaction.redactor()?.map(Arc::new);
-            let ctx = cmd::import::ImportContext {
-                storage,
-                provider: cmd::import::parse_provider(&provider)?,
-                mask: redactor
-                    .clone()
-                    .map(|r| r as Arc<dyn transcript_domain::EventMask>),
-                deterministic,
-            };
-            let dirs = logs.iter().filter(|l| l.is_dir()).count();
-            if store || dirs > 0 {
-                if dirs != logs.len() {
-                    return Err(CliError::Usage(
-                        "import: give either session files or session directories, not both"
-                            .to_owned(),
-                    ));
-                }
-                let mut roots = logs.clone();
-                if store {
-                    let Some(p) = ctx.provider else {
-                        return Err(CliError::Usage(
-                            "import --store needs the provider (claude, codex, gemini or copilot)"
-                                .to_owned(),
-                        ));
-                    };
-                    roots.push(cmd::import::store::default_store(p)?);
-                }
-                let since = since
-                    .as_deref()
-                    .map(cmd::import::store::parse_day)
-                    .transpose()?;
-                cmd::import::store::run_store(&ctx, &roots, since, &mut out)
-            } else {
-                if since.is_some() {
-                    return Err(CliError::Usage(
-                        "import: --since applies to session stores and directories".to_owned(),
-                    ));
-                }
-                cmd::import::run(&ctx, &logs, redactor.as_deref(), &mut out)
-            }
-        }
+        Command::Run(args) => run_workflow(args, storage, cli.color, &mut out),
+        Command::Import(args) => import(args, storage, &mut out),
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &storage, json, &style, &mut out)
         }
@@ -483,28 +400,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             by,
             json,
             pricing,
-        } => match (by, run) {
-            (Some(by), run) => cmd::receipts::run_grouped(
-                run.as_deref(),
-                &storage,
-                by,
-                json,
-                pricing.as_deref(),
-                &mut out,
-                &mut std::io::stderr(),
-            ),
-            (None, Some(run)) => cmd::receipts::run(
-                &run,
-                &storage,
-                json,
-                pricing.as_deref(),
-                &mut out,
-                &mut std::io::stderr(),
-            ),
-            (None, None) => Err(CliError::Usage(
-                "receipts: name a run, or group with --by".to_owned(),
-            )),
-        },
+        } => receipts(run, by, json, pricing, &storage, &mut out),
         Command::Tree { run, json } => cmd::tree::run(&run, &storage, json, &style, &mut out),
         Command::Show { run } => cmd::show::run(&run, &storage, &style, &mut out),
         Command::Tail {
@@ -526,5 +422,143 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::List { limit, all, json } => {
             cmd::list::run(&storage, limit, all, json, &style, &mut out)
         }
+    }
+}
+
+/// `transcript run`: checks the OTLP and redaction flags, then runs the workflow on a
+/// multi-threaded runtime.
+fn run_workflow(
+    cmd: RunCmd,
+    storage: PathBuf,
+    color: ColorChoice,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let RunCmd {
+        workflow,
+        inputs,
+        workspace,
+        plugins,
+        durability,
+        deterministic,
+        otlp_endpoint,
+        otlp,
+        capture_content,
+        otlp_flush_timeout,
+        kill_grace,
+        redaction,
+    } = cmd;
+    let otlp = cmd::otel::resolve(otlp.flags(otlp_endpoint))?;
+    if capture_content && otlp.is_none() {
+        return Err(CliError::Usage(
+            "--capture-content needs an OTLP endpoint (--otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT)"
+                .to_owned(),
+        ));
+    }
+    let redactor = redaction.redactor()?.map(Arc::new);
+    let mask = redactor
+        .clone()
+        .map(|r| r as Arc<dyn transcript_domain::EventMask>);
+    let args = cmd::run::RunArgs {
+        redactor,
+        workflow,
+        inputs,
+        storage,
+        workspace: workspace.unwrap_or_else(cmd::run::default_workspace),
+        plugins,
+        mask,
+        durability: durability.policy(),
+        deterministic,
+        otlp: otlp.map(|config| (config, capture_content)),
+        otlp_flush_timeout: std::time::Duration::from_secs(otlp_flush_timeout),
+        style: Style::for_stderr(color),
+        kill_grace: std::time::Duration::from_secs_f64(kill_grace),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(cmd::run::run(args, out))
+}
+
+/// `transcript import`: session files one run each, or session stores and directories
+/// (incremental).
+fn import(cmd: ImportCmd, storage: PathBuf, out: &mut dyn std::io::Write) -> Result<(), CliError> {
+    let ImportCmd {
+        provider,
+        logs,
+        store,
+        since,
+        deterministic,
+        redaction,
+    } = cmd;
+    let redactor = redaction.redactor()?.map(Arc::new);
+    let ctx = cmd::import::ImportContext {
+        storage,
+        provider: cmd::import::parse_provider(&provider)?,
+        mask: redactor
+            .clone()
+            .map(|r| r as Arc<dyn transcript_domain::EventMask>),
+        deterministic,
+    };
+    let dirs = logs.iter().filter(|l| l.is_dir()).count();
+    if !store && dirs == 0 {
+        if since.is_some() {
+            return Err(CliError::Usage(
+                "import: --since applies to session stores and directories".to_owned(),
+            ));
+        }
+        return cmd::import::run(&ctx, &logs, redactor.as_deref(), out);
+    }
+    if dirs != logs.len() {
+        return Err(CliError::Usage(
+            "import: give either session files or session directories, not both".to_owned(),
+        ));
+    }
+    let mut roots = logs.clone();
+    if store {
+        let Some(p) = ctx.provider else {
+            return Err(CliError::Usage(
+                "import --store needs the provider (claude, codex, gemini or copilot)".to_owned(),
+            ));
+        };
+        roots.push(cmd::import::store::default_store(p)?);
+    }
+    let since = since
+        .as_deref()
+        .map(cmd::import::store::parse_day)
+        .transpose()?;
+    cmd::import::store::run_store(&ctx, &roots, since, out)
+}
+
+/// `transcript receipts`: one run's, or grouped with `--by`.
+fn receipts(
+    run: Option<String>,
+    by: Option<cmd::receipts::GroupBy>,
+    json: bool,
+    pricing: Option<PathBuf>,
+    storage: &Path,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    match (by, run) {
+        (Some(by), run) => cmd::receipts::run_grouped(
+            run.as_deref(),
+            storage,
+            by,
+            json,
+            pricing.as_deref(),
+            out,
+            &mut std::io::stderr(),
+        ),
+        (None, Some(run)) => cmd::receipts::run(
+            &run,
+            storage,
+            json,
+            pricing.as_deref(),
+            out,
+            &mut std::io::stderr(),
+        ),
+        (None, None) => Err(CliError::Usage(
+            "receipts: name a run, or group with --by".to_owned(),
+        )),
     }
 }

@@ -30,14 +30,14 @@ pub fn resolve(arg: &str, storage: &Path) -> Result<PathBuf, CliError> {
         });
     }
     if arg == "latest" {
-        return crate::cmd::list::latest(storage)?.ok_or_else(|| CliError::NotFound {
+        return crate::runs::latest(storage)?.ok_or_else(|| CliError::NotFound {
             what: "any run (for `latest`)".to_owned(),
             path: storage.to_path_buf(),
         });
     }
     if is_id_prefix(arg) {
         let prefix = arg.to_ascii_lowercase();
-        let mut matches: Vec<(RunId, PathBuf)> = run_files(storage)
+        let mut matches: Vec<(RunId, PathBuf)> = crate::runs::run_files(storage)
             .into_iter()
             .filter(|(id, _)| id.to_string().starts_with(&prefix))
             .collect();
@@ -71,26 +71,6 @@ pub fn resolve(arg: &str, storage: &Path) -> Result<PathBuf, CliError> {
 /// Whether `arg` can be the start of a run id: 4 to 35 characters of hex digits and hyphens.
 fn is_id_prefix(arg: &str) -> bool {
     (4..36).contains(&arg.len()) && arg.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
-}
-
-/// Every transcript in `storage`: files named `<run-id>.jsonl` (not `audit.jsonl`, not `.torn`).
-pub fn run_files(storage: &Path) -> Vec<(RunId, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(storage) else {
-        return Vec::new();
-    };
-    let mut files: Vec<(RunId, PathBuf)> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter_map(|p| {
-            let id = p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".jsonl"))
-                .and_then(|stem| RunId::parse(stem).ok())?;
-            p.is_file().then_some((id, p))
-        })
-        .collect();
-    files.sort();
-    files
 }
 
 /// One transcript file, read completely and tolerantly.

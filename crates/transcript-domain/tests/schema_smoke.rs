@@ -1,4 +1,5 @@
-//! Prints the schema (feature `schema`) so a reviewer can read it.
+//! Checks the envelope schema (feature `schema`): its seven required fields, the tool
+//! payload's required fields and the six content block kinds.
 
 #[test]
 fn schema_describes_required_envelope_fields() {

@@ -4,7 +4,8 @@ use std::collections::HashMap;
 
 use transcript_domain::tree::{RunTree, StepNode, build_run_tree};
 use transcript_domain::{
-    BlockBody, DecodedBlock, DecodedEvent, DecodedPayload, EventKind, EventType, RunId, Usage,
+    BlockBody, DecodedBlock, DecodedEvent, DecodedMessage, DecodedPayload, EventKind, EventType,
+    RunId, ToolPayload, Usage,
 };
 
 use crate::model::{
@@ -74,112 +75,29 @@ fn run_export(
     // Intervals of step executions by (path, iteration) -> start_seq.
     let mut intervals: Intervals<'_> = HashMap::new();
     collect_intervals(&tree.steps, &mut intervals);
-    let mut by_step: HashMap<u64, Vec<Entry>> = HashMap::new();
-    let mut run_entries = Vec::new();
-    let mut usage_total = Usage::default();
-    // tool.call entries waiting for their result: call_id -> (owner, index).
-    let mut open_calls: HashMap<String, (Option<u64>, usize)> = HashMap::new();
+    let mut entries = Entries::default();
     for event in events {
-        let owner = intervals
-            .get(&(event.path.as_str(), event.iteration))
-            .and_then(|list| {
-                list.iter()
-                    .rev()
-                    .find(|(start, end)| *start < event.seq && end.is_none_or(|e| event.seq < e))
-                    .map(|(start, _)| *start)
-            });
-        let target = match owner {
-            Some(start) => by_step.entry(start).or_default(),
-            None => &mut run_entries,
-        };
+        let owner = owner_of(&intervals, event);
         match (&event.kind, &event.payload) {
             (
                 EventKind::Known(EventType::MessageUser | EventType::MessageAssistant),
                 DecodedPayload::Message(m),
-            ) => {
-                if let Some(u) = &m.usage {
-                    usage_total.accumulate(u);
-                }
-                target.push(Entry::Message(MessageExport {
-                    seq: event.seq,
-                    role: m.role.clone(),
-                    timestamp: event.timestamp.to_string(),
-                    provider: m.provider.clone(),
-                    model: m.model.clone(),
-                    usage: m.usage.clone(),
-                    blocks: m
-                        .blocks
-                        .iter()
-                        .filter_map(|b| export_block(b, options))
-                        .collect(),
-                }));
-            }
+            ) => entries.message(owner, event, m, options),
             (EventKind::Known(EventType::ToolCall), DecodedPayload::Tool(t)) => {
-                open_calls.insert(t.call_id.clone(), (owner, target.len()));
-                target.push(Entry::ToolCall(ToolCallExport {
-                    seq: event.seq,
-                    call_id: t.call_id.clone(),
-                    name: t.name.clone(),
-                    fidelity: t.fidelity.as_str().to_owned(),
-                    input: truncate_raw(&t.input, options.truncate_outputs),
-                    output: serde_json::Value::Null,
-                    error: None,
-                    completed: false,
-                    started_at: event.timestamp.to_string(),
-                    completed_at: None,
-                }));
+                entries.tool_call(owner, event, t, options)
             }
             (EventKind::Known(EventType::ToolResult), DecodedPayload::Tool(t)) => {
-                let output = truncate_raw(&t.output, options.truncate_outputs);
-                let slot = open_calls
-                    .remove(&t.call_id)
-                    .and_then(|(call_owner, index)| {
-                        let list = match call_owner {
-                            Some(start) => by_step.get_mut(&start),
-                            None => Some(&mut run_entries),
-                        }?;
-                        match list.get_mut(index) {
-                            Some(Entry::ToolCall(call)) => Some(call),
-                            _ => None,
-                        }
-                    });
-                match slot {
-                    Some(call) => {
-                        call.output = output;
-                        call.error = t.error.clone();
-                        call.completed = true;
-                        call.completed_at = Some(event.timestamp.to_string());
-                    }
-                    None => {
-                        let target = match owner {
-                            Some(start) => by_step.entry(start).or_default(),
-                            None => &mut run_entries,
-                        };
-                        target.push(Entry::ToolCall(ToolCallExport {
-                            seq: event.seq,
-                            call_id: t.call_id.clone(),
-                            name: t.name.clone(),
-                            fidelity: t.fidelity.as_str().to_owned(),
-                            input: serde_json::Value::Null,
-                            output,
-                            error: t.error.clone(),
-                            completed: true,
-                            started_at: event.timestamp.to_string(),
-                            completed_at: Some(event.timestamp.to_string()),
-                        }));
-                    }
-                }
+                entries.tool_result(owner, event, t, options)
             }
             _ => {}
         }
     }
-    let result = events
-        .iter()
-        .rev()
-        .find(|e| e.kind == EventKind::Known(EventType::RunCompleted))
-        .and_then(|e| e.step())
-        .and_then(|s| s.result.as_ref())
-        .map(|r| r.to_value());
+    let Entries {
+        mut by_step,
+        run: run_entries,
+        usage: usage_total,
+        ..
+    } = entries;
     RunExport {
         run_id: tree.run_id.to_string(),
         parent_run_id: tree.parent_run_id.map(|p| p.to_string()),
@@ -189,7 +107,7 @@ fn run_export(
         completed_at: tree.completed_at.map(|t| t.to_string()),
         duration_ms: tree.duration_ms(),
         error: tree.error.clone(),
-        result,
+        result: run_result(events),
         usage: (!usage_total.is_empty()).then_some(usage_total),
         steps: tree
             .steps
@@ -198,6 +116,145 @@ fn run_export(
             .collect(),
         entries: run_entries,
         problems: tree.problems.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The step execution (its start seq) an event belongs to: the latest one of its path and
+/// iteration open at its seq; `None` for the run's own entries.
+fn owner_of(intervals: &Intervals<'_>, event: &DecodedEvent) -> Option<u64> {
+    intervals
+        .get(&(event.path.as_str(), event.iteration))
+        .and_then(|list| {
+            list.iter()
+                .rev()
+                .find(|(start, end)| *start < event.seq && end.is_none_or(|e| event.seq < e))
+                .map(|(start, _)| *start)
+        })
+}
+
+/// The run's result: the `run.completed` event's.
+fn run_result(events: &[DecodedEvent]) -> Option<serde_json::Value> {
+    events
+        .iter()
+        .rev()
+        .find(|e| e.kind == EventKind::Known(EventType::RunCompleted))
+        .and_then(|e| e.step())
+        .and_then(|s| s.result.as_ref())
+        .map(|r| r.to_value())
+}
+
+/// The entries being collected: per step execution (by start seq) and the run's own.
+#[derive(Default)]
+struct Entries {
+    by_step: HashMap<u64, Vec<Entry>>,
+    run: Vec<Entry>,
+    /// tool.call entries waiting for their result: call_id -> (owner, index).
+    open_calls: HashMap<String, (Option<u64>, usize)>,
+    usage: Usage,
+}
+
+impl Entries {
+    /// The list an owner's entries go to.
+    fn target(&mut self, owner: Option<u64>) -> &mut Vec<Entry> {
+        match owner {
+            Some(start) => self.by_step.entry(start).or_default(),
+            None => &mut self.run,
+        }
+    }
+
+    /// A user or assistant message; its usage counts toward the run's.
+    fn message(
+        &mut self,
+        owner: Option<u64>,
+        event: &DecodedEvent,
+        m: &DecodedMessage,
+        options: &ExportOptions,
+    ) {
+        if let Some(u) = &m.usage {
+            self.usage.accumulate(u);
+        }
+        self.target(owner).push(Entry::Message(MessageExport {
+            seq: event.seq,
+            role: m.role.clone(),
+            timestamp: event.timestamp.to_string(),
+            provider: m.provider.clone(),
+            model: m.model.clone(),
+            usage: m.usage.clone(),
+            blocks: m
+                .blocks
+                .iter()
+                .filter_map(|b| export_block(b, options))
+                .collect(),
+        }));
+    }
+
+    /// A tool call, left open until its result arrives.
+    fn tool_call(
+        &mut self,
+        owner: Option<u64>,
+        event: &DecodedEvent,
+        t: &ToolPayload,
+        options: &ExportOptions,
+    ) {
+        let target = self.target(owner);
+        let index = target.len();
+        target.push(Entry::ToolCall(ToolCallExport {
+            seq: event.seq,
+            call_id: t.call_id.clone(),
+            name: t.name.clone(),
+            fidelity: t.fidelity.as_str().to_owned(),
+            input: truncate_raw(&t.input, options.truncate_outputs),
+            output: serde_json::Value::Null,
+            error: None,
+            completed: false,
+            started_at: event.timestamp.to_string(),
+            completed_at: None,
+        }));
+        self.open_calls.insert(t.call_id.clone(), (owner, index));
+    }
+
+    /// A tool result: completes its open call, or stands alone (with no input) when no call is
+    /// open under its id.
+    fn tool_result(
+        &mut self,
+        owner: Option<u64>,
+        event: &DecodedEvent,
+        t: &ToolPayload,
+        options: &ExportOptions,
+    ) {
+        let output = truncate_raw(&t.output, options.truncate_outputs);
+        if let Some(call) = self.open_call(&t.call_id) {
+            call.output = output;
+            call.error = t.error.clone();
+            call.completed = true;
+            call.completed_at = Some(event.timestamp.to_string());
+            return;
+        }
+        self.target(owner).push(Entry::ToolCall(ToolCallExport {
+            seq: event.seq,
+            call_id: t.call_id.clone(),
+            name: t.name.clone(),
+            fidelity: t.fidelity.as_str().to_owned(),
+            input: serde_json::Value::Null,
+            output,
+            error: t.error.clone(),
+            completed: true,
+            started_at: event.timestamp.to_string(),
+            completed_at: Some(event.timestamp.to_string()),
+        }));
+    }
+
+    /// Takes the open call `call_id` names, if any.
+    fn open_call(&mut self, call_id: &str) -> Option<&mut ToolCallExport> {
+        let (call_owner, index) = self.open_calls.remove(call_id)?;
+        let list = match call_owner {
+            Some(start) => self.by_step.get_mut(&start),
+            None => Some(&mut self.run),
+        }?;
+        match list.get_mut(index) {
+            Some(Entry::ToolCall(call)) => Some(call),
+            _ => None,
+        }
     }
 }
 

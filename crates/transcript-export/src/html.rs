@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
+use transcript_domain::Role;
 
 use crate::model::{Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport};
 use crate::render_util::{duration, escape_html as esc, usage_line};
@@ -202,7 +203,7 @@ fn render_entries(entries: &[Entry], out: &mut String) {
     for e in entries {
         match e {
             Entry::Message(m) => {
-                let mut who = if m.role == "user" {
+                let mut who = if m.role_kind() == Some(Role::User) {
                     "Prompt".to_owned()
                 } else {
                     "Assistant".to_owned()
@@ -220,7 +221,7 @@ fn render_entries(entries: &[Entry], out: &mut String) {
                         .unwrap_or_default()
                 );
                 for (i, b) in m.blocks.iter().enumerate() {
-                    render_block(b, m.role == "user" && i > 0, out);
+                    render_block(b, m.role_kind() == Some(Role::User) && i > 0, out);
                 }
                 out.push_str("</div>\n");
             }

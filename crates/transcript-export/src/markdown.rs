@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
+use transcript_domain::Role;
 
 use crate::md_escape::{code_span, longest_backtick_run, paragraphs, text};
 use crate::model::{Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport};
@@ -133,7 +134,7 @@ fn render_entries(entries: &[Entry], out: &mut String) {
     for entry in entries {
         match entry {
             Entry::Message(m) => {
-                let mut who = if m.role == "user" {
+                let mut who = if m.role_kind() == Some(Role::User) {
                     "🧑 Prompt".to_owned()
                 } else {
                     "🤖 Assistant".to_owned()
@@ -149,7 +150,7 @@ fn render_entries(entries: &[Entry], out: &mut String) {
                 }
                 let _ = writeln!(out, "\n**{who}**\n");
                 for (i, block) in m.blocks.iter().enumerate() {
-                    render_block(block, m.role == "user" && i > 0, out);
+                    render_block(block, m.role_kind() == Some(Role::User) && i > 0, out);
                 }
             }
             Entry::ToolCall(call) => render_call(call, out),

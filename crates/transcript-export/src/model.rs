@@ -7,7 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use transcript_domain::Usage;
+use transcript_domain::{Fidelity, Role, Usage};
 
 /// The schema version this crate writes.
 pub const SCHEMA_VERSION: &str = "1.0.0";
@@ -158,6 +158,14 @@ pub struct MessageExport {
     pub blocks: Vec<ExportBlock>,
 }
 
+impl MessageExport {
+    /// The role as a kind: `None` for a role newer than this crate (kept as written in
+    /// [`MessageExport::role`]).
+    pub fn role_kind(&self) -> Option<Role> {
+        Role::from_wire(&self.role)
+    }
+}
+
 /// A typed content block. Block types added in later 1.x versions read as
 /// [`ExportBlock::Unknown`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -249,6 +257,14 @@ pub struct ToolCallExport {
     /// RFC 3339 result time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<String>,
+}
+
+impl ToolCallExport {
+    /// The fidelity as a kind: `None` for one newer than this crate (kept as written in
+    /// [`ToolCallExport::fidelity`]).
+    pub fn fidelity_kind(&self) -> Option<Fidelity> {
+        Fidelity::from_wire(&self.fidelity)
+    }
 }
 
 /// Schema stand-in for [`transcript_domain::Usage`] (decision 10 fields;

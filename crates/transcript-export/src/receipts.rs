@@ -17,8 +17,8 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use transcript_domain::Usage;
 use transcript_domain::bill::{CostSum, billed_model, step_model};
+use transcript_domain::{Role, Usage};
 
 use crate::model::{Entry, ExportDocument, RunExport, StepExport};
 use crate::render_util::duration;
@@ -202,77 +202,10 @@ fn collect_step<'a>(
     children: &mut Vec<&'a RunExport>,
 ) {
     if step.kind == "agent" {
-        let mut usage = Usage::default();
-        let mut providers: Vec<String> = Vec::new();
-        let mut models: Vec<String> = Vec::new();
-        let mut turns = 0;
-        let mut cost = CostSum::default();
-        let mut turn_costs = Vec::new();
-        // One request, one bill: the domain's rule (`transcript_domain::bill`).
-        let step_model = step_model(step.entries.iter().filter_map(|e| match e {
-            Entry::Message(m) if m.role == "assistant" => Some(m.model.as_deref()),
-            _ => None,
-        }));
-        for entry in &step.entries {
-            if let Entry::Message(m) = entry
-                && m.role == "assistant"
-            {
-                turns += 1;
-                if let Some(u) = &m.usage {
-                    usage.accumulate(u);
-                    let model = billed_model(m.model.as_deref(), step_model);
-                    let c = ctx.price.and_then(|p| p(model, u));
-                    cost.add(c);
-                    turn_costs.push(TurnCost {
-                        seq: m.seq,
-                        model: Some(model.to_owned()),
-                        cost_usd: c,
-                    });
-                    let (mt, mc) = ctx.models.entry(model.to_owned()).or_insert_with(|| {
-                        (
-                            ModelTotal {
-                                model: model.to_owned(),
-                                turns: 0,
-                                usage: Usage::default(),
-                                cost_usd: None,
-                            },
-                            CostSum::default(),
-                        )
-                    });
-                    mt.turns += 1;
-                    mt.usage.accumulate(u);
-                    mc.add(c);
-                }
-                if let Some(p) = &m.provider
-                    && !providers.contains(p)
-                {
-                    providers.push(p.clone());
-                }
-                if let Some(model) = &m.model
-                    && !models.contains(model)
-                {
-                    models.push(model.clone());
-                }
-            }
-        }
-        run_usage.accumulate(&usage);
+        let (receipt, cost) = agent_receipt(step, run_id, ctx);
+        run_usage.accumulate(&receipt.usage);
         run_cost.merge(cost);
-        out.receipts.push(Receipt {
-            run_id: run_id.to_owned(),
-            path: step.path.clone(),
-            name: step.name.clone(),
-            iteration: step.iteration,
-            provider: (!providers.is_empty()).then(|| providers.join(",")),
-            model: (!models.is_empty()).then(|| models.join(",")),
-            started_at: step.started_at.clone(),
-            completed_at: step.completed_at.clone(),
-            duration_ms: step.duration_ms,
-            status: step.status.clone(),
-            turns,
-            usage,
-            cost_usd: cost.get(),
-            turn_costs,
-        });
+        out.receipts.push(receipt);
     }
     for s in &step.steps {
         collect_step(s, run_id, (run_usage, run_cost), out, ctx, children);
@@ -280,6 +213,94 @@ fn collect_step<'a>(
     if let Some(child) = &step.child_run {
         children.push(child);
     }
+}
+
+/// An agent step's receipt and its priced cost; each billed turn also counts toward its
+/// model's total in `ctx`.
+fn agent_receipt(step: &StepExport, run_id: &str, ctx: &mut Ctx<'_>) -> (Receipt, CostSum) {
+    let mut usage = Usage::default();
+    let mut providers: Vec<String> = Vec::new();
+    let mut models: Vec<String> = Vec::new();
+    let mut turns = 0;
+    let mut cost = CostSum::default();
+    let mut turn_costs = Vec::new();
+    // One request, one bill: the domain's rule (`transcript_domain::bill`).
+    let step_model = step_model(step.entries.iter().filter_map(|e| match e {
+        Entry::Message(m) if m.role_kind() == Some(Role::Assistant) => Some(m.model.as_deref()),
+        _ => None,
+    }));
+    for entry in &step.entries {
+        if let Entry::Message(m) = entry
+            && m.role_kind() == Some(Role::Assistant)
+        {
+            turns += 1;
+            if let Some(u) = &m.usage {
+                usage.accumulate(u);
+                let model = billed_model(m.model.as_deref(), step_model);
+                let c = ctx.bill(model, u);
+                cost.add(c);
+                turn_costs.push(TurnCost {
+                    seq: m.seq,
+                    model: Some(model.to_owned()),
+                    cost_usd: c,
+                });
+            }
+            if let Some(p) = &m.provider
+                && !providers.contains(p)
+            {
+                providers.push(p.clone());
+            }
+            if let Some(model) = &m.model
+                && !models.contains(model)
+            {
+                models.push(model.clone());
+            }
+        }
+    }
+    let receipt = Receipt {
+        run_id: run_id.to_owned(),
+        path: step.path.clone(),
+        name: step.name.clone(),
+        iteration: step.iteration,
+        provider: (!providers.is_empty()).then(|| providers.join(",")),
+        model: (!models.is_empty()).then(|| models.join(",")),
+        started_at: step.started_at.clone(),
+        completed_at: step.completed_at.clone(),
+        duration_ms: step.duration_ms,
+        status: step.status.clone(),
+        turns,
+        usage,
+        cost_usd: cost.get(),
+        turn_costs,
+    };
+    (receipt, cost)
+}
+
+impl Ctx<'_> {
+    /// Prices one turn's usage under `model` and counts it toward that model's total.
+    fn bill(&mut self, model: &str, u: &Usage) -> Option<f64> {
+        let c = self.price.and_then(|p| p(model, u));
+        let (mt, mc) = self.models.entry(model.to_owned()).or_insert_with(|| {
+            (
+                ModelTotal {
+                    model: model.to_owned(),
+                    turns: 0,
+                    usage: Usage::default(),
+                    cost_usd: None,
+                },
+                CostSum::default(),
+            )
+        });
+        mt.turns += 1;
+        mt.usage.accumulate(u);
+        mc.add(c);
+        c
+    }
+}
+
+/// A token count, `—` when unknown.
+fn count(v: Option<u64>) -> String {
+    v.map_or("—".to_owned(), |v| v.to_string())
 }
 
 fn usd(c: Option<f64>) -> String {
@@ -292,7 +313,15 @@ impl Receipts {
     /// the CLI reported itself (`total_cost_usd`).
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
+        self.render_steps(&mut out);
+        let _ = writeln!(out);
+        self.render_totals(&mut out);
+        out
+    }
+
+    /// The header and one line per agent step.
+    fn render_steps(&self, out: &mut String) {
+        let n = count;
         let _ = writeln!(
             out,
             "{:<28} {:<10} {:<24} {:<10} {:>9} {:>5} {:>8} {:>8} {:>10} {:>11} {:>9} {:>9} {:>9}",
@@ -334,7 +363,11 @@ impl Receipts {
                 usd(r.usage.cost_usd),
             );
         }
-        let _ = writeln!(out);
+    }
+
+    /// One line per run, per model, and the total with child runs.
+    fn render_totals(&self, out: &mut String) {
+        let n = count;
         for t in &self.per_run {
             let _ = writeln!(
                 out,
@@ -375,6 +408,5 @@ impl Receipts {
             usd(self.cost_usd),
             usd(self.total.cost_usd),
         );
-        out
     }
 }

@@ -2,6 +2,12 @@
 //! a byte limit are shortened. Strings are cut on a UTF-8 boundary and
 //! marked; other values become a stub that keeps the original's size and
 //! sha256 so it can still be matched against the transcript.
+//!
+//! The marker and the stub are the ones the exec layer writes (`transcript-exec`'s
+//! `bounded.rs`), but the cut differs: here `--truncate-outputs N` keeps up to N bytes of a
+//! string and appends the marker after them (a reader asked for N bytes of content), while
+//! exec reserves room for the marker inside its limit (a recorded line must fit). One rule
+//! for both would change either the export documents or the transcripts (#32 item 4).
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

@@ -161,9 +161,10 @@
 //!
 //! `close` always syncs. For a new file under `Interval` or `Always` the
 //! directory is synced once too, so the file name survives a power loss.
-//! A failed background sync under `Interval` is never only logged: the next
-//! record fails with a storage error naming it (nothing of that record is
-//! written), `close` reports it if no record came, and
+//! A failed background sync under `Interval` is never only logged: the whole
+//! next batch (every record the writer thread takes with its next write) fails
+//! with a storage error naming it (nothing of that batch is written), `close`
+//! reports it if no record came, and
 //! [`WriteStats::sync_failures`] counts it; after an I/O error Linux may
 //! report later syncs as successful although the data is gone.
 //!

@@ -267,39 +267,58 @@ impl<R: BufRead> Iterator for TranscriptReader<R> {
             }
         };
         self.line += 1;
+        if !terminated {
+            self.done = true;
+            return Some(Ok(self.final_unterminated(content, start)));
+        }
+        Some(self.complete_line(content, start))
+    }
+}
+
+/// What one line read becomes.
+impl<R: BufRead> TranscriptReader<R> {
+    /// A final line with no newline: a warning, after its event when it decodes (the warning is
+    /// queued for the next call).
+    fn final_unterminated(&mut self, content: Result<(), u64>, start: u64) -> ReadItem {
+        let line = self.line;
+        let length = match content {
+            Ok(()) => self.buf.len() as u64,
+            Err(n) => n,
+        };
+        let warning = ReadItem::Warning(ReadWarning {
+            line,
+            offset: start,
+            kind: ReadWarningKind::UnterminatedFinalLine { length },
+        });
+        if content.is_ok()
+            && let Ok(decoded) = decode_line(&self.buf)
+        {
+            self.queued = Some(warning);
+            return ReadItem::Event(ReadEvent {
+                line,
+                offset: start,
+                event: decoded.event,
+                warnings: decoded.warnings,
+            });
+        }
+        warning
+    }
+
+    /// A newline-terminated line: an event, an empty-line warning, or a malformed line.
+    fn complete_line(
+        &mut self,
+        content: Result<(), u64>,
+        start: u64,
+    ) -> Result<ReadItem, ReadError> {
         let line = self.line;
         let malformed = |path: &Option<PathBuf>, cause| {
-            Some(Err(ReadError::Malformed(MalformedLine {
+            Err(ReadError::Malformed(MalformedLine {
                 path: path.clone(),
                 line,
                 offset: start,
                 cause,
-            })))
+            }))
         };
-        if !terminated {
-            self.done = true;
-            let length = match content {
-                Ok(()) => self.buf.len() as u64,
-                Err(n) => n,
-            };
-            let warning = ReadItem::Warning(ReadWarning {
-                line,
-                offset: start,
-                kind: ReadWarningKind::UnterminatedFinalLine { length },
-            });
-            if content.is_ok()
-                && let Ok(decoded) = decode_line(&self.buf)
-            {
-                self.queued = Some(warning);
-                return Some(Ok(ReadItem::Event(ReadEvent {
-                    line,
-                    offset: start,
-                    event: decoded.event,
-                    warnings: decoded.warnings,
-                })));
-            }
-            return Some(Ok(warning));
-        }
         if let Err(length) = content {
             return malformed(
                 &self.path,
@@ -310,17 +329,17 @@ impl<R: BufRead> Iterator for TranscriptReader<R> {
             );
         }
         match decode_line(&self.buf) {
-            Ok(decoded) => Some(Ok(ReadItem::Event(ReadEvent {
+            Ok(decoded) => Ok(ReadItem::Event(ReadEvent {
                 line,
                 offset: start,
                 event: decoded.event,
                 warnings: decoded.warnings,
-            }))),
-            Err(DecodeError::Empty) => Some(Ok(ReadItem::Warning(ReadWarning {
+            })),
+            Err(DecodeError::Empty) => Ok(ReadItem::Warning(ReadWarning {
                 line,
                 offset: start,
                 kind: ReadWarningKind::EmptyLine,
-            }))),
+            })),
             Err(e) => malformed(&self.path, MalformedCause::Decode(e)),
         }
     }

@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 
 use transcript_domain::{RecordError, Seq, Timestamp};
 
-use crate::fs::{FILE_MODE, force_file_mode, storage_error};
-use crate::reader::{ReadError, ReadItem, ReadWarningKind, TranscriptReader, prefix_seq};
+use crate::fs::{FILE_MODE, force_file_mode, hardening_flags, storage_error};
+use crate::reader::{
+    MalformedLine, ReadError, ReadItem, ReadWarning, ReadWarningKind, TranscriptReader, prefix_seq,
+};
 
 /// Something found while resuming an existing transcript. The recorder
 /// opened fine; these are for the operator.
@@ -114,60 +116,21 @@ pub(crate) fn scan_and_repair(
     read: File,
     write: &File,
 ) -> Result<Scan, RecordError> {
-    let mut info = ResumeInfo::default();
-    let mut last_timestamp = None;
-    let mut torn: Option<(u64, u64)> = None; // (offset, length)
-    let mut malformed = 0u64;
-    let mut first_malformed = 0u64;
-    // The highest seq and its line, from events and from prefixes.
-    let mut highest: Option<(Seq, u64)> = None;
-    let mut prefix_only: Option<(Seq, u64)> = None;
-    let mut held: Option<Held> = None;
     let prefixes = read
         .try_clone()
         .map_err(|e| storage_error(path, "cannot read existing transcript", Some(e)))?;
     let mut reader = TranscriptReader::new(BufReader::with_capacity(64 * 1024, read))
         .with_path(path.to_path_buf());
-    let mut apply = |h: Held, info: &mut ResumeInfo, last: &mut Option<Timestamp>| {
-        info.existing_events += 1;
-        if highest.is_none_or(|(s, _)| h.seq > s) {
-            highest = Some((h.seq, h.line));
-        }
-        *last = Some(h.timestamp);
-    };
+    let mut tally = Tally::default();
     for item in reader.by_ref() {
         match item {
-            Ok(ReadItem::Event(ev)) => {
-                if let Some(h) = held.take() {
-                    apply(h, &mut info, &mut last_timestamp);
-                }
-                held = Some(Held {
-                    line: ev.line,
-                    seq: ev.event.seq,
-                    timestamp: ev.event.timestamp,
-                });
-            }
-            Ok(ReadItem::Warning(w)) => {
-                if let ReadWarningKind::UnterminatedFinalLine { length } = w.kind {
-                    torn = Some((w.offset, length));
-                    // A fragment that decoded was never acknowledged: it
-                    // moves out with the rest of the tail.
-                    if held.as_ref().is_some_and(|h| h.line == w.line) {
-                        held = None;
-                    }
-                }
-            }
-            Err(ReadError::Malformed(m)) => {
-                if malformed == 0 {
-                    first_malformed = m.line;
-                }
-                malformed += 1;
-                if let Some(seq) = read_prefix_seq(&prefixes, m.offset)
-                    && prefix_only.is_none_or(|(s, _)| seq > s)
-                {
-                    prefix_only = Some((seq, m.line));
-                }
-            }
+            Ok(ReadItem::Event(ev)) => tally.event(Held {
+                line: ev.line,
+                seq: ev.event.seq,
+                timestamp: ev.event.timestamp,
+            }),
+            Ok(ReadItem::Warning(w)) => tally.warning(&w),
+            Err(ReadError::Malformed(m)) => tally.malformed(&m, &prefixes),
             Err(ReadError::Io { source, .. }) => {
                 return Err(storage_error(
                     path,
@@ -177,49 +140,122 @@ pub(crate) fn scan_and_repair(
             }
         }
     }
-    if let Some(h) = held.take() {
-        apply(h, &mut info, &mut last_timestamp);
+    tally.finish(path, torn_path, write, reader.offset())
+}
+
+/// What the scan has seen so far.
+#[derive(Default)]
+struct Tally {
+    info: ResumeInfo,
+    last_timestamp: Option<Timestamp>,
+    /// The unterminated final line: (offset, length).
+    torn: Option<(u64, u64)>,
+    malformed: u64,
+    first_malformed: u64,
+    /// The highest seq and its line, from events.
+    highest: Option<(Seq, u64)>,
+    /// The highest seq and its line, from the prefixes of lines that are not events.
+    prefix_only: Option<(Seq, u64)>,
+    held: Option<Held>,
+}
+
+impl Tally {
+    /// An event: the one held before it was acknowledged, and it is held in turn.
+    fn event(&mut self, next: Held) {
+        if let Some(h) = self.held.take() {
+            self.apply(h);
+        }
+        self.held = Some(next);
     }
-    if let Some((seq, line)) = prefix_only
-        && highest.is_none_or(|(s, _)| seq > s)
-    {
-        highest = Some((seq, line));
-        info.warnings
-            .push(ResumeWarning::SeqFromUnreadableLine { line, seq });
+
+    /// Counts an event known to be whole.
+    fn apply(&mut self, h: Held) {
+        self.info.existing_events += 1;
+        if self.highest.is_none_or(|(s, _)| h.seq > s) {
+            self.highest = Some((h.seq, h.line));
+        }
+        self.last_timestamp = Some(h.timestamp);
     }
-    info.highest_seq = highest.map_or(0, |(s, _)| s);
-    let next_seq = match highest {
-        None => 1,
-        Some((seq, line)) => seq.checked_add(1).ok_or_else(|| {
-            storage_error(
-                path,
-                format!("line {line} holds seq {seq}, the largest possible: cannot continue this transcript"),
-                None,
-            )
-        })?,
-    };
-    let mut length = reader.offset();
-    if let Some((offset, bytes)) = torn {
-        move_tail(path, torn_path, write, offset, bytes)?;
-        length = offset;
-        info.warnings.push(ResumeWarning::TornTail {
-            bytes,
-            moved_to: torn_path.to_path_buf(),
-            truncated_to: offset,
-        });
+
+    /// A reader warning: an unterminated final line is the torn tail.
+    fn warning(&mut self, w: &ReadWarning) {
+        if let ReadWarningKind::UnterminatedFinalLine { length } = w.kind {
+            self.torn = Some((w.offset, length));
+            // A fragment that decoded was never acknowledged: it
+            // moves out with the rest of the tail.
+            if self.held.as_ref().is_some_and(|h| h.line == w.line) {
+                self.held = None;
+            }
+        }
     }
-    if malformed > 0 {
-        info.warnings.push(ResumeWarning::MalformedLines {
-            count: malformed,
-            first_line: first_malformed,
-        });
+
+    /// A line that is not an event: counted, and its `{"seq":N,` prefix still claims `N`.
+    fn malformed(&mut self, m: &MalformedLine, prefixes: &File) {
+        if self.malformed == 0 {
+            self.first_malformed = m.line;
+        }
+        self.malformed += 1;
+        if let Some(seq) = read_prefix_seq(prefixes, m.offset)
+            && self.prefix_only.is_none_or(|(s, _)| seq > s)
+        {
+            self.prefix_only = Some((seq, m.line));
+        }
     }
-    Ok(Scan {
-        info,
-        next_seq,
-        length,
-        last_timestamp,
-    })
+
+    /// The scan's outcome once the file is read to `length`: the next seq, and the torn tail
+    /// moved out of the transcript.
+    fn finish(
+        mut self,
+        path: &Path,
+        torn_path: &Path,
+        write: &File,
+        mut length: u64,
+    ) -> Result<Scan, RecordError> {
+        if let Some(h) = self.held.take() {
+            self.apply(h);
+        }
+        let mut info = self.info;
+        let mut highest = self.highest;
+        if let Some((seq, line)) = self.prefix_only
+            && highest.is_none_or(|(s, _)| seq > s)
+        {
+            highest = Some((seq, line));
+            info.warnings
+                .push(ResumeWarning::SeqFromUnreadableLine { line, seq });
+        }
+        info.highest_seq = highest.map_or(0, |(s, _)| s);
+        let next_seq = match highest {
+            None => 1,
+            Some((seq, line)) => seq.checked_add(1).ok_or_else(|| {
+                storage_error(
+                    path,
+                    format!("line {line} holds seq {seq}, the largest possible: cannot continue this transcript"),
+                    None,
+                )
+            })?,
+        };
+        if let Some((offset, bytes)) = self.torn {
+            move_tail(path, torn_path, write, offset, bytes)?;
+            length = offset;
+            info.warnings.push(ResumeWarning::TornTail {
+                bytes,
+                moved_to: torn_path.to_path_buf(),
+                truncated_to: offset,
+            });
+        }
+        if self.malformed > 0 {
+            info.warnings.push(ResumeWarning::MalformedLines {
+                count: self.malformed,
+                first_line: self.first_malformed,
+            });
+        }
+        Ok(Scan {
+            info,
+            next_seq,
+            length,
+            last_timestamp: self.last_timestamp,
+        })
+    }
 }
 
 /// The seq in the `{"seq":N,` prefix of the line at `offset`, if it has one.
@@ -254,7 +290,7 @@ fn move_tail(
         .append(true)
         .create(true)
         .mode(FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .custom_flags(hardening_flags())
         .open(torn_path)
         .map_err(|e| torn_err("cannot open torn-tail file", e))?;
     let meta = dst

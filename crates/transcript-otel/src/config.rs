@@ -14,7 +14,13 @@ use std::time::Duration;
 use percent_encoding::percent_decode_str;
 use reqwest::Url;
 
-use crate::export::{DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError};
+use crate::outcome::ExportError;
+
+/// `service.name` of the exported resource unless configured otherwise.
+pub const DEFAULT_SERVICE_NAME: &str = "transcript";
+
+/// Spans per OTLP request.
+pub const DEFAULT_BATCH_SIZE: usize = 512;
 
 /// General OTLP endpoint: a base URL, `v1/traces` is appended to its path.
 pub const ENV_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";

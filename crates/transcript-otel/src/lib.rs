@@ -87,8 +87,9 @@
 //! reqwest's blocking client over `http://` or `https://` (rustls: the
 //! platform's roots, plus the PEM file of [`OtlpHttpConfig::certificate`] for
 //! a private CA), with the configured headers, one deadline per export and
-//! retries of transient failures (connection, 429, 502, 503, 504; `Retry-After`
-//! honoured within the deadline). The client must not be created or dropped
+//! retries of transient failures (connection, 429, 502, 503, 504; a `Retry-After`
+//! in seconds is honoured within the deadline, its HTTP-date form is not: that
+//! retry waits the usual backoff). The client must not be created or dropped
 //! inside a tokio runtime: both run it on a dedicated thread of their own, so
 //! callers may be async or not. A base endpoint (`https://host:4318`) gets
 //! `/v1/traces` appended; a URL with a path is used as given.
@@ -156,14 +157,13 @@ mod export;
 pub mod ids;
 mod live;
 mod mapping;
+mod outcome;
+mod request;
 pub mod semconv;
 mod transport;
 
-pub use config::{OtlpFlags, OtlpHttpConfig};
-pub use export::{
-    DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, ExportError, ExportReport, SpanSink,
-    export_otlp_http, to_otlp_request, write_otlp_json, write_otlp_json_with_resource,
-};
+pub use config::{DEFAULT_BATCH_SIZE, DEFAULT_SERVICE_NAME, OtlpFlags, OtlpHttpConfig};
+pub use export::{export_otlp_http, write_otlp_json, write_otlp_json_with_resource};
 pub use live::{
     LiveConfig, LiveExporter, LiveProgress, LiveProgressHandle, LiveSender,
     MAX_CONSECUTIVE_FAILURES, forward,
@@ -171,6 +171,8 @@ pub use live::{
 pub use mapping::{
     MapOptions, MapProblem, MappedTrace, Pricing, SCOPE_NAME, SpanMapper, map_run, span_time,
 };
+pub use outcome::{ExportError, ExportReport, SpanSink};
+pub use request::to_otlp_request;
 
 /// Re-exported OTLP message types (for decoding requests in tests and tools).
 pub use opentelemetry_proto::tonic as otlp_proto;

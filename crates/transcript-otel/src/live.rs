@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use transcript_domain::{DecodedEvent, ExchangeEvent, Subscription};
 
+use crate::config::DEFAULT_BATCH_SIZE;
 use crate::config::OtlpHttpConfig;
-use crate::export::{DEFAULT_BATCH_SIZE, ExportError, ExportReport, SpanSink};
 use crate::mapping::{MapOptions, SpanMapper};
+use crate::outcome::{ExportError, ExportReport, SpanSink};
 use crate::transport::OtlpHttpSink;
 
 /// Tuning of a [`LiveExporter`].
@@ -307,38 +308,16 @@ where
     F: FnOnce() -> Result<Box<dyn SpanSink>, ExportError>,
 {
     let mut report = ExportReport::default();
-    let sink = match make_sink() {
-        Ok(sink) => Some(sink),
-        Err(e) => {
-            report.failures += 1;
-            report.last_error = Some(e.to_string());
-            None
-        }
-    };
-    let mut delivery = Delivery {
-        sink,
-        failure_streak: 0,
-    };
+    let mut delivery = open_delivery(make_sink, &mut report);
     let mut mapper = SpanMapper::new(config.options);
     let batch_size = config.batch_size.max(1);
     loop {
         match rx.recv_timeout(config.flush_interval) {
             Ok(Message::Event(event)) => {
-                report.events_received += 1;
-                mapper.ingest(&DecodedEvent::from(ExchangeEvent::clone(&event)));
-                counters.mapped.fetch_add(1, Ordering::AcqRel);
-                counters
-                    .buffered
-                    .store(mapper.ready() as u64, Ordering::Release);
+                let event = DecodedEvent::from(ExchangeEvent::clone(&event));
+                map_one(&mut mapper, &event, &mut report, counters);
             }
-            Ok(Message::Decoded(event)) => {
-                report.events_received += 1;
-                mapper.ingest(&event);
-                counters.mapped.fetch_add(1, Ordering::AcqRel);
-                counters
-                    .buffered
-                    .store(mapper.ready() as u64, Ordering::Release);
-            }
+            Ok(Message::Decoded(event)) => map_one(&mut mapper, &event, &mut report, counters),
             Ok(Message::Finish) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {
                 if mapper.ready() > 0 {
@@ -363,14 +342,7 @@ where
             );
         }
     }
-    // Whatever raced past the finished flag is not exported: counted as dropped, not left
-    // looking queued.
-    for message in rx.try_iter() {
-        if !matches!(message, Message::Finish) {
-            dropped.fetch_add(1, Ordering::Relaxed);
-            counters.queued.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
+    drop_late_messages(&rx, &dropped, counters);
     let trace = mapper.finish();
     deliver(
         &mut delivery,
@@ -384,6 +356,52 @@ where
     // The sink (and its HTTP client) is dropped here, on this thread.
     drop(delivery);
     report
+}
+
+/// The worker's delivery state; a sink that cannot be built counts as one failure and leaves
+/// nothing to send to.
+fn open_delivery<F>(make_sink: F, report: &mut ExportReport) -> Delivery
+where
+    F: FnOnce() -> Result<Box<dyn SpanSink>, ExportError>,
+{
+    let sink = match make_sink() {
+        Ok(sink) => Some(sink),
+        Err(e) => {
+            report.failures += 1;
+            report.last_error = Some(e.to_string());
+            None
+        }
+    };
+    Delivery {
+        sink,
+        failure_streak: 0,
+    }
+}
+
+/// Maps one received event and publishes the counters.
+fn map_one(
+    mapper: &mut SpanMapper,
+    event: &DecodedEvent,
+    report: &mut ExportReport,
+    counters: &Counters,
+) {
+    report.events_received += 1;
+    mapper.ingest(event);
+    counters.mapped.fetch_add(1, Ordering::AcqRel);
+    counters
+        .buffered
+        .store(mapper.ready() as u64, Ordering::Release);
+}
+
+/// Whatever raced past the finished flag is not exported: counted as dropped, not left
+/// looking queued.
+fn drop_late_messages(rx: &Receiver<Message>, dropped: &AtomicU64, counters: &Counters) {
+    for message in rx.try_iter() {
+        if !matches!(message, Message::Finish) {
+            dropped.fetch_add(1, Ordering::Relaxed);
+            counters.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// Consecutive failed requests after which the live exporter stops

@@ -13,7 +13,8 @@ use reqwest::blocking::Client;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
 use crate::config::{OtlpHttpConfig, Secrets};
-use crate::export::{ExportError, SpanSink, resource, to_otlp_request_for};
+use crate::outcome::{ExportError, SpanSink};
+use crate::request::{resource, to_otlp_request_for};
 
 /// Longest part of a response body quoted in an error.
 const BODY_QUOTE: usize = 200;

@@ -55,20 +55,7 @@ impl Mapper for Claude {
         }
         match t {
             "assistant" => match v.get("message") {
-                Some(m) => {
-                    let fallback_id = record_id(v, pos);
-                    let id = ne(m, "id").unwrap_or(&fallback_id);
-                    turns.message(Some(id), ne(m, "model").map(model_id), out);
-                    if let Some(content) = m.get("content") {
-                        assistant_content(content, &fallback_id, pos, turns, out);
-                    }
-                    if let Some(usage) = m.get("usage") {
-                        // One API request: the message id and the request id
-                        // (session logs; stream-json lines carry no requestId).
-                        let request = ne(v, "requestId").unwrap_or("");
-                        turns.set_request_usage_parts(id, request, anthropic_usage(usage));
-                    }
-                }
+                Some(m) => assistant(v, m, pos, turns, out),
                 None => diag(
                     out,
                     K::Malformed,
@@ -87,76 +74,99 @@ impl Mapper for Claude {
                     "user record without message.content",
                 ),
             },
-            "system" => {
-                let sub = s(v, "subtype").unwrap_or("-");
-                let record = format!("system/{sub}");
-                match sub {
-                    "init" => {
-                        if let Some(m) = ne(v, "model") {
-                            turns.default_model = Some(model_id(m).to_owned());
-                        }
-                        diag(out, K::Metadata, pos, record, "");
-                    }
-                    "api_error" | "error" => {
-                        let detail = v.get("error").map(error_text).unwrap_or_default();
-                        diag(out, K::ProviderError, pos, record, detail);
-                    }
-                    "api_refusal" | "model_refusal_fallback" => {
-                        let detail = ne(v, "apiRefusalExplanation").unwrap_or_default();
-                        diag(out, K::Refusal, pos, record, detail);
-                    }
-                    _ => diag(out, K::Metadata, pos, record, ""),
-                }
-            }
-            "result" => {
-                turns.terminal();
-                if let Some(ms) = v.get("duration_ms").and_then(Value::as_u64) {
-                    turns.fact(Fact::Duration(ms), out);
-                }
-                if let Some(text) = ne(v, "result") {
-                    turns.fact(Fact::ResultText(text.to_owned()), out);
-                }
-                if let Some(total) = result_usage(v) {
-                    let over = turns.settle_usage(&total);
-                    if !over.is_empty() {
-                        diag(
-                            out,
-                            K::Metadata,
-                            pos,
-                            "result/usage",
-                            format!(
-                                "the messages' usage already exceeds the result's {}; kept",
-                                over.join(", ")
-                            ),
-                        );
-                    }
-                }
-                if let Some(cost) = v.get("total_cost_usd").and_then(Value::as_f64) {
-                    // The session's total cost lands on the last turn, so
-                    // summing cost over turns gives the run's cost.
-                    turns.add_cost(cost);
-                }
-                let sub = s(v, "subtype").unwrap_or("-");
-                let failed = v.get("is_error").and_then(Value::as_bool) == Some(true)
-                    || sub.starts_with("error");
-                if failed {
-                    let detail = match (v.get("result"), v.get("errors")) {
-                        (Some(r), _) if !r.is_null() => format!("{sub}: {}", error_text(r)),
-                        (_, Some(e)) => format!("{sub}: {e}"),
-                        _ => sub.to_owned(),
-                    };
-                    diag(out, K::ProviderError, pos, format!("result/{sub}"), detail);
-                } else {
-                    diag(out, K::Metadata, pos, format!("result/{sub}"), "");
-                }
-                // The run is over; its last turn carries the settled totals.
-                turns.end_run(out);
-            }
+            "system" => system(v, pos, turns, out),
+            "result" => result(v, pos, turns, out),
             "stream_event" => diag(out, K::Progress, pos, t, ""),
             _ if METADATA_TYPES.contains(&t) => diag(out, K::Metadata, pos, t, ""),
             _ => diag(out, K::Unknown, pos, t, ""),
         }
     }
+}
+
+/// An `assistant` record: one API response's message, its content and its request's usage.
+fn assistant(v: &Value, m: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let fallback_id = record_id(v, pos);
+    let id = ne(m, "id").unwrap_or(&fallback_id);
+    turns.message(Some(id), ne(m, "model").map(model_id), out);
+    if let Some(content) = m.get("content") {
+        assistant_content(content, &fallback_id, pos, turns, out);
+    }
+    if let Some(usage) = m.get("usage") {
+        // One API request: the message id and the request id
+        // (session logs; stream-json lines carry no requestId).
+        let request = ne(v, "requestId").unwrap_or("");
+        turns.set_request_usage_parts(id, request, anthropic_usage(usage));
+    }
+}
+
+/// A `system` record: the session's default model, or an error or refusal by its subtype.
+fn system(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let sub = s(v, "subtype").unwrap_or("-");
+    let record = format!("system/{sub}");
+    match sub {
+        "init" => {
+            if let Some(m) = ne(v, "model") {
+                turns.default_model = Some(model_id(m).to_owned());
+            }
+            diag(out, K::Metadata, pos, record, "");
+        }
+        "api_error" | "error" => {
+            let detail = v.get("error").map(error_text).unwrap_or_default();
+            diag(out, K::ProviderError, pos, record, detail);
+        }
+        "api_refusal" | "model_refusal_fallback" => {
+            let detail = ne(v, "apiRefusalExplanation").unwrap_or_default();
+            diag(out, K::Refusal, pos, record, detail);
+        }
+        _ => diag(out, K::Metadata, pos, record, ""),
+    }
+}
+
+/// The terminal `result` record: the run's duration, result text, settled usage and cost, and
+/// whether it failed.
+fn result(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    turns.terminal();
+    if let Some(ms) = v.get("duration_ms").and_then(Value::as_u64) {
+        turns.fact(Fact::Duration(ms), out);
+    }
+    if let Some(text) = ne(v, "result") {
+        turns.fact(Fact::ResultText(text.to_owned()), out);
+    }
+    if let Some(total) = result_usage(v) {
+        let over = turns.settle_usage(&total);
+        if !over.is_empty() {
+            diag(
+                out,
+                K::Metadata,
+                pos,
+                "result/usage",
+                format!(
+                    "the messages' usage already exceeds the result's {}; kept",
+                    over.join(", ")
+                ),
+            );
+        }
+    }
+    if let Some(cost) = v.get("total_cost_usd").and_then(Value::as_f64) {
+        // The session's total cost lands on the last turn, so
+        // summing cost over turns gives the run's cost.
+        turns.add_cost(cost);
+    }
+    let sub = s(v, "subtype").unwrap_or("-");
+    let failed =
+        v.get("is_error").and_then(Value::as_bool) == Some(true) || sub.starts_with("error");
+    if failed {
+        let detail = match (v.get("result"), v.get("errors")) {
+            (Some(r), _) if !r.is_null() => format!("{sub}: {}", error_text(r)),
+            (_, Some(e)) => format!("{sub}: {e}"),
+            _ => sub.to_owned(),
+        };
+        diag(out, K::ProviderError, pos, format!("result/{sub}"), detail);
+    } else {
+        diag(out, K::Metadata, pos, format!("result/{sub}"), "");
+    }
+    // The run is over; its last turn carries the settled totals.
+    turns.end_run(out);
 }
 
 /// The model id of a Claude Code model name: `claude-opus-4-8[1m]` (a

@@ -12,9 +12,12 @@ use crate::openai::response_item;
 use crate::output::{DiagnosticKind as K, Output, Position};
 use crate::turns::Turns;
 use crate::util::{
-    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, raw_opt, rtype, s, synth, text_of,
-    u,
+    Mapper, diag, error_text, json_arguments, minus, ne, raw_of, rtype, s, synth, text_of, u,
 };
+
+mod legacy;
+
+use legacy::legacy;
 
 /// The terminal record of `codex exec --json`.
 const EXEC_TERMINAL: &str = "`turn.completed`";
@@ -120,38 +123,9 @@ impl Mapper for Codex {
                 turns.expect(EXEC_TERMINAL);
                 diag(out, K::Metadata, pos, t, "")
             }
-            "turn.started" => {
-                turns.expect(EXEC_TERMINAL);
-                // Error items seen before the turn (Codex prints its "Model metadata ... not
-                // found" warning before `turn.started`) stay pending: the turn's outcome
-                // decides whether the run survived them. Those of a previous turn that never
-                // completed are errors.
-                if self.in_turn {
-                    self.flush_item_errors(K::ProviderError, out);
-                }
-                self.in_turn = true;
-                turns.end_turn(out);
-                diag(out, K::Metadata, pos, t, "");
-            }
-            "turn.completed" => {
-                self.in_turn = false;
-                turns.terminal();
-                self.flush_item_errors(K::Warning, out);
-                if let Some(usage) = v.get("usage") {
-                    turns.set_usage(exec_usage(usage));
-                } else {
-                    diag(out, K::Metadata, pos, t, "no usage");
-                }
-                turns.end_turn(out);
-            }
-            "turn.failed" => {
-                self.in_turn = false;
-                turns.terminal();
-                self.flush_item_errors(K::ProviderError, out);
-                let detail = v.get("error").map(error_text).unwrap_or_default();
-                diag(out, K::ProviderError, pos, t, detail);
-                turns.end_turn(out);
-            }
+            "turn.started" => self.turn_started(pos, turns, out),
+            "turn.completed" => self.turn_completed(v, pos, turns, out),
+            "turn.failed" => self.turn_failed(v, pos, turns, out),
             "error" => {
                 let detail = s(v, "message").unwrap_or_default();
                 diag(out, K::ProviderError, pos, t, detail);
@@ -198,6 +172,49 @@ impl Mapper for Codex {
 }
 
 impl Codex {
+    /// `turn.started`: a new turn of an exec run.
+    fn turn_started(&mut self, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+        turns.expect(EXEC_TERMINAL);
+        // Error items seen before the turn (Codex prints its "Model metadata ... not
+        // found" warning before `turn.started`) stay pending: the turn's outcome
+        // decides whether the run survived them. Those of a previous turn that never
+        // completed are errors.
+        if self.in_turn {
+            self.flush_item_errors(K::ProviderError, out);
+        }
+        self.in_turn = true;
+        turns.end_turn(out);
+        diag(out, K::Metadata, pos, "turn.started", "");
+    }
+
+    /// `turn.completed`: the turn survived its error items; its usage.
+    fn turn_completed(
+        &mut self,
+        v: &Value,
+        pos: Position,
+        turns: &mut Turns,
+        out: &mut Vec<Output>,
+    ) {
+        self.in_turn = false;
+        turns.terminal();
+        self.flush_item_errors(K::Warning, out);
+        if let Some(usage) = v.get("usage") {
+            turns.set_usage(exec_usage(usage));
+        } else {
+            diag(out, K::Metadata, pos, "turn.completed", "no usage");
+        }
+        turns.end_turn(out);
+    }
+
+    /// `turn.failed`: the turn's error items and its own error are provider errors.
+    fn turn_failed(&mut self, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+        self.in_turn = false;
+        turns.terminal();
+        self.flush_item_errors(K::ProviderError, out);
+        let detail = v.get("error").map(error_text).unwrap_or_default();
+        diag(out, K::ProviderError, pos, "turn.failed", detail);
+        turns.end_turn(out);
+    }
     /// Reports the open turn's error items, as `kind`.
     fn flush_item_errors(&mut self, kind: K, out: &mut Vec<Output>) {
         for (pos, record, detail) in self.item_errors.drain(..) {
@@ -374,129 +391,6 @@ fn tool_outcome(kind: &str, item: &Value) -> (RawJson, Option<String>) {
     }
 }
 
-/// Legacy (≤ 0.41) `{"id","msg":{…}}` events.
-fn legacy(
-    msg: &Value,
-    pos: Position,
-    last_total: &mut Option<Usage>,
-    turns: &mut Turns,
-    out: &mut Vec<Output>,
-) {
-    let t = rtype(msg);
-    let record = format!("msg/{t}");
-    let call_id = |m: &Value| {
-        ne(m, "call_id")
-            .map(str::to_owned)
-            .unwrap_or_else(|| synth(format_args!("call@line{}", pos.line)))
-    };
-    match t {
-        "task_started" | "task_complete" => {
-            if t == "task_started" {
-                turns.expect(LEGACY_TERMINAL);
-            } else {
-                turns.terminal();
-            }
-            turns.end_turn(out);
-            diag(out, K::Metadata, pos, record, "");
-        }
-        "agent_message" => {
-            let text = text_of(msg, "message", pos, &record, out);
-            turns.text(text, out)
-        }
-        "agent_reasoning" | "agent_reasoning_raw_content" => {
-            let text = text_of(msg, "text", pos, &record, out);
-            turns.thinking(text, out)
-        }
-        "exec_command_begin" => {
-            let input = Value::object([
-                ("command", Value::from(msg.get("command"))),
-                ("cwd", Value::from(msg.get("cwd"))),
-            ]);
-            turns.tool_use("command_execution", &call_id(msg), raw_of(input), out);
-        }
-        "exec_command_end" => {
-            let code = msg.get("exit_code").and_then(Value::as_i64);
-            let error = code.filter(|c| *c != 0).map(|c| {
-                let stderr = s(msg, "stderr").unwrap_or_default();
-                format!("exit code {c}: {stderr}")
-                    .trim_end()
-                    .trim_end_matches(':')
-                    .to_owned()
-            });
-            let output = if msg.get("aggregated_output").is_some() {
-                msg.raw("aggregated_output")
-            } else {
-                msg.raw("stdout")
-            };
-            turns.tool_result(&call_id(msg), output, error, pos, &record, out);
-        }
-        "patch_apply_begin" => {
-            let input = Value::object([("changes", Value::from(msg.get("changes")))]);
-            turns.tool_use("apply_patch", &call_id(msg), raw_of(input), out);
-        }
-        "patch_apply_end" => {
-            let ok = msg.get("success").and_then(Value::as_bool) != Some(false);
-            let error = (!ok).then(|| s(msg, "stderr").unwrap_or("failed").to_owned());
-            turns.tool_result(&call_id(msg), msg.raw("stdout"), error, pos, &record, out);
-        }
-        "mcp_tool_call_begin" => {
-            let inv = msg.get("invocation").unwrap_or(msg);
-            let name = match (ne(inv, "server"), ne(inv, "tool")) {
-                (Some(a), Some(b)) => format!("{a}/{b}"),
-                (_, Some(b)) => b.to_owned(),
-                _ => "mcp_tool_call".to_owned(),
-            };
-            turns.tool_use(
-                &name,
-                &call_id(msg),
-                json_arguments(inv.get("arguments")),
-                out,
-            );
-        }
-        "mcp_tool_call_end" => {
-            let result = msg.get("result");
-            let (content, error) = match result.and_then(|r| r.get("Err")) {
-                Some(e) => (raw_opt(Some(e)), Some(error_text(e))),
-                None => (raw_opt(result.and_then(|r| r.get("Ok")).or(result)), None),
-            };
-            turns.tool_result(&call_id(msg), content, error, pos, &record, out);
-        }
-        "web_search_begin" => {
-            let input = Value::object([("query", Value::from(msg.get("query")))]);
-            turns.tool_use("web_search", &call_id(msg), raw_of(input), out);
-        }
-        "web_search_end" => {
-            let id = call_id(msg);
-            if !turns.is_pending(&id) {
-                let input = Value::object([("query", Value::from(msg.get("query")))]);
-                turns.tool_use("web_search", &id, raw_of(input), out);
-            }
-            turns.tool_result(&id, RawJson::null(), None, pos, &record, out);
-        }
-        "token_count" => token_count(msg, pos, &record, last_total, turns, out),
-        "error" | "stream_error" | "turn_aborted" => {
-            let detail = s(msg, "message")
-                .or_else(|| s(msg, "reason"))
-                .unwrap_or_default();
-            diag(out, K::ProviderError, pos, record, detail);
-        }
-        "agent_message_delta"
-        | "agent_reasoning_delta"
-        | "agent_reasoning_raw_content_delta"
-        | "agent_reasoning_section_break"
-        | "exec_command_output_delta" => diag(out, K::Progress, pos, record, ""),
-        "session_configured"
-        | "background_event"
-        | "turn_diff"
-        | "plan_update"
-        | "exec_approval_request"
-        | "apply_patch_approval_request"
-        | "get_history_entry_response"
-        | "shutdown_complete" => diag(out, K::Metadata, pos, record, ""),
-        _ => diag(out, K::Unknown, pos, record, ""),
-    }
-}
-
 /// `token_count`: one model response's usage. `info.total_token_usage` is
 /// the session's cumulative total: the response's bill is what the total
 /// grew by since the previous `token_count` (Codex repeats a `token_count`
@@ -506,7 +400,7 @@ fn legacy(
 /// bills `last_token_usage`: a resumed session's first total also holds
 /// what the earlier file already billed. Without a total, `last_token_usage` (the legacy form
 /// carries the counts directly) is the open turn's usage.
-fn token_count(
+pub(super) fn token_count(
     p: &Value,
     pos: Position,
     record: &str,

@@ -67,53 +67,7 @@ impl Mapper for Copilot {
             turns.default_model = Some(m.to_owned());
         }
         match t {
-            "assistant.message" => {
-                let fallback = synth(format_args!("line{}", pos.line));
-                let id = ne(d, "messageId").unwrap_or(&fallback);
-                turns.message(Some(id), ne(d, "model"), out);
-                let r = text_of(d, "reasoningText", pos, t, out);
-                if !r.is_empty() {
-                    turns.thinking(r, out);
-                }
-                let text = text_of(d, "content", pos, t, out);
-                if !text.is_empty() {
-                    turns.text(text, out);
-                }
-                if d.get("reasoningOpaque").is_some_and(|x| !x.is_null())
-                    || d.get("encryptedContent").is_some_and(|x| !x.is_null())
-                {
-                    diag(
-                        out,
-                        K::Extra,
-                        pos,
-                        "assistant.message/reasoningOpaque",
-                        "encrypted reasoning",
-                    );
-                }
-                if let Some(Value::Array(reqs)) = d.get("toolRequests") {
-                    for (i, r) in reqs.iter().enumerate() {
-                        let id = ne(r, "toolCallId")
-                            .map(str::to_owned)
-                            .unwrap_or_else(|| synth(format_args!("{id}#{i}")));
-                        turns.tool_use(
-                            ne(r, "name").unwrap_or("unknown"),
-                            &id,
-                            json_arguments(r.get("arguments")),
-                            out,
-                        );
-                    }
-                }
-                if let Some(n) = u(d, "outputTokens") {
-                    // One bill per message, however its events are split.
-                    turns.set_request_usage(
-                        id.to_owned(),
-                        Usage {
-                            output_tokens: Some(n),
-                            ..Usage::default()
-                        },
-                    );
-                }
-            }
+            "assistant.message" => assistant_message(d, pos, turns, out),
             "assistant.reasoning" => {
                 let text = text_of(d, "content", pos, t, out);
                 turns.thinking(text, out)
@@ -128,38 +82,8 @@ impl Mapper for Copilot {
                 turns.end_turn(out);
                 diag(out, K::Metadata, pos, t, "");
             }
-            "tool.execution_start" => {
-                let id = ne(d, "toolCallId")
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| synth(format_args!("line{}", pos.line)));
-                if turns.is_pending(&id) {
-                    diag(out, K::Progress, pos, t, "");
-                } else {
-                    turns.tool_use(
-                        ne(d, "toolName").unwrap_or("unknown"),
-                        &id,
-                        json_arguments(d.get("arguments")),
-                        out,
-                    );
-                }
-            }
-            "tool.execution_complete" => {
-                let id = ne(d, "toolCallId").unwrap_or_default();
-                let result = d.get("result");
-                let content = result.and_then(|r| r.get("content")).or(result);
-                let error = (d.get("success").and_then(Value::as_bool) == Some(false)).then(|| {
-                    d.get("error")
-                        .map(error_text)
-                        .or_else(|| content.map(error_text))
-                        .filter(|e| !e.is_empty())
-                        .unwrap_or_else(|| "failed".to_owned())
-                });
-                let raw = match result {
-                    Some(r) if r.get("content").is_some() => r.raw("content"),
-                    _ => d.raw("result"),
-                };
-                turns.tool_result(id, raw, error, pos, t, out);
-            }
+            "tool.execution_start" => tool_start(d, pos, turns, out),
+            "tool.execution_complete" => tool_complete(d, pos, turns, out),
             "assistant.message_delta"
             | "assistant.reasoning_delta"
             | "assistant.streaming_delta"
@@ -183,19 +107,7 @@ impl Mapper for Copilot {
                     .unwrap_or_default();
                 diag(out, K::ProviderError, pos, t, detail);
             }
-            "result" => {
-                turns.terminal();
-                let code = v.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
-                if code != 0 {
-                    let detail = match self.error_line.take() {
-                        Some((_, line)) => format!("exit code {code}: {line}"),
-                        None => format!("exit code {code}"),
-                    };
-                    diag(out, K::ProviderError, pos, t, detail);
-                } else {
-                    diag(out, K::Metadata, pos, t, "");
-                }
-            }
+            "result" => self.result(v, pos, turns, out),
             "session.shutdown" => {
                 turns.terminal();
                 diag(out, K::Metadata, pos, t, "");
@@ -209,4 +121,107 @@ impl Mapper for Copilot {
             _ => diag(out, K::Unknown, pos, t, ""),
         }
     }
+}
+
+impl Copilot {
+    /// The final `result` of `--output-format json`: a non-zero exit code fails the run,
+    /// quoting the error line printed before it.
+    fn result(&mut self, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+        turns.terminal();
+        let code = v.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
+        if code != 0 {
+            let detail = match self.error_line.take() {
+                Some((_, line)) => format!("exit code {code}: {line}"),
+                None => format!("exit code {code}"),
+            };
+            diag(out, K::ProviderError, pos, "result", detail);
+        } else {
+            diag(out, K::Metadata, pos, "result", "");
+        }
+    }
+}
+
+/// `assistant.message`: one response's reasoning, text, tool requests and output tokens.
+fn assistant_message(d: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let fallback = synth(format_args!("line{}", pos.line));
+    let id = ne(d, "messageId").unwrap_or(&fallback);
+    turns.message(Some(id), ne(d, "model"), out);
+    let r = text_of(d, "reasoningText", pos, "assistant.message", out);
+    if !r.is_empty() {
+        turns.thinking(r, out);
+    }
+    let text = text_of(d, "content", pos, "assistant.message", out);
+    if !text.is_empty() {
+        turns.text(text, out);
+    }
+    if d.get("reasoningOpaque").is_some_and(|x| !x.is_null())
+        || d.get("encryptedContent").is_some_and(|x| !x.is_null())
+    {
+        diag(
+            out,
+            K::Extra,
+            pos,
+            "assistant.message/reasoningOpaque",
+            "encrypted reasoning",
+        );
+    }
+    if let Some(Value::Array(reqs)) = d.get("toolRequests") {
+        for (i, r) in reqs.iter().enumerate() {
+            let id = ne(r, "toolCallId")
+                .map(str::to_owned)
+                .unwrap_or_else(|| synth(format_args!("{id}#{i}")));
+            turns.tool_use(
+                ne(r, "name").unwrap_or("unknown"),
+                &id,
+                json_arguments(r.get("arguments")),
+                out,
+            );
+        }
+    }
+    if let Some(n) = u(d, "outputTokens") {
+        // One bill per message, however its events are split.
+        turns.set_request_usage(
+            id.to_owned(),
+            Usage {
+                output_tokens: Some(n),
+                ..Usage::default()
+            },
+        );
+    }
+}
+
+/// `tool.execution_start`: a tool call no `toolRequests` announced opens here.
+fn tool_start(d: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let id = ne(d, "toolCallId")
+        .map(str::to_owned)
+        .unwrap_or_else(|| synth(format_args!("line{}", pos.line)));
+    if turns.is_pending(&id) {
+        diag(out, K::Progress, pos, "tool.execution_start", "");
+    } else {
+        turns.tool_use(
+            ne(d, "toolName").unwrap_or("unknown"),
+            &id,
+            json_arguments(d.get("arguments")),
+            out,
+        );
+    }
+}
+
+/// `tool.execution_complete`: the call's result, failed when `success` is false.
+fn tool_complete(d: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let id = ne(d, "toolCallId").unwrap_or_default();
+    let result = d.get("result");
+    let content = result.and_then(|r| r.get("content")).or(result);
+    let error = (d.get("success").and_then(Value::as_bool) == Some(false)).then(|| {
+        d.get("error")
+            .map(error_text)
+            .or_else(|| content.map(error_text))
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| "failed".to_owned())
+    });
+    let raw = match result {
+        Some(r) if r.get("content").is_some() => r.raw("content"),
+        _ => d.raw("result"),
+    };
+    turns.tool_result(id, raw, error, pos, "tool.execution_complete", out);
 }

@@ -37,39 +37,7 @@ impl Mapper for Gemini {
                 }
                 diag(out, K::Metadata, pos, t, "");
             }
-            "message" | "user" => {
-                let role = s(v, "role").unwrap_or(if t == "user" { "user" } else { "assistant" });
-                if role != "assistant" {
-                    let record = format!("message/{role}");
-                    return match ne(v, "content") {
-                        Some(text) if role == "user" => {
-                            turns.prompt(text.to_owned(), None, pos, &record, out)
-                        }
-                        _ => diag(out, K::Extra, pos, record, "prompt message"),
-                    };
-                }
-                let text = text_of(v, "content", pos, t, out);
-                let text = text.as_ref();
-                if v.get("delta").and_then(Value::as_bool) == Some(true) {
-                    turns.append_text(text, out);
-                } else if !text.is_empty() || v.get("toolCalls").is_none() {
-                    turns.text(text, out);
-                }
-                // Older hand-written shape: tool calls inside the message.
-                if let Some(Value::Array(calls)) = v.get("toolCalls") {
-                    for (i, c) in calls.iter().enumerate() {
-                        let id = ne(c, "id")
-                            .map(str::to_owned)
-                            .unwrap_or_else(|| synth(format_args!("line{}#{i}", pos.line)));
-                        turns.tool_use(
-                            ne(c, "name").unwrap_or("unknown"),
-                            &id,
-                            json_arguments(c.get("arguments")),
-                            out,
-                        );
-                    }
-                }
-            }
+            "message" | "user" => message(v, t, pos, turns, out),
             "tool_use" => {
                 let id = ne(v, "tool_id")
                     .map(str::to_owned)
@@ -98,28 +66,66 @@ impl Mapper for Gemini {
                 t,
                 s(v, "message").unwrap_or_default(),
             ),
-            "result" => {
-                turns.terminal();
-                if let Some(ms) = v.get("stats").and_then(|st| u(st, "duration_ms")) {
-                    turns.fact(Fact::Duration(ms), out);
-                }
-                if let Some(stats) = v.get("stats") {
-                    let models = per_model(stats, stream_usage);
-                    if models.is_empty() {
-                        turns.set_usage(stream_usage(stats));
-                    } else {
-                        turns.usage_per_model(models, out);
-                    }
-                }
-                if s(v, "status").is_some_and(|st| st != "success") {
-                    let detail = v.get("error").map(error_text).unwrap_or_default();
-                    diag(out, K::ProviderError, pos, t, detail);
-                } else if v.get("stats").is_none() {
-                    diag(out, K::Metadata, pos, t, "result without stats");
-                }
-            }
+            "result" => result(v, pos, turns, out),
             _ => diag(out, K::Unknown, pos, t, ""),
         }
+    }
+}
+
+/// A `message` (or `user`) event: a prompt, or the assistant's text (whole or a delta) and,
+/// in the older hand-written shape, its tool calls.
+fn message(v: &Value, t: &str, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let role = s(v, "role").unwrap_or(if t == "user" { "user" } else { "assistant" });
+    if role != "assistant" {
+        let record = format!("message/{role}");
+        return match ne(v, "content") {
+            Some(text) if role == "user" => turns.prompt(text.to_owned(), None, pos, &record, out),
+            _ => diag(out, K::Extra, pos, record, "prompt message"),
+        };
+    }
+    let text = text_of(v, "content", pos, t, out);
+    let text = text.as_ref();
+    if v.get("delta").and_then(Value::as_bool) == Some(true) {
+        turns.append_text(text, out);
+    } else if !text.is_empty() || v.get("toolCalls").is_none() {
+        turns.text(text, out);
+    }
+    // Older hand-written shape: tool calls inside the message.
+    if let Some(Value::Array(calls)) = v.get("toolCalls") {
+        for (i, c) in calls.iter().enumerate() {
+            let id = ne(c, "id")
+                .map(str::to_owned)
+                .unwrap_or_else(|| synth(format_args!("line{}#{i}", pos.line)));
+            turns.tool_use(
+                ne(c, "name").unwrap_or("unknown"),
+                &id,
+                json_arguments(c.get("arguments")),
+                out,
+            );
+        }
+    }
+}
+
+/// The terminal `result` event: the run's duration, usage (per model when given) and status.
+fn result(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let t = "result";
+    turns.terminal();
+    if let Some(ms) = v.get("stats").and_then(|st| u(st, "duration_ms")) {
+        turns.fact(Fact::Duration(ms), out);
+    }
+    if let Some(stats) = v.get("stats") {
+        let models = per_model(stats, stream_usage);
+        if models.is_empty() {
+            turns.set_usage(stream_usage(stats));
+        } else {
+            turns.usage_per_model(models, out);
+        }
+    }
+    if s(v, "status").is_some_and(|st| st != "success") {
+        let detail = v.get("error").map(error_text).unwrap_or_default();
+        diag(out, K::ProviderError, pos, t, detail);
+    } else if v.get("stats").is_none() {
+        diag(out, K::Metadata, pos, t, "result without stats");
     }
 }
 

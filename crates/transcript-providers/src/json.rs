@@ -84,74 +84,16 @@ impl Lazy {
 
     /// The value as compact JSON text: the input text verbatim (key order,
     /// number spelling and escapes preserved), with the whitespace between
-    /// tokens removed when it spans several lines (a JSON Lines transcript
+    /// tokens removed by [`RawJson::from_raw`] (a JSON Lines transcript
     /// cannot carry a line break). Never walks the value, so any nesting
     /// depth is carried (issue #23: re-serializing recursed once per level).
     pub fn to_raw(&self) -> RawJson {
         match &self.raw {
-            Some(raw) if !has_line_break(raw.get()) => RawJson::from_raw(raw.clone()),
-            Some(raw) => compact(raw.get())
-                .and_then(|text| RawValue::from_string(text).ok())
-                .map(RawJson::from_raw)
-                .unwrap_or_else(|| self.value().to_raw()),
+            // `RawJson::from_raw` drops the whitespace between tokens itself.
+            Some(raw) => RawJson::from_raw(raw.clone()),
             None => self.value().to_raw(),
         }
     }
-}
-
-/// Valid JSON text without the whitespace between tokens: one pass, no
-/// recursion (strings are copied as they are; they hold no raw line break).
-/// `None` when nothing was removed.
-fn compact(text: &str) -> Option<String> {
-    let mut out = Vec::with_capacity(text.len());
-    let (mut in_str, mut esc, mut changed) = (false, false, false);
-    // Byte-wise: every byte tested is ASCII, and UTF-8 continuation bytes
-    // never are, so multi-byte characters pass through whole.
-    for &b in text.as_bytes() {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            changed = true;
-            continue;
-        } else if b == b'"' {
-            in_str = true;
-        }
-        out.push(b);
-    }
-    if changed {
-        String::from_utf8(out).ok()
-    } else {
-        None
-    }
-}
-
-/// Whether raw JSON text spans lines. Strings cannot contain a raw line
-/// break (it is escaped), so only containers are searched, eight bytes at a
-/// time.
-fn has_line_break(text: &str) -> bool {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let bytes = text.as_bytes();
-    if !matches!(bytes.first(), Some(b'{' | b'[')) {
-        return false;
-    }
-    let zero_in = |x: u64| x.wrapping_sub(LO) & !x & HI != 0;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in chunks.by_ref() {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        let x = u64::from_le_bytes(w);
-        if zero_in(x ^ (LO * u64::from(b'\n'))) || zero_in(x ^ (LO * u64::from(b'\r'))) {
-            return true;
-        }
-    }
-    chunks.remainder().iter().any(|&b| b == b'\n' || b == b'\r')
 }
 
 impl Deref for Lazy {
@@ -177,7 +119,7 @@ impl PartialEq for Lazy {
     fn eq(&self, other: &Self) -> bool {
         match (&self.raw, &other.raw) {
             (Some(a), Some(b)) if self.parsed.get().is_none() && other.parsed.get().is_none() => {
-                let text = |r: &RawValue| compact(r.get()).unwrap_or_else(|| r.get().to_owned());
+                let text = |r: &RawValue| RawJson::from_raw(r.to_owned()).get().to_owned();
                 a.get() == b.get() || text(a) == text(b)
             }
             _ => self.value() == other.value(),
@@ -532,14 +474,5 @@ mod tests {
         assert_eq!(v.raw("a").get(), r#"{"k":1.50}"#);
         assert_eq!(v.raw("b").get(), r#"{"x":1}"#);
         assert!(v.raw("missing").is_null());
-        for (text, want) in [
-            ("\"a\\nb\"", false),
-            ("[1,\n2]", true),
-            ("{\"a\":1,\r\"b\":2}", true),
-            ("{\"a\":\"0123456789abcdef\"}", false),
-            ("12", false),
-        ] {
-            assert_eq!(has_line_break(text), want, "{text}");
-        }
     }
 }

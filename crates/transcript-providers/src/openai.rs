@@ -136,27 +136,7 @@ impl OpenAi {
     fn chunk(&mut self, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
         let id = s(v, "id").unwrap_or("");
         if self.chunks.as_ref().is_none_or(|c| c.id != id) {
-            if let Some(prev) = self.chunks.take() {
-                if !prev.finished {
-                    diag(
-                        out,
-                        K::Incomplete,
-                        prev.pos,
-                        "chat.completion.chunk",
-                        "completion ended without finish_reason",
-                    );
-                }
-                // Also content that arrived after finish_reason (flagged
-                // where it arrived).
-                flush_chunks(prev, turns, out);
-            }
-            turns.message((!id.is_empty()).then_some(id), ne(v, "model"), out);
-            turns.expect(CHUNK_TERMINAL);
-            self.chunks = Some(Chunks {
-                id: id.to_owned(),
-                pos,
-                ..Chunks::default()
-            });
+            self.start_completion(id, v, pos, turns, out);
         }
         let Some(c) = self.chunks.as_mut() else {
             return;
@@ -176,68 +156,11 @@ impl OpenAi {
                 }
                 if let Some(d) = choice.get("delta") {
                     let before = c.size();
-                    if let Some(t) = s(d, "reasoning_content").or_else(|| s(d, "reasoning")) {
-                        c.push(Segment::Reasoning(t.to_owned()));
-                    }
-                    let text = text_of(d, "content", pos, "chat.completion.chunk", out);
-                    c.push(Segment::Text(text.into_owned()));
-                    if let Some(t) = s(d, "refusal") {
-                        c.push(Segment::Refusal(t.to_owned()));
-                    }
-                    if let Some(Value::Array(calls)) = d.get("tool_calls") {
-                        for call in calls {
-                            let index = u(call, "index").unwrap_or(0);
-                            if !c.tools.contains_key(&index) {
-                                c.segments.push(Segment::Tool(index));
-                            }
-                            let entry = c.tools.entry(index).or_default();
-                            if let Some(id) = ne(call, "id") {
-                                entry.0 = id.to_owned();
-                            }
-                            if let Some(f) = call.get("function") {
-                                if let Some(n) = ne(f, "name") {
-                                    entry.1.push_str(n);
-                                }
-                                if let Some(a) = s(f, "arguments") {
-                                    entry.2.push_str(a);
-                                }
-                            }
-                        }
-                    }
+                    c.delta(d, pos, out);
                     late |= c.finished && c.size() != before;
                 }
                 if let Some(reason) = ne(choice, "finish_reason") {
-                    turns.terminal();
-                    match reason {
-                        "length" => diag(
-                            out,
-                            K::Incomplete,
-                            pos,
-                            "chat.completion.chunk",
-                            "finish_reason length",
-                        ),
-                        "content_filter" => diag(
-                            out,
-                            K::Refusal,
-                            pos,
-                            "chat.completion.chunk",
-                            "finish_reason content_filter",
-                        ),
-                        _ => {}
-                    }
-                    if !c.finished || c.has_content() {
-                        c.finished = true;
-                        let done = std::mem::replace(
-                            c,
-                            Chunks {
-                                id: c.id.clone(),
-                                pos: c.pos,
-                                finished: true,
-                                ..Chunks::default()
-                            },
-                        );
-                        flush_chunks(done, turns, out);
-                    }
+                    c.finish(reason, pos, turns, out);
                 }
             }
         }
@@ -254,6 +177,109 @@ impl OpenAi {
         }
         if let Some(usage) = v.get("usage").filter(|x| x.is_object()) {
             turns.set_usage(chat_usage(usage));
+        }
+    }
+
+    /// A chunk of a new completion id: the previous completion is flushed, a new message opens.
+    fn start_completion(
+        &mut self,
+        id: &str,
+        v: &Value,
+        pos: Position,
+        turns: &mut Turns,
+        out: &mut Vec<Output>,
+    ) {
+        if let Some(prev) = self.chunks.take() {
+            if !prev.finished {
+                diag(
+                    out,
+                    K::Incomplete,
+                    prev.pos,
+                    "chat.completion.chunk",
+                    "completion ended without finish_reason",
+                );
+            }
+            // Also content that arrived after finish_reason (flagged
+            // where it arrived).
+            flush_chunks(prev, turns, out);
+        }
+        turns.message((!id.is_empty()).then_some(id), ne(v, "model"), out);
+        turns.expect(CHUNK_TERMINAL);
+        self.chunks = Some(Chunks {
+            id: id.to_owned(),
+            pos,
+            ..Chunks::default()
+        });
+    }
+}
+
+/// One chunk's parts of the completion being collected.
+impl Chunks {
+    /// A choice's `delta`: reasoning, text, refusal and tool-call fragments, in that order.
+    fn delta(&mut self, d: &Value, pos: Position, out: &mut Vec<Output>) {
+        if let Some(t) = s(d, "reasoning_content").or_else(|| s(d, "reasoning")) {
+            self.push(Segment::Reasoning(t.to_owned()));
+        }
+        let text = text_of(d, "content", pos, "chat.completion.chunk", out);
+        self.push(Segment::Text(text.into_owned()));
+        if let Some(t) = s(d, "refusal") {
+            self.push(Segment::Refusal(t.to_owned()));
+        }
+        if let Some(Value::Array(calls)) = d.get("tool_calls") {
+            for call in calls {
+                let index = u(call, "index").unwrap_or(0);
+                if !self.tools.contains_key(&index) {
+                    self.segments.push(Segment::Tool(index));
+                }
+                let entry = self.tools.entry(index).or_default();
+                if let Some(id) = ne(call, "id") {
+                    entry.0 = id.to_owned();
+                }
+                if let Some(f) = call.get("function") {
+                    if let Some(n) = ne(f, "name") {
+                        entry.1.push_str(n);
+                    }
+                    if let Some(a) = s(f, "arguments") {
+                        entry.2.push_str(a);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A choice's `finish_reason`: the completion is flushed (again, when content arrived after
+    /// an earlier finish).
+    fn finish(&mut self, reason: &str, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+        turns.terminal();
+        match reason {
+            "length" => diag(
+                out,
+                K::Incomplete,
+                pos,
+                "chat.completion.chunk",
+                "finish_reason length",
+            ),
+            "content_filter" => diag(
+                out,
+                K::Refusal,
+                pos,
+                "chat.completion.chunk",
+                "finish_reason content_filter",
+            ),
+            _ => {}
+        }
+        if !self.finished || self.has_content() {
+            self.finished = true;
+            let done = std::mem::replace(
+                self,
+                Chunks {
+                    id: self.id.clone(),
+                    pos: self.pos,
+                    finished: true,
+                    ..Chunks::default()
+                },
+            );
+            flush_chunks(done, turns, out);
         }
     }
 }

@@ -257,7 +257,8 @@ impl Turns {
         record: &str,
         out: &mut Vec<Output>,
     ) {
-        self.result(id, content, error, pos, record, false, out);
+        let name = self.call_name(id, pos, record, out);
+        self.push_result(name, id, content, error, false, out);
     }
 
     /// A server-side tool's result reported inside the model's own message
@@ -273,21 +274,20 @@ impl Turns {
         record: &str,
         out: &mut Vec<Output>,
     ) {
-        self.result(id, content, error, pos, record, true, out);
+        let name = self.call_name(id, pos, record, out);
+        self.push_result(name, id, content, error, true, out);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn result(
+    /// The tool name of the pending call `id` answers; `unknown`, flagged
+    /// [`DiagnosticKind::Orphan`], when no call is pending under it.
+    fn call_name(
         &mut self,
         id: &str,
-        content: RawJson,
-        error: Option<String>,
         pos: Position,
         record: &str,
-        inline: bool,
         out: &mut Vec<Output>,
-    ) {
-        let name = match self.pending.remove(id) {
+    ) -> String {
+        match self.pending.remove(id) {
             Some(name) => name,
             None => {
                 out.push(Output::Diagnostic(Diagnostic {
@@ -298,7 +298,20 @@ impl Turns {
                 }));
                 "unknown".to_owned()
             }
-        };
+        }
+    }
+
+    /// Adds the result block to the open turn and emits its payload; an `inline` (server-side)
+    /// result does not close the turn.
+    fn push_result(
+        &mut self,
+        name: String,
+        id: &str,
+        content: RawJson,
+        error: Option<String>,
+        inline: bool,
+        out: &mut Vec<Output>,
+    ) {
         let t = self.turn();
         t.blocks
             .push(ContentBlock::tool_result(FIDELITY, id, content.clone()));

@@ -28,13 +28,15 @@ use transcript_domain::{
     RecorderFactory, Role, RunIdGenerator, StepPayload, Timestamp,
 };
 use transcript_infra::JsonlRecorderFactory;
-use transcript_providers::{ClockSource, DiagnosticKind, Fact, Item, Provider, detect};
+use transcript_providers::{ClockSource, Fact, Item, Provider, detect};
 
 use crate::CliError;
 
 mod clock;
 pub mod store;
+mod summary;
 use clock::ImportClock;
+use summary::{DiagnosticSummary, Seen};
 
 /// How much of a log is looked at to detect its provider (detection never reads further).
 const DETECT_PREFIX: usize = 1024 * 1024;
@@ -56,8 +58,30 @@ pub struct Imported {
     pub diagnostics: usize,
     /// Where the transcript's times come from.
     pub clock: ClockSource,
-    /// `succeeded`, `failed`, or `incomplete: <why>`.
-    pub status: String,
+    /// How the imported run ended.
+    pub status: ImportStatus,
+}
+
+/// How an imported run ended (shown as `succeeded`, `failed`, or `incomplete: <why>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportStatus {
+    /// The capture is whole and reports no provider error.
+    Succeeded,
+    /// The capture is whole and reports a provider error (the agent step's error).
+    Failed,
+    /// The capture is not whole (no terminal record, torn last line): `incomplete: <why>`,
+    /// also the agent step's error; the run has no `run.completed`.
+    Incomplete(String),
+}
+
+impl std::fmt::Display for ImportStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImportStatus::Succeeded => f.write_str("succeeded"),
+            ImportStatus::Failed => f.write_str("failed"),
+            ImportStatus::Incomplete(why) => f.write_str(why),
+        }
+    }
 }
 
 /// Import settings.
@@ -70,6 +94,17 @@ pub struct ImportContext {
     pub mask: Option<Arc<dyn EventMask>>,
     /// Sequential ids and a manual clock.
     pub deterministic: bool,
+}
+
+impl ImportContext {
+    /// The recorder factory of an import: the storage, the import's clock and the mask.
+    fn recorder_factory(&self, clock: Arc<ImportClock>) -> JsonlRecorderFactory {
+        let factory = JsonlRecorderFactory::new(&self.storage).with_clock(clock);
+        match &self.mask {
+            Some(mask) => factory.with_mask(mask.clone()),
+            None => factory,
+        }
+    }
 }
 
 /// Parses the `<provider|auto>` argument.
@@ -164,54 +199,6 @@ fn read_prefix(file: &mut std::fs::File, limit: usize) -> std::io::Result<Vec<u8
     Ok(prefix)
 }
 
-/// Diagnostics summarised per kind: how many, and the first one in full.
-#[derive(Default)]
-struct DiagnosticSummary {
-    kinds: std::collections::BTreeMap<&'static str, (usize, String)>,
-    total: usize,
-    provider_errors: Vec<String>,
-    /// Whether anything but noise (malformed, unknown, repaired) was seen:
-    /// a capture with only such diagnostics holds no agent output.
-    recognized: bool,
-}
-
-impl DiagnosticSummary {
-    fn add(&mut self, d: &transcript_providers::Diagnostic) {
-        self.total += 1;
-        self.recognized |= !matches!(
-            d.kind,
-            DiagnosticKind::Malformed | DiagnosticKind::Unknown | DiagnosticKind::Repaired
-        );
-        let entry = self
-            .kinds
-            .entry(d.kind.as_str())
-            .or_insert_with(|| (0, d.to_string()));
-        entry.0 += 1;
-        // A few are enough to say why the step failed; the count says how many there were.
-        if d.kind == DiagnosticKind::ProviderError && self.provider_errors.len() < 8 {
-            self.provider_errors.push(d.to_string());
-        }
-    }
-
-    fn malformed(&self) -> usize {
-        self.kinds.get("malformed").map_or(0, |(n, _)| *n)
-    }
-
-    /// `{kind: {"count": n, "first": "..."}}`, kept in the agent step's result.
-    fn to_json(&self) -> serde_json::Value {
-        self.kinds
-            .iter()
-            .map(|(kind, (n, first))| {
-                (
-                    (*kind).to_owned(),
-                    serde_json::json!({"count": n, "first": first}),
-                )
-            })
-            .collect::<serde_json::Map<_, _>>()
-            .into()
-    }
-}
-
 /// The transcript of one import, opened when the first content arrives (bad input writes
 /// nothing) and fed as the input streams in.
 struct ImportWriter<'a> {
@@ -269,40 +256,6 @@ impl ImportWriter<'_> {
     }
 }
 
-/// What the facts of a capture said, besides its outputs.
-#[derive(Default)]
-struct Seen {
-    provider_time: bool,
-    duration_ms: Option<u64>,
-    result_text: Option<String>,
-    unfinished: Option<&'static str>,
-    torn: Option<String>,
-}
-
-impl Seen {
-    fn clock(&self) -> ClockSource {
-        match (self.provider_time, self.duration_ms) {
-            (true, _) => ClockSource::Provider,
-            (false, Some(_)) => ClockSource::Duration,
-            (false, None) => ClockSource::Import,
-        }
-    }
-
-    /// Why the capture is incomplete, if it is.
-    fn incomplete(&self) -> Option<String> {
-        let mut why = Vec::new();
-        if let Some(missing) = self.unfinished {
-            why.push(format!(
-                "the capture ends without its terminal record ({missing})"
-            ));
-        }
-        if let Some(torn) = &self.torn {
-            why.push(format!("its last line is torn ({torn})"));
-        }
-        (!why.is_empty()).then(|| format!("incomplete: {}", why.join("; ")))
-    }
-}
-
 /// Opens the run (at the capture's first time), then moves the clock to the latest time seen.
 async fn opened(
     writer: &mut ImportWriter<'_>,
@@ -343,27 +296,11 @@ async fn import_one(
     ids: &dyn RunIdGenerator,
     input: &Path,
 ) -> Result<Imported, CliError> {
-    use std::io::Read;
     let mut file =
         std::fs::File::open(input).map_err(|e| bad(input, format!("cannot read: {e}")))?;
-    let read_err = |e: std::io::Error| bad(input, format!("cannot read: {e}"));
-    let prefix = read_prefix(&mut file, DETECT_PREFIX).map_err(read_err)?;
-    let short = prefix.len() < DETECT_PREFIX;
-    if short && prefix.iter().all(u8::is_ascii_whitespace) {
-        return Err(bad(input, "empty file: nothing to import"));
-    }
-    let provider = match ctx.provider {
-        Some(p) => p,
-        None => detect(&prefix).ok_or_else(|| {
-            bad(
-                input,
-                format!(
-                    "unknown format: the first {} bytes are not the output of a supported agent CLI or API (name the provider instead of auto)",
-                    prefix.len()
-                ),
-            )
-        })?,
-    };
+    let prefix = read_prefix(&mut file, DETECT_PREFIX)
+        .map_err(|e| bad(input, format!("cannot read: {e}")))?;
+    let provider = input_provider(ctx, input, &prefix)?;
     let name = input
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -372,174 +309,250 @@ async fn import_one(
     if let Some(t) = first_time(provider, &prefix) {
         import_clock.pin(t);
     }
-    let mut factory = JsonlRecorderFactory::new(&ctx.storage).with_clock(import_clock.clone());
-    if let Some(mask) = &ctx.mask {
-        factory = factory.with_mask(mask.clone());
-    }
-    let mut writer = ImportWriter {
-        factory,
-        ids,
-        input,
-        workflow: StepPayload::new(format!("import {name}"), "workflow"),
-        step: StepPayload::new(provider.name(), "agent"),
-        open: None,
-        events: 0,
+    let factory = ctx.recorder_factory(import_clock.clone());
+    let mut run = Importing {
+        writer: ImportWriter {
+            factory,
+            ids,
+            input,
+            workflow: StepPayload::new(format!("import {name}"), "workflow"),
+            step: StepPayload::new(provider.name(), "agent"),
+            open: None,
+            events: 0,
+        },
+        clock: import_clock,
+        diagnostics: DiagnosticSummary::default(),
+        seen: Seen::default(),
+        latest: None,
     };
-    let mut normalizer = provider.normalizer();
-    let mut diagnostics = DiagnosticSummary::default();
-    let mut seen = Seen::default();
-    // The latest provider time seen before the run was opened.
-    let mut latest: Option<Timestamp> = None;
-    let mut items = Vec::new();
-    let mut chunk = vec![0u8; CHUNK];
-    let mut pending: Option<Vec<u8>> = Some(prefix);
-    loop {
-        let done = match pending.take() {
-            Some(bytes) => {
-                normalizer.feed_items(&bytes, &mut items);
-                false
-            }
-            None => match file.read(&mut chunk).map_err(read_err)? {
-                0 => {
-                    normalizer.finish_items(&mut items);
-                    true
-                }
-                n => {
-                    normalizer.feed_items(&chunk[..n], &mut items);
-                    false
-                }
-            },
-        };
-        for item in items.drain(..) {
-            match item {
-                Item::Output(output) => match output.to_payload() {
-                    Some(payload) => {
-                        opened(&mut writer, &import_clock, &mut latest).await?;
-                        writer.record(payload).await?
-                    }
-                    None => {
-                        if let Some(d) = output.as_diagnostic() {
-                            diagnostics.add(d);
-                        }
-                    }
-                },
-                Item::Fact(Fact::Time(t)) => {
-                    seen.provider_time = true;
-                    // Until the run is open it starts at the capture's first time.
-                    match writer.open {
-                        Some(_) => import_clock.pin(t),
-                        None => latest = Some(t),
-                    }
-                }
-                Item::Fact(Fact::Prompt { text, system }) => {
-                    opened(&mut writer, &import_clock, &mut latest).await?;
-                    writer.record(user_message(text, system)).await?;
-                }
-                Item::Fact(Fact::Duration(ms)) => {
-                    if !seen.provider_time {
-                        // Opened first, so the start it is measured from is the run's.
-                        opened(&mut writer, &import_clock, &mut latest).await?;
-                        import_clock.pin_after_start(ms);
-                    }
-                    seen.duration_ms = Some(ms);
-                }
-                Item::Fact(Fact::ResultText(text)) => seen.result_text = Some(text),
-                Item::Fact(Fact::Unfinished(missing)) => seen.unfinished = Some(missing),
-                Item::Fact(Fact::Torn(what)) => seen.torn = Some(what),
-                Item::Fact(_) => {}
-            }
-        }
-        if done {
-            break;
-        }
-    }
-    if writer.open.is_none() && diagnostics.recognized {
+    run.stream(provider, prefix, file).await?;
+    if run.writer.open.is_none() && run.diagnostics.recognized {
         // A capture with records of the provider but no reply (a lone `system` or `result`
         // record, a run that failed before the model answered) is still a run.
-        opened(&mut writer, &import_clock, &mut latest).await?;
+        run.open().await?;
     }
-    let Some((run_id, recorder)) = writer.open.clone() else {
-        let kinds: Vec<String> = diagnostics
-            .kinds
-            .iter()
-            .map(|(kind, (n, first))| format!("{n} {kind} (first: {first})"))
-            .collect();
-        return Err(bad(
-            input,
-            format!(
-                "no {provider} agent output found ({} diagnostics, {} malformed records{}{})",
-                diagnostics.total,
-                diagnostics.malformed(),
-                if kinds.is_empty() { "" } else { ": " },
-                kinds.join("; ")
-            ),
-        ));
+    let Some((run_id, recorder)) = run.writer.open.clone() else {
+        return Err(no_output(input, provider, &run.diagnostics));
     };
-    let clock_source = seen.clock();
-    let incomplete = seen.incomplete();
-    let mut errors = diagnostics.provider_errors.clone();
-    errors.extend(incomplete.clone());
-    let mut result = serde_json::json!({
-        "clock": clock_source.as_str(),
-        "diagnostics": diagnostics.to_json(),
-    });
-    if let Some(ms) = seen.duration_ms {
-        result["duration_ms"] = ms.into();
-    }
-    if let Some(text) = &seen.result_text {
-        result["result"] = text.as_str().into();
-    }
-    let result = RawJson::from_value(&result)
-        .map_err(|e| bad(input, format!("cannot encode the step result: {e}")))?;
-    let completed = writer
-        .step
-        .clone()
-        .with_error(errors.join("; "))
-        .with_result(result);
-    writer
-        .write(EventDraft::new(
-            "agent",
-            0,
-            Payload::StepCompleted(completed),
-        ))
-        .await?;
-    // An incomplete capture leaves its run incomplete: no `run.completed`.
-    if incomplete.is_none() {
-        let run_result = RawJson::from_value(&serde_json::json!({"clock": clock_source.as_str()}))
-            .map_err(|e| bad(input, format!("cannot encode the run result: {e}")))?;
-        let mut run_completed = writer.workflow.clone().with_result(run_result);
-        if !errors.is_empty() {
-            run_completed =
-                run_completed.with_error(format!("agent step failed: {}", errors.join("; ")));
-        }
-        writer
-            .write(EventDraft::run_level(Payload::RunCompleted(run_completed)))
-            .await?;
-    }
+    let (clock_source, status) = run.complete().await?;
     recorder
         .close()
         .await
         .map_err(|e| bad(input, format!("closing the transcript failed: {e}")))?;
-    for (kind, (n, first)) in &diagnostics.kinds {
+    for (kind, (n, first)) in &run.diagnostics.kinds {
         crate::diag!(
             "transcript: {}: {n} {kind} diagnostic(s), first: {}",
             input.display(),
             crate::style::one_line(first)
         );
     }
-    let status = match (&incomplete, errors.is_empty()) {
-        (Some(why), _) => why.clone(),
-        (None, true) => "succeeded".to_owned(),
-        (None, false) => "failed".to_owned(),
-    };
     Ok(Imported {
         input: input.to_path_buf(),
         run_id,
         path: ctx.storage.join(run_id.file_name()),
         provider,
-        events: writer.events,
-        diagnostics: diagnostics.total,
+        events: run.writer.events,
+        diagnostics: run.diagnostics.total,
         clock: clock_source,
         status,
     })
+}
+
+/// The input's provider: the one named, else the one its prefix is detected as. An empty
+/// input has none.
+fn input_provider(ctx: &ImportContext, input: &Path, prefix: &[u8]) -> Result<Provider, CliError> {
+    let short = prefix.len() < DETECT_PREFIX;
+    if short && prefix.iter().all(u8::is_ascii_whitespace) {
+        return Err(bad(input, "empty file: nothing to import"));
+    }
+    match ctx.provider {
+        Some(p) => Ok(p),
+        None => detect(prefix).ok_or_else(|| {
+            bad(
+                input,
+                format!(
+                    "unknown format: the first {} bytes are not the output of a supported agent CLI or API (name the provider instead of auto)",
+                    prefix.len()
+                ),
+            )
+        }),
+    }
+}
+
+/// The error of an input with no agent output: its diagnostics by kind.
+fn no_output(input: &Path, provider: Provider, diagnostics: &DiagnosticSummary) -> CliError {
+    let kinds: Vec<String> = diagnostics
+        .kinds
+        .iter()
+        .map(|(kind, (n, first))| format!("{n} {kind} (first: {first})"))
+        .collect();
+    bad(
+        input,
+        format!(
+            "no {provider} agent output found ({} diagnostics, {} malformed records{}{})",
+            diagnostics.total,
+            diagnostics.malformed(),
+            if kinds.is_empty() { "" } else { ": " },
+            kinds.join("; ")
+        ),
+    )
+}
+
+/// One import in progress: the transcript, its clock, and what the capture said so far.
+struct Importing<'a> {
+    writer: ImportWriter<'a>,
+    clock: Arc<ImportClock>,
+    diagnostics: DiagnosticSummary,
+    seen: Seen,
+    /// The latest provider time seen before the run was opened.
+    latest: Option<Timestamp>,
+}
+
+impl Importing<'_> {
+    /// Normalizes the input (its prefix, then the rest of the file in chunks) into the
+    /// transcript.
+    async fn stream(
+        &mut self,
+        provider: Provider,
+        prefix: Vec<u8>,
+        mut file: std::fs::File,
+    ) -> Result<(), CliError> {
+        use std::io::Read;
+        let input = self.writer.input;
+        let mut normalizer = provider.normalizer();
+        let mut items = Vec::new();
+        let mut chunk = vec![0u8; CHUNK];
+        let mut pending: Option<Vec<u8>> = Some(prefix);
+        loop {
+            let done = match pending.take() {
+                Some(bytes) => {
+                    normalizer.feed_items(&bytes, &mut items);
+                    false
+                }
+                None => match file
+                    .read(&mut chunk)
+                    .map_err(|e| bad(input, format!("cannot read: {e}")))?
+                {
+                    0 => {
+                        normalizer.finish_items(&mut items);
+                        true
+                    }
+                    n => {
+                        normalizer.feed_items(&chunk[..n], &mut items);
+                        false
+                    }
+                },
+            };
+            for item in items.drain(..) {
+                self.item(item).await?;
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Opens the run (at the capture's first time), then moves the clock to the latest time
+    /// seen.
+    async fn open(&mut self) -> Result<(), CliError> {
+        opened(&mut self.writer, &self.clock, &mut self.latest).await
+    }
+
+    /// One normalized item: an event to record, a diagnostic to count, or a fact.
+    async fn item(&mut self, item: Item) -> Result<(), CliError> {
+        match item {
+            Item::Output(output) => match output.to_payload() {
+                Some(payload) => {
+                    self.open().await?;
+                    self.writer.record(payload).await?
+                }
+                None => {
+                    if let Some(d) = output.as_diagnostic() {
+                        self.diagnostics.add(d);
+                    }
+                }
+            },
+            Item::Fact(Fact::Time(t)) => {
+                self.seen.provider_time = true;
+                // Until the run is open it starts at the capture's first time.
+                match self.writer.open {
+                    Some(_) => self.clock.pin(t),
+                    None => self.latest = Some(t),
+                }
+            }
+            Item::Fact(Fact::Prompt { text, system }) => {
+                self.open().await?;
+                self.writer.record(user_message(text, system)).await?;
+            }
+            Item::Fact(Fact::Duration(ms)) => {
+                if !self.seen.provider_time {
+                    // Opened first, so the start it is measured from is the run's.
+                    self.open().await?;
+                    self.clock.pin_after_start(ms);
+                }
+                self.seen.duration_ms = Some(ms);
+            }
+            Item::Fact(Fact::ResultText(text)) => self.seen.result_text = Some(text),
+            Item::Fact(Fact::Unfinished(missing)) => self.seen.unfinished = Some(missing),
+            Item::Fact(Fact::Torn(what)) => self.seen.torn = Some(what),
+            Item::Fact(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Ends the open run: `step.completed` with the step's result and errors, then
+    /// `run.completed` unless the capture is incomplete. Returns the clock the times came from
+    /// and the run's status.
+    async fn complete(&mut self) -> Result<(ClockSource, ImportStatus), CliError> {
+        let input = self.writer.input;
+        let clock_source = self.seen.clock();
+        let incomplete = self.seen.incomplete();
+        let mut errors = self.diagnostics.provider_errors.clone();
+        errors.extend(incomplete.clone());
+        let mut result = serde_json::json!({
+            "clock": clock_source.as_str(),
+            "diagnostics": self.diagnostics.to_json(),
+        });
+        if let Some(ms) = self.seen.duration_ms {
+            result["duration_ms"] = ms.into();
+        }
+        if let Some(text) = &self.seen.result_text {
+            result["result"] = text.as_str().into();
+        }
+        let result = RawJson::from_value(&result)
+            .map_err(|e| bad(input, format!("cannot encode the step result: {e}")))?;
+        let completed = self
+            .writer
+            .step
+            .clone()
+            .with_error(errors.join("; "))
+            .with_result(result);
+        self.writer
+            .write(EventDraft::new(
+                "agent",
+                0,
+                Payload::StepCompleted(completed),
+            ))
+            .await?;
+        // An incomplete capture leaves its run incomplete: no `run.completed`.
+        if incomplete.is_none() {
+            let run_result =
+                RawJson::from_value(&serde_json::json!({"clock": clock_source.as_str()}))
+                    .map_err(|e| bad(input, format!("cannot encode the run result: {e}")))?;
+            let mut run_completed = self.writer.workflow.clone().with_result(run_result);
+            if !errors.is_empty() {
+                run_completed =
+                    run_completed.with_error(format!("agent step failed: {}", errors.join("; ")));
+            }
+            self.writer
+                .write(EventDraft::run_level(Payload::RunCompleted(run_completed)))
+                .await?;
+        }
+        let status = match (incomplete, errors.is_empty()) {
+            (Some(why), _) => ImportStatus::Incomplete(why),
+            (None, true) => ImportStatus::Succeeded,
+            (None, false) => ImportStatus::Failed,
+        };
+        Ok((clock_source, status))
+    }
 }

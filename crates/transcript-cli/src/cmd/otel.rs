@@ -72,7 +72,7 @@ pub fn export(
     match output {
         Some(p) if p.as_os_str() != "-" => {
             // 0o600, no symlink or FIFO followed: the spans can hold prompts and outputs.
-            let file = crate::cmd::export::create_private(p)?;
+            let file = crate::output_file::create_private(p)?;
             write_otlp_json_with_resource(trace.spans, &resource, std::io::BufWriter::new(file))
                 .map_err(|e| CliError::Failed(e.to_string()))?;
         }

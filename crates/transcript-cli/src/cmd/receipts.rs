@@ -143,7 +143,6 @@ pub fn run_grouped(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
-    use transcript_export::Entry;
     let table = pricing(pricing_file)?;
     let index = super::import::store::Index::load(storage)?;
     let sources: std::collections::HashMap<String, &str> = index
@@ -153,34 +152,69 @@ pub fn run_grouped(
         .collect();
     let files: Vec<std::path::PathBuf> = match run {
         Some(r) => vec![source::resolve(r, storage)?],
-        None => source::run_files(storage)
+        None => crate::runs::run_files(storage)
             .into_iter()
             .map(|(_, p)| p)
             .collect(),
     };
-    let mut groups: std::collections::BTreeMap<String, Group> = Default::default();
-    let mut unpriced = std::collections::BTreeSet::new();
+    let mut grouping = Grouping {
+        by,
+        table: &table,
+        groups: Default::default(),
+        unpriced: Default::default(),
+    };
     let options = transcript_export::ExportOptions::default();
     for file in files {
         let loaded = source::load(&file)?;
         let events = loaded.decoded();
         let doc = transcript_export::build_document(&events, &mut |_| None, &options);
-        let run_id = doc.run.run_id.clone();
-        let (session, project) = match sources.get(&run_id) {
+        let source = match sources.get(&doc.run.run_id) {
             Some(path) => store_source(path),
             None => (None, None),
         };
+        grouping.add_run(&doc, source);
+    }
+    let (groups, unpriced) = grouping.finish();
+    warn_unpriced(&unpriced, pricing_file, err);
+    let text = if json {
+        super::to_json(
+            &serde_json::json!({ "by": format!("{by:?}").to_lowercase(), "groups": groups }),
+        )? + "\n"
+    } else {
+        style::clean(&render_groups(by, &groups))
+    };
+    stdout_result(out.write_all(text.as_bytes()))
+}
+
+/// Billed turns being grouped, priced with the table.
+struct Grouping<'t> {
+    by: GroupBy,
+    table: &'t Pricing,
+    groups: std::collections::BTreeMap<String, Group>,
+    unpriced: std::collections::BTreeSet<String>,
+}
+
+impl Grouping<'_> {
+    /// Every billed assistant turn of a run's steps; `(session, project)` from the import
+    /// index when the run was imported from a store.
+    fn add_run(
+        &mut self,
+        doc: &transcript_export::ExportDocument,
+        (session, project): (Option<String>, Option<String>),
+    ) {
+        use transcript_export::Entry;
+        let run_id = &doc.run.run_id;
         let mut stack: Vec<&transcript_export::StepExport> = doc.run.steps.iter().collect();
         while let Some(step) = stack.pop() {
             stack.extend(step.steps.iter());
             for entry in &step.entries {
                 let Entry::Message(m) = entry else { continue };
                 let Some(u) = &m.usage else { continue };
-                if m.role != "assistant" {
+                if m.role_kind() != Some(transcript_domain::Role::Assistant) {
                     continue;
                 }
                 let model = m.model.clone().unwrap_or_else(|| "(none)".to_owned());
-                let key = match by {
+                let key = match self.by {
                     GroupBy::Day => m.timestamp.get(..10).unwrap_or("?").to_owned(),
                     GroupBy::Month => m.timestamp.get(..7).unwrap_or("?").to_owned(),
                     GroupBy::Session => session.clone().unwrap_or_else(|| run_id.clone()),
@@ -190,78 +224,86 @@ pub fn run_grouped(
                         .unwrap_or_else(|| "?".to_owned()),
                     GroupBy::Model => model.clone(),
                 };
-                let g = groups.entry(key.clone()).or_insert_with(|| Group {
-                    key,
-                    ..Group::default()
-                });
-                if g.last_run != run_id {
-                    g.runs += 1;
-                    g.last_run = run_id.clone();
-                }
-                g.turns += 1;
-                g.usage.accumulate(u);
-                match table.cost(&model, u) {
-                    Some(c) => *g.cost_usd.get_or_insert(0.0) += c.usd,
-                    None => {
-                        g.unknown = true;
-                        unpriced.insert(model.clone());
-                    }
-                }
-                if !g.models.contains(&model) {
-                    g.models.push(model);
-                }
+                self.turn(key, run_id, model, u);
             }
         }
     }
-    let groups: Vec<Group> = groups
-        .into_values()
-        .map(|mut g| {
-            if g.unknown {
-                g.cost_usd = None;
-            }
-            g.models.sort();
-            g
-        })
-        .collect();
-    warn_unpriced(&unpriced.into_iter().collect::<Vec<_>>(), pricing_file, err);
-    let text = if json {
-        super::to_json(
-            &serde_json::json!({ "by": format!("{by:?}").to_lowercase(), "groups": groups }),
-        )? + "\n"
-    } else {
-        let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
-        let mut s = format!(
-            "{:<38} {:>5} {:>6} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>10}  models\n",
-            format!("{by:?}").to_lowercase(),
-            "runs",
-            "turns",
-            "input",
-            "output",
-            "cache_read",
-            "cache_write",
-            "reasoning",
-            "cost",
-            "reported"
-        );
-        for g in &groups {
-            s.push_str(&format!(
-                "{:<38} {:>5} {:>6} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>10}  {}\n",
-                g.key,
-                g.runs,
-                g.turns,
-                n(g.usage.input_tokens),
-                n(g.usage.output_tokens),
-                n(g.usage.cache_read_tokens),
-                n(g.usage.cache_write_tokens),
-                n(g.usage.reasoning_tokens),
-                g.cost_usd.map_or("—".to_owned(), |c| format!("${c:.4}")),
-                g.usage
-                    .cost_usd
-                    .map_or("—".to_owned(), |c| format!("${c:.4}")),
-                g.models.join(",")
-            ));
+
+    /// One billed turn in the group `key`.
+    fn turn(&mut self, key: String, run_id: &str, model: String, u: &transcript_domain::Usage) {
+        let g = self.groups.entry(key.clone()).or_insert_with(|| Group {
+            key,
+            ..Group::default()
+        });
+        if g.last_run != run_id {
+            g.runs += 1;
+            g.last_run = run_id.to_owned();
         }
-        style::clean(&s)
-    };
-    stdout_result(out.write_all(text.as_bytes()))
+        g.turns += 1;
+        g.usage.accumulate(u);
+        match self.table.cost(&model, u) {
+            Some(c) => *g.cost_usd.get_or_insert(0.0) += c.usd,
+            None => {
+                g.unknown = true;
+                self.unpriced.insert(model.clone());
+            }
+        }
+        if !g.models.contains(&model) {
+            g.models.push(model);
+        }
+    }
+
+    /// The groups in key order (a group with an unpriced turn has no cost), and the models
+    /// without a price.
+    fn finish(self) -> (Vec<Group>, Vec<String>) {
+        let groups = self
+            .groups
+            .into_values()
+            .map(|mut g| {
+                if g.unknown {
+                    g.cost_usd = None;
+                }
+                g.models.sort();
+                g
+            })
+            .collect();
+        (groups, self.unpriced.into_iter().collect())
+    }
+}
+
+/// The `receipts --by` table: a header, then one line per group.
+fn render_groups(by: GroupBy, groups: &[Group]) -> String {
+    let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
+    let mut s = format!(
+        "{:<38} {:>5} {:>6} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>10}  models\n",
+        format!("{by:?}").to_lowercase(),
+        "runs",
+        "turns",
+        "input",
+        "output",
+        "cache_read",
+        "cache_write",
+        "reasoning",
+        "cost",
+        "reported"
+    );
+    for g in groups {
+        s.push_str(&format!(
+            "{:<38} {:>5} {:>6} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>10}  {}\n",
+            g.key,
+            g.runs,
+            g.turns,
+            n(g.usage.input_tokens),
+            n(g.usage.output_tokens),
+            n(g.usage.cache_read_tokens),
+            n(g.usage.cache_write_tokens),
+            n(g.usage.reasoning_tokens),
+            g.cost_usd.map_or("—".to_owned(), |c| format!("${c:.4}")),
+            g.usage
+                .cost_usd
+                .map_or("—".to_owned(), |c| format!("${c:.4}")),
+            g.models.join(",")
+        ));
+    }
+    s
 }

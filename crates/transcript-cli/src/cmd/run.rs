@@ -96,88 +96,16 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         CliError::Invalid(format!("{}: no root workflow", args.workflow.display()))
     })?;
     check_inputs(&root, &args.inputs)?;
-    // Split like a POSIX shell would (quotes, escapes), without running one; before anything
-    // is created, like every other argument check.
-    let plugin_argvs = args
-        .plugins
-        .iter()
-        .map(|plugin| match shell_words::split(plugin) {
-            Ok(argv) if !argv.is_empty() => Ok(argv),
-            Ok(_) => Err(CliError::Usage("--plugin needs a command".to_owned())),
-            Err(e) => Err(CliError::Usage(format!("--plugin {plugin:?}: {e}"))),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let plugin_argvs = plugin_argvs(&args.plugins)?;
     // Before anything is created: a signal from now on cancels the run (see `signals`).
     let cancel = CancellationToken::new();
     let signals = crate::cmd::signals::Signals::register(cancel.clone());
-    private_dir_all(&args.storage).map_err(|e| {
-        CliError::Storage(format!(
-            "{}: cannot create the storage directory: {e}",
-            args.storage.display()
-        ))
-    })?;
-    private_dir_all(&args.workspace).map_err(|e| CliError::Read {
-        path: args.workspace.clone(),
-        message: format!("cannot create the workspace directory: {e}"),
-    })?;
+    create_directories(&args)?;
 
     let (clock, ids) = crate::source::clock_and_ids(args.deterministic);
-    let mut factory = JsonlRecorderFactory::new(&args.storage)
-        .with_clock(clock.clone())
-        .with_durability(args.durability);
-    if let Some(mask) = &args.mask {
-        factory = factory.with_mask(mask.clone());
-    }
-    let factory: Arc<dyn RecorderFactory> = Arc::new(factory);
-    let live = match &args.otlp {
-        Some((config, capture)) => Some(crate::cmd::otel::start_live(config, *capture)?),
-        None => None,
-    };
-    let live_factory = live
-        .as_ref()
-        .map(|l| Arc::new(crate::cmd::otel::live_factory(factory.clone(), l.sender())));
-    let factory: Arc<dyn RecorderFactory> = match &live_factory {
-        Some(f) => f.clone(),
-        None => factory,
-    };
-    let (progress_factory, progress) =
-        crate::cmd::progress::ProgressFactory::new(factory, args.style);
-    let factory: Arc<dyn RecorderFactory> = progress_factory.clone();
-
-    let mut router = ToolRouter::with_builtins();
-    let mask = args.redactor.clone().map(text_mask);
-    transcript_exec::start_declared_plugins_masked(&set, &mut router, mask.clone())
-        .await
-        .map_err(|e| CliError::Failed(format!("{}: plugin: {e}", args.workflow.display())))?;
-    for (plugin, argv) in args.plugins.iter().zip(&plugin_argvs) {
-        let started = ExternalPlugin::start_masked(argv, None, mask.clone())
-            .await
-            .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
-        router
-            .register_plugin(Arc::new(started))
-            .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
-    }
-    let mut builder = ExecutionService::builder(&args.workspace, clock.clone(), ids.clone())
-        .deterministic(args.deterministic)
-        .kill_grace(args.kill_grace)
-        .recorder_factory(factory.clone())
-        .audit_file(args.storage.join("audit.jsonl"))
-        .router(router)
-        // `provider: openai`: the OpenAI-compatible HTTP agent, its endpoint and key from the
-        // step's env: or OPENAI_BASE_URL / OPENAI_API_KEY. claude, codex and gemini run their
-        // CLI presets without registration.
-        .agent_runner(
-            "openai",
-            Arc::new(transcript_exec::HttpAgentRunner::from_env()),
-        );
-    // The audit trail beside the transcript is masked like it.
-    if let Some(mask) = mask {
-        builder = builder.audit_mask(mask);
-    }
-    let service = crate::demo::register_demo_steps(builder)
-        .map_err(CliError::Failed)?
-        .build()
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let views = Views::wire(&args, clock.clone())?;
+    let router = start_plugins(&args, &set, &plugin_argvs).await?;
+    let service = build_service(&args, (clock, ids.clone()), views.factory.clone(), router)?;
 
     // Reject an invalid workflow before anything is recorded: no run id is
     // spent and no transcript file is created for a run that never starts.
@@ -191,103 +119,44 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     signals.transcript_opening();
     let run_id = ids.next_run_id();
     let path = args.storage.join(run_id.file_name());
-    let recorder = factory.create(run_id, None).await.map_err(|e| {
-        // A run id that already has a transcript (`--deterministic` twice into one
-        // storage) is an input problem, not a storage failure.
-        let exists = run_exists(&e);
-        let message = format!("cannot open the transcript: {e}");
-        if exists {
-            CliError::Invalid(message)
-        } else {
-            CliError::Storage(message)
-        }
-    })?;
+    let recorder = views
+        .factory
+        .create(run_id, None)
+        .await
+        .map_err(open_error)?;
     // The id first, so `transcript tail -f <id>` can follow the run from another terminal.
     crate::diag!("transcript: run {run_id} → {}", path.display());
 
-    let inputs: Map<String, Value> = args
-        .inputs
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.clone())),
-            )
-        })
-        .collect();
     let outcome = service
-        .run_with_recorder(&set, inputs, recorder.clone(), cancel)
+        .run_with_recorder(&set, input_values(&args.inputs), recorder.clone(), cancel)
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let closed = recorder.close().await;
     signals.transcript_closed();
-    // A panicking view or tap does not hide behind a successful exit.
-    let mut internal: Vec<String> = Vec::new();
-    internal.extend(progress_factory.finish().await.err());
-    internal.extend(crate::cmd::tap::joined("the live progress view", progress.await).err());
-    if let (Some(live), Some(forwarding), Some((config, _))) = (live, &live_factory, &args.otlp) {
-        let endpoint = config.display_endpoint();
-        internal.extend(forwarding.drain("the live OTLP export").await.err());
-        // A plain thread, not the runtime's blocking pool: if the endpoint never answers, the
-        // command does not wait for it past the flush timeout (the process exits regardless).
-        let progress = live.progress();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(live.finish());
-        });
-        let timeout = args.otlp_flush_timeout;
-        match tokio::task::spawn_blocking(move || rx.recv_timeout(timeout)).await {
-            Ok(Ok(r)) => crate::cmd::otel::report_live(config, &r),
-            _ => {
-                let p = progress.snapshot();
-                crate::diag!(
-                    "transcript: warning: OTLP export to {endpoint} did not finish within {}s: {} spans sent, {} failed, {} not sent (queued or in a request that did not return), {} events not yet mapped to spans",
-                    timeout.as_secs(),
-                    p.spans_sent,
-                    p.spans_failed,
-                    p.spans_pending(),
-                    p.events_pending()
-                )
-            }
-        }
-    }
+    let internal = views.finish(&args).await;
 
-    // What is printed about the run is masked like the transcript: errors can quote content.
-    let masked = |text: &str| -> String {
-        let text = match &args.redactor {
-            Some(r) => r.mask_text(text).into_owned(),
-            None => text.to_owned(),
-        };
-        crate::style::one_line(&text)
-    };
     // Storage failures: the first with its cause, then how many more (not one line each).
     let mut storage_errors = outcome.transcript_errors.clone();
     if let Err(e) = closed {
         storage_errors.push(format!("closing the transcript failed: {e}"));
     }
-    if let Some(first) = storage_errors.first() {
-        crate::diag!(
-            "transcript: error: the transcript is incomplete: {}{}",
-            masked(first),
-            match storage_errors.len() {
-                1 => String::new(),
-                n => format!(" (and {} more recorder errors)", n - 1),
-            }
-        );
-    }
-    if let Some(first) = outcome.audit_errors.first() {
-        crate::diag!(
-            "transcript: warning: audit trail incomplete: {}{}",
-            masked(first),
-            match outcome.audit_errors.len() {
-                1 => String::new(),
-                n => format!(" (and {} more)", n - 1),
-            }
-        );
-    }
+    let masked = |text: &str| masked(&args, text);
+    report_problems(&storage_errors, &outcome.audit_errors, &masked);
     crate::exit::stdout_result(writeln!(out, "run_id: {run_id}"))?;
     crate::exit::stdout_result(writeln!(out, "transcript: {}", path.display()))?;
-    // Never "succeeded" for a run whose transcript lost events.
+    verdict(&outcome, &storage_errors, &masked);
+    match signals.received() {
+        Some(signal) => Err(CliError::Interrupted(signal)),
+        None => exit_status(&outcome, &storage_errors, &internal),
+    }
+}
+
+/// Says how the run ended; never "succeeded" for a run whose transcript lost events.
+fn verdict(
+    outcome: &transcript_exec::RunOutcome,
+    storage_errors: &[String],
+    masked: &dyn Fn(&str) -> String,
+) {
     let word = match (outcome.succeeded(), storage_errors.is_empty()) {
         (true, true) => "succeeded",
         (true, false) => "ran to the end but its transcript is incomplete",
@@ -301,9 +170,15 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         ),
         None => crate::diag!("transcript: run {} {word}", masked(&outcome.workflow)),
     }
-    if let Some(signal) = signals.received() {
-        return Err(CliError::Interrupted(signal));
-    }
+}
+
+/// The exit status of a run no signal ended: an incomplete transcript (4) before an internal
+/// error before a failed run (1).
+fn exit_status(
+    outcome: &transcript_exec::RunOutcome,
+    storage_errors: &[String],
+    internal: &[String],
+) -> Result<(), CliError> {
     if !storage_errors.is_empty() {
         return Err(CliError::Reported(4));
     }
@@ -314,6 +189,245 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         return Err(CliError::Reported(1));
     }
     Ok(())
+}
+
+/// The `--plugin` commands split like a POSIX shell would (quotes, escapes), without running
+/// one; before anything is created, like every other argument check.
+fn plugin_argvs(plugins: &[String]) -> Result<Vec<Vec<String>>, CliError> {
+    plugins
+        .iter()
+        .map(|plugin| match shell_words::split(plugin) {
+            Ok(argv) if !argv.is_empty() => Ok(argv),
+            Ok(_) => Err(CliError::Usage("--plugin needs a command".to_owned())),
+            Err(e) => Err(CliError::Usage(format!("--plugin {plugin:?}: {e}"))),
+        })
+        .collect()
+}
+
+/// The storage and workspace directories, private to the user.
+fn create_directories(args: &RunArgs) -> Result<(), CliError> {
+    private_dir_all(&args.storage).map_err(|e| {
+        CliError::Storage(format!(
+            "{}: cannot create the storage directory: {e}",
+            args.storage.display()
+        ))
+    })?;
+    private_dir_all(&args.workspace).map_err(|e| CliError::Read {
+        path: args.workspace.clone(),
+        message: format!("cannot create the workspace directory: {e}"),
+    })
+}
+
+/// The recorder factory with what watches the run live: the progress view on stderr and,
+/// with `--otlp`, the live export.
+struct Views {
+    /// What the service records with: the JSONL recorder behind the live taps.
+    factory: Arc<dyn RecorderFactory>,
+    live: Option<transcript_otel::LiveExporter>,
+    live_factory: Option<Arc<crate::cmd::tap::TapFactory>>,
+    progress_factory: Arc<crate::cmd::progress::ProgressFactory>,
+    progress: tokio::task::JoinHandle<()>,
+}
+
+impl Views {
+    /// The JSONL recorder factory (masked, with the run's clock and durability), wrapped in
+    /// the live export's tap and the progress view's.
+    fn wire(args: &RunArgs, clock: Arc<dyn transcript_domain::Clock>) -> Result<Views, CliError> {
+        let mut factory = JsonlRecorderFactory::new(&args.storage)
+            .with_clock(clock)
+            .with_durability(args.durability);
+        if let Some(mask) = &args.mask {
+            factory = factory.with_mask(mask.clone());
+        }
+        let factory: Arc<dyn RecorderFactory> = Arc::new(factory);
+        let live = match &args.otlp {
+            Some((config, capture)) => Some(crate::cmd::otel::start_live(config, *capture)?),
+            None => None,
+        };
+        let live_factory = live
+            .as_ref()
+            .map(|l| Arc::new(crate::cmd::otel::live_factory(factory.clone(), l.sender())));
+        let factory: Arc<dyn RecorderFactory> = match &live_factory {
+            Some(f) => f.clone(),
+            None => factory,
+        };
+        let (progress_factory, progress) =
+            crate::cmd::progress::ProgressFactory::new(factory, args.style);
+        Ok(Views {
+            factory: progress_factory.clone(),
+            live,
+            live_factory,
+            progress_factory,
+            progress,
+        })
+    }
+
+    /// Ends the views once the recorder is closed: the progress view, then the live export
+    /// (waiting at most `--otlp-flush-timeout`). A panicking view or tap does not hide behind a
+    /// successful exit: its error is returned.
+    async fn finish(self, args: &RunArgs) -> Vec<String> {
+        let mut internal: Vec<String> = Vec::new();
+        internal.extend(self.progress_factory.finish().await.err());
+        internal
+            .extend(crate::cmd::tap::joined("the live progress view", self.progress.await).err());
+        if let (Some(live), Some(forwarding), Some((config, _))) =
+            (self.live, &self.live_factory, &args.otlp)
+        {
+            internal.extend(forwarding.drain("the live OTLP export").await.err());
+            flush_live(live, config, args.otlp_flush_timeout).await;
+        }
+        internal
+    }
+}
+
+/// Waits for the live export to deliver what is queued, at most `timeout`, and reports it.
+async fn flush_live(
+    live: transcript_otel::LiveExporter,
+    config: &transcript_otel::OtlpHttpConfig,
+    timeout: std::time::Duration,
+) {
+    let endpoint = config.display_endpoint();
+    // A plain thread, not the runtime's blocking pool: if the endpoint never answers, the
+    // command does not wait for it past the flush timeout (the process exits regardless).
+    let progress = live.progress();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(live.finish());
+    });
+    match tokio::task::spawn_blocking(move || rx.recv_timeout(timeout)).await {
+        Ok(Ok(r)) => crate::cmd::otel::report_live(config, &r),
+        _ => {
+            let p = progress.snapshot();
+            crate::diag!(
+                "transcript: warning: OTLP export to {endpoint} did not finish within {}s: {} spans sent, {} failed, {} not sent (queued or in a request that did not return), {} events not yet mapped to spans",
+                timeout.as_secs(),
+                p.spans_sent,
+                p.spans_failed,
+                p.spans_pending(),
+                p.events_pending()
+            )
+        }
+    }
+}
+
+/// The tool router: the built-in tools, the workflows' declared plugins and the `--plugin`
+/// ones.
+async fn start_plugins(
+    args: &RunArgs,
+    set: &WorkflowSet,
+    plugin_argvs: &[Vec<String>],
+) -> Result<ToolRouter, CliError> {
+    let mut router = ToolRouter::with_builtins();
+    let mask = args.redactor.clone().map(text_mask);
+    transcript_exec::start_declared_plugins_masked(set, &mut router, mask.clone())
+        .await
+        .map_err(|e| CliError::Failed(format!("{}: plugin: {e}", args.workflow.display())))?;
+    for (plugin, argv) in args.plugins.iter().zip(plugin_argvs) {
+        let started = ExternalPlugin::start_masked(argv, None, mask.clone())
+            .await
+            .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
+        router
+            .register_plugin(Arc::new(started))
+            .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
+    }
+    Ok(router)
+}
+
+/// The execution service: the workspace, clock and ids, the recorder factory, the audit trail
+/// (masked like the transcript), the tools, the HTTP agent and the demo steps.
+fn build_service(
+    args: &RunArgs,
+    (clock, ids): (
+        Arc<dyn transcript_domain::Clock>,
+        Arc<dyn transcript_domain::RunIdGenerator>,
+    ),
+    factory: Arc<dyn RecorderFactory>,
+    router: ToolRouter,
+) -> Result<ExecutionService, CliError> {
+    let mut builder = ExecutionService::builder(&args.workspace, clock, ids)
+        .deterministic(args.deterministic)
+        .kill_grace(args.kill_grace)
+        .recorder_factory(factory)
+        .audit_file(args.storage.join("audit.jsonl"))
+        .router(router)
+        // `provider: openai`: the OpenAI-compatible HTTP agent, its endpoint and key from the
+        // step's env: or OPENAI_BASE_URL / OPENAI_API_KEY. claude, codex and gemini run their
+        // CLI presets without registration.
+        .agent_runner(
+            "openai",
+            Arc::new(transcript_exec::HttpAgentRunner::from_env()),
+        );
+    // The audit trail beside the transcript is masked like it.
+    if let Some(mask) = args.redactor.clone().map(text_mask) {
+        builder = builder.audit_mask(mask);
+    }
+    crate::demo::register_demo_steps(builder)
+        .map_err(CliError::Failed)?
+        .build()
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// A transcript that cannot be opened: a run id that already has one (`--deterministic` twice
+/// into one storage) is an input problem, not a storage failure.
+fn open_error(e: transcript_domain::RecordError) -> CliError {
+    let exists = run_exists(&e);
+    let message = format!("cannot open the transcript: {e}");
+    if exists {
+        CliError::Invalid(message)
+    } else {
+        CliError::Storage(message)
+    }
+}
+
+/// The `--input` values: JSON when they parse as JSON, else strings.
+fn input_values(inputs: &[(String, String)]) -> Map<String, Value> {
+    inputs
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.clone())),
+            )
+        })
+        .collect()
+}
+
+/// What is printed about the run is masked like the transcript: errors can quote content.
+fn masked(args: &RunArgs, text: &str) -> String {
+    let text = match &args.redactor {
+        Some(r) => r.mask_text(text).into_owned(),
+        None => text.to_owned(),
+    };
+    crate::style::one_line(&text)
+}
+
+/// The transcript's and the audit trail's failures: the first with its cause, then how many
+/// more.
+fn report_problems(
+    storage_errors: &[String],
+    audit_errors: &[String],
+    masked: &dyn Fn(&str) -> String,
+) {
+    if let Some(first) = storage_errors.first() {
+        crate::diag!(
+            "transcript: error: the transcript is incomplete: {}{}",
+            masked(first),
+            match storage_errors.len() {
+                1 => String::new(),
+                n => format!(" (and {} more recorder errors)", n - 1),
+            }
+        );
+    }
+    if let Some(first) = audit_errors.first() {
+        crate::diag!(
+            "transcript: warning: audit trail incomplete: {}{}",
+            masked(first),
+            match audit_errors.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            }
+        );
+    }
 }
 
 /// Whether opening a transcript failed because its run already has one. Infra reports that as

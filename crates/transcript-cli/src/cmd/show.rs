@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use transcript_domain::RawJson;
+use transcript_domain::{Fidelity, RawJson, Role};
 use transcript_export::{
     Entry, ExportBlock, ExportDocument, MessageExport, RunExport, StepExport, ToolCallExport,
 };
@@ -190,7 +190,8 @@ fn render_entries(entries: &[Entry], depth: usize, style: &Style, out: &mut Stri
         .iter()
         .filter_map(|e| match e {
             Entry::ToolCall(c)
-                if c.fidelity == "agent_emitted" && in_messages.contains(c.call_id.as_str()) =>
+                if c.fidelity_kind() == Some(Fidelity::AgentEmitted)
+                    && in_messages.contains(c.call_id.as_str()) =>
             {
                 Some(c)
             }
@@ -245,48 +246,10 @@ fn render_message(
     out: &mut String,
 ) {
     let p = pad(depth);
-    let user = m.role == "user";
-    let mut header = m.role.clone();
-    for part in [&m.provider, &m.model].into_iter().flatten() {
-        header.push_str(&format!(" · {part}"));
-    }
-    if let Some(u) = &m.usage {
-        header.push_str(&format!(
-            " · {} in / {} out tokens",
-            u.input_tokens.map_or("?".into(), |n| n.to_string()),
-            u.output_tokens.map_or("?".into(), |n| n.to_string())
-        ));
-    }
-    let _ = writeln!(
-        out,
-        "{p}{}",
-        if user {
-            style.cyan(&header)
-        } else {
-            style.bold(&header)
-        }
-    );
+    let user = m.role_kind() == Some(Role::User);
+    let _ = writeln!(out, "{p}{}", message_header(m, style));
     // tool_result blocks are printed under their tool_use block.
-    let results: Vec<(&str, &Value)> = m
-        .blocks
-        .iter()
-        .filter_map(|b| match b {
-            ExportBlock::ToolResult {
-                tool_id,
-                tool_content,
-                ..
-            } => Some((tool_id.as_str(), tool_content)),
-            _ => None,
-        })
-        .collect();
-    let used: HashSet<&str> = m
-        .blocks
-        .iter()
-        .filter_map(|b| match b {
-            ExportBlock::ToolUse { tool_id, .. } => Some(tool_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let (results, used) = tool_results(m);
     let body = format!("{p}  ");
     for (i, block) in m.blocks.iter().enumerate() {
         match block {
@@ -307,37 +270,19 @@ fn render_message(
                 tool_input,
                 ..
             } => {
-                let call = linked.iter().find(|c| &c.call_id == tool_id);
-                let _ = writeln!(
+                let call = linked.iter().find(|c| &c.call_id == tool_id).copied();
+                let result = results
+                    .iter()
+                    .find(|(id, _)| id == tool_id)
+                    .map(|(_, content)| *content);
+                tool_use_lines(
                     out,
-                    "{body}{} {}",
-                    style.yellow(&format!(
-                        "⚙ {tool_name}{}",
-                        if call.is_some() {
-                            " (agent_emitted)"
-                        } else {
-                            ""
-                        }
-                    )),
-                    style.dim(&format!("{tool_id} {}", short_value(tool_input)))
+                    &body,
+                    style,
+                    (tool_name, tool_id, tool_input),
+                    call,
+                    result,
                 );
-                if let Some(err) = call.and_then(|c| c.error.as_ref()) {
-                    let _ = writeln!(
-                        out,
-                        "{body}  {}",
-                        style.red(&format!("↳ error: {}", clean(err)))
-                    );
-                    continue;
-                }
-                match results.iter().find(|(id, _)| id == tool_id) {
-                    Some((_, content)) => {
-                        let _ = writeln!(out, "{body}  ↳ {}", short_value(content));
-                    }
-                    None => {
-                        let _ =
-                            writeln!(out, "{body}  {}", style.yellow("↳ (dangling: no result)"));
-                    }
-                }
             }
             ExportBlock::ToolResult {
                 tool_id,
@@ -369,6 +314,93 @@ fn render_message(
             ExportBlock::Unknown => {
                 let _ = writeln!(out, "{body}{}", style.dim("· block of a newer type"));
             }
+        }
+    }
+}
+
+/// A message's header: its role, provider and model, and its token counts.
+fn message_header(m: &MessageExport, style: &Style) -> String {
+    let mut header = m.role.clone();
+    for part in [&m.provider, &m.model].into_iter().flatten() {
+        header.push_str(&format!(" · {part}"));
+    }
+    if let Some(u) = &m.usage {
+        header.push_str(&format!(
+            " · {} in / {} out tokens",
+            u.input_tokens.map_or("?".into(), |n| n.to_string()),
+            u.output_tokens.map_or("?".into(), |n| n.to_string())
+        ));
+    }
+    if m.role_kind() == Some(Role::User) {
+        style.cyan(&header)
+    } else {
+        style.bold(&header)
+    }
+}
+
+/// A message's tool results by tool id, and the ids of its own tool uses (a result answering
+/// one is printed under it, not on its own).
+fn tool_results(m: &MessageExport) -> (Vec<(&str, &Value)>, HashSet<&str>) {
+    let results = m
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            ExportBlock::ToolResult {
+                tool_id,
+                tool_content,
+                ..
+            } => Some((tool_id.as_str(), tool_content)),
+            _ => None,
+        })
+        .collect();
+    let used = m
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            ExportBlock::ToolUse { tool_id, .. } => Some(tool_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    (results, used)
+}
+
+/// A tool use block: the call (marked when a `tool.call` event links it), then its error or
+/// its result, or that it has none.
+fn tool_use_lines(
+    out: &mut String,
+    body: &str,
+    style: &Style,
+    (tool_name, tool_id, tool_input): (&str, &str, &Value),
+    call: Option<&ToolCallExport>,
+    result: Option<&Value>,
+) {
+    let _ = writeln!(
+        out,
+        "{body}{} {}",
+        style.yellow(&format!(
+            "⚙ {tool_name}{}",
+            if call.is_some() {
+                " (agent_emitted)"
+            } else {
+                ""
+            }
+        )),
+        style.dim(&format!("{tool_id} {}", short_value(tool_input)))
+    );
+    if let Some(err) = call.and_then(|c| c.error.as_ref()) {
+        let _ = writeln!(
+            out,
+            "{body}  {}",
+            style.red(&format!("↳ error: {}", clean(err)))
+        );
+        return;
+    }
+    match result {
+        Some(content) => {
+            let _ = writeln!(out, "{body}  ↳ {}", short_value(content));
+        }
+        None => {
+            let _ = writeln!(out, "{body}  {}", style.yellow("↳ (dangling: no result)"));
         }
     }
 }

@@ -237,7 +237,7 @@ pub fn run(
     let mut stats = Stats::default();
     let dir = std::path::Path::new(target);
     let files: Vec<std::path::PathBuf> = if dir.is_dir() {
-        crate::source::run_files(dir)
+        crate::runs::run_files(dir)
             .into_iter()
             .map(|(_, p)| p)
             .collect()
@@ -252,8 +252,7 @@ pub fn run(
     let unpriced: Vec<String> = stats.unpriced_models.iter().cloned().collect();
     crate::cmd::receipts::warn_unpriced(&unpriced, pricing_file, &mut std::io::stderr());
     let text = if json {
-        serde_json::to_string_pretty(&stats).map_err(|e| crate::CliError::Failed(e.to_string()))?
-            + "\n"
+        super::to_json(&stats)? + "\n"
     } else {
         crate::style::clean(&stats.render())
     };

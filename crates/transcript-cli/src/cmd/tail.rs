@@ -146,38 +146,20 @@ pub fn run(
         path: path.to_path_buf(),
         message: e.to_string(),
     };
-    let mut file = loop {
-        match File::open(path) {
-            Ok(f) => break f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && options.follow => {
-                // `tail -f R | head -1` for a run that never starts: nothing will fail a
-                // write, so look at the pipe.
-                if stdout_closed() {
-                    return Err(CliError::BrokenPipe);
-                }
-                std::thread::sleep(POLL);
-            }
-            Err(e) => return Err(io_err(e)),
-        }
-    };
-    let cap = transcript_domain::MAX_LINE_BYTES;
+    let mut file = open_when_it_appears(path, options.follow)?;
     let mut offset: u64 = 0;
-    let mut line_no: u64 = 0;
-    // The start of the current line when it spans reads; never more than the line cap.
-    let mut pending: Vec<u8> = Vec::new();
-    // Length so far of an over-long line being skipped (not buffered).
-    let mut skipping: Option<u64> = None;
+    let mut lines = Lines::default();
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let n = file.read(&mut chunk).map_err(io_err)?;
         if n == 0 {
             if !options.follow {
-                let torn = skipping.unwrap_or(pending.len() as u64);
+                let torn = lines.skipping.unwrap_or(lines.pending.len() as u64);
                 if torn > 0 {
                     crate::diag!(
                         "{}: line {}: warning: unterminated final line ({torn} bytes)",
                         path.display(),
-                        line_no + 1,
+                        lines.line_no + 1,
                     );
                 }
                 return Ok(());
@@ -190,48 +172,99 @@ pub fn run(
             // the partial line over from the new end.
             let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(offset);
             if len < offset {
-                pending.clear();
-                skipping = None;
+                lines.pending.clear();
+                lines.skipping = None;
                 offset = file.seek(SeekFrom::Start(len)).map_err(io_err)?;
             }
             continue;
         }
         offset += n as u64;
-        let data = &chunk[..n];
+        if lines.feed(&chunk[..n], path, options, style, out)? {
+            return Ok(());
+        }
+    }
+}
+
+/// Opens the transcript; with `--follow`, waits for a run that has not started yet.
+fn open_when_it_appears(path: &Path, follow: bool) -> Result<File, CliError> {
+    loop {
+        match File::open(path) {
+            Ok(f) => return Ok(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && follow => {
+                // `tail -f R | head -1` for a run that never starts: nothing will fail a
+                // write, so look at the pipe.
+                if stdout_closed() {
+                    return Err(CliError::BrokenPipe);
+                }
+                std::thread::sleep(POLL);
+            }
+            Err(e) => {
+                return Err(CliError::Read {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+}
+
+/// The lines of the bytes read so far, at most [`transcript_domain::MAX_LINE_BYTES`] each
+/// (a longer one is skipped, not buffered).
+#[derive(Default)]
+struct Lines {
+    line_no: u64,
+    /// The start of the current line when it spans reads; never more than the line cap.
+    pending: Vec<u8>,
+    /// Length so far of an over-long line being skipped (not buffered).
+    skipping: Option<u64>,
+}
+
+impl Lines {
+    /// Shows every line `data` completes; returns whether `tail` should stop.
+    fn feed(
+        &mut self,
+        data: &[u8],
+        path: &Path,
+        options: TailOptions,
+        style: &Style,
+        out: &mut dyn Write,
+    ) -> Result<bool, CliError> {
+        let cap = transcript_domain::MAX_LINE_BYTES;
         let mut start = 0;
         // Each byte is looked at once (memchr), so a 40 MB line costs what 40 MB of short lines do.
         for newline in memchr::memchr_iter(b'\n', data) {
             let piece = &data[start..newline];
             start = newline + 1;
-            line_no += 1;
-            if let Some(len) = skipping.take() {
-                skipped(path, line_no, len + piece.len() as u64, cap);
+            self.line_no += 1;
+            if let Some(len) = self.skipping.take() {
+                skipped(path, self.line_no, len + piece.len() as u64, cap);
                 continue;
             }
-            let body: &[u8] = if pending.is_empty() {
+            let body: &[u8] = if self.pending.is_empty() {
                 piece
             } else {
-                pending.extend_from_slice(piece);
-                &pending
+                self.pending.extend_from_slice(piece);
+                &self.pending
             };
             if body.len() > cap {
-                skipped(path, line_no, body.len() as u64, cap);
-            } else if show_line(path, line_no, body, options, style, out)? {
-                return Ok(());
+                skipped(path, self.line_no, body.len() as u64, cap);
+            } else if show_line(path, self.line_no, body, options, style, out)? {
+                return Ok(true);
             }
-            pending.clear();
+            self.pending.clear();
         }
         let rest = &data[start..];
-        match skipping.as_mut() {
+        match self.skipping.as_mut() {
             Some(len) => *len += rest.len() as u64,
             None => {
-                pending.extend_from_slice(rest);
-                if pending.len() > cap {
-                    skipping = Some(pending.len() as u64);
-                    pending = Vec::new();
+                self.pending.extend_from_slice(rest);
+                if self.pending.len() > cap {
+                    self.skipping = Some(self.pending.len() as u64);
+                    self.pending = Vec::new();
                 }
             }
         }
+        Ok(false)
     }
 }
 

@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
-use transcript_domain::RunId;
 use transcript_infra::{FileReport, Finding, RunReport, verify_file, verify_run};
 
 use crate::style::Style;
@@ -33,26 +32,27 @@ impl Report {
 /// Verifies one transcript file; when its name is a run id, child runs are
 /// followed in the same directory.
 pub fn verify(path: &Path) -> Report {
-    let run_id = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_suffix(".jsonl"))
-        .and_then(|stem| RunId::parse(stem).ok());
-    match run_id {
+    match crate::runs::run_id_of(path) {
         Some(id) => Report::Run(verify_run(crate::source::dir_of(path), id)),
         None => Report::File(verify_file(path)),
     }
 }
 
-fn finding(path: &str, severity: &str, f: &Finding, style: &Style, out: &mut String) {
+/// How bad a finding is: an error makes the transcript invalid, a warning does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Severity {
+    Error,
+    Warning,
+}
+
+fn finding(path: &str, severity: Severity, f: &Finding, style: &Style, out: &mut String) {
     let location = match f.line {
         Some(line) => format!("{path}:{line}"),
         None => path.to_owned(),
     };
-    let label = if severity == "error" {
-        style.red(severity)
-    } else {
-        style.yellow(severity)
+    let label = match severity {
+        Severity::Error => style.red("error"),
+        Severity::Warning => style.yellow("warning"),
     };
     let _ = writeln!(
         out,
@@ -68,10 +68,10 @@ fn render_file(file: &FileReport, style: &Style, out: &mut String) {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "-".to_owned());
     for f in &file.errors {
-        finding(&path, "error", f, style, out);
+        finding(&path, Severity::Error, f, style, out);
     }
     for f in &file.warnings {
-        finding(&path, "warning", f, style, out);
+        finding(&path, Severity::Warning, f, style, out);
     }
     let verdict = if file.is_valid() {
         style.green("ok")
@@ -99,7 +99,13 @@ pub fn render(report: &Report, style: &Style) -> String {
                 render_file(f, style, &mut out);
             }
             for f in &r.links {
-                finding(&format!("run {}", r.run_id), "error", f, style, &mut out);
+                finding(
+                    &format!("run {}", r.run_id),
+                    Severity::Error,
+                    f,
+                    style,
+                    &mut out,
+                );
             }
         }
     }
@@ -127,9 +133,7 @@ pub fn run(
         }
     }
     let text = if json {
-        serde_json::to_string_pretty(&reports)
-            .map_err(|e| crate::CliError::Failed(e.to_string()))?
-            + "\n"
+        super::to_json(&reports)? + "\n"
     } else {
         reports.iter().map(|r| render(r, style)).collect()
     };
@@ -151,16 +155,12 @@ pub fn run(
 }
 
 fn verify_dir(dir: &Path) -> Vec<Report> {
-    let files = crate::source::run_files(dir);
+    let files = crate::runs::run_files(dir);
     let mut reached = std::collections::HashSet::new();
     let mut reports = Vec::new();
     let roots: Vec<_> = files
         .iter()
-        .filter(|(id, path)| {
-            crate::cmd::list::summarize(*id, path)
-                .parent_run_id
-                .is_none()
-        })
+        .filter(|(id, path)| crate::runs::summarize(*id, path).parent_run_id.is_none())
         .collect();
     for (id, _) in &roots {
         let report = verify_run(dir, *id);

@@ -85,6 +85,7 @@
 
 mod open;
 mod polling;
+mod queue;
 mod shared;
 mod writer_thread;
 
@@ -101,8 +102,8 @@ use transcript_domain::{
 use crate::clock::SystemClock;
 use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, JsonlSubscription};
 use crate::resume::ResumeInfo;
+use queue::lock;
 use shared::Shared;
-use writer_thread::lock;
 
 /// Default bound of the record queue: encoded lines waiting for the writer
 /// thread or being written, in bytes (see

@@ -3,16 +3,18 @@
 //! goes on as its writer. `open` waits for it on the calling thread (it is
 //! documented as blocking), `open_async` suspends the calling task.
 
+use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot, watch};
-use transcript_domain::{RecordError, Timestamp};
+use transcript_domain::RecordError;
 
+use super::queue::{Msg, Published};
 use super::shared::Shared;
-use super::writer_thread::{Msg, Published, Writer};
+use super::writer_thread::{Resumed, Writer, WriterSetup};
 use super::{Durability, JsonlRecorder, JsonlRecorderBuilder, OpenMode, WriteStats};
 use crate::fs::{self, storage_error};
 use crate::resume::scan_and_repair;
@@ -102,41 +104,13 @@ impl JsonlRecorderBuilder {
             .storage_dir
             .join(format!("{}.torn", self.run_id.file_name()));
         let existed = path.exists();
-        let file = fs::open_append(&path)?;
-        match fs::lock_exclusive(&path, &file) {
-            // Our own recorder of this run, dropped and being released.
-            Err(RecordError::Locked { .. }) if crate::release::wait(&path, RELEASE_WAIT) => {
-                fs::lock_exclusive(&path, &file)?;
-            }
-            result => result?,
-        }
+        let file = open_locked(&path)?;
         if mode == OpenMode::New {
-            let len = file
-                .metadata()
-                .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
-                .len();
-            if len > 0 {
-                return Err(storage_error(
-                    &path,
-                    format!(
-                        "run already exists (resume it explicitly); the file holds {len} bytes"
-                    ),
-                    None,
-                ));
-            }
+            refuse_existing_run(&path, &file)?;
         }
         fs::force_file_mode(&path, &file)?;
         crate::iohook::point(&path, crate::iohook::Site::Open);
-        let read = fs::open_read(&path)?;
-        if !fs::same_file(&file, &read)
-            .map_err(|e| storage_error(&path, "cannot inspect file", Some(e)))?
-        {
-            return Err(storage_error(
-                &path,
-                "file was replaced while opening",
-                None,
-            ));
-        }
+        let read = reopen_for_reading(&path, &file)?;
         let scan = scan_and_repair(&path, &torn_path, read, &file)?;
         if !existed && self.durability != Durability::None {
             // The new name must survive a power loss too.
@@ -155,27 +129,24 @@ impl JsonlRecorderBuilder {
             panicked: None,
         }));
         let room = Arc::new(Semaphore::new(self.max_queued_bytes as usize));
-        let writer = Writer {
-            sink: wrap(FileSink { file }),
-            path: path.clone(),
-            run_id: self.run_id,
-            parent_run_id: self.parent_run_id,
-            clock: self.clock,
-            durability: self.durability,
-            next_seq: scan.next_seq,
-            last_ms: scan.last_timestamp.map_or(i64::MIN, Timestamp::unix_millis),
-            acked: scan.length,
-            needs_repair: false,
-            sync_due: None,
-            sync_failed: None,
-            last_batch: 0,
-            last_sync: Duration::ZERO,
-            buf: Vec::with_capacity(64 * 1024),
-            ends: Vec::new(),
-            published: Arc::clone(&published),
-            committed: Arc::clone(&committed),
-            room: Arc::clone(&room),
-        };
+        let writer = Writer::new(
+            WriterSetup {
+                sink: wrap(FileSink { file }),
+                path: path.clone(),
+                run_id: self.run_id,
+                parent_run_id: self.parent_run_id,
+                clock: self.clock,
+                durability: self.durability,
+                published: Arc::clone(&published),
+                committed: Arc::clone(&committed),
+                room: Arc::clone(&room),
+            },
+            Resumed {
+                next_seq: scan.next_seq,
+                last_timestamp: scan.last_timestamp,
+                length: scan.length,
+            },
+        );
         let (tx, rx) = std_mpsc::channel();
         let (ended, ended_rx) = watch::channel(false);
         let recorder = JsonlRecorder {
@@ -204,6 +175,47 @@ impl JsonlRecorderBuilder {
     }
 }
 
-fn stopped_while_opening(path: &std::path::Path) -> RecordError {
+/// Opens the transcript for appending and takes its lock, waiting for our own recorder of
+/// this run that is being released.
+fn open_locked(path: &Path) -> Result<std::fs::File, RecordError> {
+    let file = fs::open_append(path)?;
+    match fs::lock_exclusive(path, &file) {
+        // Our own recorder of this run, dropped and being released.
+        Err(RecordError::Locked { .. }) if crate::release::wait(path, RELEASE_WAIT) => {
+            fs::lock_exclusive(path, &file)?;
+        }
+        result => result?,
+    }
+    Ok(file)
+}
+
+/// A new run's file must be empty: a run is resumed only explicitly.
+fn refuse_existing_run(path: &Path, file: &std::fs::File) -> Result<(), RecordError> {
+    let len = file
+        .metadata()
+        .map_err(|e| storage_error(path, "cannot inspect file", Some(e)))?
+        .len();
+    if len > 0 {
+        return Err(storage_error(
+            path,
+            format!("run already exists (resume it explicitly); the file holds {len} bytes"),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// A reading handle on the same file the append handle holds (not one put in its place).
+fn reopen_for_reading(path: &Path, file: &std::fs::File) -> Result<std::fs::File, RecordError> {
+    let read = fs::open_read(path)?;
+    if !fs::same_file(file, &read)
+        .map_err(|e| storage_error(path, "cannot inspect file", Some(e)))?
+    {
+        return Err(storage_error(path, "file was replaced while opening", None));
+    }
+    Ok(read)
+}
+
+fn stopped_while_opening(path: &Path) -> RecordError {
     storage_error(path, "the writer thread stopped while opening", None)
 }

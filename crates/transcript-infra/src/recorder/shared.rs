@@ -12,7 +12,7 @@ use transcript_domain::{
     EventDraft, EventMask, MAX_LINE_BYTES, PreEncoded, RecordError, RunId, Seq,
 };
 
-use super::writer_thread::{Entry, Msg, Published, lock};
+use super::queue::{Entry, Msg, Published, lock};
 use super::{Durability, polling};
 use crate::fanout::JsonlSubscription;
 use crate::fs::storage_error;

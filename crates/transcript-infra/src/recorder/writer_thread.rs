@@ -6,80 +6,17 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, oneshot, watch};
-use transcript_domain::{Clock, EncodedParts, EventDraft, RecordError, RunId, Seq, Timestamp};
+use transcript_domain::{Clock, EncodedParts, RecordError, RunId, Seq, Timestamp};
 
+use super::Durability;
 use super::polling::{PollSlot, poll_budget};
-use super::{Durability, WriteStats};
-use crate::fanout::FanOut;
+use super::queue::{Answer, Entry, Msg, Published, lock};
 use crate::fs::storage_error;
 use crate::sink::Sink;
-
-/// One queued record: its encoded parts (`bytes[..split]` the envelope
-/// middle, `bytes[split..]` the payload, see
-/// [`transcript_domain::PreEncoded::encode_into`]), its draft (moved, to
-/// build the broadcast event without re-decoding) and where its outcome goes.
-pub(super) struct Entry {
-    pub(super) bytes: Vec<u8>,
-    pub(super) split: usize,
-    pub(super) draft: EventDraft,
-    /// Room it holds in the record queue (returned once it is written).
-    pub(super) permits: u32,
-    pub(super) ack: oneshot::Sender<Answer>,
-}
-
-/// The writer thread's answer to a record: its outcome, and what the record allocated, handed
-/// back so the producer's thread frees it. Freed here instead, every record's buffers went
-/// back to another thread's allocator arena, which cost a record more than the hand-off
-/// itself (a bare round trip carrying a 400-byte buffer: 2.0 µs freed on the far side,
-/// 0.56 µs handed back).
-pub(super) struct Answer {
-    pub(super) outcome: Result<Seq, RecordError>,
-    /// Dropped by the producer (the draft is gone when it was broadcast).
-    pub(super) _spent: (Vec<u8>, Option<EventDraft>),
-}
-
-impl Entry {
-    /// Answers this record with `outcome`, handing its buffers back and its
-    /// room in the queue.
-    fn answer(self, outcome: Result<Seq, RecordError>, room: &Semaphore) {
-        room.add_permits(self.permits as usize);
-        let _ = self.ack.send(Answer {
-            outcome,
-            _spent: (self.bytes, Some(self.draft)),
-        });
-    }
-}
-
-/// What producers send the writer thread.
-// Records are the common case; boxing them would cost an allocation each.
-#[allow(clippy::large_enum_variant)]
-pub(super) enum Msg {
-    Record(Entry),
-    /// Write everything queued before it, sync, end subscriptions, release
-    /// the file and lock, then answer.
-    Close(oneshot::Sender<Result<(), RecordError>>),
-}
-
-/// What the API side reads and the writer thread publishes, under one lock
-/// so that a subscription is registered at an exact seq.
-pub(super) struct Published {
-    /// The seq the next written record gets.
-    pub(super) next_seq: Seq,
-    pub(super) fanout: FanOut,
-    pub(super) stats: WriteStats,
-    /// The file is released; nothing more is written.
-    pub(super) closed: bool,
-    /// The writer thread panicked with this message.
-    pub(super) panicked: Option<String>,
-}
-
-pub(super) fn lock(published: &Mutex<Published>) -> MutexGuard<'_, Published> {
-    published.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Longest a batch under `Always` waits for more producers (see
 /// `Writer::gather`).
@@ -91,34 +28,96 @@ const MAX_KEPT_BUFFER: usize = 1 << 20;
 
 /// The writer thread's state; it alone touches the sink.
 pub(super) struct Writer {
+    sink: Box<dyn Sink>,
+    path: PathBuf,
+    run_id: RunId,
+    parent_run_id: Option<RunId>,
+    clock: Arc<dyn Clock>,
+    durability: Durability,
+    next_seq: Seq,
+    /// Timestamps never go backwards in file order.
+    last_ms: i64,
+    /// Acknowledged length: everything before is whole, acknowledged lines.
+    acked: u64,
+    /// A failed write could not be cut back yet: retry before writing.
+    needs_repair: bool,
+    /// Under `Interval`: when the oldest unsynced write must be synced.
+    sync_due: Option<Instant>,
+    /// A background sync failed; the next batch reports it (Linux may
+    /// report later syncs as successful although the data is lost).
+    sync_failed: Option<io::Error>,
+    /// Records in the last batch, and how long its `Always` sync took:
+    /// what `gather` waits for, and for how long at most.
+    last_batch: usize,
+    last_sync: Duration,
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    published: Arc<Mutex<Published>>,
+    committed: Arc<AtomicU64>,
+    /// The record queue's room, given back as batches are written.
+    room: Arc<Semaphore>,
+}
+
+/// What the opener hands a new writer: the file, the run it writes, and the state it shares
+/// with the recorder's handles.
+pub(super) struct WriterSetup {
     pub(super) sink: Box<dyn Sink>,
     pub(super) path: PathBuf,
     pub(super) run_id: RunId,
     pub(super) parent_run_id: Option<RunId>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) durability: Durability,
-    pub(super) next_seq: Seq,
-    /// Timestamps never go backwards in file order.
-    pub(super) last_ms: i64,
-    /// Acknowledged length: everything before is whole, acknowledged lines.
-    pub(super) acked: u64,
-    /// A failed write could not be cut back yet: retry before writing.
-    pub(super) needs_repair: bool,
-    /// Under `Interval`: when the oldest unsynced write must be synced.
-    pub(super) sync_due: Option<Instant>,
-    /// A background sync failed; the next batch reports it (Linux may
-    /// report later syncs as successful although the data is lost).
-    pub(super) sync_failed: Option<io::Error>,
-    /// Records in the last batch, and how long its `Always` sync took:
-    /// what `gather` waits for, and for how long at most.
-    pub(super) last_batch: usize,
-    pub(super) last_sync: Duration,
-    pub(super) buf: Vec<u8>,
-    pub(super) ends: Vec<usize>,
     pub(super) published: Arc<Mutex<Published>>,
     pub(super) committed: Arc<AtomicU64>,
-    /// The record queue's room, given back as batches are written.
     pub(super) room: Arc<Semaphore>,
+}
+
+/// Where the file stands when the writer takes it over (after the resume scan).
+pub(super) struct Resumed {
+    /// The seq the next record gets.
+    pub(super) next_seq: Seq,
+    /// The last record's timestamp: the next ones never go below it.
+    pub(super) last_timestamp: Option<Timestamp>,
+    /// The file's acknowledged length.
+    pub(super) length: u64,
+}
+
+impl Writer {
+    /// A writer that appends to the file after `at`, with nothing in flight.
+    pub(super) fn new(setup: WriterSetup, at: Resumed) -> Writer {
+        let WriterSetup {
+            sink,
+            path,
+            run_id,
+            parent_run_id,
+            clock,
+            durability,
+            published,
+            committed,
+            room,
+        } = setup;
+        Writer {
+            sink,
+            path,
+            run_id,
+            parent_run_id,
+            clock,
+            durability,
+            next_seq: at.next_seq,
+            last_ms: at.last_timestamp.map_or(i64::MIN, Timestamp::unix_millis),
+            acked: at.length,
+            needs_repair: false,
+            sync_due: None,
+            sync_failed: None,
+            last_batch: 0,
+            last_sync: Duration::ZERO,
+            buf: Vec::with_capacity(64 * 1024),
+            ends: Vec::new(),
+            published,
+            committed,
+            room,
+        }
+    }
 }
 
 /// The outcome of writing one batch's records.
@@ -365,54 +364,11 @@ impl Writer {
             good,
             failure: Some((message.to_owned(), e)),
         };
-        if self.needs_repair {
-            if let Err(e) = self.sink.truncate(self.acked) {
-                return fail(
-                    0,
-                    "cannot cut a failed write back to the last acknowledged line",
-                    e,
-                );
-            }
-            self.needs_repair = false;
+        if let Err((message, e)) = self.ready_for(batch.len()) {
+            return fail(0, message, e);
         }
-        let Some(room) = u64::MAX
-            .checked_sub(self.next_seq)
-            .filter(|room| *room >= batch.len() as u64)
-        else {
-            let e = io::Error::other(format!("seq {} is the largest possible", self.next_seq));
-            return fail(0, "seq space exhausted", e);
-        };
-        debug_assert!(room >= batch.len() as u64);
-        self.buf.clear();
-        self.ends.clear();
-        let stamp = stamp.canonical_bytes();
-        for (seq, entry) in (self.next_seq..).zip(batch) {
-            EncodedParts {
-                middle: &entry.bytes[..entry.split],
-                payload: &entry.bytes[entry.split..],
-            }
-            .write_line_with(seq, &stamp, &mut self.buf);
-            self.ends.push(self.buf.len());
-        }
-        let mut written = 0usize;
-        let mut error = None;
-        while written < self.buf.len() {
-            match self.sink.write(&self.buf[written..]) {
-                Ok(0) => {
-                    error = Some(io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "write returned 0 bytes",
-                    ));
-                    break;
-                }
-                Ok(n) => written += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
+        self.encode(batch, stamp);
+        let (written, mut error) = self.write_buffer();
         let mut whole = self.ends.partition_point(|&end| end <= written);
         let mut whole_bytes = if whole == 0 { 0 } else { self.ends[whole - 1] };
         let mut message = "write failed";
@@ -456,6 +412,62 @@ impl Writer {
             },
             Some(e) => fail(whole, message, e),
         }
+    }
+
+    /// Before a batch: a failed write is cut back to the last acknowledged line, and there are
+    /// seqs left for every record.
+    fn ready_for(&mut self, records: usize) -> Result<(), (&'static str, io::Error)> {
+        if self.needs_repair {
+            self.sink.truncate(self.acked).map_err(|e| {
+                (
+                    "cannot cut a failed write back to the last acknowledged line",
+                    e,
+                )
+            })?;
+            self.needs_repair = false;
+        }
+        if u64::MAX
+            .checked_sub(self.next_seq)
+            .filter(|room| *room >= records as u64)
+            .is_none()
+        {
+            let e = io::Error::other(format!("seq {} is the largest possible", self.next_seq));
+            return Err(("seq space exhausted", e));
+        }
+        Ok(())
+    }
+
+    /// Encodes the batch's lines into the buffer, with their seqs and the batch's timestamp,
+    /// noting where each line ends.
+    fn encode(&mut self, batch: &[Entry], stamp: Timestamp) {
+        self.buf.clear();
+        self.ends.clear();
+        let stamp = stamp.canonical_bytes();
+        for (seq, entry) in (self.next_seq..).zip(batch) {
+            EncodedParts {
+                middle: &entry.bytes[..entry.split],
+                payload: &entry.bytes[entry.split..],
+            }
+            .write_line_with(seq, &stamp, &mut self.buf);
+            self.ends.push(self.buf.len());
+        }
+    }
+
+    /// Writes the buffer; how many bytes reached the file, and the error that stopped it.
+    fn write_buffer(&mut self) -> (usize, Option<io::Error>) {
+        let mut written = 0usize;
+        while written < self.buf.len() {
+            match self.sink.write(&self.buf[written..]) {
+                Ok(0) => {
+                    let e = io::Error::new(io::ErrorKind::WriteZero, "write returned 0 bytes");
+                    return (written, Some(e));
+                }
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return (written, Some(e)),
+            }
+        }
+        (written, None)
     }
 
     /// Close: final sync, end subscriptions, release the file and lock.

@@ -12,9 +12,9 @@ use seq::SeqCheck;
 use serde::Serialize;
 use tools::ToolPairing;
 use transcript_domain::tree::MAX_DEPTH;
-use transcript_domain::{DecodedPayload, EventType, RunId, Seq, Timestamp};
+use transcript_domain::{DecodedEvent, DecodedPayload, EventType, RunId, Seq, Timestamp};
 
-use crate::reader::{ReadError, ReadItem, ReadWarningKind, TranscriptReader};
+use crate::reader::{ReadError, ReadEvent, ReadItem, ReadWarningKind, TranscriptReader};
 
 /// What a finding is about (stable `snake_case` codes for tools).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -159,168 +159,25 @@ impl FileReport {
 /// decode warnings, timestamps going backwards, a `tool.result` without an
 /// earlier `tool.call` of its `call_id`, a `tool.call` without a result.
 pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
-    let mut report = FileReport {
-        path: None,
-        run_id: None,
-        parent_run_id: None,
-        lines: 0,
-        events: 0,
-        first_seq: None,
-        last_seq: None,
-        child_run_ids: Vec::new(),
-        errors: Vec::new(),
-        warnings: Vec::new(),
-    };
-    let mut seqs = SeqCheck::default();
-    let mut tools = ToolPairing::default();
-    let mut last_ts: Option<Timestamp> = None;
-    let mut children = HashSet::new();
-    let mut run_started: Option<u64> = None;
-    let mut run_completed: Option<u64> = None;
-    // Events after `run.completed`: how many, and where the first is.
-    let mut after_end: Option<(u64, u64, u64)> = None;
+    let mut v = Verifier::new();
     for item in reader {
         match item {
-            Ok(ReadItem::Event(ev)) => {
-                let (line, offset, e) = (ev.line, ev.offset, ev.event);
-                report.lines = report.lines.max(line);
-                report.events += 1;
-                if report.events == 1 {
-                    report.run_id = Some(e.run_id);
-                    report.parent_run_id = e.parent_run_id;
-                }
-                seqs.push(e.seq, line, offset, &mut report.errors);
-                report.first_seq = Some(report.first_seq.map_or(e.seq, |s| s.min(e.seq)));
-                report.last_seq = Some(report.last_seq.map_or(e.seq, |s| s.max(e.seq)));
-                if report.run_id != Some(e.run_id) {
-                    report.errors.push(Finding::at(
-                        FindingCode::MixedRunId,
-                        line,
-                        offset,
-                        format!(
-                            "run_id {} in a file of run {}",
-                            e.run_id,
-                            fmt_id(report.run_id)
-                        ),
-                    ));
-                }
-                if report.parent_run_id != e.parent_run_id {
-                    report.errors.push(Finding::at(
-                        FindingCode::MixedParentRunId,
-                        line,
-                        offset,
-                        format!(
-                            "parent_run_id {} differs from the file's {}",
-                            fmt_id(e.parent_run_id),
-                            fmt_id(report.parent_run_id)
-                        ),
-                    ));
-                }
-                if e.parent_run_id == Some(e.run_id) {
-                    report.errors.push(Finding::at(
-                        FindingCode::SelfLink,
-                        line,
-                        offset,
-                        "run names itself as its parent",
-                    ));
-                }
-                let call = matches!(
-                    e.kind.known(),
-                    Some(EventType::CallWorkflowStarted | EventType::CallWorkflowCompleted)
-                );
-                match (call, e.child_run_id) {
-                    (true, None) => report.errors.push(Finding::at(
-                        FindingCode::MissingChildRunId,
-                        line,
-                        offset,
-                        format!("{} without child_run_id", e.kind.as_str()),
-                    )),
-                    (false, Some(child)) if e.kind.known().is_some() => {
-                        report.errors.push(Finding::at(
-                            FindingCode::UnexpectedChildRunId,
-                            line,
-                            offset,
-                            format!("child_run_id {child} on {}", e.kind.as_str()),
-                        ))
-                    }
-                    (_, Some(child)) if child == e.run_id => report.errors.push(Finding::at(
-                        FindingCode::SelfLink,
-                        line,
-                        offset,
-                        "run names itself as its child",
-                    )),
-                    (_, Some(child)) => {
-                        if children.insert(child) {
-                            report.child_run_ids.push(child);
-                        }
-                    }
-                    (false, None) => {}
-                }
-                if run_completed.is_some() {
-                    after_end.get_or_insert((0, line, offset)).0 += 1;
-                }
-                match e.kind.known() {
-                    Some(EventType::RunStarted) => match run_started {
-                        Some(first) => report.errors.push(Finding::at(
-                            FindingCode::SecondRunStarted,
-                            line,
-                            offset,
-                            format!(
-                                "a second run.started (the first is at line {first}): the file holds more than one run"
-                            ),
-                        )),
-                        None => run_started = Some(line),
-                    },
-                    Some(EventType::RunCompleted) if run_completed.is_none() => {
-                        run_completed = Some(line);
-                    }
-                    _ => {}
-                }
-                if let DecodedPayload::Tool(tool) = &e.payload {
-                    match e.kind.known() {
-                        Some(EventType::ToolCall) => tools.call(&tool.call_id, line, offset),
-                        Some(EventType::ToolResult) => {
-                            tools.result(&tool.call_id, line, offset, &mut report.warnings);
-                        }
-                        _ => {}
-                    }
-                }
-                if last_ts.is_some_and(|t| e.timestamp < t) {
-                    report.warnings.push(Finding::at(
-                        FindingCode::TimestampBackwards,
-                        line,
-                        offset,
-                        format!(
-                            "timestamp {} is earlier than the previous line's",
-                            e.timestamp
-                        ),
-                    ));
-                }
-                last_ts = Some(e.timestamp);
-                for w in ev.warnings {
-                    report.warnings.push(Finding::at(
-                        FindingCode::DecodeWarning,
-                        line,
-                        offset,
-                        w.to_string(),
-                    ));
-                }
-            }
+            Ok(ReadItem::Event(ev)) => v.event(ev),
             Ok(ReadItem::Warning(w)) => {
-                report.lines = report.lines.max(w.line);
+                v.report.lines = v.report.lines.max(w.line);
                 let code = match w.kind {
                     ReadWarningKind::UnterminatedFinalLine { .. } => {
                         FindingCode::UnterminatedFinalLine
                     }
                     ReadWarningKind::EmptyLine => FindingCode::EmptyLine,
                 };
-                report
+                v.report
                     .warnings
                     .push(Finding::at(code, w.line, w.offset, w.kind.to_string()));
             }
             Err(ReadError::Malformed(m)) => {
-                report.lines = report.lines.max(m.line);
-                report.errors.push(Finding::at(
+                v.report.lines = v.report.lines.max(m.line);
+                v.report.errors.push(Finding::at(
                     FindingCode::MalformedLine,
                     m.line,
                     m.offset,
@@ -328,38 +185,234 @@ pub fn verify_reader<R: BufRead>(reader: TranscriptReader<R>) -> FileReport {
                 ));
             }
             Err(e @ ReadError::Io { .. }) => {
-                report
+                v.report
                     .errors
                     .push(Finding::file(FindingCode::ReadFailed, e.to_string()));
             }
         }
     }
-    seqs.finish(&mut report.errors);
-    tools.finish(&mut report.warnings);
-    if let (Some(end), Some((count, line, offset))) = (run_completed, after_end) {
-        report.errors.push(Finding::at(
-            FindingCode::EventAfterRunCompleted,
-            line,
-            offset,
-            format!(
-                "{count} event(s) after run.completed at line {end}: the run was appended to after it ended"
-            ),
-        ));
+    v.finish()
+}
+
+/// The checks' state while a transcript is read.
+struct Verifier {
+    report: FileReport,
+    seqs: SeqCheck,
+    tools: ToolPairing,
+    last_ts: Option<Timestamp>,
+    children: HashSet<RunId>,
+    run_started: Option<u64>,
+    run_completed: Option<u64>,
+    /// Events after `run.completed`: how many, and where the first is.
+    after_end: Option<(u64, u64, u64)>,
+}
+
+impl Verifier {
+    fn new() -> Verifier {
+        Verifier {
+            report: FileReport {
+                path: None,
+                run_id: None,
+                parent_run_id: None,
+                lines: 0,
+                events: 0,
+                first_seq: None,
+                last_seq: None,
+                child_run_ids: Vec::new(),
+                errors: Vec::new(),
+                warnings: Vec::new(),
+            },
+            seqs: SeqCheck::default(),
+            tools: ToolPairing::default(),
+            last_ts: None,
+            children: HashSet::new(),
+            run_started: None,
+            run_completed: None,
+            after_end: None,
+        }
     }
-    // Findings in file order (the seq check reports a line once it has
-    // seen the next one); file-wide ones last.
-    report.errors.sort_by_key(|f| f.line.unwrap_or(u64::MAX));
-    if report.events == 0 {
-        let message = if report.lines == 0 {
-            "no events: the file is empty".to_owned()
-        } else {
-            format!("no events in {} line(s)", report.lines)
-        };
+
+    /// Checks one event against the file's run, the events before it, and its own links.
+    fn event(&mut self, ev: ReadEvent) {
+        let (line, offset, e) = (ev.line, ev.offset, ev.event);
+        let report = &mut self.report;
+        report.lines = report.lines.max(line);
+        report.events += 1;
+        if report.events == 1 {
+            report.run_id = Some(e.run_id);
+            report.parent_run_id = e.parent_run_id;
+        }
+        self.seqs.push(e.seq, line, offset, &mut report.errors);
+        report.first_seq = Some(report.first_seq.map_or(e.seq, |s| s.min(e.seq)));
+        report.last_seq = Some(report.last_seq.map_or(e.seq, |s| s.max(e.seq)));
+        self.run_identity(&e, line, offset);
+        self.child_link(&e, line, offset);
+        self.lifecycle(&e, line, offset);
+        if let DecodedPayload::Tool(tool) = &e.payload {
+            match e.kind.known() {
+                Some(EventType::ToolCall) => self.tools.call(&tool.call_id, line, offset),
+                Some(EventType::ToolResult) => {
+                    self.tools
+                        .result(&tool.call_id, line, offset, &mut self.report.warnings);
+                }
+                _ => {}
+            }
+        }
+        if self.last_ts.is_some_and(|t| e.timestamp < t) {
+            self.report.warnings.push(Finding::at(
+                FindingCode::TimestampBackwards,
+                line,
+                offset,
+                format!(
+                    "timestamp {} is earlier than the previous line's",
+                    e.timestamp
+                ),
+            ));
+        }
+        self.last_ts = Some(e.timestamp);
+        for w in ev.warnings {
+            self.report.warnings.push(Finding::at(
+                FindingCode::DecodeWarning,
+                line,
+                offset,
+                w.to_string(),
+            ));
+        }
+    }
+
+    /// The event's run and parent are the file's, and the run is not its own parent.
+    fn run_identity(&mut self, e: &DecodedEvent, line: u64, offset: u64) {
+        let report = &mut self.report;
+        if report.run_id != Some(e.run_id) {
+            report.errors.push(Finding::at(
+                FindingCode::MixedRunId,
+                line,
+                offset,
+                format!(
+                    "run_id {} in a file of run {}",
+                    e.run_id,
+                    fmt_id(report.run_id)
+                ),
+            ));
+        }
+        if report.parent_run_id != e.parent_run_id {
+            report.errors.push(Finding::at(
+                FindingCode::MixedParentRunId,
+                line,
+                offset,
+                format!(
+                    "parent_run_id {} differs from the file's {}",
+                    fmt_id(e.parent_run_id),
+                    fmt_id(report.parent_run_id)
+                ),
+            ));
+        }
+        if e.parent_run_id == Some(e.run_id) {
+            report.errors.push(Finding::at(
+                FindingCode::SelfLink,
+                line,
+                offset,
+                "run names itself as its parent",
+            ));
+        }
+    }
+
+    /// `child_run_id` only on the call-workflow events, which must carry it, naming another run.
+    fn child_link(&mut self, e: &DecodedEvent, line: u64, offset: u64) {
+        let report = &mut self.report;
+        let call = matches!(
+            e.kind.known(),
+            Some(EventType::CallWorkflowStarted | EventType::CallWorkflowCompleted)
+        );
+        match (call, e.child_run_id) {
+            (true, None) => report.errors.push(Finding::at(
+                FindingCode::MissingChildRunId,
+                line,
+                offset,
+                format!("{} without child_run_id", e.kind.as_str()),
+            )),
+            (false, Some(child)) if e.kind.known().is_some() => report.errors.push(Finding::at(
+                FindingCode::UnexpectedChildRunId,
+                line,
+                offset,
+                format!("child_run_id {child} on {}", e.kind.as_str()),
+            )),
+            (_, Some(child)) if child == e.run_id => report.errors.push(Finding::at(
+                FindingCode::SelfLink,
+                line,
+                offset,
+                "run names itself as its child",
+            )),
+            (_, Some(child)) => {
+                if self.children.insert(child) {
+                    report.child_run_ids.push(child);
+                }
+            }
+            (false, None) => {}
+        }
+    }
+
+    /// One run per file: one `run.started`, nothing after `run.completed`.
+    fn lifecycle(&mut self, e: &DecodedEvent, line: u64, offset: u64) {
+        if self.run_completed.is_some() {
+            self.after_end.get_or_insert((0, line, offset)).0 += 1;
+        }
+        match e.kind.known() {
+            Some(EventType::RunStarted) => match self.run_started {
+                Some(first) => self.report.errors.push(Finding::at(
+                    FindingCode::SecondRunStarted,
+                    line,
+                    offset,
+                    format!(
+                        "a second run.started (the first is at line {first}): the file holds more than one run"
+                    ),
+                )),
+                None => self.run_started = Some(line),
+            },
+            Some(EventType::RunCompleted) if self.run_completed.is_none() => {
+                self.run_completed = Some(line);
+            }
+            _ => {}
+        }
+    }
+
+    /// The findings that need the whole file, in file order; file-wide ones last.
+    fn finish(self) -> FileReport {
+        let Verifier {
+            mut report,
+            mut seqs,
+            tools,
+            run_completed,
+            after_end,
+            ..
+        } = self;
+        seqs.finish(&mut report.errors);
+        tools.finish(&mut report.warnings);
+        if let (Some(end), Some((count, line, offset))) = (run_completed, after_end) {
+            report.errors.push(Finding::at(
+                FindingCode::EventAfterRunCompleted,
+                line,
+                offset,
+                format!(
+                    "{count} event(s) after run.completed at line {end}: the run was appended to after it ended"
+                ),
+            ));
+        }
+        // Findings in file order (the seq check reports a line once it has
+        // seen the next one); file-wide ones last.
+        report.errors.sort_by_key(|f| f.line.unwrap_or(u64::MAX));
+        if report.events == 0 {
+            let message = if report.lines == 0 {
+                "no events: the file is empty".to_owned()
+            } else {
+                format!("no events in {} line(s)", report.lines)
+            };
+            report
+                .errors
+                .push(Finding::file(FindingCode::NoEvents, message));
+        }
         report
-            .errors
-            .push(Finding::file(FindingCode::NoEvents, message));
     }
-    report
 }
 
 fn fmt_id(id: Option<RunId>) -> String {

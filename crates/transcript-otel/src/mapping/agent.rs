@@ -138,15 +138,16 @@ impl SpanMapper {
         }
         self.push_span_of_kind(
             SpanKind::Client,
-            (
-                state.link.trace_id,
-                ids::chat_span_id(state.run_id, event.seq),
-                parent,
-            ),
-            name,
-            (start, event.timestamp),
-            attributes,
-            Status::Unset,
+            NewSpan {
+                trace_id: state.link.trace_id,
+                span_id: ids::chat_span_id(state.run_id, event.seq),
+                parent_span_id: parent,
+                name,
+                start,
+                end: event.timestamp,
+                attributes,
+                status: Status::Unset,
+            },
         );
     }
 }

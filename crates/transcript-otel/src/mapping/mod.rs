@@ -470,38 +470,23 @@ impl SpanMapper {
             .or_else(|| parent_of(steps, path))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn push_span(
-        &mut self,
-        trace_id: TraceId,
-        span_id: SpanId,
-        parent_span_id: SpanId,
-        name: String,
-        (start, end): (Timestamp, Timestamp),
-        attributes: Vec<KeyValue>,
-        status: Status,
-    ) {
-        self.push_span_of_kind(
-            SpanKind::Internal,
-            (trace_id, span_id, parent_span_id),
-            name,
-            (start, end),
-            attributes,
-            status,
-        );
+    fn push_span(&mut self, span: NewSpan) {
+        self.push_span_of_kind(SpanKind::Internal, span);
     }
 
     /// [`Self::push_span`] with a span kind (`Client` for inference spans, the client side
     /// of a call to the provider, as the conventions say).
-    fn push_span_of_kind(
-        &mut self,
-        kind: SpanKind,
-        (trace_id, span_id, parent_span_id): (TraceId, SpanId, SpanId),
-        name: String,
-        (start, end): (Timestamp, Timestamp),
-        attributes: Vec<KeyValue>,
-        status: Status,
-    ) {
+    fn push_span_of_kind(&mut self, kind: SpanKind, span: NewSpan) {
+        let NewSpan {
+            trace_id,
+            span_id,
+            parent_span_id,
+            name,
+            start,
+            end,
+            attributes,
+            status,
+        } = span;
         let end = if end < start { start } else { end };
         let mut attributes = attributes;
         if let Status::Error { description } = &status {
@@ -534,6 +519,19 @@ impl SpanMapper {
             instrumentation_scope: self.scope.clone(),
         });
     }
+}
+
+/// One span to emit: where it sits in the trace, its name, when it ran, what it says and how
+/// it ended (the value the span builders hand to [`SpanMapper::push_span`]).
+struct NewSpan {
+    trace_id: TraceId,
+    span_id: SpanId,
+    parent_span_id: SpanId,
+    name: String,
+    start: Timestamp,
+    end: Timestamp,
+    attributes: Vec<KeyValue>,
+    status: Status,
 }
 
 impl std::fmt::Debug for SpanMapper {

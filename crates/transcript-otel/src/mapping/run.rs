@@ -67,14 +67,15 @@ impl SpanMapper {
         } else {
             format!("{OP_INVOKE_WORKFLOW} {workflow}")
         };
-        self.push_span(
-            state.link.trace_id,
-            state.span_id,
-            state.link.parent_span,
+        self.push_span(NewSpan {
+            trace_id: state.link.trace_id,
+            span_id: state.span_id,
+            parent_span_id: state.link.parent_span,
             name,
-            (state.start, end),
+            start: state.start,
+            end,
             attributes,
             status,
-        );
+        });
     }
 }

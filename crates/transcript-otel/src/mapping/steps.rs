@@ -172,14 +172,15 @@ impl SpanMapper {
         if let Some(agent) = step.agent {
             agent_attributes(*agent, &mut attributes);
         }
-        self.push_span(
-            state.link.trace_id,
-            step.span_id,
-            step.parent_span,
+        self.push_span(NewSpan {
+            trace_id: state.link.trace_id,
+            span_id: step.span_id,
+            parent_span_id: step.parent_span,
             name,
-            (step.start, end),
+            start: step.start,
+            end,
             attributes,
             status,
-        );
+        });
     }
 }

@@ -106,15 +106,16 @@ impl SpanMapper {
         if let Some(result) = result {
             attributes.push(KeyValue::new(GEN_AI_TOOL_CALL_RESULT, result.to_string()));
         }
-        self.push_span(
-            state.link.trace_id,
-            tool.span_id,
-            tool.parent_span,
-            format!("{OP_EXECUTE_TOOL} {}", tool.name),
-            (tool.start, end),
+        self.push_span(NewSpan {
+            trace_id: state.link.trace_id,
+            span_id: tool.span_id,
+            parent_span_id: tool.parent_span,
+            name: format!("{OP_EXECUTE_TOOL} {}", tool.name),
+            start: tool.start,
+            end,
             attributes,
             status,
-        );
+        });
     }
 }
 

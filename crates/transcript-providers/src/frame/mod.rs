@@ -234,110 +234,119 @@ impl Framer {
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Frame>) {
         let mut i = 0;
         while i < bytes.len() {
-            match self.mode {
-                Mode::Json if self.skipping => {
-                    let rest = &bytes[i..];
-                    match find_newline(rest) {
-                        Some(nl) => {
-                            self.offset += nl as u64 + 1;
-                            self.line += 1;
-                            self.at_line_start = true;
-                            self.skipping = false;
-                            i += nl + 1;
-                        }
-                        None => {
-                            self.offset += rest.len() as u64;
-                            self.at_line_start = false;
-                            i = bytes.len();
-                        }
-                    }
-                    continue;
+            i = match self.mode {
+                Mode::Json if self.skipping => self.skip_line(bytes, i),
+                Mode::Json => self.json_step(bytes, i, out),
+                Mode::Sse => self.sse_step(bytes, i, out),
+                Mode::Undecided => {
+                    self.line_byte(bytes[i], out);
+                    i + 1
                 }
-                Mode::Json => {
-                    // Fast path: a whole single-line record inside this
-                    // chunk that serde accepts as is. The scanner below
-                    // would frame exactly the same record (a valid
-                    // single-line value triggers none of its repair rules),
-                    // so chunking cannot change the output.
-                    if !self.json.active
-                        && matches!(bytes[i], b'{' | b'[')
-                        && let Some(nl) = find_newline(&bytes[i..])
-                        && let record = bytes[i..i + nl].trim_ascii_end()
-                        && record.len() <= self.max_record
-                        && let Ok(value) = crate::json::parse_record(record)
-                    {
-                        emit_value(value, self.here(), None, out);
-                        self.offset += nl as u64 + 1;
-                        self.line += 1;
-                        self.at_line_start = true;
-                        i += nl + 1;
-                        continue;
-                    }
-                    // Copy runs of bytes that cannot change the state at once: inside a
-                    // string only quotes, escapes and controls matter; outside, only quotes,
-                    // brackets and newlines.
-                    if self.json.active
-                        && self.json.in_str
-                        && !self.json.esc
-                        && let Some(next) =
-                            self.copy_run(bytes, i, |b| b == b'"' || b == b'\\' || b < 0x20, out)
-                    {
-                        i = next;
-                        continue;
-                    }
-                    if self.json.active
-                        && !self.json.in_str
-                        && !self.json.garbage
-                        && let Some(next) = self.copy_run(
-                            bytes,
-                            i,
-                            |b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']' | b'\n'),
-                            out,
-                        )
-                    {
-                        i = next;
-                        continue;
-                    }
-                    // The byte below would be the record's byte past the cap.
-                    if self.json.active
-                        && !self.json.garbage
-                        && self.record_len(1) > self.max_record as u64
-                    {
-                        self.oversized(out);
-                        continue;
-                    }
-                    self.json_byte(bytes[i], out)
-                }
-                Mode::Sse => {
-                    // Whole lines at once.
-                    let rest = &bytes[i..];
-                    if !self.line_active {
-                        self.line_active = true;
-                        self.line_start = self.here();
-                        self.line_buf.clear();
-                        self.line_over = false;
-                    }
-                    match find_newline(rest) {
-                        Some(nl) => {
-                            self.push_line(&rest[..nl]);
-                            self.offset += nl as u64 + 1;
-                            self.line += 1;
-                            self.at_line_start = true;
-                            self.end_line(out);
-                            i += nl + 1;
-                        }
-                        None => {
-                            self.push_line(rest);
-                            self.offset += rest.len() as u64;
-                            self.at_line_start = false;
-                            i = bytes.len();
-                        }
-                    }
-                    continue;
-                }
-                Mode::Undecided => self.line_byte(bytes[i], out),
+            };
+        }
+    }
+
+    /// Skips the rest of a line being discarded; returns where feeding goes on.
+    fn skip_line(&mut self, bytes: &[u8], i: usize) -> usize {
+        let rest = &bytes[i..];
+        match find_newline(rest) {
+            Some(nl) => {
+                self.offset += nl as u64 + 1;
+                self.line += 1;
+                self.at_line_start = true;
+                self.skipping = false;
+                i + nl + 1
             }
-            i += 1;
+            None => {
+                self.offset += rest.len() as u64;
+                self.at_line_start = false;
+                bytes.len()
+            }
+        }
+    }
+
+    /// JSON mode from `bytes[i]`: a whole record, a run of bytes, or one byte; returns where
+    /// feeding goes on.
+    fn json_step(&mut self, bytes: &[u8], i: usize, out: &mut Vec<Frame>) -> usize {
+        if let Some(next) = self.whole_line_record(bytes, i, out) {
+            return next;
+        }
+        // Copy runs of bytes that cannot change the state at once: inside a
+        // string only quotes, escapes and controls matter; outside, only quotes,
+        // brackets and newlines.
+        if self.json.active
+            && self.json.in_str
+            && !self.json.esc
+            && let Some(next) =
+                self.copy_run(bytes, i, |b| b == b'"' || b == b'\\' || b < 0x20, out)
+        {
+            return next;
+        }
+        if self.json.active
+            && !self.json.in_str
+            && !self.json.garbage
+            && let Some(next) = self.copy_run(
+                bytes,
+                i,
+                |b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']' | b'\n'),
+                out,
+            )
+        {
+            return next;
+        }
+        // The byte below would be the record's byte past the cap.
+        if self.json.active && !self.json.garbage && self.record_len(1) > self.max_record as u64 {
+            self.oversized(out);
+            return i;
+        }
+        self.json_byte(bytes[i], out);
+        i + 1
+    }
+
+    /// Fast path: a whole single-line record inside this chunk that serde accepts as is. The
+    /// byte scanner would frame exactly the same record (a valid single-line value triggers
+    /// none of its repair rules), so chunking cannot change the output.
+    fn whole_line_record(&mut self, bytes: &[u8], i: usize, out: &mut Vec<Frame>) -> Option<usize> {
+        if !self.json.active
+            && matches!(bytes[i], b'{' | b'[')
+            && let Some(nl) = find_newline(&bytes[i..])
+            && let record = bytes[i..i + nl].trim_ascii_end()
+            && record.len() <= self.max_record
+            && let Ok(value) = crate::json::parse_record(record)
+        {
+            emit_value(value, self.here(), None, out);
+            self.offset += nl as u64 + 1;
+            self.line += 1;
+            self.at_line_start = true;
+            return Some(i + nl + 1);
+        }
+        None
+    }
+
+    /// SSE mode: whole lines at once; returns where feeding goes on.
+    fn sse_step(&mut self, bytes: &[u8], i: usize, out: &mut Vec<Frame>) -> usize {
+        let rest = &bytes[i..];
+        if !self.line_active {
+            self.line_active = true;
+            self.line_start = self.here();
+            self.line_buf.clear();
+            self.line_over = false;
+        }
+        match find_newline(rest) {
+            Some(nl) => {
+                self.push_line(&rest[..nl]);
+                self.offset += nl as u64 + 1;
+                self.line += 1;
+                self.at_line_start = true;
+                self.end_line(out);
+                i + nl + 1
+            }
+            None => {
+                self.push_line(rest);
+                self.offset += rest.len() as u64;
+                self.at_line_start = false;
+                bytes.len()
+            }
         }
     }
 
@@ -395,44 +404,13 @@ impl Framer {
             };
             self.json.buf.clear();
         }
+        if self.json.garbage {
+            return self.garbage_byte(b, out);
+        }
+        if self.json.in_str {
+            return self.string_byte(b, out);
+        }
         let s = &mut self.json;
-        if s.garbage {
-            self.advance(b);
-            if b == b'\n' {
-                let scan = std::mem::take(&mut self.json);
-                let mut line = &scan.buf[..];
-                if line.last() == Some(&b'\r') {
-                    line = &line[..line.len() - 1];
-                }
-                malformed_line(line, scan.start, "not JSON", out);
-                self.json.buf = scan.buf;
-            } else if self.json.buf.len() < GARBAGE_KEPT {
-                // Only a snippet of a line that is not JSON is reported.
-                self.json.buf.push(b);
-            }
-            return;
-        }
-        if s.in_str {
-            if s.esc {
-                s.esc = false;
-                push_str_byte(s, b);
-            } else if b == b'\\' {
-                s.esc = true;
-                s.buf.push(b);
-            } else if b == b'"' {
-                s.in_str = false;
-                s.buf.push(b);
-            } else if b == b'\n' {
-                // A raw newline cannot occur inside a JSON string.
-                let scan = std::mem::take(&mut self.json);
-                fallback_lines(&scan.buf, scan.start, out, "line ends inside a string");
-                self.json.buf = scan.buf;
-            } else {
-                push_str_byte(s, b);
-            }
-            self.advance(b);
-            return;
-        }
         if b == b'{' && self.at_line_start && s.multiline && s.object_doc && s.depth > 0 {
             // Column-0 `{` inside an open multi-line object: the object was
             // truncated; salvage it and start a new record here.
@@ -459,6 +437,47 @@ impl Framer {
             }
             b'\n' => s.multiline = true,
             _ => {}
+        }
+        self.advance(b);
+    }
+
+    /// A byte of a line that is not JSON: kept as a snippet, reported at its newline.
+    fn garbage_byte(&mut self, b: u8, out: &mut Vec<Frame>) {
+        self.advance(b);
+        if b == b'\n' {
+            let scan = std::mem::take(&mut self.json);
+            let mut line = &scan.buf[..];
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            malformed_line(line, scan.start, "not JSON", out);
+            self.json.buf = scan.buf;
+        } else if self.json.buf.len() < GARBAGE_KEPT {
+            // Only a snippet of a line that is not JSON is reported.
+            self.json.buf.push(b);
+        }
+    }
+
+    /// A byte inside a JSON string: escapes, the closing quote, controls (escaped), and a raw
+    /// newline that ends the record.
+    fn string_byte(&mut self, b: u8, out: &mut Vec<Frame>) {
+        let s = &mut self.json;
+        if s.esc {
+            s.esc = false;
+            push_str_byte(s, b);
+        } else if b == b'\\' {
+            s.esc = true;
+            s.buf.push(b);
+        } else if b == b'"' {
+            s.in_str = false;
+            s.buf.push(b);
+        } else if b == b'\n' {
+            // A raw newline cannot occur inside a JSON string.
+            let scan = std::mem::take(&mut self.json);
+            fallback_lines(&scan.buf, scan.start, out, "line ends inside a string");
+            self.json.buf = scan.buf;
+        } else {
+            push_str_byte(s, b);
         }
         self.advance(b);
     }

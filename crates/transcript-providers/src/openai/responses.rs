@@ -135,56 +135,8 @@ fn call_id(item: &Value, pos: Position) -> String {
 pub(crate) fn response_item(item: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
     let t = rtype(item);
     match t {
-        "message" => {
-            let role = s(item, "role").unwrap_or("assistant");
-            if role != "assistant" {
-                return diag(
-                    out,
-                    K::Extra,
-                    pos,
-                    format!("message/{role}"),
-                    "prompt message",
-                );
-            }
-            if let Some(Value::Array(parts)) = item.get("content") {
-                for p in parts {
-                    match rtype(p) {
-                        pt @ ("output_text" | "text") => {
-                            let text = text_of(p, "text", pos, &format!("message/{pt}"), out);
-                            turns.text(text, out)
-                        }
-                        "refusal" => {
-                            let r = s(p, "refusal").unwrap_or_default();
-                            diag(out, K::Refusal, pos, "message/refusal", r);
-                            turns.text(r, out);
-                        }
-                        pt => diag(out, K::Extra, pos, format!("message/{pt}"), ""),
-                    }
-                }
-            }
-        }
-        "reasoning" => {
-            let mut any = false;
-            for key in ["summary", "content"] {
-                if let Some(Value::Array(parts)) = item.get(key) {
-                    for p in parts {
-                        if let Some(text) = s(p, "text") {
-                            turns.thinking(text, out);
-                            any = true;
-                        }
-                    }
-                }
-            }
-            if !any {
-                diag(
-                    out,
-                    K::Extra,
-                    pos,
-                    "reasoning",
-                    "reasoning without readable text (encrypted or empty)",
-                );
-            }
-        }
+        "message" => message(item, pos, turns, out),
+        "reasoning" => reasoning(item, pos, turns, out),
         "function_call" => {
             let name = ne(item, "name").unwrap_or("unknown");
             turns.tool_use(
@@ -219,56 +171,113 @@ pub(crate) fn response_item(item: &Value, pos: Position, turns: &mut Turns, out:
         | "image_generation_call"
         | "mcp_call"
         | "file_search_call"
-        | "code_interpreter_call" => {
-            let id = call_id(item, pos);
-            let (name, input, output) = match t {
-                "web_search_call" => (
-                    "web_search".to_owned(),
-                    item.raw("action"),
-                    Value::object([("status", Value::from(item.get("status")))]),
-                ),
-                "image_generation_call" => (
-                    "image_generation".to_owned(),
-                    raw_of(Value::object([(
-                        "revised_prompt",
-                        Value::from(item.get("revised_prompt")),
-                    )])),
-                    item.get("result").cloned().unwrap_or(Value::Null),
-                ),
-                "mcp_call" => (
-                    match (ne(item, "server_label"), ne(item, "name")) {
-                        (Some(a), Some(b)) => format!("{a}/{b}"),
-                        (_, b) => b.unwrap_or("mcp_call").to_owned(),
-                    },
-                    json_arguments(item.get("arguments")),
-                    item.get("output").cloned().unwrap_or(Value::Null),
-                ),
-                "file_search_call" => (
-                    "file_search".to_owned(),
-                    raw_of(Value::object([(
-                        "queries",
-                        Value::from(item.get("queries")),
-                    )])),
-                    item.get("results").cloned().unwrap_or(Value::Null),
-                ),
-                _ => (
-                    "code_interpreter".to_owned(),
-                    raw_of(Value::object([("code", Value::from(item.get("code")))])),
-                    item.get("outputs").cloned().unwrap_or(Value::Null),
-                ),
-            };
-            turns.tool_use(&name, &id, input, out);
-            let error = item
-                .get("error")
-                .filter(|e| !e.is_null())
-                .map(error_text)
-                .or_else(|| (s(item, "status") == Some("failed")).then(|| "failed".to_owned()));
-            turns.server_tool_result(&id, raw_of(output), error, pos, t, out);
-        }
+        | "code_interpreter_call" => server_tool(t, item, pos, turns, out),
         "agent_message" => diag(out, K::Extra, pos, t, "inter-agent message"),
         "ghost_snapshot" | "compaction" | "compaction_summary" | "item_reference" => {
             diag(out, K::Metadata, pos, t, "")
         }
         _ => diag(out, K::Unknown, pos, t, ""),
     }
+}
+
+/// A `message` item: the assistant's text and refusals; other roles are the prompt's.
+fn message(item: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let role = s(item, "role").unwrap_or("assistant");
+    if role != "assistant" {
+        return diag(
+            out,
+            K::Extra,
+            pos,
+            format!("message/{role}"),
+            "prompt message",
+        );
+    }
+    if let Some(Value::Array(parts)) = item.get("content") {
+        for p in parts {
+            match rtype(p) {
+                pt @ ("output_text" | "text") => {
+                    let text = text_of(p, "text", pos, &format!("message/{pt}"), out);
+                    turns.text(text, out)
+                }
+                "refusal" => {
+                    let r = s(p, "refusal").unwrap_or_default();
+                    diag(out, K::Refusal, pos, "message/refusal", r);
+                    turns.text(r, out);
+                }
+                pt => diag(out, K::Extra, pos, format!("message/{pt}"), ""),
+            }
+        }
+    }
+}
+
+/// A `reasoning` item: its readable summary and content texts.
+fn reasoning(item: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let mut any = false;
+    for key in ["summary", "content"] {
+        if let Some(Value::Array(parts)) = item.get(key) {
+            for p in parts {
+                if let Some(text) = s(p, "text") {
+                    turns.thinking(text, out);
+                    any = true;
+                }
+            }
+        }
+    }
+    if !any {
+        diag(
+            out,
+            K::Extra,
+            pos,
+            "reasoning",
+            "reasoning without readable text (encrypted or empty)",
+        );
+    }
+}
+
+/// A server-side tool item: the call and its outcome arrive as one item.
+fn server_tool(t: &str, item: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
+    let id = call_id(item, pos);
+    let (name, input, output) = match t {
+        "web_search_call" => (
+            "web_search".to_owned(),
+            item.raw("action"),
+            Value::object([("status", Value::from(item.get("status")))]),
+        ),
+        "image_generation_call" => (
+            "image_generation".to_owned(),
+            raw_of(Value::object([(
+                "revised_prompt",
+                Value::from(item.get("revised_prompt")),
+            )])),
+            item.get("result").cloned().unwrap_or(Value::Null),
+        ),
+        "mcp_call" => (
+            match (ne(item, "server_label"), ne(item, "name")) {
+                (Some(a), Some(b)) => format!("{a}/{b}"),
+                (_, b) => b.unwrap_or("mcp_call").to_owned(),
+            },
+            json_arguments(item.get("arguments")),
+            item.get("output").cloned().unwrap_or(Value::Null),
+        ),
+        "file_search_call" => (
+            "file_search".to_owned(),
+            raw_of(Value::object([(
+                "queries",
+                Value::from(item.get("queries")),
+            )])),
+            item.get("results").cloned().unwrap_or(Value::Null),
+        ),
+        _ => (
+            "code_interpreter".to_owned(),
+            raw_of(Value::object([("code", Value::from(item.get("code")))])),
+            item.get("outputs").cloned().unwrap_or(Value::Null),
+        ),
+    };
+    turns.tool_use(&name, &id, input, out);
+    let error = item
+        .get("error")
+        .filter(|e| !e.is_null())
+        .map(error_text)
+        .or_else(|| (s(item, "status") == Some("failed")).then(|| "failed".to_owned()));
+    turns.server_tool_result(&id, raw_of(output), error, pos, t, out);
 }

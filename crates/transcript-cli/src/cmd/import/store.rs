@@ -26,25 +26,22 @@
 //! A session log has no end: these runs have `run.started` and the agent step's
 //! `step.started` but no completion, so appending never writes after `run.completed`.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use transcript_domain::{
-    Clock, EventDraft, MessagePayload, Payload, Recorder, RecorderFactory, RunId, RunIdGenerator,
-    StepPayload, Timestamp, Usage,
+    Clock, MessagePayload, Payload, Recorder, RunId, RunIdGenerator, StepPayload, Timestamp, Usage,
 };
 use transcript_infra::JsonlRecorderFactory;
 use transcript_providers::{Fact, Item, Output, Provider};
 
-use super::clock::ImportClock;
-use super::{CHUNK, ImportContext, bad, first_time, user_message};
-use crate::CliError;
+mod index;
+pub use index::{Index, IndexEntry};
 
-/// The index file, beside the transcripts.
-pub const INDEX_FILE: &str = "import-index.json";
+use super::clock::ImportClock;
+use super::{CHUNK, ImportContext, ImportWriter, bad, first_time, user_message};
+use crate::CliError;
 
 /// Bytes of a file's head whose hash tells a grown file from a rewritten one.
 const HEAD: usize = 4096;
@@ -143,9 +140,7 @@ pub fn run_store(
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     let mut index = Index::load(&ctx.storage)?;
     let (clock, ids) = crate::source::clock_and_ids(ctx.deterministic);
-    let mut failed = 0usize;
-    let mut seen = 0usize;
-    let (mut new, mut appended, mut unchanged) = (0usize, 0usize, 0usize);
+    let mut counts = Counts::default();
     for dir in dirs {
         if !dir.is_dir() {
             return Err(CliError::NotFound {
@@ -154,7 +149,7 @@ pub fn run_store(
             });
         }
         for file in session_files(dir, since) {
-            seen += 1;
+            counts.seen += 1;
             let key = std::fs::canonicalize(&file)
                 .unwrap_or_else(|_| file.clone())
                 .to_string_lossy()
@@ -169,111 +164,83 @@ pub fn run_store(
                 known.as_ref(),
             ));
             match result {
-                Ok((StoreOutcome::NoOutput, entry)) => {
-                    crate::diag!(
-                        "transcript: {}: no {provider} agent output (read again once it changes)",
-                        file.display()
-                    );
-                    if let Some(entry) = entry {
-                        index.files.insert(key, entry);
-                    }
-                }
                 Ok((outcome, entry)) => {
-                    let (run, what) = match outcome {
-                        StoreOutcome::Unchanged(r) => {
-                            unchanged += 1;
-                            (r, "unchanged".to_owned())
-                        }
-                        StoreOutcome::New(r, n) => {
-                            new += 1;
-                            (r, format!("new ({n} events)"))
-                        }
-                        StoreOutcome::Appended(r, n) => {
-                            appended += 1;
-                            (r, format!("appended ({n} events)"))
-                        }
-                        StoreOutcome::NoOutput => continue,
-                    };
-                    crate::exit::stdout_result(writeln!(
-                        out,
-                        "{run}\t{provider}\t{}\t{}",
-                        ctx.storage.join(run.file_name()).display(),
-                        what.split(' ').next().unwrap_or_default()
-                    ))?;
-                    crate::diag!("transcript: {}: {what}", file.display());
+                    counts.announce(outcome, &file, ctx, provider, out)?;
                     if let Some(entry) = entry {
                         index.files.insert(key, entry);
                     }
                 }
                 Err(e) => {
-                    failed += 1;
+                    counts.failed += 1;
                     crate::diag!("transcript: {}", crate::style::one_line(&e.to_string()));
                 }
             }
         }
     }
     index.save(&ctx.storage)?;
+    let Counts {
+        seen,
+        new,
+        appended,
+        unchanged,
+        failed,
+    } = counts;
     crate::diag!(
         "transcript: {seen} session file(s): {new} new, {appended} appended, {unchanged} unchanged, {failed} not imported"
     );
     Ok(())
 }
 
-/// What the index knows about one session file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IndexEntry {
-    /// Its run (empty: the file had no agent output).
-    pub run_id: String,
-    /// The provider it was read as.
-    pub provider: String,
-    /// Size when last imported.
-    pub size: u64,
-    /// Modification time when last imported (ns since the epoch).
-    pub mtime_ns: u128,
-    /// sha256 of its first `head_len` bytes.
-    pub head: String,
-    /// min(4 KiB, size) when last imported.
-    pub head_len: u64,
-    /// Normalizer items its content produced before the end of the stream.
-    pub items_fed: u64,
-    /// The turn the end of the stream flushed (written), as JSON.
-    pub tail: Option<serde_json::Value>,
+/// Session files by what their import did.
+#[derive(Default)]
+struct Counts {
+    seen: usize,
+    new: usize,
+    appended: usize,
+    unchanged: usize,
+    failed: usize,
 }
 
-/// `<storage>/import-index.json`.
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub struct Index {
-    /// Canonical path → entry.
-    pub files: BTreeMap<String, IndexEntry>,
-}
-
-impl Index {
-    /// Reads the index (absent: empty; unreadable: an error naming it).
-    pub fn load(storage: &Path) -> Result<Self, CliError> {
-        let path = storage.join(INDEX_FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| CliError::Read {
-                path,
-                message: format!("not an import index: {e}"),
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(CliError::Read {
-                path,
-                message: format!("cannot read: {e}"),
-            }),
-        }
-    }
-
-    /// Writes the index (a temporary file renamed over it).
-    pub fn save(&self, storage: &Path) -> Result<(), CliError> {
-        let path = storage.join(INDEX_FILE);
-        let tmp = storage.join(format!("{INDEX_FILE}.tmp"));
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|e| CliError::Storage(format!("cannot encode the import index: {e}")))?;
-        std::fs::create_dir_all(storage)
-            .and_then(|()| std::fs::write(&tmp, text))
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| CliError::Storage(format!("{}: {e}", path.display())))
+impl Counts {
+    /// Counts one file's outcome and says it: a line on stdout for a run
+    /// (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`), a note on stderr.
+    fn announce(
+        &mut self,
+        outcome: StoreOutcome,
+        file: &Path,
+        ctx: &ImportContext,
+        provider: Provider,
+        out: &mut dyn std::io::Write,
+    ) -> Result<(), CliError> {
+        let (run, what) = match outcome {
+            StoreOutcome::NoOutput => {
+                crate::diag!(
+                    "transcript: {}: no {provider} agent output (read again once it changes)",
+                    file.display()
+                );
+                return Ok(());
+            }
+            StoreOutcome::Unchanged(r) => {
+                self.unchanged += 1;
+                (r, "unchanged".to_owned())
+            }
+            StoreOutcome::New(r, n) => {
+                self.new += 1;
+                (r, format!("new ({n} events)"))
+            }
+            StoreOutcome::Appended(r, n) => {
+                self.appended += 1;
+                (r, format!("appended ({n} events)"))
+            }
+        };
+        crate::exit::stdout_result(writeln!(
+            out,
+            "{run}\t{provider}\t{}\t{}",
+            ctx.storage.join(run.file_name()).display(),
+            what.split(' ').next().unwrap_or_default()
+        ))?;
+        crate::diag!("transcript: {}: {what}", file.display());
+        Ok(())
     }
 }
 
@@ -381,16 +348,85 @@ pub async fn import_store_file(
     known: Option<&IndexEntry>,
 ) -> Result<(StoreOutcome, Option<IndexEntry>), CliError> {
     let (size, mtime_ns) = file_stamp(input)?;
-    if let Some(e) = known
-        && e.size == size
-        && e.mtime_ns == mtime_ns
-    {
-        let outcome = match RunId::parse(&e.run_id) {
-            Ok(run) => StoreOutcome::Unchanged(run),
-            Err(_) => StoreOutcome::NoOutput,
-        };
-        return Ok((outcome, Some(e.clone())));
+    if let Some(e) = known.filter(|e| e.size == size && e.mtime_ns == mtime_ns) {
+        return Ok((unchanged(e), Some(e.clone())));
     }
+    let (file, head) = read_head(input)?;
+    let head_len = head.len();
+    let head_hash = transcript_export::sha256_hex(&head);
+    let resume = resumable(known, size, provider, &head);
+    let import_clock = Arc::new(ImportClock::new(clock.clone()));
+    if let Some(t) = first_time(provider, &head) {
+        import_clock.pin(t);
+    }
+    let factory = ctx.recorder_factory(import_clock.clone());
+    let open = match resume {
+        Some(e) => Some(resume_run(&factory, e, input)?),
+        None => None,
+    };
+    let name = input
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "import".to_owned());
+    let mut feed = StoreFeed {
+        writer: ImportWriter {
+            factory,
+            ids,
+            input,
+            workflow: StepPayload::new(format!("import {name}"), "workflow"),
+            step: StepPayload::new(provider.name(), "agent"),
+            open,
+            events: 0,
+        },
+        clock: import_clock,
+        latest: None,
+        skip: resume.map_or(0, |e| e.items_fed),
+        old_tail: resume.and_then(|e| e.tail.clone()),
+        tail: None,
+        counted: 0,
+        items_fed: 0,
+    };
+    feed.stream(provider, head, file).await?;
+    let mut entry = IndexEntry {
+        run_id: String::new(),
+        provider: provider.name().to_owned(),
+        size,
+        mtime_ns,
+        head: head_hash,
+        head_len: head_len as u64,
+        items_fed: 0,
+        tail: None,
+    };
+    let Some((run, r)) = feed.writer.open.clone() else {
+        // Nothing to record (no agent output yet, e.g. a log of summaries only): remembered
+        // without a run, so it is read again only once it changes.
+        return Ok((StoreOutcome::NoOutput, Some(entry)));
+    };
+    r.close()
+        .await
+        .map_err(|e| bad(input, format!("closing the transcript failed: {e}")))?;
+    entry.run_id = run.to_string();
+    entry.items_fed = feed.items_fed;
+    entry.tail = feed.tail;
+    let events = feed.writer.events;
+    let outcome = if resume.is_some() {
+        StoreOutcome::Appended(run, events)
+    } else {
+        StoreOutcome::New(run, events)
+    };
+    Ok((outcome, Some(entry)))
+}
+
+/// The outcome of a file with the size and time the index knows: not read again.
+fn unchanged(e: &IndexEntry) -> StoreOutcome {
+    match RunId::parse(&e.run_id) {
+        Ok(run) => StoreOutcome::Unchanged(run),
+        Err(_) => StoreOutcome::NoOutput,
+    }
+}
+
+/// Opens the file and reads its head (the first [`HEAD`] bytes, fewer in a smaller file).
+fn read_head(input: &Path) -> Result<(std::fs::File, Vec<u8>), CliError> {
     let read_err = |e: std::io::Error| bad(input, format!("cannot read: {e}"));
     let mut file = std::fs::File::open(input).map_err(read_err)?;
     let mut head = Vec::with_capacity(HEAD);
@@ -398,10 +434,19 @@ pub async fn import_store_file(
         .take(HEAD as u64)
         .read_to_end(&mut head)
         .map_err(read_err)?;
-    let head_len = head.len();
-    let head_hash = transcript_export::sha256_hex(&head);
-    // The head the index hashed: the first min(4 KiB, size) bytes of the file back then.
-    let resume = known.filter(|e| {
+    Ok((file, head))
+}
+
+/// The index entry whose run the file's new content continues: same provider, not smaller,
+/// and the head the index hashed (the first min(4 KiB, size) bytes of the file back then) is
+/// unchanged.
+fn resumable<'a>(
+    known: Option<&'a IndexEntry>,
+    size: u64,
+    provider: Provider,
+    head: &[u8],
+) -> Option<&'a IndexEntry> {
+    known.filter(|e| {
         !e.run_id.is_empty()
             && size >= e.size
             && e.provider == provider.name()
@@ -409,157 +454,123 @@ pub async fn import_store_file(
                 .ok()
                 .and_then(|n| head.get(..n))
                 .is_some_and(|h| transcript_export::sha256_hex(h) == e.head)
-    });
-    let import_clock = Arc::new(ImportClock::new(clock.clone()));
-    if let Some(t) = first_time(provider, &head) {
-        import_clock.pin(t);
-    }
-    let mut factory = JsonlRecorderFactory::new(&ctx.storage).with_clock(import_clock.clone());
-    if let Some(mask) = &ctx.mask {
-        factory = factory.with_mask(mask.clone());
-    }
-    let (skip, old_tail) = match resume {
-        Some(e) => (e.items_fed, e.tail.clone()),
-        None => (0, None),
-    };
-    let mut recorder: Option<(RunId, Arc<dyn Recorder>)> = match resume {
-        Some(e) => {
-            let run = RunId::parse(&e.run_id)
-                .map_err(|err| bad(input, format!("bad run id in the index: {err}")))?;
-            let r = factory
-                .resume(run, None)
-                .map_err(|err| bad(input, format!("cannot resume run {run}: {err}")))?;
-            Some((run, Arc::new(r)))
-        }
-        None => None,
-    };
-    let name = input
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "import".to_owned());
-    let workflow = StepPayload::new(format!("import {name}"), "workflow");
-    let step = StepPayload::new(provider.name(), "agent");
-    let mut events = 0u64;
-    let mut normalizer = provider.normalizer();
-    let mut items = Vec::new();
-    let mut counted = 0u64;
-    let mut items_fed = 0u64;
-    let mut tail: Option<serde_json::Value> = None;
-    let mut old_tail = old_tail;
-    let mut pending = Some(head);
-    let mut chunk = vec![0u8; CHUNK];
-    let mut latest: Option<Timestamp> = None;
-    loop {
-        let finishing = match pending.take() {
-            Some(bytes) => {
-                normalizer.feed_items(&bytes, &mut items);
-                false
-            }
-            None => match file.read(&mut chunk).map_err(read_err)? {
-                0 => {
-                    items_fed = counted + items.len() as u64;
-                    normalizer.finish_items(&mut items);
-                    true
-                }
-                n => {
-                    normalizer.feed_items(&chunk[..n], &mut items);
+    })
+}
+
+/// Reopens the run an index entry names, to append to it.
+fn resume_run(
+    factory: &JsonlRecorderFactory,
+    e: &IndexEntry,
+    input: &Path,
+) -> Result<(RunId, Arc<dyn Recorder>), CliError> {
+    let run = RunId::parse(&e.run_id)
+        .map_err(|err| bad(input, format!("bad run id in the index: {err}")))?;
+    let r = factory
+        .resume(run, None)
+        .map_err(|err| bad(input, format!("cannot resume run {run}: {err}")))?;
+    Ok((run, Arc::new(r)))
+}
+
+/// One session file being fed into its run: the items an earlier import already recorded
+/// are skipped, and the last turn is kept to continue it.
+struct StoreFeed<'a> {
+    writer: ImportWriter<'a>,
+    clock: Arc<ImportClock>,
+    /// The latest provider time seen before the run was opened.
+    latest: Option<Timestamp>,
+    /// Items the index says were fed already.
+    skip: u64,
+    /// The last turn recorded before, which the first new turn may continue.
+    old_tail: Option<serde_json::Value>,
+    /// The last turn of the file's final items, for the next import to continue.
+    tail: Option<serde_json::Value>,
+    /// Items seen so far.
+    counted: u64,
+    /// Items fed before the normalizer was finished (the ones a grown file reproduces).
+    items_fed: u64,
+}
+
+impl StoreFeed<'_> {
+    /// Normalizes the file (its head, then the rest in chunks) into the run.
+    async fn stream(
+        &mut self,
+        provider: Provider,
+        head: Vec<u8>,
+        mut file: std::fs::File,
+    ) -> Result<(), CliError> {
+        let input = self.writer.input;
+        let mut normalizer = provider.normalizer();
+        let mut items = Vec::new();
+        let mut pending = Some(head);
+        let mut chunk = vec![0u8; CHUNK];
+        loop {
+            let finishing = match pending.take() {
+                Some(bytes) => {
+                    normalizer.feed_items(&bytes, &mut items);
                     false
                 }
-            },
-        };
-        for item in items.drain(..) {
-            let index = counted;
-            counted += 1;
-            let in_tail = finishing && index >= items_fed;
-            if let Item::Fact(Fact::Time(t)) = &item {
-                match recorder {
-                    Some(_) => import_clock.pin(*t),
-                    None => latest = Some(*t),
-                }
-            }
-            if index < skip {
-                continue;
-            }
-            let payload = match item {
-                Item::Output(Output::Turn(turn)) => {
-                    if in_tail {
-                        tail = serde_json::to_value(&turn).ok();
+                None => match file
+                    .read(&mut chunk)
+                    .map_err(|e| bad(input, format!("cannot read: {e}")))?
+                {
+                    0 => {
+                        self.items_fed = self.counted + items.len() as u64;
+                        normalizer.finish_items(&mut items);
+                        true
                     }
-                    match old_tail.take() {
-                        Some(old) => continuation(&turn, &old).map(Payload::MessageAssistant),
-                        None => Some(Payload::MessageAssistant(turn)),
+                    n => {
+                        normalizer.feed_items(&chunk[..n], &mut items);
+                        false
                     }
-                }
-                Item::Output(o) => o.to_payload(),
-                Item::Fact(Fact::Prompt { text, system }) => Some(user_message(text, system)),
-                Item::Fact(_) => None,
+                },
             };
-            let Some(payload) = payload else { continue };
-            if recorder.is_none() {
-                let run = ids.next_run_id();
-                if let Some(t) = latest.take() {
-                    import_clock.pin(t);
-                }
-                let r = factory
-                    .create(run, None)
-                    .await
-                    .map_err(|e| bad(input, format!("cannot open transcript: {e}")))?;
-                r.record(EventDraft::run_level(Payload::RunStarted(workflow.clone())))
-                    .await
-                    .map_err(|e| bad(input, format!("writing the transcript failed: {e}")))?;
-                r.record(EventDraft::new(
-                    "agent",
-                    0,
-                    Payload::StepStarted(step.clone()),
-                ))
-                .await
-                .map_err(|e| bad(input, format!("writing the transcript failed: {e}")))?;
-                events += 2;
-                recorder = Some((run, r));
+            for item in items.drain(..) {
+                self.item(item, finishing).await?;
             }
-            if let Some((_, r)) = &recorder {
-                r.record(EventDraft::new("agent", 0, payload))
-                    .await
-                    .map_err(|e| bad(input, format!("writing the transcript failed: {e}")))?;
-                events += 1;
+            if finishing {
+                return Ok(());
             }
-        }
-        if finishing {
-            break;
         }
     }
-    let Some((run, r)) = recorder else {
-        // Nothing to record (no agent output yet, e.g. a log of summaries only): remembered
-        // without a run, so it is read again only once it changes.
-        let entry = IndexEntry {
-            run_id: String::new(),
-            provider: provider.name().to_owned(),
-            size,
-            mtime_ns,
-            head: head_hash,
-            head_len: head_len as u64,
-            items_fed: 0,
-            tail: None,
+
+    /// One normalized item: times move the clock; past the skipped ones, turns (continuing
+    /// the last recorded one) and prompts are recorded, opening the run at the first.
+    async fn item(&mut self, item: Item, finishing: bool) -> Result<(), CliError> {
+        let index = self.counted;
+        self.counted += 1;
+        let in_tail = finishing && index >= self.items_fed;
+        if let Item::Fact(Fact::Time(t)) = &item {
+            match self.writer.open {
+                Some(_) => self.clock.pin(*t),
+                None => self.latest = Some(*t),
+            }
+        }
+        if index < self.skip {
+            return Ok(());
+        }
+        let payload = match item {
+            Item::Output(Output::Turn(turn)) => {
+                if in_tail {
+                    self.tail = serde_json::to_value(&turn).ok();
+                }
+                match self.old_tail.take() {
+                    Some(old) => continuation(&turn, &old).map(Payload::MessageAssistant),
+                    None => Some(Payload::MessageAssistant(turn)),
+                }
+            }
+            Item::Output(o) => o.to_payload(),
+            Item::Fact(Fact::Prompt { text, system }) => Some(user_message(text, system)),
+            Item::Fact(_) => None,
         };
-        return Ok((StoreOutcome::NoOutput, Some(entry)));
-    };
-    r.close()
-        .await
-        .map_err(|e| bad(input, format!("closing the transcript failed: {e}")))?;
-    let entry = IndexEntry {
-        run_id: run.to_string(),
-        provider: provider.name().to_owned(),
-        size,
-        mtime_ns,
-        head: head_hash,
-        head_len: head_len as u64,
-        items_fed,
-        tail,
-    };
-    let outcome = if resume.is_some() {
-        StoreOutcome::Appended(run, events)
-    } else {
-        StoreOutcome::New(run, events)
-    };
-    Ok((outcome, Some(entry)))
+        let Some(payload) = payload else {
+            return Ok(());
+        };
+        if self.writer.open.is_none()
+            && let Some(t) = self.latest.take()
+        {
+            // The run starts at the latest time seen before its first event.
+            self.clock.pin(t);
+        }
+        self.writer.record(payload).await
+    }
 }

@@ -1,0 +1,195 @@
+//! The runs of a storage directory: its transcripts (files named after their run ids), each
+//! summarised from its first and last lines only (the last one found by reading backwards from
+//! the end, so listing a storage of large transcripts stays fast), newest first, and the
+//! `latest` root run every run argument accepts.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use transcript_domain::{DecodedEvent, EventKind, EventType, RunId, Timestamp, decode_line};
+use transcript_infra::{ReadItem, TranscriptReader};
+
+use crate::CliError;
+
+/// The run a transcript file is named after (`<run-id>.jsonl`), if it is.
+pub fn run_id_of(path: &Path) -> Option<RunId> {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".jsonl"))
+        .and_then(|stem| RunId::parse(stem).ok())
+}
+
+/// Every transcript in `storage`: files named `<run-id>.jsonl` (not `audit.jsonl`, not `.torn`).
+pub fn run_files(storage: &Path) -> Vec<(RunId, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(storage) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(RunId, PathBuf)> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| {
+            let id = run_id_of(&p)?;
+            p.is_file().then_some((id, p))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// How a run ended, from its last event (serialized as `succeeded`, `failed`, `incomplete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// `run.completed` without an error.
+    Succeeded,
+    /// `run.completed` with an error.
+    Failed,
+    /// No `run.completed` yet: running or crashed.
+    Incomplete,
+}
+
+impl RunStatus {
+    /// `succeeded`, `failed` or `incomplete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Incomplete => "incomplete",
+        }
+    }
+}
+
+/// One run of the list.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The run id.
+    pub run_id: RunId,
+    /// The calling run, for child runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<RunId>,
+    /// Workflow name from `run.started`.
+    pub workflow: Option<String>,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Time of the first event.
+    pub started_at: Option<Timestamp>,
+    /// Milliseconds from the first to the last event.
+    pub duration_ms: Option<i64>,
+    /// Events in the file (the last line's seq).
+    pub events: u64,
+    /// The transcript file.
+    pub path: PathBuf,
+}
+
+/// Summarises one transcript from its first and last events.
+pub fn summarize(run_id: RunId, path: &Path) -> RunSummary {
+    let first = first_event(path);
+    let last = last_event(path);
+    let status = match &last {
+        Some(e) if e.kind == EventKind::Known(EventType::RunCompleted) => {
+            if e.step().and_then(|p| p.error.as_ref()).is_some() {
+                RunStatus::Failed
+            } else {
+                RunStatus::Succeeded
+            }
+        }
+        _ => RunStatus::Incomplete,
+    };
+    RunSummary {
+        run_id,
+        parent_run_id: first.as_ref().and_then(|e| e.parent_run_id),
+        workflow: first
+            .as_ref()
+            .and_then(|e| e.step())
+            .map(|p| p.name.clone()),
+        status,
+        started_at: first.as_ref().map(|e| e.timestamp),
+        duration_ms: first
+            .as_ref()
+            .zip(last.as_ref())
+            .map(|(f, l)| l.timestamp.millis_since(f.timestamp)),
+        events: last.as_ref().map_or(0, |e| e.seq),
+        path: path.to_path_buf(),
+    }
+}
+
+fn first_event(path: &Path) -> Option<DecodedEvent> {
+    TranscriptReader::open(path)
+        .ok()?
+        .find_map(|item| match item {
+            Ok(ReadItem::Event(e)) => Some(e.event),
+            _ => None,
+        })
+}
+
+/// The last complete line's event: the last newline is looked for backwards from the end,
+/// past a torn tail of any length (in 64 KiB reads), then the start of the line it ends (up to
+/// the line cap).
+fn last_event(path: &Path) -> Option<DecodedEvent> {
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    // Only newline-terminated lines were acknowledged: a torn tail is not an event.
+    let end = rfind_newline(&mut file, len, len).ok()??;
+    let cap = transcript_domain::MAX_LINE_BYTES as u64;
+    let start = match rfind_newline(&mut file, end, cap + 1).ok()? {
+        Some(newline) => newline + 1,
+        None if end <= cap => 0,
+        // Longer than any reader accepts.
+        None => return None,
+    };
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut line = Vec::with_capacity(usize::try_from(end - start).ok()?);
+    Read::by_ref(&mut file)
+        .take(end - start)
+        .read_to_end(&mut line)
+        .ok()?;
+    decode_line(&line).ok().map(|d| d.event)
+}
+
+/// The offset of the last `\n` in the `limit` bytes before `before`, read backwards in
+/// 64 KiB chunks.
+fn rfind_newline(file: &mut File, before: u64, limit: u64) -> std::io::Result<Option<u64>> {
+    let floor = before.saturating_sub(limit);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut end = before;
+    while end > floor {
+        let start = end.saturating_sub(chunk.len() as u64).max(floor);
+        let buf = &mut chunk[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(buf)?;
+        if let Some(i) = memchr::memrchr(b'\n', buf) {
+            return Ok(Some(start + i as u64));
+        }
+        end = start;
+    }
+    Ok(None)
+}
+
+/// Every run of `storage`, newest first (runs without events last).
+pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
+    let mut runs: Vec<RunSummary> = run_files(storage)
+        .into_iter()
+        .map(|(id, path)| summarize(id, &path))
+        .collect();
+    runs.sort_by(|a, b| {
+        b.started_at
+            .cmp(&a.started_at)
+            .then(a.run_id.cmp(&b.run_id))
+    });
+    runs
+}
+
+/// The most recently started root run.
+pub fn latest(storage: &Path) -> Result<Option<PathBuf>, CliError> {
+    if !storage.is_dir() {
+        return Err(CliError::NotFound {
+            what: "storage directory".to_owned(),
+            path: storage.to_path_buf(),
+        });
+    }
+    Ok(all_runs(storage)
+        .into_iter()
+        .find(|r| r.parent_run_id.is_none() && r.started_at.is_some())
+        .map(|r| r.path))
+}
