@@ -64,10 +64,20 @@ async fn a_finished_run_id_is_refused_unless_resumed_and_two_runs_are_an_error()
     assert!(verify_file(rec.path()).is_valid());
 
     let err = builder(tmp.path(), run).open().unwrap_err();
-    let RecordError::Storage { path, message, .. } = &err else {
+    let RecordError::Storage {
+        path,
+        message,
+        source,
+    } = &err
+    else {
         panic!("{err:?}");
     };
     assert_eq!(path, &rec.path().display().to_string());
+    // The kind is what callers match on (the CLI's exit 3), not the message's words.
+    assert_eq!(
+        source.as_ref().map(std::io::Error::kind),
+        Some(std::io::ErrorKind::AlreadyExists)
+    );
     assert!(
         message.contains("run already exists (resume it explicitly)"),
         "{message}"

@@ -430,22 +430,15 @@ fn report_problems(
     }
 }
 
-/// Whether opening a transcript failed because its run already has one. Infra reports that as
-/// `RecordError::Storage` without an OS error: the `AlreadyExists` kind is matched when it
-/// carries one, else the variant's own message field (not the whole error text, which
-/// quotes the path: a storage directory named "already exists" is no longer a match).
+/// Whether opening a transcript failed because its run already has one: infra reports that as
+/// `RecordError::Storage` whose source has the kind `AlreadyExists` (a typed fact, never the
+/// message's words: a storage directory named "already exists" is no match).
 fn run_exists(e: &transcript_domain::RecordError) -> bool {
-    match e {
-        transcript_domain::RecordError::Storage {
-            source: Some(io), ..
-        } => io.kind() == std::io::ErrorKind::AlreadyExists,
-        transcript_domain::RecordError::Storage {
-            source: None,
-            message,
-            ..
-        } => message.starts_with("run already exists"),
-        _ => false,
-    }
+    matches!(
+        e,
+        transcript_domain::RecordError::Storage { source: Some(io), .. }
+            if io.kind() == std::io::ErrorKind::AlreadyExists
+    )
 }
 
 /// Creates `dir` and its missing parents as `0o700`, whatever the umask (which can only remove

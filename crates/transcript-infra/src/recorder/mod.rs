@@ -226,7 +226,8 @@ impl JsonlRecorderBuilder {
     /// [`JsonlRecorderBuilder::open_async`]). A run id
     /// whose file already holds anything is refused with
     /// [`RecordError::Storage`] "run already exists (resume it
-    /// explicitly)", and the file is left untouched: appending a second
+    /// explicitly)" whose source has the kind
+    /// [`std::io::ErrorKind::AlreadyExists`] (what callers match on), and the file is left untouched: appending a second
     /// run to a finished one (the same deterministic id twice) would make
     /// a file that no longer describes one run. Use
     /// [`JsonlRecorderBuilder::resume`] to continue a run. An existing

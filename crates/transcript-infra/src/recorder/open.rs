@@ -196,10 +196,15 @@ fn refuse_existing_run(path: &Path, file: &std::fs::File) -> Result<(), RecordEr
         .map_err(|e| storage_error(path, "cannot inspect file", Some(e)))?
         .len();
     if len > 0 {
+        // Typed: the kind `AlreadyExists` is what callers match on (the CLI's exit 3), never
+        // the message's words.
         return Err(storage_error(
             path,
-            format!("run already exists (resume it explicitly); the file holds {len} bytes"),
-            None,
+            "run already exists (resume it explicitly)",
+            Some(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("the file holds {len} bytes"),
+            )),
         ));
     }
     Ok(())
