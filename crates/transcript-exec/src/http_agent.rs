@@ -95,7 +95,13 @@ impl RetryPolicy {
     }
 }
 
-/// Runs agents against an OpenAI-compatible `/chat/completions` endpoint.
+/// The model asked for when an agent step names none (`model:` absent): OpenAI's small chat
+/// model, so an unconfigured step costs little. Replace it per step with `model:`, or for every
+/// step of a runner with [`HttpAgentRunner::with_default_model`].
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+/// Runs agents against an OpenAI-compatible `/chat/completions` endpoint. A step without
+/// `model:` asks for [`DEFAULT_MODEL`].
 #[derive(Debug, Clone)]
 pub struct HttpAgentRunner {
     base_url: Option<String>,
@@ -111,7 +117,7 @@ impl Default for HttpAgentRunner {
         Self {
             base_url: None,
             api_key: None,
-            default_model: "gpt-4o-mini".into(),
+            default_model: DEFAULT_MODEL.into(),
             retry: RetryPolicy::default(),
             timeout: Duration::from_secs(300),
             max_body_bytes: 16 * 1024 * 1024,
