@@ -40,6 +40,14 @@ pub fn warn_unpriced(models: &[String], file: Option<&Path>, err: &mut dyn Write
         ),
     };
     for m in models {
+        if m == transcript_domain::bill::NO_MODEL {
+            // Not a gap of the table: the provider and the step named no model.
+            let _ = writeln!(
+                err,
+                "transcript: warning: some turns name no model: their cost shows — (set the step's model:)"
+            );
+            continue;
+        }
         let _ = writeln!(
             err,
             "transcript: warning: no price for model {} in {}: its cost shows — (pass --pricing FILE)",
