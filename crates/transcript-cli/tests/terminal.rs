@@ -318,6 +318,7 @@ fn an_unreadable_child_run_is_an_error_not_a_missing_child() {
         vec!["show", DEMO_RUN_ID],
         vec!["export", DEMO_RUN_ID, "--format", "json"],
         vec!["export", DEMO_RUN_ID, "--format", "otlp-json"],
+        vec!["receipts", DEMO_RUN_ID],
     ] {
         let out = bin()
             .args(&args)

@@ -68,8 +68,8 @@ pub fn run(
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
     let table = pricing(pricing_file)?;
-    let doc = source::open_run(run, storage, None)?
-        .document(&transcript_export::ExportOptions::default());
+    let source = source::open_run(run, storage, None)?;
+    let doc = source.document(&transcript_export::ExportOptions::default());
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let receipts = transcript_export::priced_receipts(&doc, &price);
     warn_unpriced(&receipts.unpriced_models, pricing_file, err);
@@ -78,7 +78,9 @@ pub fn run(
     } else {
         style::clean(&receipts.render())
     };
-    stdout_result(out.write_all(text.as_bytes()))
+    stdout_result(out.write_all(text.as_bytes()))?;
+    // A child run that exists but could not be read is an error (exit 3), not a missing child.
+    source.children_read()
 }
 
 /// How `receipts --by` groups turns.
