@@ -997,3 +997,58 @@ async fn audit_and_display_are_identical_with_and_without_a_transcript() {
     assert_eq!(display_plain[1], "  > greet[0] (command)");
     assert_eq!(display_plain[2], "  < greet[0] ok in 7ms");
 }
+
+/// `ServiceBuilder::tool` adds one tool beside the built-in ones (#34): a workflow calls both,
+/// and the custom tool's call is recorded as a router-fidelity pair.
+#[tokio::test]
+async fn builder_tool_adds_a_tool_beside_the_builtins() {
+    struct Shout;
+    #[async_trait::async_trait]
+    impl transcript_exec::Tool for Shout {
+        async fn call(
+            &self,
+            _: &transcript_exec::ToolContext,
+            input: Value,
+        ) -> Result<Value, transcript_exec::ToolError> {
+            Ok(json!(
+                input["text"].as_str().unwrap_or_default().to_uppercase()
+            ))
+        }
+    }
+    let (_d, ws) = workspace();
+    std::fs::write(ws.join("in.txt"), "hello").unwrap();
+    let factory = MemoryFactory::new();
+    let svc = ExecutionService::builder(
+        &ws,
+        Arc::new(transcript_domain::ManualClock::new(ts0())),
+        Arc::new(SequentialRunIds::default()),
+    )
+    .recorder_factory(factory.clone())
+    .tool("shout", Arc::new(Shout))
+    .build()
+    .unwrap();
+    let wf = Workflow::new("tools")
+        .step(Step::operation(
+            "read",
+            "read_file",
+            json!({"path": "in.txt"}),
+        ))
+        .step(Step::operation(
+            "loud",
+            "shout",
+            json!({"text": "{{steps.read.output}}"}),
+        ))
+        .output("loud", "{{steps.loud.output}}");
+    let out = run(&svc, &WorkflowSet::new("tools", wf)).await;
+    assert!(out.succeeded(), "{:?}", out.error);
+    assert_eq!(out.outputs["loud"], json!("HELLO"));
+    let events = factory.events(out.run_id);
+    let shout: Vec<_> = events
+        .iter()
+        .filter_map(|e| e.tool())
+        .filter(|t| t.name == "shout")
+        .collect();
+    assert_eq!(shout.len(), 2, "one tool.call and one tool.result");
+    assert_eq!(shout[0].call_id, shout[1].call_id);
+    assert!(shout.iter().all(|t| t.fidelity == Fidelity::Router));
+}

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use transcript_domain::Usage;
 use transcript_exec::{
     AgentSpec, CustomStepContext, ExecutionService, FnStep, HttpAgentRunner, Step, StepKind, Tool,
-    ToolContext, ToolError, ToolRouter, Workflow, WorkflowSet,
+    ToolContext, ToolError, Workflow, WorkflowSet,
 };
 use transcript_infra::{
     JsonlRecorderFactory, RandomRunIds, SystemClock, TapFactory, load_run_tree, verify_run,
@@ -78,8 +78,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }))
         }),
     ));
-    let mut router = ToolRouter::with_builtins();
-    router.register("word_count", Arc::new(WordCount));
     let shout = |ctx: &CustomStepContext| {
         Ok(json!(
             ctx.params["text"].as_str().unwrap_or("").to_uppercase()
@@ -88,7 +86,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let service =
         ExecutionService::builder(&workspace, Arc::new(SystemClock), Arc::new(RandomRunIds))
             .recorder_factory(tap.clone())
-            .router(router)
+            .tool("word_count", Arc::new(WordCount))
             .custom_step("shout", Arc::new(FnStep(shout)))?
             .agent_runner("openai", Arc::new(HttpAgentRunner::from_env()))
             .build()?;

@@ -104,6 +104,16 @@ impl ServiceBuilder {
         self
     }
 
+    /// Adds one tool to the service's router, beside the tools it already has (the built-in
+    /// ones unless [`ServiceBuilder::router`] replaced them); a tool of the same name is
+    /// replaced. The everyday way to give workflows a custom tool: no [`ToolRouter`] to build
+    /// by hand. Its calls are recorded like every router call (`tool.call` / `tool.result`,
+    /// fidelity `router`).
+    pub fn tool(mut self, name: impl Into<String>, tool: Arc<dyn crate::tools::Tool>) -> Self {
+        self.router.register(name, tool);
+        self
+    }
+
     /// Registers a custom step type.
     pub fn custom_step(
         mut self,
