@@ -33,6 +33,7 @@ use transcript_providers::{ClockSource, Fact, Item, Provider, detect};
 use crate::CliError;
 
 mod clock;
+mod feed;
 pub mod store;
 mod summary;
 use clock::ImportClock;
@@ -415,38 +416,19 @@ impl Importing<'_> {
         &mut self,
         provider: Provider,
         prefix: Vec<u8>,
-        mut file: std::fs::File,
+        file: std::fs::File,
     ) -> Result<(), CliError> {
-        use std::io::Read;
         let input = self.writer.input;
-        let mut normalizer = provider.normalizer();
+        let mut feed = feed::ChunkFeed::new(provider, prefix, file);
         let mut items = Vec::new();
-        let mut chunk = vec![0u8; CHUNK];
-        let mut pending: Option<Vec<u8>> = Some(prefix);
         loop {
-            let done = match pending.take() {
-                Some(bytes) => {
-                    normalizer.feed_items(&bytes, &mut items);
-                    false
-                }
-                None => match file
-                    .read(&mut chunk)
-                    .map_err(|e| bad(input, format!("cannot read: {e}")))?
-                {
-                    0 => {
-                        normalizer.finish_items(&mut items);
-                        true
-                    }
-                    n => {
-                        normalizer.feed_items(&chunk[..n], &mut items);
-                        false
-                    }
-                },
-            };
+            let fed = feed
+                .next(&mut items)
+                .map_err(|e| bad(input, format!("cannot read: {e}")))?;
             for item in items.drain(..) {
                 self.item(item).await?;
             }
-            if done {
+            if fed != feed::Fed::More {
                 return Ok(());
             }
         }

@@ -40,7 +40,7 @@ mod index;
 pub use index::{Index, IndexEntry};
 
 use super::clock::ImportClock;
-use super::{CHUNK, ImportContext, ImportWriter, bad, first_time, user_message};
+use super::{ImportContext, ImportWriter, bad, first_time, user_message};
 use crate::CliError;
 
 /// Bytes of a file's head whose hash tells a grown file from a rewritten one.
@@ -496,33 +496,21 @@ impl StoreFeed<'_> {
         &mut self,
         provider: Provider,
         head: Vec<u8>,
-        mut file: std::fs::File,
+        file: std::fs::File,
     ) -> Result<(), CliError> {
         let input = self.writer.input;
-        let mut normalizer = provider.normalizer();
+        let mut feed = super::feed::ChunkFeed::new(provider, head, file);
         let mut items = Vec::new();
-        let mut pending = Some(head);
-        let mut chunk = vec![0u8; CHUNK];
         loop {
-            let finishing = match pending.take() {
-                Some(bytes) => {
-                    normalizer.feed_items(&bytes, &mut items);
-                    false
+            let fed = feed
+                .next(&mut items)
+                .map_err(|e| bad(input, format!("cannot read: {e}")))?;
+            let finishing = match fed {
+                super::feed::Fed::More => false,
+                super::feed::Fed::Last { before_finish } => {
+                    self.items_fed = self.counted + before_finish as u64;
+                    true
                 }
-                None => match file
-                    .read(&mut chunk)
-                    .map_err(|e| bad(input, format!("cannot read: {e}")))?
-                {
-                    0 => {
-                        self.items_fed = self.counted + items.len() as u64;
-                        normalizer.finish_items(&mut items);
-                        true
-                    }
-                    n => {
-                        normalizer.feed_items(&chunk[..n], &mut items);
-                        false
-                    }
-                },
             };
             for item in items.drain(..) {
                 self.item(item, finishing).await?;
