@@ -205,6 +205,7 @@
 //! | gemini | `result` | `stats.models` (the models a run used; `init` may name the router `auto`): one model → model and usage of the open turn, several → one usage-only turn per model; else `stats` → usage of the open turn (whole run): thought tokens (`thoughts`, or `total_tokens` − `input_tokens` − `output_tokens` where the CLI omits them) → reasoning, not part of output (Gemini counts them apart); non-success status → E |
 //! | gemini | `--output-format json` document | `response` → text; `stats.models.*.tokens` → usage per model (one model: the text turn's; several: a usage-only turn each); `stats.tools` calls → X (no content); `error` → E |
 //! | gemini | thinking | none in stream-json: the documented extra of the equivalence test |
+//! | gemini | saved session (`chats/session-*.jsonl`: metadata, then message records appended again whole under their `id` as they grow; `$set` / `$rewindTo` ignored) | `user` text → prompt; `gemini` → one turn per `id`, its last record: `thoughts` → thinking, `content` → text, `toolCalls` → use / result (each `tool.*` once, as soon as a record shows it), `tokens` → usage (`input` − `cached` + `tool` → input, `output`, `cached` → cache read, `thoughts` → reasoning), `model`; `info` → M, `warning` / `error` → W |
 //! | copilot | `assistant.message` | turn per `messageId`: `reasoningText` → thinking, `content` → text, `toolRequests` → use, `outputTokens` → usage (last report per `messageId`, billed once) |
 //! | copilot | `reasoningOpaque` / `encryptedContent` | X |
 //! | copilot | `assistant.reasoning` | thinking |
@@ -277,6 +278,7 @@ mod copilot;
 mod facts;
 pub mod frame;
 mod gemini;
+mod gemini_chats;
 pub mod json;
 mod openai;
 mod output;

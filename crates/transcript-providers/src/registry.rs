@@ -9,7 +9,7 @@ use crate::json::Value;
 use crate::frame::{Frame, Framer};
 use crate::output::{Diagnostic, DiagnosticKind, Output, Position};
 use crate::util::{Framed, s};
-use crate::{Normalizer, anthropic, claude, codex, copilot, gemini, openai};
+use crate::{Normalizer, anthropic, claude, codex, copilot, gemini_chats, openai};
 
 /// A provider known to the registry. Its [`Provider::name`] is what
 /// `message.assistant` payloads carry in `provider` (decision 10).
@@ -77,7 +77,7 @@ impl Provider {
         match self {
             Provider::Claude => Box::new(Framed::new(self, claude::Claude)),
             Provider::Codex => Box::new(Framed::new(self, codex::Codex::default())),
-            Provider::Gemini => Box::new(Framed::new(self, gemini::Gemini)),
+            Provider::Gemini => Box::new(Framed::new(self, gemini_chats::GeminiAny::default())),
             Provider::Copilot => Box::new(Framed::new(self, copilot::Copilot::default())),
             Provider::OpenAi => Box::new(Framed::new(self, openai::OpenAi::default())),
             Provider::Anthropic => Box::new(Framed::new(self, anthropic::Anthropic::default())),
@@ -177,6 +177,9 @@ fn detect_record(event: Option<&str>, v: &Value) -> Option<Provider> {
         if ev.starts_with("response.") {
             return Some(Provider::OpenAi);
         }
+    }
+    if gemini_chats::is_chat_record(v) {
+        return Some(Provider::Gemini);
     }
     if let Some(o) = s(v, "object")
         && (o.starts_with("chat.completion") || o == "response")

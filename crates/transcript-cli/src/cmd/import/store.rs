@@ -1,12 +1,13 @@
 //! Incremental import of the agent CLIs' own session stores (issue #29 item 3):
 //! `transcript import <provider> --store` reads the provider's store (Claude Code
 //! `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`; Codex `$CODEX_HOME/sessions`,
-//! else `~/.codex/sessions`; Gemini CLI `~/.gemini/tmp`; Copilot CLI
-//! `~/.copilot/session-state`), and a directory argument is read the same way. Verified on
-//! real data: Claude Code session logs (sub-agent logs included) and Codex rollouts. Copilot's
-//! `events.jsonl` records are the ones its normalizer reads (real captures); Gemini CLI's saved
-//! chats are a format of their own that the Gemini normalizer does not read yet (each such
-//! file is reported as not imported, naming it).
+//! else `~/.codex/sessions`; Gemini CLI `$GEMINI_CLI_HOME/.gemini/tmp`, else
+//! `~/.gemini/tmp`, its `chats/` files only; Copilot CLI `~/.copilot/session-state`), and a
+//! directory argument is read the same way. Verified on real data: Claude Code session logs
+//! (sub-agent logs included), Codex rollouts, and the saved sessions the real Gemini CLI 0.61
+//! writes (`tests/import_gemini_store.rs`: append-only JSONL whose messages are appended again
+//! whole as they grow; see `transcript_providers`' Gemini chats reader). Copilot's
+//! `events.jsonl` records are the ones its normalizer reads (real captures).
 //!
 //! Every session file is one run, tracked in `<storage>/import-index.json` (path → run id,
 //! size, modification time, a hash of its first 4 KiB, how many normalizer items its
@@ -63,7 +64,12 @@ pub fn default_store(provider: Provider) -> Result<PathBuf, CliError> {
             Some(dir) => PathBuf::from(dir).join("sessions"),
             None => home()?.join(".codex/sessions"),
         },
-        Provider::Gemini => home()?.join(".gemini/tmp"),
+        // Gemini CLI 0.61 `homedir()`: `GEMINI_CLI_HOME`, else the user's home; its chats
+        // live in `<home>/.gemini/tmp/<project>/chats/`.
+        Provider::Gemini => match var("GEMINI_CLI_HOME") {
+            Some(dir) => PathBuf::from(dir).join(".gemini/tmp"),
+            None => home()?.join(".gemini/tmp"),
+        },
         Provider::Copilot => home()?.join(".copilot/session-state"),
         other => {
             return Err(CliError::Usage(format!(
@@ -119,6 +125,21 @@ pub fn session_files(dir: &Path, since: Option<i64>) -> Vec<PathBuf> {
     files
 }
 
+/// Whether `file` (found under a store) is one of the provider's session files: Gemini CLI
+/// keeps other JSON beside its chats (`logs.json`, checkpoints), so only files under a
+/// `chats` directory or named `session-*` are its sessions.
+fn is_session_file(provider: Provider, file: &Path) -> bool {
+    match provider {
+        Provider::Gemini => {
+            file.components().any(|c| c.as_os_str() == "chats")
+                || file
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("session-"))
+        }
+        _ => true,
+    }
+}
+
 /// Runs `import --store` or an import of directories: every session file under `dirs`
 /// (modified since `since`, seconds since the epoch) incrementally (see the module docs). One line
 /// per run on stdout (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`).
@@ -141,14 +162,19 @@ pub fn run_store(
     let mut index = Index::load(&ctx.storage)?;
     let (clock, ids) = crate::source::clock_and_ids(ctx.deterministic);
     let mut counts = Counts::default();
+    // Every root is checked before anything is imported: a missing one must not leave
+    // runs written that the index does not know (they would be imported again as new).
+    if let Some(dir) = dirs.iter().find(|d| !d.is_dir()) {
+        return Err(CliError::NotFound {
+            what: format!("{provider} session store"),
+            path: dir.clone(),
+        });
+    }
     for dir in dirs {
-        if !dir.is_dir() {
-            return Err(CliError::NotFound {
-                what: format!("{provider} session store"),
-                path: dir.clone(),
-            });
-        }
         for file in session_files(dir, since) {
+            if !is_session_file(provider, &file) {
+                continue;
+            }
             counts.seen += 1;
             let key = std::fs::canonicalize(&file)
                 .unwrap_or_else(|_| file.clone())
