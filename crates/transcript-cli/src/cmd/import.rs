@@ -32,10 +32,12 @@ use transcript_providers::{ClockSource, Fact, Item, Provider, detect};
 
 use crate::CliError;
 
+pub mod bill;
 mod clock;
 mod feed;
 pub mod store;
 mod summary;
+use bill::ImportBill;
 use clock::ImportClock;
 use summary::{DiagnosticSummary, Seen};
 
@@ -61,6 +63,8 @@ pub struct Imported {
     pub clock: ClockSource,
     /// How the imported run ended.
     pub status: ImportStatus,
+    /// The tokens and priced cost of the turns written.
+    pub bill: ImportBill,
 }
 
 /// How an imported run ended (shown as `succeeded`, `failed`, or `incomplete: <why>`).
@@ -133,7 +137,9 @@ pub fn run(
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     let (done, failed) = runtime.block_on(import_all(ctx, logs));
+    let mut total = ImportBill::default();
     for i in &done {
+        total.merge(&i.bill);
         crate::exit::stdout_result(writeln!(
             out,
             "{}\t{}\t{}",
@@ -142,15 +148,24 @@ pub fn run(
             i.path.display()
         ))?;
         crate::diag!(
-            "transcript: imported {} ({}): {} events, {} diagnostics, times from the {} clock; run {}",
+            "transcript: imported {} ({}): {} events, {} diagnostics, times from the {} clock; run {}; {}",
             i.input.display(),
             i.provider,
             i.events,
             i.diagnostics,
             i.clock.as_str(),
-            i.status
+            i.status,
+            i.bill.describe()
         );
     }
+    if done.len() > 1 {
+        crate::diag!(
+            "transcript: {} runs imported; {}",
+            done.len(),
+            total.describe()
+        );
+    }
+    total.warn();
     if let Some(r) = redactor {
         crate::diag!("transcript: {} masks applied", r.masks_made());
     }
@@ -213,11 +228,16 @@ struct ImportWriter<'a> {
         Arc<dyn transcript_domain::Recorder>,
     )>,
     events: u64,
+    /// The tokens and cost of the turns written.
+    bill: ImportBill,
 }
 
 impl ImportWriter<'_> {
     async fn record(&mut self, payload: Payload) -> Result<(), CliError> {
         self.ensure_open().await?;
+        if let Payload::MessageAssistant(m) = &payload {
+            self.bill.add(m, transcript_providers::Pricing::embedded());
+        }
         self.write(EventDraft::new("agent", 0, payload)).await
     }
 
@@ -320,6 +340,7 @@ async fn import_one(
             step: StepPayload::new(provider.name(), "agent"),
             open: None,
             events: 0,
+            bill: ImportBill::default(),
         },
         clock: import_clock,
         diagnostics: DiagnosticSummary::default(),
@@ -356,6 +377,7 @@ async fn import_one(
         diagnostics: run.diagnostics.total,
         clock: clock_source,
         status,
+        bill: run.writer.bill.clone(),
     })
 }
 

@@ -70,7 +70,12 @@ pub fn default_store(provider: Provider) -> Result<PathBuf, CliError> {
             Some(dir) => PathBuf::from(dir).join(".gemini/tmp"),
             None => home()?.join(".gemini/tmp"),
         },
-        Provider::Copilot => home()?.join(".copilot/session-state"),
+        // Copilot CLI 1.0.102's npm loader looks for `$COPILOT_HOME/pkg` beside
+        // `~/.copilot/pkg`: `COPILOT_HOME` stands for `~/.copilot`.
+        Provider::Copilot => match var("COPILOT_HOME") {
+            Some(dir) => PathBuf::from(dir).join("session-state"),
+            None => home()?.join(".copilot/session-state"),
+        },
         other => {
             return Err(CliError::Usage(format!(
                 "--store: {other} has no session store (name files or directories instead)"
@@ -210,10 +215,13 @@ pub fn run_store(
         appended,
         unchanged,
         failed,
+        bill,
     } = counts;
     crate::diag!(
-        "transcript: {seen} session file(s): {new} new, {appended} appended, {unchanged} unchanged, {failed} not imported"
+        "transcript: {seen} session file(s): {new} new, {appended} appended, {unchanged} unchanged, {failed} not imported; imported now: {}",
+        bill.describe()
     );
+    bill.warn();
     Ok(())
 }
 
@@ -225,6 +233,8 @@ struct Counts {
     appended: usize,
     unchanged: usize,
     failed: usize,
+    /// What the new and appended turns cost, summed.
+    bill: super::ImportBill,
 }
 
 impl Counts {
@@ -250,13 +260,15 @@ impl Counts {
                 self.unchanged += 1;
                 (r, "unchanged".to_owned())
             }
-            StoreOutcome::New(r, n) => {
+            StoreOutcome::New(r, n, bill) => {
                 self.new += 1;
-                (r, format!("new ({n} events)"))
+                self.bill.merge(&bill);
+                (r, format!("new ({n} events; {})", bill.describe()))
             }
-            StoreOutcome::Appended(r, n) => {
+            StoreOutcome::Appended(r, n, bill) => {
                 self.appended += 1;
-                (r, format!("appended ({n} events)"))
+                self.bill.merge(&bill);
+                (r, format!("appended ({n} events; {})", bill.describe()))
             }
         };
         crate::exit::stdout_result(writeln!(
@@ -275,10 +287,10 @@ impl Counts {
 pub enum StoreOutcome {
     /// Same size and time: not read.
     Unchanged(RunId),
-    /// A new run.
-    New(RunId, u64),
-    /// Events appended to its run.
-    Appended(RunId, u64),
+    /// A new run: its events and what its turns cost.
+    New(RunId, u64, super::ImportBill),
+    /// Events appended to its run, and what the appended turns cost.
+    Appended(RunId, u64, super::ImportBill),
     /// No agent output (yet): no run; read again once it changes.
     NoOutput,
 }
@@ -403,6 +415,7 @@ pub async fn import_store_file(
             step: StepPayload::new(provider.name(), "agent"),
             open,
             events: 0,
+            bill: super::ImportBill::default(),
         },
         clock: import_clock,
         latest: None,
@@ -435,10 +448,11 @@ pub async fn import_store_file(
     entry.items_fed = feed.items_fed;
     entry.tail = feed.tail;
     let events = feed.writer.events;
+    let bill = feed.writer.bill.clone();
     let outcome = if resume.is_some() {
-        StoreOutcome::Appended(run, events)
+        StoreOutcome::Appended(run, events, bill)
     } else {
-        StoreOutcome::New(run, events)
+        StoreOutcome::New(run, events, bill)
     };
     Ok((outcome, Some(entry)))
 }
