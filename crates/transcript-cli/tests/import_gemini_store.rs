@@ -262,6 +262,21 @@ fn a_real_gemini_session_resumed_between_two_imports_appends_only_what_is_new() 
     assert_eq!(truth, bill(&server), "jq over the grown file = the bill");
     assert_eq!(receipts_total(storage.path(), &run), truth);
 
+    // Open, not completed: the session may grow again; the index lists the run.
+    assert!(of_type(&ev, "run.completed").is_empty());
+    assert!(of_type(&ev, "step.completed").is_empty());
+    assert!(
+        text(&second.stderr).contains("these runs stay open (no run.completed)"),
+        "{}",
+        text(&second.stderr)
+    );
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(storage.path().join("import-index.json")).unwrap())
+            .unwrap();
+    let indexed: Vec<&Value> = index["files"].as_object().unwrap().values().collect();
+    assert_eq!(indexed.len(), 1);
+    assert_eq!(indexed[0]["run_id"], run.as_str());
+
     let third = import_store(storage.path(), &sb.home());
     assert_eq!(lines(&third)[0][3], "unchanged");
     assert_eq!(std::fs::read(&transcript).unwrap(), after);

@@ -88,10 +88,22 @@ impl ImportBill {
         )
     }
 
-    /// One warning per model the embedded table cannot price.
+    /// One warning per model the embedded table cannot price, worded as `receipts` words
+    /// it (not shared with `cmd::receipts`, which reads the import index: no module circle).
     pub fn warn(&self) {
-        let models: Vec<String> = self.unpriced.iter().cloned().collect();
-        crate::cmd::receipts::warn_unpriced(&models, None, &mut std::io::stderr().lock());
+        for m in &self.unpriced {
+            if m == transcript_domain::bill::NO_MODEL {
+                crate::diag!(
+                    "transcript: warning: some turns name no model: their cost shows — (set the step's model:)"
+                );
+                continue;
+            }
+            crate::diag!(
+                "transcript: warning: no price for model {} in the embedded LiteLLM {} table: its cost shows — (pass --pricing FILE to receipts)",
+                crate::style::one_line(m),
+                transcript_providers::LITELLM_VERSION
+            );
+        }
     }
 }
 

@@ -26,6 +26,14 @@
 //!
 //! A session log has no end: these runs have `run.started` and the agent step's
 //! `step.started` but no completion, so appending never writes after `run.completed`.
+//! None of the stores marks a session as ended (Claude Code logs and Gemini CLI chats have
+//! no closing record; a Codex `task_complete` ends a task, and `codex resume` continues the
+//! session), so no completion is ever written: it would be contradicted by the next
+//! append. Such a run is **open**, not incomplete: the index lists it
+//! ([`Index::session_runs`]), which is how a reader tells "an imported session, may grow"
+//! from "a run that crashed". The wire stays as seed 000 and the wire decisions define it:
+//! no field is added to `run.started` (decision 2 fixes its `name` and `kind`; decision 8
+//! lets our writer add only the listed fields).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -221,6 +229,11 @@ pub fn run_store(
         "transcript: {seen} session file(s): {new} new, {appended} appended, {unchanged} unchanged, {failed} not imported; imported now: {}",
         bill.describe()
     );
+    if new + appended > 0 {
+        crate::diag!(
+            "transcript: these runs stay open (no run.completed): the agent CLI may append to a session (a resume), and the next import appends to its run"
+        );
+    }
     bill.warn();
     Ok(())
 }

@@ -41,6 +41,19 @@ pub struct Index {
 }
 
 impl Index {
+    /// The runs that mirror a session file of an agent CLI's store (issue #29 item 3). Such
+    /// a run is **open**, not incomplete: the session may grow (the CLI appends to the same
+    /// file when it is resumed), so its import writes no `step.completed` / `run.completed`
+    /// that a later import would have to contradict in an append-only transcript. Readers
+    /// that show a run's status say "open (imported session)" for a run of this set without
+    /// `run.completed`, where they would say "incomplete".
+    pub fn session_runs(&self) -> std::collections::BTreeSet<transcript_domain::RunId> {
+        self.files
+            .values()
+            .filter_map(|e| transcript_domain::RunId::parse(&e.run_id).ok())
+            .collect()
+    }
+
     /// Reads the index (absent: empty; unreadable: an error naming it).
     pub fn load(storage: &Path) -> Result<Self, CliError> {
         let path = storage.join(INDEX_FILE);
@@ -67,5 +80,37 @@ impl Index {
             .and_then(|()| std::fs::write(&tmp, text))
             .and_then(|()| std::fs::rename(&tmp, &path))
             .map_err(|e| CliError::Storage(format!("{}: {e}", path.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(run_id: &str) -> IndexEntry {
+        IndexEntry {
+            run_id: run_id.to_owned(),
+            provider: "gemini".to_owned(),
+            size: 1,
+            mtime_ns: 1,
+            head: String::new(),
+            head_len: 1,
+            items_fed: 0,
+            tail: None,
+        }
+    }
+
+    #[test]
+    fn session_runs_are_the_runs_of_indexed_files_and_not_files_without_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = Index::default();
+        let run = "26ad1d70-2cb4-45bf-ba28-55633c7792f6";
+        index.files.insert("/s/a.jsonl".to_owned(), entry(run));
+        index.files.insert("/s/b.jsonl".to_owned(), entry(""));
+        index.save(dir.path()).unwrap();
+        let runs = Index::load(dir.path()).unwrap().session_runs();
+        let ids: Vec<String> = runs.iter().map(ToString::to_string).collect();
+        assert_eq!(ids, vec![run.to_owned()]);
+        assert!(Index::default().session_runs().is_empty());
     }
 }
