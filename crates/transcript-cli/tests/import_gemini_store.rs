@@ -266,7 +266,8 @@ fn a_real_gemini_session_resumed_between_two_imports_appends_only_what_is_new() 
     assert!(of_type(&ev, "run.completed").is_empty());
     assert!(of_type(&ev, "step.completed").is_empty());
     assert!(
-        text(&second.stderr).contains("these runs stay open (no run.completed)"),
+        text(&second.stderr)
+            .contains("1 imported session run(s) in this storage stay open (no run.completed)"),
         "{}",
         text(&second.stderr)
     );

@@ -152,7 +152,10 @@ impl Detector {
         for f in self.frames.drain(..) {
             let Frame::Record(r) = f else { continue };
             self.records += 1;
-            if let Some(p) = detect_record(r.event.as_deref(), &r.value) {
+            // A Gemini CLI saved session first: its metadata has a `sessionId` (Claude's
+            // mark) and its older whole-document form a `messages` array (OpenAI's).
+            let chats = gemini_chats::is_chat_record(&r.value).then_some(Provider::Gemini);
+            if let Some(p) = chats.or_else(|| detect_record(r.event.as_deref(), &r.value)) {
                 return Verdict::Detected(p);
             }
             if self.guess.is_none()
@@ -177,9 +180,6 @@ fn detect_record(event: Option<&str>, v: &Value) -> Option<Provider> {
         if ev.starts_with("response.") {
             return Some(Provider::OpenAi);
         }
-    }
-    if gemini_chats::is_chat_record(v) {
-        return Some(Provider::Gemini);
     }
     if let Some(o) = s(v, "object")
         && (o.starts_with("chat.completion") || o == "response")

@@ -39,14 +39,17 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use transcript_domain::{
-    Clock, MessagePayload, Payload, Recorder, RunId, RunIdGenerator, StepPayload, Timestamp, Usage,
-};
+use transcript_domain::{Clock, Payload, Recorder, RunId, RunIdGenerator, StepPayload, Timestamp};
 use transcript_infra::JsonlRecorderFactory;
 use transcript_providers::{Fact, Item, Output, Provider};
 
+mod continuation;
 mod index;
+mod locate;
+use continuation::continuation;
 pub use index::{Index, IndexEntry};
+use locate::is_session_file;
+pub use locate::{default_store, parse_day, session_files};
 
 use super::clock::ImportClock;
 use super::{ImportContext, ImportWriter, bad, first_time, user_message};
@@ -54,104 +57,6 @@ use crate::CliError;
 
 /// Bytes of a file's head whose hash tells a grown file from a rewritten one.
 const HEAD: usize = 4096;
-
-/// The provider's own session store, honouring `CLAUDE_CONFIG_DIR` and `CODEX_HOME`.
-pub fn default_store(provider: Provider) -> Result<PathBuf, CliError> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let home = || {
-        var("HOME")
-            .map(PathBuf::from)
-            .ok_or_else(|| CliError::Usage("--store: HOME is not set".to_owned()))
-    };
-    Ok(match provider {
-        Provider::Claude => match var("CLAUDE_CONFIG_DIR") {
-            Some(dir) => PathBuf::from(dir).join("projects"),
-            None => home()?.join(".claude/projects"),
-        },
-        Provider::Codex => match var("CODEX_HOME") {
-            Some(dir) => PathBuf::from(dir).join("sessions"),
-            None => home()?.join(".codex/sessions"),
-        },
-        // Gemini CLI 0.61 `homedir()`: `GEMINI_CLI_HOME`, else the user's home; its chats
-        // live in `<home>/.gemini/tmp/<project>/chats/`.
-        Provider::Gemini => match var("GEMINI_CLI_HOME") {
-            Some(dir) => PathBuf::from(dir).join(".gemini/tmp"),
-            None => home()?.join(".gemini/tmp"),
-        },
-        // Copilot CLI 1.0.102's npm loader looks for `$COPILOT_HOME/pkg` beside
-        // `~/.copilot/pkg`: `COPILOT_HOME` stands for `~/.copilot`.
-        Provider::Copilot => match var("COPILOT_HOME") {
-            Some(dir) => PathBuf::from(dir).join("session-state"),
-            None => home()?.join(".copilot/session-state"),
-        },
-        other => {
-            return Err(CliError::Usage(format!(
-                "--store: {other} has no session store (name files or directories instead)"
-            )));
-        }
-    })
-}
-
-/// `YYYY-MM-DD` (UTC midnight) as seconds since the epoch.
-pub fn parse_day(text: &str) -> Result<i64, CliError> {
-    let bad_day = || CliError::Usage(format!("--since {text:?}: expected YYYY-MM-DD"));
-    let t =
-        transcript_domain::Timestamp::parse(&format!("{text}T00:00:00Z")).map_err(|_| bad_day())?;
-    Ok(t.to_offset_date_time().unix_timestamp())
-}
-
-/// Session files under `dir` (recursively: `*.jsonl`, `*.json`), sorted, skipping those
-/// last modified before `since` (seconds since the epoch).
-pub fn session_files(dir: &Path, since: Option<i64>) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(kind) = e.file_type() else { continue };
-            let path = e.path();
-            if kind.is_dir() {
-                stack.push(path);
-            } else if kind.is_file()
-                && path
-                    .extension()
-                    .is_some_and(|x| x == "jsonl" || x == "json")
-            {
-                let recent = match since {
-                    None => true,
-                    Some(since) => e
-                        .metadata()
-                        .ok()
-                        .and_then(|m| m.modified().ok())
-                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        .is_some_and(|d| d.as_secs() as i64 >= since),
-                };
-                if recent {
-                    files.push(path);
-                }
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
-/// Whether `file` (found under a store) is one of the provider's session files: Gemini CLI
-/// keeps other JSON beside its chats (`logs.json`, checkpoints), so only files under a
-/// `chats` directory or named `session-*` are its sessions.
-fn is_session_file(provider: Provider, file: &Path) -> bool {
-    match provider {
-        Provider::Gemini => {
-            file.components().any(|c| c.as_os_str() == "chats")
-                || file
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("session-"))
-        }
-        _ => true,
-    }
-}
 
 /// Runs `import --store` or an import of directories: every session file under `dirs`
 /// (modified since `since`, seconds since the epoch) incrementally (see the module docs). One line
@@ -217,24 +122,7 @@ pub fn run_store(
         }
     }
     index.save(&ctx.storage)?;
-    let Counts {
-        seen,
-        new,
-        appended,
-        unchanged,
-        failed,
-        bill,
-    } = counts;
-    crate::diag!(
-        "transcript: {seen} session file(s): {new} new, {appended} appended, {unchanged} unchanged, {failed} not imported; imported now: {}",
-        bill.describe()
-    );
-    if new + appended > 0 {
-        crate::diag!(
-            "transcript: these runs stay open (no run.completed): the agent CLI may append to a session (a resume), and the next import appends to its run"
-        );
-    }
-    bill.warn();
+    counts.report(index.session_runs().len());
     Ok(())
 }
 
@@ -251,6 +139,29 @@ struct Counts {
 }
 
 impl Counts {
+    /// The summary on stderr: files by outcome, what this import added, how many runs of the
+    /// storage mirror a session (`open`), one warning per model without a price.
+    fn report(self, open: usize) {
+        let Counts {
+            seen,
+            new,
+            appended,
+            unchanged,
+            failed,
+            bill,
+        } = self;
+        crate::diag!(
+            "transcript: {seen} session file(s): {new} new, {appended} appended, {unchanged} unchanged, {failed} not imported; imported now: {}",
+            bill.describe()
+        );
+        if new + appended > 0 {
+            crate::diag!(
+                "transcript: {open} imported session run(s) in this storage stay open (no run.completed): the agent CLI may append to a session (a resume), and the next import appends to its run"
+            );
+        }
+        bill.warn();
+    }
+
     /// Counts one file's outcome and says it: a line on stdout for a run
     /// (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`), a note on stderr.
     fn announce(
@@ -316,76 +227,6 @@ fn file_stamp(path: &Path) -> Result<(u64, u128), CliError> {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos());
     Ok((meta.len(), mtime))
-}
-
-/// `new` without what `old` (a turn already written) holds: blocks `old` has are
-/// dropped (each matched once), usage is what each count grew by.
-fn continuation(new: &MessagePayload, old: &serde_json::Value) -> Option<MessagePayload> {
-    let old_blocks = old.get("blocks").and_then(|b| b.as_array())?;
-    let mut unmatched: Vec<&serde_json::Value> = old_blocks.iter().collect();
-    let mut blocks = Vec::new();
-    for b in &new.blocks {
-        let v = serde_json::to_value(b).ok()?;
-        match unmatched.iter().position(|o| **o == v) {
-            Some(i) => {
-                unmatched.remove(i);
-            }
-            None => blocks.push(b.clone()),
-        }
-    }
-    let old_usage: Usage = old
-        .get("usage")
-        .map(|u| Usage {
-            input_tokens: u.get("input_tokens").and_then(|v| v.as_u64()),
-            output_tokens: u.get("output_tokens").and_then(|v| v.as_u64()),
-            cache_read_tokens: u.get("cache_read_tokens").and_then(|v| v.as_u64()),
-            cache_write_tokens: u.get("cache_write_tokens").and_then(|v| v.as_u64()),
-            reasoning_tokens: u.get("reasoning_tokens").and_then(|v| v.as_u64()),
-            cost_usd: u.get("cost_usd").and_then(|v| v.as_f64()),
-        })
-        .unwrap_or_default();
-    let usage = new.usage.as_ref().map(|u| {
-        let d = |n: Option<u64>, o: Option<u64>| n.map(|n| n.saturating_sub(o.unwrap_or(0)));
-        Usage {
-            input_tokens: d(u.input_tokens, old_usage.input_tokens),
-            output_tokens: d(u.output_tokens, old_usage.output_tokens),
-            cache_read_tokens: d(u.cache_read_tokens, old_usage.cache_read_tokens),
-            cache_write_tokens: d(u.cache_write_tokens, old_usage.cache_write_tokens),
-            reasoning_tokens: d(u.reasoning_tokens, old_usage.reasoning_tokens),
-            cost_usd: match (u.cost_usd, old_usage.cost_usd) {
-                (Some(n), Some(o)) if n > o => Some(n - o),
-                (Some(_), Some(_)) => None,
-                (n, None) => n,
-                (None, _) => None,
-            },
-        }
-    });
-    let grew = usage
-        .as_ref()
-        .is_some_and(|u| *u != Usage::default() && !zero(u));
-    if blocks.is_empty() && !grew {
-        return None;
-    }
-    Some(MessagePayload {
-        role: new.role,
-        blocks,
-        provider: new.provider.clone(),
-        model: new.model.clone(),
-        usage: usage.filter(|u| !zero(u)),
-    })
-}
-
-fn zero(u: &Usage) -> bool {
-    [
-        u.input_tokens,
-        u.output_tokens,
-        u.cache_read_tokens,
-        u.cache_write_tokens,
-        u.reasoning_tokens,
-    ]
-    .iter()
-    .all(|c| c.unwrap_or(0) == 0)
-        && u.cost_usd.is_none()
 }
 
 /// Imports one session file of a store: skipped when unchanged, appended to its run when
