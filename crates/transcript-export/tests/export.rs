@@ -383,8 +383,22 @@ fn truncation_applies_to_tool_values_everywhere() {
         panic!()
     };
     let out = read.output.as_str().unwrap();
-    assert!(out.contains("…[truncated: 380 bytes, sha256 "), "{out}");
+    // The domain's one rule: never longer than the limit, marker included; 64 bytes
+    // cannot hold the sha256, so the marker names the size alone.
+    assert!(out.ends_with("…[truncated: 380 bytes]"), "{out}");
+    assert_eq!(out.len(), 64, "{out}");
     assert_eq!(read.input, json!({"path": "main.go"}), "small values stay");
+    // A limit that holds it: the full marker, within the limit.
+    let doc200 = document(&ExportOptions {
+        truncate_outputs: Some(200),
+        ..ExportOptions::default()
+    });
+    let transcript_export::Entry::ToolCall(read200) = &doc200.run.steps[0].entries[1] else {
+        panic!()
+    };
+    let out = read200.output.as_str().unwrap();
+    assert!(out.contains("…[truncated: 380 bytes, sha256 "), "{out}");
+    assert!(out.len() <= 200, "{}", out.len());
     let transcript_export::Entry::ToolCall(lint) = &doc.run.steps[1].steps[0].entries[0] else {
         panic!()
     };
