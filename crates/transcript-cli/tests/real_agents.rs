@@ -224,10 +224,10 @@ fn assert_receipts_equal_billing(run: &Run, server: &ModelServer, turns: usize) 
 }
 
 /// The usage attributes of the run's spans in its OTLP/JSON export, in receipt terms: summed
-/// over the per-call `chat` spans, which must equal the sum over the `invoke_agent` spans. The
-/// conventions count cached input inside `gen_ai.usage.input_tokens`, and reasoning inside
-/// `gen_ai.usage.output_tokens` (added for Gemini, which counts it apart): both are taken back
-/// out to compare with the receipt.
+/// over the per-call `chat` spans, which must equal the sum over the `invoke_agent` spans (their
+/// `transcript.usage.*` sums: the transcript's counts). The conventions count cached input
+/// inside `gen_ai.usage.input_tokens`, and reasoning inside `gen_ai.usage.output_tokens` (added
+/// for Gemini, which counts it apart): both are taken back out to compare with the receipt.
 fn otlp_usage(run: &Run) -> Value {
     let file = run.storage.path().join("spans.json");
     let out = common::bin()
@@ -269,6 +269,22 @@ fn otlp_usage(run: &Run) -> Value {
             .iter()
             .filter(|s| attr(s, "gen_ai.operation.name") == Some(json!({"stringValue": operation})))
         {
+            if operation == "invoke_agent" {
+                // Agent spans: the step's sums under our names only (the transcript's
+                // counts), so a backend summing gen_ai.usage.* counts each request once.
+                let ours = [
+                    "transcript.usage.input_tokens",
+                    "transcript.usage.output_tokens",
+                    "transcript.usage.cache_read_tokens",
+                    "transcript.usage.cache_write_tokens",
+                    "transcript.usage.reasoning_tokens",
+                ];
+                for (total, name) in totals.iter_mut().zip(ours) {
+                    *total += int(span, name);
+                }
+                assert_eq!(attr(span, "gen_ai.usage.input_tokens"), None);
+                continue;
+            }
             let read = int(span, "gen_ai.usage.cache_read.input_tokens");
             let write = int(span, "gen_ai.usage.cache_creation.input_tokens");
             let reasoning = int(span, "gen_ai.usage.reasoning.output_tokens");

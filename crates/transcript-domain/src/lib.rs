@@ -206,6 +206,7 @@ pub mod schema;
 mod strict;
 mod timestamp;
 pub mod tree;
+pub mod truncate;
 mod validate;
 mod vocab;
 

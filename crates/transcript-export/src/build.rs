@@ -63,6 +63,7 @@ pub fn build_document(
             redacted: options.redacted,
         },
         run: run_export(&tree, events, &runs, options),
+        cost: None,
     }
 }
 
@@ -109,6 +110,7 @@ fn run_export(
         error: tree.error.clone(),
         result: run_result(events),
         usage: (!usage_total.is_empty()).then_some(usage_total),
+        cost_usd: None,
         steps: tree
             .steps
             .iter()
@@ -180,6 +182,7 @@ impl Entries {
             provider: m.provider.clone(),
             model: m.model.clone(),
             usage: m.usage.clone(),
+            cost_usd: None,
             blocks: m
                 .blocks
                 .iter()
@@ -301,6 +304,7 @@ fn step_export(
         error: node.error.clone(),
         result: node.result.as_ref().map(|r| r.to_value()),
         usage: (!usage.is_empty()).then_some(usage),
+        cost_usd: None,
         entries,
         steps: node
             .children

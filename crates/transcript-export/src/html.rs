@@ -8,8 +8,10 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use transcript_domain::Role;
 
-use crate::model::{Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport};
-use crate::render_util::{duration, escape_html as esc, usage_line};
+use crate::model::{
+    CostSummary, Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport,
+};
+use crate::render_util::{cost_note, duration, escape_html as esc, model_tokens, usage_line, usd};
 
 const CSS: &str = r#"
 :root { --fg:#1d2125; --muted:#6a737d; --ok:#1a7f37; --bad:#cf222e; --warn:#9a6700; --bg:#fff; --panel:#f6f8fa; --line:#d0d7de; }
@@ -42,7 +44,10 @@ pub fn to_html(doc: &ExportDocument) -> String {
     nav_run(&doc.run, &mut ids, &mut nav);
     let mut ids = 0usize;
     let mut body = String::new();
-    render_run(&doc.run, 1, &mut ids, &mut body);
+    render_run(&doc.run, (1, doc.cost.is_some()), &mut ids, &mut body);
+    if let Some(cost) = &doc.cost {
+        render_cost(cost, &mut body);
+    }
     let title = format!(
         "Run {} — {}",
         doc.run.workflow.as_deref().unwrap_or("?"),
@@ -116,12 +121,53 @@ fn h(level: usize) -> usize {
     level.clamp(1, 6)
 }
 
-fn render_run(run: &RunExport, level: usize, ids: &mut usize, out: &mut String) {
+/// The cost section of a priced document: one line per model, the total, the models
+/// without a price.
+fn render_cost(cost: &CostSummary, out: &mut String) {
+    out.push_str("<section class=\"cost\"><h2>Cost by model</h2><ul>");
+    for m in &cost.by_model {
+        let _ = write!(
+            out,
+            "<li><code>{}</code>: {} turns · {} · cost {}</li>",
+            esc(&m.model),
+            m.turns,
+            esc(&model_tokens(&m.usage)),
+            esc(&cost_note(true, m.cost_usd, Some(&m.usage)).unwrap_or_default())
+        );
+    }
+    let _ = write!(
+        out,
+        "<li>Total (with child runs): {} · the CLIs reported {}</li></ul>",
+        esc(&usd(cost.total_usd)),
+        esc(&usd(cost.reported_usd))
+    );
+    for m in &cost.unpriced_models {
+        let _ = write!(
+            out,
+            "<p class=\"incomplete\">⚠ No price for <code>{}</code>: its cost shows —, never $0</p>",
+            esc(m)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">Priced with {}.</p></section>",
+        esc(&cost.price_table)
+    );
+}
+
+/// ` · cost $0.1603` for a priced run or step with usage, else nothing.
+fn cost_meta(priced: bool, cost: Option<f64>, usage: Option<&transcript_domain::Usage>) -> String {
+    cost_note(priced, cost, usage)
+        .map(|c| format!(" · cost {}", esc(&c)))
+        .unwrap_or_default()
+}
+
+fn render_run(run: &RunExport, (level, priced): (usize, bool), ids: &mut usize, out: &mut String) {
     *ids += 1;
     let _ = write!(
         out,
         "<section class=\"run\" id=\"n{}\"><h{lv}>Run <code>{}</code> <span class=\"{}\">{}</span></h{lv}>\
-         <p class=\"meta\">run {} · started {} · {}{}</p>",
+         <p class=\"meta\">run {} · started {} · {}{}{}</p>",
         ids,
         esc(run.workflow.as_deref().unwrap_or("?")),
         esc(&run.status),
@@ -133,6 +179,7 @@ fn render_run(run: &RunExport, level: usize, ids: &mut usize, out: &mut String) 
             .as_ref()
             .map(|u| format!(" · tokens {}", esc(&usage_line(u))))
             .unwrap_or_default(),
+        cost_meta(priced, run.cost_usd, run.usage.as_ref()),
         lv = h(level),
     );
     if let Some(err) = &run.error {
@@ -143,17 +190,22 @@ fn render_run(run: &RunExport, level: usize, ids: &mut usize, out: &mut String) 
     }
     render_entries(&run.entries, out);
     for s in &run.steps {
-        render_step(s, level + 1, ids, out);
+        render_step(s, (level + 1, priced), ids, out);
     }
     out.push_str("</section>\n");
 }
 
-fn render_step(step: &StepExport, level: usize, ids: &mut usize, out: &mut String) {
+fn render_step(
+    step: &StepExport,
+    (level, priced): (usize, bool),
+    ids: &mut usize,
+    out: &mut String,
+) {
     *ids += 1;
     let _ = write!(
         out,
         "<section class=\"step\" id=\"n{}\"><h{lv}><span class=\"{}\">●</span> {} <span class=\"meta\">[{}] {}{}</span></h{lv}>\
-         <p class=\"meta\">{} · {} · started {}{}</p>",
+         <p class=\"meta\">{} · {} · started {}{}{}</p>",
         ids,
         esc(&step.status),
         esc(&step.name),
@@ -171,6 +223,7 @@ fn render_step(step: &StepExport, level: usize, ids: &mut usize, out: &mut Strin
             .as_ref()
             .map(|u| format!(" · tokens {}", esc(&usage_line(u))))
             .unwrap_or_default(),
+        cost_meta(priced, step.cost_usd, step.usage.as_ref()),
         lv = h(level),
     );
     if let Some(err) = &step.error {
@@ -185,10 +238,10 @@ fn render_step(step: &StepExport, level: usize, ids: &mut usize, out: &mut Strin
     }
     render_entries(&step.entries, out);
     for s in &step.steps {
-        render_step(s, level + 1, ids, out);
+        render_step(s, (level + 1, priced), ids, out);
     }
     if let Some(child) = &step.child_run {
-        render_run(child, level + 1, ids, out);
+        render_run(child, (level + 1, priced), ids, out);
     } else if let Some(id) = &step.child_run_id {
         let _ = write!(
             out,

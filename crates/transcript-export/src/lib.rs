@@ -21,7 +21,17 @@
 //!   tree as a navigable outline, the conversation with tool calls paired to
 //!   results, timing and token usage per step.
 //! * [`receipts`]: one receipt per agent step (provider, model, timing,
-//!   status, tokens, cost) with totals per run and over child runs.
+//!   status, tokens, cost) with totals per run and over child runs;
+//!   [`Groups`] sums billed turns by a caller's key (day, month, session,
+//!   project, model), and [`Receipts::render`] / [`render_groups`] are the
+//!   one home of the receipts tables' layout.
+//! * [`price_document`]: prices a document with the receipts' own code (one
+//!   request, one bill; the caller's price function, e.g. the providers
+//!   crate's `Pricing::cost`): each billed turn, step and run gets its
+//!   `cost_usd`, and [`ExportDocument::cost`] holds the per-model totals,
+//!   the total, what the CLIs reported themselves beside it, and the models
+//!   without a price (their cost is unknown, shown `—`, never $0). Markdown
+//!   and HTML show these beside the token counts (schema 1.1).
 //!
 //! ## Options
 //!
@@ -58,6 +68,8 @@
 #![forbid(unsafe_code)]
 
 mod build;
+mod cost;
+mod groups;
 mod html;
 mod markdown;
 mod md_escape;
@@ -67,11 +79,13 @@ mod render_util;
 mod truncate;
 
 pub use build::{ExportOptions, build_document};
+pub use cost::price_document;
+pub use groups::{Group, Groups, render_groups};
 pub use html::to_html;
 pub use markdown::to_markdown;
 pub use model::{
-    Entry, ExportBlock, ExportDocument, ExportOptionsRecord, MessageExport, RunExport,
-    SCHEMA_VERSION, StepExport, ToolCallExport, UsageSchema, export_schema,
+    CostSummary, Entry, ExportBlock, ExportDocument, ExportOptionsRecord, MessageExport, ModelCost,
+    RunExport, SCHEMA_VERSION, StepExport, ToolCallExport, UsageSchema, export_schema,
 };
 pub use receipts::{
     ModelTotal, PriceFn, Receipt, Receipts, RunTotal, TurnCost, priced_receipts, receipts,

@@ -14,13 +14,18 @@ use serde_json::Value;
 use transcript_domain::Role;
 
 use crate::md_escape::{code_span, longest_backtick_run, paragraphs, text};
-use crate::model::{Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport};
-use crate::render_util::{duration, usage_line};
+use crate::model::{
+    CostSummary, Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport,
+};
+use crate::render_util::{cost_note, duration, model_tokens, usage_line, usd};
 
 /// Renders the document as Markdown.
 pub fn to_markdown(doc: &ExportDocument) -> String {
     let mut out = String::new();
-    render_run(&doc.run, 1, &mut out);
+    render_run(&doc.run, 1, doc.cost.is_some(), &mut out);
+    if let Some(cost) = &doc.cost {
+        render_cost(cost, &mut out);
+    }
     let _ = writeln!(
         out,
         "\n---\n_Exported by {} (schema {}){}{}._",
@@ -55,7 +60,37 @@ fn status_mark(status: &str) -> &'static str {
     }
 }
 
-fn render_run(run: &RunExport, level: usize, out: &mut String) {
+/// The cost section of a priced document: one line per model, the total, the models
+/// without a price.
+fn render_cost(cost: &CostSummary, out: &mut String) {
+    heading(2, "Cost by model", out);
+    for m in &cost.by_model {
+        let _ = writeln!(
+            out,
+            "- {}: {} turns · {} · cost {}",
+            code_span(&m.model),
+            m.turns,
+            model_tokens(&m.usage),
+            cost_note(true, m.cost_usd, Some(&m.usage)).unwrap_or_default()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "- Total (with child runs): {} · the CLIs reported {}",
+        usd(cost.total_usd),
+        usd(cost.reported_usd)
+    );
+    for m in &cost.unpriced_models {
+        let _ = writeln!(
+            out,
+            "- ⚠ No price for {}: its cost shows —, never $0",
+            code_span(m)
+        );
+    }
+    let _ = writeln!(out, "\n_Priced with {}._", text(&cost.price_table));
+}
+
+fn render_run(run: &RunExport, level: usize, priced: bool, out: &mut String) {
     heading(
         level,
         &format!(
@@ -77,6 +112,9 @@ fn render_run(run: &RunExport, level: usize, out: &mut String) {
     if let Some(u) = &run.usage {
         let _ = writeln!(out, "- Tokens: {}", usage_line(u));
     }
+    if let Some(cost) = cost_note(priced, run.cost_usd, run.usage.as_ref()) {
+        let _ = writeln!(out, "- Cost: {cost}");
+    }
     if let Some(err) = &run.error {
         let _ = writeln!(out, "- **Error:** {}", text(err));
     }
@@ -85,11 +123,11 @@ fn render_run(run: &RunExport, level: usize, out: &mut String) {
     }
     render_entries(&run.entries, out);
     for step in &run.steps {
-        render_step(step, level + 1, out);
+        render_step(step, level + 1, priced, out);
     }
 }
 
-fn render_step(step: &StepExport, level: usize, out: &mut String) {
+fn render_step(step: &StepExport, level: usize, priced: bool, out: &mut String) {
     let iteration = if step.iteration > 0 || step.path.contains('.') {
         format!(" #{}", step.iteration)
     } else {
@@ -112,6 +150,9 @@ fn render_step(step: &StepExport, level: usize, out: &mut String) {
     if let Some(u) = &step.usage {
         let _ = writeln!(out, "- Tokens: {}", usage_line(u));
     }
+    if let Some(cost) = cost_note(priced, step.cost_usd, step.usage.as_ref()) {
+        let _ = writeln!(out, "- Cost: {cost}");
+    }
     if let Some(err) = &step.error {
         let _ = writeln!(out, "- **Error:** {}", text(err));
     }
@@ -121,10 +162,10 @@ fn render_step(step: &StepExport, level: usize, out: &mut String) {
     }
     render_entries(&step.entries, out);
     for child in &step.steps {
-        render_step(child, level + 1, out);
+        render_step(child, level + 1, priced, out);
     }
     if let Some(child) = &step.child_run {
-        render_run(child, level + 1, out);
+        render_run(child, level + 1, priced, out);
     } else if let Some(id) = &step.child_run_id {
         let _ = writeln!(out, "\n⚠ Child run {} was not found.", code_span(id));
     }

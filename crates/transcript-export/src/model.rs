@@ -10,7 +10,7 @@ use serde_json::Value;
 use transcript_domain::{Fidelity, Role, Usage};
 
 /// The schema version this crate writes.
-pub const SCHEMA_VERSION: &str = "1.0.0";
+pub const SCHEMA_VERSION: &str = "1.1.0";
 
 /// One exported run with its child runs, step tree and content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -23,6 +23,43 @@ pub struct ExportDocument {
     pub options: ExportOptionsRecord,
     /// The root run.
     pub run: RunExport,
+    /// Costs, when the document was priced (1.1: absent in an unpriced document, and then
+    /// no `cost_usd` of a run, step or message is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostSummary>,
+}
+
+/// The costs of a priced document: per model and in total, over the root run and its child
+/// runs, priced per turn with one price table (the receipts' rule: one request, one bill,
+/// each turn under its own model, else its step's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CostSummary {
+    /// The price table used (e.g. `LiteLLM 1.110.2`, or the file given).
+    pub price_table: String,
+    /// Cost of every billed turn; `null` when a turn's model has no price (never $0).
+    pub total_usd: Option<f64>,
+    /// What the agent CLIs reported themselves (`total_cost_usd`), summed; `null` when none
+    /// did. It may differ from the priced figure (their own price table, cache-write
+    /// durations, helper-model calls that are not messages).
+    pub reported_usd: Option<f64>,
+    /// Usage and cost per model, sorted by model.
+    pub by_model: Vec<ModelCost>,
+    /// Models of billed turns the table has no price for (sorted).
+    pub unpriced_models: Vec<String>,
+}
+
+/// Usage and cost of one model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelCost {
+    /// The model (`(none)` for turns whose step names none either).
+    pub model: String,
+    /// Turns that reported usage.
+    pub turns: u64,
+    /// Their summed usage.
+    #[schemars(with = "UsageSchema")]
+    pub usage: Usage,
+    /// Their cost; `null` when the table has no price for the model.
+    pub cost_usd: Option<f64>,
 }
 
 /// The options recorded in a document, so a reader knows what was left out.
@@ -70,6 +107,10 @@ pub struct RunExport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<UsageSchema>")]
     pub usage: Option<Usage>,
+    /// Priced cost of the run's agent steps (this run only; absent when unpriced or when a
+    /// turn's model has no price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Top-level steps.
     pub steps: Vec<StepExport>,
     /// Messages and tool calls at run level (outside any step).
@@ -111,6 +152,10 @@ pub struct StepExport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<UsageSchema>")]
     pub usage: Option<Usage>,
+    /// Priced cost of this step's own turns (absent when unpriced or when a turn's model has
+    /// no price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Messages and tool calls of this step, in seq order.
     #[serde(default)]
     pub entries: Vec<Entry>,
@@ -154,6 +199,9 @@ pub struct MessageExport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<UsageSchema>")]
     pub usage: Option<Usage>,
+    /// Priced cost of this turn (absent when unpriced or when its model has no price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Typed content blocks.
     pub blocks: Vec<ExportBlock>,
 }

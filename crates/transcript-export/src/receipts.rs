@@ -21,7 +21,7 @@ use transcript_domain::bill::{CostSum, billed_model, step_model};
 use transcript_domain::{Role, Usage};
 
 use crate::model::{Entry, ExportDocument, RunExport, StepExport};
-use crate::render_util::duration;
+use crate::render_util::{count, duration, usd};
 
 /// One agent step's receipt.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -296,15 +296,6 @@ impl Ctx<'_> {
         mc.add(c);
         c
     }
-}
-
-/// A token count, `—` when unknown.
-fn count(v: Option<u64>) -> String {
-    v.map_or("—".to_owned(), |v| v.to_string())
-}
-
-fn usd(c: Option<f64>) -> String {
-    c.map_or("—".to_owned(), |c| format!("${c:.4}"))
 }
 
 impl Receipts {

@@ -44,3 +44,38 @@ pub fn escape_html(text: &str) -> String {
     let _ = pulldown_cmark_escape::escape_html(&mut out, text);
     out
 }
+
+/// A token count, `—` when unknown.
+pub fn count(v: Option<u64>) -> String {
+    v.map_or("—".to_owned(), |v| v.to_string())
+}
+
+/// US dollars to four decimals, `—` when unknown (never $0 for a missing price).
+pub fn usd(c: Option<f64>) -> String {
+    c.map_or("—".to_owned(), |c| format!("${c:.4}"))
+}
+
+/// The cost of a priced run, step or model that reported `usage`: `$0.1603`, or `—` when a
+/// model has no price, with what the CLI reported itself beside it
+/// (`$0.1603 (the CLI reported $0.1700)`). `None` for an unpriced document or no usage.
+pub fn cost_note(priced: bool, cost: Option<f64>, usage: Option<&Usage>) -> Option<String> {
+    let usage = usage.filter(|_| priced)?;
+    Some(match usage.cost_usd {
+        Some(reported) => format!("{} (the CLI reported ${reported:.4})", usd(cost)),
+        None => usd(cost),
+    })
+}
+
+/// The tokens of a model's line in a cost section: [`usage_line`] without the reported
+/// cost (shown by [`cost_note`] beside the priced one), `—` when none.
+pub fn model_tokens(u: &Usage) -> String {
+    let tokens = usage_line(&Usage {
+        cost_usd: None,
+        ..u.clone()
+    });
+    if tokens.is_empty() {
+        "—".to_owned()
+    } else {
+        tokens
+    }
+}

@@ -1,17 +1,16 @@
 //! Bounded output (idea from seed 002): tool inputs and outputs larger than
-//! a byte limit are shortened. Strings are cut on a UTF-8 boundary and
-//! marked; other values become a stub that keeps the original's size and
-//! sha256 so it can still be matched against the transcript.
-//!
-//! The marker and the stub are the ones the exec layer writes (`transcript-exec`'s
-//! `bounded.rs`), but the cut differs: here `--truncate-outputs N` keeps up to N bytes of a
-//! string and appends the marker after them (a reader asked for N bytes of content), while
-//! exec reserves room for the marker inside its limit (a recorded line must fit). One rule
-//! for both would change either the export documents or the transcripts (#32 item 4).
+//! a byte limit are shortened. Strings are cut by the domain's one rule
+//! ([`transcript_domain::truncate`]: the result, marker included, is never
+//! longer than the limit, cut on a character boundary, the marker naming the
+//! original's size and sha256); other values become a stub that keeps the
+//! original's size and sha256 so it can still be matched against the
+//! transcript. The marker and the stub are the ones the exec layer writes
+//! (`transcript-exec`'s `bounded.rs`).
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use transcript_domain::RawJson;
+use transcript_domain::truncate::truncate_str;
 
 /// Characters of preview kept in a stub.
 pub const PREVIEW_CHARS: usize = 256;
@@ -42,9 +41,10 @@ fn stub(text: &str) -> Value {
 
 /// Shortens `value` when its serialized form exceeds `limit` bytes.
 ///
-/// * A string longer than `limit` bytes is cut at the last character
-///   boundary at or below `limit` and followed by
-///   `…[truncated: N bytes, sha256 H]` (N and H of the original string's UTF-8).
+/// * A string longer than `limit` bytes is cut by
+///   [`transcript_domain::truncate::truncate_str`]: the longest prefix on a
+///   character boundary that leaves room for `…[truncated: N bytes, sha256 H]`
+///   (N and H of the original string's UTF-8) within `limit` bytes.
 /// * Any other value whose compact JSON exceeds `limit` bytes becomes
 ///   `{"_truncated": true, "original_size_bytes": N, "sha256": H,
 ///   "preview": <first 256 chars of the JSON>}`, where H is the sha256 of
@@ -52,21 +52,10 @@ fn stub(text: &str) -> Value {
 /// * Values within the limit are returned unchanged.
 pub fn truncate_value(value: &Value, limit: usize) -> Value {
     match value {
-        Value::String(s) => {
-            if s.len() <= limit {
-                return value.clone();
-            }
-            let mut cut = limit;
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            Value::String(format!(
-                "{}…[truncated: {} bytes, sha256 {}]",
-                &s[..cut],
-                s.len(),
-                sha256_hex(s.as_bytes())
-            ))
-        }
+        Value::String(s) => match truncate_str(s, limit, &sha256_hex) {
+            Some(cut) => Value::String(cut),
+            None => value.clone(),
+        },
         other => {
             let text = other.to_string();
             if text.len() <= limit {
@@ -92,27 +81,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strings_cut_on_char_boundary_and_marked() {
-        // "é" is 2 bytes: a limit landing inside it cuts before it.
-        let v = Value::String("aé".repeat(4)); // 12 bytes
-        let t = truncate_value(&v, 2);
-        let s = t.as_str().unwrap();
-        assert!(s.starts_with("a…[truncated: 12 bytes, sha256 "), "{s}");
-        let t = truncate_value(&v, 3);
-        assert!(t.as_str().unwrap().starts_with("aé…[truncated"));
+    fn strings_are_cut_within_the_limit_marker_included() {
+        // 300 bytes of "aé" pairs (3 bytes each): every limit below them cuts.
+        let original = "aé".repeat(100);
+        let hash = sha256_hex(original.as_bytes());
+        let full = format!("…[truncated: 300 bytes, sha256 {hash}]");
+        let v = Value::String(original.clone());
+        for limit in 0..300 {
+            let t = truncate_value(&v, limit);
+            let s = t.as_str().unwrap();
+            assert!(s.len() <= limit, "{limit}: {} bytes", s.len());
+            if limit >= full.len() {
+                assert!(s.ends_with(&full), "{s}");
+                let kept = &s[..s.len() - full.len()];
+                assert!(original.starts_with(kept));
+                // The longest prefix that fits: one more character would not.
+                let next = original[kept.len()..].chars().next().unwrap().len_utf8();
+                assert!(kept.len() + next + full.len() > limit);
+            }
+        }
         // Just under / at / over the limit.
-        assert_eq!(truncate_value(&v, 12), v);
-        assert_eq!(truncate_value(&v, 13), v);
-        assert_ne!(truncate_value(&v, 11), v);
+        assert_eq!(truncate_value(&v, 300), v);
+        assert_eq!(truncate_value(&v, 301), v);
+        assert_ne!(truncate_value(&v, 299), v);
+        // A limit landing inside "é" cuts before it.
+        let t = truncate_value(&v, full.len() + 2);
+        assert_eq!(t.as_str().unwrap(), format!("a{full}"));
         // 4-byte characters.
-        let crab = Value::String("🦀🦀".into());
+        let crab = Value::String("🦀".repeat(40));
+        // 109 = two crabs (8 bytes), a third one's first byte and the 98-byte marker.
+        let t = truncate_value(&crab, 109);
         assert!(
-            truncate_value(&crab, 5)
-                .as_str()
+            t.as_str()
                 .unwrap()
-                .starts_with("🦀…")
+                .starts_with("🦀🦀…[truncated: 160 bytes"),
+            "{t}"
         );
-        assert!(truncate_value(&crab, 3).as_str().unwrap().starts_with("…"));
     }
 
     #[test]
@@ -144,13 +148,15 @@ mod tests {
         assert_eq!(stub["original_size_bytes"], 15);
         assert_eq!(stub["sha256"], sha256_hex(br#"{"z":1,"a":[2]}"#));
         assert_eq!(truncate_raw(&raw, Some(15)), json!({"a": [2], "z": 1}));
-        let s = RawJson::string("hello world");
+        let s = RawJson::string(&"hello world ".repeat(20));
+        let cut = truncate_raw(&s, Some(120));
+        let cut = cut.as_str().unwrap();
+        // 22 bytes of text and the 98-byte marker: exactly the limit.
         assert!(
-            truncate_raw(&s, Some(5))
-                .as_str()
-                .unwrap()
-                .starts_with("hello…")
+            cut.starts_with("hello world hello worl…[truncated: 240 bytes"),
+            "{cut}"
         );
+        assert_eq!(cut.len(), 120);
     }
 
     #[test]

@@ -89,6 +89,7 @@ fn step(v: &str, entries: Vec<Entry>) -> StepExport {
         error: Some(v.to_owned()),
         result: Some(json!(v)),
         usage: None,
+        cost_usd: None,
         entries,
         steps: Vec::new(),
         child_run_id: None,
@@ -130,6 +131,7 @@ fn document(v: &str) -> ExportDocument {
             provider: Some(v.to_owned()),
             model: Some(v.to_owned()),
             usage: None,
+            cost_usd: None,
             blocks: blocks.clone(),
         })
     };
@@ -168,10 +170,23 @@ fn document(v: &str) -> ExportDocument {
             error: Some(v.to_owned()),
             result: Some(json!(v)),
             usage: None,
+            cost_usd: None,
             steps: vec![step(v, entries.clone())],
             entries,
             problems: vec![v.to_owned()],
         },
+        cost: Some(transcript_export::CostSummary {
+            price_table: v.to_owned(),
+            total_usd: None,
+            reported_usd: None,
+            by_model: vec![transcript_export::ModelCost {
+                model: v.to_owned(),
+                turns: 1,
+                usage: transcript_domain::Usage::default(),
+                cost_usd: None,
+            }],
+            unpriced_models: vec![v.to_owned()],
+        }),
     }
 }
 

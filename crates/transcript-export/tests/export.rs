@@ -288,7 +288,7 @@ fn json_export_validates_against_checked_in_schema() {
 #[test]
 fn document_has_tree_entries_children_and_usage() {
     let doc = document(&ExportOptions::default());
-    assert_eq!(doc.schema_version, "1.0.0");
+    assert_eq!(doc.schema_version, "1.1.0");
     let run = &doc.run;
     assert_eq!(run.status, "failed");
     assert_eq!(
@@ -383,8 +383,22 @@ fn truncation_applies_to_tool_values_everywhere() {
         panic!()
     };
     let out = read.output.as_str().unwrap();
-    assert!(out.contains("…[truncated: 380 bytes, sha256 "), "{out}");
+    // The domain's one rule: never longer than the limit, marker included; 64 bytes
+    // cannot hold the sha256, so the marker names the size alone.
+    assert!(out.ends_with("…[truncated: 380 bytes]"), "{out}");
+    assert_eq!(out.len(), 64, "{out}");
     assert_eq!(read.input, json!({"path": "main.go"}), "small values stay");
+    // A limit that holds it: the full marker, within the limit.
+    let doc200 = document(&ExportOptions {
+        truncate_outputs: Some(200),
+        ..ExportOptions::default()
+    });
+    let transcript_export::Entry::ToolCall(read200) = &doc200.run.steps[0].entries[1] else {
+        panic!()
+    };
+    let out = read200.output.as_str().unwrap();
+    assert!(out.contains("…[truncated: 380 bytes, sha256 "), "{out}");
+    assert!(out.len() <= 200, "{}", out.len());
     let transcript_export::Entry::ToolCall(lint) = &doc.run.steps[1].steps[0].entries[0] else {
         panic!()
     };
@@ -483,4 +497,108 @@ fn priced_receipts_cost_each_turn_and_never_price_an_unknown_model_at_zero() {
     let plain = receipts(&doc);
     assert_eq!(plain.cost_usd, None);
     assert!(plain.unpriced_models.is_empty());
+}
+
+/// $1 per million input tokens and $2 per million of every other count, for
+/// `claude-sonnet-4-5` only.
+fn sonnet_price(model: &str, u: &transcript_domain::Usage) -> Option<f64> {
+    (model == "claude-sonnet-4-5").then(|| {
+        u.input_tokens.unwrap_or(0) as f64 * 1e-6
+            + (u.output_tokens.unwrap_or(0)
+                + u.cache_read_tokens.unwrap_or(0)
+                + u.cache_write_tokens.unwrap_or(0)) as f64
+                * 2e-6
+    })
+}
+
+#[test]
+fn priced_documents_show_cost_per_turn_step_run_and_model_in_every_format() {
+    let mut doc = document(&ExportOptions::default());
+    let plain = (to_markdown(&doc), to_html(&doc));
+    assert!(doc.cost.is_none() && !plain.0.contains("Cost") && !plain.1.contains("cost "));
+    transcript_export::price_document(&mut doc, &sonnet_price, "test table 1.0");
+    // The analyze step: its turns priced under the step's one model, summing to the step.
+    let analyze = &doc.run.steps[0];
+    let u = analyze.usage.as_ref().unwrap();
+    let want = sonnet_price("claude-sonnet-4-5", u).unwrap();
+    assert!((analyze.cost_usd.unwrap() - want).abs() < 1e-12);
+    let turns: f64 = analyze
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            transcript_export::Entry::Message(m) => m.cost_usd,
+            _ => None,
+        })
+        .sum();
+    assert!((turns - want).abs() < 1e-12, "{turns} vs {want}");
+    // The root run holds only sonnet turns; the child run's codex model has no price:
+    // unknown (absent), never $0, and so is the total; the model is named.
+    assert!((doc.run.cost_usd.unwrap() - want).abs() < 1e-12);
+    let child = doc.run.steps[2].child_run.as_ref().unwrap();
+    assert_eq!(child.cost_usd, None);
+    assert_eq!(child.steps[0].cost_usd, None);
+    let cost = doc.cost.as_ref().unwrap();
+    assert_eq!(cost.total_usd, None);
+    assert_eq!(
+        cost.reported_usd,
+        Some(0.01),
+        "the CLI's own figure beside ours"
+    );
+    assert_eq!(cost.unpriced_models, ["gpt-5-codex"]);
+    let models: Vec<_> = cost
+        .by_model
+        .iter()
+        .map(|m| (m.model.as_str(), m.cost_usd))
+        .collect();
+    assert_eq!(models.len(), 2);
+    assert_eq!(models[1], ("gpt-5-codex", None));
+    assert!((models[0].1.unwrap() - want).abs() < 1e-12);
+    let shown = format!("${want:.4}");
+    let md = to_markdown(&doc);
+    assert!(
+        md.contains(&format!("- Cost: {shown} (the CLI reported $0.0100)")),
+        "{md}"
+    );
+    assert!(md.contains("## Cost by model"), "{md}");
+    assert!(
+        md.contains(&format!(
+            "- `claude-sonnet-4-5`: 2 turns · 2500 in / 120 out / 1000 cache read · cost {shown} (the CLI reported $0.0100)"
+        )),
+        "{md}"
+    );
+    assert!(
+        md.contains("- `gpt-5-codex`: 1 turns · 10 in / 5 out / 3 reasoning · cost —\n"),
+        "{md}"
+    );
+    assert!(md.contains("- ⚠ No price for `gpt-5-codex`: its cost shows —, never $0"));
+    assert!(md.contains("- Total (with child runs): — · the CLIs reported $0.0100"));
+    assert!(md.contains("_Priced with test table 1.0._"));
+    assert!(
+        !md.contains("$0.0000"),
+        "an unknown price is never $0\n{md}"
+    );
+    let html = to_html(&doc);
+    assert!(
+        html.contains(&format!(" · cost {shown} (the CLI reported $0.0100)")),
+        "{html}"
+    );
+    assert!(html.contains("<h2>Cost by model</h2>"));
+    assert!(
+        html.contains(
+            "<li><code>gpt-5-codex</code>: 1 turns · 10 in / 5 out / 3 reasoning · cost —</li>"
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("$0.0000"));
+    // JSON: the priced document validates against the checked-in schema and round-trips.
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path()).unwrap()).unwrap();
+    let value = serde_json::to_value(&doc).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&value), "{value:#}");
+    assert_eq!(value["cost"]["by_model"][1]["cost_usd"], Value::Null);
+    let step_cost = value["run"]["steps"][0]["cost_usd"].as_f64().unwrap();
+    assert!((step_cost - want).abs() < 1e-12);
+    let back: ExportDocument = serde_json::from_value(value).unwrap();
+    assert_eq!(back, doc);
 }

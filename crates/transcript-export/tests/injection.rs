@@ -10,9 +10,10 @@
 
 use pulldown_cmark::{Event, Options, Parser, Tag};
 use serde_json::{Value, json};
+use transcript_domain::Usage;
 use transcript_export::{
-    Entry, ExportBlock, ExportDocument, ExportOptionsRecord, MessageExport, RunExport, StepExport,
-    ToolCallExport, to_html, to_markdown,
+    CostSummary, Entry, ExportBlock, ExportDocument, ExportOptionsRecord, MessageExport, ModelCost,
+    RunExport, StepExport, ToolCallExport, to_html, to_markdown,
 };
 
 /// Values an agent, a tool or an input could put into a transcript.
@@ -50,7 +51,11 @@ fn step(v: &str, path: String, child: Option<RunExport>, entries: Vec<Entry>) ->
         duration_ms: Some(5),
         error: Some(v.to_owned()),
         result: Some(json!(v)),
-        usage: None,
+        usage: Some(Usage {
+            input_tokens: Some(1),
+            ..Usage::default()
+        }),
+        cost_usd: Some(0.5),
         entries,
         steps: Vec::new(),
         child_run_id: child.is_none().then(|| v.to_owned()),
@@ -106,6 +111,7 @@ fn entries(v: &str) -> Vec<Entry> {
             provider: Some(v.to_owned()),
             model: Some(v.to_owned()),
             usage: None,
+            cost_usd: None,
             blocks: blocks.clone(),
         })
     };
@@ -142,6 +148,7 @@ fn run(v: &str, depth: u32) -> RunExport {
         error: Some(v.to_owned()),
         result: Some(json!(v)),
         usage: None,
+        cost_usd: None,
         steps: vec![outer],
         entries: entries(v),
         problems: vec![v.to_owned()],
@@ -159,6 +166,19 @@ fn hostile_document(v: &str) -> ExportDocument {
             redacted: false,
         },
         run: run(v, 0),
+        // A priced document: the cost section names models and the table as recorded.
+        cost: Some(CostSummary {
+            price_table: v.to_owned(),
+            total_usd: None,
+            reported_usd: Some(1.0),
+            by_model: vec![ModelCost {
+                model: v.to_owned(),
+                turns: 1,
+                usage: Usage::default(),
+                cost_usd: None,
+            }],
+            unpriced_models: vec![v.to_owned()],
+        }),
     }
 }
 

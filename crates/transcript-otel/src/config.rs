@@ -43,10 +43,70 @@ pub const ENV_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
 /// Resource attributes, `k=v,k2=v2` with percent-encoded values (e.g.
 /// `openinference.project.name=review` selects a Phoenix project).
 pub const ENV_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
+/// General transport protocol: `http/protobuf` (the default) or `http/json`; `grpc` is
+/// refused with [`ExportError::UnsupportedProtocol`] naming the variable.
+pub const ENV_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
+/// Traces transport protocol (wins over [`ENV_PROTOCOL`]).
+pub const ENV_TRACES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
 /// `true`: the SDK (here: export) is disabled.
 pub const ENV_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
 /// `none`: no trace exporter.
 pub const ENV_TRACES_EXPORTER: &str = "OTEL_TRACES_EXPORTER";
+
+/// How spans are encoded on the wire (the specification's `OTEL_EXPORTER_OTLP_PROTOCOL`
+/// values this exporter speaks; `grpc` is not one of them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// `http/protobuf`: binary protobuf, `Content-Type: application/x-protobuf`.
+    #[default]
+    HttpProtobuf,
+    /// `http/json`: the OTLP JSON encoding (hex ids, camelCase, 64-bit integers as
+    /// strings), `Content-Type: application/json`.
+    HttpJson,
+}
+
+impl Protocol {
+    /// The specification's name of the protocol.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::HttpProtobuf => "http/protobuf",
+            Protocol::HttpJson => "http/json",
+        }
+    }
+
+    /// The request's `Content-Type`.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Protocol::HttpProtobuf => "application/x-protobuf",
+            Protocol::HttpJson => "application/json",
+        }
+    }
+
+    /// The protocol `value` of the variable `variable` names (surrounding whitespace and
+    /// case ignored); `grpc` or anything else is [`ExportError::UnsupportedProtocol`].
+    pub fn parse(value: &str, variable: &str) -> Result<Self, ExportError> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "http/protobuf" => Ok(Protocol::HttpProtobuf),
+            "http/json" => Ok(Protocol::HttpJson),
+            _ => Err(ExportError::UnsupportedProtocol {
+                variable: variable.to_owned(),
+                value: value.trim().to_owned(),
+            }),
+        }
+    }
+
+    /// From [`ENV_TRACES_PROTOCOL`], else [`ENV_PROTOCOL`], else `http/protobuf`.
+    pub fn resolve(env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ExportError> {
+        let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        match get(ENV_TRACES_PROTOCOL)
+            .map(|v| (ENV_TRACES_PROTOCOL, v))
+            .or_else(|| get(ENV_PROTOCOL).map(|v| (ENV_PROTOCOL, v)))
+        {
+            Some((variable, value)) => Self::parse(&value, variable),
+            None => Ok(Protocol::default()),
+        }
+    }
+}
 
 /// What the user asked for on the command line; `None`/empty fields fall back to the
 /// environment.
@@ -100,6 +160,8 @@ pub struct OtlpHttpConfig {
     /// Retries of a failed request (0: one attempt) on a transient failure (connection,
     /// 429, 502, 503, 504), backing off within `timeout`.
     pub max_retries: usize,
+    /// The wire encoding (`OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`).
+    pub protocol: Protocol,
 }
 
 impl std::fmt::Debug for OtlpHttpConfig {
@@ -115,13 +177,14 @@ impl std::fmt::Debug for OtlpHttpConfig {
             .field("resource_attributes", &self.resource_attributes)
             .field("batch_size", &self.batch_size)
             .field("max_retries", &self.max_retries)
+            .field("protocol", &self.protocol)
             .finish()
     }
 }
 
 impl OtlpHttpConfig {
     /// Defaults: 10 s timeout, 2 retries, batches of [`DEFAULT_BATCH_SIZE`],
-    /// service name [`DEFAULT_SERVICE_NAME`], no headers, platform roots only.
+    /// service name [`DEFAULT_SERVICE_NAME`], no headers, platform roots only, `http/protobuf`.
     pub fn new(endpoint: impl Into<String>) -> Self {
         Self {
             endpoint: endpoint.into(),
@@ -133,6 +196,7 @@ impl OtlpHttpConfig {
             resource_attributes: Vec::new(),
             batch_size: DEFAULT_BATCH_SIZE,
             max_retries: 2,
+            protocol: Protocol::HttpProtobuf,
         }
     }
 
@@ -157,6 +221,7 @@ impl OtlpHttpConfig {
         };
         let mut config = Self::new(endpoint);
         config.endpoint_is_full = full;
+        config.protocol = Protocol::resolve(env)?;
 
         let env_headers = match get(ENV_TRACES_HEADERS) {
             Some(v) => parse_pairs(&v, ENV_TRACES_HEADERS)?,

@@ -34,8 +34,14 @@
 //! |---|---|---|
 //! | run (`run.started` … `run.completed`) | `invoke_workflow {workflow}` | `gen_ai.operation.name`, `gen_ai.workflow.name` (low-cardinality: `import` for imported runs), `gen_ai.conversation.id` = run id, `transcript.name`, `transcript.run_id`, `transcript.parent_run_id` (child runs) |
 //! | step execution (`step.started` … `step.completed`) | `{kind} {name}` | `transcript.kind`, `transcript.name`, `transcript.path`, `transcript.iteration`, `transcript.seq` |
-//! | agent step (kind `agent`) | `invoke_agent {name}` | the step's, plus `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.conversation.id`, and from its `message.assistant` payloads (decision 10) `gen_ai.provider.name` (well-known value) and `transcript.provider`, `gen_ai.request.model` / `gen_ai.response.model` (first / last reported), `gen_ai.usage.input_tokens` (cache included), `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.usage.reasoning.output_tokens`, `transcript.usage.cost_usd` (summed over turns, each only when reported or priced) |
-//! | provider turn (`message.assistant` in an agent step) | `chat {model}` | child of its agent span, from the agent's previous turn (or the step's start) to the message: `gen_ai.operation.name` = `chat`, provider, model, the turn's usage and cost as above, OpenInference `llm.model_name`, `llm.provider`, `llm.token_count.{prompt,completion,total}` |
+//! | agent step (kind `agent`) | `invoke_agent {name}` | the step's, plus `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.conversation.id`, and from its `message.assistant` payloads (decision 10) `gen_ai.provider.name` (well-known value) and `transcript.provider`, `gen_ai.request.model` / `gen_ai.response.model` (first / last reported), the step's sums under our names only: `transcript.usage.{input,output,cache_read,cache_write,reasoning}_tokens` (the transcript's counts) and `transcript.usage.cost_usd` (summed over turns, each only when reported or priced) |
+//! | provider turn (`message.assistant` in an agent step) | `chat {model}` | child of its agent span, from the agent's previous turn (or the step's start) to the message: `gen_ai.operation.name` = `chat`, provider, model, the turn's `gen_ai.usage.input_tokens` (cache included), `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.usage.reasoning.output_tokens`, its cost (`transcript.usage.cost_usd`, `llm.cost.total`, `gen_ai.usage.cost`), OpenInference `llm.model_name`, `llm.provider`, `llm.token_count.{prompt,completion,total}` |
+//!
+//! Counted once: a backend that sums token or cost attributes over every span of a trace
+//! (Langfuse's `gen_ai.usage.*` and `gen_ai.usage.cost`, Phoenix's `llm.token_count.*` and
+//! `llm.cost.total`) finds them on the `chat` spans only, one per API request; agent spans
+//! keep their step's sums under `transcript.usage.*`, which no backend adds up
+//! (`transcript-cli/tests/otlp_counts.rs` sums every name over a real capture's export).
 //! | `call_workflow` step | `call_workflow {name}` | the step's, plus `transcript.child_run_id`; the child run's `invoke_workflow` span is its child, in the same trace |
 //! | tool call (`tool.call` … `tool.result`, paired by `call_id` and fidelity) | `execute_tool {tool}` | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id` (the provider's id), `transcript.call_id` (the recorded id, when it differs), `transcript.fidelity` |
 //!
@@ -83,7 +89,10 @@
 //!
 //! ## Transport
 //!
-//! [`export_otlp_http`] and [`LiveExporter`] send OTLP/HTTP protobuf with
+//! [`export_otlp_http`] and [`LiveExporter`] send OTLP/HTTP (protobuf, or the
+//! OTLP JSON encoding when `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or
+//! `OTEL_EXPORTER_OTLP_PROTOCOL` says `http/json`; `grpc` is refused with
+//! [`ExportError::UnsupportedProtocol`] naming the variable) with
 //! reqwest's blocking client over `http://` or `https://` (rustls: the
 //! platform's roots, plus the PEM file of [`OtlpHttpConfig::certificate`] for
 //! a private CA), with the configured headers, one deadline per export and
@@ -96,7 +105,7 @@
 //!
 //! [`OtlpHttpConfig::resolve`] reads the standard `OTEL_*` environment with the
 //! specification's precedence (see [`config`]): endpoint, headers, timeout,
-//! certificate, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`. Header values
+//! certificate, protocol, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`. Header values
 //! are secrets: `Debug` shows names only, configuration errors name the
 //! setting and the entry's position, and every export error is masked
 //! ([`config::Secrets`]) so that a backend echoing a credential in its answer

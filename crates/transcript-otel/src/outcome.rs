@@ -21,6 +21,17 @@ pub enum ExportError {
     /// quotes a header value.
     #[error("OTLP settings: {0}")]
     Config(String),
+    /// `OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL` names a protocol this exporter does not speak
+    /// (`grpc`, or a value outside the specification's).
+    #[error(
+        "{variable}={value:?} is not supported: this exporter sends OTLP over HTTP, set it to http/protobuf or http/json"
+    )]
+    UnsupportedProtocol {
+        /// The variable that named it.
+        variable: String,
+        /// Its value.
+        value: String,
+    },
     /// The OTLP exporter could not be built.
     #[error("cannot build the OTLP exporter: {0}")]
     Build(String),

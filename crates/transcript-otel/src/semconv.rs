@@ -138,6 +138,21 @@ pub const GEN_AI_USAGE_COST: &str = "gen_ai.usage.cost";
 /// Cost in US dollars: reported by the provider, or computed by the
 /// [`crate::MapOptions::pricing`] seam (no GenAI name yet).
 pub const TRANSCRIPT_USAGE_COST_USD: &str = "transcript.usage.cost_usd";
+/// An agent step's summed input tokens as the transcript counts them (cache reads and
+/// writes excluded), on agent spans. Agent spans carry their step's sums under these
+/// `transcript.usage.*` names only, never under the names backends sum over a trace
+/// (`gen_ai.usage.*`, `llm.token_count.*`, `llm.cost.total`, `gen_ai.usage.cost`): the
+/// step's `chat` spans carry those, once per API request, so Langfuse and Phoenix count each
+/// request once.
+pub const TRANSCRIPT_USAGE_INPUT_TOKENS: &str = "transcript.usage.input_tokens";
+/// An agent step's summed output tokens (as reported), on agent spans.
+pub const TRANSCRIPT_USAGE_OUTPUT_TOKENS: &str = "transcript.usage.output_tokens";
+/// An agent step's summed cache-read tokens, on agent spans.
+pub const TRANSCRIPT_USAGE_CACHE_READ_TOKENS: &str = "transcript.usage.cache_read_tokens";
+/// An agent step's summed cache-write tokens, on agent spans.
+pub const TRANSCRIPT_USAGE_CACHE_WRITE_TOKENS: &str = "transcript.usage.cache_write_tokens";
+/// An agent step's summed reasoning tokens, on agent spans.
+pub const TRANSCRIPT_USAGE_REASONING_TOKENS: &str = "transcript.usage.reasoning_tokens";
 /// Seq of the event that opened the span (run.started, step.*.started, tool.call).
 pub const TRANSCRIPT_SEQ: &str = "transcript.seq";
 

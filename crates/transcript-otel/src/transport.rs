@@ -1,4 +1,4 @@
-//! OTLP/HTTP protobuf over `http://` or `https://` (rustls: the platform's roots plus an
+//! OTLP/HTTP (protobuf, or JSON with `http/json`) over `http://` or `https://` (rustls: the platform's roots plus an
 //! optional private CA), with the configured headers, a deadline per export and retries of
 //! transient failures. Runs on the export threads of this crate only: reqwest's blocking
 //! client must not be created, used or dropped inside a tokio runtime.
@@ -12,7 +12,7 @@ use reqwest::StatusCode;
 use reqwest::blocking::Client;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
-use crate::config::{OtlpHttpConfig, Secrets};
+use crate::config::{OtlpHttpConfig, Protocol, Secrets};
 use crate::outcome::{ExportError, SpanSink};
 use crate::request::{resource, to_otlp_request_for};
 
@@ -29,6 +29,7 @@ pub(crate) struct OtlpHttpSink {
     timeout: Duration,
     max_retries: usize,
     secrets: Secrets,
+    protocol: Protocol,
 }
 
 impl OtlpHttpSink {
@@ -52,7 +53,7 @@ impl OtlpHttpSink {
         }
         headers.insert(
             CONTENT_TYPE,
-            HeaderValue::from_static("application/x-protobuf"),
+            HeaderValue::from_static(config.protocol.content_type()),
         );
         let mut builder = Client::builder()
             .timeout(config.timeout)
@@ -74,6 +75,7 @@ impl OtlpHttpSink {
             timeout: config.timeout,
             max_retries: config.max_retries,
             secrets,
+            protocol: config.protocol,
         })
     }
 
@@ -127,7 +129,12 @@ impl OtlpHttpSink {
 
 impl SpanSink for OtlpHttpSink {
     fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
-        let body = to_otlp_request_for(batch, &self.resource).encode_to_vec();
+        let request = to_otlp_request_for(batch, &self.resource);
+        let body = match self.protocol {
+            Protocol::HttpProtobuf => request.encode_to_vec(),
+            Protocol::HttpJson => serde_json::to_vec(&request)
+                .map_err(|e| format!("{}: encoding OTLP/JSON: {e}", self.shown_url))?,
+        };
         let deadline = Instant::now() + self.timeout;
         let mut backoff = Duration::from_millis(100);
         let mut tries = 0;

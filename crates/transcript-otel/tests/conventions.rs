@@ -97,18 +97,31 @@ fn input_tokens_include_cache_reads_and_creations() {
     };
     let run = agent_run("wf", vec![turn("claude", "claude-x", u)]);
     let spans = spans_of(&run, MapOptions::default());
-    for span in [one(&spans, "invoke_agent review"), chats(&spans)[0]] {
-        assert_eq!(attr_i64(span, GEN_AI_USAGE_INPUT_TOKENS), Some(162));
-        assert_eq!(attr_i64(span, GEN_AI_USAGE_OUTPUT_TOKENS), Some(7));
-        assert_eq!(
-            attr_i64(span, GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS),
-            Some(100)
-        );
-        assert_eq!(
-            attr_i64(span, GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS),
-            Some(50)
-        );
-    }
+    let span = chats(&spans)[0];
+    assert_eq!(attr_i64(span, GEN_AI_USAGE_INPUT_TOKENS), Some(162));
+    assert_eq!(attr_i64(span, GEN_AI_USAGE_OUTPUT_TOKENS), Some(7));
+    assert_eq!(
+        attr_i64(span, GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS),
+        Some(100)
+    );
+    assert_eq!(
+        attr_i64(span, GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS),
+        Some(50)
+    );
+    // The agent span keeps the step's sum under our names only (the transcript's counts),
+    // so a backend summing `gen_ai.usage.*` over the trace counts the request once.
+    let agent = one(&spans, "invoke_agent review");
+    assert_eq!(attr_i64(agent, GEN_AI_USAGE_INPUT_TOKENS), None);
+    assert_eq!(attr_i64(agent, TRANSCRIPT_USAGE_INPUT_TOKENS), Some(12));
+    assert_eq!(attr_i64(agent, TRANSCRIPT_USAGE_OUTPUT_TOKENS), Some(7));
+    assert_eq!(
+        attr_i64(agent, TRANSCRIPT_USAGE_CACHE_READ_TOKENS),
+        Some(100)
+    );
+    assert_eq!(
+        attr_i64(agent, TRANSCRIPT_USAGE_CACHE_WRITE_TOKENS),
+        Some(50)
+    );
     // OpenInference's prompt count is the same total.
     assert_eq!(
         attr_i64(chats(&spans)[0], "llm.token_count.prompt"),
@@ -131,16 +144,23 @@ fn reasoning_tokens_use_the_conventions_name_and_count_in_output() {
     // Codex reports reasoning inside output tokens; Gemini apart from them.
     let codex = agent_run("wf", vec![turn("codex", "gpt", u(100))]);
     let gemini = agent_run("wf", vec![turn("gemini", "gemini-pro", u(70))]);
-    for (run, output) in [(codex, 100), (gemini, 100)] {
+    for (run, output, reported) in [(codex, 100, 100), (gemini, 100, 70)] {
         let spans = spans_of(&run, MapOptions::default());
-        for span in [one(&spans, "invoke_agent review"), chats(&spans)[0]] {
-            assert_eq!(
-                attr_i64(span, GEN_AI_USAGE_REASONING_OUTPUT_TOKENS),
-                Some(30)
-            );
-            assert_eq!(attr_i64(span, GEN_AI_USAGE_OUTPUT_TOKENS), Some(output));
-            assert_eq!(attr(span, "transcript.usage.reasoning_tokens"), None);
-        }
+        let span = chats(&spans)[0];
+        assert_eq!(
+            attr_i64(span, GEN_AI_USAGE_REASONING_OUTPUT_TOKENS),
+            Some(30)
+        );
+        assert_eq!(attr_i64(span, GEN_AI_USAGE_OUTPUT_TOKENS), Some(output));
+        assert_eq!(attr(span, TRANSCRIPT_USAGE_REASONING_TOKENS), None);
+        // The agent span: the step's sums as the transcript counts them, under our names.
+        let agent = one(&spans, "invoke_agent review");
+        assert_eq!(attr_i64(agent, TRANSCRIPT_USAGE_REASONING_TOKENS), Some(30));
+        assert_eq!(
+            attr_i64(agent, TRANSCRIPT_USAGE_OUTPUT_TOKENS),
+            Some(reported)
+        );
+        assert_eq!(attr(agent, GEN_AI_USAGE_REASONING_OUTPUT_TOKENS), None);
     }
 }
 
@@ -355,7 +375,8 @@ fn each_model_call_is_a_chat_span_under_its_agent() {
     assert_eq!(attr_i64(a, GEN_AI_USAGE_OUTPUT_TOKENS), Some(5));
     assert_eq!(attr_i64(b, GEN_AI_USAGE_INPUT_TOKENS), Some(4));
     assert_eq!(attr_i64(b, GEN_AI_USAGE_OUTPUT_TOKENS), Some(2));
-    assert_eq!(attr_i64(plan, GEN_AI_USAGE_INPUT_TOKENS), Some(17));
+    assert_eq!(attr_i64(plan, GEN_AI_USAGE_INPUT_TOKENS), None);
+    assert_eq!(attr_i64(plan, TRANSCRIPT_USAGE_INPUT_TOKENS), Some(14));
     assert_eq!(plan.span_kind, opentelemetry::trace::SpanKind::Internal);
     // A step whose kind is `chat` is no inference span.
     let mut run = RunBuilder::new(ROOT, None, BASE_MS);

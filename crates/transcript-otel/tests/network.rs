@@ -358,3 +358,34 @@ async fn export_works_when_called_from_inside_a_tokio_runtime() {
     assert_eq!(requests.len(), 3 + report.requests as usize);
     assert_eq!(spans_of(&requests).len(), 24);
 }
+
+/// `http/json`: the same spans as the OTLP JSON encoding (what `write_otlp_json` writes),
+/// with `Content-Type: application/json`, to the same path.
+#[test]
+fn http_json_sends_the_otlp_json_encoding() {
+    let receiver = Receiver::start(200);
+    let (root, child) = demo();
+    let spans = map_run(&root.decoded(), &mut lookup(&child), MapOptions::default()).spans;
+    let mut expected = Vec::new();
+    transcript_otel::write_otlp_json(spans.clone(), "transcript-test", &mut expected).unwrap();
+    let config = OtlpHttpConfig {
+        batch_size: 100,
+        protocol: transcript_otel::config::Protocol::HttpJson,
+        ..config(receiver.endpoint())
+    };
+    let report = export_otlp_http(spans, &config).unwrap();
+    assert_eq!(report.requests, 1);
+    let rt = receiver.rt.as_ref().unwrap();
+    let requests = rt.block_on(receiver.server.received_requests()).unwrap();
+    assert_eq!(requests.len(), 1);
+    let r = &requests[0];
+    assert_eq!(r.url.path(), "/v1/traces");
+    assert_eq!(
+        r.headers.get("content-type").unwrap().to_str().unwrap(),
+        "application/json"
+    );
+    let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let want: serde_json::Value = serde_json::from_slice(&expected).unwrap();
+    assert_eq!(body, want, "the OTLP JSON encoding of the same spans");
+    assert!(body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"].is_string());
+}

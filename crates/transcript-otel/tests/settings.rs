@@ -243,3 +243,62 @@ fn header_values_never_appear_in_errors_or_debug() {
         "HTTP 401 Unauthorized: bad key ***"
     );
 }
+
+#[test]
+fn the_protocol_variables_are_honoured_and_grpc_is_a_typed_error_naming_its_variable() {
+    let base = (ENV_ENDPOINT, "http://h:4318");
+    let protocol =
+        |env: &[(&str, &str)]| resolve(&OtlpFlags::default(), env).map(|c| c.unwrap().protocol);
+    assert_eq!(
+        protocol(&[base]).unwrap(),
+        Protocol::HttpProtobuf,
+        "the default"
+    );
+    assert_eq!(
+        protocol(&[base, (ENV_PROTOCOL, "http/json")]).unwrap(),
+        Protocol::HttpJson
+    );
+    assert_eq!(
+        protocol(&[base, (ENV_PROTOCOL, " HTTP/Protobuf ")]).unwrap(),
+        Protocol::HttpProtobuf
+    );
+    // The signal-specific variable wins over the general one, either way.
+    assert_eq!(
+        protocol(&[
+            base,
+            (ENV_PROTOCOL, "grpc"),
+            (ENV_TRACES_PROTOCOL, "http/json")
+        ])
+        .unwrap(),
+        Protocol::HttpJson
+    );
+    for (variable, value) in [
+        (ENV_PROTOCOL, "grpc"),
+        (ENV_TRACES_PROTOCOL, "grpc"),
+        (ENV_TRACES_PROTOCOL, "http/xml"),
+    ] {
+        let err = protocol(&[base, (ENV_PROTOCOL, "http/json"), (variable, value)]).unwrap_err();
+        match &err {
+            ExportError::UnsupportedProtocol {
+                variable: v,
+                value: got,
+            } => {
+                assert_eq!((v.as_str(), got.as_str()), (variable, value));
+            }
+            other => panic!("{other:?}"),
+        }
+        let text = err.to_string();
+        assert!(text.contains(variable) && text.contains(value), "{text}");
+        assert!(text.contains("http/protobuf or http/json"), "{text}");
+    }
+    // A flag endpoint still takes the protocol from the environment.
+    let flags = OtlpFlags {
+        endpoint: Some("http://f:4318".into()),
+        ..OtlpFlags::default()
+    };
+    let c = resolve(&flags, &[(ENV_TRACES_PROTOCOL, "http/json")])
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.protocol, Protocol::HttpJson);
+    assert!(resolve(&flags, &[(ENV_PROTOCOL, "grpc")]).is_err());
+}

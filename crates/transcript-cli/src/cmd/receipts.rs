@@ -30,15 +30,21 @@ pub fn pricing(file: Option<&Path>) -> Result<Cow<'static, Pricing>, CliError> {
         })
 }
 
-/// One warning per model the table cannot price (never shown as $0).
-pub fn warn_unpriced(models: &[String], file: Option<&Path>, err: &mut dyn Write) {
-    let table = match file {
+/// The price table's name in messages: the file given, else the embedded LiteLLM table with
+/// its pinned version.
+pub fn table_name(file: Option<&Path>) -> String {
+    match file {
         Some(f) => f.display().to_string(),
         None => format!(
             "the embedded LiteLLM {} table",
             transcript_providers::LITELLM_VERSION
         ),
-    };
+    }
+}
+
+/// One warning per model the table cannot price (never shown as $0).
+pub fn warn_unpriced(models: &[String], file: Option<&Path>, err: &mut dyn Write) {
+    let table = table_name(file);
     for m in models {
         if m == transcript_domain::bill::NO_MODEL {
             // Not a gap of the table: the provider and the step named no model.
@@ -100,27 +106,6 @@ pub enum GroupBy {
     Model,
 }
 
-/// One group of `receipts --by`.
-#[derive(Debug, Default, serde::Serialize)]
-pub struct Group {
-    /// Day, month, session, project or model.
-    pub key: String,
-    /// Runs with a billed turn in the group.
-    pub runs: u64,
-    /// Turns that reported usage.
-    pub turns: u64,
-    /// Summed usage (`cost_usd`: what the CLIs reported).
-    pub usage: transcript_domain::Usage,
-    /// Cost from the price table (`None`: a model without a price).
-    pub cost_usd: Option<f64>,
-    /// Models seen.
-    pub models: Vec<String>,
-    #[serde(skip)]
-    unknown: bool,
-    #[serde(skip)]
-    last_run: String,
-}
-
 /// Session and project of a run imported from a store, from the import index's path.
 fn store_source(path: &str) -> (Option<String>, Option<String>) {
     let p = Path::new(path);
@@ -167,11 +152,10 @@ pub fn run_grouped(
             .map(|(_, p)| p)
             .collect(),
     };
+    let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let mut grouping = Grouping {
         by,
-        table: &table,
-        groups: Default::default(),
-        unpriced: Default::default(),
+        groups: transcript_export::Groups::new(&price),
     };
     let options = transcript_export::ExportOptions::default();
     for file in files {
@@ -184,24 +168,26 @@ pub fn run_grouped(
         };
         grouping.add_run(&doc, source);
     }
-    let (groups, unpriced) = grouping.finish();
+    let (groups, unpriced) = grouping.groups.finish();
     warn_unpriced(&unpriced, pricing_file, err);
     let text = if json {
         super::to_json(
             &serde_json::json!({ "by": format!("{by:?}").to_lowercase(), "groups": groups }),
         )? + "\n"
     } else {
-        style::clean(&render_groups(by, &groups))
+        style::clean(&transcript_export::render_groups(
+            &format!("{by:?}").to_lowercase(),
+            &groups,
+        ))
     };
     stdout_result(out.write_all(text.as_bytes()))
 }
 
-/// Billed turns being grouped, priced with the table.
-struct Grouping<'t> {
+/// The runs' billed turns being grouped by `by` (the sums, prices and table are the export
+/// crate's [`transcript_export::Groups`]).
+struct Grouping<'p> {
     by: GroupBy,
-    table: &'t Pricing,
-    groups: std::collections::BTreeMap<String, Group>,
-    unpriced: std::collections::BTreeSet<String>,
+    groups: transcript_export::Groups<'p>,
 }
 
 impl Grouping<'_> {
@@ -234,86 +220,8 @@ impl Grouping<'_> {
                         .unwrap_or_else(|| "?".to_owned()),
                     GroupBy::Model => model.clone(),
                 };
-                self.turn(key, run_id, model, u);
+                self.groups.turn(key, run_id, model, u);
             }
         }
     }
-
-    /// One billed turn in the group `key`.
-    fn turn(&mut self, key: String, run_id: &str, model: String, u: &transcript_domain::Usage) {
-        let g = self.groups.entry(key.clone()).or_insert_with(|| Group {
-            key,
-            ..Group::default()
-        });
-        if g.last_run != run_id {
-            g.runs += 1;
-            g.last_run = run_id.to_owned();
-        }
-        g.turns += 1;
-        g.usage.accumulate(u);
-        match self.table.cost(&model, u) {
-            Some(c) => *g.cost_usd.get_or_insert(0.0) += c.usd,
-            None => {
-                g.unknown = true;
-                self.unpriced.insert(model.clone());
-            }
-        }
-        if !g.models.contains(&model) {
-            g.models.push(model);
-        }
-    }
-
-    /// The groups in key order (a group with an unpriced turn has no cost), and the models
-    /// without a price.
-    fn finish(self) -> (Vec<Group>, Vec<String>) {
-        let groups = self
-            .groups
-            .into_values()
-            .map(|mut g| {
-                if g.unknown {
-                    g.cost_usd = None;
-                }
-                g.models.sort();
-                g
-            })
-            .collect();
-        (groups, self.unpriced.into_iter().collect())
-    }
-}
-
-/// The `receipts --by` table: a header, then one line per group.
-fn render_groups(by: GroupBy, groups: &[Group]) -> String {
-    let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
-    let mut s = format!(
-        "{:<38} {:>5} {:>6} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>10}  models\n",
-        format!("{by:?}").to_lowercase(),
-        "runs",
-        "turns",
-        "input",
-        "output",
-        "cache_read",
-        "cache_write",
-        "reasoning",
-        "cost",
-        "reported"
-    );
-    for g in groups {
-        s.push_str(&format!(
-            "{:<38} {:>5} {:>6} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>10}  {}\n",
-            g.key,
-            g.runs,
-            g.turns,
-            n(g.usage.input_tokens),
-            n(g.usage.output_tokens),
-            n(g.usage.cache_read_tokens),
-            n(g.usage.cache_write_tokens),
-            n(g.usage.reasoning_tokens),
-            g.cost_usd.map_or("—".to_owned(), |c| format!("${c:.4}")),
-            g.usage
-                .cost_usd
-                .map_or("—".to_owned(), |c| format!("${c:.4}")),
-            g.models.join(",")
-        ));
-    }
-    s
 }

@@ -226,6 +226,28 @@ fn usage_attributes(
     Counts { input, output }
 }
 
+/// An agent step's summed usage under this project's `transcript.usage.*` names (the
+/// transcript's own counts), never the `gen_ai.usage.*` names backends sum over a trace: the
+/// step's `chat` spans carry those, one per request, and a backend summing every span
+/// (Langfuse, Phoenix) would count each request twice.
+fn step_usage_attributes(usage: &Usage, attributes: &mut Vec<KeyValue>) {
+    let counts = [
+        (TRANSCRIPT_USAGE_INPUT_TOKENS, usage.input_tokens),
+        (TRANSCRIPT_USAGE_OUTPUT_TOKENS, usage.output_tokens),
+        (TRANSCRIPT_USAGE_CACHE_READ_TOKENS, usage.cache_read_tokens),
+        (
+            TRANSCRIPT_USAGE_CACHE_WRITE_TOKENS,
+            usage.cache_write_tokens,
+        ),
+        (TRANSCRIPT_USAGE_REASONING_TOKENS, usage.reasoning_tokens),
+    ];
+    for (key, value) in counts {
+        if let Some(value) = value {
+            attributes.push(KeyValue::new(key, to_i64(value)));
+        }
+    }
+}
+
 pub(super) fn agent_attributes(agent: AgentInfo, attributes: &mut Vec<KeyValue>) {
     if let Some(provider) = &agent.provider {
         attributes.push(KeyValue::new(
@@ -241,7 +263,7 @@ pub(super) fn agent_attributes(agent: AgentInfo, attributes: &mut Vec<KeyValue>)
         attributes.push(KeyValue::new(GEN_AI_RESPONSE_MODEL, model));
     }
     if let Some(usage) = &agent.usage {
-        usage_attributes(agent.provider.as_deref(), usage, attributes);
+        step_usage_attributes(usage, attributes);
     }
     if let Some(cost) = agent.cost_usd {
         attributes.push(KeyValue::new(TRANSCRIPT_USAGE_COST_USD, cost));

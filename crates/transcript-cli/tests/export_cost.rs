@@ -1,0 +1,147 @@
+//! Cost in the exports (issue #29): a real Claude capture imported by the binary, its
+//! transcript exported as Markdown, HTML and JSON and priced with the code `receipts` uses
+//! (the providers crate's embedded LiteLLM table through `transcript_export::price_document`,
+//! which prices with `priced_receipts`). The figures equal a hand computation from the
+//! pinned table; a CLI's own `total_cost_usd` shows beside ours; a model the table lacks is
+//! `—`, never $0.
+//!
+//! (`transcript export` itself prices once cmd/export.rs calls `price_document`: the lead
+//! wires that; these tests hold the figures it will print.)
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{bin, text};
+use serde_json::Value;
+use transcript_domain::{DecodedEvent, Usage};
+use transcript_export::{ExportDocument, ExportOptions, build_document, price_document};
+use transcript_providers::{LITELLM_VERSION, Pricing};
+
+fn real(name: &str) -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
+        );
+        eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
+        return None;
+    };
+    let mut dir = PathBuf::from(dir);
+    if dir.is_relative() {
+        dir = common::repo().join(dir);
+    }
+    let path = dir.join("claude-code").join(name);
+    assert!(path.is_file(), "{} is missing", path.display());
+    Some(path)
+}
+
+/// Imports `file` as Claude into `storage` with the binary; its events as recorded.
+fn import(storage: &Path, file: &Path) -> Vec<DecodedEvent> {
+    let out = bin()
+        .args(["import", "claude", "--deterministic"])
+        .arg(file)
+        .arg("--storage")
+        .arg(storage)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = text(&out.stdout);
+    let run = run.trim_end().split('\t').next().unwrap();
+    let transcript = std::fs::read_to_string(storage.join(format!("{run}.jsonl"))).unwrap();
+    transcript
+        .lines()
+        .map(|l| transcript_domain::decode_str(l).unwrap().event)
+        .collect()
+}
+
+/// The document of `events`, priced with `table` as `receipts` prices.
+fn priced(events: &[DecodedEvent], table: &Pricing) -> ExportDocument {
+    let mut doc = build_document(events, &mut |_| None, &ExportOptions::default());
+    let price = |model: &str, u: &Usage| table.cost(model, u).map(|c| c.usd);
+    price_document(&mut doc, &price, &format!("LiteLLM {LITELLM_VERSION}"));
+    doc
+}
+
+#[test]
+fn an_exported_session_log_shows_the_pinned_price_per_step_run_and_model() {
+    let Some(log) = real("spotter-session-log-v2.1.38-tool_heavy.jsonl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let doc = priced(&import(dir.path(), &log), Pricing::embedded());
+    // Tokens: the jq truth of receipts_cost.rs (one request = one message.id + requestId, its
+    // last record) → {"input":54,"output":212,"read":88231,"write":17696}.
+    // claude-opus-4-6 in LiteLLM 1.110.2: 5e-06 in, 2.5e-05 out, 5e-07 cache read,
+    // 6.25e-06 cache write: 54×5e-06 + 212×2.5e-05 + 88231×5e-07 + 17696×6.25e-06
+    // = 0.00027 + 0.0053 + 0.0441155 + 0.1106 = 0.1602855
+    let want = 0.1602855;
+    let cost = doc.cost.as_ref().unwrap();
+    assert!((cost.total_usd.unwrap() - want).abs() < 1e-9, "{cost:?}");
+    assert_eq!(cost.by_model.len(), 1);
+    assert_eq!(cost.by_model[0].model, "claude-opus-4-6");
+    assert_eq!(cost.by_model[0].turns, 4);
+    assert_eq!(cost.by_model[0].usage.cache_read_tokens, Some(88231));
+    assert!((cost.by_model[0].cost_usd.unwrap() - want).abs() < 1e-9);
+    assert!(cost.unpriced_models.is_empty());
+    assert!((doc.run.cost_usd.unwrap() - want).abs() < 1e-9);
+    let steps: f64 = doc.run.steps.iter().filter_map(|s| s.cost_usd).sum();
+    assert!((steps - want).abs() < 1e-9, "the steps sum to the run");
+    let md = transcript_export::to_markdown(&doc);
+    assert!(md.contains("- Cost: $0.1603\n"), "{md}");
+    assert!(
+        md.contains(
+            "- `claude-opus-4-6`: 4 turns · 54 in / 212 out / 88231 cache read / 17696 cache write · cost $0.1603\n"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("_Priced with LiteLLM 1.110.2._"));
+    let html = transcript_export::to_html(&doc);
+    assert!(html.contains(" · cost $0.1603</p>"), "{html}");
+    let json: Value = serde_json::to_value(&doc).unwrap();
+    assert!((json["cost"]["total_usd"].as_f64().unwrap() - want).abs() < 1e-9);
+}
+
+#[test]
+fn the_clis_own_cost_shows_beside_ours_and_an_unknown_model_is_never_zero() {
+    let Some(log) = real("gleam-sdk-golden-basic-query-v2.1.7.jsonl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let events = import(dir.path(), &log);
+    let doc = priced(&events, Pricing::embedded());
+    // jq -c 'select(.type=="result") | .total_cost_usd' <log> → 0.1354875 (the CLI's own).
+    // jq -c 'select(.type=="result") | .usage' <log> → input 10, cache_creation 21570,
+    //   cache_read 0, output 25; the model (assistant record): claude-opus-4-5-20251101.
+    // LiteLLM 1.110.2 claude-opus-4-5-20251101: 10×5e-06 + 25×2.5e-05 + 21570×6.25e-06
+    //   = 0.00005 + 0.000625 + 0.1348125 = 0.1354875
+    let cost = doc.cost.as_ref().unwrap();
+    assert_eq!(cost.reported_usd, Some(0.1354875), "{cost:?}");
+    assert!(
+        (cost.total_usd.unwrap() - 0.1354875).abs() < 1e-9,
+        "{cost:?}"
+    );
+    let md = transcript_export::to_markdown(&doc);
+    assert!(
+        md.contains("- Cost: $0.1355 (the CLI reported $0.1355)\n"),
+        "{md}"
+    );
+    assert!(md.contains("- Total (with child runs): $0.1355 · the CLIs reported $0.1355\n"));
+    // A table without the model: `—` and the model named, never $0.
+    let house = Pricing::from_json(
+        r#"{"house-model": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}"#,
+    )
+    .unwrap();
+    let doc = priced(&events, &house);
+    let cost = doc.cost.as_ref().unwrap();
+    assert_eq!(cost.total_usd, None);
+    assert_eq!(cost.unpriced_models, ["claude-opus-4-5-20251101"]);
+    let md = transcript_export::to_markdown(&doc);
+    assert!(
+        md.contains("- Cost: — (the CLI reported $0.1355)\n"),
+        "{md}"
+    );
+    assert!(md.contains("- ⚠ No price for `claude-opus-4-5-20251101`: its cost shows —, never $0"));
+    assert!(!md.contains("$0.0000"), "{md}");
+}
