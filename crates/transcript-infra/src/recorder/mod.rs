@@ -100,7 +100,8 @@ use transcript_domain::{
 };
 
 use crate::clock::SystemClock;
-use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, JsonlSubscription};
+use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats};
+use crate::subscription::JsonlSubscription;
 use crate::resume::ResumeInfo;
 use queue::lock;
 use shared::Shared;

@@ -14,9 +14,9 @@ use transcript_domain::{
 
 use super::queue::{Entry, Msg, Published, lock};
 use super::{Durability, polling};
-use crate::fanout::JsonlSubscription;
+use crate::subscription::JsonlSubscription;
 use crate::fs::storage_error;
-use crate::replay::FileTail;
+use crate::file_tail::FileTail;
 use crate::resume::ResumeInfo;
 
 /// What every handle of one recorder shares.
