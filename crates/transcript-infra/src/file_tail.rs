@@ -58,9 +58,8 @@ impl Read for Acknowledged {
         let file = match &mut self.file {
             Some(file) => file,
             None => {
-                let file = crate::fs::open_read(&self.path).map_err(|e| {
-                    io::Error::other(format!("cannot open the transcript: {e}"))
-                })?;
+                let file = crate::fs::open_read(&self.path)
+                    .map_err(|e| io::Error::other(format!("cannot open the transcript: {e}")))?;
                 self.file.insert(file)
             }
         };

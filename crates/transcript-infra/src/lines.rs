@@ -118,17 +118,19 @@ impl<R: BufRead> CappedLines<R> {
 mod tests {
     use super::*;
 
+    /// A line's bytes, or its length and head when it was over the cap.
+    type Read = Result<Vec<u8>, (u64, Vec<u8>)>;
+
     /// Every line of `input`, read in chunks of `chunk` bytes.
-    fn all(
-        input: &[u8],
-        cap: usize,
-        chunk: usize,
-    ) -> Vec<(Result<Vec<u8>, (u64, Vec<u8>)>, bool)> {
+    fn all(input: &[u8], cap: usize, chunk: usize) -> Vec<(Read, bool)> {
         let mut lines = CappedLines::new(io::BufReader::with_capacity(chunk, input), cap);
         let mut out = Vec::new();
         while let Some(raw) = lines.next_line().unwrap() {
             let bytes = lines.line().to_vec();
-            out.push((raw.content.map(|()| bytes.clone()).map_err(|n| (n, bytes)), raw.terminated));
+            out.push((
+                raw.content.map(|()| bytes.clone()).map_err(|n| (n, bytes)),
+                raw.terminated,
+            ));
         }
         assert_eq!(lines.offset(), input.len() as u64);
         out

@@ -15,11 +15,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
-use transcript_infra::{TapError, TapFactory};
 use transcript_domain::{
     DecodedEvent, EventKind, EventType, ExchangeEvent, RecordError, Recorder, RecorderFactory,
     RunId, Subscription,
 };
+use transcript_infra::{TapError, TapFactory};
 
 use crate::cmd::tail::summary;
 use crate::style::{Style, one_line};
@@ -73,7 +73,8 @@ impl ProgressFactory {
     /// empty when both ended cleanly. The view is joined once: a second call finds it joined.
     pub async fn finish(&self) -> Vec<TapError> {
         drop(self.sender.lock().ok().and_then(|mut s| s.take()));
-        let mut errors: Vec<TapError> = self.tap.drain(FORWARDING).await.err().into_iter().collect();
+        let mut errors: Vec<TapError> =
+            self.tap.drain(FORWARDING).await.err().into_iter().collect();
         let view = self.view.lock().ok().and_then(|mut v| v.take());
         if let Some(view) = view {
             errors.extend(transcript_infra::joined(VIEW, view.await).err());
@@ -257,13 +258,19 @@ mod tests {
     /// Opens a run through `factory`, records one step start and closes it.
     async fn one_run(factory: &ProgressFactory) {
         let run = RunId::from_bytes([2; 16]);
-        let recorder = factory.create(run, None).await.unwrap_or_else(|e| panic!("{e}"));
+        let recorder = factory
+            .create(run, None)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let draft = EventDraft::new(
             "s",
             0,
             Payload::StepStarted(StepPayload::new("s", "command")),
         );
-        recorder.record(draft).await.unwrap_or_else(|e| panic!("{e}"));
+        recorder
+            .record(draft)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         recorder.close().await.unwrap_or_else(|e| panic!("{e}"));
     }
 

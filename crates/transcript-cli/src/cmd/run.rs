@@ -264,7 +264,13 @@ impl Views {
     /// successful exit: its error is returned.
     async fn finish(self, args: &RunArgs) -> Vec<String> {
         let mut internal: Vec<String> = Vec::new();
-        internal.extend(self.progress_factory.finish().await.iter().map(ToString::to_string));
+        internal.extend(
+            self.progress_factory
+                .finish()
+                .await
+                .iter()
+                .map(ToString::to_string),
+        );
         if let (Some(live), Some(forwarding), Some((config, _))) =
             (self.live, &self.live_factory, &args.otlp)
         {

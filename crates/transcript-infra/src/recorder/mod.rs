@@ -101,8 +101,8 @@ use transcript_domain::{
 
 use crate::clock::SystemClock;
 use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats};
-use crate::subscription::JsonlSubscription;
 use crate::resume::ResumeInfo;
+use crate::subscription::JsonlSubscription;
 use queue::lock;
 use shared::Shared;
 
