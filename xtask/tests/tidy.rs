@@ -253,16 +253,6 @@ const WAITING_FOR_SHORTER_FUNCTIONS: &[(&str, &str, usize)] = &[
         "validate_seq",
         204,
     ),
-    (
-        "crates/transcript-testkit/src/agent_cli.rs",
-        "AgentSandbox::invocation",
-        97,
-    ),
-    (
-        "crates/transcript-testkit/src/model_server/responses.rs",
-        "events",
-        109,
-    ),
 ];
 
 #[test]

@@ -13,14 +13,6 @@ use transcript_infra::{ReadItem, TranscriptReader};
 
 use crate::CliError;
 
-/// The run a transcript file is named after (`<run-id>.jsonl`), if it is.
-pub fn run_id_of(path: &Path) -> Option<RunId> {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_suffix(".jsonl"))
-        .and_then(|stem| RunId::parse(stem).ok())
-}
-
 /// Every transcript in `storage`: files named `<run-id>.jsonl` (not `audit.jsonl`, not `.torn`).
 pub fn run_files(storage: &Path) -> Vec<(RunId, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(storage) else {
@@ -29,7 +21,7 @@ pub fn run_files(storage: &Path) -> Vec<(RunId, PathBuf)> {
     let mut files: Vec<(RunId, PathBuf)> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter_map(|p| {
-            let id = run_id_of(&p)?;
+            let id = RunId::from_file_name(&p)?;
             p.is_file().then_some((id, p))
         })
         .collect();

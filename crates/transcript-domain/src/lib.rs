@@ -166,6 +166,13 @@
 //!   [`SequentialRunIds`] for byte-stable goldens (real implementations live
 //!   in `transcript-infra`).
 //!
+//! ## One home for shared rules
+//!
+//! * The transcript file name, both ways: [`RunId::file_name`] and
+//!   [`RunId::from_file_name`] (`<run-id>.jsonl`).
+//! * [`text::lower_hex`] (digests) and [`text::error_chain`] (an error with
+//!   its causes, each once), for every crate that prints one.
+//!
 //! ## Threat model
 //!
 //! * Content is recorded **verbatim**: prompts, system prompts, tool inputs
@@ -197,6 +204,7 @@ pub mod bill;
 mod block;
 mod decode;
 mod event;
+mod file_name;
 mod ids;
 mod payload;
 mod port;
@@ -204,6 +212,7 @@ mod raw;
 #[cfg(feature = "schema")]
 pub mod schema;
 mod strict;
+pub mod text;
 mod timestamp;
 pub mod tree;
 pub mod truncate;

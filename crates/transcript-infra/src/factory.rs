@@ -8,7 +8,7 @@ use transcript_domain::{Clock, EventMask, RecordError, Recorder, RecorderFactory
 
 use crate::clock::SystemClock;
 use crate::fanout::DEFAULT_SUBSCRIBER_BUFFER;
-use crate::recorder::{DEFAULT_MAX_QUEUED_BYTES, Durability, JsonlRecorder, JsonlRecorderBuilder};
+use crate::recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder};
 
 /// Creates a [`JsonlRecorder`] per run, all in one storage directory: the
 /// root run and each `call_workflow` child run get their own
@@ -20,7 +20,6 @@ pub struct JsonlRecorderFactory {
     durability: Durability,
     subscriber_buffer: usize,
     mask: Option<Arc<dyn EventMask>>,
-    max_queued_bytes: usize,
 }
 
 impl std::fmt::Debug for JsonlRecorderFactory {
@@ -43,7 +42,6 @@ impl JsonlRecorderFactory {
             durability: Durability::None,
             subscriber_buffer: DEFAULT_SUBSCRIBER_BUFFER,
             mask: None,
-            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
         }
     }
 
@@ -68,13 +66,6 @@ impl JsonlRecorderFactory {
     /// Sets the masking stage of every recorder.
     pub fn with_mask(mut self, mask: Arc<dyn EventMask>) -> Self {
         self.mask = Some(mask);
-        self
-    }
-
-    /// Bounds every recorder's record queue (see
-    /// [`JsonlRecorderBuilder::max_queued_bytes`](crate::JsonlRecorderBuilder::max_queued_bytes)).
-    pub fn with_max_queued_bytes(mut self, bytes: usize) -> Self {
-        self.max_queued_bytes = bytes;
         self
     }
 
@@ -113,8 +104,7 @@ impl JsonlRecorderFactory {
             .parent_run_id(parent_run_id)
             .clock(Arc::clone(&self.clock))
             .durability(self.durability)
-            .subscriber_buffer(self.subscriber_buffer)
-            .max_queued_bytes(self.max_queued_bytes);
+            .subscriber_buffer(self.subscriber_buffer);
         if let Some(mask) = &self.mask {
             builder = builder.mask(Arc::clone(mask));
         }

@@ -1,16 +1,14 @@
-//! Live fan-out (write-then-broadcast) and subscriptions, including
-//! replay-then-live from the file.
+//! The live fan-out (write-then-broadcast): the registry of a recorder's subscribers, which the
+//! writer thread hands each acknowledged event to without waiting, and its statistics. The
+//! subscriptions' own side (live, or replay-then-live) is [`crate::subscription`].
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::chan::{self, Linger, PushError, Pushed, Receiver, Sender, TryRecvError};
-use crate::replay::{FileTail, Replay, Stored, Tail};
-use async_trait::async_trait;
+use crate::chan::{self, Linger, PushError, Pushed, Receiver, Sender};
 use serde::Serialize;
-use transcript_domain::{ExchangeEvent, Seq, Subscription};
+use transcript_domain::{ExchangeEvent, Seq};
 
 /// Default per-subscriber buffer (events), from the wire contract.
 pub const DEFAULT_SUBSCRIBER_BUFFER: usize = 256;
@@ -20,10 +18,10 @@ const WARN_EVERY: Duration = Duration::from_secs(1);
 /// Counters shared between the broadcaster and one subscription.
 #[derive(Debug, Default)]
 pub(crate) struct SubCounters {
-    dropped: AtomicU64,
+    pub(crate) dropped: AtomicU64,
     /// Set by the broadcaster when a replaying subscriber's buffer was full:
     /// the subscriber must catch up from the file.
-    lagged: AtomicBool,
+    pub(crate) lagged: AtomicBool,
 }
 
 struct SubEntry {
@@ -216,187 +214,5 @@ impl FanOut {
                 + per_subscriber.iter().map(|s| s.dropped).sum::<u64>(),
             per_subscriber,
         }
-    }
-}
-
-/// A subscription to a [`crate::JsonlRecorder`].
-///
-/// Live (`subscribe(None)`): events in seq order as they are written;
-/// when its buffer is full, newer events are dropped for it and counted in
-/// [`Subscription::dropped`]. Replaying (`subscribe(Some(seq))`): stored
-/// events from `seq` read from the file, then live ones; when it falls
-/// behind it reads the file again instead of dropping.
-pub struct JsonlSubscription {
-    id: u64,
-    rx: Receiver<Arc<ExchangeEvent>>,
-    counters: Arc<SubCounters>,
-    closed: bool,
-    live_ended: bool,
-    pending: Option<Arc<ExchangeEvent>>,
-    replay: Option<Replay>,
-}
-
-impl std::fmt::Debug for JsonlSubscription {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JsonlSubscription")
-            .field("id", &self.id)
-            .field("closed", &self.closed)
-            .field("replaying", &self.replay.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-impl JsonlSubscription {
-    pub(crate) fn live(
-        id: u64,
-        rx: Receiver<Arc<ExchangeEvent>>,
-        counters: Arc<SubCounters>,
-    ) -> Self {
-        Self {
-            id,
-            rx,
-            counters,
-            closed: false,
-            live_ended: false,
-            pending: None,
-            replay: None,
-        }
-    }
-
-    pub(crate) fn replaying(
-        id: u64,
-        rx: Receiver<Arc<ExchangeEvent>>,
-        counters: Arc<SubCounters>,
-        tail: FileTail,
-        from: Seq,
-    ) -> Self {
-        Self {
-            replay: Some(Replay {
-                tail: Tail::Idle(Box::new(tail)),
-                ready: VecDeque::new(),
-                wanted: from,
-                catching_up: true,
-            }),
-            ..Self::live(id, rx, counters)
-        }
-    }
-
-    /// The subscription's id (matches [`SubscriberStats::id`]).
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// Hands out `ev` (seq >= the wanted one), counting any seqs it skips
-    /// over as dropped.
-    fn deliver(&mut self, ev: Arc<ExchangeEvent>) -> Arc<ExchangeEvent> {
-        if let Some(replay) = self.replay.as_mut() {
-            let missed = ev.seq.saturating_sub(replay.wanted);
-            if missed > 0 {
-                self.counters.dropped.fetch_add(missed, Ordering::Relaxed);
-            }
-            // A seq of u64::MAX is never written (resume refuses it), so
-            // saturating cannot deliver an event twice.
-            replay.wanted = ev.seq.saturating_add(1);
-        }
-        ev
-    }
-
-    async fn next_replaying(&mut self) -> Option<Arc<ExchangeEvent>> {
-        loop {
-            let replay = self.replay.as_mut()?;
-            if replay.catching_up {
-                match replay.next_stored().await {
-                    // Read ahead before `wanted` moved past it (or a
-                    // foreign file's lines out of order).
-                    Stored::Event(ev) if ev.seq < replay.wanted => continue,
-                    Stored::Skipped(Some(seq)) if seq < replay.wanted => continue,
-                    Stored::Event(ev) => return Some(self.deliver(ev)),
-                    Stored::Skipped(Some(seq)) => {
-                        // Never a silent gap: what cannot be rebuilt counts
-                        // as dropped.
-                        let missed = seq.saturating_sub(replay.wanted).saturating_add(1);
-                        self.counters.dropped.fetch_add(missed, Ordering::Relaxed);
-                        replay.wanted = seq.saturating_add(1);
-                        continue;
-                    }
-                    // Counted by the gap before the next event delivered.
-                    Stored::Skipped(None) => continue,
-                    Stored::End => {}
-                }
-                replay.catching_up = false;
-                if let Some(ev) = self.pending.take() {
-                    // The file had nothing more before this live event
-                    // (lines that could not be replayed, or a read error):
-                    // deliver it, counting the gap.
-                    if ev.seq >= replay.wanted {
-                        return Some(self.deliver(ev));
-                    }
-                }
-            }
-            let ev = match self.pending.take() {
-                Some(ev) => ev,
-                None => match self.rx.try_recv() {
-                    Ok(ev) => ev,
-                    Err(TryRecvError::Empty) => {
-                        if self.counters.lagged.swap(false, Ordering::AcqRel) {
-                            replay.catching_up = true;
-                            continue;
-                        }
-                        match self.rx.recv().await {
-                            Some(ev) => ev,
-                            None => {
-                                self.live_ended = true;
-                                continue;
-                            }
-                        }
-                    }
-                    Err(TryRecvError::Disconnected) => {
-                        if self.live_ended {
-                            return None;
-                        }
-                        // Recorder closed: whatever was acknowledged but not
-                        // buffered is still in the file.
-                        self.live_ended = true;
-                        replay.catching_up = true;
-                        continue;
-                    }
-                },
-            };
-            let replay = self.replay.as_mut()?;
-            if ev.seq < replay.wanted {
-                continue;
-            }
-            if ev.seq == replay.wanted {
-                return Some(self.deliver(ev));
-            }
-            // A gap: the buffer overflowed; the missing lines are in the file.
-            self.pending = Some(ev);
-            replay.catching_up = true;
-        }
-    }
-}
-
-#[async_trait]
-impl Subscription for JsonlSubscription {
-    async fn next(&mut self) -> Option<Arc<ExchangeEvent>> {
-        if self.closed {
-            return None;
-        }
-        if self.replay.is_some() {
-            self.next_replaying().await
-        } else {
-            self.rx.recv().await
-        }
-    }
-
-    fn close(&mut self) {
-        self.closed = true;
-        self.rx.close();
-        self.pending = None;
-        self.replay = None;
-    }
-
-    fn dropped(&self) -> u64 {
-        self.counters.dropped.load(Ordering::Relaxed)
     }
 }

@@ -17,7 +17,7 @@ pub(crate) const DIR_MODE: u32 = 0o700;
 /// makes a FIFO planted at the path fail instead of blocking the open (it has
 /// no effect on regular files); `O_CLOEXEC` keeps the descriptor out of
 /// child processes (std sets it too; stated for the reader).
-pub(crate) fn hardening_flags() -> i32 {
+fn hardening_flags() -> i32 {
     libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK
 }
 

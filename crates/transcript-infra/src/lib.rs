@@ -292,21 +292,23 @@ mod chan;
 mod clock;
 mod factory;
 mod fanout;
+mod file_tail;
 mod fs;
 mod iohook;
+mod lines;
 mod loader;
 mod reader;
 mod recorder;
 mod release;
-mod replay;
 mod resume;
 mod sink;
+mod subscription;
 mod tap;
 mod verify;
 
 pub use clock::{RandomRunIds, SystemClock};
 pub use factory::JsonlRecorderFactory;
-pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, JsonlSubscription, SubscriberStats};
+pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, SubscriberStats};
 pub use loader::{LoadError, LoadedRun, load_run_tree};
 pub use reader::{
     DEFAULT_MAX_LINE_BYTES, MalformedCause, MalformedLine, ReadError, ReadEvent, ReadItem,
@@ -316,6 +318,7 @@ pub use recorder::{
     DEFAULT_MAX_QUEUED_BYTES, Durability, JsonlRecorder, JsonlRecorderBuilder, WriteStats,
 };
 pub use resume::{ResumeInfo, ResumeWarning};
+pub use subscription::JsonlSubscription;
 pub use tap::{StartTap, TapError, TapFactory, joined};
 /// The domain's ports, re-exported so that everyday calls (`subscribe`, `close`, `next()` on a
 /// subscription, `next_run_id`) need one import from this crate only.

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use transcript_domain::{DecodeError, DecodeWarning, DecodedEvent, Seq, decode_line};
 
+use crate::lines::{CappedLines, RawLine};
+
 /// Default per-line size cap: the domain's [`transcript_domain::MAX_LINE_BYTES`] (16 MiB), the
 /// same cap the writer enforces. Longer lines are reported and skipped without being buffered
 /// whole.
@@ -142,12 +144,9 @@ pub enum ReadError {
 /// iteration continues. Memory is bounded by the line cap plus the read
 /// buffer, whatever the file size.
 pub struct TranscriptReader<R> {
-    inner: R,
+    lines: CappedLines<R>,
     path: Option<PathBuf>,
-    max_line: usize,
     line: u64,
-    offset: u64,
-    buf: Vec<u8>,
     queued: Option<ReadItem>,
     done: bool,
 }
@@ -171,12 +170,9 @@ impl<R: BufRead> TranscriptReader<R> {
     /// Reads from `inner` with the default 16 MiB line cap.
     pub fn new(inner: R) -> Self {
         Self {
-            inner,
+            lines: CappedLines::new(inner, DEFAULT_MAX_LINE_BYTES),
             path: None,
-            max_line: DEFAULT_MAX_LINE_BYTES,
             line: 0,
-            offset: 0,
-            buf: Vec::new(),
             queued: None,
             done: false,
         }
@@ -184,7 +180,7 @@ impl<R: BufRead> TranscriptReader<R> {
 
     /// Sets the per-line cap in bytes (at least 1).
     pub fn with_max_line_bytes(mut self, max: usize) -> Self {
-        self.max_line = max.max(1);
+        self.lines.set_max_line(max);
         self
     }
 
@@ -196,47 +192,7 @@ impl<R: BufRead> TranscriptReader<R> {
 
     /// Bytes consumed so far.
     pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    /// Reads the next raw line into `self.buf`. Returns its length when it
-    /// fit, `Err(len)` when it exceeded the cap (then `buf` is empty), plus
-    /// whether it ended with a newline; `None` at end of input.
-    fn next_raw(&mut self) -> io::Result<Option<(Result<(), u64>, bool)>> {
-        self.buf.clear();
-        let mut skipped: Option<u64> = None;
-        loop {
-            let avail = match self.inner.fill_buf() {
-                Ok(a) => a,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if avail.is_empty() {
-                return Ok(match skipped {
-                    Some(n) => Some((Err(n), false)),
-                    None if self.buf.is_empty() => None,
-                    None => Some((Ok(()), false)),
-                });
-            }
-            let (chunk, found) = match memchr::memchr(b'\n', avail) {
-                Some(i) => (i, true),
-                None => (avail.len(), false),
-            };
-            match &mut skipped {
-                Some(n) => *n += chunk as u64,
-                None if self.buf.len() + chunk > self.max_line => {
-                    skipped = Some((self.buf.len() + chunk) as u64);
-                    self.buf.clear();
-                }
-                None => self.buf.extend_from_slice(&avail[..chunk]),
-            }
-            let used = chunk + usize::from(found);
-            self.inner.consume(used);
-            self.offset += used as u64;
-            if found {
-                return Ok(Some((skipped.map_or(Ok(()), Err), true)));
-            }
-        }
+        self.lines.offset()
     }
 }
 
@@ -250,8 +206,11 @@ impl<R: BufRead> Iterator for TranscriptReader<R> {
         if self.done {
             return None;
         }
-        let start = self.offset;
-        let (content, terminated) = match self.next_raw() {
+        let start = self.lines.offset();
+        let RawLine {
+            content,
+            terminated,
+        } = match self.lines.next_line() {
             Ok(Some(r)) => r,
             Ok(None) => {
                 self.done = true;
@@ -261,7 +220,7 @@ impl<R: BufRead> Iterator for TranscriptReader<R> {
                 self.done = true;
                 return Some(Err(ReadError::Io {
                     path: self.path.clone(),
-                    offset: self.offset,
+                    offset: self.lines.offset(),
                     source,
                 }));
             }
@@ -282,7 +241,7 @@ impl<R: BufRead> TranscriptReader<R> {
     fn final_unterminated(&mut self, content: Result<(), u64>, start: u64) -> ReadItem {
         let line = self.line;
         let length = match content {
-            Ok(()) => self.buf.len() as u64,
+            Ok(()) => self.lines.line().len() as u64,
             Err(n) => n,
         };
         let warning = ReadItem::Warning(ReadWarning {
@@ -291,7 +250,7 @@ impl<R: BufRead> TranscriptReader<R> {
             kind: ReadWarningKind::UnterminatedFinalLine { length },
         });
         if content.is_ok()
-            && let Ok(decoded) = decode_line(&self.buf)
+            && let Ok(decoded) = decode_line(self.lines.line())
         {
             self.queued = Some(warning);
             return ReadItem::Event(ReadEvent {
@@ -324,11 +283,11 @@ impl<R: BufRead> TranscriptReader<R> {
                 &self.path,
                 MalformedCause::TooLong {
                     length,
-                    limit: self.max_line,
+                    limit: self.lines.max_line(),
                 },
             );
         }
-        match decode_line(&self.buf) {
+        match decode_line(self.lines.line()) {
             Ok(decoded) => Ok(ReadItem::Event(ReadEvent {
                 line,
                 offset: start,
@@ -342,5 +301,23 @@ impl<R: BufRead> TranscriptReader<R> {
             })),
             Err(e) => malformed(&self.path, MalformedCause::Decode(e)),
         }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::prefix_seq;
+
+    #[test]
+    fn prefix_seq_reads_our_prefix_only() {
+        assert_eq!(prefix_seq(b"{\"seq\":42,\"run_id\":1}"), Some(42));
+        assert_eq!(prefix_seq(b"{\"seq\":,"), None);
+        assert_eq!(prefix_seq(b"{ \"seq\":4,"), None);
+        assert_eq!(prefix_seq(b"{\"seq\":4}"), None);
+        assert_eq!(
+            prefix_seq(b"{\"seq\":18446744073709551615,"),
+            Some(u64::MAX)
+        );
+        assert_eq!(prefix_seq(b"{\"seq\":18446744073709551616,"), None);
+        assert_eq!(prefix_seq(b"{\"seq\":99999999999999999999,"), None);
     }
 }

@@ -2,14 +2,13 @@
 //! seq, move a torn tail to `<run_id>.jsonl.torn`, truncate to the last
 //! newline.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use transcript_domain::{RecordError, Seq, Timestamp};
 
-use crate::fs::{FILE_MODE, force_file_mode, hardening_flags, storage_error};
+use crate::fs::{force_file_mode, storage_error};
 use crate::reader::{
     MalformedLine, ReadError, ReadItem, ReadWarning, ReadWarningKind, TranscriptReader, prefix_seq,
 };
@@ -286,19 +285,8 @@ fn move_tail(
     let mut src = crate::fs::open_read(path)?;
     src.seek(SeekFrom::Start(offset))
         .map_err(|e| storage_error(path, "cannot seek to torn tail", Some(e)))?;
-    let mut dst = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(FILE_MODE)
-        .custom_flags(hardening_flags())
-        .open(torn_path)
-        .map_err(|e| torn_err("cannot open torn-tail file", e))?;
-    let meta = dst
-        .metadata()
-        .map_err(|e| torn_err("cannot inspect torn-tail file", e))?;
-    if !meta.is_file() {
-        return Err(storage_error(torn_path, "not a regular file", None));
-    }
+    // Opened like a transcript: append-only, 0o600, no symlink, a regular file.
+    let mut dst = crate::fs::open_append(torn_path)?;
     force_file_mode(torn_path, &dst)?;
     let copied = io::copy(&mut (&mut src).take(bytes), &mut dst)
         .map_err(|e| torn_err("cannot copy torn tail", e))?;

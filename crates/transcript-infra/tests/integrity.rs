@@ -50,6 +50,45 @@ async fn an_oversized_line_keeps_its_seq_on_resume() {
     rec.close().await.unwrap();
 }
 
+/// A replaying subscription reads the file with the reader's capped line loop: a stored line
+/// over the cap (seq 2) is skipped without being held whole and counted as dropped, and the
+/// events around it arrive in order.
+#[tokio::test]
+async fn a_replay_skips_a_stored_line_over_the_cap_and_counts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = run_id(1);
+    let rec = builder(tmp.path(), run).open().unwrap();
+    assert_eq!(rec.record(step("small")).await.unwrap(), 1);
+    rec.close().await.unwrap();
+    let mut big = format!(r#"{{"seq":2,"run_id":"{run}","type":"tool.call","x":""#).into_bytes();
+    big.resize(MAX_LINE_BYTES + 10, b'a');
+    big.extend_from_slice(b"\"}\n");
+    append(rec.path(), &big);
+
+    // Last in the file, the oversized line is named by its `{"seq":2,` head (no later event
+    // would show the gap).
+    let rec = builder(tmp.path(), run).resume().unwrap();
+    let mut sub = rec.subscribe(Some(1)).await.unwrap();
+    rec.close().await.unwrap();
+    let mut seqs = Vec::new();
+    while let Some(event) = sub.next().await {
+        seqs.push(event.seq);
+    }
+    assert_eq!(seqs, [1]);
+    assert_eq!(sub.dropped(), 1, "the oversized line is a counted gap");
+
+    let rec = builder(tmp.path(), run).resume().unwrap();
+    assert_eq!(rec.record(step("after")).await.unwrap(), 3);
+    let mut sub = rec.subscribe(Some(1)).await.unwrap();
+    rec.close().await.unwrap();
+    let mut seqs = Vec::new();
+    while let Some(event) = sub.next().await {
+        seqs.push(event.seq);
+    }
+    assert_eq!(seqs, [1, 3]);
+    assert_eq!(sub.dropped(), 1);
+}
+
 /// Item 2: the recorder refuses a line over the cap; nothing is written and
 /// no seq is consumed.
 #[tokio::test]

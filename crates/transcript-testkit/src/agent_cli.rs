@@ -249,88 +249,128 @@ impl AgentSandbox {
             ("TERM".to_owned(), "dumb".to_owned()),
             ("NO_COLOR".to_owned(), "1".to_owned()),
         ];
-        let mut set = |k: &str, v: String| env.push((k.to_owned(), v));
-        let model = options.model(cli);
-        let mut args: Vec<String> = Vec::new();
-        match cli {
-            AgentCli::Claude => {
-                set("ANTHROPIC_BASE_URL", server.url());
-                set("ANTHROPIC_API_KEY", "sk-ant-testkit".to_owned());
-                set("CLAUDE_CONFIG_DIR", path_text(&self.config()));
-                set("DISABLE_TELEMETRY", "1".to_owned());
-                set("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned());
-                set("DISABLE_AUTOUPDATER", "1".to_owned());
-                if !options.retries {
-                    set("CLAUDE_CODE_MAX_RETRIES", "0".to_owned());
-                }
-                args.extend(["--output-format", "stream-json", "--verbose"].map(str::to_owned));
-                args.extend(["--allowedTools", "Read,Bash"].map(str::to_owned));
-                if let Some(model) = model {
-                    args.extend(["--model".to_owned(), model]);
-                }
-                args.extend(["-p".to_owned(), prompt.to_owned()]);
-            }
-            AgentCli::Codex => {
-                let retries = if options.retries {
-                    String::new()
-                } else {
-                    "request_max_retries = 0\nstream_max_retries = 0\n".to_owned()
-                };
-                let model = model.unwrap_or_else(|| "testkit-model".to_owned());
-                let config = format!(
-                    "model = {}\nmodel_provider = \"testkit\"\n\n[model_providers.testkit]\n\
-                     name = \"testkit\"\nbase_url = {}\nenv_key = \"TESTKIT_API_KEY\"\n\
-                     wire_api = \"responses\"\n{retries}",
-                    json!(model),
-                    json!(server.openai_base_url())
-                );
-                std::fs::write(self.config().join("config.toml"), config)?;
-                set("CODEX_HOME", path_text(&self.config()));
-                set("TESTKIT_API_KEY", "sk-testkit".to_owned());
-                args.extend(
-                    [
-                        "exec",
-                        "--json",
-                        "--skip-git-repo-check",
-                        "--dangerously-bypass-approvals-and-sandbox",
-                    ]
-                    .map(str::to_owned),
-                );
-                args.push(prompt.to_owned());
-            }
-            AgentCli::Gemini => {
-                let dir = self.home().join(".gemini");
-                std::fs::create_dir_all(&dir)?;
-                let mut general =
-                    json!({"enableAutoUpdate": false, "enableAutoUpdateNotification": false});
-                if !options.retries {
-                    general["maxAttempts"] = json!(1);
-                }
-                let settings = json!({
-                    "security": {"auth": {"selectedType": "gemini-api-key"}},
-                    "privacy": {"usageStatisticsEnabled": false},
-                    "telemetry": {"enabled": false},
-                    "general": general,
-                });
-                std::fs::write(dir.join("settings.json"), settings.to_string())?;
-                set("GOOGLE_GEMINI_BASE_URL", server.url());
-                set("GEMINI_API_KEY", "testkit-key".to_owned());
-                set("GEMINI_CLI_NO_RELAUNCH", "true".to_owned());
-                if let Some(model) = model {
-                    args.extend(["--model".to_owned(), model]);
-                }
-                args.extend(
-                    ["--output-format", "stream-json", "--yolo", "--skip-trust"].map(str::to_owned),
-                );
-                args.extend(["--prompt".to_owned(), prompt.to_owned()]);
-            }
-        }
+        let part = match cli {
+            AgentCli::Claude => self.claude_part(server, prompt, options),
+            AgentCli::Codex => self.codex_part(server, prompt, options)?,
+            AgentCli::Gemini => self.gemini_part(server, prompt, options)?,
+        };
+        env.extend(part.env);
         Ok(Invocation {
             program: bin.to_path_buf(),
-            args,
+            args: part.args,
             env,
             cwd: self.work(),
         })
+    }
+
+    /// Claude Code: the server as `ANTHROPIC_BASE_URL`, its config dir in the sandbox, no
+    /// telemetry or updates; stream-json output with `Read` and `Bash` allowed.
+    fn claude_part(&self, server: &ModelServer, prompt: &str, options: &CliOptions) -> CliPart {
+        let mut part = CliPart::default();
+        part.set("ANTHROPIC_BASE_URL", server.url());
+        part.set("ANTHROPIC_API_KEY", "sk-ant-testkit");
+        part.set("CLAUDE_CONFIG_DIR", path_text(&self.config()));
+        part.set("DISABLE_TELEMETRY", "1");
+        part.set("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        part.set("DISABLE_AUTOUPDATER", "1");
+        if !options.retries {
+            part.set("CLAUDE_CODE_MAX_RETRIES", "0");
+        }
+        part.args(&["--output-format", "stream-json", "--verbose"]);
+        part.args(&["--allowedTools", "Read,Bash"]);
+        if let Some(model) = options.model(AgentCli::Claude) {
+            part.args(&["--model", &model]);
+        }
+        part.args(&["-p", prompt]);
+        part
+    }
+
+    /// Codex: a `config.toml` in `CODEX_HOME` naming the server as a Responses-API provider;
+    /// `exec --json` with approvals and the sandbox off (the sandbox is this directory).
+    fn codex_part(
+        &self,
+        server: &ModelServer,
+        prompt: &str,
+        options: &CliOptions,
+    ) -> io::Result<CliPart> {
+        let retries = if options.retries {
+            String::new()
+        } else {
+            "request_max_retries = 0\nstream_max_retries = 0\n".to_owned()
+        };
+        let model = options
+            .model(AgentCli::Codex)
+            .unwrap_or_else(|| "testkit-model".to_owned());
+        let config = format!(
+            "model = {}\nmodel_provider = \"testkit\"\n\n[model_providers.testkit]\n\
+             name = \"testkit\"\nbase_url = {}\nenv_key = \"TESTKIT_API_KEY\"\n\
+             wire_api = \"responses\"\n{retries}",
+            json!(model),
+            json!(server.openai_base_url())
+        );
+        std::fs::write(self.config().join("config.toml"), config)?;
+        let mut part = CliPart::default();
+        part.set("CODEX_HOME", path_text(&self.config()));
+        part.set("TESTKIT_API_KEY", "sk-testkit");
+        part.args(&[
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            prompt,
+        ]);
+        Ok(part)
+    }
+
+    /// Gemini CLI: `~/.gemini/settings.json` (API-key auth, no statistics, telemetry or
+    /// updates) and the server as `GOOGLE_GEMINI_BASE_URL`; stream-json output in yolo mode.
+    fn gemini_part(
+        &self,
+        server: &ModelServer,
+        prompt: &str,
+        options: &CliOptions,
+    ) -> io::Result<CliPart> {
+        let dir = self.home().join(".gemini");
+        std::fs::create_dir_all(&dir)?;
+        let mut general = json!({"enableAutoUpdate": false, "enableAutoUpdateNotification": false});
+        if !options.retries {
+            general["maxAttempts"] = json!(1);
+        }
+        let settings = json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "privacy": {"usageStatisticsEnabled": false},
+            "telemetry": {"enabled": false},
+            "general": general,
+        });
+        std::fs::write(dir.join("settings.json"), settings.to_string())?;
+        let mut part = CliPart::default();
+        part.set("GOOGLE_GEMINI_BASE_URL", server.url());
+        part.set("GEMINI_API_KEY", "testkit-key");
+        part.set("GEMINI_CLI_NO_RELAUNCH", "true");
+        if let Some(model) = options.model(AgentCli::Gemini) {
+            part.args(&["--model", &model]);
+        }
+        part.args(&["--output-format", "stream-json", "--yolo", "--skip-trust"]);
+        part.args(&["--prompt", prompt]);
+        Ok(part)
+    }
+}
+
+/// One CLI's own part of an invocation: the environment it adds after the sandbox's
+/// (`HOME`, `TMPDIR`, `TERM`, `NO_COLOR`) and all its arguments, in order.
+#[derive(Default)]
+struct CliPart {
+    env: Vec<(String, String)>,
+    args: Vec<String>,
+}
+
+impl CliPart {
+    fn set(&mut self, key: &str, value: impl Into<String>) {
+        self.env.push((key.to_owned(), value.into()));
+    }
+
+    fn args(&mut self, args: &[&str]) {
+        self.args.extend(args.iter().map(|a| (*a).to_owned()));
     }
 }
 

@@ -19,9 +19,9 @@ use transcript_domain::{
     DecodedEvent, EventKind, EventType, ExchangeEvent, RecordError, Recorder, RecorderFactory,
     RunId, Subscription,
 };
+use transcript_infra::{TapError, TapFactory};
 
 use crate::cmd::tail::summary;
-use crate::cmd::tap::TapFactory;
 use crate::style::{Style, one_line};
 
 /// What the view receives: an event of some run, or the count a subscription dropped.
@@ -30,19 +30,29 @@ enum Feed {
     Dropped(u64),
 }
 
-/// The progress view's tap on every run the factory opens, and the handle that ends it.
+/// What watches the run: the forwarding taps (one per run) and the view's task that prints.
+const FORWARDING: &str = "a live progress subscription";
+const VIEW: &str = "the live progress view";
+
+/// The progress view's tap on every run the factory opens, and the view's task, which
+/// [`Self::finish`] ends and joins.
 pub struct ProgressFactory {
     tap: TapFactory,
     sender: Arc<Mutex<Option<mpsc::Sender<Feed>>>>,
+    view: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl ProgressFactory {
-    /// Wraps `inner`; returns the factory and the view's task, which ends after [`Self::finish`]
-    /// once every run's subscription has ended.
-    pub fn new(
+    /// Wraps `inner`, with the view printing on stderr in `style`.
+    pub fn new(inner: Arc<dyn RecorderFactory>, style: Style) -> Arc<Self> {
+        Self::with_view(inner, move |rx| tokio::spawn(show(rx, style)))
+    }
+
+    /// Wraps `inner`; `spawn_view` starts the task that consumes every run's feed.
+    fn with_view(
         inner: Arc<dyn RecorderFactory>,
-        style: Style,
-    ) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
+        spawn_view: impl FnOnce(mpsc::Receiver<Feed>) -> tokio::task::JoinHandle<()>,
+    ) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(4096);
         let sender = Arc::new(Mutex::new(Some(tx)));
         let taps = sender.clone();
@@ -53,16 +63,23 @@ impl ProgressFactory {
                 Some(tokio::spawn(forward(subscription, tx)))
             }),
         );
-        let view = tokio::spawn(show(rx, style));
-        (Arc::new(Self { tap, sender }), view)
+        let view = Mutex::new(Some(spawn_view(rx)));
+        Arc::new(Self { tap, sender, view })
     }
 
     /// No more runs will open: waits for the subscriptions of the runs opened so far (they
-    /// end when their recorders close) and lets the view finish. A forwarding task that
-    /// panicked is an error.
-    pub async fn finish(&self) -> Result<(), String> {
+    /// end when their recorders close), then for the view to print what they fed it. A
+    /// forwarding task or a view that panicked (or was cancelled) is an error, each named;
+    /// empty when both ended cleanly. The view is joined once: a second call finds it joined.
+    pub async fn finish(&self) -> Vec<TapError> {
         drop(self.sender.lock().ok().and_then(|mut s| s.take()));
-        self.tap.drain("a live progress subscription").await
+        let mut errors: Vec<TapError> =
+            self.tap.drain(FORWARDING).await.err().into_iter().collect();
+        let view = self.view.lock().ok().and_then(|mut v| v.take());
+        if let Some(view) = view {
+            errors.extend(transcript_infra::joined(VIEW, view.await).err());
+        }
+        errors
     }
 }
 
@@ -230,6 +247,76 @@ mod tests {
         draft
             .into_event(seq, run, None, Timestamp::UNIX_EPOCH)
             .into()
+    }
+
+    fn storage() -> (tempfile::TempDir, Arc<dyn RecorderFactory>) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let factory = transcript_infra::JsonlRecorderFactory::new(dir.path());
+        (dir, Arc::new(factory))
+    }
+
+    /// Opens a run through `factory`, records one step start and closes it.
+    async fn one_run(factory: &ProgressFactory) {
+        let run = RunId::from_bytes([2; 16]);
+        let recorder = factory
+            .create(run, None)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let draft = EventDraft::new(
+            "s",
+            0,
+            Payload::StepStarted(StepPayload::new("s", "command")),
+        );
+        recorder
+            .record(draft)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        recorder.close().await.unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[tokio::test]
+    async fn a_view_that_panics_is_a_reported_error_naming_the_view_and_the_panic() {
+        let (_dir, inner) = storage();
+        let factory = ProgressFactory::with_view(inner, |mut rx| {
+            tokio::spawn(async move {
+                if rx.recv().await.is_some() {
+                    panic!("the view broke on its first event");
+                }
+            })
+        });
+        one_run(&factory).await;
+        let errors = factory.finish().await;
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        match &errors[0] {
+            TapError::Panicked { what, message, .. } => {
+                assert_eq!(what, VIEW);
+                assert_eq!(message, "the view broke on its first event");
+            }
+            other => panic!("expected a panic, got {other:?}"),
+        }
+        let text = errors[0].to_string();
+        assert!(text.contains("the live progress view panicked"), "{text}");
+        // Joined once: a second finish has nothing left to report.
+        assert!(factory.finish().await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_view_that_ends_cleanly_reports_nothing() {
+        let (_dir, inner) = storage();
+        let (seen_tx, seen_rx) = tokio::sync::oneshot::channel();
+        let factory = ProgressFactory::with_view(inner, |mut rx| {
+            tokio::spawn(async move {
+                let mut events = 0;
+                while let Some(feed) = rx.recv().await {
+                    events += u64::from(matches!(feed, Feed::Event(_)));
+                }
+                let _ = seen_tx.send(events);
+            })
+        });
+        one_run(&factory).await;
+        assert!(factory.finish().await.is_empty());
+        // The view saw the run's event before finish returned (it was joined).
+        assert_eq!(seen_rx.await.ok(), Some(1));
     }
 
     #[test]

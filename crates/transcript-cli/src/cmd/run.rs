@@ -226,7 +226,6 @@ struct Views {
     live: Option<transcript_otel::LiveExporter>,
     live_factory: Option<Arc<crate::cmd::tap::TapFactory>>,
     progress_factory: Arc<crate::cmd::progress::ProgressFactory>,
-    progress: tokio::task::JoinHandle<()>,
 }
 
 impl Views {
@@ -251,14 +250,12 @@ impl Views {
             Some(f) => f.clone(),
             None => factory,
         };
-        let (progress_factory, progress) =
-            crate::cmd::progress::ProgressFactory::new(factory, args.style);
+        let progress_factory = crate::cmd::progress::ProgressFactory::new(factory, args.style);
         Ok(Views {
             factory: progress_factory.clone(),
             live,
             live_factory,
             progress_factory,
-            progress,
         })
     }
 
@@ -267,9 +264,13 @@ impl Views {
     /// successful exit: its error is returned.
     async fn finish(self, args: &RunArgs) -> Vec<String> {
         let mut internal: Vec<String> = Vec::new();
-        internal.extend(self.progress_factory.finish().await.err());
-        internal
-            .extend(crate::cmd::tap::joined("the live progress view", self.progress.await).err());
+        internal.extend(
+            self.progress_factory
+                .finish()
+                .await
+                .iter()
+                .map(ToString::to_string),
+        );
         if let (Some(live), Some(forwarding), Some((config, _))) =
             (self.live, &self.live_factory, &args.otlp)
         {

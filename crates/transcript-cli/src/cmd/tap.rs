@@ -34,8 +34,3 @@ impl RecorderFactory for TapFactory {
         self.0.create(run_id, parent_run_id).await
     }
 }
-
-/// How a task ended: `Err` naming `what` and its panic message when it panicked.
-pub fn joined(what: &str, result: Result<(), tokio::task::JoinError>) -> Result<(), String> {
-    transcript_infra::joined(what, result).map_err(|e| e.to_string())
-}

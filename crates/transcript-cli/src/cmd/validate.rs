@@ -32,7 +32,7 @@ impl Report {
 /// Verifies one transcript file; when its name is a run id, child runs are
 /// followed in the same directory.
 pub fn verify(path: &Path) -> Report {
-    match crate::runs::run_id_of(path) {
+    match transcript_domain::RunId::from_file_name(path) {
         Some(id) => Report::Run(verify_run(crate::source::dir_of(path), id)),
         None => Report::File(verify_file(path)),
     }

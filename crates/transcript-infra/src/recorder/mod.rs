@@ -100,8 +100,9 @@ use transcript_domain::{
 };
 
 use crate::clock::SystemClock;
-use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, JsonlSubscription};
+use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats};
 use crate::resume::ResumeInfo;
+use crate::subscription::JsonlSubscription;
 use queue::lock;
 use shared::Shared;
 

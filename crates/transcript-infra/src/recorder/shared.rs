@@ -14,10 +14,10 @@ use transcript_domain::{
 
 use super::queue::{Entry, Msg, Published, lock};
 use super::{Durability, polling};
-use crate::fanout::JsonlSubscription;
+use crate::file_tail::FileTail;
 use crate::fs::storage_error;
-use crate::replay::FileTail;
 use crate::resume::ResumeInfo;
+use crate::subscription::JsonlSubscription;
 
 /// What every handle of one recorder shares.
 pub(super) struct Shared {

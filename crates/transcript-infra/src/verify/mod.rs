@@ -435,11 +435,7 @@ pub fn verify_file(path: impl AsRef<Path>) -> FileReport {
         }
     };
     report.path = Some(path.to_path_buf());
-    let named = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_suffix(".jsonl"))
-        .and_then(|stem| RunId::parse(stem).ok());
+    let named = RunId::from_file_name(path);
     if let (Some(named), Some(actual)) = (named, report.run_id)
         && named != actual
     {

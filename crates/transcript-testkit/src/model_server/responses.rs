@@ -81,114 +81,134 @@ fn item(ctx: &Ctx<'_>, index: usize, block: &Block, done: bool) -> Value {
     }
 }
 
+/// The Responses stream of one turn, in OpenAI's order: created, in progress, each output item
+/// (added, its deltas, done), completed; every event numbered by `sequence_number`.
 fn events(ctx: &Ctx<'_>) -> Vec<SseEvent> {
-    let mut out: Vec<(String, Value)> = Vec::new();
-    let mut push = |name: &str, mut v: Value| {
-        v["type"] = json!(name);
-        out.push((name.to_owned(), v));
-    };
-    push(
+    let mut out = Stream::default();
+    out.push(
         "response.created",
         json!({"response": response(ctx, "in_progress", vec![], false)}),
     );
-    push(
+    out.push(
         "response.in_progress",
         json!({"response": response(ctx, "in_progress", vec![], false)}),
     );
     for (index, block) in ctx.turn.blocks.iter().enumerate() {
-        push(
+        out.push(
             "response.output_item.added",
             json!({"output_index": index, "item": item(ctx, index, block, false)}),
         );
         match block {
-            Block::Text(text) => {
-                let item_id = ctx.item_id("msg", index);
-                let part = json!({"type": "output_text", "text": "", "annotations": []});
-                push(
-                    "response.content_part.added",
-                    json!({"item_id": item_id, "output_index": index, "content_index": 0, "part": part}),
-                );
-                for piece in pieces(text) {
-                    push(
-                        "response.output_text.delta",
-                        json!({"item_id": item_id, "output_index": index, "content_index": 0, "delta": piece}),
-                    );
-                }
-                push(
-                    "response.output_text.done",
-                    json!({"item_id": item_id, "output_index": index, "content_index": 0, "text": text}),
-                );
-                let part = json!({"type": "output_text", "text": text, "annotations": []});
-                push(
-                    "response.content_part.done",
-                    json!({"item_id": item_id, "output_index": index, "content_index": 0, "part": part}),
-                );
-            }
+            Block::Text(text) => text_events(&mut out, &ctx.item_id("msg", index), index, text),
             Block::Thinking { text, .. } => {
-                let item_id = ctx.item_id("rs", index);
-                let ids = json!({"item_id": item_id, "output_index": index, "summary_index": 0});
-                let with = |mut v: Value, extra: Value| {
-                    if let (Some(v), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
-                        v.extend(extra.clone());
-                    }
-                    v
-                };
-                push(
-                    "response.reasoning_summary_part.added",
-                    with(
-                        ids.clone(),
-                        json!({"part": {"type": "summary_text", "text": ""}}),
-                    ),
-                );
-                for piece in pieces(text) {
-                    push(
-                        "response.reasoning_summary_text.delta",
-                        with(ids.clone(), json!({"delta": piece})),
-                    );
-                }
-                push(
-                    "response.reasoning_summary_text.done",
-                    with(ids.clone(), json!({"text": text})),
-                );
-                push(
-                    "response.reasoning_summary_part.done",
-                    with(
-                        ids.clone(),
-                        json!({"part": {"type": "summary_text", "text": text}}),
-                    ),
-                );
+                reasoning_events(&mut out, &ctx.item_id("rs", index), index, text);
             }
             Block::ToolCall { arguments, .. } => {
-                let item_id = ctx.item_id("fc", index);
                 let text = arguments_text(arguments);
-                for piece in pieces(&text) {
-                    push(
-                        "response.function_call_arguments.delta",
-                        json!({"item_id": item_id, "output_index": index, "delta": piece}),
-                    );
-                }
-                push(
-                    "response.function_call_arguments.done",
-                    json!({"item_id": item_id, "output_index": index, "arguments": text}),
-                );
+                call_events(&mut out, &ctx.item_id("fc", index), index, &text);
             }
         }
-        push(
+        out.push(
             "response.output_item.done",
             json!({"output_index": index, "item": item(ctx, index, block, true)}),
         );
     }
-    push(
+    out.push(
         "response.completed",
         json!({"response": response(ctx, "completed", items(ctx), true)}),
     );
-    out.into_iter()
-        .enumerate()
-        .map(|(n, (name, mut v))| {
-            v["sequence_number"] = json!(n);
-            SseEvent::named(&name, &v)
-        })
-        .collect()
+    out.numbered()
+}
+
+/// Events of a stream in the making: (name, body with its `type`).
+#[derive(Default)]
+struct Stream(Vec<(String, Value)>);
+
+impl Stream {
+    fn push(&mut self, name: &str, mut v: Value) {
+        v["type"] = json!(name);
+        self.0.push((name.to_owned(), v));
+    }
+
+    /// The events with their `sequence_number`, from 0.
+    fn numbered(self) -> Vec<SseEvent> {
+        self.0
+            .into_iter()
+            .enumerate()
+            .map(|(n, (name, mut v))| {
+                v["sequence_number"] = json!(n);
+                SseEvent::named(&name, &v)
+            })
+            .collect()
+    }
+}
+
+/// A message item's content part: added empty, the text in deltas, then done.
+fn text_events(out: &mut Stream, item_id: &str, index: usize, text: &str) {
+    let part = json!({"type": "output_text", "text": "", "annotations": []});
+    out.push(
+        "response.content_part.added",
+        json!({"item_id": item_id, "output_index": index, "content_index": 0, "part": part}),
+    );
+    for piece in pieces(text) {
+        out.push(
+            "response.output_text.delta",
+            json!({"item_id": item_id, "output_index": index, "content_index": 0, "delta": piece}),
+        );
+    }
+    out.push(
+        "response.output_text.done",
+        json!({"item_id": item_id, "output_index": index, "content_index": 0, "text": text}),
+    );
+    let part = json!({"type": "output_text", "text": text, "annotations": []});
+    out.push(
+        "response.content_part.done",
+        json!({"item_id": item_id, "output_index": index, "content_index": 0, "part": part}),
+    );
+}
+
+/// A reasoning item's summary part: added empty, the text in deltas, then done.
+fn reasoning_events(out: &mut Stream, item_id: &str, index: usize, text: &str) {
+    let ids = json!({"item_id": item_id, "output_index": index, "summary_index": 0});
+    let with = |extra: Value| {
+        let mut v = ids.clone();
+        if let (Some(v), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
+            v.extend(extra.clone());
+        }
+        v
+    };
+    out.push(
+        "response.reasoning_summary_part.added",
+        with(json!({"part": {"type": "summary_text", "text": ""}})),
+    );
+    for piece in pieces(text) {
+        out.push(
+            "response.reasoning_summary_text.delta",
+            with(json!({"delta": piece})),
+        );
+    }
+    out.push(
+        "response.reasoning_summary_text.done",
+        with(json!({"text": text})),
+    );
+    out.push(
+        "response.reasoning_summary_part.done",
+        with(json!({"part": {"type": "summary_text", "text": text}})),
+    );
+}
+
+/// A function call's arguments: in deltas, then done.
+fn call_events(out: &mut Stream, item_id: &str, index: usize, text: &str) {
+    for piece in pieces(text) {
+        out.push(
+            "response.function_call_arguments.delta",
+            json!({"item_id": item_id, "output_index": index, "delta": piece}),
+        );
+    }
+    out.push(
+        "response.function_call_arguments.done",
+        json!({"item_id": item_id, "output_index": index, "arguments": text}),
+    );
 }
 
 /// The OpenAI error body for an HTTP status (Responses and Chat Completions share it).
