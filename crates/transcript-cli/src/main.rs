@@ -10,6 +10,7 @@
 mod cmd;
 mod demo;
 mod exit;
+mod import_index;
 mod output_file;
 mod runs;
 mod source;
@@ -118,8 +119,10 @@ struct ImportCmd {
     logs: Vec<PathBuf>,
     /// Import the provider's own session store: Claude Code $CLAUDE_CONFIG_DIR/projects
     /// (else ~/.claude/projects), Codex $CODEX_HOME/sessions (else ~/.codex/sessions),
-    /// Gemini CLI ~/.gemini/tmp, Copilot CLI ~/.copilot/session-state. Incremental: an
-    /// unchanged file is not read again, a grown one appends only what is new to its run.
+    /// Gemini CLI $GEMINI_CLI_HOME/.gemini/tmp (else ~/.gemini/tmp), Copilot CLI
+    /// $COPILOT_HOME/session-state (else ~/.copilot/session-state). Incremental: an unchanged
+    /// file is not read again, a grown one appends only what is new to its run. Imported
+    /// session runs stay open (`list` says so): a session may always grow.
     #[arg(long)]
     store: bool,
     /// With a store or directories: only session files modified on or after this day
@@ -185,6 +188,10 @@ enum Command {
         /// Put message content, tool arguments and results on spans (otlp formats).
         #[arg(long)]
         capture_content: bool,
+        /// A LiteLLM-format model price table replacing the embedded one (cost per step, run
+        /// and model in every format).
+        #[arg(long, value_name = "FILE")]
+        pricing: Option<PathBuf>,
         #[command(flatten)]
         redaction: RedactionArgs,
     },
@@ -383,6 +390,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             endpoint,
             otlp,
             capture_content,
+            pricing,
             redaction,
         } => {
             let args = cmd::export::ExportArgs {
@@ -392,6 +400,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 truncate_outputs,
                 otlp: otlp.flags(endpoint),
                 capture_content,
+                pricing,
             };
             cmd::export::run(&run, &storage, &args, redaction.redactor()?, &mut out)
         }

@@ -29,7 +29,8 @@ pub fn run_files(storage: &Path) -> Vec<(RunId, PathBuf)> {
     files
 }
 
-/// How a run ended, from its last event (serialized as `succeeded`, `failed`, `incomplete`).
+/// How a run ended, from its last event (serialized as `succeeded`, `failed`, `incomplete`,
+/// `open`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
@@ -39,15 +40,19 @@ pub enum RunStatus {
     Failed,
     /// No `run.completed` yet: running or crashed.
     Incomplete,
+    /// No `run.completed`, and none will come: the run mirrors a live agent-CLI session
+    /// imported with `import --store` (the session may grow; the next import appends).
+    Open,
 }
 
 impl RunStatus {
-    /// `succeeded`, `failed` or `incomplete`.
+    /// `succeeded`, `failed`, `incomplete` or `open`.
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Succeeded => "succeeded",
             RunStatus::Failed => "failed",
             RunStatus::Incomplete => "incomplete",
+            RunStatus::Open => "open",
         }
     }
 }
@@ -158,11 +163,22 @@ fn rfind_newline(file: &mut File, before: u64, limit: u64) -> std::io::Result<Op
     Ok(None)
 }
 
-/// Every run of `storage`, newest first (runs without events last).
+/// Every run of `storage`, newest first (runs without events last). A run of an imported
+/// session store (listed by the import index) without `run.completed` is [`RunStatus::Open`].
 pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
+    // An unreadable index only costs the distinction open/incomplete here; `import` reports it.
+    let sessions = crate::import_index::Index::load(storage)
+        .map(|index| index.session_runs())
+        .unwrap_or_default();
     let mut runs: Vec<RunSummary> = run_files(storage)
         .into_iter()
-        .map(|(id, path)| summarize(id, &path))
+        .map(|(id, path)| {
+            let mut run = summarize(id, &path);
+            if run.status == RunStatus::Incomplete && sessions.contains(&id) {
+                run.status = RunStatus::Open;
+            }
+            run
+        })
         .collect();
     runs.sort_by(|a, b| {
         b.started_at

@@ -4,9 +4,7 @@
 //! which prices with `priced_receipts`). The figures equal a hand computation from the
 //! pinned table; a CLI's own `total_cost_usd` shows beside ours; a model the table lacks is
 //! `—`, never $0.
-//!
-//! (`transcript export` itself prices once cmd/export.rs calls `price_document`: the lead
-//! wires that; these tests hold the figures it will print.)
+//! Each test also runs `transcript export` itself (embedded table and `--pricing FILE`).
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -56,6 +54,19 @@ fn import(storage: &Path, file: &Path) -> Vec<DecodedEvent> {
         .collect()
 }
 
+/// `transcript export <run> --format <format> [extra]` over the only run of `storage`:
+/// (stdout, stderr).
+fn export(storage: &Path, format: &str, extra: &[&str]) -> (String, String) {
+    let out = bin()
+        .args(["export", "latest", "--format", format, "--storage"])
+        .arg(storage)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (text(&out.stdout), text(&out.stderr))
+}
+
 /// The document of `events`, priced with `table` as `receipts` prices.
 fn priced(events: &[DecodedEvent], table: &Pricing) -> ExportDocument {
     let mut doc = build_document(events, &mut |_| None, &ExportOptions::default());
@@ -101,6 +112,21 @@ fn an_exported_session_log_shows_the_pinned_price_per_step_run_and_model() {
     assert!(html.contains(" · cost $0.1603</p>"), "{html}");
     let json: Value = serde_json::to_value(&doc).unwrap();
     assert!((json["cost"]["total_usd"].as_f64().unwrap() - want).abs() < 1e-9);
+    // The binary prints the same figures in every format.
+    let (bin_md, _) = export(dir.path(), "markdown", &[]);
+    assert!(bin_md.contains("- Cost: $0.1603\n"), "{bin_md}");
+    assert!(
+        bin_md.contains(
+            "- `claude-opus-4-6`: 4 turns · 54 in / 212 out / 88231 cache read / 17696 cache write · cost $0.1603\n"
+        ),
+        "{bin_md}"
+    );
+    assert!(bin_md.contains("LiteLLM 1.110.2"), "{bin_md}");
+    let (bin_html, _) = export(dir.path(), "html", &[]);
+    assert!(bin_html.contains(" · cost $0.1603</p>"), "{bin_html}");
+    let (bin_json, _) = export(dir.path(), "json", &[]);
+    let bin_json: Value = serde_json::from_str(&bin_json).unwrap();
+    assert!((bin_json["cost"]["total_usd"].as_f64().unwrap() - want).abs() < 1e-9);
 }
 
 #[test]
@@ -144,4 +170,26 @@ fn the_clis_own_cost_shows_beside_ours_and_an_unknown_model_is_never_zero() {
     );
     assert!(md.contains("- ⚠ No price for `claude-opus-4-5-20251101`: its cost shows —, never $0"));
     assert!(!md.contains("$0.0000"), "{md}");
+    // The binary with that table as `--pricing FILE`: the same `—`, one warning naming it.
+    let table = dir.path().join("house.json");
+    std::fs::write(
+        &table,
+        r#"{"house-model": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}"#,
+    )
+    .unwrap();
+    let (bin_md, err) = export(
+        dir.path(),
+        "markdown",
+        &["--pricing", table.to_str().unwrap()],
+    );
+    assert!(
+        bin_md.contains("- Cost: — (the CLI reported $0.1355)\n"),
+        "{bin_md}"
+    );
+    assert!(!bin_md.contains("$0.0000"), "{bin_md}");
+    assert_eq!(
+        err.matches("claude-opus-4-5-20251101").count(),
+        1,
+        "one warning naming the model: {err}"
+    );
 }

@@ -215,6 +215,22 @@ fn since_skips_older_session_files_and_codex_home_is_honoured() {
         (&t["input_tokens"], &t["output_tokens"]),
         (&12757.into(), &81.into())
     );
+    // The run mirrors a live session: `list` says open, not incomplete (no run.completed
+    // will ever come; the next import appends).
+    let list = bin()
+        .args(["list", "--json", "--storage"])
+        .arg(&storage)
+        .output()
+        .unwrap();
+    assert!(list.status.success(), "{}", text(&list.stderr));
+    let runs: Value = serde_json::from_str(&text(&list.stdout)).unwrap();
+    let statuses: Vec<&Value> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["status"])
+        .collect();
+    assert_eq!(statuses, [&Value::from("open")], "{runs}");
 }
 
 fn grouped(storage: &Path, by: &str) -> Value {

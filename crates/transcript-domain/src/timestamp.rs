@@ -117,15 +117,6 @@ impl Timestamp {
         put_digits(&mut b[20..23], i64::from(dt.millisecond()));
         b
     }
-
-    /// The whole-second prefix `YYYY-MM-DDTHH:MM:SS` and the millisecond part;
-    /// lets writers cache the prefix per second.
-    pub const fn second_and_millis(self) -> (i64, u16) {
-        (
-            self.unix_ms.div_euclid(1000),
-            self.unix_ms.rem_euclid(1000) as u16,
-        )
-    }
 }
 
 fn put_digits(slot: &mut [u8], mut value: i64) {

@@ -142,6 +142,13 @@ fn render_cost(cost: &CostSummary, out: &mut String) {
         esc(&usd(cost.reported_usd))
     );
     for m in &cost.unpriced_models {
+        if m == transcript_domain::bill::NO_MODEL {
+            // Not a gap of the table: the provider and the step named no model.
+            out.push_str(
+                "<p class=\"incomplete\">⚠ Some turns name no model (set the step's <code>model:</code>): their cost shows —, never $0</p>",
+            );
+            continue;
+        }
         let _ = write!(
             out,
             "<p class=\"incomplete\">⚠ No price for <code>{}</code>: its cost shows —, never $0</p>",

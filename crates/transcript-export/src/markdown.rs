@@ -81,6 +81,14 @@ fn render_cost(cost: &CostSummary, out: &mut String) {
         usd(cost.reported_usd)
     );
     for m in &cost.unpriced_models {
+        if m == transcript_domain::bill::NO_MODEL {
+            // Not a gap of the table: the provider and the step named no model.
+            let _ = writeln!(
+                out,
+                "- ⚠ Some turns name no model (set the step's `model:`): their cost shows —, never $0"
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "- ⚠ No price for {}: its cost shows —, never $0",

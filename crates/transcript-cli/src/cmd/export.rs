@@ -7,7 +7,9 @@
 use std::io::Write;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use transcript_providers::Pricing;
 use transcript_redact::Redactor;
 
 use crate::CliError;
@@ -45,6 +47,8 @@ pub struct ExportArgs {
     pub otlp: transcript_otel::OtlpFlags,
     /// Put prompts and outputs into span attributes.
     pub capture_content: bool,
+    /// A LiteLLM-format price table replacing the embedded one (`--pricing FILE`).
+    pub pricing: Option<PathBuf>,
 }
 
 /// Exports `run` (resolved in `storage`, masked by `redactor` when given) as `args` say.
@@ -56,21 +60,21 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let run = source::open_run(run, storage, redactor.as_ref())?;
+    let pricing = super::receipts::pricing(args.pricing.as_deref())?;
     let result = match args.format {
         ExportFormat::Otlp | ExportFormat::OtlpJson => {
             let mut watched = PipeWatch {
                 inner: out,
                 broken: false,
             };
-            let result = super::otel::export(
-                &run.events,
-                &mut run.lookup(),
-                args.format == ExportFormat::Otlp,
-                &args.otlp,
-                args.capture_content,
-                args.output.as_deref(),
-                &mut watched,
-            );
+            let how = super::otel::OtlpExport {
+                network: args.format == ExportFormat::Otlp,
+                flags: &args.otlp,
+                capture_content: args.capture_content,
+                output: args.output.as_deref(),
+                pricing: Arc::new(pricing.into_owned()),
+            };
+            let result = super::otel::export(&run.events, &mut run.lookup(), &how, &mut watched);
             // The OTLP writer wraps the I/O error in its own type: a closed stdout is still
             // the quiet 141.
             if watched.broken {
@@ -80,11 +84,12 @@ pub fn run(
             }
         }
         ExportFormat::Markdown | ExportFormat::Html | ExportFormat::Json => {
-            let doc = run.document(&transcript_export::ExportOptions {
+            let mut doc = run.document(&transcript_export::ExportOptions {
                 include_reasoning: args.include_reasoning,
                 truncate_outputs: args.truncate_outputs,
                 redacted: redactor.is_some(),
             });
+            price(&mut doc, &pricing, args.pricing.as_deref());
             let text = match args.format {
                 ExportFormat::Markdown => transcript_export::to_markdown(&doc),
                 ExportFormat::Html => transcript_export::to_html(&doc),
@@ -138,5 +143,15 @@ impl Write for PipeWatch<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         let result = self.inner.flush();
         self.seen(result)
+    }
+}
+
+/// Prices `doc` with `table` (named after `file`, or the embedded table) and warns once per
+/// model the table has no price for: its cost shows `—`, never $0.
+fn price(doc: &mut transcript_export::ExportDocument, table: &Pricing, file: Option<&Path>) {
+    let cost = |m: &str, u: &transcript_domain::Usage| table.cost(m, u).map(|c| c.usd);
+    transcript_export::price_document(doc, &cost, &super::receipts::table_name(file));
+    if let Some(summary) = &doc.cost {
+        super::receipts::warn_unpriced(&summary.unpriced_models, file, &mut std::io::stderr());
     }
 }

@@ -50,7 +50,7 @@ fn render(runs: &[RunSummary], style: &Style) -> String {
         let status = match r.status {
             RunStatus::Succeeded => style.green(&cell),
             RunStatus::Failed => style.red(&cell),
-            RunStatus::Incomplete => style.yellow(&cell),
+            RunStatus::Incomplete | RunStatus::Open => style.yellow(&cell),
         };
         let workflow: String = clean(r.workflow.as_deref().unwrap_or("?"))
             .chars()

@@ -11,6 +11,7 @@ use transcript_otel::{
     ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions, OtlpFlags, OtlpHttpConfig,
     export_otlp_http, forward, map_run, write_otlp_json_with_resource,
 };
+use transcript_providers::Pricing;
 
 use crate::CliError;
 use crate::cmd::tap::TapFactory;
@@ -27,24 +28,49 @@ pub fn resolve(flags: OtlpFlags) -> Result<Option<OtlpHttpConfig>, CliError> {
 /// provider reported none, priced from the embedded LiteLLM table (the one `receipts` uses;
 /// an unknown model gets no cost attribute, never 0).
 fn map_options(capture_content: bool) -> MapOptions {
-    MapOptions::with_content(capture_content).with_pricing(Arc::new(|model, usage| {
-        transcript_providers::Pricing::embedded()
-            .cost(model, usage)
-            .map(|c| c.usd)
+    map_options_priced(capture_content, Arc::new(Pricing::embedded().clone()))
+}
+
+/// [`map_options`] with the price table `pricing` (`export --pricing FILE`).
+fn map_options_priced(capture_content: bool, pricing: Arc<Pricing>) -> MapOptions {
+    MapOptions::with_content(capture_content).with_pricing(Arc::new(move |model, usage| {
+        pricing.cost(model, usage).map(|c| c.usd)
     }))
+}
+
+/// What `export --format otlp|otlp-json` sends where.
+pub struct OtlpExport<'a> {
+    /// Send over OTLP/HTTP (`otlp`) instead of writing OTLP JSON (`otlp-json`).
+    pub network: bool,
+    /// The transport flags (the environment fills in the rest).
+    pub flags: &'a OtlpFlags,
+    /// Put prompts and outputs into span attributes.
+    pub capture_content: bool,
+    /// The OTLP JSON output file (`-` or none: stdout).
+    pub output: Option<&'a Path>,
+    /// The price table for turns whose provider reported no cost.
+    pub pricing: Arc<Pricing>,
 }
 
 /// `export --format otlp|otlp-json`.
 pub fn export(
     events: &[DecodedEvent],
     lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
-    network: bool,
-    flags: &OtlpFlags,
-    capture_content: bool,
-    output: Option<&Path>,
+    how: &OtlpExport<'_>,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let trace = map_run(events, lookup, map_options(capture_content));
+    let OtlpExport {
+        network,
+        flags,
+        capture_content,
+        output,
+        ..
+    } = *how;
+    let trace = map_run(
+        events,
+        lookup,
+        map_options_priced(capture_content, how.pricing.clone()),
+    );
     for p in &trace.problems {
         crate::diag!("transcript: warning: {p}");
     }

@@ -44,10 +44,10 @@ use transcript_infra::JsonlRecorderFactory;
 use transcript_providers::{Fact, Item, Output, Provider};
 
 mod continuation;
-mod index;
 mod locate;
+
+pub use crate::import_index::{Index, IndexEntry};
 use continuation::continuation;
-pub use index::{Index, IndexEntry};
 use locate::is_session_file;
 pub use locate::{default_store, parse_day, session_files};
 
