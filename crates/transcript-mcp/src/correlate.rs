@@ -61,11 +61,18 @@ pub fn cli_spells(agent_name: &str, qualified: &str) -> bool {
         || agent_name == format!("{server}.{tool}")
 }
 
-/// The output a CLI reports is the result's content as the CLI renders it, not the MCP
-/// envelope: when the router output is an MCP result (`{"content": [...]}`), its text blocks
-/// joined are compared with the agent's text too.
+/// The output a CLI reports is the result as the CLI renders it for its model, not the MCP
+/// envelope. They agree when the agent's output is the router's whole result, its content
+/// blocks, its text blocks joined, or its `structuredContent` (Claude Code 2.1 gives the
+/// model `structuredContent` as JSON text when a result has one, measured in
+/// `tests/real_claude.rs`).
 fn outputs_agree(router: &Value, agent: &Value) -> bool {
     if router == agent {
+        return true;
+    }
+    if let (Some(structured), Value::String(text)) = (router.get("structuredContent"), agent)
+        && serde_json::from_str::<Value>(text).is_ok_and(|v| v == *structured)
+    {
         return true;
     }
     let Some(content) = router.get("content").and_then(Value::as_array) else {
@@ -160,4 +167,159 @@ pub fn pair_observations(events: &[ExchangeEvent]) -> Vec<McpCall> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use transcript_domain::{EventDraft, RawJson, RunId, Timestamp};
+
+    fn events(drafts: Vec<(&str, Payload)>) -> Vec<ExchangeEvent> {
+        let run = RunId::parse("00000000-0000-4000-8000-000000000001").unwrap();
+        let ts = Timestamp::parse("2026-01-01T00:00:00.000Z").unwrap();
+        drafts
+            .into_iter()
+            .enumerate()
+            .map(|(i, (path, p))| {
+                EventDraft::new(path, 0, p).into_event(i as u64 + 1, run, None, ts)
+            })
+            .collect()
+    }
+
+    fn call(name: &str, id: &str, input: Value, f: Fidelity) -> Payload {
+        Payload::ToolCall(ToolPayload::call(
+            name,
+            id,
+            RawJson::from_value(&input).unwrap(),
+            f,
+        ))
+    }
+
+    fn result(name: &str, id: &str, output: Value, f: Fidelity) -> Payload {
+        Payload::ToolResult(ToolPayload::result(
+            name,
+            id,
+            RawJson::from_value(&output).unwrap(),
+            None,
+            f,
+        ))
+    }
+
+    const R: Fidelity = Fidelity::Router;
+    const A: Fidelity = Fidelity::AgentEmitted;
+
+    #[test]
+    fn each_cli_spelling_of_the_tool_pairs_with_the_proxys_observation() {
+        for agent_name in ["mcp__fs__read", "fs/read", "read", "fs__read", "fs.read"] {
+            let out = json!({"content": [{"type": "text", "text": "data"}]});
+            let ev = events(vec![
+                ("s", call(agent_name, "toolu_1", json!({"p": 1}), A)),
+                ("s", call("mcp__fs__read", "s#0/mcp-1", json!({"p": 1}), R)),
+                ("s", result("mcp__fs__read", "s#0/mcp-1", out.clone(), R)),
+                ("s", result(agent_name, "toolu_1", json!("data"), A)),
+            ]);
+            let pairs = pair_observations(&ev);
+            assert_eq!(pairs.len(), 1, "{agent_name}");
+            assert_eq!(
+                pairs[0].agent_call_id.as_deref(),
+                Some("toolu_1"),
+                "{agent_name}"
+            );
+            assert_eq!(pairs[0].disagreement, None, "{agent_name}");
+        }
+        assert!(!cli_spells("fs/other", "mcp__fs__read"));
+        assert!(!cli_spells("other/read", "mcp__fs__read"));
+    }
+
+    #[test]
+    fn a_call_the_agent_did_not_report_or_reported_differently_is_a_disagreement() {
+        let ev = events(vec![
+            ("s", call("mcp__fs__read", "r1", json!({"p": 1}), R)),
+            (
+                "s",
+                result(
+                    "mcp__fs__read",
+                    "r1",
+                    json!({"content": [{"type": "text", "text": "real"}]}),
+                    R,
+                ),
+            ),
+            ("s", call("read", "a1", json!({"p": 2}), A)),
+            ("s", call("mcp__fs__read", "r2", json!({"p": 2}), R)),
+            (
+                "s",
+                result(
+                    "mcp__fs__read",
+                    "r2",
+                    json!({"content": [{"type": "text", "text": "real"}]}),
+                    R,
+                ),
+            ),
+            ("s", result("read", "a1", json!("forged"), A)),
+            ("other", call("read", "a3", json!({"p": 3}), A)),
+            ("s", call("mcp__fs__read", "r3", json!({"p": 3}), R)),
+            (
+                "s",
+                result("mcp__fs__read", "r3", json!({"content": []}), R),
+            ),
+        ]);
+        let pairs = pair_observations(&ev);
+        assert_eq!(pairs.len(), 3);
+        assert_eq!(
+            pairs[0].disagreement,
+            Some(Disagreement::NotReportedByAgent)
+        );
+        assert!(matches!(
+            pairs[1].disagreement,
+            Some(Disagreement::OutputDiffers { .. })
+        ));
+        assert_eq!(pairs[1].agent_call_id.as_deref(), Some("a1"));
+        // Same input but another step: not the same call.
+        assert_eq!(
+            pairs[2].disagreement,
+            Some(Disagreement::NotReportedByAgent)
+        );
+    }
+
+    #[test]
+    fn repeated_identical_calls_pair_in_order_and_each_agent_report_is_used_once() {
+        let ok = json!({"content": [{"type": "text", "text": "x"}]});
+        let ev = events(vec![
+            ("s", call("mcp__fs__read", "r1", json!({}), R)),
+            ("s", result("mcp__fs__read", "r1", ok.clone(), R)),
+            ("s", call("mcp__fs__read", "r2", json!({}), R)),
+            ("s", result("mcp__fs__read", "r2", ok.clone(), R)),
+            ("s", call("mcp__fs__read", "a1", json!({}), A)),
+            ("s", result("mcp__fs__read", "a1", json!("x"), A)),
+        ]);
+        let pairs = pair_observations(&ev);
+        assert_eq!(pairs[0].agent_call_id.as_deref(), Some("a1"));
+        assert_eq!(pairs[1].agent_call_id, None);
+        assert_eq!(
+            pairs[1].disagreement,
+            Some(Disagreement::NotReportedByAgent)
+        );
+    }
+
+    #[test]
+    fn structured_content_rendered_as_json_text_agrees_and_a_missing_agent_result_does_not() {
+        let out =
+            json!({"content": [{"type": "text", "text": "t"}], "structuredContent": {"echo": "t"}});
+        let ev = events(vec![
+            ("s", call("mcp__f__echo", "r1", json!({}), R)),
+            ("s", result("mcp__f__echo", "r1", out.clone(), R)),
+            ("s", call("mcp__f__echo", "a1", json!({}), A)),
+            (
+                "s",
+                result("mcp__f__echo", "a1", json!("{\"echo\":\"t\"}"), A),
+            ),
+            ("s", call("mcp__f__echo", "r2", json!({"n": 2}), R)),
+            ("s", result("mcp__f__echo", "r2", out, R)),
+            ("s", call("mcp__f__echo", "a2", json!({"n": 2}), A)),
+        ]);
+        let pairs = pair_observations(&ev);
+        assert_eq!(pairs[0].disagreement, None);
+        assert_eq!(pairs[1].disagreement, Some(Disagreement::NoAgentResult));
+    }
 }
