@@ -45,8 +45,9 @@ pub enum Disagreement {
 
 /// Whether the CLI's tool name `agent_name` is its spelling of the proxy's qualified
 /// `mcp__<server>__<tool>`: Claude Code's `mcp__<server>__<tool>`, Codex's
-/// `<server>/<tool>` (as the providers crate records it), Gemini CLI's bare `<tool>` or
-/// `<server>__<tool>`, and `<server>.<tool>`.
+/// `<server>/<tool>` (as the providers crate records it), Gemini CLI 0.61's
+/// `mcp_<server>_<tool>` (measured in `tests/real_codex_gemini.rs`; older versions used the
+/// bare `<tool>` or `<server>__<tool>`), and `<server>.<tool>`.
 pub fn cli_spells(agent_name: &str, qualified: &str) -> bool {
     let Some((server, tool)) = qualified
         .strip_prefix("mcp__")
@@ -59,6 +60,7 @@ pub fn cli_spells(agent_name: &str, qualified: &str) -> bool {
         || agent_name == format!("{server}/{tool}")
         || agent_name == format!("{server}__{tool}")
         || agent_name == format!("{server}.{tool}")
+        || agent_name == format!("mcp_{server}_{tool}")
 }
 
 /// The output a CLI reports is the result as the CLI renders it for its model, not the MCP
@@ -211,7 +213,14 @@ mod tests {
 
     #[test]
     fn each_cli_spelling_of_the_tool_pairs_with_the_proxys_observation() {
-        for agent_name in ["mcp__fs__read", "fs/read", "read", "fs__read", "fs.read"] {
+        for agent_name in [
+            "mcp__fs__read",
+            "fs/read",
+            "read",
+            "fs__read",
+            "fs.read",
+            "mcp_fs_read",
+        ] {
             let out = json!({"content": [{"type": "text", "text": "data"}]});
             let ev = events(vec![
                 ("s", call(agent_name, "toolu_1", json!({"p": 1}), A)),

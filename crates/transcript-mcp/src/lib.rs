@@ -34,7 +34,11 @@
 //! CLIs support HTTP MCP servers natively (Claude Code `"type": "http"`, Codex `url =` with
 //! `http_headers`, Gemini CLI `httpUrl` with `headers`), so the proxy needs no process of its
 //! own: its lifetime is a value in the runner ([`McpProxy`]), cancelled with the step, and
-//! the recording goes straight to the run's recorder instead of crossing a pipe.
+//! the recording goes straight to the run's recorder instead of crossing a pipe. Measured with
+//! the pinned CLIs (`tests/real_claude.rs`, `tests/real_codex_gemini.rs`): Claude Code 2.1.331
+//! and Gemini CLI 0.61 call a tool through the proxy; Codex 0.169 connects and lists the
+//! allowed tools (as a Responses `namespace` tool `mcp__<server>`). The endpoint sends no SSE
+//! priming events: their empty `data:` makes Gemini CLI's MCP client drop the server.
 //!
 //! # Invariants
 //!

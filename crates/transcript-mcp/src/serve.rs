@@ -102,10 +102,17 @@ impl McpProxy {
                 upstream: upstream.clone(),
                 shared: shared.clone(),
             };
-            let mut config = StreamableHttpServerConfig::default();
+            // No SSE priming events: their empty `data:` breaks the MCP client Gemini CLI
+            // 0.61 bundles ("Unexpected end of JSON input", and no tools); nothing here
+            // resumes streams anyway.
+            let mut config = StreamableHttpServerConfig::default().with_sse_retry(None);
             config.cancellation_token = serving.child_token();
+            let mut sessions = LocalSessionManager::default();
+            sessions.session_config.sse_retry = None;
+            // Sessions live as long as the proxy (an agent may think for long between calls).
+            sessions.session_config.keep_alive = None;
             let service: Service =
-                StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
+                StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), config);
             routes.insert(path.clone(), service);
             endpoints.push(Endpoint {
                 server: upstream.name.clone(),
@@ -239,6 +246,7 @@ async fn route(
         .get(SECRET_HEADER)
         .is_some_and(|v| constant_time_eq(v.as_bytes(), secret.as_bytes()));
     if !authorized {
+        tracing::debug!(method = %req.method(), path = %req.uri().path(), "MCP proxy request without the secret");
         return Ok(plain(
             StatusCode::UNAUTHORIZED,
             "missing or wrong proxy secret",
@@ -248,7 +256,10 @@ async fn route(
         return Ok(plain(StatusCode::NOT_FOUND, "no such MCP server"));
     };
     let mut service = service.clone();
-    tower_service::Service::call(&mut service, req).await
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    let response = tower_service::Service::call(&mut service, req).await?;
+    tracing::debug!(%method, %path, status = %response.status(), headers = ?response.headers(), "MCP proxy request");
+    Ok(response)
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {

@@ -431,6 +431,59 @@ async fn requests_without_the_runs_secret_are_refused() {
         .await
         .unwrap();
     assert!(right.status().is_success(), "{}", right.status());
+    // Every SSE event carries a JSON message: no priming event with empty data, which the MCP
+    // client of Gemini CLI 0.61 cannot parse ("Unexpected end of JSON input": no tools).
+    let session = right
+        .headers()
+        .get("mcp-session-id")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let mut bodies = vec![right.text().await.unwrap()];
+    let secret = s.proxy.endpoints().secret.clone();
+    for (id, body) in [
+        (
+            None,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ),
+        (Some(2), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#),
+        (
+            Some(3),
+            r#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#,
+        ),
+    ] {
+        let response = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .header(transcript_mcp::SECRET_HEADER, &secret)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            response.status().is_success(),
+            "{id:?}: {}",
+            response.status()
+        );
+        if id.is_some() {
+            bodies.push(response.text().await.unwrap());
+        }
+    }
+    for body in bodies {
+        let data: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .collect();
+        assert!(!data.is_empty(), "{body}");
+        for d in data {
+            serde_json::from_str::<Value>(d.trim())
+                .unwrap_or_else(|e| panic!("{e}: {d:?} in {body:?}"));
+        }
+    }
     assert!(s.recorder.tools().is_empty());
     s.proxy.shutdown().await.unwrap();
 }
