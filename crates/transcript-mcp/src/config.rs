@@ -14,7 +14,8 @@ pub enum Upstream {
         command: String,
         /// Its arguments, handed over as argv (never through a shell).
         args: Vec<String>,
-        /// Environment variables added to the proxy's own environment.
+        /// The server's environment variables. The server sees only these and the runner's
+        /// [`crate::INHERITED_ENV`] (`PATH`, `HOME`, ...): never the runner's API keys.
         env: BTreeMap<String, String>,
     },
     /// A server reached over MCP's streamable HTTP transport.

@@ -76,6 +76,8 @@
 //!   against DNS rebinding.
 //! - Tool arguments and results are untrusted data: they are recorded as JSON values and
 //!   never interpreted; upstream commands are argv, never shell source.
+//! - A stdio server gets a cleared environment: [`INHERITED_ENV`] of the runner's plus its own
+//!   configured `env`, so the runner's provider keys do not leak to third-party servers.
 //! - A hostile or broken server is bounded in time, result size and lifetime (invariants 3
 //!   and 4). Server names are restricted to `[A-Za-z0-9_-]` so they cannot bend a URL path, a
 //!   TOML key or a qualified tool name.
@@ -119,3 +121,4 @@ pub use error::ProxyError;
 pub use preset::{Endpoint, ProxyEndpoints};
 pub use record::RecordTarget;
 pub use serve::{McpProxy, SECRET_HEADER};
+pub use upstream::INHERITED_ENV;

@@ -20,6 +20,13 @@ use tokio::process::{Child, Command};
 use crate::config::{McpServer, Upstream as UpstreamSpec};
 use crate::error::ProxyError;
 
+/// The runner's environment variables a stdio server inherits; everything else (API keys,
+/// tokens, the runner's own settings) is withheld. The server's configured `env` is added.
+/// The same set the MCP SDKs' stdio clients pass by default, plus `LANG` and `TMPDIR`.
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR",
+];
+
 /// A live connection to one real MCP server.
 pub(crate) struct Upstream {
     /// The server's name.
@@ -43,8 +50,13 @@ impl Upstream {
         };
         match &server.upstream {
             UpstreamSpec::Stdio { command, args, env } => {
+                let inherited = INHERITED_ENV
+                    .iter()
+                    .filter_map(|k| std::env::var_os(k).map(|v| (*k, v)));
                 let mut child = Command::new(command)
                     .args(args)
+                    .env_clear()
+                    .envs(inherited)
                     .envs(env)
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())

@@ -536,3 +536,44 @@ async fn a_server_that_cannot_start_fails_the_start_and_leaves_nothing() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_stdio_server_sees_only_the_inherited_environment_and_its_own() {
+    let s = start(
+        &["mcp__fault__getenv"],
+        ProxyLimits::default(),
+        &[("MY_SERVER_TOKEN", "t0k")],
+    )
+    .await;
+    let client = connect(s.proxy.endpoints(), "fault").await;
+    let getenv = |name: &'static str| {
+        let peer = client.peer().clone();
+        async move {
+            let args = json!({"name": name});
+            let Value::Object(args) = args else {
+                unreachable!()
+            };
+            let r = peer
+                .call_tool(rmcp::model::CallToolRequestParams::new("getenv").with_arguments(args))
+                .await
+                .unwrap();
+            text_of(&r)
+        }
+    };
+    assert_eq!(getenv("MY_SERVER_TOKEN").await, "t0k");
+    assert_eq!(getenv("PATH").await, std::env::var("PATH").unwrap());
+    // cargo sets these for the test process (the runner); the server must not see them.
+    for withheld in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO"] {
+        assert!(
+            std::env::var(withheld).is_ok(),
+            "{withheld} set for the runner"
+        );
+        assert_eq!(
+            getenv(withheld).await,
+            "",
+            "{withheld} leaked to the server"
+        );
+    }
+    client.cancel().await.ok();
+    s.proxy.shutdown().await.unwrap();
+}

@@ -9,6 +9,7 @@
 //! Tools ([`TOOLS`]):
 //! - `echo {text}`: answers `text` as a text block (and `{"echo": text}` as structured content);
 //! - `fail {text}`: a tool error (`isError: true`) with `text`;
+//! - `getenv {name}`: the value of environment variable `name` (empty text when unset);
 //! - `big {bytes}`: a text block of `bytes` × `x`;
 //! - `malformed`: a result whose `content` is a string, which no MCP client can decode;
 //! - `garbage`: a line that is not JSON at all;
@@ -67,6 +68,7 @@ fn tools_list() -> Value {
     json!({"tools": [
         tool("echo", "Echoes text", json!({"text": {"type": "string"}})),
         tool("fail", "Reports a tool error", json!({"text": {"type": "string"}})),
+        tool("getenv", "Answers an environment variable", json!({"name": {"type": "string"}})),
         tool("big", "Answers `bytes` bytes", json!({"bytes": {"type": "integer"}})),
         tool("malformed", "Answers a result no client can decode", json!({})),
         tool("garbage", "Answers a line that is not JSON", json!({})),
@@ -125,6 +127,10 @@ fn reply(request: &Value) -> Reply {
                     ok(r)
                 }
                 "fail" => ok(text_result(&text, true)),
+                "getenv" => {
+                    let var = args.get("name").and_then(Value::as_str).unwrap_or("");
+                    ok(text_result(&std::env::var(var).unwrap_or_default(), false))
+                }
                 "big" => {
                     let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(0);
                     ok(text_result(

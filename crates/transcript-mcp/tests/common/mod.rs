@@ -108,7 +108,9 @@ pub fn target(recorder: Arc<MemRecorder>) -> RecordTarget {
     }
 }
 
-/// The fault server binary (`examples/fault_server.rs`, built by `cargo test`).
+/// The fault server binary (`examples/fault_server.rs`), built by `cargo test -p
+/// transcript-mcp` and `cargo test --workspace`; `cargo test --test proxy` alone does not
+/// rebuild it (run `cargo build -p transcript-mcp --examples` after changing the testkit).
 pub fn fault_server_path() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
