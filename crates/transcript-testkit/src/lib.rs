@@ -5,9 +5,11 @@
 //! Code, Codex, Gemini CLI) or our own HTTP agent at it, script what the "model" answers turn by
 //! turn, and then assert what the agent sent and what the server billed. [`agent_cli`] finds
 //! the real CLIs and prepares the configuration, environment and arguments that point each one
-//! at the server.
+//! at the server. [`mcp_server`] is a tiny scripted MCP server whose tools are faults (crash,
+//! hang, malformed and oversized results), for the MCP proxy's tests.
 
 #![forbid(unsafe_code)]
 
 pub mod agent_cli;
+pub mod mcp_server;
 pub mod model_server;

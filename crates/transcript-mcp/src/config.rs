@@ -1,0 +1,258 @@
+//! What the proxy is given: the step's MCP servers ([`McpServer`], [`Upstream`]), its
+//! allowlist ([`Allowlist`]) and its limits ([`ProxyLimits`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// How the proxy reaches one real MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Upstream {
+    /// A server the proxy starts as a child process speaking MCP on stdin / stdout. The child
+    /// runs in its own process group, which is killed when the proxy stops.
+    Stdio {
+        /// The program (looked up on `PATH` when it has no `/`).
+        command: String,
+        /// Its arguments, handed over as argv (never through a shell).
+        args: Vec<String>,
+        /// The server's environment variables. The server sees only these and the runner's
+        /// [`crate::INHERITED_ENV`] (`PATH`, `HOME`, ...): never the runner's API keys.
+        env: BTreeMap<String, String>,
+    },
+    /// A server reached over MCP's streamable HTTP transport.
+    Http {
+        /// The endpoint URL (`http://` or `https://`).
+        url: String,
+        /// Headers sent with every request (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One MCP server of a step: the name the agent CLI sees and how to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// The server's name: 1 to 64 characters of `[A-Za-z0-9_-]`. It is the key of the CLI's
+    /// MCP configuration, a segment of the proxy's URL path and the middle of the qualified tool
+    /// names (`mcp__<name>__<tool>`).
+    pub name: String,
+    /// How the proxy reaches it.
+    pub upstream: Upstream,
+}
+
+/// Why a server list or an allowlist was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A server name outside `[A-Za-z0-9_-]{1,64}`, or containing `__` (the separator of
+    /// qualified tool names).
+    #[error(
+        "MCP server name {0:?} is not 1 to 64 characters of [A-Za-z0-9_-] without \"__\" and without a leading \"-\""
+    )]
+    BadName(String),
+    /// Two servers with the same name.
+    #[error("MCP server name {0:?} is used twice")]
+    Duplicate(String),
+    /// A stdio server with an empty command.
+    #[error("MCP server {0:?} has an empty command")]
+    EmptyCommand(String),
+    /// An HTTP server whose URL is neither `http://` nor `https://`.
+    #[error("MCP server {name:?}: url {url:?} is not http:// or https://")]
+    BadUrl {
+        /// The server.
+        name: String,
+        /// The URL.
+        url: String,
+    },
+}
+
+/// Checks a step's server list: valid, unique names; a command for stdio servers; an
+/// `http(s)://` URL for HTTP servers.
+pub fn validate_servers(servers: &[McpServer]) -> Result<(), ConfigError> {
+    let mut seen = BTreeSet::new();
+    for server in servers {
+        let name = &server.name;
+        let valid = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && !name.contains("__")
+            && !name.starts_with('-');
+        if !valid {
+            return Err(ConfigError::BadName(name.clone()));
+        }
+        if !seen.insert(name.as_str()) {
+            return Err(ConfigError::Duplicate(name.clone()));
+        }
+        match &server.upstream {
+            Upstream::Stdio { command, .. } if command.is_empty() => {
+                return Err(ConfigError::EmptyCommand(name.clone()));
+            }
+            Upstream::Http { url, .. }
+                if !(url.starts_with("http://") || url.starts_with("https://")) =>
+            {
+                return Err(ConfigError::BadUrl {
+                    name: name.clone(),
+                    url: url.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The qualified name of MCP tool `tool` of server `server`: `mcp__<server>__<tool>`.
+///
+/// This is the name the proxy records (`ToolPayload.name`), the name an allowlist entry
+/// spells, and Claude Code's own name for the tool (so the same `tools:` entry also
+/// pre-approves it in Claude Code's `--allowedTools`).
+pub fn qualified_name(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{tool}")
+}
+
+/// Which MCP tools the agent may call: built from the step's `tools:` list.
+///
+/// An entry `mcp__<server>__<tool>` allows that tool; an entry `mcp__<server>` allows every
+/// tool of that server (Claude Code's permission-rule spelling for both). Every other entry
+/// (the CLI's own tools, `Read`, `run_shell_command`, ...) is not about MCP and is ignored
+/// here. An empty allowlist allows no MCP tool at all: a step names the tools it wants.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allowlist {
+    tools: BTreeSet<String>,
+    servers: BTreeSet<String>,
+}
+
+impl Allowlist {
+    /// The allowlist of a step's `tools:` entries.
+    pub fn from_step_tools<S: AsRef<str>>(tools: impl IntoIterator<Item = S>) -> Self {
+        let mut list = Self::default();
+        for entry in tools {
+            let entry = entry.as_ref();
+            let Some(rest) = entry.strip_prefix("mcp__") else {
+                continue;
+            };
+            match rest.split_once("__") {
+                Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+                    list.tools.insert(entry.to_owned());
+                }
+                None if !rest.is_empty() => {
+                    list.servers.insert(rest.to_owned());
+                }
+                _ => {}
+            }
+        }
+        list
+    }
+
+    /// Whether the agent may call `tool` of `server`.
+    pub fn allows(&self, server: &str, tool: &str) -> bool {
+        self.servers.contains(server) || self.tools.contains(&qualified_name(server, tool))
+    }
+
+    /// The entries, sorted (whole servers as `mcp__<server>`), for refusal messages.
+    pub fn entries(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.servers.iter().map(|s| format!("mcp__{s}")).collect();
+        all.extend(self.tools.iter().cloned());
+        all.sort();
+        all
+    }
+}
+
+/// The bounds the proxy puts on every call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProxyLimits {
+    /// How long one `tools/call` may take upstream before the proxy answers with an error
+    /// (and records it). The exec step passes what is left of the step's timeout.
+    pub call_deadline: Duration,
+    /// How long starting one upstream server (spawn and MCP `initialize`) may take.
+    pub start_deadline: Duration,
+    /// The largest tool result, as encoded JSON bytes, the proxy forwards and records. A larger
+    /// one is refused: the agent gets an error result and the record says why and how large it
+    /// was. Bounded below [`transcript_domain::MAX_LINE_BYTES`] so a result always fits a line.
+    pub max_result_bytes: usize,
+    /// Time an upstream child's process group has between `SIGTERM` and `SIGKILL` on stop.
+    pub kill_grace: Duration,
+}
+
+/// 1 MiB: the default cap of one tool result.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
+
+impl Default for ProxyLimits {
+    fn default() -> Self {
+        Self {
+            call_deadline: Duration::from_secs(120),
+            start_deadline: Duration::from_secs(30),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            kill_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(name: &str) -> McpServer {
+        McpServer {
+            name: name.into(),
+            upstream: Upstream::Stdio {
+                command: "x".into(),
+                args: vec![],
+                env: BTreeMap::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn names_that_would_break_a_url_a_config_key_or_a_qualified_name_are_refused() {
+        for bad in [
+            "", "a/b", "a b", "a__b", "-x", "é", "a.b", "a\"b", "a\nb", "../x",
+        ] {
+            assert_eq!(
+                validate_servers(&[stdio(bad)]),
+                Err(ConfigError::BadName(bad.into())),
+                "{bad:?}"
+            );
+        }
+        assert!(validate_servers(&[stdio(&"a".repeat(65))]).is_err());
+        assert!(validate_servers(&[stdio("files"), stdio("my-srv_2")]).is_ok());
+        assert_eq!(
+            validate_servers(&[stdio("a"), stdio("a")]),
+            Err(ConfigError::Duplicate("a".into()))
+        );
+    }
+
+    #[test]
+    fn http_servers_need_an_http_url() {
+        let s = McpServer {
+            name: "h".into(),
+            upstream: Upstream::Http {
+                url: "file:///etc/passwd".into(),
+                headers: BTreeMap::new(),
+            },
+        };
+        assert!(matches!(
+            validate_servers(&[s]),
+            Err(ConfigError::BadUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn the_allowlist_reads_tools_and_whole_servers_and_ignores_other_tools() {
+        let list = Allowlist::from_step_tools([
+            "Read",
+            "mcp__files__read_file",
+            "mcp__everything",
+            "mcp__",
+            "mcp____x",
+        ]);
+        assert!(list.allows("files", "read_file"));
+        assert!(!list.allows("files", "write_file"));
+        assert!(list.allows("everything", "echo"));
+        assert!(!list.allows("other", "Read"));
+        assert_eq!(
+            list.entries(),
+            vec!["mcp__everything", "mcp__files__read_file"]
+        );
+        assert!(!Allowlist::default().allows("files", "read_file"));
+    }
+}

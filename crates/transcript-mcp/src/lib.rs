@@ -1,0 +1,124 @@
+//! The recording, allowlisting MCP proxy between a real agent CLI (Claude Code, Codex,
+//! Gemini CLI) and the MCP servers of its step (#33).
+//!
+//! A real CLI runs its tools itself; until now the transcript knew them only as the CLI
+//! reported them (`agent_emitted`). MCP is the seam where we can observe, and control, what
+//! the CLI's external tools actually do: the CLI is configured to talk to this proxy, which
+//! talks to the real servers.
+//!
+//! # Model
+//!
+//! ```text
+//! agent CLI --(streamable HTTP, 127.0.0.1, secret header)--> McpProxy --(stdio | HTTP)--> MCP server
+//!                                                               |
+//!                                          Recorder port: tool.call / tool.result (router)
+//! ```
+//!
+//! - [`McpProxy::start`] starts every upstream server of the step ([`McpServer`]: stdio
+//!   `command` / `args` / `env`, or streamable HTTP `url` / `headers`), then serves one MCP
+//!   endpoint per server, `http://127.0.0.1:<port>/mcp/<name>`, inside the runner's process.
+//! - [`preset`] turns the endpoints into each CLI's own MCP configuration (Claude Code's
+//!   `--mcp-config` file, Codex's `[mcp_servers]` in `config.toml`, Gemini CLI's `mcpServers`
+//!   in `settings.json`), all three using the CLI's native HTTP server support.
+//! - Every `tools/call` is recorded through the [`transcript_domain::Recorder`] port as
+//!   `tool.call` then `tool.result`, fidelity `router`, at the agent step's path and
+//!   iteration, with the arguments and the MCP result exactly as the SDK decoded them
+//!   (`content`, `structuredContent`, `isError`, `_meta`). The recorded name is the
+//!   qualified `mcp__<server>__<tool>` ([`qualified_name`]).
+//! - [`Allowlist`] (from the step's `tools:`) is enforced here: `tools/list` shows only
+//!   allowed tools; a call to any other tool is not forwarded, it is answered with an MCP tool
+//!   error result (`isError: true`, a text naming the allowed tools, which every CLI shows to
+//!   its model) and recorded as a `tool.call` and a `tool.result` with that `error`.
+//!
+//! Why in-process streamable HTTP rather than a stdio relay subcommand: all three installed
+//! CLIs support HTTP MCP servers natively (Claude Code `"type": "http"`, Codex `url =` with
+//! `http_headers`, Gemini CLI `httpUrl` with `headers`), so the proxy needs no process of its
+//! own: its lifetime is a value in the runner ([`McpProxy`]), cancelled with the step, and
+//! the recording goes straight to the run's recorder instead of crossing a pipe. Measured with
+//! the pinned CLIs (`tests/real_claude.rs`, `tests/real_codex_gemini.rs`): Claude Code 2.1.331
+//! and Gemini CLI 0.61 call a tool through the proxy; Codex 0.169 connects and lists the
+//! allowed tools (as a Responses `namespace` tool `mcp__<server>`). The endpoint sends no SSE
+//! priming events: their empty `data:` makes Gemini CLI's MCP client drop the server.
+//!
+//! # Invariants
+//!
+//! 1. Every `tools/call` the proxy receives is recorded, `tool.call` before anything else
+//!    happens and `tool.result` after, each once, under one proxy call id
+//!    `<prefix>/mcp-<n>`: allowed, refused, failed, timed out, oversized or cancelled alike
+//!    (`tests/proxy.rs`).
+//! 2. A refused tool never reaches the upstream server (`tests/proxy.rs`, the fault server
+//!    counts calls).
+//! 3. A call ends within [`ProxyLimits::call_deadline`]; an upstream crash, a malformed
+//!    answer or a result above [`ProxyLimits::max_result_bytes`] becomes an error result for
+//!    the CLI and an `error` in the record, never a hang or a proxy crash.
+//! 4. Nothing the proxy started survives [`McpProxy::shutdown`] or the drop of the handle:
+//!    stdio servers run in their own process group, which is killed (checked against the OS
+//!    in `tests/proxy.rs`).
+//! 5. A write that failed is reported by [`McpProxy::shutdown`] ([`ProxyError::Record`]):
+//!    a step that lost an observation cannot report success.
+//!
+//! # Counting a call once
+//!
+//! The CLI reports the same call itself (`agent_emitted`, under the provider's tool id, e.g.
+//! `toolu_…`), and MCP does not carry that id to the server, so the two observations have
+//! different call ids. [`correlate::pair_observations`] matches them (same step, same
+//! qualified or CLI-spelled tool name, equal input, in order) so that counting treats one
+//! call seen twice as one, and reports when the two observations disagree (different
+//! output, or one side missing).
+//!
+//! # Threat model
+//!
+//! - The endpoint listens on `127.0.0.1` only, on a fresh port, and refuses every request
+//!   without the run's secret header ([`SECRET_HEADER`], 256 bits from the OS, compared in
+//!   constant time): another local process cannot use the run's MCP servers through it. The
+//!   secret is written only to the CLI's private config files (never to argv); `Debug` of
+//!   [`ProxyEndpoints`] redacts it. rmcp additionally checks the `Host` header (loopback only)
+//!   against DNS rebinding.
+//! - Tool arguments and results are untrusted data: they are recorded as JSON values and
+//!   never interpreted; upstream commands are argv, never shell source.
+//! - A stdio server gets a cleared environment: [`INHERITED_ENV`] of the runner's plus its own
+//!   configured `env`, so the runner's provider keys do not leak to third-party servers.
+//! - A hostile or broken server is bounded in time, result size and lifetime (invariants 3
+//!   and 4). Server names are restricted to `[A-Za-z0-9_-]` so they cannot bend a URL path, a
+//!   TOML key or a qualified tool name.
+//!
+//! # Integration (exec agent step)
+//!
+//! For a CLI agent step with `mcp_servers`, the exec step calls, in order:
+//! 1. `McpProxy::start(&servers, Allowlist::from_step_tools(&step.tools), RecordTarget {
+//!    recorder, path, iteration, call_id_prefix: format!("{path}#{iteration}") },
+//!    ProxyLimits { call_deadline: <time left of the step>, ..Default::default() },
+//!    step_cancel.clone())`;
+//! 2. per CLI, with `proxy.endpoints()`: Claude Code: write [`preset::claude_mcp_config`] to
+//!    `<config dir>/transcript-mcp.json` (mode 0o600) and append [`preset::claude_args`] to
+//!    argv; Codex: rewrite `$CODEX_HOME/config.toml` through [`preset::codex_config_toml`];
+//!    Gemini CLI: rewrite `~/.gemini/settings.json` through [`preset::gemini_settings`];
+//! 3. run the CLI; then `proxy.shutdown().await` whatever the CLI's outcome, and fail the
+//!    step on its error.
+//!
+//! # Versioning
+//!
+//! Built on rmcp 3.11 (MCP protocol versions it negotiates, up to `2026-07-28`). The recorded
+//! shapes are the wire contract's `ToolPayload` unchanged; the qualified tool name and the
+//! `mcp-<n>` call-id suffix are this crate's and stable.
+
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod correlate;
+mod error;
+pub mod preset;
+mod proxy;
+mod record;
+mod serve;
+mod upstream;
+
+pub use config::{
+    Allowlist, ConfigError, DEFAULT_MAX_RESULT_BYTES, McpServer, ProxyLimits, Upstream,
+    qualified_name, validate_servers,
+};
+pub use error::ProxyError;
+pub use preset::{Endpoint, ProxyEndpoints};
+pub use record::RecordTarget;
+pub use serve::{McpProxy, SECRET_HEADER};
+pub use upstream::INHERITED_ENV;

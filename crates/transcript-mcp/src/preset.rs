@@ -1,0 +1,227 @@
+//! Each agent CLI's own MCP configuration, pointing at the proxy: pure functions from
+//! [`ProxyEndpoints`] to file contents and arguments.
+//!
+//! The secret travels only in these contents (never in argv, which other local users can
+//! read in `/proc`): the caller writes them into the step's private configuration directory
+//! with mode `0o600`.
+//!
+//! | CLI | where | what |
+//! |-----|-------|------|
+//! | Claude Code | a new file, passed as `--mcp-config <file> --strict-mcp-config` ([`claude_args`]) | [`claude_mcp_config`]: `{"mcpServers": {name: {"type": "http", "url", "headers"}}}` |
+//! | Codex | `$CODEX_HOME/config.toml`, merged | [`codex_config_toml`]: `[mcp_servers.<name>]` with `url` and `http_headers` |
+//! | Gemini CLI | `~/.gemini/settings.json`, merged | [`gemini_settings`]: `mcpServers.<name>` with `httpUrl`, `headers` and `trust` |
+//!
+//! Gemini CLI's servers are marked `trust: true` (no confirmation prompt, which a headless run
+//! could not answer): the proxy, not the CLI, enforces the step's allowlist.
+
+use serde_json::{Map, Value, json};
+
+/// One server's endpoint on the proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The server's name (the CLI's configuration key).
+    pub server: String,
+    /// `http://127.0.0.1:<port>/mcp/<server>`.
+    pub url: String,
+}
+
+/// Where the agent CLI finds the proxy: one endpoint per server and the header that proves
+/// the caller is this run's CLI.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProxyEndpoints {
+    /// The endpoints, in the step's server order.
+    pub endpoints: Vec<Endpoint>,
+    /// The header's name ([`crate::SECRET_HEADER`]).
+    pub secret_header: String,
+    /// The per-run secret (256 bits from the OS, hex).
+    pub secret: String,
+}
+
+impl std::fmt::Debug for ProxyEndpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyEndpoints")
+            .field("endpoints", &self.endpoints)
+            .field("secret_header", &self.secret_header)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
+}
+
+impl ProxyEndpoints {
+    fn headers(&self) -> Value {
+        json!({ self.secret_header.clone(): self.secret })
+    }
+}
+
+/// Why an existing configuration could not be merged.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PresetError {
+    /// The existing Codex `config.toml` is not TOML, or its `mcp_servers` is not a table.
+    #[error("codex config.toml: {0}")]
+    CodexConfig(String),
+    /// The existing Gemini CLI `settings.json` is not a JSON object, or its `mcpServers` is
+    /// not an object.
+    #[error("gemini settings.json: {0}")]
+    GeminiSettings(String),
+}
+
+/// Claude Code's `--mcp-config` file: every server of the proxy as an `http` server.
+pub fn claude_mcp_config(endpoints: &ProxyEndpoints) -> String {
+    let servers: Map<String, Value> = endpoints
+        .endpoints
+        .iter()
+        .map(|e| {
+            let server = json!({"type": "http", "url": e.url, "headers": endpoints.headers()});
+            (e.server.clone(), server)
+        })
+        .collect();
+    json!({ "mcpServers": servers }).to_string()
+}
+
+/// Claude Code's arguments for the file [`claude_mcp_config`] was written to:
+/// `--mcp-config <file> --strict-mcp-config` (only the proxy's servers, none of the user's).
+pub fn claude_args(config_file: &str) -> Vec<String> {
+    vec![
+        "--mcp-config".to_owned(),
+        config_file.to_owned(),
+        "--strict-mcp-config".to_owned(),
+    ]
+}
+
+/// Codex's `config.toml` with the proxy's servers added as `[mcp_servers.<name>]` tables
+/// (`url`, `http_headers`); everything already in `existing` is kept, a server of the same
+/// name is replaced.
+pub fn codex_config_toml(
+    existing: &str,
+    endpoints: &ProxyEndpoints,
+) -> Result<String, PresetError> {
+    let mut doc: toml_edit::DocumentMut = existing
+        .parse()
+        .map_err(|e: toml_edit::TomlError| PresetError::CodexConfig(e.to_string()))?;
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            toml_edit::Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| PresetError::CodexConfig("mcp_servers is not a table".into()))?;
+    for e in &endpoints.endpoints {
+        let mut server = toml_edit::Table::new();
+        server.insert("url", toml_edit::value(e.url.as_str()));
+        let mut headers = toml_edit::InlineTable::new();
+        headers.insert(
+            endpoints.secret_header.as_str(),
+            endpoints.secret.as_str().into(),
+        );
+        server.insert("http_headers", toml_edit::value(headers));
+        servers.insert(&e.server, toml_edit::Item::Table(server));
+    }
+    Ok(doc.to_string())
+}
+
+/// Gemini CLI's `settings.json` with the proxy's servers set under `mcpServers`
+/// (`httpUrl`, `headers`, `trust`); everything else in `existing` is kept, a server of the
+/// same name is replaced.
+pub fn gemini_settings(existing: Value, endpoints: &ProxyEndpoints) -> Result<Value, PresetError> {
+    let Value::Object(mut settings) = existing else {
+        return Err(PresetError::GeminiSettings("not a JSON object".into()));
+    };
+    let servers = settings
+        .entry("mcpServers")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| PresetError::GeminiSettings("mcpServers is not an object".into()))?;
+    for e in &endpoints.endpoints {
+        servers.insert(
+            e.server.clone(),
+            json!({"httpUrl": e.url, "headers": endpoints.headers(), "trust": true}),
+        );
+    }
+    Ok(Value::Object(settings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoints() -> ProxyEndpoints {
+        ProxyEndpoints {
+            endpoints: vec![
+                Endpoint {
+                    server: "files".into(),
+                    url: "http://127.0.0.1:4000/mcp/files".into(),
+                },
+                Endpoint {
+                    server: "every-thing".into(),
+                    url: "http://127.0.0.1:4000/mcp/every-thing".into(),
+                },
+            ],
+            secret_header: "x-transcript-mcp-secret".into(),
+            secret: "s3cr3t".into(),
+        }
+    }
+
+    #[test]
+    fn claude_gets_http_servers_with_the_secret_header_and_strict_args() {
+        let v: Value = serde_json::from_str(&claude_mcp_config(&endpoints())).unwrap();
+        assert_eq!(
+            v,
+            json!({"mcpServers": {
+                "files": {"type": "http", "url": "http://127.0.0.1:4000/mcp/files", "headers": {"x-transcript-mcp-secret": "s3cr3t"}},
+                "every-thing": {"type": "http", "url": "http://127.0.0.1:4000/mcp/every-thing", "headers": {"x-transcript-mcp-secret": "s3cr3t"}}
+            }})
+        );
+        assert_eq!(
+            claude_args("/c/m.json"),
+            ["--mcp-config", "/c/m.json", "--strict-mcp-config"]
+        );
+    }
+
+    #[test]
+    fn codex_config_keeps_what_is_there_and_adds_the_servers() {
+        let existing = "model_provider = \"testkit\"\n\n[model_providers.testkit]\nbase_url = \"http://127.0.0.1:1/v1\"\n\n[mcp_servers.files]\ncommand = \"old\"\n";
+        let merged = codex_config_toml(existing, &endpoints()).unwrap();
+        let doc: toml_edit::DocumentMut = merged.parse().unwrap();
+        assert_eq!(doc["model_provider"].as_str(), Some("testkit"));
+        assert_eq!(
+            doc["model_providers"]["testkit"]["base_url"].as_str(),
+            Some("http://127.0.0.1:1/v1")
+        );
+        assert_eq!(
+            doc["mcp_servers"]["files"]["url"].as_str(),
+            Some("http://127.0.0.1:4000/mcp/files")
+        );
+        assert!(
+            doc["mcp_servers"]["files"].get("command").is_none(),
+            "{merged}"
+        );
+        assert_eq!(
+            doc["mcp_servers"]["every-thing"]["http_headers"]["x-transcript-mcp-secret"].as_str(),
+            Some("s3cr3t")
+        );
+        assert!(codex_config_toml("mcp_servers = 3", &endpoints()).is_err());
+        assert!(codex_config_toml("[unclosed", &endpoints()).is_err());
+    }
+
+    #[test]
+    fn gemini_settings_keep_what_is_there_and_add_trusted_http_servers() {
+        let existing = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}, "mcpServers": {"other": {"command": "x"}}});
+        let merged = gemini_settings(existing, &endpoints()).unwrap();
+        assert_eq!(merged["security"]["auth"]["selectedType"], "gemini-api-key");
+        assert_eq!(merged["mcpServers"]["other"]["command"], "x");
+        assert_eq!(
+            merged["mcpServers"]["files"],
+            json!({"httpUrl": "http://127.0.0.1:4000/mcp/files", "headers": {"x-transcript-mcp-secret": "s3cr3t"}, "trust": true})
+        );
+        assert!(gemini_settings(json!([]), &endpoints()).is_err());
+        assert!(gemini_settings(json!({"mcpServers": 1}), &endpoints()).is_err());
+    }
+
+    #[test]
+    fn the_secret_is_not_printed_by_debug() {
+        assert!(!format!("{:?}", endpoints()).contains("s3cr3t"));
+    }
+}

@@ -1,0 +1,192 @@
+//! The proxy's client side: one MCP client connection per real server, through rmcp.
+//!
+//! A stdio server is spawned here (not by rmcp's child-process transport) so that it gets
+//! its own process group, which [`ChildGroup`] kills: `SIGTERM`, the grace, then `SIGKILL`
+//! on [`Upstream::stop`], `SIGKILL` at once when dropped. Grandchildren the server starts
+//! (an `npx` wrapper's node, a shell's children) are in that group and end with it.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{Peer, ServiceExt};
+use rustix::process::{Pid, Signal};
+use tokio::process::{Child, Command};
+
+use crate::config::{McpServer, Upstream as UpstreamSpec};
+use crate::error::ProxyError;
+
+/// The runner's environment variables a stdio server inherits; everything else (API keys,
+/// tokens, the runner's own settings) is withheld. The server's configured `env` is added.
+/// The same set the MCP SDKs' stdio clients pass by default, plus `LANG` and `TMPDIR`.
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR",
+];
+
+/// A live connection to one real MCP server.
+pub(crate) struct Upstream {
+    /// The server's name.
+    pub(crate) name: String,
+    peer: Peer<RoleClient>,
+    service: RunningService<RoleClient, ()>,
+    child: std::sync::Mutex<Option<ChildGroup>>,
+    pgid: Option<u32>,
+}
+
+impl Upstream {
+    /// Starts (stdio) or connects to (HTTP) `server` and completes MCP's `initialize`.
+    pub(crate) async fn connect(
+        server: &McpServer,
+        deadline: Duration,
+    ) -> Result<Self, ProxyError> {
+        let name = server.name.clone();
+        let start_failed = |cause: String| ProxyError::Start {
+            server: name.clone(),
+            cause,
+        };
+        match &server.upstream {
+            UpstreamSpec::Stdio { command, args, env } => {
+                let inherited = INHERITED_ENV
+                    .iter()
+                    .filter_map(|k| std::env::var_os(k).map(|v| (*k, v)));
+                let mut child = Command::new(command)
+                    .args(args)
+                    .env_clear()
+                    .envs(inherited)
+                    .envs(env)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .process_group(0)
+                    .kill_on_drop(true)
+                    .spawn()
+                    .map_err(|e| start_failed(format!("cannot start {command:?}: {e}")))?;
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    return Err(start_failed("no stdio pipes".into()));
+                };
+                let group = ChildGroup::new(child);
+                let pgid = Some(group.pgid);
+                let service = tokio::time::timeout(deadline, ().serve((stdout, stdin)))
+                    .await
+                    .map_err(|_| {
+                        start_failed(format!("no MCP initialize answer within {deadline:?}"))
+                    })?
+                    .map_err(|e| start_failed(format!("MCP initialize failed: {e}")))?;
+                Ok(Self {
+                    name: server.name.clone(),
+                    peer: service.peer().clone(),
+                    service,
+                    child: std::sync::Mutex::new(Some(group)),
+                    pgid,
+                })
+            }
+            UpstreamSpec::Http { url, headers } => {
+                let mut custom = HashMap::new();
+                for (k, v) in headers {
+                    let key = http::HeaderName::try_from(k.as_str())
+                        .map_err(|e| start_failed(format!("header name {k:?}: {e}")))?;
+                    let value = http::HeaderValue::try_from(v.as_str())
+                        .map_err(|e| start_failed(format!("header {k:?}: {e}")))?;
+                    custom.insert(key, value);
+                }
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                // reqwest is built without a crypto provider (one rustls for the workspace).
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let client = reqwest::Client::builder()
+                    .build()
+                    .map_err(|e| start_failed(format!("HTTP client: {e}")))?;
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let service = tokio::time::timeout(deadline, ().serve(transport))
+                    .await
+                    .map_err(|_| {
+                        start_failed(format!("no MCP initialize answer within {deadline:?}"))
+                    })?
+                    .map_err(|e| start_failed(format!("MCP initialize failed: {e}")))?;
+                Ok(Self {
+                    name: server.name.clone(),
+                    peer: service.peer().clone(),
+                    service,
+                    child: std::sync::Mutex::new(None),
+                    pgid: None,
+                })
+            }
+        }
+    }
+
+    /// The server's tools (every page).
+    pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, ServiceError> {
+        self.peer.list_all_tools().await
+    }
+
+    /// Calls one tool.
+    pub(crate) async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+    ) -> Result<CallToolResult, ServiceError> {
+        self.peer.call_tool(params).await
+    }
+
+    /// The process group id of a stdio server.
+    pub(crate) fn process_group(&self) -> Option<u32> {
+        self.pgid
+    }
+
+    /// Closes the MCP session and ends the server's process group (`SIGTERM`, `grace`,
+    /// `SIGKILL`), reaping the server. Idempotent.
+    pub(crate) async fn stop(&self, grace: Duration) {
+        self.service.cancellation_token().cancel();
+        let group = self.child.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(group) = group {
+            group.stop(grace).await;
+        }
+    }
+}
+
+/// A child in its own process group; the whole group is killed when this is dropped.
+pub(crate) struct ChildGroup {
+    child: Option<Child>,
+    pgid: u32,
+}
+
+impl ChildGroup {
+    fn new(child: Child) -> Self {
+        // A spawned child always has an id until it is reaped.
+        let pgid = child.id().unwrap_or(0);
+        Self {
+            child: Some(child),
+            pgid,
+        }
+    }
+
+    fn signal(&self, signal: Signal) {
+        if let Some(pid) = Pid::from_raw(self.pgid as i32) {
+            // ESRCH: the group is already gone, which is the goal.
+            let _ = rustix::process::kill_process_group(pid, signal);
+        }
+    }
+
+    async fn stop(mut self, grace: Duration) {
+        self.signal(Signal::TERM);
+        if let Some(mut child) = self.child.take()
+            && tokio::time::timeout(grace, child.wait()).await.is_err()
+        {
+            self.signal(Signal::KILL);
+            let _ = child.wait().await;
+        }
+        // Members that outlived the leader (or ignored TERM) end now.
+        self.signal(Signal::KILL);
+    }
+}
+
+impl Drop for ChildGroup {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.signal(Signal::KILL);
+        }
+    }
+}
