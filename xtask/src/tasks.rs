@@ -137,9 +137,18 @@ pub fn bench(root: &Path, package: Option<&str>, args: &[String]) -> Result<i32,
                 .map(|why| format!("{}/{}: {why}", t.package, t.name)),
         );
     }
+    let mut run = targets.len();
+    if package.is_none() {
+        // The CLI-level comparison (issue #29): the release binary against ccusage.
+        run += 1;
+        let cli = crate::bench_cli::bench_cli(root, crate::bench_cli::ROUNDS)?;
+        if cli.code != 0 {
+            failed.push("bench-cli".to_owned());
+        }
+        skipped.extend(cli.skipped);
+    }
     eprintln!(
-        "bench: {} target(s) run, {} failed{}",
-        targets.len(),
+        "bench: {run} target(s) run, {} failed{}",
         failed.len(),
         if failed.is_empty() {
             String::new()
