@@ -26,7 +26,8 @@ use std::time::Duration;
 
 pub use measure::{Measured, parse_vm_hwm, run_sequence};
 
-use crate::tasks::Error;
+/// Boxed error: the bench reports and exits, callers do not match on causes.
+pub type Error = Box<dyn std::error::Error>;
 
 #[path = "../../crates/transcript-providers/benches/support/claude_copies.rs"]
 mod claude_copies;
@@ -122,12 +123,36 @@ pub fn bench_cli(root: &Path, rounds: usize) -> Result<Outcome, Error> {
     })
 }
 
+/// The last part of `cargo xtask bench`: only without `-p`, and only in a workspace that has
+/// the `transcript` binary (`None` otherwise).
+pub fn as_part_of_bench(
+    root: &Path,
+    meta: &crate::metadata::Metadata,
+    package: Option<&str>,
+) -> Result<Option<Outcome>, Error> {
+    if package.is_some() || !meta.packages.iter().any(|p| p.name == "transcript-cli") {
+        return Ok(None);
+    }
+    bench_cli(root, ROUNDS).map(Some)
+}
+
 /// `$TRANSCRIPT_REAL_FIXTURES`, else `../shared/fixtures/providers` beside the repository.
 fn fixtures_dir(root: &Path) -> Option<PathBuf> {
     match std::env::var_os("TRANSCRIPT_REAL_FIXTURES") {
         Some(dir) => Some(root.join(dir)),
-        None => crate::tasks::default_real_fixtures(root),
+        None => default_real_fixtures(root),
     }
+}
+
+/// The real provider captures for benches that need them: `$TRANSCRIPT_REAL_FIXTURES` when
+/// set (left to the bench, which fails on a missing folder), else `../shared/fixtures/providers`
+/// beside the repository when it exists — the same place `.ci/run` uses.
+pub fn default_real_fixtures(root: &Path) -> Option<std::path::PathBuf> {
+    if std::env::var_os("TRANSCRIPT_REAL_FIXTURES").is_some() {
+        return None;
+    }
+    let dir = root.join("../shared/fixtures/providers");
+    dir.is_dir().then(|| dir.canonicalize().unwrap_or(dir))
 }
 
 /// Builds the release `transcript` binary; returns its path.

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::tasks::Error;
+use super::Error;
 
 /// What one measured sequence took.
 #[derive(Debug, Clone, Copy, PartialEq)]

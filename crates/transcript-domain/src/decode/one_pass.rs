@@ -249,9 +249,7 @@ mod tests {
                 "{{\"seq\":null,\"run_id\":\"{R}\",\"type\":\"tool.call\",\"timestamp\":\"{TS}\"}}"
             ),
             line(&format!("\"type\":\"tool.call\",\"payload\":{call}")),
-            line(&format!(
-                "\"type\":\"tool.call\",\"timestamp\":\"yesterday\""
-            )),
+            line("\"type\":\"tool.call\",\"timestamp\":\"yesterday\""),
             line(&format!(
                 "\"type\":\"tool.call\",\"timestamp\":\"{TS}\",\"parent_run_id\":\"nope\""
             )),
