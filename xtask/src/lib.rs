@@ -7,7 +7,8 @@
 //! |---|---|---|
 //! | `arch-check` | [`arch`] | layering rules from `cargo metadata` plus a purity scan of pure crates |
 //! | `schema [--check]` | [`schema`] | writes / checks `schema/exchange-event.schema.json` |
-//! | `bench [-p PKG] [-- ARGS]` | [`tasks`] | every bench target, release profile |
+//! | `bench [-p PKG] [-- ARGS]` | [`tasks`] | every bench target, release profile; then `bench-cli` (without `-p`) |
+//! | `bench-cli [--rounds N]` | [`bench_cli`] | release `transcript` import + receipts vs ccusage 17 on a ~100 MB session store |
 //! | `stress [--trials N]` | [`tasks`] | the infra kill test with N trials (default 100), release |
 //! | `fuzz <TARGET>\|--all --seconds N` | [`tasks`] | cargo-fuzz targets in `fuzz/` |
 //! | `coverage` | [`tasks`] | per-crate line coverage of library crates (tarpaulin, ptrace) |
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod arch;
+pub mod bench_cli;
 pub mod circles;
 pub mod fnsize;
 pub mod metadata;

@@ -13,7 +13,9 @@ const USAGE: &str = "usage: cargo xtask <command> [--root DIR]
 commands:
   arch-check                         check the crate layering and purity rules
   schema [--check]                   write (or check) schema/exchange-event.schema.json
-  bench [-p PKG] [-- ARGS]           run every bench target (release)
+  bench [-p PKG] [-- ARGS]           run every bench target (release); without -p, bench-cli too
+  bench-cli [--rounds N]             transcript import + receipts vs ccusage 17 on ~25 and ~100 MB
+                                     of real Claude Code session logs (default 5 rounds)
   stress [--trials N]                run the infra kill test N times (default 100, release)
   faults                             the fault suite, long variants: full disks, huge lines,
                                      signals with grandchildren, umask 0, symlinks (root for tmpfs)
@@ -82,6 +84,13 @@ fn dispatch(args: &[String]) -> Result<u8> {
         "bench" => {
             let (own, pass) = split_passthrough(rest);
             tasks::bench(&root, flag_value(own, "-p")?, pass)?
+        }
+        "bench-cli" => {
+            let rounds = match flag_value(rest, "--rounds")? {
+                Some(n) => n.parse()?,
+                None => xtask::bench_cli::ROUNDS,
+            };
+            xtask::bench_cli::bench_cli(&root, rounds)?.code
         }
         "stress" => {
             let trials = flag_value(rest, "--trials")?.unwrap_or("100").parse()?;

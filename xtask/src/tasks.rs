@@ -115,7 +115,7 @@ pub fn bench(root: &Path, package: Option<&str>, args: &[String]) -> Result<i32,
             }
         });
     }
-    let fixtures = default_real_fixtures(root);
+    let fixtures = crate::bench_cli::default_real_fixtures(root);
     let mut failed = Vec::new();
     let mut skipped = Vec::new();
     for t in &targets {
@@ -137,9 +137,14 @@ pub fn bench(root: &Path, package: Option<&str>, args: &[String]) -> Result<i32,
                 .map(|why| format!("{}/{}: {why}", t.package, t.name)),
         );
     }
+    let cli = crate::bench_cli::as_part_of_bench(root, &meta, package)?;
+    if cli.as_ref().is_some_and(|c| c.code != 0) {
+        failed.push("bench-cli".to_owned());
+    }
+    skipped.extend(cli.iter().flat_map(|c| c.skipped.clone()));
+    let run = targets.len() + usize::from(cli.is_some());
     eprintln!(
-        "bench: {} target(s) run, {} failed{}",
-        targets.len(),
+        "bench: {run} target(s) run, {} failed{}",
         failed.len(),
         if failed.is_empty() {
             String::new()
@@ -156,17 +161,6 @@ pub fn bench(root: &Path, package: Option<&str>, args: &[String]) -> Result<i32,
         }
     }
     Ok(i32::from(!failed.is_empty()))
-}
-
-/// The real provider captures for benches that need them: `$TRANSCRIPT_REAL_FIXTURES` when
-/// set (left to the bench, which fails on a missing folder), else `../shared/fixtures/providers`
-/// beside the repository when it exists — the same place `.ci/run` uses.
-pub fn default_real_fixtures(root: &Path) -> Option<std::path::PathBuf> {
-    if std::env::var_os("TRANSCRIPT_REAL_FIXTURES").is_some() {
-        return None;
-    }
-    let dir = root.join("../shared/fixtures/providers");
-    dir.is_dir().then(|| dir.canonicalize().unwrap_or(dir))
 }
 
 /// Lines of a bench's output that say it skipped something and why (a bench prints
@@ -599,6 +593,7 @@ fn print_table(table: &[CrateCoverage]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench_cli::default_real_fixtures;
 
     fn lines(s: &str) -> Vec<String> {
         s.lines().map(str::to_owned).collect()

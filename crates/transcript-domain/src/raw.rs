@@ -147,10 +147,10 @@ const fn is_json_whitespace(b: u8) -> bool {
 /// writer of ours and most providers produce) allocates nothing.
 fn compact(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    // Most values hold no whitespace byte at all: one quick scan says so.
-    if !bytes.iter().any(|&b| is_json_whitespace(b)) {
-        return None;
-    }
+    // One pass that jumps over string contents (`memchr2`) says whether there is anything to
+    // drop; most values have nothing, and then nothing is allocated. (A byte-by-byte scan of
+    // the whole value for any whitespace first cost the tolerant reader ~7% of its
+    // instructions, #29: the bytes of a value are mostly string contents.)
     let first = first_loose_whitespace(bytes)?;
     let mut out = String::with_capacity(text.len());
     out.push_str(&text[..first]);

@@ -16,20 +16,11 @@ use std::time::{Duration, Instant};
 use transcript_domain::Usage;
 use transcript_providers::{Output, Pricing, Provider};
 
+#[path = "support/claude_copies.rs"]
+mod claude_copies;
+
 const TARGET: usize = 100 * 1000 * 1000;
 const FLOOR: f64 = 0.5;
-const LOGS: [&str; 3] = [
-    "claude-code/spotter-session-log-v2.1.38-short.jsonl",
-    "claude-code/spotter-session-log-v2.1.38-subagent.jsonl",
-    "claude-code/spotter-session-log-v2.1.38-tool_heavy.jsonl",
-];
-
-/// `msg_`, `req_` and session ids get a copy number, so copies are other requests.
-fn fresh_ids(log: &str, copy: usize) -> String {
-    log.replace("\"msg_", &format!("\"msg_c{copy}_"))
-        .replace("\"req_", &format!("\"req_c{copy}_"))
-        .replace("\"sessionId\":\"", &format!("\"sessionId\":\"c{copy}-"))
-}
 
 /// Input, output, cache read, cache write.
 type Totals = [u64; 4];
@@ -135,21 +126,12 @@ fn main() {
             .join("../..")
             .join(root);
     }
-    let logs: Vec<String> = LOGS
+    let logs: Vec<String> = claude_copies::LOGS
         .iter()
         .map(|l| std::fs::read_to_string(root.join(l)).unwrap())
         .collect();
     let mut files = Vec::new();
-    let mut bytes = 0;
-    let mut copy = 0;
-    while bytes < TARGET {
-        for l in &logs {
-            let f = fresh_ids(l, copy);
-            bytes += f.len();
-            files.push(f);
-        }
-        copy += 1;
-    }
+    let bytes = claude_copies::copies(&logs, TARGET, |_, _, f| files.push(f));
     let pricing = Pricing::embedded();
     let (mut base, mut ours) = (Duration::MAX, Duration::MAX);
     let (mut want, mut got, mut cost) = ([0; 4], [0; 4], 0.0);

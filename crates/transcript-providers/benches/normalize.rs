@@ -18,6 +18,10 @@ struct Case {
     provider: Provider,
     file: &'static str,
     sse: bool,
+    /// Id prefixes that get the copy number in each copy, so copies are other messages or
+    /// completions (the same completion id repeated is one long error case: chunks after its
+    /// finish_reason, flagged malformed — not the stream a normalizer meets).
+    fresh: &'static [&'static str],
 }
 
 const CASES: &[Case] = &[
@@ -25,31 +29,37 @@ const CASES: &[Case] = &[
         provider: Provider::Claude,
         file: "claude-code/tielec-ai-workflow-stream-json-v2.0.21-multi-tool.jsonl",
         sse: false,
+        fresh: &["\"id\":\"msg_"],
     },
     Case {
         provider: Provider::Codex,
         file: "codex/tielec-ai-workflow-exec-json-commands.jsonl",
         sse: false,
+        fresh: &[],
     },
     Case {
         provider: Provider::Gemini,
         file: "gemini/hyperyolo-stream-json-v0.19.3-shell-tool.jsonl",
         sse: false,
+        fresh: &[],
     },
     Case {
         provider: Provider::Copilot,
         file: "copilot/agent-sessions-copilot-events-jsonl-schema-fixture.jsonl",
         sse: false,
+        fresh: &[],
     },
     Case {
         provider: Provider::OpenAi,
         file: "openai/openai-python-chat-completions-stream-single-tool-call.sse",
         sse: true,
+        fresh: &["\"id\":\"chatcmpl"],
     },
     Case {
         provider: Provider::Anthropic,
         file: "anthropic/anthropic-sdk-python-stream-text-then-tool-use.sse",
         sse: true,
+        fresh: &[],
     },
 ];
 
@@ -136,9 +146,16 @@ fn main() {
         if case.sse {
             unit.push(b'\n');
         }
+        let unit = String::from_utf8(unit).unwrap();
         let mut stream = Vec::with_capacity(TARGET + unit.len());
+        let mut copy = 0;
         while stream.len() < TARGET {
-            stream.extend_from_slice(&unit);
+            let mut u = unit.clone();
+            for prefix in case.fresh {
+                u = u.replace(prefix, &format!("{prefix}c{copy}_"));
+            }
+            stream.extend_from_slice(u.as_bytes());
+            copy += 1;
         }
         // The same JSON payloads the normalizer parses: one per line, or the
         // `data:` payloads of SSE events.

@@ -3,11 +3,13 @@
 //! unknown event and block types, payloads that do not fit their type.
 //!
 //! Files: `types` (the reader-side types), this module (the envelope, errors and warnings),
-//! `payload` (type-directed payload dispatch and 000's shape probe), `blocks` (messages and
-//! content blocks), `canonical` (back to the writer side, and re-encoding).
+//! `one_pass` (the fast path for lines whose type precedes their payload), `payload`
+//! (type-directed payload dispatch and 000's shape probe), `blocks` (messages and content
+//! blocks), `canonical` (back to the writer side, and re-encoding).
 
 mod blocks;
 mod canonical;
+mod one_pass;
 mod payload;
 mod types;
 
@@ -184,6 +186,17 @@ pub fn decode_str(text: &str) -> Result<Decoded, DecodeError> {
     if text.trim().is_empty() {
         return Err(DecodeError::Empty);
     }
+    // A line whose type precedes its payload (every line of ours) in one pass; anything the
+    // one-pass path cannot decide exactly like `two_pass` (every error among them) is decoded
+    // there, as before.
+    match one_pass::decode(text) {
+        Some(decoded) => Ok(decoded),
+        None => two_pass(text),
+    }
+}
+
+/// The envelope with its payload kept raw, then the payload typed from that text.
+fn two_pass(text: &str) -> Result<Decoded, DecodeError> {
     let wire: WireEnvelope<'_> =
         serde_json::from_str(text).map_err(|e| DecodeError::from_json(&e))?;
     let run_id = parse_id("run_id", &wire.run_id)?;
