@@ -10,7 +10,8 @@
 
 pub use crate::process::{ShellOutput, run_argv, run_shell};
 use crate::process::{run_argv_env, run_shell_env};
-use crate::tools::{Tool, ToolContext, ToolError};
+use crate::tool::{Tool, ToolContext};
+use crate::tool_error::ToolError;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 

@@ -261,6 +261,7 @@ pub mod agent;
 pub mod audit;
 pub mod bounded;
 pub mod builtins;
+mod catch_unwind;
 pub mod cli_agent;
 pub mod condition;
 pub mod confined;
@@ -272,6 +273,8 @@ pub mod preset;
 pub mod process;
 pub mod service;
 pub mod template;
+mod tool;
+mod tool_error;
 pub mod tools;
 pub mod workflow;
 

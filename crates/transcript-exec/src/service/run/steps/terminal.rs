@@ -3,12 +3,12 @@
 
 use serde_json::{Value, json};
 
-use crate::service::run::{Flow, KindOut};
-use crate::template::{Scope, StepValue, render_str};
+use crate::service::context::{Flow, KindOut, StepCtx};
+use crate::template::{StepValue, render_str};
 
 /// Runs a `terminal` step.
-pub(in crate::service) fn run(success: bool, message: &str, scope: &Scope) -> KindOut {
-    let message = render_str(message, scope);
+pub(in crate::service) fn run(sc: &StepCtx<'_>, success: bool, message: &str) -> KindOut {
+    let message = render_str(message, sc.scope);
     let result = json!({
         "status": if success { "success" } else { "failure" },
         "message": message,

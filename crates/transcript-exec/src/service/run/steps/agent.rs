@@ -6,25 +6,18 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 use transcript_domain::{ContentBlock, Fidelity, MessagePayload, Payload, Role};
 
 use crate::agent::{AgentRequest, AgentRunner, AgentSeam};
-use crate::service::run::{Flow, KindOut, RunCtx, call_scope, with_grace};
-use crate::template::{Scope, render_str};
-use crate::tools::CatchUnwind;
-use crate::workflow::{AgentSpec, Step};
+use crate::catch_unwind::CatchUnwind;
+use crate::service::context::{Flow, KindOut, StepCtx, with_grace};
+use crate::template::render_str;
+use crate::workflow::AgentSpec;
 
-/// Runs `step`, an agent step described by `spec`.
-pub(in crate::service) async fn run(
-    ctx: &Arc<RunCtx>,
-    step: &Step,
-    spec: &AgentSpec,
-    path: &str,
-    iteration: u64,
-    scope: &Scope,
-    cancel: &CancellationToken,
-) -> KindOut {
+/// Runs `sc`'s step, an agent step described by `spec`.
+pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindOut {
+    let (ctx, scope, cancel) = (sc.run, sc.scope, sc.cancel);
+    let (path, iteration) = (sc.path, sc.iteration);
     let prompt = render_str(&spec.prompt, scope);
     let system_prompt = spec
         .system_prompt
@@ -32,7 +25,7 @@ pub(in crate::service) async fn run(
         .map(|s| render_str(s, scope))
         .unwrap_or_default();
     let request = AgentRequest {
-        step: step.name.clone(),
+        step: sc.step.name.clone(),
         provider: spec.provider.clone(),
         command: spec.command.iter().map(|a| render_str(a, scope)).collect(),
         prompt: prompt.clone(),
@@ -70,7 +63,7 @@ pub(in crate::service) async fn run(
         }
     };
     let seam = AgentSeam::new(
-        call_scope(ctx, path, iteration, cancel),
+        sc.call_scope(),
         ctx.inner.router.clone(),
         spec.provider.clone(),
     )

@@ -2,37 +2,24 @@
 //! runs the registered step with rendered params, catching its panics and
 //! giving it the cancellation grace to close what it opened.
 
-use std::sync::Arc;
-
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
+use crate::catch_unwind::CatchUnwind;
 use crate::custom::CustomStepContext;
-use crate::service::run::{Flow, KindOut, RunCtx, call_scope, with_grace};
-use crate::template::{Scope, render_json};
-use crate::tools::CatchUnwind;
-use crate::workflow::Step;
+use crate::service::context::{Flow, KindOut, StepCtx, with_grace};
+use crate::template::render_json;
 
-/// Runs `step`, of the custom kind `type_name`.
-#[allow(clippy::too_many_arguments)]
-pub(in crate::service) async fn run(
-    ctx: &Arc<RunCtx>,
-    step: &Step,
-    type_name: &str,
-    params: &Value,
-    path: &str,
-    iteration: u64,
-    scope: &Scope,
-    cancel: &CancellationToken,
-) -> KindOut {
+/// Runs `sc`'s step, of the custom kind `type_name`.
+pub(in crate::service) async fn run(sc: &StepCtx<'_>, type_name: &str, params: &Value) -> KindOut {
+    let (ctx, cancel) = (sc.run, sc.cancel);
     let Some(custom) = ctx.inner.custom.get(type_name).cloned() else {
         return KindOut::flow(Flow::Failed(format!("unknown step kind '{type_name}'")));
     };
     let cctx = CustomStepContext::new(
-        step.name.clone(),
-        render_json(params, scope),
+        sc.step.name.clone(),
+        render_json(params, sc.scope),
         ctx.inner.router.clone(),
-        call_scope(ctx, path, iteration, cancel),
+        sc.call_scope(),
     );
     let fut = CatchUnwind::new(async move { custom.run(cctx).await });
     match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
