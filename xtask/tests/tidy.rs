@@ -218,26 +218,6 @@ const MAX_FUNCTION_LINES: usize = 80;
 /// function got short, or was renamed, fails the test until it is removed.
 const WAITING_FOR_SHORTER_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
-        "crates/transcript-exec/src/cli_agent.rs",
-        "CliAgentRunner::run",
-        123,
-    ),
-    (
-        "crates/transcript-exec/src/http_agent.rs",
-        "HttpAgentRunner::run",
-        104,
-    ),
-    (
-        "crates/transcript-exec/src/workflow/parse.rs",
-        "StepDef::into_step",
-        126,
-    ),
-    (
-        "crates/transcript-exec/src/workflow/validate.rs",
-        "validate_seq",
-        204,
-    ),
-    (
         "crates/transcript-testkit/src/agent_cli.rs",
         "AgentSandbox::invocation",
         97,
