@@ -101,19 +101,19 @@ fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
         return Ok(request.command.clone());
     }
     let Some(preset) = Preset::of(&request.provider) else {
-        return Err(AgentError(format!(
+        return Err(AgentError::Setup(format!(
             "agent step has no command and provider '{}' has no preset (claude, codex, gemini)",
             request.provider
         )));
     };
     let bin = preset
         .locate(&request.env)
-        .map_err(|e| AgentError(e.to_string()))?;
+        .map_err(|e| AgentError::Setup(e.to_string()))?;
     let mut argv = vec![bin.display().to_string()];
     argv.extend(
         preset
             .args(request)
-            .map_err(|e| AgentError(e.to_string()))?,
+            .map_err(|e| AgentError::Setup(e.to_string()))?,
     );
     Ok(argv)
 }
@@ -122,13 +122,13 @@ fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
 impl AgentRunner for CliAgentRunner {
     async fn run(&self, request: AgentRequest, seam: &AgentSeam) -> Result<AgentReply, AgentError> {
         let provider = Provider::from_name(&request.provider)
-            .map_err(|e| AgentError(format!("no normalizer: {e}")))?;
+            .map_err(|e| AgentError::Setup(format!("no normalizer: {e}")))?;
         let mut child = spawn(&request)?;
         let group = ProcessGroup::of(&child);
         let mut stdout = child
             .stdout
             .take()
-            .ok_or_else(|| AgentError("agent has no stdout pipe".into()))?;
+            .ok_or_else(|| AgentError::Transport("agent has no stdout pipe".into()))?;
         let mut stderr_task = child.stderr.take().map(|e| tokio::spawn(stderr_tail(e)));
         let mut normalizer = provider.normalizer();
         let mut collected = Collected::default();
@@ -153,12 +153,15 @@ impl AgentRunner for CliAgentRunner {
         normalizer.finish(&mut outputs);
         dispatch(&mut outputs, seam, &mut collected).await;
         let Some((status, stderr)) = finished else {
-            return Err(AgentError("cancelled".into()));
+            return Err(AgentError::Cancelled);
         };
         if let Read::Failed(e) = read {
-            return Err(AgentError(format!("reading agent output failed: {e}")));
+            return Err(AgentError::Transport(format!(
+                "reading agent output failed: {e}"
+            )));
         }
-        let status = status.map_err(|e| AgentError(format!("waiting for agent failed: {e}")))?;
+        let status =
+            status.map_err(|e| AgentError::Transport(format!("waiting for agent failed: {e}")))?;
         reply(status, &stderr, collected)
     }
 }
@@ -169,7 +172,7 @@ fn spawn(request: &AgentRequest) -> Result<tokio::process::Child, AgentError> {
     let argv = command_line(request)?;
     let (program, args) = argv
         .split_first()
-        .ok_or_else(|| AgentError("agent step has no command".into()))?;
+        .ok_or_else(|| AgentError::Setup("agent step has no command".into()))?;
     let mut cmd = tokio::process::Command::new(program);
     crate::process::own_group(&mut cmd)
         .args(args)
@@ -182,7 +185,7 @@ fn spawn(request: &AgentRequest) -> Result<tokio::process::Child, AgentError> {
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| AgentError(format!("cannot start agent '{program}': {e}")))
+        .map_err(|e| AgentError::Setup(format!("cannot start agent '{program}': {e}")))
 }
 
 /// The last [`STDERR_KEEP`] bytes the agent printed on stderr, trimmed:
@@ -248,25 +251,21 @@ fn reply(
     collected: Collected,
 ) -> Result<AgentReply, AgentError> {
     if !status.success() {
-        let code = status
-            .code()
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "signal".into());
-        let why: Vec<&str> = collected
+        // The provider's own message first (the CLI often prints it on stdout only).
+        let reasons = collected
             .provider_errors
             .first()
-            .map(String::as_str)
+            .cloned()
             .into_iter()
-            .chain((!stderr.is_empty()).then_some(stderr))
+            .chain((!stderr.is_empty()).then(|| stderr.to_owned()))
             .collect();
-        return Err(AgentError(if why.is_empty() {
-            format!("agent exited with code {code}")
-        } else {
-            format!("agent exited with code {code}: {}", why.join("; "))
-        }));
+        return Err(AgentError::Exited {
+            code: status.code(),
+            reasons,
+        });
     }
     if let Some(e) = collected.provider_errors.first() {
-        return Err(AgentError(format!("provider reported an error: {e}")));
+        return Err(AgentError::Provider(e.clone()));
     }
     Ok(AgentReply {
         output: collected.last_text.unwrap_or_default(),

@@ -203,7 +203,7 @@ impl HttpAgentRunner {
                     max_retries,
                     ..self.retry
                 })
-                .map_err(|_| AgentError(format!("{var}={v:?} is not a number of retries"))),
+                .map_err(|_| AgentError::Setup(format!("{var}={v:?} is not a number of retries"))),
         }
     }
 
@@ -215,7 +215,7 @@ impl HttpAgentRunner {
             .connect_timeout(Duration::from_secs(10))
             .timeout(self.timeout)
             .build()
-            .map_err(|e| AgentError(format!("cannot build the HTTP client: {e}")))
+            .map_err(|e| AgentError::Setup(format!("cannot build the HTTP client: {e}")))
     }
 }
 
@@ -256,7 +256,7 @@ impl AgentRunner for HttpAgentRunner {
             }
             let reply = tokio::select! {
                 r = self.turn(&client, (&url, key.as_deref()), retry, &body) => r?,
-                _ = seam.cancel().cancelled() => return Err(AgentError("cancelled".into())),
+                _ = seam.cancel().cancelled() => return Err(AgentError::Cancelled),
             };
             let mut turn = answered_turn(reply, &url, &mut warnings)?;
             distinct_call_ids(&mut turn, &mut seen_ids);
@@ -271,14 +271,12 @@ impl AgentRunner for HttpAgentRunner {
             }
             let tool_messages = call_tools(seam, &calls).await;
             if seam.cancel().is_cancelled() {
-                return Err(AgentError("cancelled".into()));
+                return Err(AgentError::Cancelled);
             }
             messages.push(assistant_message(text, &calls));
             messages.extend(tool_messages);
         }
-        Err(AgentError(format!(
-            "turn limit of {max_turns} reached without a final answer"
-        )))
+        Err(AgentError::TurnLimit(max_turns))
     }
 }
 
@@ -317,10 +315,12 @@ fn answered_turn(
     warnings: &mut Vec<String>,
 ) -> Result<MessagePayload, AgentError> {
     if let Some(e) = reply.errors.first() {
-        return Err(AgentError(format!("provider reported an error: {e}")));
+        return Err(AgentError::Provider(e.clone()));
     }
     if let Some(e) = reply.incomplete.first() {
-        return Err(AgentError(format!("POST {url}: incomplete answer: {e}")));
+        return Err(AgentError::Answer(format!(
+            "POST {url}: incomplete answer: {e}"
+        )));
     }
     warnings.extend(
         reply
@@ -329,7 +329,7 @@ fn answered_turn(
             .map(|r| format!("the model refused: {r}")),
     );
     reply.turn.ok_or_else(|| {
-        AgentError(match reply.refusals.first() {
+        AgentError::Answer(match reply.refusals.first() {
             Some(r) => format!("POST {url}: the model refused without an answer: {r}"),
             None => format!("POST {url}: the answer holds no message"),
         })
@@ -423,7 +423,7 @@ impl HttpAgentRunner {
         retry: RetryPolicy,
         body: &Value,
     ) -> Result<Reply, AgentError> {
-        let err = |m: String| AgentError(format!("POST {url}: {m}"));
+        let err = |m: String| AgentError::Transport(format!("POST {url}: {m}"));
         let mut response = send(client, (url, key), retry, body).await?;
         let mut normalizer = Provider::OpenAi.normalizer();
         let mut outputs = Vec::new();
@@ -492,7 +492,7 @@ async fn send(
     policy: RetryPolicy,
     body: &Value,
 ) -> Result<reqwest::Response, AgentError> {
-    let err = |m: String| AgentError(format!("POST {url}: {m}"));
+    let err = |m: String| AgentError::Transport(format!("POST {url}: {m}"));
     let payload = serde_json::to_vec(body).map_err(|e| err(e.to_string()))?;
     let mut retry = 0;
     loop {

@@ -284,7 +284,7 @@ pub use audit::{
 };
 pub use cli_agent::CliAgentRunner;
 pub use condition::Condition;
-pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
+pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep, RegisterError, StepError};
 pub use emit::Emitter;
 pub use http_agent::{HttpAgentRunner, RetryPolicy};
 pub use plugin::{

@@ -71,8 +71,11 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
     .with_call_id_prefix(ctx.agent_call_prefix(path, iteration))
     .with_configured_model(spec.model.clone());
     let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
-    match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
-        Some(Ok(Ok(reply))) if !cancel.is_cancelled() => {
+    // A cancelled agent is cancelled whatever it returned within the grace.
+    let finished = with_grace(fut, cancel, ctx.inner.cancel_grace).await;
+    match finished.filter(|_| !cancel.is_cancelled()) {
+        None => KindOut::flow(Flow::Cancelled),
+        Some(Ok(Ok(reply))) => {
             // Warnings the agent survived stay visible in the result.
             let result = if reply.warnings.is_empty() {
                 Value::String(reply.output.clone())
@@ -81,10 +84,7 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
             };
             KindOut::done(Value::String(reply.output), Some(result))
         }
-        _ if cancel.is_cancelled() => KindOut::flow(Flow::Cancelled),
-        Some(Ok(Ok(_))) => KindOut::flow(Flow::Cancelled),
-        Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.0)),
+        Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.to_string())),
         Some(Err(panic)) => KindOut::flow(Flow::Failed(format!("agent panicked: {panic}"))),
-        None => KindOut::flow(Flow::Cancelled),
     }
 }

@@ -22,13 +22,14 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, type_name: &str, params: &
         sc.call_scope(),
     );
     let fut = CatchUnwind::new(async move { custom.run(cctx).await });
-    match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
-        _ if cancel.is_cancelled() => KindOut::flow(Flow::Cancelled),
+    // A cancelled step is cancelled whatever it returned within the grace.
+    let finished = with_grace(fut, cancel, ctx.inner.cancel_grace).await;
+    match finished.filter(|_| !cancel.is_cancelled()) {
+        None => KindOut::flow(Flow::Cancelled),
         Some(Ok(Ok(v))) => KindOut::done(v.clone(), Some(v)),
-        Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e)),
+        Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.to_string())),
         Some(Err(panic)) => KindOut::flow(Flow::Failed(format!(
             "custom step '{type_name}' panicked: {panic}"
         ))),
-        None => KindOut::flow(Flow::Cancelled),
     }
 }
