@@ -36,6 +36,20 @@ impl Status {
     }
 }
 
+/// Which end of what an audit record marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditEvent {
+    /// `run_start`.
+    RunStart,
+    /// `run_end` (with the run's status).
+    RunEnd,
+    /// `step_start`.
+    StepStart,
+    /// `step_end` (with the step's status).
+    StepEnd,
+}
+
 /// One line of `audit.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditRecord {
@@ -44,7 +58,7 @@ pub struct AuditRecord {
     /// The run.
     pub run_id: RunId,
     /// `run_start`, `run_end`, `step_start` or `step_end`.
-    pub event: &'static str,
+    pub event: AuditEvent,
     /// Step path (`""` for run records).
     pub path: String,
     /// Innermost loop iteration.

@@ -280,7 +280,8 @@ pub mod workflow;
 
 pub use agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentRunners, AgentSeam};
 pub use audit::{
-    AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status, TextMask,
+    AuditEvent, AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status,
+    TextMask,
 };
 pub use cli_agent::CliAgentRunner;
 pub use condition::Condition;

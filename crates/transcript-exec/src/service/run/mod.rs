@@ -17,7 +17,7 @@ use transcript_domain::{EventDraft, Payload, RawJson, RunId, StepPayload, Timest
 use super::builder::Inner;
 use super::context::{Flow, KindOut, RunCtx, SeqOut, StepCtx, StepRun};
 use super::{ExecNode, RunOutcome};
-use crate::audit::{AuditRecord, DisplayEvent, Status};
+use crate::audit::{AuditEvent, AuditRecord, DisplayEvent, Status};
 use crate::emit::Emitter;
 use crate::template::{Scope, StepValue};
 use crate::workflow::{Step, StepKind, Workflow, WorkflowSet};
@@ -84,7 +84,7 @@ pub(super) fn run_workflow(
 }
 
 /// The run-level audit record `event` of `wf`.
-fn run_audit(ctx: &RunCtx, wf: &Workflow, event: &'static str, ts: Timestamp) -> AuditRecord {
+fn run_audit(ctx: &RunCtx, wf: &Workflow, event: AuditEvent, ts: Timestamp) -> AuditRecord {
     AuditRecord {
         ts,
         run_id: ctx.run_id,
@@ -111,7 +111,8 @@ async fn announce_run_start(ctx: &RunCtx, wf: &Workflow) {
         .await;
     let obs = &ctx.inner.observers;
     let at = obs.now();
-    ctx.audit(run_audit(ctx, wf, "run_start", at)).await;
+    ctx.audit(run_audit(ctx, wf, AuditEvent::RunStart, at))
+        .await;
     obs.display(DisplayEvent::RunStarted {
         at,
         run_id: ctx.run_id,
@@ -165,7 +166,7 @@ async fn announce_run_end(
     ctx.audit(AuditRecord {
         status: Some(ending.status),
         error: ending.error.clone(),
-        ..run_audit(ctx, wf, "run_end", at)
+        ..run_audit(ctx, wf, AuditEvent::RunEnd, at)
     })
     .await;
     obs.display(DisplayEvent::RunFinished {
@@ -314,7 +315,7 @@ fn lifecycle_draft(
 /// The step-level audit record `event` of `sc`'s step.
 fn step_audit(
     sc: &StepCtx<'_>,
-    event: &'static str,
+    event: AuditEvent,
     ts: Timestamp,
     child_run_id: Option<RunId>,
 ) -> AuditRecord {
@@ -341,7 +342,7 @@ async fn announce_step_start(sc: &StepCtx<'_>, child_run_id: Option<RunId>) -> T
         .await;
     let obs = &ctx.inner.observers;
     let at = obs.now();
-    ctx.audit(step_audit(sc, "step_start", at, child_run_id))
+    ctx.audit(step_audit(sc, AuditEvent::StepStart, at, child_run_id))
         .await;
     obs.display(DisplayEvent::StepStarted {
         at,
@@ -379,7 +380,7 @@ async fn announce_step_end(
     ctx.audit(AuditRecord {
         status: Some(ending.status),
         error: ending.error.clone(),
-        ..step_audit(sc, "step_end", at, child_run_id)
+        ..step_audit(sc, AuditEvent::StepEnd, at, child_run_id)
     })
     .await;
     obs.display(DisplayEvent::StepFinished {
