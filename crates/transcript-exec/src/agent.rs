@@ -235,6 +235,14 @@ impl AgentSeam {
         self.router.has(name) && self.offered.as_ref().is_none_or(|o| o.contains(name))
     }
 
+    /// What an offered tool does (for the model's function declarations);
+    /// `None` when the tool is not offered or says nothing.
+    pub fn tool_description(&self, name: &str) -> Option<String> {
+        self.offers(name)
+            .then(|| self.router.description(name))
+            .flatten()
+    }
+
     /// The JSON Schema of an offered tool's input (for the model's
     /// function declarations); `None` when the tool is not offered.
     pub fn tool_parameters(&self, name: &str) -> Option<Value> {

@@ -32,8 +32,9 @@
 //! ([`HttpAgentRunner::with_timeout`], default 300 s), a response body cap
 //! ([`HttpAgentRunner::with_max_body_bytes`], default 16 MiB), and bounded
 //! retries with exponential backoff on 429, 5xx and connection failures
-//! ([`RetryPolicy`], default 3 retries from 500 ms, `Retry-After` honoured up
-//! to the backoff cap; `OPENAI_MAX_RETRIES` in the step's `env:` or the
+//! ([`RetryPolicy`], default 3 retries from 500 ms, a `Retry-After` in
+//! seconds honoured up to the backoff cap (its HTTP-date form is ignored:
+//! the backoff applies); `OPENAI_MAX_RETRIES` in the step's `env:` or the
 //! environment sets the count). A stream cut mid-way is not retried (part of the
 //! answer may already be recorded): it fails the step.
 
@@ -290,17 +291,22 @@ fn first_messages(request: &AgentRequest) -> Vec<Value> {
     messages
 }
 
-/// The step's `tools:` as the API's function declarations.
+/// The step's `tools:` as the API's function declarations, each with
+/// what the tool says it does ([`crate::Tool::description`]; omitted when
+/// it says nothing).
 fn tool_specs(request: &AgentRequest, seam: &AgentSeam) -> Vec<Value> {
     request
         .tools
         .iter()
         .map(|t| {
-            json!({"type": "function", "function": {
+            let mut function = json!({
                 "name": t,
-                "description": format!("router tool {t}"),
                 "parameters": seam.tool_parameters(t).unwrap_or_else(any_object),
-            }})
+            });
+            if let Some(d) = seam.tool_description(t) {
+                function["description"] = Value::String(d);
+            }
+            json!({"type": "function", "function": function})
         })
         .collect()
 }

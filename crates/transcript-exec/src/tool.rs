@@ -33,6 +33,12 @@ pub trait Tool: Send + Sync {
         any_object()
     }
 
+    /// What the tool does, in a sentence, offered to models as the
+    /// function's description (default: none, the name alone is offered).
+    fn description(&self) -> Option<String> {
+        None
+    }
+
     /// Runs the tool.
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError>;
 }

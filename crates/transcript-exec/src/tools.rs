@@ -157,6 +157,11 @@ impl ToolRouter {
         self.tools.contains_key(name)
     }
 
+    /// What tool `name` does, if registered and described.
+    pub fn description(&self, name: &str) -> Option<String> {
+        self.tools.get(name).and_then(|t| t.description())
+    }
+
     /// The input schema of tool `name`, if registered.
     pub fn parameters(&self, name: &str) -> Option<Value> {
         self.tools.get(name).map(|t| t.parameters())

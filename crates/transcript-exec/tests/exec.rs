@@ -1105,3 +1105,22 @@ impl CustomStep for Reader {
         Ok(read)
     }
 }
+
+#[test]
+fn the_unknown_reference_error_names_workflow_dir_and_the_description_is_kept() {
+    let err = match transcript_exec::Template::parse("{{nope}}") {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("'nope' parsed"),
+    };
+    assert!(err.contains("workflow.dir"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w.yaml");
+    std::fs::write(
+        &file,
+        "name: w\ndescription: says what it is for\nsteps:\n  - name: a\n    type: command\n    command: \"true\"\n",
+    )
+    .unwrap();
+    let set = WorkflowSet::load(&file).unwrap();
+    let root = set.root().unwrap();
+    assert_eq!(root.description.as_deref(), Some("says what it is for"));
+}

@@ -25,6 +25,9 @@ pub struct InputDef {
 pub struct Workflow {
     /// The workflow name (`run.*` payload name, decision 2).
     pub name: String,
+    /// What the workflow is for, in words (the YAML `description:`), for
+    /// people and tools listing workflows; the engine does not use it.
+    pub description: Option<String>,
     /// Declared inputs.
     pub inputs: Vec<InputDef>,
     /// Output templates, rendered at the end of a successful run into
@@ -55,6 +58,7 @@ impl Workflow {
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
+            description: None,
             inputs: Vec::new(),
             outputs: BTreeMap::new(),
             steps: Vec::new(),

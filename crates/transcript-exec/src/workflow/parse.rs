@@ -30,7 +30,6 @@ impl Workflow {
 struct WorkflowDef {
     name: String,
     #[serde(default)]
-    #[allow(dead_code)]
     description: Option<String>,
     #[serde(default)]
     inputs: Vec<InputDef>,
@@ -57,6 +56,7 @@ impl WorkflowDef {
         }
         Ok(Workflow {
             name: self.name,
+            description: self.description,
             inputs: self.inputs,
             outputs: self.outputs,
             steps,

@@ -1,5 +1,7 @@
-//! The `terminal` step: ends the run (or the enclosing block) with a
-//! success or failure and a rendered message.
+//! The `terminal` step: ends its run, from wherever it is in it (inside a
+//! loop or a `parallel` branch too), with a success or failure and a
+//! rendered message. In a called workflow it ends that child run, whose
+//! status the `call_workflow` step then takes.
 
 use serde_json::{Value, json};
 
