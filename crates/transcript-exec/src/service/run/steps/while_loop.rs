@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::condition::eval_condition;
+use crate::condition::Condition;
 use crate::service::context::{Flow, KindOut, StepCtx};
 use crate::service::run::run_seq;
 use crate::template::LoopFrame;
@@ -17,6 +17,12 @@ pub(in crate::service) async fn run(
     steps: &[Step],
 ) -> KindOut {
     let (ctx, path, cancel) = (sc.run, sc.path, sc.cancel);
+    // Parsed once for the whole loop; validation refuses a condition that
+    // does not parse, and one that reaches here anyway fails the step.
+    let condition = match Condition::parse(condition) {
+        Ok(c) => c,
+        Err(e) => return KindOut::flow(Flow::Failed(format!("condition: {e}"))),
+    };
     let mut s = sc.scope.clone();
     let mut children = Vec::new();
     let mut last = Value::Null;
@@ -26,7 +32,7 @@ pub(in crate::service) async fn run(
             item: Value::Null,
             index: i,
         });
-        if !eval_condition(condition, &s) {
+        if !condition.eval(&s) {
             break;
         }
         if i >= max_iterations {
