@@ -11,10 +11,12 @@ use transcript_exec::{CustomStepContext, FnStep, ServiceBuilder};
 /// Registers `stamp`: returns `"<label>#<index>"` from its `with:` parameters (a missing label
 /// fails the step).
 pub fn register_demo_steps(builder: ServiceBuilder) -> Result<ServiceBuilder, String> {
-    builder.custom_step("stamp", Arc::new(FnStep(stamp)))
+    builder
+        .custom_step("stamp", Arc::new(FnStep(stamp)))
+        .map_err(|e| e.to_string())
 }
 
-fn stamp(ctx: &CustomStepContext) -> Result<Value, String> {
+fn stamp(ctx: &CustomStepContext) -> Result<Value, transcript_exec::StepError> {
     let label = ctx.param_text("label");
     if label.is_empty() {
         return Err("stamp needs a 'label'".into());

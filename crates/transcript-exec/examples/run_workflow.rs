@@ -1,86 +1,45 @@
-//! Runs a small workflow and prints its transcript and display lines.
+//! Runs a small workflow into JSONL transcripts and prints each line live
+//! as it is recorded, then the display lines.
 //!
 //! `cargo run -p transcript-exec --example run_workflow`
 //!
-//! The transcript goes to an in-memory recorder defined below, so the
-//! example depends on nothing but the domain and this crate; a real runner
-//! passes transcript-infra's `JsonlRecorderFactory` instead.
+//! The transcripts go to a temporary directory through transcript-infra's
+//! `JsonlRecorderFactory`, wrapped in its `TapFactory` for the live view of
+//! every run it opens. `examples/custom-runner` is the whole runner a team
+//! would copy (a custom tool, an agent, child runs, the tree, usage, verify).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
-use transcript_domain::{
-    Clock, EventDraft, ManualClock, PreEncoded, RecordError, Recorder, RecorderFactory, RunId, Seq,
-    Subscription, Timestamp,
-};
+use transcript_domain::Timestamp;
 use transcript_exec::{
     CollectDisplay, CustomStepContext, ExecutionService, FnStep, Items, ParallelMode, Step,
     Workflow, WorkflowSet,
 };
-
-/// Prints each line as it is recorded.
-struct PrintRecorder {
-    run_id: RunId,
-    parent: Option<RunId>,
-    clock: Arc<dyn Clock>,
-    seq: Mutex<Seq>,
-}
-
-#[async_trait]
-impl Recorder for PrintRecorder {
-    fn run_id(&self) -> RunId {
-        self.run_id
-    }
-    fn parent_run_id(&self) -> Option<RunId> {
-        self.parent
-    }
-    async fn record(&self, draft: EventDraft) -> Result<Seq, RecordError> {
-        let pre = PreEncoded::new(self.run_id, self.parent, &draft)
-            .map_err(|e| RecordError::Encode(e.to_string()))?;
-        let mut seq = self.seq.lock().map_err(|_| RecordError::Closed)?;
-        *seq += 1;
-        let mut line = Vec::new();
-        pre.write_line(*seq, self.clock.now(), &mut line);
-        print!("{}", String::from_utf8_lossy(&line));
-        Ok(*seq)
-    }
-    async fn subscribe(&self, _: Option<Seq>) -> Result<Box<dyn Subscription>, RecordError> {
-        Err(RecordError::Closed)
-    }
-    async fn close(&self) -> Result<(), RecordError> {
-        Ok(())
-    }
-}
-
-struct PrintFactory(Arc<dyn Clock>);
-
-#[async_trait]
-impl RecorderFactory for PrintFactory {
-    async fn create(
-        &self,
-        run_id: RunId,
-        parent_run_id: Option<RunId>,
-    ) -> Result<Arc<dyn Recorder>, RecordError> {
-        Ok(Arc::new(PrintRecorder {
-            run_id,
-            parent: parent_run_id,
-            clock: self.0.clone(),
-            seq: Mutex::new(0),
-        }))
-    }
-}
+use transcript_infra::{JsonlRecorderFactory, TapFactory};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let workspace = std::env::temp_dir();
+    let dir = tempfile::tempdir()?;
+    let (workspace, storage) = (dir.path().join("ws"), dir.path().join("transcripts"));
+    std::fs::create_dir_all(&workspace)?;
+    // Every run the factory opens is handed to this consumer from seq 1.
+    let tap = Arc::new(TapFactory::new(
+        Arc::new(JsonlRecorderFactory::new(&storage)),
+        Box::new(|mut subscription| {
+            Some(tokio::spawn(async move {
+                while let Some(event) = subscription.next().await {
+                    let (seq, kind) = (event.seq, event.event_type().as_str());
+                    println!("{} #{seq} {kind} {}", event.run_id, event.path);
+                }
+            }))
+        }),
+    ));
     let start = Timestamp::parse("2026-06-08T08:00:00.000Z")?;
     let display = Arc::new(CollectDisplay::default());
     let service = ExecutionService::deterministic_builder(&workspace, start)
-        .recorder_factory(Arc::new(PrintFactory(Arc::new(ManualClock::stepping(
-            start, 5,
-        )))))
+        .recorder_factory(tap.clone())
         .display(display.clone())
         .custom_step(
             "shout",
@@ -118,7 +77,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             CancellationToken::new(),
         )
         .await?;
-    println!();
+    tap.drain("the live view").await?;
+    let files = std::fs::read_dir(&storage)?.count();
+    println!("{files} transcript file(s) written (removed with the temporary directory)");
     for event in display.events() {
         println!("{}", event.render());
     }

@@ -70,10 +70,44 @@ pub struct AgentReply {
     pub warnings: Vec<String>,
 }
 
-/// Why an agent run failed (non-zero exit, stderr, timeout, protocol…).
+/// Why an agent run failed; its text is the step's error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AgentError(pub String);
+#[non_exhaustive]
+pub enum AgentError {
+    /// The step was cancelled (or timed out) while the agent ran.
+    #[error("cancelled")]
+    Cancelled,
+    /// The agent could not be set up: no command or preset, no normalizer
+    /// for the provider, a setting that does not parse, a binary or client
+    /// that cannot be started.
+    #[error("{0}")]
+    Setup(String),
+    /// Talking to the agent failed: reading its output, waiting for it, an
+    /// HTTP request (the message names the URL).
+    #[error("{0}")]
+    Transport(String),
+    /// The agent's process exited unsuccessfully.
+    #[error("agent exited with code {}{}", code.map_or_else(|| "signal".to_owned(), |c| c.to_string()), if reasons.is_empty() { String::new() } else { format!(": {}", reasons.join("; ")) })]
+    Exited {
+        /// Its exit code (`None` when a signal ended it).
+        code: Option<i32>,
+        /// Why, in order: the provider's own message, then the tail of
+        /// its stderr (each only when there is one).
+        reasons: Vec<String>,
+    },
+    /// The provider reported an error in its output.
+    #[error("provider reported an error: {0}")]
+    Provider(String),
+    /// The answer cannot be used: incomplete, or without a message.
+    #[error("{0}")]
+    Answer(String),
+    /// The agent used its turns without a final answer.
+    #[error("turn limit of {0} reached without a final answer")]
+    TurnLimit(u32),
+    /// Any other failure (for runners outside this crate).
+    #[error("{0}")]
+    Other(String),
+}
 
 /// Runs agents of one provider (or one transport).
 #[async_trait]
@@ -199,6 +233,14 @@ impl AgentSeam {
     /// Whether the agent may call router tool `name`.
     pub fn offers(&self, name: &str) -> bool {
         self.router.has(name) && self.offered.as_ref().is_none_or(|o| o.contains(name))
+    }
+
+    /// What an offered tool does (for the model's function declarations);
+    /// `None` when the tool is not offered or says nothing.
+    pub fn tool_description(&self, name: &str) -> Option<String> {
+        self.offers(name)
+            .then(|| self.router.description(name))
+            .flatten()
     }
 
     /// The JSON Schema of an offered tool's input (for the model's

@@ -1,6 +1,9 @@
 //! The channels that predate the transcript and must not change because of
 //! it (000 "Coexistence", FR-013, SC-004): the `audit.jsonl` trail of paired
-//! start/end records and [`DisplayEvent`]s for human progress.
+//! start/end records (this file: the records and the file they go to) and
+//! [`DisplayEvent`]s for human progress (`display.rs`), with the service's
+//! `Observers` that hand both out; how a step ended is [`Status`]
+//! (`status.rs`), re-exported here.
 //!
 //! Both read their own [`Clock`] (never the recorder's), and nothing in them
 //! depends on whether a recorder is wired, so their bytes are identical with
@@ -13,27 +16,21 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use transcript_domain::{Clock, RunId, Timestamp};
 
-/// How a step or run ended, as shown to humans and written to the audit trail.
+pub use crate::display::{CollectDisplay, DisplayEvent, DisplaySink};
+pub use crate::status::Status;
+
+/// Which end of what an audit record marks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Succeeded.
-    Success,
-    /// Failed.
-    Failure,
-    /// Cancelled (run cancellation).
-    Cancelled,
-}
-
-impl Status {
-    /// The lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Success => "success",
-            Status::Failure => "failure",
-            Status::Cancelled => "cancelled",
-        }
-    }
+pub enum AuditEvent {
+    /// `run_start`.
+    RunStart,
+    /// `run_end` (with the run's status).
+    RunEnd,
+    /// `step_start`.
+    StepStart,
+    /// `step_end` (with the step's status).
+    StepEnd,
 }
 
 /// One line of `audit.jsonl`.
@@ -44,7 +41,7 @@ pub struct AuditRecord {
     /// The run.
     pub run_id: RunId,
     /// `run_start`, `run_end`, `step_start` or `step_end`.
-    pub event: &'static str,
+    pub event: AuditEvent,
     /// Step path (`""` for run records).
     pub path: String,
     /// Innermost loop iteration.
@@ -268,136 +265,6 @@ fn open_hardened(path: &Path) -> std::io::Result<std::fs::File> {
         file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))?;
     }
     Ok(file)
-}
-
-/// A progress event for humans (a terminal display, a TUI).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum DisplayEvent {
-    /// A run began.
-    RunStarted {
-        /// Display clock reading.
-        at: Timestamp,
-        /// The run.
-        run_id: RunId,
-        /// Workflow name.
-        workflow: String,
-    },
-    /// A step began.
-    StepStarted {
-        /// Display clock reading.
-        at: Timestamp,
-        /// Step path.
-        path: String,
-        /// Iteration.
-        iteration: u64,
-        /// Step kind.
-        kind: String,
-    },
-    /// A step ended.
-    StepFinished {
-        /// Display clock reading.
-        at: Timestamp,
-        /// Step path.
-        path: String,
-        /// Iteration.
-        iteration: u64,
-        /// How it ended.
-        status: Status,
-        /// Milliseconds on the display clock.
-        elapsed_ms: i64,
-        /// Why it failed.
-        error: Option<String>,
-    },
-    /// A run ended.
-    RunFinished {
-        /// Display clock reading.
-        at: Timestamp,
-        /// The run.
-        run_id: RunId,
-        /// How it ended.
-        status: Status,
-        /// Why it failed.
-        error: Option<String>,
-    },
-}
-
-impl DisplayEvent {
-    /// One human-readable line.
-    pub fn render(&self) -> String {
-        match self {
-            DisplayEvent::RunStarted {
-                run_id, workflow, ..
-            } => format!("run {workflow} ({run_id}) started"),
-            DisplayEvent::StepStarted {
-                path,
-                iteration,
-                kind,
-                ..
-            } => format!("  > {path}[{iteration}] ({kind})"),
-            DisplayEvent::StepFinished {
-                path,
-                iteration,
-                status,
-                elapsed_ms,
-                error,
-                ..
-            } => {
-                let mark = match status {
-                    Status::Success => "ok",
-                    Status::Failure => "FAILED",
-                    Status::Cancelled => "cancelled",
-                };
-                match error {
-                    Some(e) => format!("  < {path}[{iteration}] {mark} in {elapsed_ms}ms: {e}"),
-                    None => format!("  < {path}[{iteration}] {mark} in {elapsed_ms}ms"),
-                }
-            }
-            DisplayEvent::RunFinished {
-                run_id,
-                status,
-                error,
-                ..
-            } => match error {
-                Some(e) => format!("run {run_id} {}: {e}", status.as_str()),
-                None => format!("run {run_id} {}", status.as_str()),
-            },
-        }
-    }
-}
-
-/// Receives display events.
-pub trait DisplaySink: Send + Sync {
-    /// Called in emission order (per branch when branches run concurrently).
-    fn display(&self, event: DisplayEvent);
-}
-
-impl DisplaySink for tokio::sync::mpsc::UnboundedSender<DisplayEvent> {
-    fn display(&self, event: DisplayEvent) {
-        // A closed receiver just means nobody is watching.
-        let _ = self.send(event);
-    }
-}
-
-/// A sink that keeps every event (tests, goldens).
-#[derive(Debug, Default)]
-pub struct CollectDisplay {
-    events: Mutex<Vec<DisplayEvent>>,
-}
-
-impl CollectDisplay {
-    /// The events so far.
-    pub fn events(&self) -> Vec<DisplayEvent> {
-        self.events.lock().map(|e| e.clone()).unwrap_or_default()
-    }
-}
-
-impl DisplaySink for CollectDisplay {
-    fn display(&self, event: DisplayEvent) {
-        if let Ok(mut e) = self.events.lock() {
-            e.push(event);
-        }
-    }
 }
 
 /// Audit trail + display + their clock, shared by the runs of a service.

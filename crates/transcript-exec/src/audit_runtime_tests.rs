@@ -18,7 +18,7 @@ fn record() -> AuditRecord {
     AuditRecord {
         ts: Timestamp::saturating_from_unix_millis(0),
         run_id: RunId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
-        event: "run_start",
+        event: AuditEvent::RunStart,
         path: String::new(),
         iteration: 0,
         name: "w".into(),

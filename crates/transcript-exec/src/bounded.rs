@@ -1,8 +1,11 @@
 //! Bounded values: what the exec layer hands the recorder never makes a
 //! line over [`transcript_domain::MAX_LINE_BYTES`].
 //!
-//! The stub is the export crate's (`transcript-export/src/truncate.rs`),
-//! so a reader sees one convention:
+//! The marker and the stub are the ones the export crate writes
+//! (`transcript-export/src/truncate.rs`), so a reader sees one shape; the
+//! cut differs: export keeps N bytes of content and appends the marker
+//! after them, while here the marker fits inside the limit (a recorded
+//! line must fit):
 //!
 //! * a string longer than the limit keeps a prefix cut on a character
 //!   boundary, followed by `…[truncated: N bytes, sha256 H]` (N and H of

@@ -10,7 +10,8 @@
 
 pub use crate::process::{ShellOutput, run_argv, run_shell};
 use crate::process::{run_argv_env, run_shell_env};
-use crate::tools::{Tool, ToolContext, ToolError};
+use crate::tool::{Tool, ToolContext};
+use crate::tool_error::ToolError;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -39,6 +40,10 @@ pub struct ReadFile;
 
 #[async_trait]
 impl Tool for ReadFile {
+    fn description(&self) -> Option<String> {
+        Some("Reads a text file of the workspace.".into())
+    }
+
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
@@ -76,6 +81,10 @@ pub struct WriteFile;
 
 #[async_trait]
 impl Tool for WriteFile {
+    fn description(&self) -> Option<String> {
+        Some("Writes a text file of the workspace (replacing it).".into())
+    }
+
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
@@ -112,6 +121,10 @@ pub struct ListDir;
 
 #[async_trait]
 impl Tool for ListDir {
+    fn description(&self) -> Option<String> {
+        Some("Lists the entries of a directory of the workspace.".into())
+    }
+
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
@@ -144,6 +157,10 @@ pub struct RunCommand;
 
 #[async_trait]
 impl Tool for RunCommand {
+    fn description(&self) -> Option<String> {
+        Some("Runs a command in the workspace and returns its stdout, stderr and exit code.".into())
+    }
+
     fn parameters(&self) -> Value {
         json!({
             "type": "object",

@@ -21,7 +21,7 @@ use std::process::Stdio;
 use async_trait::async_trait;
 use tokio::io::AsyncReadExt;
 use transcript_domain::BlockBody;
-use transcript_providers::{DiagnosticKind, Output, Provider};
+use transcript_providers::{DiagnosticKind, Normalizer, Output, Provider};
 
 use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
 use crate::preset::Preset;
@@ -101,19 +101,19 @@ fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
         return Ok(request.command.clone());
     }
     let Some(preset) = Preset::of(&request.provider) else {
-        return Err(AgentError(format!(
+        return Err(AgentError::Setup(format!(
             "agent step has no command and provider '{}' has no preset (claude, codex, gemini)",
             request.provider
         )));
     };
     let bin = preset
         .locate(&request.env)
-        .map_err(|e| AgentError(e.to_string()))?;
+        .map_err(|e| AgentError::Setup(e.to_string()))?;
     let mut argv = vec![bin.display().to_string()];
     argv.extend(
         preset
             .args(request)
-            .map_err(|e| AgentError(e.to_string()))?,
+            .map_err(|e| AgentError::Setup(e.to_string()))?,
     );
     Ok(argv)
 }
@@ -122,80 +122,22 @@ fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
 impl AgentRunner for CliAgentRunner {
     async fn run(&self, request: AgentRequest, seam: &AgentSeam) -> Result<AgentReply, AgentError> {
         let provider = Provider::from_name(&request.provider)
-            .map_err(|e| AgentError(format!("no normalizer: {e}")))?;
-        let argv = command_line(&request)?;
-        let (program, args) = argv
-            .split_first()
-            .ok_or_else(|| AgentError("agent step has no command".into()))?;
-        let mut cmd = tokio::process::Command::new(program);
-        let mut child = crate::process::own_group(&mut cmd)
-            .args(args)
-            .envs(&request.env)
-            .current_dir(&request.workspace)
-            .env("TRANSCRIPT_PROMPT", &request.prompt)
-            .env("TRANSCRIPT_SYSTEM_PROMPT", &request.system_prompt)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| AgentError(format!("cannot start agent '{program}': {e}")))?;
+            .map_err(|e| AgentError::Setup(format!("no normalizer: {e}")))?;
+        let mut child = spawn(&request)?;
         let group = ProcessGroup::of(&child);
         let mut stdout = child
             .stdout
             .take()
-            .ok_or_else(|| AgentError("agent has no stdout pipe".into()))?;
-        let stderr_task = child.stderr.take().map(|mut stderr| {
-            tokio::spawn(async move {
-                // Only the tail is kept: memory stays bounded whatever it prints.
-                let mut tail = Vec::with_capacity(2 * STDERR_KEEP);
-                let mut buf = vec![0u8; 8 * 1024];
-                while let Ok(n) = stderr.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    tail.extend_from_slice(&buf[..n]);
-                    if tail.len() > 2 * STDERR_KEEP {
-                        tail.drain(..tail.len() - STDERR_KEEP);
-                    }
-                }
-                let start = tail.len().saturating_sub(STDERR_KEEP);
-                String::from_utf8_lossy(&tail[start..]).trim().to_owned()
-            })
-        });
-
+            .ok_or_else(|| AgentError::Transport("agent has no stdout pipe".into()))?;
+        let mut stderr_task = child.stderr.take().map(|e| tokio::spawn(stderr_tail(e)));
         let mut normalizer = provider.normalizer();
-        let mut outputs = Vec::new();
         let mut collected = Collected::default();
-        let mut buf = vec![0u8; 16 * 1024];
-        let mut cancelled = false;
-        let mut read_error = None;
-        loop {
-            tokio::select! {
-                n = stdout.read(&mut buf) => match n {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        normalizer.feed(&buf[..n], &mut outputs);
-                        dispatch(&mut outputs, seam, &mut collected).await;
-                    }
-                    Err(e) => {
-                        read_error = Some(e.to_string());
-                        break;
-                    }
-                },
-                _ = seam.cancel().cancelled() => {
-                    cancelled = true;
-                    break;
-                }
-            }
-        }
-        let mut stderr_task = stderr_task;
-        let finished = match cancelled {
-            true => None,
-            false => wait_watching(&mut child, &mut stderr_task, seam.cancel()).await,
+        let read = read_stdout(&mut stdout, normalizer.as_mut(), seam, &mut collected).await;
+        let finished = match read {
+            Read::Cancelled => None,
+            _ => wait_watching(&mut child, &mut stderr_task, seam.cancel()).await,
         };
-        cancelled |= finished.is_none();
-        if cancelled {
+        if finished.is_none() {
             group
                 .terminate(&mut child, seam.process_limits().kill_grace)
                 .await;
@@ -207,42 +149,128 @@ impl AgentRunner for CliAgentRunner {
             group.disarm();
         }
         // Flush the last turn (a dangling tool_use stays in it).
+        let mut outputs = Vec::new();
         normalizer.finish(&mut outputs);
         dispatch(&mut outputs, seam, &mut collected).await;
         let Some((status, stderr)) = finished else {
-            return Err(AgentError("cancelled".into()));
+            return Err(AgentError::Cancelled);
         };
-        if let Some(e) = read_error {
-            return Err(AgentError(format!("reading agent output failed: {e}")));
+        if let Read::Failed(e) = read {
+            return Err(AgentError::Transport(format!(
+                "reading agent output failed: {e}"
+            )));
         }
-        let status = status.map_err(|e| AgentError(format!("waiting for agent failed: {e}")))?;
-        if !status.success() {
-            let code = status
-                .code()
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "signal".into());
-            // The provider's own message first (the CLI often prints it on stdout only).
-            let why: Vec<&str> = collected
-                .provider_errors
-                .first()
-                .map(String::as_str)
-                .into_iter()
-                .chain((!stderr.is_empty()).then_some(stderr.as_str()))
-                .collect();
-            return Err(AgentError(if why.is_empty() {
-                format!("agent exited with code {code}")
-            } else {
-                format!("agent exited with code {code}: {}", why.join("; "))
-            }));
-        }
-        if let Some(e) = collected.provider_errors.first() {
-            return Err(AgentError(format!("provider reported an error: {e}")));
-        }
-        Ok(AgentReply {
-            output: collected.last_text.unwrap_or_default(),
-            warnings: collected.warnings,
-        })
+        let status =
+            status.map_err(|e| AgentError::Transport(format!("waiting for agent failed: {e}")))?;
+        reply(status, &stderr, collected)
     }
+}
+
+/// Starts the agent's command in its own process group, in the workspace,
+/// with the prompts in its environment and its stdout and stderr piped.
+fn spawn(request: &AgentRequest) -> Result<tokio::process::Child, AgentError> {
+    let argv = command_line(request)?;
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| AgentError::Setup("agent step has no command".into()))?;
+    let mut cmd = tokio::process::Command::new(program);
+    crate::process::own_group(&mut cmd)
+        .args(args)
+        .envs(&request.env)
+        .current_dir(&request.workspace)
+        .env("TRANSCRIPT_PROMPT", &request.prompt)
+        .env("TRANSCRIPT_SYSTEM_PROMPT", &request.system_prompt)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| AgentError::Setup(format!("cannot start agent '{program}': {e}")))
+}
+
+/// The last [`STDERR_KEEP`] bytes the agent printed on stderr, trimmed:
+/// only the tail is kept, so memory stays bounded whatever it prints.
+async fn stderr_tail(mut stderr: tokio::process::ChildStderr) -> String {
+    let mut tail = Vec::with_capacity(2 * STDERR_KEEP);
+    let mut buf = vec![0u8; 8 * 1024];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 2 * STDERR_KEEP {
+            tail.drain(..tail.len() - STDERR_KEEP);
+        }
+    }
+    let start = tail.len().saturating_sub(STDERR_KEEP);
+    String::from_utf8_lossy(&tail[start..]).trim().to_owned()
+}
+
+/// How reading the agent's stdout ended.
+enum Read {
+    /// End of file.
+    Eof,
+    /// The step was cancelled first.
+    Cancelled,
+    /// Reading failed.
+    Failed(String),
+}
+
+/// Feeds the agent's stdout to `normalizer` as it arrives, dispatching
+/// what it produces through the seam, until end of file, a read error or
+/// the step's cancellation.
+async fn read_stdout(
+    stdout: &mut tokio::process::ChildStdout,
+    normalizer: &mut dyn Normalizer,
+    seam: &AgentSeam,
+    collected: &mut Collected,
+) -> Read {
+    let mut outputs = Vec::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        tokio::select! {
+            n = stdout.read(&mut buf) => match n {
+                Ok(0) => return Read::Eof,
+                Ok(n) => {
+                    normalizer.feed(&buf[..n], &mut outputs);
+                    dispatch(&mut outputs, seam, collected).await;
+                }
+                Err(e) => return Read::Failed(e.to_string()),
+            },
+            _ = seam.cancel().cancelled() => return Read::Cancelled,
+        }
+    }
+}
+
+/// The reply of an agent that exited with `status`: its last text, or why
+/// it failed (the provider's own message first: the CLI often prints it
+/// on stdout only, then the tail of stderr).
+fn reply(
+    status: std::process::ExitStatus,
+    stderr: &str,
+    collected: Collected,
+) -> Result<AgentReply, AgentError> {
+    if !status.success() {
+        // The provider's own message first (the CLI often prints it on stdout only).
+        let reasons = collected
+            .provider_errors
+            .first()
+            .cloned()
+            .into_iter()
+            .chain((!stderr.is_empty()).then(|| stderr.to_owned()))
+            .collect();
+        return Err(AgentError::Exited {
+            code: status.code(),
+            reasons,
+        });
+    }
+    if let Some(e) = collected.provider_errors.first() {
+        return Err(AgentError::Provider(e.clone()));
+    }
+    Ok(AgentReply {
+        output: collected.last_text.unwrap_or_default(),
+        warnings: collected.warnings,
+    })
 }
 
 /// Once its stdout closed, an agent may still linger (and its children

@@ -83,18 +83,16 @@ impl Condition {
     }
 }
 
-/// Evaluates a `while` condition (see [`Condition`]); a condition that does
-/// not parse (validation rejects those before a run) is false.
-pub fn eval_condition(text: &str, scope: &Scope) -> bool {
-    Condition::parse(text).is_ok_and(|c| c.eval(scope))
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::template::Reference;
     use serde_json::{Map, Value, json};
+
+    fn eval_condition(text: &str, scope: &Scope) -> bool {
+        Condition::parse(text).unwrap().eval(scope)
+    }
 
     fn scope_with(name: &str, value: Value) -> Scope {
         let mut inputs = Map::new();

@@ -28,7 +28,7 @@ use std::path::{Component, Path};
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, Stat};
 use rustix::io::Errno;
 
-use crate::tools::ToolError;
+use crate::tool_error::ToolError;
 
 /// How the kernel resolves every file tool path.
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH

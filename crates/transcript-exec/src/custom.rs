@@ -29,7 +29,9 @@ pub struct CustomStepContext {
     /// The run's workspace.
     pub workspace: PathBuf,
     /// Cancelled when the run is cancelled or the step times out; a step
-    /// that ignores it is abandoned (dropped) at that point.
+    /// that ignores it gets the service's cancellation grace
+    /// ([`crate::ServiceBuilder::cancel_grace`]) to return, and is
+    /// abandoned (dropped) after it.
     pub cancel: CancellationToken,
     router: Arc<ToolRouter>,
     scope: CallScope,
@@ -72,8 +74,46 @@ impl CustomStepContext {
 /// A custom step type.
 #[async_trait]
 pub trait CustomStep: Send + Sync {
-    /// Runs the step; `Err(message)` fails it.
-    async fn run(&self, ctx: CustomStepContext) -> Result<Value, String>;
+    /// Runs the step; an error fails it, its text the step's error.
+    async fn run(&self, ctx: CustomStepContext) -> Result<Value, StepError>;
+}
+
+/// Why a custom step failed: its text is the step's recorded error.
+/// Made from a message (`"...".into()`, `String`) or from a failed tool
+/// call (`ctx.call_tool(..).await?`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StepError {
+    /// The step's own reason.
+    #[error("{0}")]
+    Failed(String),
+    /// A tool it called through the router failed.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+}
+
+impl From<String> for StepError {
+    fn from(message: String) -> Self {
+        StepError::Failed(message)
+    }
+}
+
+impl From<&str> for StepError {
+    fn from(message: &str) -> Self {
+        StepError::Failed(message.to_owned())
+    }
+}
+
+/// Why a custom step type cannot be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// The name is a built-in step kind's.
+    #[error("'{0}' is a built-in step kind")]
+    BuiltinKind(String),
+    /// The name is empty.
+    #[error("empty step type name")]
+    EmptyName,
 }
 
 /// Registered custom step types by name.
@@ -94,13 +134,13 @@ impl CustomSteps {
         &mut self,
         type_name: impl Into<String>,
         step: Arc<dyn CustomStep>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RegisterError> {
         let type_name = type_name.into();
         if crate::workflow::BUILTIN_KINDS.contains(&type_name.as_str()) {
-            return Err(format!("'{type_name}' is a built-in step kind"));
+            return Err(RegisterError::BuiltinKind(type_name));
         }
         if type_name.is_empty() {
-            return Err("empty step type name".into());
+            return Err(RegisterError::EmptyName);
         }
         self.types.insert(type_name, step);
         Ok(())
@@ -117,15 +157,16 @@ impl CustomSteps {
     }
 }
 
-/// Adapts a closure into a [`CustomStep`].
+/// Adapts a closure into a [`CustomStep`] (`Err("why".into())` fails the
+/// step, and `?` on a [`ToolError`] works).
 pub struct FnStep<F>(pub F);
 
 #[async_trait]
 impl<F> CustomStep for FnStep<F>
 where
-    F: Fn(&CustomStepContext) -> Result<Value, String> + Send + Sync,
+    F: Fn(&CustomStepContext) -> Result<Value, StepError> + Send + Sync,
 {
-    async fn run(&self, ctx: CustomStepContext) -> Result<Value, String> {
+    async fn run(&self, ctx: CustomStepContext) -> Result<Value, StepError> {
         (self.0)(&ctx)
     }
 }

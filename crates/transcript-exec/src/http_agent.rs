@@ -32,8 +32,9 @@
 //! ([`HttpAgentRunner::with_timeout`], default 300 s), a response body cap
 //! ([`HttpAgentRunner::with_max_body_bytes`], default 16 MiB), and bounded
 //! retries with exponential backoff on 429, 5xx and connection failures
-//! ([`RetryPolicy`], default 3 retries from 500 ms, `Retry-After` honoured up
-//! to the backoff cap; `OPENAI_MAX_RETRIES` in the step's `env:` or the
+//! ([`RetryPolicy`], default 3 retries from 500 ms, a `Retry-After` in
+//! seconds honoured up to the backoff cap (its HTTP-date form is ignored:
+//! the backoff applies); `OPENAI_MAX_RETRIES` in the step's `env:` or the
 //! environment sets the count). A stream cut mid-way is not retried (part of the
 //! answer may already be recorded): it fails the step.
 
@@ -203,7 +204,7 @@ impl HttpAgentRunner {
                     max_retries,
                     ..self.retry
                 })
-                .map_err(|_| AgentError(format!("{var}={v:?} is not a number of retries"))),
+                .map_err(|_| AgentError::Setup(format!("{var}={v:?} is not a number of retries"))),
         }
     }
 
@@ -215,7 +216,7 @@ impl HttpAgentRunner {
             .connect_timeout(Duration::from_secs(10))
             .timeout(self.timeout)
             .build()
-            .map_err(|e| AgentError(format!("cannot build the HTTP client: {e}")))
+            .map_err(|e| AgentError::Setup(format!("cannot build the HTTP client: {e}")))
     }
 }
 
@@ -238,24 +239,10 @@ impl AgentRunner for HttpAgentRunner {
             .model
             .clone()
             .unwrap_or_else(|| self.default_model.clone());
-        let mut messages = Vec::new();
+        let mut messages = first_messages(&request);
         // Call ids the model used in earlier turns (and this one).
         let mut seen_ids = HashSet::new();
-        if !request.system_prompt.is_empty() {
-            messages.push(json!({"role": "system", "content": request.system_prompt}));
-        }
-        messages.push(json!({"role": "user", "content": request.prompt}));
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t,
-                    "description": format!("router tool {t}"),
-                    "parameters": seam.tool_parameters(t).unwrap_or_else(any_object),
-                }})
-            })
-            .collect();
+        let tools = tool_specs(&request, seam);
         let max_turns = request.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
         let mut warnings = Vec::new();
         for _turn in 0..max_turns {
@@ -270,28 +257,9 @@ impl AgentRunner for HttpAgentRunner {
             }
             let reply = tokio::select! {
                 r = self.turn(&client, (&url, key.as_deref()), retry, &body) => r?,
-                _ = seam.cancel().cancelled() => return Err(AgentError("cancelled".into())),
+                _ = seam.cancel().cancelled() => return Err(AgentError::Cancelled),
             };
-            if let Some(e) = reply.errors.first() {
-                return Err(AgentError(format!("provider reported an error: {e}")));
-            }
-            if let Some(e) = reply.incomplete.first() {
-                return Err(AgentError(format!("POST {url}: incomplete answer: {e}")));
-            }
-            // A refusal is an answer (its text is in the turn); the step's recorded result says
-            // it was a refusal, so an audit tells it from an ordinary answer.
-            warnings.extend(
-                reply
-                    .refusals
-                    .iter()
-                    .map(|r| format!("the model refused: {r}")),
-            );
-            let Some(mut turn) = reply.turn else {
-                return Err(AgentError(match reply.refusals.first() {
-                    Some(r) => format!("POST {url}: the model refused without an answer: {r}"),
-                    None => format!("POST {url}: the answer holds no message"),
-                }));
-            };
+            let mut turn = answered_turn(reply, &url, &mut warnings)?;
             distinct_call_ids(&mut turn, &mut seen_ids);
             let (text, calls) = text_and_calls(&turn);
             // Causal order: the turn that asked for the tools, then the calls.
@@ -302,38 +270,109 @@ impl AgentRunner for HttpAgentRunner {
                     warnings,
                 });
             }
-            let mut tool_messages = Vec::new();
-            for (id, name, args) in &calls {
-                let input = serde_json::from_str::<Value>(args)
-                    .unwrap_or_else(|_| Value::String(args.clone()));
-                let outcome = seam.call_tool(name, input, Some(id.clone())).await;
-                let content = match &outcome {
-                    Ok(v) => v.clone(),
-                    Err(e) => json!({"error": e.to_string()}),
-                };
-                tool_messages.push(json!({
-                    "role": "tool",
-                    "tool_call_id": id,
-                    "content": value_to_text(&content),
-                }));
-            }
+            let tool_messages = call_tools(seam, &calls).await;
             if seam.cancel().is_cancelled() {
-                return Err(AgentError("cancelled".into()));
+                return Err(AgentError::Cancelled);
             }
-            messages.push(json!({
-                "role": "assistant",
-                "content": if text.is_empty() { Value::Null } else { Value::String(text) },
-                "tool_calls": calls.iter().map(|(id, name, args)| json!({
-                    "id": id, "type": "function",
-                    "function": {"name": name, "arguments": args},
-                })).collect::<Vec<_>>(),
-            }));
+            messages.push(assistant_message(text, &calls));
             messages.extend(tool_messages);
         }
-        Err(AgentError(format!(
-            "turn limit of {max_turns} reached without a final answer"
-        )))
+        Err(AgentError::TurnLimit(max_turns))
     }
+}
+
+/// The conversation's start: the system prompt (if any), then the prompt.
+fn first_messages(request: &AgentRequest) -> Vec<Value> {
+    let mut messages = Vec::new();
+    if !request.system_prompt.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system_prompt}));
+    }
+    messages.push(json!({"role": "user", "content": request.prompt}));
+    messages
+}
+
+/// The step's `tools:` as the API's function declarations, each with
+/// what the tool says it does ([`crate::Tool::description`]; omitted when
+/// it says nothing).
+fn tool_specs(request: &AgentRequest, seam: &AgentSeam) -> Vec<Value> {
+    request
+        .tools
+        .iter()
+        .map(|t| {
+            let mut function = json!({
+                "name": t,
+                "parameters": seam.tool_parameters(t).unwrap_or_else(any_object),
+            });
+            if let Some(d) = seam.tool_description(t) {
+                function["description"] = Value::String(d);
+            }
+            json!({"type": "function", "function": function})
+        })
+        .collect()
+}
+
+/// The turn of a reply that answered: an error, an incomplete answer or a
+/// refusal without a message fails the step. A refusal is an answer (its
+/// text is in the turn); `warnings` gets it, so the step's recorded result
+/// tells it from an ordinary answer.
+fn answered_turn(
+    reply: Reply,
+    url: &str,
+    warnings: &mut Vec<String>,
+) -> Result<MessagePayload, AgentError> {
+    if let Some(e) = reply.errors.first() {
+        return Err(AgentError::Provider(e.clone()));
+    }
+    if let Some(e) = reply.incomplete.first() {
+        return Err(AgentError::Answer(format!(
+            "POST {url}: incomplete answer: {e}"
+        )));
+    }
+    warnings.extend(
+        reply
+            .refusals
+            .iter()
+            .map(|r| format!("the model refused: {r}")),
+    );
+    reply.turn.ok_or_else(|| {
+        AgentError::Answer(match reply.refusals.first() {
+            Some(r) => format!("POST {url}: the model refused without an answer: {r}"),
+            None => format!("POST {url}: the answer holds no message"),
+        })
+    })
+}
+
+/// Runs each call `(id, name, arguments)` through the seam, in order; the
+/// `tool` messages that answer them (an error as `{"error": ...}`).
+async fn call_tools(seam: &AgentSeam, calls: &[(String, String, String)]) -> Vec<Value> {
+    let mut tool_messages = Vec::new();
+    for (id, name, args) in calls {
+        let input =
+            serde_json::from_str::<Value>(args).unwrap_or_else(|_| Value::String(args.clone()));
+        let outcome = seam.call_tool(name, input, Some(id.clone())).await;
+        let content = match &outcome {
+            Ok(v) => v.clone(),
+            Err(e) => json!({"error": e.to_string()}),
+        };
+        tool_messages.push(json!({
+            "role": "tool",
+            "tool_call_id": id,
+            "content": value_to_text(&content),
+        }));
+    }
+    tool_messages
+}
+
+/// The assistant message that asked for `calls`, as the API wants it back.
+fn assistant_message(text: String, calls: &[(String, String, String)]) -> Value {
+    json!({
+        "role": "assistant",
+        "content": if text.is_empty() { Value::Null } else { Value::String(text) },
+        "tool_calls": calls.iter().map(|(id, name, args)| json!({
+            "id": id, "type": "function",
+            "function": {"name": name, "arguments": args},
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// Gives every tool call of the run a distinct id (#28): a model reusing an
@@ -390,7 +429,7 @@ impl HttpAgentRunner {
         retry: RetryPolicy,
         body: &Value,
     ) -> Result<Reply, AgentError> {
-        let err = |m: String| AgentError(format!("POST {url}: {m}"));
+        let err = |m: String| AgentError::Transport(format!("POST {url}: {m}"));
         let mut response = send(client, (url, key), retry, body).await?;
         let mut normalizer = Provider::OpenAi.normalizer();
         let mut outputs = Vec::new();
@@ -459,7 +498,7 @@ async fn send(
     policy: RetryPolicy,
     body: &Value,
 ) -> Result<reqwest::Response, AgentError> {
-    let err = |m: String| AgentError(format!("POST {url}: {m}"));
+    let err = |m: String| AgentError::Transport(format!("POST {url}: {m}"));
     let payload = serde_json::to_vec(body).map_err(|e| err(e.to_string()))?;
     let mut retry = 0;
     loop {

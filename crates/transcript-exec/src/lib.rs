@@ -261,27 +261,33 @@ pub mod agent;
 pub mod audit;
 pub mod bounded;
 pub mod builtins;
+mod catch_unwind;
 pub mod cli_agent;
 pub mod condition;
 pub mod confined;
 pub mod custom;
+mod display;
 pub mod emit;
 pub mod http_agent;
 pub mod plugin;
 pub mod preset;
 pub mod process;
 pub mod service;
+mod status;
 pub mod template;
+mod tool;
+mod tool_error;
 pub mod tools;
 pub mod workflow;
 
 pub use agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentRunners, AgentSeam};
 pub use audit::{
-    AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status, TextMask,
+    AuditEvent, AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status,
+    TextMask,
 };
 pub use cli_agent::CliAgentRunner;
 pub use condition::Condition;
-pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep};
+pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep, RegisterError, StepError};
 pub use emit::Emitter;
 pub use http_agent::{HttpAgentRunner, RetryPolicy};
 pub use plugin::{

@@ -27,7 +27,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::bounded::{MARKER_RESERVE, hex, marker};
-use crate::tools::ToolError;
+use crate::tool_error::ToolError;
 
 /// How subprocesses are ended and how much of their output is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

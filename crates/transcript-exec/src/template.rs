@@ -343,7 +343,7 @@ fn parse_reference(inner: &str) -> Result<Reference, String> {
             fields.iter().map(|f| (*f).to_owned()).collect(),
         )),
         _ => Err(format!(
-            "unknown reference '{inner}' (expected inputs.NAME, steps.NAME.output|exit_code|error, loop.item[.FIELD] or loop.index)"
+            "unknown reference '{inner}' (expected inputs.NAME, steps.NAME.output|exit_code|error, loop.item[.FIELD], loop.index or workflow.dir)"
         )),
     }
 }

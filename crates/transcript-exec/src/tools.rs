@@ -10,175 +10,31 @@
 //! happens at this boundary (NFR-003).
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use transcript_domain::{Fidelity, Payload, RawJson, ToolPayload};
 
+use crate::catch_unwind::CatchUnwind;
 use crate::emit::Emitter;
 use crate::process::ProcessLimits;
+
+pub use crate::tool::{Plugin, Tool, ToolContext, any_object};
+pub use crate::tool_error::ToolError;
 
 pub use crate::builtins::{
     ListDir, ReadFile, RunCommand, SHELL_TOOL, ShellOutput, WriteFile, run_argv, run_shell,
 };
 pub use crate::process::{run_argv_with, run_shell_with};
 
-/// Why a tool call failed. Recorded in `tool.result.error`.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ToolError {
-    /// No tool is registered under this name.
-    #[error("unknown tool '{0}'")]
-    UnknownTool(String),
-    /// The input does not fit the tool.
-    #[error("invalid input: {0}")]
-    InvalidInput(String),
-    /// A file tool's path does not resolve to an entry inside the
-    /// workspace: it points outside (symlinks included) or does not exist.
-    /// Both get the same answer, so a model cannot probe what exists
-    /// outside the workspace.
-    #[error("path '{0}' is outside the workspace or does not exist")]
-    PathEscapes(String),
-    /// A file tool's path names something other than a regular file (a
-    /// FIFO, a device, a socket; a directory for read/write): refused
-    /// without opening it for I/O.
-    #[error("'{path}' is {kind}, not a regular file")]
-    NotRegular {
-        /// The path as given.
-        path: String,
-        /// What it is.
-        kind: &'static str,
-    },
-    /// A file tool's path names a file with more than one hard link, which
-    /// may be a name for a file outside the workspace: refused.
-    #[error(
-        "'{path}' has {links} hard links: refused (a hard link may name a file outside the workspace)"
-    )]
-    HardLinked {
-        /// The path as given.
-        path: String,
-        /// Its link count.
-        links: u64,
-    },
-    /// A file system operation failed.
-    #[error("{op} '{path}': {message}")]
-    Io {
-        /// The operation.
-        op: &'static str,
-        /// The path as given.
-        path: String,
-        /// The OS error.
-        message: String,
-    },
-    /// A command exited unsuccessfully; its output is still recorded.
-    #[error("command exited with code {exit_code}")]
-    CommandFailed {
-        /// Exit code (-1 when killed by a signal).
-        exit_code: i64,
-        /// What the command printed (`stdout`, `stderr`, `exit_code`).
-        output: Value,
-    },
-    /// The tool reported a failure.
-    #[error("{0}")]
-    Failed(String),
-    /// A plugin broke its protocol or died.
-    #[error("plugin '{plugin}': {message}")]
-    Plugin {
-        /// The plugin name.
-        plugin: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// An agent asked for a tool its step does not offer (unknown tools
-    /// included); nothing ran.
-    #[error("tool '{tool}' is not offered to this step (offered: {})", if offered.is_empty() { "none".to_owned() } else { offered.join(", ") })]
-    NotOffered {
-        /// The tool the agent named.
-        tool: String,
-        /// The step's `tools:` list.
-        offered: Vec<String>,
-    },
-    /// The call was cancelled (run cancelled or step timed out).
-    #[error("cancelled")]
-    Cancelled,
-    /// The tool panicked (caught at the router).
-    #[error("tool panicked: {0}")]
-    Panicked(String),
-}
-
-impl ToolError {
-    /// Output recorded alongside the error in `tool.result` (`null` if none).
-    pub fn output(&self) -> Value {
-        match self {
-            ToolError::CommandFailed { output, .. } => output.clone(),
-            _ => Value::Null,
-        }
-    }
-}
-
-/// What a tool sees of the call.
-#[derive(Debug, Clone)]
-pub struct ToolContext {
-    /// The run's workspace (canonical).
-    pub workspace: PathBuf,
-    /// Cancelled when the run is cancelled or the step times out.
-    pub cancel: CancellationToken,
-    /// The call's correlation id.
-    pub call_id: String,
-    /// How subprocesses the tool starts are ended and captured.
-    pub limits: ProcessLimits,
-}
-
-/// A tool callable through the router.
-#[async_trait]
-pub trait Tool: Send + Sync {
-    /// The JSON Schema of the tool's input, offered to models as the
-    /// function's parameters (default: any object).
-    fn parameters(&self) -> Value {
-        any_object()
-    }
-
-    /// Runs the tool.
-    async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError>;
-}
-
-/// A Rust plugin: a named bundle of operations.
-#[async_trait]
-pub trait Plugin: Send + Sync {
-    /// The plugin's name (errors, logs).
-    fn name(&self) -> &str;
-    /// The operations it offers; each becomes a router tool of that name.
-    fn operations(&self) -> Vec<String>;
-    /// The JSON Schema of `operation`'s input (default: any object).
-    fn parameters(&self, operation: &str) -> Value {
-        let _ = operation;
-        any_object()
-    }
-    /// Runs `operation`.
-    async fn call(
-        &self,
-        operation: &str,
-        ctx: &ToolContext,
-        input: Value,
-    ) -> Result<Value, ToolError>;
-}
-
 struct PluginTool {
     plugin: Arc<dyn Plugin>,
     operation: String,
-}
-
-/// The schema of a tool that declares none: any JSON object.
-pub fn any_object() -> Value {
-    json!({"type": "object"})
 }
 
 #[async_trait]
@@ -299,6 +155,11 @@ impl ToolRouter {
     /// Whether `name` is registered.
     pub fn has(&self, name: &str) -> bool {
         self.tools.contains_key(name)
+    }
+
+    /// What tool `name` does, if registered and described.
+    pub fn description(&self, name: &str) -> Option<String> {
+        self.tools.get(name).and_then(|t| t.description())
     }
 
     /// The input schema of tool `name`, if registered.
@@ -434,40 +295,4 @@ pub(crate) struct Gate<'a> {
     pub(crate) record_call: bool,
     /// Asked once the tool finished: record `tool.result`?
     pub(crate) record_result: &'a (dyn Fn() -> bool + Send + Sync),
-}
-
-/// Polls a future inside `catch_unwind`, turning a panic into `Err(message)`.
-pub(crate) struct CatchUnwind<'a, T> {
-    inner: Pin<Box<dyn Future<Output = T> + Send + 'a>>,
-}
-
-impl<'a, T> CatchUnwind<'a, T> {
-    pub(crate) fn new(fut: impl Future<Output = T> + Send + 'a) -> Self {
-        Self {
-            inner: Box::pin(fut),
-        }
-    }
-}
-
-impl<T> Future for CatchUnwind<'_, T> {
-    type Output = Result<T, String>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.inner;
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(payload) => Poll::Ready(Err(panic_message(payload.as_ref()))),
-        }
-    }
-}
-
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
-    }
 }

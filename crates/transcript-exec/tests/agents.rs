@@ -274,7 +274,7 @@ impl AgentRunner for RoutingRunner {
         let route = || async {
             seam.call_tool("write_file", input.clone(), Some("call_7".into()))
                 .await
-                .map_err(|e| AgentError(e.to_string()))
+                .map_err(|e| AgentError::Other(e.to_string()))
         };
         let report_call = || seam.agent_tool_call("write_file", "call_7", raw.clone());
         let report_result = || seam.agent_tool_result("write_file", "call_7", raw.clone(), None);

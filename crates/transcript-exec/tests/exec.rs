@@ -13,7 +13,7 @@ use transcript_domain::tree::StepNode;
 use transcript_domain::{DecodedEvent, DecodedPayload, EventType, Fidelity, SequentialRunIds};
 use transcript_exec::{
     CustomStep, CustomStepContext, ExecNode, ExecutionService, ExternalPlugin, FnStep,
-    ParallelMode, Status, Step, ToolRouter, Workflow, WorkflowSet,
+    ParallelMode, RegisterError, Status, Step, StepError, ToolRouter, Workflow, WorkflowSet,
 };
 
 use support::*;
@@ -595,14 +595,14 @@ async fn custom_step_panic_is_caught_and_closed() {
         .recorder_factory(factory.clone())
         .custom_step(
             "explode",
-            Arc::new(FnStep(|_: &CustomStepContext| -> Result<Value, String> {
-                panic!("kaboom")
-            })),
+            Arc::new(FnStep(
+                |_: &CustomStepContext| -> Result<Value, StepError> { panic!("kaboom") },
+            )),
         )
         .unwrap()
         .custom_step(
             "refuse",
-            Arc::new(FnStep(|_: &CustomStepContext| Err("no thanks".to_owned()))),
+            Arc::new(FnStep(|_: &CustomStepContext| Err("no thanks".into()))),
         )
         .unwrap()
         .build()
@@ -682,7 +682,7 @@ struct Gate {
 
 #[async_trait::async_trait]
 impl CustomStep for Gate {
-    async fn run(&self, ctx: CustomStepContext) -> Result<Value, String> {
+    async fn run(&self, ctx: CustomStepContext) -> Result<Value, StepError> {
         self.started.send(ctx.path.clone()).unwrap();
         ctx.cancel.cancelled().await;
         Err("gate saw cancellation".into())
@@ -1051,4 +1051,76 @@ async fn builder_tool_adds_a_tool_beside_the_builtins() {
     assert_eq!(shout.len(), 2, "one tool.call and one tool.result");
     assert_eq!(shout[0].call_id, shout[1].call_id);
     assert!(shout.iter().all(|t| t.fidelity == Fidelity::Router));
+}
+
+#[test]
+fn custom_step_registration_errors_are_typed() {
+    let (_d, ws) = workspace();
+    let refused = |name: &str| match ExecutionService::deterministic_builder(&ws, ts0())
+        .custom_step(
+            name,
+            Arc::new(FnStep(|_: &CustomStepContext| Ok(Value::Null))),
+        ) {
+        Err(e) => e,
+        Ok(_) => panic!("'{name}' was accepted"),
+    };
+    let builtin = refused("command");
+    assert_eq!(builtin, RegisterError::BuiltinKind("command".into()));
+    assert_eq!(builtin.to_string(), "'command' is a built-in step kind");
+    assert_eq!(refused(""), RegisterError::EmptyName);
+}
+
+/// A custom step's `?` on a failed tool call fails the step with the tool's error.
+#[tokio::test]
+async fn a_custom_step_fails_with_the_tool_error_it_propagates() {
+    let (_d, ws) = workspace();
+    let factory = MemoryFactory::new();
+    let svc = ExecutionService::deterministic_builder(&ws, ts0())
+        .recorder_factory(factory.clone())
+        .custom_step("reader", Arc::new(Reader))
+        .unwrap()
+        .build()
+        .unwrap();
+    let wf = Workflow::new("t").step(Step::custom("r", "reader", json!({})));
+    let out = svc
+        .run(
+            &WorkflowSet::new("t", wf),
+            Map::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let error = out.steps[0].error.clone().unwrap_or_default();
+    assert!(error.contains("outside the workspace"), "{error}");
+}
+
+struct Reader;
+
+#[async_trait::async_trait]
+impl CustomStep for Reader {
+    async fn run(&self, ctx: CustomStepContext) -> Result<Value, StepError> {
+        let read = ctx
+            .call_tool("read_file", json!({"path": "../../etc/passwd"}))
+            .await?;
+        Ok(read)
+    }
+}
+
+#[test]
+fn the_unknown_reference_error_names_workflow_dir_and_the_description_is_kept() {
+    let err = match transcript_exec::Template::parse("{{nope}}") {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("'nope' parsed"),
+    };
+    assert!(err.contains("workflow.dir"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w.yaml");
+    std::fs::write(
+        &file,
+        "name: w\ndescription: says what it is for\nsteps:\n  - name: a\n    type: command\n    command: \"true\"\n",
+    )
+    .unwrap();
+    let set = WorkflowSet::load(&file).unwrap();
+    let root = set.root().unwrap();
+    assert_eq!(root.description.as_deref(), Some("says what it is for"));
 }

@@ -162,6 +162,11 @@ async fn tool_loop_runs_calls_through_the_router_and_records_turns() {
         requests[0]["tools"][0]["function"]["name"],
         json!("read_file")
     );
+    // The model is told what the tool does, not just its name.
+    assert_eq!(
+        requests[0]["tools"][0]["function"]["description"],
+        json!("Reads a text file of the workspace.")
+    );
     assert_eq!(
         requests[1]["messages"][3],
         json!({"role": "tool", "tool_call_id": "call_read_1", "content": "buy milk"})

@@ -426,7 +426,7 @@ struct Stubborn(tokio::sync::mpsc::UnboundedSender<()>);
 
 #[async_trait]
 impl CustomStep for Stubborn {
-    async fn run(&self, _: CustomStepContext) -> Result<Value, String> {
+    async fn run(&self, _: CustomStepContext) -> Result<Value, transcript_exec::StepError> {
         self.0.send(()).unwrap();
         std::future::pending::<()>().await;
         Ok(Value::Null)

@@ -114,12 +114,13 @@ impl ServiceBuilder {
         self
     }
 
-    /// Registers a custom step type.
+    /// Registers a custom step type; a built-in kind's name or an empty
+    /// name is refused.
     pub fn custom_step(
         mut self,
         type_name: impl Into<String>,
         step: Arc<dyn CustomStep>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, crate::custom::RegisterError> {
         self.custom.register(type_name, step)?;
         Ok(self)
     }

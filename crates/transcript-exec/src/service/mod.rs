@@ -3,13 +3,14 @@
 //! the audit trail and display events through their own channels.
 //!
 //! This module holds the public API (the service, its outcome and errors);
-//! [`ServiceBuilder`] configures it (`builder.rs`), `run.rs` drives a run
-//! (lifecycle events, sequences, timeouts, cancellation) and `steps/` has
-//! one file per step kind.
+//! [`ServiceBuilder`] configures it (`builder.rs`), `run/` drives a run
+//! (lifecycle events, sequences, timeouts, cancellation) with one file per
+//! step kind in `run/steps/`, and `context.rs` holds what the two share
+//! (the run's state, the step context value, how a step's body ended).
 
 mod builder;
+mod context;
 mod run;
-mod steps;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use crate::workflow::{StepKind, Workflow, WorkflowError, WorkflowSet};
 
 use builder::Inner;
 pub use builder::ServiceBuilder;
-use run::run_workflow;
+use run::{RunRequest, run_workflow};
 
 /// Why a run could not start (nothing was emitted).
 #[derive(Debug, thiserror::Error)]
@@ -185,13 +186,15 @@ impl ExecutionService {
         let emitter =
             Emitter::new(recorder).with_max_value_bytes(self.inner.limits.max_output_bytes);
         let outcome = run_workflow(
-            self.inner.clone(),
-            Arc::new(set.clone()),
-            wf,
-            run_id,
-            emitter.clone(),
-            inputs,
-            0,
+            RunRequest {
+                inner: self.inner.clone(),
+                set: Arc::new(set.clone()),
+                workflow: wf,
+                run_id,
+                emitter: emitter.clone(),
+                inputs,
+                depth: 0,
+            },
             cancel,
         )
         .await;
@@ -213,13 +216,15 @@ impl ExecutionService {
         let emitter =
             Emitter::new(Some(recorder)).with_max_value_bytes(self.inner.limits.max_output_bytes);
         let outcome = run_workflow(
-            self.inner.clone(),
-            Arc::new(set.clone()),
-            wf,
-            run_id,
-            emitter.clone(),
-            inputs,
-            0,
+            RunRequest {
+                inner: self.inner.clone(),
+                set: Arc::new(set.clone()),
+                workflow: wf,
+                run_id,
+                emitter: emitter.clone(),
+                inputs,
+                depth: 0,
+            },
             cancel,
         )
         .await;

@@ -25,6 +25,9 @@ pub struct InputDef {
 pub struct Workflow {
     /// The workflow name (`run.*` payload name, decision 2).
     pub name: String,
+    /// What the workflow is for, in words (the YAML `description:`), for
+    /// people and tools listing workflows; the engine does not use it.
+    pub description: Option<String>,
     /// Declared inputs.
     pub inputs: Vec<InputDef>,
     /// Output templates, rendered at the end of a successful run into
@@ -55,6 +58,7 @@ impl Workflow {
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
+            description: None,
             inputs: Vec::new(),
             outputs: BTreeMap::new(),
             steps: Vec::new(),
@@ -112,6 +116,11 @@ impl Step {
     /// A `command` step run by `/bin/sh -c`: the string is shell source,
     /// which takes no `{{…}}` value (only `| raw` ones, the author's own
     /// shell code); values reach it through [`Step::with_env`].
+    ///
+    /// Its `output` (`{{steps.NAME.output}}`) is what the command printed
+    /// on stdout without its trailing newline (one `\n`; other whitespace
+    /// stays); its recorded `result` keeps the whole stdout, the exit code
+    /// and the command that ran. A non-zero exit fails the step.
     pub fn command(name: impl Into<String>, command: impl Into<String>) -> Self {
         Self::new(
             name,
@@ -124,6 +133,8 @@ impl Step {
 
     /// A `command` step run without a shell: program and arguments, each
     /// element rendered as exactly one argument.
+    /// Its `output` is stdout without its trailing newline, as for
+    /// [`Step::command`].
     pub fn command_argv<S: Into<String>>(
         name: impl Into<String>,
         argv: impl IntoIterator<Item = S>,
@@ -297,7 +308,8 @@ pub enum CommandLine {
 pub enum StepKind {
     /// An AI agent (CLI subprocess or HTTP), see [`AgentSpec`].
     Agent(AgentSpec),
-    /// A command run in the workspace, through `/bin/sh -c` or as an argv.
+    /// A command run in the workspace, through `/bin/sh -c` or as an argv;
+    /// its `output` is stdout without its trailing newline.
     Command {
         /// The command: shell source (no values but `| raw`) or an argv
         /// (each element templated, one argument each).

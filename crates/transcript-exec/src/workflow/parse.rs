@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::yaml::StepDef;
+use super::yaml::{AgentDef, ForEachDef, StepDef};
 use super::{
     AgentSpec, CommandLine, InputDef, Items, Step, StepKind, Workflow, WorkflowError, join_path,
 };
@@ -30,7 +30,6 @@ impl Workflow {
 struct WorkflowDef {
     name: String,
     #[serde(default)]
-    #[allow(dead_code)]
     description: Option<String>,
     #[serde(default)]
     inputs: Vec<InputDef>,
@@ -57,6 +56,7 @@ impl WorkflowDef {
         }
         Ok(Workflow {
             name: self.name,
+            description: self.description,
             inputs: self.inputs,
             outputs: self.outputs,
             steps,
@@ -97,20 +97,7 @@ impl StepDef {
         };
         Ok(match self {
             StepDef::Command(d) => {
-                let command = match d.command {
-                    Value::String(s) => CommandLine::Shell(s),
-                    Value::Array(a) if !a.is_empty() => {
-                        CommandLine::Argv(strings(a).ok_or_else(|| {
-                            err(&d.name, "a 'command' list must hold strings (argv)")
-                        })?)
-                    }
-                    _ => {
-                        return Err(err(
-                            &d.name,
-                            "'command' must be a string (shell source run by /bin/sh -c; values go through env:) or a non-empty list of strings (argv, no shell)",
-                        ));
-                    }
-                };
+                let command = command_line(d.command).map_err(|r| err(&d.name, r))?;
                 common(
                     d.name,
                     d.timeout_ms,
@@ -129,18 +116,7 @@ impl StepDef {
                 common(d.name, d.timeout_ms, d.continue_on_error, kind)
             }
             StepDef::Terminal(d) => {
-                let success = match d.status.as_str() {
-                    "success" => true,
-                    "failure" => false,
-                    other => {
-                        return Err(err(
-                            &d.name,
-                            &format!(
-                                "terminal status must be 'success' or 'failure', not '{other}'"
-                            ),
-                        ));
-                    }
-                };
+                let success = terminal_success(&d.status).map_err(|r| err(&d.name, &r))?;
                 let kind = StepKind::Terminal {
                     success,
                     message: d.message.unwrap_or_default(),
@@ -155,19 +131,7 @@ impl StepDef {
                 };
                 common(d.name, d.timeout_ms, d.continue_on_error, kind)
             }
-            StepDef::ForEach(d) => {
-                let path = join_path(prefix, &d.name);
-                let items = match d.items {
-                    Value::Array(a) => Items::List(a),
-                    Value::String(s) => Items::Template(s),
-                    _ => return Err(err(&d.name, "'items' must be a list or a template string")),
-                };
-                let kind = StepKind::ForEach {
-                    items,
-                    steps: children(d.steps, file, &path)?,
-                };
-                common(d.name, d.timeout_ms, d.continue_on_error, kind)
-            }
+            StepDef::ForEach(d) => for_each_step(d, file, prefix)?,
             StepDef::While(d) => {
                 let path = join_path(prefix, &d.name);
                 let kind = StepKind::While {
@@ -184,30 +148,7 @@ impl StepDef {
                 };
                 common(d.name, d.timeout_ms, d.continue_on_error, kind)
             }
-            StepDef::Agent(d) => {
-                let command = match d.command {
-                    None => Vec::new(),
-                    Some(Value::Array(a)) => strings(a)
-                        .ok_or_else(|| err(&d.name, "agent 'command' must be a list of strings"))?,
-                    Some(_) => {
-                        return Err(err(
-                            &d.name,
-                            "agent 'command' must be a list of strings (argv)",
-                        ));
-                    }
-                };
-                let kind = StepKind::Agent(AgentSpec {
-                    provider: d.provider,
-                    command,
-                    prompt: d.prompt,
-                    system_prompt: d.system_prompt,
-                    model: d.model,
-                    max_turns: d.max_turns,
-                    tools: d.tools,
-                    env: d.env,
-                });
-                common(d.name, d.timeout_ms, d.continue_on_error, kind)
-            }
+            StepDef::Agent(d) => agent_step(d, file, prefix)?,
             StepDef::Custom(type_name, d) => {
                 let kind = StepKind::Custom {
                     type_name,
@@ -216,6 +157,78 @@ impl StepDef {
                 common(d.name, d.timeout_ms, d.continue_on_error, kind)
             }
         })
+    }
+}
+
+/// A `for_each` step: its items (a list, or a template string) and body.
+fn for_each_step(d: ForEachDef, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
+    let path = join_path(prefix, &d.name);
+    let items = match d.items {
+        Value::Array(a) => Items::List(a),
+        Value::String(s) => Items::Template(s),
+        _ => {
+            return Err(WorkflowError::new(
+                file,
+                Some(&path),
+                "'items' must be a list or a template string",
+            ));
+        }
+    };
+    let kind = StepKind::ForEach {
+        items,
+        steps: children(d.steps, file, &path)?,
+    };
+    Ok(common(d.name, d.timeout_ms, d.continue_on_error, kind))
+}
+
+/// An `agent` step.
+fn agent_step(d: AgentDef, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
+    let command = agent_command(d.command)
+        .map_err(|r| WorkflowError::new(file, Some(&join_path(prefix, &d.name)), r))?;
+    let kind = StepKind::Agent(AgentSpec {
+        provider: d.provider,
+        command,
+        prompt: d.prompt,
+        system_prompt: d.system_prompt,
+        model: d.model,
+        max_turns: d.max_turns,
+        tools: d.tools,
+        env: d.env,
+    });
+    Ok(common(d.name, d.timeout_ms, d.continue_on_error, kind))
+}
+
+/// A command step's `command`: a string is shell source, a non-empty list
+/// of strings an argv.
+fn command_line(command: Value) -> Result<CommandLine, &'static str> {
+    match command {
+        Value::String(s) => Ok(CommandLine::Shell(s)),
+        Value::Array(a) if !a.is_empty() => strings(a)
+            .map(CommandLine::Argv)
+            .ok_or("a 'command' list must hold strings (argv)"),
+        _ => Err(
+            "'command' must be a string (shell source run by /bin/sh -c; values go through env:) or a non-empty list of strings (argv, no shell)",
+        ),
+    }
+}
+
+/// A terminal step's `status`: `success` or `failure`.
+fn terminal_success(status: &str) -> Result<bool, String> {
+    match status {
+        "success" => Ok(true),
+        "failure" => Ok(false),
+        other => Err(format!(
+            "terminal status must be 'success' or 'failure', not '{other}'"
+        )),
+    }
+}
+
+/// An agent step's optional `command`: a list of strings (argv).
+fn agent_command(command: Option<Value>) -> Result<Vec<String>, &'static str> {
+    match command {
+        None => Ok(Vec::new()),
+        Some(Value::Array(a)) => strings(a).ok_or("agent 'command' must be a list of strings"),
+        Some(_) => Err("agent 'command' must be a list of strings (argv)"),
     }
 }
 

@@ -2,12 +2,14 @@
 //! templates, step kinds, and `call_workflow` targets and cycles, each
 //! error naming the file, the step path and the reason.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{CommandLine, Items, Step, StepKind, Workflow, WorkflowError, WorkflowSet, join_path};
+use super::{
+    AgentSpec, CommandLine, Items, Step, StepKind, Workflow, WorkflowError, WorkflowSet, join_path,
+};
 use crate::condition::Condition;
 use crate::template::{Reference, Template, templates_in};
 
@@ -164,7 +166,12 @@ fn validate_workflow(
     }
     let inputs: HashSet<&str> = wf.inputs.iter().map(|i| i.name.as_str()).collect();
     let mut visible = Visible::default();
-    validate_seq(key, "", &wf.steps, &inputs, &mut visible, all)?;
+    SeqCheck {
+        file: key,
+        inputs: &inputs,
+        all,
+    }
+    .seq("", &wf.steps, &mut visible)?;
     // Outputs may read any step of the top-level sequence (and inputs).
     for (name, text) in &wf.outputs {
         let t = Template::parse(text)
@@ -176,209 +183,293 @@ fn validate_workflow(
     Ok(())
 }
 
-fn validate_seq(
-    file: &str,
-    prefix: &str,
-    steps: &[Step],
-    inputs: &HashSet<&str>,
-    visible: &mut Visible,
-    all: &HashMap<String, Arc<Workflow>>,
-) -> Result<(), WorkflowError> {
-    let mut names = HashSet::new();
-    for s in steps {
-        let path = join_path(prefix, &s.name);
-        let err = |reason: String| WorkflowError::new(file, Some(&path), reason);
-        if s.name.is_empty() || s.name.contains('.') {
-            return Err(err(
-                "step names must be non-empty and contain no '.' (paths are dot-separated)".into(),
-            ));
-        }
-        if !names.insert(s.name.as_str()) {
-            return Err(err(format!("duplicate step name '{}'", s.name)));
-        }
-        let check = |text: &str, what: &str, vis: &Visible| -> Result<(), WorkflowError> {
-            let t = Template::parse(text).map_err(|e| err(format!("{what}: {e}")))?;
-            check_refs(t.references(), inputs, vis).map_err(|r| err(format!("{what}: {r}")))
-        };
-        let check_json = |v: &Value, what: &str, vis: &Visible| -> Result<(), WorkflowError> {
-            for t in templates_in(v).map_err(|e| err(format!("{what}: {e}")))? {
-                check_refs(t.references(), inputs, vis).map_err(|r| err(format!("{what}: {r}")))?;
+/// What the steps of one workflow are checked against: its file, its
+/// declared inputs and the whole set (for `call_workflow` targets).
+struct SeqCheck<'a> {
+    file: &'a str,
+    inputs: &'a HashSet<&'a str>,
+    all: &'a HashMap<String, Arc<Workflow>>,
+}
+
+/// One step being checked: where it is and what it may refer to.
+struct StepCheck<'a> {
+    seq: &'a SeqCheck<'a>,
+    path: String,
+}
+
+impl SeqCheck<'_> {
+    /// Checks `steps` under `prefix`: names unique and dot-free, each step
+    /// valid with what precedes it in `visible`, which it then joins.
+    fn seq(
+        &self,
+        prefix: &str,
+        steps: &[Step],
+        visible: &mut Visible,
+    ) -> Result<(), WorkflowError> {
+        let mut names = HashSet::new();
+        for s in steps {
+            let c = StepCheck {
+                seq: self,
+                path: join_path(prefix, &s.name),
+            };
+            if s.name.is_empty() || s.name.contains('.') {
+                return Err(c.err(
+                    "step names must be non-empty and contain no '.' (paths are dot-separated)",
+                ));
             }
-            Ok(())
-        };
+            if !names.insert(s.name.as_str()) {
+                return Err(c.err(format!("duplicate step name '{}'", s.name)));
+            }
+            c.step(s, visible)?;
+            visible.steps.insert(s.name.clone());
+        }
+        Ok(())
+    }
+}
+
+impl StepCheck<'_> {
+    fn err(&self, reason: impl Into<String>) -> WorkflowError {
+        WorkflowError::new(self.seq.file, Some(&self.path), reason)
+    }
+
+    /// A template (`what` names it in errors) that parses and refers only
+    /// to what is `vis`ible.
+    fn text(&self, text: &str, what: &str, vis: &Visible) -> Result<(), WorkflowError> {
+        let t = Template::parse(text).map_err(|e| self.err(format!("{what}: {e}")))?;
+        check_refs(t.references(), self.seq.inputs, vis)
+            .map_err(|r| self.err(format!("{what}: {r}")))
+    }
+
+    /// Every template in a JSON value, as [`Self::text`].
+    fn json(&self, v: &Value, what: &str, vis: &Visible) -> Result<(), WorkflowError> {
+        for t in templates_in(v).map_err(|e| self.err(format!("{what}: {e}")))? {
+            check_refs(t.references(), self.seq.inputs, vis)
+                .map_err(|r| self.err(format!("{what}: {r}")))?;
+        }
+        Ok(())
+    }
+
+    /// Checks the step's kind.
+    fn step(&self, s: &Step, visible: &mut Visible) -> Result<(), WorkflowError> {
         match &s.kind {
-            StepKind::Command { command, env } => {
-                match command {
-                    CommandLine::Shell(command) => {
-                        check(command, "command", visible)?;
-                        Template::parse(command)
-                            .and_then(|t| t.check_shell_source())
-                            .map_err(|e| err(format!("command: {e}")))?;
-                    }
-                    CommandLine::Argv(argv) => {
-                        if argv.is_empty() {
-                            return Err(err("command: the argv list is empty".into()));
-                        }
-                        for arg in argv {
-                            check(arg, "command", visible)?;
-                        }
-                        check_code_arguments(argv).map_err(err)?;
-                    }
-                }
-                for (name, value) in env {
-                    check(value, &format!("env {name}"), visible)?;
-                    check_env_entry(name, value).map_err(|r| err(format!("env: {r}")))?;
-                }
-            }
-            StepKind::Operation { tool, input } => {
-                if tool.is_empty() {
-                    return Err(err("operation needs a tool name".into()));
-                }
-                check_json(input, "input", visible)?;
-                if tool == crate::tools::SHELL_TOOL {
-                    if let Some(Value::String(line)) = input.get("command") {
-                        Template::parse(line)
-                            .and_then(|t| t.check_shell_source())
-                            .map_err(|e| err(format!("input: command: {e}")))?;
-                    }
-                    if let Some(Value::Array(items)) = input.get("command") {
-                        let argv: Vec<String> = items
-                            .iter()
-                            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                            .collect();
-                        check_code_arguments(&argv).map_err(|e| err(format!("input: {e}")))?;
-                    }
-                    match input.get("env") {
-                        None => {}
-                        Some(Value::Object(map)) => {
-                            for (name, value) in map {
-                                // A literal number or boolean is its text.
-                                let text = match value {
-                                    Value::String(v) => v.as_str(),
-                                    Value::Number(_) | Value::Bool(_) => "",
-                                    _ => {
-                                        return Err(err(format!(
-                                            "input: env: '{name}' must be a string, a number or a boolean"
-                                        )));
-                                    }
-                                };
-                                check_env_entry(name, text)
-                                    .map_err(|r| err(format!("input: env: {r}")))?;
-                            }
-                        }
-                        Some(_) => {
-                            return Err(err(
-                                "input: env must be a mapping of names to strings".into()
-                            ));
-                        }
-                    }
-                }
-            }
-            StepKind::Terminal { message, .. } => check(message, "message", visible)?,
-            StepKind::Agent(a) => {
-                check(&a.prompt, "prompt", visible)?;
-                if let Some(sp) = &a.system_prompt {
-                    check(sp, "system_prompt", visible)?;
-                }
-                for arg in &a.command {
-                    check(arg, "command", visible)?;
-                }
-                for (name, value) in &a.env {
-                    check(value, "env", visible)?;
-                    check_env_entry(name, value).map_err(|r| err(format!("env: {r}")))?;
-                }
-                if a.provider.is_empty() {
-                    return Err(err("agent needs a provider".into()));
-                }
-                if a.command.is_empty()
-                    && let Some(preset) = crate::preset::Preset::of(&a.provider)
-                {
-                    preset
-                        .check(a.max_turns, &a.tools)
-                        .map_err(|e| err(e.to_string()))?;
-                }
-            }
-            StepKind::Custom { params, .. } => check_json(params, "with", visible)?,
-            StepKind::CallWorkflow {
-                workflow,
-                inputs: ci,
-            } => {
-                let Some(target) = all.get(workflow) else {
-                    return Err(err(format!(
-                        "call_workflow target '{workflow}' is not in the workflow set"
-                    )));
-                };
-                for (k, v) in ci {
-                    if !target.inputs.iter().any(|i| &i.name == k) {
-                        return Err(err(format!(
-                            "input '{k}' is not declared by workflow '{}'",
-                            target.name
-                        )));
-                    }
-                    check_json(v, &format!("input '{k}'"), visible)?;
-                }
-                for i in &target.inputs {
-                    if i.default.is_none() && !ci.contains_key(&i.name) {
-                        return Err(err(format!(
-                            "required input '{}' of workflow '{}' is not given",
-                            i.name, target.name
-                        )));
-                    }
-                }
-            }
-            StepKind::Parallel { branches, .. } => {
-                if branches.is_empty() {
-                    return Err(err("parallel needs at least one branch".into()));
-                }
-                // Branches see what precedes the block, never each other.
-                let mut names = HashSet::new();
-                for b in branches {
-                    if !names.insert(b.name.as_str()) {
-                        return Err(err(format!("duplicate branch name '{}'", b.name)));
-                    }
-                    let mut vis = visible.clone();
-                    validate_seq(file, &path, std::slice::from_ref(b), inputs, &mut vis, all)?;
-                }
-                for b in branches {
-                    visible.steps.insert(b.name.clone());
-                }
-            }
-            StepKind::ForEach { items, steps } => {
-                match items {
-                    Items::List(list) => {
-                        for v in list {
-                            check_json(v, "items", visible)?;
-                        }
-                    }
-                    Items::Template(t) => check(t, "items", visible)?,
-                }
-                let mut vis = visible.clone();
-                vis.innermost_loop = Some(true);
-                validate_seq(file, &path, steps, inputs, &mut vis, all)?;
-            }
+            StepKind::Command { command, env } => self.command(command, env, visible),
+            StepKind::Operation { tool, input } => self.operation(tool, input, visible),
+            StepKind::Terminal { message, .. } => self.text(message, "message", visible),
+            StepKind::Agent(a) => self.agent(a, visible),
+            StepKind::Custom { params, .. } => self.json(params, "with", visible),
+            StepKind::CallWorkflow { workflow, inputs } => self.call(workflow, inputs, visible),
+            StepKind::Parallel { branches, .. } => self.parallel(branches, visible),
+            StepKind::ForEach { items, steps } => self.for_each(items, steps, visible),
             StepKind::While {
                 condition,
                 max_iterations,
                 steps,
-            } => {
-                if *max_iterations == 0 {
-                    return Err(err("max_iterations must be at least 1".into()));
+            } => self.while_loop(condition, *max_iterations, steps, visible),
+        }
+    }
+
+    /// A command step: its templates, no value in shell source or in the
+    /// code argument of a program, its environment names.
+    fn command(
+        &self,
+        command: &CommandLine,
+        env: &BTreeMap<String, String>,
+        visible: &Visible,
+    ) -> Result<(), WorkflowError> {
+        match command {
+            CommandLine::Shell(command) => {
+                self.text(command, "command", visible)?;
+                Template::parse(command)
+                    .and_then(|t| t.check_shell_source())
+                    .map_err(|e| self.err(format!("command: {e}")))?;
+            }
+            CommandLine::Argv(argv) => {
+                if argv.is_empty() {
+                    return Err(self.err("command: the argv list is empty"));
                 }
-                let mut vis = visible.clone();
-                vis.innermost_loop = Some(false);
-                // The condition may read the body's steps (previous iteration).
-                let mut cond_vis = vis.clone();
-                collect_names(steps, &mut cond_vis.steps);
-                let cond =
-                    Condition::parse(condition).map_err(|e| err(format!("condition: {e}")))?;
-                check_refs(cond.references(), inputs, &cond_vis)
-                    .map_err(|r| err(format!("condition: {r}")))?;
-                validate_seq(file, &path, steps, inputs, &mut vis, all)?;
+                for arg in argv {
+                    self.text(arg, "command", visible)?;
+                }
+                check_code_arguments(argv).map_err(|e| self.err(e))?;
             }
         }
-        visible.steps.insert(s.name.clone());
+        for (name, value) in env {
+            self.text(value, &format!("env {name}"), visible)?;
+            check_env_entry(name, value).map_err(|r| self.err(format!("env: {r}")))?;
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// An operation step: a tool name and an input whose templates hold;
+    /// for `run_command`, the same rules as a command step.
+    fn operation(&self, tool: &str, input: &Value, visible: &Visible) -> Result<(), WorkflowError> {
+        if tool.is_empty() {
+            return Err(self.err("operation needs a tool name"));
+        }
+        self.json(input, "input", visible)?;
+        if tool != crate::tools::SHELL_TOOL {
+            return Ok(());
+        }
+        if let Some(Value::String(line)) = input.get("command") {
+            Template::parse(line)
+                .and_then(|t| t.check_shell_source())
+                .map_err(|e| self.err(format!("input: command: {e}")))?;
+        }
+        if let Some(Value::Array(items)) = input.get("command") {
+            let argv: Vec<String> = items
+                .iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .collect();
+            check_code_arguments(&argv).map_err(|e| self.err(format!("input: {e}")))?;
+        }
+        self.shell_env(input.get("env"))
+    }
+
+    /// `run_command`'s `env` input: a mapping of portable names to
+    /// strings, numbers or booleans.
+    fn shell_env(&self, env: Option<&Value>) -> Result<(), WorkflowError> {
+        let map = match env {
+            None => return Ok(()),
+            Some(Value::Object(map)) => map,
+            Some(_) => return Err(self.err("input: env must be a mapping of names to strings")),
+        };
+        for (name, value) in map {
+            // A literal number or boolean is its text.
+            let text = match value {
+                Value::String(v) => v.as_str(),
+                Value::Number(_) | Value::Bool(_) => "",
+                _ => {
+                    return Err(self.err(format!(
+                        "input: env: '{name}' must be a string, a number or a boolean"
+                    )));
+                }
+            };
+            check_env_entry(name, text).map_err(|r| self.err(format!("input: env: {r}")))?;
+        }
+        Ok(())
+    }
+
+    /// An agent step: its templates, environment, provider and preset.
+    fn agent(&self, a: &AgentSpec, visible: &Visible) -> Result<(), WorkflowError> {
+        self.text(&a.prompt, "prompt", visible)?;
+        if let Some(sp) = &a.system_prompt {
+            self.text(sp, "system_prompt", visible)?;
+        }
+        for arg in &a.command {
+            self.text(arg, "command", visible)?;
+        }
+        for (name, value) in &a.env {
+            self.text(value, "env", visible)?;
+            check_env_entry(name, value).map_err(|r| self.err(format!("env: {r}")))?;
+        }
+        if a.provider.is_empty() {
+            return Err(self.err("agent needs a provider"));
+        }
+        if a.command.is_empty()
+            && let Some(preset) = crate::preset::Preset::of(&a.provider)
+        {
+            preset
+                .check(a.max_turns, &a.tools)
+                .map_err(|e| self.err(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// A `call_workflow` step: its target is in the set, and the inputs
+    /// given are the ones it declares, every required one included.
+    fn call(
+        &self,
+        workflow: &str,
+        given: &BTreeMap<String, Value>,
+        visible: &Visible,
+    ) -> Result<(), WorkflowError> {
+        let Some(target) = self.seq.all.get(workflow) else {
+            return Err(self.err(format!(
+                "call_workflow target '{workflow}' is not in the workflow set"
+            )));
+        };
+        for (k, v) in given {
+            if !target.inputs.iter().any(|i| &i.name == k) {
+                return Err(self.err(format!(
+                    "input '{k}' is not declared by workflow '{}'",
+                    target.name
+                )));
+            }
+            self.json(v, &format!("input '{k}'"), visible)?;
+        }
+        for i in &target.inputs {
+            if i.default.is_none() && !given.contains_key(&i.name) {
+                return Err(self.err(format!(
+                    "required input '{}' of workflow '{}' is not given",
+                    i.name, target.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A `parallel` block: branches see what precedes the block, never
+    /// each other; all of them are visible after it.
+    fn parallel(&self, branches: &[Step], visible: &mut Visible) -> Result<(), WorkflowError> {
+        if branches.is_empty() {
+            return Err(self.err("parallel needs at least one branch"));
+        }
+        let mut names = HashSet::new();
+        for b in branches {
+            if !names.insert(b.name.as_str()) {
+                return Err(self.err(format!("duplicate branch name '{}'", b.name)));
+            }
+            let mut vis = visible.clone();
+            self.seq
+                .seq(&self.path, std::slice::from_ref(b), &mut vis)?;
+        }
+        for b in branches {
+            visible.steps.insert(b.name.clone());
+        }
+        Ok(())
+    }
+
+    /// A `for_each`: its items' templates, then its body with `loop.item`.
+    fn for_each(
+        &self,
+        items: &Items,
+        steps: &[Step],
+        visible: &Visible,
+    ) -> Result<(), WorkflowError> {
+        match items {
+            Items::List(list) => {
+                for v in list {
+                    self.json(v, "items", visible)?;
+                }
+            }
+            Items::Template(t) => self.text(t, "items", visible)?,
+        }
+        let mut vis = visible.clone();
+        vis.innermost_loop = Some(true);
+        self.seq.seq(&self.path, steps, &mut vis)
+    }
+
+    /// A `while`: at least one iteration, a condition that parses and may
+    /// read the body's steps (of the previous iteration), then its body.
+    fn while_loop(
+        &self,
+        condition: &str,
+        max_iterations: u64,
+        steps: &[Step],
+        visible: &Visible,
+    ) -> Result<(), WorkflowError> {
+        if max_iterations == 0 {
+            return Err(self.err("max_iterations must be at least 1"));
+        }
+        let mut vis = visible.clone();
+        vis.innermost_loop = Some(false);
+        let mut cond_vis = vis.clone();
+        collect_names(steps, &mut cond_vis.steps);
+        let cond = Condition::parse(condition).map_err(|e| self.err(format!("condition: {e}")))?;
+        check_refs(cond.references(), self.seq.inputs, &cond_vis)
+            .map_err(|r| self.err(format!("condition: {r}")))?;
+        self.seq.seq(&self.path, steps, &mut vis)
+    }
 }
 
 /// Environment variables a shell, bash or the dynamic loader reads as code

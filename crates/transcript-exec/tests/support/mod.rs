@@ -238,7 +238,7 @@ pub fn with_stamp_step(
             "stamp",
             Arc::new(transcript_exec::FnStep(
                 |ctx: &transcript_exec::CustomStepContext| match ctx.param_text("label") {
-                    label if label.is_empty() => Err("stamp needs a 'label'".to_owned()),
+                    label if label.is_empty() => Err("stamp needs a 'label'".into()),
                     label => Ok(serde_json::Value::String(format!(
                         "{label}#{}",
                         ctx.param_text("index")

@@ -6,25 +6,18 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 use transcript_domain::{ContentBlock, Fidelity, MessagePayload, Payload, Role};
 
 use crate::agent::{AgentRequest, AgentRunner, AgentSeam};
-use crate::service::run::{Flow, KindOut, RunCtx, call_scope, with_grace};
-use crate::template::{Scope, render_str};
-use crate::tools::CatchUnwind;
-use crate::workflow::{AgentSpec, Step};
+use crate::catch_unwind::CatchUnwind;
+use crate::service::context::{Flow, KindOut, StepCtx, with_grace};
+use crate::template::render_str;
+use crate::workflow::AgentSpec;
 
-/// Runs `step`, an agent step described by `spec`.
-pub(in crate::service) async fn run(
-    ctx: &Arc<RunCtx>,
-    step: &Step,
-    spec: &AgentSpec,
-    path: &str,
-    iteration: u64,
-    scope: &Scope,
-    cancel: &CancellationToken,
-) -> KindOut {
+/// Runs `sc`'s step, an agent step described by `spec`.
+pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindOut {
+    let (ctx, scope, cancel) = (sc.run, sc.scope, sc.cancel);
+    let (path, iteration) = (sc.path, sc.iteration);
     let prompt = render_str(&spec.prompt, scope);
     let system_prompt = spec
         .system_prompt
@@ -32,7 +25,7 @@ pub(in crate::service) async fn run(
         .map(|s| render_str(s, scope))
         .unwrap_or_default();
     let request = AgentRequest {
-        step: step.name.clone(),
+        step: sc.step.name.clone(),
         provider: spec.provider.clone(),
         command: spec.command.iter().map(|a| render_str(a, scope)).collect(),
         prompt: prompt.clone(),
@@ -70,7 +63,7 @@ pub(in crate::service) async fn run(
         }
     };
     let seam = AgentSeam::new(
-        call_scope(ctx, path, iteration, cancel),
+        sc.call_scope(),
         ctx.inner.router.clone(),
         spec.provider.clone(),
     )
@@ -78,8 +71,11 @@ pub(in crate::service) async fn run(
     .with_call_id_prefix(ctx.agent_call_prefix(path, iteration))
     .with_configured_model(spec.model.clone());
     let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
-    match with_grace(fut, cancel, ctx.inner.cancel_grace).await {
-        Some(Ok(Ok(reply))) if !cancel.is_cancelled() => {
+    // A cancelled agent is cancelled whatever it returned within the grace.
+    let finished = with_grace(fut, cancel, ctx.inner.cancel_grace).await;
+    match finished.filter(|_| !cancel.is_cancelled()) {
+        None => KindOut::flow(Flow::Cancelled),
+        Some(Ok(Ok(reply))) => {
             // Warnings the agent survived stay visible in the result.
             let result = if reply.warnings.is_empty() {
                 Value::String(reply.output.clone())
@@ -88,10 +84,7 @@ pub(in crate::service) async fn run(
             };
             KindOut::done(Value::String(reply.output), Some(result))
         }
-        _ if cancel.is_cancelled() => KindOut::flow(Flow::Cancelled),
-        Some(Ok(Ok(_))) => KindOut::flow(Flow::Cancelled),
-        Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.0)),
+        Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.to_string())),
         Some(Err(panic)) => KindOut::flow(Flow::Failed(format!("agent panicked: {panic}"))),
-        None => KindOut::flow(Flow::Cancelled),
     }
 }

@@ -1,27 +1,29 @@
 //! The `while` step: its steps while the condition holds, failing once
 //! `max_iterations` is reached with the condition still true.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::condition::eval_condition;
-use crate::service::run::{Flow, KindOut, RunCtx, run_seq};
-use crate::template::{LoopFrame, Scope};
+use crate::condition::Condition;
+use crate::service::context::{Flow, KindOut, StepCtx};
+use crate::service::run::run_seq;
+use crate::template::LoopFrame;
 use crate::workflow::Step;
 
-/// Runs a `while` step at `path`.
+/// Runs `sc`'s step, a `while` loop over `steps`.
 pub(in crate::service) async fn run(
-    ctx: &Arc<RunCtx>,
+    sc: &StepCtx<'_>,
     condition: &str,
     max_iterations: u64,
     steps: &[Step],
-    path: &str,
-    scope: &Scope,
-    cancel: &CancellationToken,
 ) -> KindOut {
-    let mut s = scope.clone();
+    let (ctx, path, cancel) = (sc.run, sc.path, sc.cancel);
+    // Parsed once for the whole loop; validation refuses a condition that
+    // does not parse, and one that reaches here anyway fails the step.
+    let condition = match Condition::parse(condition) {
+        Ok(c) => c,
+        Err(e) => return KindOut::flow(Flow::Failed(format!("condition: {e}"))),
+    };
+    let mut s = sc.scope.clone();
     let mut children = Vec::new();
     let mut last = Value::Null;
     let mut i = 0u64;
@@ -30,38 +32,32 @@ pub(in crate::service) async fn run(
             item: Value::Null,
             index: i,
         });
-        if !eval_condition(condition, &s) {
+        if !condition.eval(&s) {
             break;
         }
         if i >= max_iterations {
-            return KindOut {
-                children,
-                ..KindOut::flow(Flow::Failed(format!(
+            return KindOut::with_children(
+                Flow::Failed(format!(
                     "condition still true after {max_iterations} iterations"
-                )))
-            };
+                )),
+                children,
+            );
         }
         if cancel.is_cancelled() {
-            return KindOut {
-                children,
-                ..KindOut::flow(Flow::Cancelled)
-            };
+            return KindOut::with_children(Flow::Cancelled, children);
         }
         let out = run_seq(ctx, steps, path, i, &mut s, cancel).await;
         children.extend(out.nodes);
         match out.flow {
             Flow::Done => last = out.last,
             Flow::Failed(e) => {
-                return KindOut {
+                return KindOut::with_children(
+                    Flow::Failed(format!("iteration {i}: {e}")),
                     children,
-                    ..KindOut::flow(Flow::Failed(format!("iteration {i}: {e}")))
-                };
+                );
             }
             flow => {
-                return KindOut {
-                    children,
-                    ..KindOut::flow(flow)
-                };
+                return KindOut::with_children(flow, children);
             }
         }
         i += 1;

@@ -1,31 +1,20 @@
 //! The `operation` step: one call of a router tool with a rendered
 //! input, recorded as a `tool.call` / `tool.result` pair like an agent's.
 
-use std::sync::Arc;
-
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::service::run::{Flow, KindOut, RunCtx, call_scope};
+use crate::service::context::{Flow, KindOut, StepCtx};
 use crate::template::{Scope, StepValue, Template, render_json};
 use crate::tools::{SHELL_TOOL, ToolError};
 
 /// Runs an `operation` step: `tool` with `input` rendered in `scope`.
-pub(in crate::service) async fn run(
-    ctx: &Arc<RunCtx>,
-    tool: &str,
-    input: &Value,
-    path: &str,
-    iteration: u64,
-    scope: &Scope,
-    cancel: &CancellationToken,
-) -> KindOut {
-    let input = match render_operation_input(tool, input, scope) {
+pub(in crate::service) async fn run(sc: &StepCtx<'_>, tool: &str, input: &Value) -> KindOut {
+    let input = match render_operation_input(tool, input, sc.scope) {
         Ok(i) => i,
         Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
     };
-    let cs = call_scope(ctx, path, iteration, cancel);
-    match ctx.inner.router.call_tool(&cs, tool, input, None).await {
+    let cs = sc.call_scope();
+    match sc.run.inner.router.call_tool(&cs, tool, input, None).await {
         Ok(v) => KindOut::done(v.clone(), Some(v)),
         Err(ToolError::Cancelled) => KindOut::flow(Flow::Cancelled),
         Err(e) => {

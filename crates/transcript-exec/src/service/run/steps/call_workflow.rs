@@ -3,28 +3,26 @@
 //! child's outputs are the step's output.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 use transcript_domain::RunId;
 
 use crate::audit::Status;
 use crate::emit::Emitter;
-use crate::service::run::{Flow, KindOut, RunCtx, run_workflow};
-use crate::service::{resolve_inputs, with_transcript_errors};
-use crate::template::{Scope, StepValue, render_json};
+use crate::service::context::{Flow, KindOut, StepCtx};
+use crate::service::run::{RunRequest, run_workflow};
+use crate::service::{RunOutcome, resolve_inputs, with_transcript_errors};
+use crate::template::{StepValue, render_json};
 
 /// Runs a `call_workflow` step calling `workflow` as run `child_run_id`
 /// (none past the nesting limit).
 pub(in crate::service) async fn run(
-    ctx: &Arc<RunCtx>,
+    sc: &StepCtx<'_>,
     workflow: &str,
     inputs: &BTreeMap<String, Value>,
-    scope: &Scope,
-    cancel: &CancellationToken,
     child_run_id: Option<RunId>,
 ) -> KindOut {
+    let (ctx, scope, cancel) = (sc.run, sc.scope, sc.cancel);
     let max = ctx.inner.max_call_depth;
     let Some(child_id) = child_run_id.filter(|_| ctx.depth < max) else {
         return KindOut::flow(Flow::Failed(format!(
@@ -43,32 +41,20 @@ pub(in crate::service) async fn run(
         Ok(i) => i,
         Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
     };
-    let recorder = match &ctx.inner.recorder_factory {
-        Some(f) => match f.create(child_id, Some(ctx.run_id)).await {
-            Ok(r) => Some(r),
-            Err(e) => {
-                // Same policy as a failed write: the child does not run
-                // without its transcript.
-                let message = format!(
-                    "transcript write failed: cannot open the transcript of child run {child_id}: {}",
-                    crate::emit::error_chain(&e)
-                );
-                ctx.emitter.note_error(message.clone());
-                return KindOut::flow(Flow::Failed(message));
-            }
-        },
-        None => None,
+    let child_emitter = match open_child_transcript(sc, child_id).await {
+        Ok(emitter) => emitter,
+        Err(message) => return KindOut::flow(Flow::Failed(message)),
     };
-    let child_emitter =
-        Emitter::new(recorder).with_max_value_bytes(ctx.inner.limits.max_output_bytes);
     let outcome = run_workflow(
-        ctx.inner.clone(),
-        ctx.set.clone(),
-        target,
-        child_id,
-        child_emitter.clone(),
-        child_inputs,
-        ctx.depth + 1,
+        RunRequest {
+            inner: ctx.inner.clone(),
+            set: ctx.set.clone(),
+            workflow: target,
+            run_id: child_id,
+            emitter: child_emitter.clone(),
+            inputs: child_inputs,
+            depth: ctx.depth + 1,
+        },
         cancel.child_token(),
     )
     .await;
@@ -78,6 +64,35 @@ pub(in crate::service) async fn run(
     for e in &outcome.transcript_errors {
         ctx.emitter.note_error(format!("child run {child_id}: {e}"));
     }
+    step_outcome(outcome)
+}
+
+/// The emitter of child run `child_id`, writing to a transcript from the
+/// factory (none without one). A transcript that cannot be opened fails
+/// the step, noted as a transcript failure of the parent: same policy as a
+/// failed write, the child does not run without its transcript.
+async fn open_child_transcript(sc: &StepCtx<'_>, child_id: RunId) -> Result<Emitter, String> {
+    let ctx = sc.run;
+    let recorder = match &ctx.inner.recorder_factory {
+        Some(f) => match f.create(child_id, Some(ctx.run_id)).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                let message = format!(
+                    "transcript write failed: cannot open the transcript of child run {child_id}: {}",
+                    crate::emit::error_chain(&e)
+                );
+                ctx.emitter.note_error(message.clone());
+                return Err(message);
+            }
+        },
+        None => None,
+    };
+    Ok(Emitter::new(recorder).with_max_value_bytes(ctx.inner.limits.max_output_bytes))
+}
+
+/// The step's end from the child run's: its outputs are the step's output
+/// (and result, when it succeeded).
+fn step_outcome(outcome: RunOutcome) -> KindOut {
     let outputs = Value::Object(outcome.outputs.clone());
     let flow = match outcome.status {
         Status::Success => Flow::Done,

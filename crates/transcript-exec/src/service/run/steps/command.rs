@@ -6,10 +6,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::process::{run_argv_env, run_shell_env};
-use crate::service::run::{Flow, KindOut, RunCtx};
+use crate::service::context::{Flow, KindOut, StepCtx};
 use crate::template::{Scope, StepValue, Template, render_str};
 use crate::tools::ToolError;
 use crate::workflow::CommandLine;
@@ -59,12 +58,11 @@ pub(in crate::service) fn started_result(
 
 /// Runs a `command` step.
 pub(in crate::service) async fn run(
-    ctx: &RunCtx,
+    sc: &StepCtx<'_>,
     command: &CommandLine,
     env: &BTreeMap<String, String>,
-    scope: &Scope,
-    cancel: &CancellationToken,
 ) -> KindOut {
+    let (ctx, scope, cancel) = (sc.run, sc.scope, sc.cancel);
     let ws = &ctx.inner.workspace;
     // Values reach the process as data: environment variables and argv
     // elements, never shell source.

@@ -2,24 +2,16 @@
 //! rendering to an array, a JSON array or lines), in order, each iteration
 //! with its own copy of the scope and `loop.item` / `loop.index`.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::service::run::{Flow, KindOut, RunCtx, run_seq};
-use crate::template::{LoopFrame, Scope, render_json};
+use crate::service::context::{Flow, KindOut, StepCtx};
+use crate::service::run::run_seq;
+use crate::template::{LoopFrame, render_json};
 use crate::workflow::{Items, Step};
 
-/// Runs a `for_each` step at `path`.
-pub(in crate::service) async fn run(
-    ctx: &Arc<RunCtx>,
-    items: &Items,
-    steps: &[Step],
-    path: &str,
-    scope: &Scope,
-    cancel: &CancellationToken,
-) -> KindOut {
+/// Runs `sc`'s step, a `for_each` over `items`.
+pub(in crate::service) async fn run(sc: &StepCtx<'_>, items: &Items, steps: &[Step]) -> KindOut {
+    let (ctx, path, scope, cancel) = (sc.run, sc.path, sc.scope, sc.cancel);
     let items: Vec<Value> = match items {
         Items::List(list) => list.iter().map(|v| render_json(v, scope)).collect(),
         Items::Template(t) => {
@@ -43,10 +35,7 @@ pub(in crate::service) async fn run(
     let mut outputs = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         if cancel.is_cancelled() {
-            return KindOut {
-                children,
-                ..KindOut::flow(Flow::Cancelled)
-            };
+            return KindOut::with_children(Flow::Cancelled, children);
         }
         let mut s = scope.clone();
         s.set_loop(LoopFrame {
@@ -58,16 +47,13 @@ pub(in crate::service) async fn run(
         match out.flow {
             Flow::Done => outputs.push(out.last),
             Flow::Failed(e) => {
-                return KindOut {
+                return KindOut::with_children(
+                    Flow::Failed(format!("iteration {i}: {e}")),
                     children,
-                    ..KindOut::flow(Flow::Failed(format!("iteration {i}: {e}")))
-                };
+                );
             }
             flow => {
-                return KindOut {
-                    children,
-                    ..KindOut::flow(flow)
-                };
+                return KindOut::with_children(flow, children);
             }
         }
     }

@@ -1,0 +1,487 @@
+//! Driving a run: the run's and each step's lifecycle events (transcript,
+//! audit trail, display), sequences, step timeouts and cancellation;
+//! [`run_kind`] hands each step's body to its kind's file in `steps/`,
+//! and the kinds that hold steps (loops, `parallel`, `call_workflow`) call
+//! back into [`run_seq`], [`run_step`] and [`run_workflow`].
+
+mod steps;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+use transcript_domain::{EventDraft, Payload, RawJson, RunId, StepPayload, Timestamp};
+
+use super::builder::Inner;
+use super::context::{Flow, KindOut, RunCtx, SeqOut, StepCtx, StepRun};
+use super::{ExecNode, RunOutcome};
+use crate::audit::{AuditEvent, AuditRecord, DisplayEvent, Status};
+use crate::emit::Emitter;
+use crate::template::{Scope, StepValue};
+use crate::workflow::{Step, StepKind, Workflow, WorkflowSet};
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A run to drive: which workflow of which set, under which id, writing
+/// through which emitter, with which inputs, at which nesting depth.
+pub(super) struct RunRequest {
+    pub(super) inner: Arc<Inner>,
+    pub(super) set: Arc<WorkflowSet>,
+    pub(super) workflow: Arc<Workflow>,
+    pub(super) run_id: RunId,
+    pub(super) emitter: Emitter,
+    pub(super) inputs: Map<String, Value>,
+    pub(super) depth: usize,
+}
+
+/// How a run or a step ended, as recorded.
+struct Ending {
+    status: Status,
+    error: Option<String>,
+}
+
+/// Runs `req`'s workflow to its end: `run.started`, its steps, then
+/// `run.completed` with the outputs of a successful run.
+pub(super) fn run_workflow(
+    req: RunRequest,
+    cancel: CancellationToken,
+) -> BoxFuture<'static, RunOutcome> {
+    Box::pin(async move {
+        // The run stops at its first failed transcript write (see emit.rs).
+        let cancel = cancel.child_token();
+        let emitter = req.emitter.stopping(cancel.clone());
+        let wf = req.workflow;
+        let ctx = Arc::new(RunCtx::new(
+            req.inner,
+            req.set,
+            req.run_id,
+            emitter.clone(),
+            req.depth,
+        ));
+        announce_run_start(&ctx, &wf).await;
+        let mut scope = Scope::new(req.inputs).with_workflow_dir(wf.dir.as_deref());
+        let seq = run_seq(&ctx, &wf.steps, "", 0, &mut scope, &cancel).await;
+        let ending = run_ending(seq.flow, &emitter);
+        let outputs = if ending.status == Status::Success {
+            render_outputs(&wf, &scope)
+        } else {
+            Map::new()
+        };
+        announce_run_end(&ctx, &wf, &ending, &outputs).await;
+        RunOutcome {
+            run_id: ctx.run_id,
+            workflow: wf.name.clone(),
+            status: ending.status,
+            error: ending.error,
+            outputs,
+            steps: seq.nodes,
+            transcript_errors: Vec::new(),
+            audit_errors: ctx.audit_errors(),
+        }
+    })
+}
+
+/// The run-level audit record `event` of `wf`.
+fn run_audit(ctx: &RunCtx, wf: &Workflow, event: AuditEvent, ts: Timestamp) -> AuditRecord {
+    AuditRecord {
+        ts,
+        run_id: ctx.run_id,
+        event,
+        path: String::new(),
+        iteration: 0,
+        name: wf.name.clone(),
+        kind: "workflow".into(),
+        status: None,
+        error: None,
+        child_run_id: None,
+    }
+}
+
+/// `run.started`, the `run_start` audit record and the display event.
+async fn announce_run_start(ctx: &RunCtx, wf: &Workflow) {
+    ctx.emitter
+        .emit_draft(|| {
+            EventDraft::run_level(Payload::RunStarted(StepPayload::new(
+                wf.name.clone(),
+                "workflow",
+            )))
+        })
+        .await;
+    let obs = &ctx.inner.observers;
+    let at = obs.now();
+    ctx.audit(run_audit(ctx, wf, AuditEvent::RunStart, at))
+        .await;
+    obs.display(DisplayEvent::RunStarted {
+        at,
+        run_id: ctx.run_id,
+        workflow: wf.name.clone(),
+    });
+}
+
+/// How the run ended, from its sequence's flow; a failed transcript write
+/// overrides it (a run that lost data never reports success).
+fn run_ending(flow: Flow, emitter: &Emitter) -> Ending {
+    if let Some(failure) = emitter.failure() {
+        return Ending {
+            status: Status::Failure,
+            error: Some(failure),
+        };
+    }
+    let (status, error) = match flow {
+        Flow::Done | Flow::Terminate { success: true, .. } => (Status::Success, None),
+        Flow::Failed(e) => (Status::Failure, Some(e)),
+        Flow::Terminate { message, .. } if message.is_empty() => {
+            (Status::Failure, Some("terminated with failure".to_owned()))
+        }
+        Flow::Terminate { message, .. } => (Status::Failure, Some(message)),
+        Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
+    };
+    Ending { status, error }
+}
+
+/// `run.completed` (with the outputs), the `run_end` audit record and the
+/// display event.
+async fn announce_run_end(
+    ctx: &RunCtx,
+    wf: &Workflow,
+    ending: &Ending,
+    outputs: &Map<String, Value>,
+) {
+    ctx.emitter
+        .emit_draft(|| {
+            let mut p = StepPayload::new(wf.name.clone(), "workflow");
+            if let Some(e) = &ending.error {
+                p = p.with_error(e.clone());
+            }
+            if !outputs.is_empty() {
+                p = p.with_result(RawJson::from_value(outputs).unwrap_or_default());
+            }
+            EventDraft::run_level(Payload::RunCompleted(p))
+        })
+        .await;
+    let obs = &ctx.inner.observers;
+    let at = obs.now();
+    ctx.audit(AuditRecord {
+        status: Some(ending.status),
+        error: ending.error.clone(),
+        ..run_audit(ctx, wf, AuditEvent::RunEnd, at)
+    })
+    .await;
+    obs.display(DisplayEvent::RunFinished {
+        at,
+        run_id: ctx.run_id,
+        status: ending.status,
+        error: ending.error.clone(),
+    });
+}
+
+/// Runs `steps` in order under `prefix`, each seeing the values of those
+/// before it in `scope`; stops at the first failure (unless the step
+/// continues on error), a cancellation or a terminal step.
+pub(super) async fn run_seq(
+    ctx: &Arc<RunCtx>,
+    steps: &[Step],
+    prefix: &str,
+    iteration: u64,
+    scope: &mut Scope,
+    cancel: &CancellationToken,
+) -> SeqOut {
+    let mut nodes = Vec::with_capacity(steps.len());
+    let mut last = Value::Null;
+    for step in steps {
+        if cancel.is_cancelled() {
+            return SeqOut {
+                nodes,
+                flow: Flow::Cancelled,
+                last,
+            };
+        }
+        let r = run_step(ctx, step, prefix, iteration, scope, cancel).await;
+        let path = r.node.path.clone();
+        nodes.push(r.node);
+        for (name, v) in r.exports {
+            scope.set_step(&name, v);
+        }
+        match r.flow {
+            Flow::Done => {
+                last = r.value.output.clone();
+                scope.set_step(&step.name, r.value);
+            }
+            Flow::Failed(e) if step.continue_on_error => {
+                last = r.value.output.clone();
+                scope.set_step(
+                    &step.name,
+                    StepValue {
+                        error: Some(e),
+                        ..r.value
+                    },
+                );
+            }
+            Flow::Failed(e) => {
+                return SeqOut {
+                    nodes,
+                    flow: Flow::Failed(format!("step '{path}' failed: {e}")),
+                    last,
+                };
+            }
+            flow @ (Flow::Cancelled | Flow::Terminate { .. }) => {
+                return SeqOut { nodes, flow, last };
+            }
+        }
+    }
+    SeqOut {
+        nodes,
+        flow: Flow::Done,
+        last,
+    }
+}
+
+/// Runs one step under `prefix`: its started event, its kind's body
+/// (within its timeout), its completed event.
+pub(super) fn run_step<'a>(
+    ctx: &'a Arc<RunCtx>,
+    step: &'a Step,
+    prefix: &'a str,
+    iteration: u64,
+    scope: &'a Scope,
+    cancel: &'a CancellationToken,
+) -> BoxFuture<'a, StepRun> {
+    Box::pin(async move {
+        let path = crate::workflow::join_path(prefix, &step.name);
+        let sc = StepCtx {
+            run: ctx,
+            step,
+            path: &path,
+            iteration,
+            scope,
+            cancel,
+        };
+        // Past the nesting limit no child run starts, so none is named.
+        let is_call = matches!(step.kind, StepKind::CallWorkflow { .. });
+        let child_run_id = (is_call && ctx.depth < ctx.inner.max_call_depth)
+            .then(|| ctx.inner.run_ids.next_run_id());
+        let started_at = announce_step_start(&sc, child_run_id).await;
+        let mut out = run_within_timeout(&sc, child_run_id).await;
+        let ending = step_ending(&out.flow);
+        if let Some(e) = &ending.error
+            && out.value.error.is_none()
+            && ending.status == Status::Failure
+        {
+            out.value.error = Some(e.clone());
+        }
+        announce_step_end(&sc, child_run_id, started_at, &ending, out.result.as_ref()).await;
+        StepRun {
+            node: ExecNode {
+                name: step.name.clone(),
+                kind: step.kind.kind_name().to_owned(),
+                path: path.clone(),
+                iteration,
+                status: ending.status,
+                error: ending.error,
+                children: out.children,
+                child: out.child,
+            },
+            value: out.value,
+            flow: out.flow,
+            exports: out.exports,
+        }
+    })
+}
+
+/// The step's lifecycle event (`call_workflow.*` for a call, `step.*`
+/// otherwise) carrying `payload`, naming its child run.
+fn lifecycle_draft(
+    sc: &StepCtx<'_>,
+    child_run_id: Option<RunId>,
+    payload: StepPayload,
+    started: bool,
+) -> EventDraft {
+    let is_call = matches!(sc.step.kind, StepKind::CallWorkflow { .. });
+    let payload = match (is_call, started) {
+        (true, true) => Payload::CallWorkflowStarted(payload),
+        (true, false) => Payload::CallWorkflowCompleted(payload),
+        (false, true) => Payload::StepStarted(payload),
+        (false, false) => Payload::StepCompleted(payload),
+    };
+    let draft = EventDraft::new(sc.path.to_owned(), sc.iteration, payload);
+    match child_run_id {
+        Some(child) => draft.with_child(child),
+        None => draft,
+    }
+}
+
+/// The step-level audit record `event` of `sc`'s step.
+fn step_audit(
+    sc: &StepCtx<'_>,
+    event: AuditEvent,
+    ts: Timestamp,
+    child_run_id: Option<RunId>,
+) -> AuditRecord {
+    AuditRecord {
+        ts,
+        run_id: sc.run.run_id,
+        event,
+        path: sc.path.to_owned(),
+        iteration: sc.iteration,
+        name: sc.step.name.clone(),
+        kind: sc.step.kind.kind_name().to_owned(),
+        status: None,
+        error: None,
+        child_run_id,
+    }
+}
+
+/// The started event, the `step_start` audit record and the display event;
+/// returns the audit clock's reading.
+async fn announce_step_start(sc: &StepCtx<'_>, child_run_id: Option<RunId>) -> Timestamp {
+    let ctx = sc.run;
+    ctx.emitter
+        .emit_draft(|| lifecycle_draft(sc, child_run_id, started_payload(sc), true))
+        .await;
+    let obs = &ctx.inner.observers;
+    let at = obs.now();
+    ctx.audit(step_audit(sc, AuditEvent::StepStart, at, child_run_id))
+        .await;
+    obs.display(DisplayEvent::StepStarted {
+        at,
+        path: sc.path.to_owned(),
+        iteration: sc.iteration,
+        kind: sc.step.kind.kind_name().to_owned(),
+    });
+    at
+}
+
+/// The completed event (with the error and result), the `step_end` audit
+/// record and the display event with the time since `started_at`.
+async fn announce_step_end(
+    sc: &StepCtx<'_>,
+    child_run_id: Option<RunId>,
+    started_at: Timestamp,
+    ending: &Ending,
+    result: Option<&Value>,
+) {
+    let ctx = sc.run;
+    ctx.emitter
+        .emit_draft(|| {
+            let mut p = StepPayload::new(sc.step.name.clone(), sc.step.kind.kind_name());
+            if let Some(e) = &ending.error {
+                p = p.with_error(e.clone());
+            }
+            if let Some(r) = result {
+                p = p.with_result(RawJson::from_value(r).unwrap_or_default());
+            }
+            lifecycle_draft(sc, child_run_id, p, false)
+        })
+        .await;
+    let obs = &ctx.inner.observers;
+    let at = obs.now();
+    ctx.audit(AuditRecord {
+        status: Some(ending.status),
+        error: ending.error.clone(),
+        ..step_audit(sc, AuditEvent::StepEnd, at, child_run_id)
+    })
+    .await;
+    obs.display(DisplayEvent::StepFinished {
+        at,
+        path: sc.path.to_owned(),
+        iteration: sc.iteration,
+        status: ending.status,
+        elapsed_ms: at.millis_since(started_at),
+        error: ending.error.clone(),
+    });
+}
+
+/// Runs the step's body under its own cancellation; past the step's
+/// `timeout` that cancellation fires, the body closes what it opened and
+/// the step fails (unless the run was cancelled or a terminal step ended
+/// it).
+async fn run_within_timeout(sc: &StepCtx<'_>, child_run_id: Option<RunId>) -> KindOut {
+    let step_cancel = sc.cancel.child_token();
+    let body = run_kind(
+        StepCtx {
+            cancel: &step_cancel,
+            ..*sc
+        },
+        child_run_id,
+    );
+    let Some(limit) = sc.step.timeout else {
+        return body.await;
+    };
+    let mut body = std::pin::pin!(body);
+    let first = tokio::select! {
+        r = &mut body => Some(r),
+        _ = tokio::time::sleep(limit) => None,
+    };
+    if let Some(out) = first {
+        return out;
+    }
+    // Cancel inside the step and let it close what it opened.
+    step_cancel.cancel();
+    let mut out = body.await;
+    if !sc.cancel.is_cancelled() && !matches!(out.flow, Flow::Terminate { .. }) {
+        out.flow = Flow::Failed(format!("timed out after {}ms", limit.as_millis()));
+    }
+    out
+}
+
+/// How a step ended, from the flow its body returned.
+fn step_ending(flow: &Flow) -> Ending {
+    let (status, error) = match flow {
+        Flow::Done | Flow::Terminate { success: true, .. } => (Status::Success, None),
+        Flow::Failed(e) => (Status::Failure, Some(e.clone())),
+        Flow::Terminate { message, .. } => (Status::Failure, Some(message.clone())),
+        Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
+    };
+    Ending { status, error }
+}
+
+/// A successful run's outputs: each `outputs:` template rendered in the
+/// run's final scope (a template that does not parse is kept as text).
+fn render_outputs(wf: &Workflow, scope: &Scope) -> Map<String, Value> {
+    wf.outputs
+        .iter()
+        .map(|(name, text)| {
+            let v = match crate::template::Template::parse(text) {
+                Ok(t) => t.render_value(scope),
+                Err(_) => Value::String(text.clone()),
+            };
+            (name.clone(), v)
+        })
+        .collect()
+}
+
+/// The payload of a step's `step.started`: a command step's carries what
+/// it is about to run as its `result` (see `steps::command::started_result`).
+fn started_payload(sc: &StepCtx<'_>) -> StepPayload {
+    let p = StepPayload::new(sc.step.name.clone(), sc.step.kind.kind_name());
+    match &sc.step.kind {
+        StepKind::Command { command, env } => p.with_result(
+            RawJson::from_value(&steps::command::started_result(command, env, sc.scope))
+                .unwrap_or_default(),
+        ),
+        _ => p,
+    }
+}
+
+/// Runs the step's body: its kind's file in `steps/`.
+async fn run_kind(sc: StepCtx<'_>, child_run_id: Option<RunId>) -> KindOut {
+    match &sc.step.kind {
+        StepKind::Command { command, env } => steps::command::run(&sc, command, env).await,
+        StepKind::Operation { tool, input } => steps::operation::run(&sc, tool, input).await,
+        StepKind::Terminal { success, message } => steps::terminal::run(&sc, *success, message),
+        StepKind::Custom { type_name, params } => steps::custom::run(&sc, type_name, params).await,
+        StepKind::Agent(spec) => steps::agent::run(&sc, spec).await,
+        StepKind::Parallel { mode, branches } => steps::parallel::run(&sc, *mode, branches).await,
+        StepKind::ForEach { items, steps } => steps::for_each::run(&sc, items, steps).await,
+        StepKind::While {
+            condition,
+            max_iterations,
+            steps,
+        } => steps::while_loop::run(&sc, condition, *max_iterations, steps).await,
+        StepKind::CallWorkflow { workflow, inputs } => {
+            steps::call_workflow::run(&sc, workflow, inputs, child_run_id).await
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The `terminal` step: ends its run, from wherever it is in it (inside a
+//! loop or a `parallel` branch too), with a success or failure and a
+//! rendered message. In a called workflow it ends that child run, whose
+//! status the `call_workflow` step then takes.
+
+use serde_json::{Value, json};
+
+use crate::service::context::{Flow, KindOut, StepCtx};
+use crate::template::{StepValue, render_str};
+
+/// Runs a `terminal` step.
+pub(in crate::service) fn run(sc: &StepCtx<'_>, success: bool, message: &str) -> KindOut {
+    let message = render_str(message, sc.scope);
+    let result = json!({
+        "status": if success { "success" } else { "failure" },
+        "message": message,
+    });
+    KindOut {
+        value: StepValue {
+            output: Value::String(message.clone()),
+            ..StepValue::default()
+        },
+        result: Some(result),
+        ..KindOut::flow(Flow::Terminate { success, message })
+    }
+}
