@@ -25,6 +25,7 @@
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use transcript_domain::text::lower_hex;
 use transcript_domain::{BlockBody, MAX_LINE_BYTES, Payload, RawJson};
 
 /// Default per-value limit (1 MiB).
@@ -45,20 +46,9 @@ pub fn marker(total: u64, sha256: &str) -> String {
     format!("…[truncated: {total} bytes, sha256 {sha256}]")
 }
 
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
-}
-
-/// Lowercase hex sha256 of `bytes`.
+/// Lowercase hex sha256 of `bytes` (the domain's one hex rendering).
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
+    lower_hex(&Sha256::digest(bytes))
 }
 
 /// `s` cut to fit `limit` bytes with the marker, or `None` when it fits.

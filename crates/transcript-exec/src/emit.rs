@@ -43,17 +43,7 @@ impl std::fmt::Debug for Emitter {
 /// `error` and its sources, each cause once (`write failed: No space left
 /// on device (os error 28)`).
 pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        let cause = s.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-        source = s.source();
-    }
-    text
+    transcript_domain::text::error_chain(error)
 }
 
 impl Emitter {

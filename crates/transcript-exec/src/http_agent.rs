@@ -43,6 +43,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use transcript_domain::text::error_chain;
 use transcript_domain::{BlockBody, MessagePayload};
 use transcript_providers::{DiagnosticKind, Output, Provider};
 
@@ -447,7 +448,7 @@ impl HttpAgentRunner {
                     normalizer.feed(&bytes, &mut outputs);
                 }
                 Ok(None) => break,
-                Err(e) => return Err(err(format!("response cut: {}", chain(&e)))),
+                Err(e) => return Err(err(format!("response cut: {}", error_chain(&e)))),
             }
         }
         normalizer.finish(&mut outputs);
@@ -526,8 +527,8 @@ async fn send(
                 }
                 (failure, retry_after)
             }
-            Err(e) if e.is_connect() || e.is_timeout() => (chain(&e), None),
-            Err(e) => return Err(err(chain(&e))),
+            Err(e) if e.is_connect() || e.is_timeout() => (error_chain(&e), None),
+            Err(e) => return Err(err(error_chain(&e))),
         };
         if retry >= policy.max_retries {
             let tries = retry + 1;
@@ -563,17 +564,6 @@ async fn error_message(mut r: reqwest::Response) -> String {
 }
 
 /// An error with its sources ("error sending request: connection refused").
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -26,8 +26,9 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::bounded::{MARKER_RESERVE, hex, marker};
+use crate::bounded::{MARKER_RESERVE, marker};
 use crate::tool_error::ToolError;
+use transcript_domain::text::lower_hex;
 
 /// How subprocesses are ended and how much of their output is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +118,7 @@ impl Capture {
         {
             prefix = &prefix[..e.valid_up_to()];
         }
-        let digest = hex(&self.hasher.finalize());
+        let digest = lower_hex(&self.hasher.finalize());
         let mut text = String::from_utf8_lossy(prefix).into_owned();
         text.push_str(&marker(self.total, &digest));
         text

@@ -68,12 +68,7 @@ pub fn truncate_value(value: &Value, limit: usize) -> Value {
 
 /// Lowercase hex sha256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    transcript_domain::text::lower_hex(&Sha256::digest(bytes))
 }
 
 #[cfg(test)]

@@ -171,19 +171,7 @@ impl SpanSink for OtlpHttpSink {
 }
 
 /// An error with its causes, `a: b: c` (reqwest's own message hides the cause).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let part = cause.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = cause.source();
-    }
-    text
-}
+use transcript_domain::text::error_chain;
 
 fn is_tls_error(error: &reqwest::Error) -> bool {
     let mut source: Option<&dyn std::error::Error> = Some(error);

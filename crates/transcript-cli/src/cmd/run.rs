@@ -58,32 +58,29 @@ fn check_inputs(
     root: &transcript_exec::Workflow,
     inputs: &[(String, String)],
 ) -> Result<(), CliError> {
-    if let Some((unknown, _)) = inputs
+    let given = inputs
         .iter()
-        .find(|(k, _)| !root.inputs.iter().any(|i| &i.name == k))
-    {
-        let declared: Vec<&str> = root.inputs.iter().map(|i| i.name.as_str()).collect();
-        return Err(CliError::Invalid(format!(
-            "workflow '{}' has no input '{unknown}' (declared: {})",
-            root.name,
-            if declared.is_empty() {
-                "none".to_owned()
-            } else {
-                declared.join(", ")
-            }
-        )));
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
+    match root.resolve_inputs(given) {
+        Ok(_) => Ok(()),
+        Err(transcript_exec::ExecError::UnknownInput { input, .. }) => {
+            let declared: Vec<&str> = root.inputs.iter().map(|i| i.name.as_str()).collect();
+            Err(CliError::Invalid(format!(
+                "workflow '{}' has no input '{input}' (declared: {})",
+                root.name,
+                if declared.is_empty() {
+                    "none".to_owned()
+                } else {
+                    declared.join(", ")
+                }
+            )))
+        }
+        Err(transcript_exec::ExecError::MissingInput { input, .. }) => Err(CliError::Invalid(
+            format!("workflow '{}' needs --input {input}=VALUE", root.name),
+        )),
+        Err(e) => Err(CliError::Invalid(e.to_string())),
     }
-    if let Some(missing) = root
-        .inputs
-        .iter()
-        .find(|i| i.default.is_none() && !inputs.iter().any(|(k, _)| k == &i.name))
-    {
-        return Err(CliError::Invalid(format!(
-            "workflow '{}' needs --input {}=VALUE",
-            root.name, missing.name
-        )));
-    }
-    Ok(())
 }
 
 /// Runs the workflow. Errors carry the exit code: a failed run (1), invalid input (3), an

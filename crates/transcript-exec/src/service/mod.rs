@@ -263,6 +263,26 @@ fn with_transcript_errors(mut outcome: RunOutcome, emitter: &Emitter) -> RunOutc
 
 fn resolve_inputs(
     wf: &Workflow,
+    given: Map<String, Value>,
+) -> Result<Map<String, Value>, ExecError> {
+    wf.resolve_inputs(given)
+}
+
+impl Workflow {
+    /// The run's inputs: `given` checked against the declared inputs, defaults filled in.
+    /// A name the workflow does not declare is [`ExecError::UnknownInput`]; a declared input
+    /// without a value or a default is [`ExecError::MissingInput`] (the service and callers
+    /// that check inputs before a run share this one rule).
+    pub fn resolve_inputs(
+        &self,
+        given: Map<String, Value>,
+    ) -> Result<Map<String, Value>, ExecError> {
+        resolve_declared(self, given)
+    }
+}
+
+fn resolve_declared(
+    wf: &Workflow,
     mut given: Map<String, Value>,
 ) -> Result<Map<String, Value>, ExecError> {
     if let Some(unknown) = given
