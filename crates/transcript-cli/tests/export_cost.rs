@@ -18,21 +18,7 @@ use transcript_export::{ExportDocument, ExportOptions, build_document, price_doc
 use transcript_providers::{LITELLM_VERSION, Pricing};
 
 fn real(name: &str) -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
-        );
-        eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
-        return None;
-    };
-    let mut dir = PathBuf::from(dir);
-    if dir.is_relative() {
-        dir = common::repo().join(dir);
-    }
-    let path = dir.join("claude-code").join(name);
-    assert!(path.is_file(), "{} is missing", path.display());
-    Some(path)
+    common::real_fixture("claude-code", name)
 }
 
 /// Imports `file` as Claude into `storage` with the binary; its events as recorded.

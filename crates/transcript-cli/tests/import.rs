@@ -13,24 +13,7 @@ use common::{bin, text};
 use serde_json::Value;
 
 fn real() -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
-        );
-        eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
-        return None;
-    };
-    let mut dir = PathBuf::from(dir);
-    if dir.is_relative() {
-        dir = common::repo().join(dir);
-    }
-    assert!(
-        dir.is_dir(),
-        "TRANSCRIPT_REAL_FIXTURES={} is not a directory",
-        dir.display()
-    );
-    Some(dir)
+    common::real_fixtures()
 }
 
 /// An import's events, its stderr, and what `show` prints of it.

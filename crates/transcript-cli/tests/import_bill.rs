@@ -13,17 +13,7 @@ use common::{bin, text};
 use serde_json::Value;
 
 fn real(folder: &str, name: &str) -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
-        );
-        eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
-        return None;
-    };
-    let path = PathBuf::from(dir).join(folder).join(name);
-    assert!(path.is_file(), "{} is missing", path.display());
-    Some(path)
+    common::real_fixture(folder, name)
 }
 
 fn import(provider: &str, storage: &Path, args: &[&Path]) -> Output {

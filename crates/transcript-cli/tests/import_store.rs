@@ -14,21 +14,7 @@ use common::{bin, text};
 use serde_json::Value;
 
 fn real(folder: &str, name: &str) -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
-        );
-        eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
-        return None;
-    };
-    let mut dir = PathBuf::from(dir);
-    if dir.is_relative() {
-        dir = common::repo().join(dir);
-    }
-    let path = dir.join(folder).join(name);
-    assert!(path.is_file(), "{} is missing", path.display());
-    Some(path)
+    common::real_fixture(folder, name)
 }
 
 /// `transcript import <provider> --store` with only `env` pointing at the store.

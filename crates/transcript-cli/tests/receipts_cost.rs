@@ -13,21 +13,7 @@ use common::{bin, text};
 use serde_json::Value;
 
 fn real(name: &str) -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
-        );
-        eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
-        return None;
-    };
-    let mut dir = PathBuf::from(dir);
-    if dir.is_relative() {
-        dir = common::repo().join(dir);
-    }
-    let path = dir.join("claude-code").join(name);
-    assert!(path.is_file(), "{} is missing", path.display());
-    Some(path)
+    common::real_fixture("claude-code", name)
 }
 
 /// Imports `file` as Claude into `storage`; the run id.

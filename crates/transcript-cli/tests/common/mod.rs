@@ -64,3 +64,36 @@ pub fn wait_until_exited(pid: &str, limit: std::time::Duration) {
     let mut fds = [PollFd::new(&fd, PollFlags::IN)];
     let _ = poll(&mut fds, Some(&timeout));
 }
+
+#[allow(dead_code)] // not every test binary uses it
+/// The folder of real provider captures (`$TRANSCRIPT_REAL_FIXTURES`, relative to the
+/// repository when relative), or `None` with a "skipped" line when unset. Under `CI=true` an
+/// unset variable is a failure, and a variable naming no folder always is.
+pub fn real_fixtures() -> Option<std::path::PathBuf> {
+    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is unset"
+        );
+        eprintln!("skipped: TRANSCRIPT_REAL_FIXTURES is unset");
+        return None;
+    };
+    let mut dir = std::path::PathBuf::from(dir);
+    if dir.is_relative() {
+        dir = repo().join(dir);
+    }
+    assert!(
+        dir.is_dir(),
+        "TRANSCRIPT_REAL_FIXTURES={} is not a directory",
+        dir.display()
+    );
+    Some(dir)
+}
+
+#[allow(dead_code)] // not every test binary uses it
+/// One real capture, `<folder>/<name>` under [`real_fixtures`]; a missing file is a failure.
+pub fn real_fixture(folder: &str, name: &str) -> Option<std::path::PathBuf> {
+    let path = real_fixtures()?.join(folder).join(name);
+    assert!(path.is_file(), "{} is missing", path.display());
+    Some(path)
+}
