@@ -18,7 +18,14 @@ use crate::raw::RawJson;
 use crate::timestamp::Timestamp;
 use crate::vocab::EventType;
 
-/// Where a step or run ended up.
+/// Where a step or run ended up: the one status vocabulary of the workspace (the tree, the
+/// engine's outcomes, the audit trail, `parallel` and `terminal` results all say these words).
+///
+/// On the wire a status is never a field: it is read from the completion event. No
+/// completion is [`Status::Incomplete`]; a completion without `error` is
+/// [`Status::Succeeded`]; one whose `error` is exactly [`CANCELLED`] is
+/// [`Status::Cancelled`] (the engine writes that word for a cancelled run or step, and
+/// nothing else); any other `error` is [`Status::Failed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -28,7 +35,12 @@ pub enum Status {
     Succeeded,
     /// Completed with an error.
     Failed,
+    /// Completed because the run was cancelled (error [`CANCELLED`]).
+    Cancelled,
 }
+
+/// The `error` of a completion event that ended by cancellation.
+pub const CANCELLED: &str = "cancelled";
 
 impl Status {
     /// Lowercase name.
@@ -37,6 +49,16 @@ impl Status {
             Status::Incomplete => "incomplete",
             Status::Succeeded => "succeeded",
             Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    /// The status a completion event with `error` says.
+    pub fn of_completion(error: Option<&str>) -> Self {
+        match error {
+            None => Status::Succeeded,
+            Some(CANCELLED) => Status::Cancelled,
+            Some(_) => Status::Failed,
         }
     }
 }
@@ -359,11 +381,7 @@ impl Builder {
         let tree = &mut self.tree;
         tree.completed_at = Some(event.timestamp);
         tree.error = step.and_then(|p| p.error.clone());
-        tree.status = if tree.error.is_some() {
-            Status::Failed
-        } else {
-            Status::Succeeded
-        };
+        tree.status = Status::of_completion(tree.error.as_deref());
         if tree.workflow.is_none() {
             tree.workflow = step.map(|p| p.name.clone());
         }
@@ -439,11 +457,7 @@ impl Builder {
         node.completed_at = Some(event.timestamp);
         node.error = step.and_then(|p| p.error.clone());
         node.result = step.and_then(|p| p.result.clone());
-        node.status = if node.error.is_some() {
-            Status::Failed
-        } else {
-            Status::Succeeded
-        };
+        node.status = Status::of_completion(node.error.as_deref());
         if node.child_run_id.is_none() {
             node.child_run_id = event.child_run_id;
         }
@@ -538,6 +552,28 @@ fn node_at<'a>(nodes: &'a mut [StepNode], slot: &[usize]) -> Option<&'a mut Step
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_completion_says_its_status_in_the_one_vocabulary() {
+        assert_eq!(Status::of_completion(None), Status::Succeeded);
+        assert_eq!(Status::of_completion(Some(CANCELLED)), Status::Cancelled);
+        assert_eq!(Status::of_completion(Some("exit 1")), Status::Failed);
+        // Only the exact word is a cancellation.
+        assert_eq!(
+            Status::of_completion(Some("cancelled: by hand")),
+            Status::Failed
+        );
+        let words: Vec<&str> = [
+            Status::Incomplete,
+            Status::Succeeded,
+            Status::Failed,
+            Status::Cancelled,
+        ]
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
+        assert_eq!(words, ["incomplete", "succeeded", "failed", "cancelled"]);
+    }
     use crate::{EventDraft, Payload, RunIdGenerator, SequentialRunIds, StepPayload};
 
     struct Run {

@@ -84,8 +84,8 @@ impl DisplayEvent {
                 ..
             } => {
                 let mark = match status {
-                    Status::Success => "ok",
-                    Status::Failure => "FAILED",
+                    Status::Succeeded => "ok",
+                    Status::Failed | Status::Incomplete => "FAILED",
                     Status::Cancelled => "cancelled",
                 };
                 match error {

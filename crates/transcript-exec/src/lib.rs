@@ -131,7 +131,7 @@
 //!
 //! A run **stops** rather than continue without its transcript (#17): the
 //! first failed record (disk full, I/O error, a refused line) cancels the
-//! run, which ends as [`Status::Failure`] with the error
+//! run, which ends as [`Status::Failed`] with the error
 //! `transcript write failed: <cause>` (the OS cause included, e.g. `No
 //! space left on device (os error 28)`). Open steps still close and
 //! `run.completed` is still attempted (space may have come back), so the

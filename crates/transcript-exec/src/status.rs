@@ -1,27 +1,7 @@
-//! How a step or a run ended ([`Status`]), as the audit trail, the
-//! display events and [`crate::RunOutcome`] say it.
+//! How a step or a run ended ([`Status`]), as the audit trail, the display events,
+//! `parallel` and `terminal` results and [`crate::RunOutcome`] say it: the domain's one
+//! status vocabulary (`succeeded`, `failed`, `cancelled`; `incomplete` only in a tree rebuilt
+//! from a file whose run never completed), re-exported so the engine and the tree cannot
+//! drift apart.
 
-use serde::Serialize;
-
-/// How a step or run ended, as shown to humans and written to the audit trail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Succeeded.
-    Success,
-    /// Failed.
-    Failure,
-    /// Cancelled (run cancellation).
-    Cancelled,
-}
-
-impl Status {
-    /// The lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Success => "success",
-            Status::Failure => "failure",
-            Status::Cancelled => "cancelled",
-        }
-    }
-}
+pub use transcript_domain::tree::{CANCELLED, Status};

@@ -180,7 +180,7 @@ async fn crashed_agent_keeps_its_dangling_tool_use_and_fails_the_step() {
         "Build it",
     ))
     .await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     let events = factory.events(out.run_id);
     assert_well_formed(&events);
     let turn = of_type(&events, EventType::MessageAssistant)[0]
@@ -234,7 +234,7 @@ async fn timed_out_agent_is_killed_and_recorded() {
 #[tokio::test]
 async fn unknown_provider_and_missing_runner_fail_cleanly() {
     let (factory, out) = run_one(agent("x", "nobody", replay("claude-review.jsonl"), "hi")).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     assert!(
         out.error.as_deref().unwrap().contains("no normalizer"),
         "{:?}",

@@ -196,7 +196,7 @@ steps:
     assert_eq!(result_of("outer", 0), json!({"iterations": 2}));
     assert_eq!(
         result_of("outer.fan", 1),
-        json!({"branches": {"x": "success", "y": "success"}})
+        json!({"branches": {"x": "succeeded", "y": "succeeded"}})
     );
     assert_eq!(result_of("outer.fan.x", 1), json!({"iterations": 2}));
 }

@@ -142,7 +142,7 @@ async fn the_first_failed_record_stops_the_run_and_it_never_reports_success() {
         .run(&three_steps(), Map::new(), CancellationToken::new())
         .await
         .unwrap();
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     assert!(!out.succeeded());
     let error = out.error.clone().unwrap();
     assert!(error.starts_with("transcript write failed: "), "{error}");
@@ -175,9 +175,9 @@ async fn a_child_runs_failure_fails_the_parent_step_and_is_reported() {
         .run(&with_child(), Map::new(), CancellationToken::new())
         .await
         .unwrap();
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     let call = &out.steps[0];
-    assert_eq!(call.status, Status::Failure);
+    assert_eq!(call.status, Status::Failed);
     assert!(
         call.error
             .as_deref()
@@ -187,7 +187,7 @@ async fn a_child_runs_failure_fails_the_parent_step_and_is_reported() {
         call.error
     );
     let child = call.child.as_ref().unwrap();
-    assert_eq!(child.status, Status::Failure);
+    assert_eq!(child.status, Status::Failed);
     assert!(!child.transcript_errors.is_empty());
     let prefix = format!("child run {}: transcript write failed", child.run_id);
     assert!(
@@ -221,7 +221,7 @@ async fn a_child_transcript_that_cannot_be_opened_fails_the_step() {
         .run(&with_child(), Map::new(), CancellationToken::new())
         .await
         .unwrap();
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     let error = out.steps[0].error.clone().unwrap();
     assert!(
         error.contains("cannot open the transcript of child run"),

@@ -85,7 +85,7 @@ async fn kinds_fixture_runs_every_non_agent_kind_and_tree_matches() {
     let svc = service(&ws, &factory, true).await;
     let set = WorkflowSet::load(fixtures().join("workflows/kinds.yaml")).unwrap();
     let out = run(&svc, &set).await;
-    assert_eq!(out.status, Status::Success, "{:?}", out.error);
+    assert_eq!(out.status, Status::Succeeded, "{:?}", out.error);
     assert_eq!(out.outputs["shout"], json!("HELLO WORLD"));
     assert!(out.transcript_errors.is_empty());
 
@@ -176,7 +176,7 @@ async fn deterministic_runs_are_byte_identical() {
         for r in factory.runs.lock().unwrap().iter() {
             all.push_str(&String::from_utf8(r.bytes()).unwrap());
         }
-        assert_eq!(out.status, Status::Success);
+        assert_eq!(out.status, Status::Succeeded);
         files.push(all);
     }
     assert_eq!(files[0], files[1]);
@@ -207,10 +207,8 @@ fn canon_exec(nodes: &[ExecNode]) -> Vec<String> {
     let mut v: Vec<String> = nodes
         .iter()
         .map(|n| {
-            let status = match n.status {
-                Status::Success => "Succeeded",
-                _ => "Failed",
-            };
+            // One status vocabulary: the engine's word is the tree's, cancellation included.
+            let status = format!("{:?}", n.status);
             let mut s = format!("{}#{} {} {status}", n.path, n.iteration, n.kind);
             for c in canon_exec(&n.children) {
                 s.push_str(&format!(" [{c}]"));
@@ -278,7 +276,7 @@ async fn concurrent_branches_keep_loop_state_apart_and_tree_matches() {
         .build()
         .unwrap();
         let out = run(&svc, &set).await;
-        assert_eq!(out.status, Status::Success, "{:?}", out.error);
+        assert_eq!(out.status, Status::Succeeded, "{:?}", out.error);
         let events = factory.events(out.run_id);
         assert_well_formed(&events);
         // Each probe's result shows the item of its own iteration.
@@ -406,7 +404,7 @@ async fn failing_tool_is_recorded_and_the_workflow_decides() {
         ))
         .step(Step::command("after", "echo unreachable"));
     let out = run(&svc, &WorkflowSet::new("s", wf)).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     assert_eq!(
         out.error.as_deref(),
         Some(
@@ -445,7 +443,7 @@ async fn command_failure_and_terminal_failure() {
     let svc = service(&ws, &factory, true).await;
     let wf = Workflow::new("cmd").step(Step::command("bad", "echo out; echo oops >&2; exit 3"));
     let out = run(&svc, &WorkflowSet::new("c", wf)).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     let events = factory.events(out.run_id);
     assert_well_formed(&events);
     let bad = step_completed(&events, "bad");
@@ -466,7 +464,7 @@ async fn command_failure_and_terminal_failure() {
         ))
         .step(Step::command("after", "echo no"));
     let out = run(&svc, &WorkflowSet::new("t", wf)).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     assert_eq!(out.error.as_deref(), Some("gave up at 1"));
     let events = factory.events(out.run_id);
     assert_well_formed(&events);
@@ -476,7 +474,7 @@ async fn command_failure_and_terminal_failure() {
             .as_ref()
             .unwrap()
             .to_value(),
-        json!({"status": "failure", "message": "gave up at 1"})
+        json!({"status": "failed", "message": "gave up at 1"})
     );
     assert!(steps_of(&events, "after").is_empty());
     assert_eq!(events.iter().filter(|e| e.path == "loop.stop").count(), 2);
@@ -529,7 +527,7 @@ async fn parallel_modes_in_both_scheduling_modes() {
             vec![Step::command("ok", "true"), Step::command("ko", "exit 2")],
         ));
         let out = run(&svc, &WorkflowSet::new("a", wf)).await;
-        assert_eq!(out.status, Status::Failure);
+        assert_eq!(out.status, Status::Failed);
         assert_eq!(
             out.error.as_deref(),
             Some("step 'both' failed: branch 'ko': command exited with code 2")
@@ -616,7 +614,7 @@ async fn custom_step_panic_is_caught_and_closed() {
         ],
     ));
     let out = run(&svc, &WorkflowSet::new("p", wf)).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     let events = factory.events(out.run_id);
     assert_well_formed(&events);
     assert_eq!(
@@ -656,7 +654,7 @@ async fn timeout_closes_the_step_and_everything_inside() {
         started.elapsed() < Duration::from_secs(20),
         "the sleeps were killed"
     );
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     assert_eq!(
         out.error.as_deref(),
         Some("step 'block' failed: timed out after 200ms")
@@ -871,7 +869,7 @@ async fn sub_workflows_nest_three_levels_and_respect_the_depth_limit() {
         .build()
         .unwrap();
     let out = run(&svc, &set).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     let err = out.error.unwrap();
     assert!(
         err.contains("call_workflow nesting limit of 1 exceeded (calling 'leaf' at depth 2)"),

@@ -188,7 +188,7 @@ async fn turn_limit_and_http_errors_fail_the_step() {
     let server = replay_server(recorded().into_iter().take(1).collect()).await;
     let runner = HttpAgentRunner::new(base_url(&server));
     let (factory, out, _d, ws) = run_step(runner, http_step(Some(1)), |_| {}).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     assert_eq!(
         out.error.as_deref(),
         Some("step 'ask' failed: turn limit of 1 reached without a final answer")
@@ -440,7 +440,7 @@ async fn a_response_over_the_body_cap_fails_the_step_and_records_no_turn() {
     let server = replay_server(vec![big]).await;
     let runner = HttpAgentRunner::new(base_url(&server)).with_max_body_bytes(1000);
     let (factory, out, _d) = run_against(runner).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     let error = out.error.unwrap();
     assert!(
         error.contains("/v1/chat/completions: response body exceeds 1000 bytes"),
@@ -515,7 +515,7 @@ async fn a_request_that_times_out_is_retried_then_fails_the_step() {
         .with_timeout(std::time::Duration::from_millis(200))
         .with_retry(quick_retries(1));
     let (factory, out, _d) = run_against(runner).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     let error = out.error.unwrap();
     assert!(
         error.contains("/v1/chat/completions: ") && error.contains("(after 2 attempts)"),
@@ -542,7 +542,7 @@ async fn a_stream_that_ends_without_its_finish_fails_the_step() {
         .await;
     let runner = HttpAgentRunner::new(base_url(&server)).with_retry(quick_retries(2));
     let (factory, out, _d) = run_against(runner).await;
-    assert_eq!(out.status, Status::Failure);
+    assert_eq!(out.status, Status::Failed);
     let error = out.error.unwrap();
     assert!(error.contains("incomplete answer"), "{error}");
     let events = factory.events(out.run_id);

@@ -108,7 +108,7 @@ async fn timed_out_command_step_ends_its_grandchildren() {
         "name: w\nsteps:\n  - name: c\n    type: command\n    timeout_ms: 3000\n    command: \"{SPAWNS_GRANDCHILD}\"\n"
     );
     let (out, pid) = run_and_find_grandchild(ws, set_of(&yaml), false).await;
-    assert_grandchild_ends(&out, pid, Status::Failure, "timed out after 3000ms").await;
+    assert_grandchild_ends(&out, pid, Status::Failed, "timed out after 3000ms").await;
 }
 
 /// The leader records SIGTERM's arrival in `trapfile` and waits on; its
@@ -195,7 +195,7 @@ async fn timed_out_cli_agent_ends_its_grandchildren() {
         "name: w\nsteps:\n  - name: c\n    type: agent\n    provider: claude\n    prompt: hi\n    timeout_ms: 3000\n    command: [\"sh\", \"-c\", \"{SPAWNS_GRANDCHILD}\"]\n"
     );
     let (out, pid) = run_and_find_grandchild(ws, set_of(&yaml), false).await;
-    assert_grandchild_ends(&out, pid, Status::Failure, "timed out").await;
+    assert_grandchild_ends(&out, pid, Status::Failed, "timed out").await;
 }
 
 /// #30 item 4: an agent that closes its stdout and lingers (waiting on a

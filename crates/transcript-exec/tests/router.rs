@@ -377,7 +377,7 @@ async fn inputs_workspace_and_audit_errors() {
         )
         .await
         .unwrap();
-    assert_eq!(out.steps[0].status, Status::Success);
+    assert_eq!(out.steps[0].status, Status::Succeeded);
 
     let file = ws.join("file");
     std::fs::write(&file, "").unwrap();

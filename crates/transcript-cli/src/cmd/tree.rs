@@ -44,6 +44,7 @@ fn status(style: &Style, s: Status) -> String {
         Status::Succeeded => style.green("ok"),
         Status::Failed => style.red("failed"),
         Status::Incomplete => style.yellow("incomplete"),
+        Status::Cancelled => style.yellow("cancelled"),
     }
 }
 

@@ -111,7 +111,7 @@ pub struct RunOutcome {
 impl RunOutcome {
     /// Whether the run succeeded.
     pub fn succeeded(&self) -> bool {
-        self.status == Status::Success
+        self.status == Status::Succeeded
     }
 }
 
@@ -251,10 +251,10 @@ impl ExecutionService {
 /// reports success (a failed close surfaces only here).
 fn with_transcript_errors(mut outcome: RunOutcome, emitter: &Emitter) -> RunOutcome {
     outcome.transcript_errors = emitter.errors();
-    if outcome.status == Status::Success
+    if outcome.status == Status::Succeeded
         && let Some(first) = outcome.transcript_errors.first()
     {
-        outcome.status = Status::Failure;
+        outcome.status = Status::Failed;
         outcome.error = Some(emitter.failure().unwrap_or_else(|| first.clone()));
         outcome.outputs = Map::new();
     }

@@ -56,8 +56,8 @@
 //!     type: my_custom_type         # any registered custom type; parameters under `with`
 //!     with: { label: x }
 //!   - name: done
-//!     type: terminal               # status: success | failure
-//!     status: success
+//!     type: terminal               # status: succeeded | failed (success | failure: older spelling)
+//!     status: succeeded
 //!     message: "built {{steps.compile.output}}"
 //! ```
 //!

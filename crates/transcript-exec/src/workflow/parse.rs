@@ -212,13 +212,14 @@ fn command_line(command: Value) -> Result<CommandLine, &'static str> {
     }
 }
 
-/// A terminal step's `status`: `success` or `failure`.
+/// A terminal step's `status`: `succeeded` or `failed` (the status vocabulary), or the
+/// older spellings `success` and `failure`, still accepted in workflow files.
 fn terminal_success(status: &str) -> Result<bool, String> {
     match status {
-        "success" => Ok(true),
-        "failure" => Ok(false),
+        "succeeded" | "success" => Ok(true),
+        "failed" | "failure" => Ok(false),
         other => Err(format!(
-            "terminal status must be 'success' or 'failure', not '{other}'"
+            "terminal status must be 'succeeded' or 'failed' (or 'success'/'failure'), not '{other}'"
         )),
     }
 }

@@ -13,7 +13,7 @@ use transcript_domain::{
     Clock, DecodedEvent, EventDraft, EventType, ManualClock, PreEncoded, RecordError, Recorder,
     RecorderFactory, RunId, Seq, Subscription, Timestamp, decode_line,
 };
-use transcript_exec::{ExecNode, RunOutcome, Status};
+use transcript_exec::{ExecNode, RunOutcome};
 
 /// Stores canonical lines in memory.
 pub struct MemoryRecorder {
@@ -197,10 +197,7 @@ pub fn exec_outline(outcome: &RunOutcome) -> String {
             for _ in 0..depth {
                 out.push_str("  ");
             }
-            let status = match n.status {
-                Status::Success => "succeeded",
-                Status::Failure | Status::Cancelled => "failed",
-            };
+            let status = n.status.as_str();
             out.push_str(&format!(
                 "{}#{} {} {} {}\n",
                 n.path, n.iteration, n.kind, n.name, status

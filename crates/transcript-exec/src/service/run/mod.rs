@@ -19,6 +19,7 @@ use super::context::{Flow, KindOut, RunCtx, SeqOut, StepCtx, StepRun};
 use super::{ExecNode, RunOutcome};
 use crate::audit::{AuditEvent, AuditRecord, DisplayEvent, Status};
 use crate::emit::Emitter;
+use crate::status::CANCELLED;
 use crate::template::{Scope, StepValue};
 use crate::workflow::{Step, StepKind, Workflow, WorkflowSet};
 
@@ -64,7 +65,7 @@ pub(super) fn run_workflow(
         let mut scope = Scope::new(req.inputs).with_workflow_dir(wf.dir.as_deref());
         let seq = run_seq(&ctx, &wf.steps, "", 0, &mut scope, &cancel).await;
         let ending = run_ending(seq.flow, &emitter);
-        let outputs = if ending.status == Status::Success {
+        let outputs = if ending.status == Status::Succeeded {
             render_outputs(&wf, &scope)
         } else {
             Map::new()
@@ -125,18 +126,18 @@ async fn announce_run_start(ctx: &RunCtx, wf: &Workflow) {
 fn run_ending(flow: Flow, emitter: &Emitter) -> Ending {
     if let Some(failure) = emitter.failure() {
         return Ending {
-            status: Status::Failure,
+            status: Status::Failed,
             error: Some(failure),
         };
     }
     let (status, error) = match flow {
-        Flow::Done | Flow::Terminate { success: true, .. } => (Status::Success, None),
-        Flow::Failed(e) => (Status::Failure, Some(e)),
+        Flow::Done | Flow::Terminate { success: true, .. } => (Status::Succeeded, None),
+        Flow::Failed(e) => (Status::Failed, Some(e)),
         Flow::Terminate { message, .. } if message.is_empty() => {
-            (Status::Failure, Some("terminated with failure".to_owned()))
+            (Status::Failed, Some("terminated with failure".to_owned()))
         }
-        Flow::Terminate { message, .. } => (Status::Failure, Some(message)),
-        Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
+        Flow::Terminate { message, .. } => (Status::Failed, Some(message)),
+        Flow::Cancelled => (Status::Cancelled, Some(CANCELLED.to_owned())),
     };
     Ending { status, error }
 }
@@ -267,7 +268,7 @@ pub(super) fn run_step<'a>(
         let ending = step_ending(&out.flow);
         if let Some(e) = &ending.error
             && out.value.error.is_none()
-            && ending.status == Status::Failure
+            && ending.status == Status::Failed
         {
             out.value.error = Some(e.clone());
         }
@@ -429,10 +430,10 @@ async fn run_within_timeout(sc: &StepCtx<'_>, child_run_id: Option<RunId>) -> Ki
 /// How a step ended, from the flow its body returned.
 fn step_ending(flow: &Flow) -> Ending {
     let (status, error) = match flow {
-        Flow::Done | Flow::Terminate { success: true, .. } => (Status::Success, None),
-        Flow::Failed(e) => (Status::Failure, Some(e.clone())),
-        Flow::Terminate { message, .. } => (Status::Failure, Some(message.clone())),
-        Flow::Cancelled => (Status::Cancelled, Some("cancelled".to_owned())),
+        Flow::Done | Flow::Terminate { success: true, .. } => (Status::Succeeded, None),
+        Flow::Failed(e) => (Status::Failed, Some(e.clone())),
+        Flow::Terminate { message, .. } => (Status::Failed, Some(message.clone())),
+        Flow::Cancelled => (Status::Cancelled, Some(CANCELLED.to_owned())),
     };
     Ending { status, error }
 }

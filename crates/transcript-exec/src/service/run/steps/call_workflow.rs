@@ -95,8 +95,9 @@ async fn open_child_transcript(sc: &StepCtx<'_>, child_id: RunId) -> Result<Emit
 fn step_outcome(outcome: RunOutcome) -> KindOut {
     let outputs = Value::Object(outcome.outputs.clone());
     let flow = match outcome.status {
-        Status::Success => Flow::Done,
-        Status::Failure => Flow::Failed(format!(
+        Status::Succeeded => Flow::Done,
+        // A run outcome is never incomplete; read it as the failure it would be.
+        Status::Failed | Status::Incomplete => Flow::Failed(format!(
             "workflow '{}' failed: {}",
             outcome.workflow,
             outcome.error.clone().unwrap_or_default()
@@ -108,7 +109,7 @@ fn step_outcome(outcome: RunOutcome) -> KindOut {
             output: outputs.clone(),
             ..StepValue::default()
         },
-        result: (outcome.status == Status::Success).then_some(outputs),
+        result: (outcome.status == Status::Succeeded).then_some(outputs),
         child: Some(Box::new(outcome)),
         ..KindOut::flow(flow)
     }

@@ -120,7 +120,7 @@ fn failed_task(block: &StepCtx<'_>, b: &Step, e: &tokio::task::JoinError) -> Ste
             kind: b.kind.kind_name().to_owned(),
             path: crate::workflow::join_path(block.path, &b.name),
             iteration: block.iteration,
-            status: Status::Failure,
+            status: Status::Failed,
             error: Some(format!("branch task failed: {e}")),
             children: Vec::new(),
             child: None,

@@ -6,13 +6,14 @@
 use serde_json::{Value, json};
 
 use crate::service::context::{Flow, KindOut, StepCtx};
+use crate::status::Status;
 use crate::template::{StepValue, render_str};
 
 /// Runs a `terminal` step.
 pub(in crate::service) fn run(sc: &StepCtx<'_>, success: bool, message: &str) -> KindOut {
     let message = render_str(message, sc.scope);
     let result = json!({
-        "status": if success { "success" } else { "failure" },
+        "status": if success { Status::Succeeded } else { Status::Failed }.as_str(),
         "message": message,
     });
     KindOut {
