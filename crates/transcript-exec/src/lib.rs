@@ -9,6 +9,50 @@
 //! generates no randomness itself (the composition root passes a
 //! [`transcript_domain::Clock`] and a [`transcript_domain::RunIdGenerator`]).
 //!
+//! # Run a workflow into a transcript and watch it live
+//!
+//! transcript-infra's `JsonlRecorderFactory` writes `<storage>/<run-id>.jsonl`; its
+//! `TapFactory` hands every run the factory opens (child runs included) to a consumer, from
+//! seq 1, while the run is recorded. `examples/custom-runner` is the whole runner a team
+//! would copy; `cargo run -p transcript-exec --example run_workflow` runs this one.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use transcript_exec::{ExecutionService, Step, Workflow, WorkflowSet};
+//! use transcript_infra::{JsonlRecorderFactory, RandomRunIds, SystemClock, TapFactory};
+//!
+//! # let dir = tempfile::tempdir()?;
+//! # let (workspace, storage) = (dir.path().to_path_buf(), dir.path().join("transcripts"));
+//! let live = Arc::new(TapFactory::new(
+//!     Arc::new(JsonlRecorderFactory::new(&storage)),
+//!     Box::new(|mut events| {
+//!         Some(tokio::spawn(async move {
+//!             while let Some(e) = events.next().await {
+//!                 println!("#{} {} {}", e.seq, e.event_type().as_str(), e.path);
+//!             }
+//!         }))
+//!     }),
+//! ));
+//! let service = ExecutionService::builder(&workspace, Arc::new(SystemClock), Arc::new(RandomRunIds))
+//!     .recorder_factory(live.clone())
+//!     .build()?;
+//! let workflow = Workflow::new("hello").step(Step::command_argv("greet", ["echo", "hi"]));
+//! let outcome = service
+//!     .run(
+//!         &WorkflowSet::new("hello", workflow),
+//!         serde_json::Map::new(),
+//!         tokio_util::sync::CancellationToken::new(),
+//!     )
+//!     .await?;
+//! live.drain("the live view").await?; // every live event was seen
+//! assert!(outcome.succeeded());
+//! assert!(storage.join(format!("{}.jsonl", outcome.run_id)).is_file());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Model
 //!
 //! A [`Workflow`] is a name, declared inputs, output templates and a list of
