@@ -263,7 +263,10 @@ fn sigterm_and_sighup_cancel_the_run_cleanly() {
         let tree = bin().args(["tree", "--json"]).arg(&file).output().unwrap();
         let tree = text(&tree.stdout);
         // One status vocabulary: a cancelled run and its cut steps say so.
-        assert!(tree.contains("\"status\": \"cancelled\""), "SIG{signal}: {tree}");
+        assert!(
+            tree.contains("\"status\": \"cancelled\""),
+            "SIG{signal}: {tree}"
+        );
         assert!(
             !tree.contains("never"),
             "SIG{signal}: no step started after the signal"
