@@ -34,18 +34,20 @@
 //! |---|---|---|
 //! | run (`run.started` … `run.completed`) | `invoke_workflow {workflow}` | `gen_ai.operation.name`, `gen_ai.workflow.name` (low-cardinality: `import` for imported runs), `gen_ai.conversation.id` = run id, `transcript.name`, `transcript.run_id`, `transcript.parent_run_id` (child runs) |
 //! | step execution (`step.started` … `step.completed`) | `{kind} {name}` | `transcript.kind`, `transcript.name`, `transcript.path`, `transcript.iteration`, `transcript.seq` |
-//! | agent step (kind `agent`) | `invoke_agent {name}` | the step's, plus `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.conversation.id`, and from its `message.assistant` payloads (decision 10) `gen_ai.provider.name` (well-known value) and `transcript.provider`, `gen_ai.request.model` / `gen_ai.response.model` (first / last reported), the step's sums under our names only: `transcript.usage.{input,output,cache_read,cache_write,reasoning}_tokens` (the transcript's counts) and `transcript.usage.cost_usd` (summed over turns, each only when reported or priced) |
-//! | provider turn (`message.assistant` in an agent step) | `chat {model}` | child of its agent span, from the agent's previous turn (or the step's start) to the message: `gen_ai.operation.name` = `chat`, provider, model, the turn's `gen_ai.usage.input_tokens` (cache included), `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.usage.reasoning.output_tokens`, its cost (`transcript.usage.cost_usd`, `llm.cost.total`, `gen_ai.usage.cost`), OpenInference `llm.model_name`, `llm.provider`, `llm.token_count.{prompt,completion,total}` |
-//!
-//! Counted once: a backend that sums token or cost attributes over every span of a trace
-//! (Langfuse's `gen_ai.usage.*` and `gen_ai.usage.cost`, Phoenix's `llm.token_count.*` and
-//! `llm.cost.total`) finds them on the `chat` spans only, one per API request; agent spans
-//! keep their step's sums under `transcript.usage.*`, which no backend adds up
-//! (`transcript-cli/tests/otlp_counts.rs` sums every name over a real capture's export).
+//! | agent step (kind `agent`) | `invoke_agent {name}` | the step's, plus `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.conversation.id`, and from its `message.assistant` payloads (decision 10) `gen_ai.provider.name` (well-known value) and `transcript.provider`, `gen_ai.request.model` / `gen_ai.response.model` (first / last reported), the step's sums under our names only: `transcript.usage.{input,output,cache_read,cache_write,reasoning}_tokens` (the transcript's counts), `transcript.usage.cost_usd` (the sum of its turns' prices, absent when one has no price) and `transcript.usage.reported_cost_usd` (what the CLI reported itself, e.g. Claude Code's `total_cost_usd`: never on a `chat` span, where it would count as a request's price) |
+//! | provider turn (`message.assistant` in an agent step) | `chat {model}` | child of its agent span, from the agent's previous turn (or the step's start) to the message: `gen_ai.operation.name` = `chat`, provider, model, the turn's `gen_ai.usage.input_tokens` (cache included), `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.usage.reasoning.output_tokens`, its price from the [`MapOptions::pricing`] seam under the names backends sum (`llm.cost.total`, `gen_ai.usage.cost`), priced under its model, else its step's (the one model the step's turns name: `transcript_domain::bill`, the rule of `receipts`; such a turn's span is emitted when its step ends), OpenInference `llm.model_name`, `llm.provider`, `llm.token_count.{prompt,completion,total}` |
 //! | `call_workflow` step | `call_workflow {name}` | the step's, plus `transcript.child_run_id`; the child run's `invoke_workflow` span is its child, in the same trace |
 //! | tool call (`tool.call` … `tool.result`, paired by `call_id` and fidelity) | `execute_tool {tool}` | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id` (the provider's id), `transcript.call_id` (the recorded id, when it differs), `transcript.fidelity` |
 //!
 //! Any span that ends in error also carries `error.type`.
+//!
+//! Counted once: a backend that sums token or cost attributes over every span of a trace
+//! (Langfuse's `gen_ai.usage.*` and `gen_ai.usage.cost`, Phoenix's `llm.token_count.*` and
+//! `llm.cost.total`) finds them on the `chat` spans only, one per API request; agent spans
+//! keep their step's sums under `transcript.usage.*`, which no backend adds up, and a CLI's
+//! own run total never poses as a request's price
+//! (`transcript-cli/tests/otlp_counts.rs` and `otlp_cost.rs` sum every name over real
+//! captures' exports).
 //!
 //! * **Structure**: one trace per root run. Steps nest by path (decision 4:
 //!   `a.b` under the open `a`); messages and tools belong to the open step

@@ -33,6 +33,11 @@
 //! * `gen_ai.tool.call.id` is the provider's call id: the `<path>#<iteration>/` prefix the
 //!   executor adds to keep agent executions apart is removed (the recorded id stays in
 //!   `transcript.call_id`).
+//! * Cost is counted once per request: each `chat` span carries its request's price under the
+//!   names backends sum over a trace ([`LLM_COST_TOTAL`], [`GEN_AI_USAGE_COST`]); the agent
+//!   span carries its step's sum under [`TRANSCRIPT_USAGE_COST_USD`] only, and what the CLI
+//!   reported itself under [`TRANSCRIPT_USAGE_REPORTED_COST_USD`] (a run total, no request's
+//!   price).
 //! * `gen_ai.workflow.name` is low-cardinality: an imported run (`import <file>`, as
 //!   `transcript import` names it) is `import`; the full name stays in `transcript.name`.
 
@@ -135,9 +140,17 @@ pub const LLM_COST_TOTAL: &str = "llm.cost.total";
 /// Cost in US dollars under the name Langfuse's OTLP ingestion maps to a generation's cost
 /// (also read by OpenLIT-style tools); on inference spans only.
 pub const GEN_AI_USAGE_COST: &str = "gen_ai.usage.cost";
-/// Cost in US dollars: reported by the provider, or computed by the
-/// [`crate::MapOptions::pricing`] seam (no GenAI name yet).
+/// An agent step's cost in US dollars, on agent spans only: the sum of its turns' prices from
+/// the [`crate::MapOptions::pricing`] seam (each turn's is on its `chat` span as
+/// [`LLM_COST_TOTAL`] and [`GEN_AI_USAGE_COST`]), absent when a billed turn has no price.
+/// Like the step's token sums it is under a `transcript.*` name that no backend adds up, so
+/// a trace's cost is counted once (no GenAI name yet).
 pub const TRANSCRIPT_USAGE_COST_USD: &str = "transcript.usage.cost_usd";
+/// What the agent CLI reported itself for an agent step, in US dollars (Claude Code's
+/// `total_cost_usd`, summed), on agent spans only. It covers the CLI's whole invocation
+/// (helper-model calls included, priced by the CLI's own table), so it is no request's price
+/// and never sits on a `chat` span; it may differ from [`TRANSCRIPT_USAGE_COST_USD`].
+pub const TRANSCRIPT_USAGE_REPORTED_COST_USD: &str = "transcript.usage.reported_cost_usd";
 /// An agent step's summed input tokens as the transcript counts them (cache reads and
 /// writes excluded), on agent spans. Agent spans carry their step's sums under these
 /// `transcript.usage.*` names only, never under the names backends sum over a trace

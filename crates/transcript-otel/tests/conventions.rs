@@ -407,55 +407,96 @@ fn each_model_call_is_a_chat_span_under_its_agent() {
     );
 }
 
+/// A turn's `f64` attribute `name`.
+fn f64_attr(s: &SpanData, name: &str) -> Option<f64> {
+    match attr(s, name) {
+        Some(Value::F64(c)) => Some(*c),
+        _ => None,
+    }
+}
+
+/// Each request's price on its `chat` span, under the names backends sum (and nowhere else);
+/// the step's sum on its agent span under our name only; a turn naming no model is priced
+/// under its step's one model (the rule of `receipts`); what the CLI reported itself is the
+/// step's, never a request's price.
 #[test]
-fn cost_is_the_reported_one_else_the_pricing_seams() {
+fn cost_is_each_requests_price_on_chat_spans_and_the_steps_sum_on_the_agent_span() {
     let reported = Usage {
         cost_usd: Some(0.25),
         ..usage(10, 10, None)
     };
+    let mut unnamed = turn("claude", "ignored", usage(5, 5, None));
+    unnamed.model = None;
     let run = agent_run(
         "wf",
         vec![
             turn("claude", "priced", usage(1000, 100, None)),
             turn("claude", "priced", reported),
-            turn("claude", "unknown-model", usage(5, 5, None)),
+            unnamed.clone(),
         ],
     );
-    let cost = |s: &SpanData| match attr(s, TRANSCRIPT_USAGE_COST_USD) {
-        Some(Value::F64(c)) => Some(*c),
-        _ => None,
-    };
-    // Without a price table only the reported cost is exported.
+    let backend = [LLM_COST_TOTAL, GEN_AI_USAGE_COST];
+    // Without a price table no price is exported; the CLI's own figure stays on the step.
     let spans = spans_of(&run, MapOptions::default());
-    let c = chats(&spans);
+    let agent = one(&spans, "invoke_agent review");
+    for s in &spans {
+        for name in backend {
+            assert_eq!(f64_attr(s, name), None, "{name} on {}", s.name);
+        }
+        assert_eq!(f64_attr(s, TRANSCRIPT_USAGE_COST_USD), None, "{}", s.name);
+    }
     assert_eq!(
-        c.iter().map(|s| cost(s)).collect::<Vec<_>>(),
-        vec![None, Some(0.25), None]
+        f64_attr(agent, TRANSCRIPT_USAGE_REPORTED_COST_USD),
+        Some(0.25)
     );
-    assert_eq!(cost(one(&spans, "invoke_agent review")), Some(0.25));
-    // With one, unreported turns of a known model are priced; the reported cost wins.
+    // With one, every billed turn is priced, the unnamed one under the step's model.
     let pricing = Arc::new(|model: &str, u: &Usage| {
         (model == "priced").then(|| u.input_tokens.unwrap_or(0) as f64 * 0.001)
     });
-    let spans = spans_of(&run, MapOptions::default().with_pricing(pricing));
+    let spans = spans_of(&run, MapOptions::default().with_pricing(pricing.clone()));
     let c = chats(&spans);
-    assert_eq!(
-        c.iter().map(|s| cost(s)).collect::<Vec<_>>(),
-        vec![Some(1.0), Some(0.25), None]
-    );
-    assert_eq!(cost(one(&spans, "invoke_agent review")), Some(1.25));
-    // Phoenix's and Langfuse's names carry the same figure on inference spans, and only there
-    // (an agent span carrying them too would be summed twice by those backends).
-    for name in [LLM_COST_TOTAL, GEN_AI_USAGE_COST] {
-        let named = |s: &SpanData| match attr(s, name) {
-            Some(Value::F64(c)) => Some(*c),
-            _ => None,
-        };
+    let agent = one(&spans, "invoke_agent review");
+    for name in backend {
         assert_eq!(
-            c.iter().map(|s| named(s)).collect::<Vec<_>>(),
-            vec![Some(1.0), Some(0.25), None],
+            c.iter().map(|s| f64_attr(s, name)).collect::<Vec<_>>(),
+            vec![Some(1.0), Some(0.01), Some(0.005)],
             "{name}"
         );
-        assert_eq!(named(one(&spans, "invoke_agent review")), None, "{name}");
+        assert_eq!(f64_attr(agent, name), None, "{name}");
     }
+    assert!(
+        c.iter()
+            .all(|s| attr(s, TRANSCRIPT_USAGE_COST_USD).is_none())
+    );
+    assert_eq!(f64_attr(agent, TRANSCRIPT_USAGE_COST_USD), Some(1.015));
+    assert_eq!(
+        f64_attr(agent, TRANSCRIPT_USAGE_REPORTED_COST_USD),
+        Some(0.25)
+    );
+    // A model without a price: its request has no cost and the step's sum is unknown, never
+    // a partial sum; in a step naming two models an unnamed turn has no model to be priced
+    // under.
+    let run = agent_run(
+        "wf",
+        vec![
+            turn("claude", "priced", usage(1000, 100, None)),
+            turn("claude", "unknown-model", usage(5, 5, None)),
+            unnamed,
+        ],
+    );
+    let spans = spans_of(&run, MapOptions::default().with_pricing(pricing));
+    assert_eq!(
+        chats(&spans)
+            .iter()
+            .map(|s| f64_attr(s, LLM_COST_TOTAL))
+            .collect::<Vec<_>>(),
+        vec![Some(1.0), None, None]
+    );
+    assert_eq!(
+        f64_attr(
+            one(&spans, "invoke_agent review"),
+            TRANSCRIPT_USAGE_COST_USD
+        ),
+        None
+    );
 }

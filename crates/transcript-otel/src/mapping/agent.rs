@@ -2,6 +2,8 @@
 //! the conversation and the GenAI usage and model attributes of the agent step's span, and
 //! each assistant message (one provider turn) becomes a `chat` span under it.
 
+use transcript_domain::bill::{billed_model, step_model};
+
 use super::*;
 
 impl SpanMapper {
@@ -37,13 +39,10 @@ impl SpanMapper {
                 .get_or_insert_with(Usage::default)
                 .accumulate(usage);
         }
-        let cost = turn_cost(
-            self.pricing.as_ref(),
-            msg.model.as_deref(),
-            msg.usage.as_ref(),
-        );
-        if let Some(cost) = cost {
-            *agent.cost_usd.get_or_insert(0.0) += cost;
+        if let Some(model) = &msg.model
+            && !agent.models.contains(model)
+        {
+            agent.models.push(model.clone());
         }
         let start = agent.last_turn.unwrap_or(step_start);
         agent.last_turn = Some(event.timestamp);
@@ -60,30 +59,48 @@ impl SpanMapper {
         // The provider of this turn, else the agent's (an earlier turn named it).
         let provider = msg.provider.clone().or_else(|| agent.provider.clone());
         let turn = Turn {
+            seq: event.seq,
+            start,
+            end: event.timestamp,
             provider,
             model: msg.model.clone(),
             usage: msg.usage.clone(),
-            cost,
             output,
         };
-        self.emit_chat(state, event, step_span, start, turn);
+        if turn.model.is_none() {
+            // Billed under its step's model, known when the step ends (`flush_agent`).
+            agent.held.push(turn);
+            return;
+        }
+        let cost = bill_turn(self.pricing.as_ref(), turn.model.as_deref(), &turn, agent);
+        self.emit_chat(state, step_span, turn, cost);
+    }
+
+    /// At the end of an agent step: the `chat` spans of its turns that named no model,
+    /// priced under the step's model (the domain's [`billed_model`]: the one model its other
+    /// turns name, else none), before the agent span itself.
+    pub(super) fn flush_agent(&mut self, state: &RunState, parent: SpanId, agent: &mut AgentInfo) {
+        let held = std::mem::take(&mut agent.held);
+        if held.is_empty() {
+            return;
+        }
+        let step = step_model(agent.models.iter().map(|m| Some(m.as_str()))).map(str::to_owned);
+        for turn in held {
+            let model = billed_model(None, step.as_deref()).to_owned();
+            let cost = bill_turn(self.pricing.as_ref(), Some(&model), &turn, agent);
+            self.emit_chat(state, parent, turn, cost);
+        }
     }
 
     /// One `chat` span per provider turn, from the agent's previous turn (or its step's
     /// start) to the turn's message.
-    fn emit_chat(
-        &mut self,
-        state: &RunState,
-        event: &DecodedEvent,
-        parent: SpanId,
-        start: Timestamp,
-        turn: Turn,
-    ) {
+    /// `cost`: the request's price (see [`bill_turn`]), under the names backends sum only.
+    fn emit_chat(&mut self, state: &RunState, parent: SpanId, turn: Turn, cost: Option<f64>) {
         let mut attributes = vec![
             KeyValue::new(GEN_AI_OPERATION_NAME, OP_CHAT),
             KeyValue::new(OPENINFERENCE_SPAN_KIND, OI_LLM),
             KeyValue::new(GEN_AI_CONVERSATION_ID, state.run_id.to_string()),
-            KeyValue::new(TRANSCRIPT_SEQ, to_i64(event.seq)),
+            KeyValue::new(TRANSCRIPT_SEQ, to_i64(turn.seq)),
         ];
         let name = match &turn.model {
             Some(model) => format!("{OP_CHAT} {model}"),
@@ -124,9 +141,9 @@ impl SpanMapper {
                 }
             }
         }
-        if let Some(cost) = turn.cost {
-            attributes.push(KeyValue::new(TRANSCRIPT_USAGE_COST_USD, cost));
-            // The names Phoenix and Langfuse read, beside ours (inference spans only).
+        if let Some(cost) = cost {
+            // The names Phoenix and Langfuse sum over a trace, on the request's span only; the
+            // step's sum is on its agent span under `transcript.usage.cost_usd`.
             attributes.push(KeyValue::new(LLM_COST_TOTAL, cost));
             attributes.push(KeyValue::new(GEN_AI_USAGE_COST, cost));
         }
@@ -140,11 +157,11 @@ impl SpanMapper {
             SpanKind::Client,
             NewSpan {
                 trace_id: state.link.trace_id,
-                span_id: ids::chat_span_id(state.run_id, event.seq),
+                span_id: ids::chat_span_id(state.run_id, turn.seq),
                 parent_span_id: parent,
                 name,
-                start,
-                end: event.timestamp,
+                start: turn.start,
+                end: turn.end,
                 attributes,
                 status: Status::Unset,
             },
@@ -153,23 +170,39 @@ impl SpanMapper {
 }
 
 /// What one provider turn contributes to its `chat` span.
-struct Turn {
+#[derive(Debug)]
+pub(super) struct Turn {
+    /// Seq of its `message.assistant` event (the span id derives from it).
+    seq: Seq,
+    /// The agent's previous turn, or the step's start.
+    start: Timestamp,
+    /// Its message.
+    end: Timestamp,
     provider: Option<String>,
     model: Option<String>,
     usage: Option<Usage>,
-    cost: Option<f64>,
     output: Option<Vec<serde_json::Value>>,
 }
 
-/// A turn's cost: reported by the provider, else from the pricing seam (when the model is
-/// known and usage was reported). Non-finite values are dropped.
-fn turn_cost(pricing: Option<&Pricing>, model: Option<&str>, usage: Option<&Usage>) -> Option<f64> {
-    let reported = usage.and_then(|u| u.cost_usd);
-    let cost = reported.or_else(|| {
-        let (pricing, model, usage) = (pricing?, model?, usage?);
-        pricing(model, usage)
-    });
-    cost.filter(|c| c.is_finite())
+/// A turn's cost, priced under `model` (its billed model) with the pricing seam, and added
+/// to its agent's sum: one request, one bill, the rule of `receipts`
+/// ([`transcript_domain::bill`]). `None` for a turn that reported no usage (not billed), a
+/// model without a price, or no pricing seam; the sum is then unknown, never a partial one.
+/// What the provider reported itself (`usage.cost_usd`, e.g. Claude Code's run total on its
+/// last turn) is no request's price: the agent span carries it apart.
+fn bill_turn(
+    pricing: Option<&Pricing>,
+    model: Option<&str>,
+    turn: &Turn,
+    agent: &mut AgentInfo,
+) -> Option<f64> {
+    let usage = turn.usage.as_ref()?;
+    let cost = pricing
+        .zip(model)
+        .and_then(|(pricing, model)| pricing(model, usage))
+        .filter(|c| c.is_finite());
+    agent.cost.add(cost);
+    cost
 }
 
 /// Token counts as the conventions define them.
@@ -265,8 +298,11 @@ pub(super) fn agent_attributes(agent: AgentInfo, attributes: &mut Vec<KeyValue>)
     if let Some(usage) = &agent.usage {
         step_usage_attributes(usage, attributes);
     }
-    if let Some(cost) = agent.cost_usd {
+    if let Some(cost) = agent.cost.get() {
         attributes.push(KeyValue::new(TRANSCRIPT_USAGE_COST_USD, cost));
+    }
+    if let Some(reported) = agent.usage.as_ref().and_then(|u| u.cost_usd) {
+        attributes.push(KeyValue::new(TRANSCRIPT_USAGE_REPORTED_COST_USD, reported));
     }
     let conversation = agent.conversation;
     let json = |messages: Vec<serde_json::Value>| serde_json::Value::Array(messages).to_string();

@@ -21,6 +21,7 @@ use opentelemetry::trace::{
 };
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+use transcript_domain::bill::CostSum;
 use transcript_domain::tree::MAX_DEPTH;
 use transcript_domain::{DecodedEvent, EventType, Fidelity, RunId, Seq, Timestamp, Usage};
 
@@ -31,8 +32,9 @@ use crate::semconv::*;
 /// The instrumentation scope name on every exported span.
 pub const SCOPE_NAME: &str = "transcript-otel";
 
-/// The cost seam: US dollars for one provider turn of `model` with `usage`, or `None` when
-/// the model's price is unknown. Called only for turns whose provider reported no cost.
+/// The cost seam: US dollars for one provider turn (one API request) of `model` with
+/// `usage`, or `None` when the model's price is unknown. Called for every turn that reported
+/// usage, under its billed model (its own, else its step's: [`transcript_domain::bill`]).
 ///
 /// **Seam**: this crate does no pricing itself; a price table (e.g. the pure pricing API of
 /// `transcript-providers`) is plugged in here by the composition root.
@@ -46,8 +48,10 @@ pub struct MapOptions {
     /// `gen_ai.system_instructions`, `gen_ai.tool.call.arguments`,
     /// `gen_ai.tool.call.result`). Off by default: content may hold secrets.
     pub capture_content: bool,
-    /// Prices a provider turn that reported no cost (`transcript.usage.cost_usd` on its
-    /// `chat` span and in its agent's sum). `None`: only reported costs are exported.
+    /// Prices each provider turn (`llm.cost.total` and `gen_ai.usage.cost` on its `chat`
+    /// span, the step's sum as `transcript.usage.cost_usd` on its agent span). `None`: no
+    /// priced cost is exported (what a CLI reported itself still is, on agent spans, as
+    /// `transcript.usage.reported_cost_usd`).
     pub pricing: Option<Pricing>,
 }
 
@@ -211,8 +215,12 @@ struct AgentInfo {
     request_model: Option<String>,
     response_model: Option<String>,
     usage: Option<Usage>,
-    /// Cost summed over the turns that had one (reported or priced).
-    cost_usd: Option<f64>,
+    /// The priced cost of its billed turns (unknown as soon as one is).
+    cost: CostSum,
+    /// The distinct models its turns named (the step's model, when there is one).
+    models: Vec<String>,
+    /// Turns naming no model, whose `chat` spans wait for the step's end.
+    held: Vec<agent::Turn>,
     /// When the agent's previous turn ended: where the next turn's `chat` span starts.
     last_turn: Option<Timestamp>,
     conversation: Conversation,

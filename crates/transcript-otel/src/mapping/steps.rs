@@ -169,7 +169,8 @@ impl SpanMapper {
         if let Some(child) = step.child_run_id {
             attributes.push(KeyValue::new(TRANSCRIPT_CHILD_RUN_ID, child.to_string()));
         }
-        if let Some(agent) = step.agent {
+        if let Some(mut agent) = step.agent {
+            self.flush_agent(state, step.span_id, &mut agent);
             agent_attributes(*agent, &mut attributes);
         }
         self.push_span(NewSpan {
