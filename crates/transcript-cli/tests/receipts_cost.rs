@@ -176,8 +176,9 @@ fn stats_show_the_priced_cost_beside_the_reported_one() {
 }
 
 /// The cost on OTLP spans is the receipts' cost: each `chat` span of the imported log carries
-/// its turn's price under our name, OpenInference's (`llm.cost.total`, Phoenix) and the one
-/// Langfuse maps (`gen_ai.usage.cost`), and the chat spans sum to the hand computation above.
+/// its turn's price under OpenInference's name (`llm.cost.total`, Phoenix) and the one
+/// Langfuse maps (`gen_ai.usage.cost`), the chat spans sum to the hand computation above, and
+/// the agent span carries that sum under our name (`transcript.usage.cost_usd`).
 #[test]
 fn otlp_chat_spans_carry_the_priced_cost_under_the_names_backends_read() {
     let Some(log) = real("spotter-session-log-v2.1.38-tool_heavy.jsonl") else {
@@ -213,22 +214,26 @@ fn otlp_chat_spans_carry_the_priced_cost_under_the_names_backends_read() {
         .filter(|s| s["name"].as_str().unwrap().starts_with("chat "))
         .collect();
     assert_eq!(chats.len(), 4, "one chat span per billed request");
-    for key in [
-        "transcript.usage.cost_usd",
-        "llm.cost.total",
-        "gen_ai.usage.cost",
-    ] {
+    for key in ["llm.cost.total", "gen_ai.usage.cost"] {
         let sum: f64 = chats.iter().map(|s| attr(s, key).unwrap()).sum();
         assert!((sum - 0.1602855).abs() < 1e-9, "{key}: {sum}");
     }
-    // Agent spans keep our sum only: a backend summing its cost names counts each call once.
+    // The step's sum is on its agent span under our name only, never on a chat span: a
+    // backend summing any cost name over the trace counts each call once (otlp_cost.rs).
+    assert!(
+        chats
+            .iter()
+            .all(|s| attr(s, "transcript.usage.cost_usd").is_none())
+    );
     let agents: Vec<&&Value> = spans
         .iter()
         .filter(|s| s["name"].as_str().unwrap().starts_with("invoke_agent"))
         .collect();
-    assert!(!agents.is_empty());
+    assert_eq!(agents.len(), 1);
     for a in agents {
         assert_eq!(attr(a, "llm.cost.total"), None);
         assert_eq!(attr(a, "gen_ai.usage.cost"), None);
+        let ours = attr(a, "transcript.usage.cost_usd").unwrap();
+        assert!((ours - 0.1602855).abs() < 1e-9, "{ours}");
     }
 }

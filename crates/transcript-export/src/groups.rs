@@ -8,6 +8,7 @@ use serde::Serialize;
 use transcript_domain::Usage;
 use transcript_domain::bill::PriceFn;
 
+use crate::billed::BilledTurn;
 use crate::render_util::{count, usd};
 
 /// One group of billed turns.
@@ -31,7 +32,7 @@ pub struct Group {
     last_run: String,
 }
 
-/// Billed turns being grouped, each priced with `price` under its model.
+/// Billed turns being grouped, each priced with `price` under the model it is billed under.
 pub struct Groups<'p> {
     price: &'p PriceFn<'p>,
     groups: BTreeMap<String, Group>,
@@ -48,9 +49,10 @@ impl<'p> Groups<'p> {
         }
     }
 
-    /// One billed turn of `run_id` (turns of a run arrive together), under `model`, in the
-    /// group `key`.
-    pub fn turn(&mut self, key: String, run_id: &str, model: String, u: &Usage) {
+    /// One billed turn of `run_id` (turns of a run arrive together) in the group `key`,
+    /// priced under the model it is billed under ([`crate::billed`]: the rule `receipts`
+    /// prices by, so every grouping totals what `receipts` does).
+    pub fn add(&mut self, key: String, run_id: &str, turn: &BilledTurn<'_>) {
         let g = self.groups.entry(key.clone()).or_insert_with(|| Group {
             key,
             ..Group::default()
@@ -60,16 +62,16 @@ impl<'p> Groups<'p> {
             g.last_run = run_id.to_owned();
         }
         g.turns += 1;
-        g.usage.accumulate(u);
-        match (self.price)(&model, u) {
+        g.usage.accumulate(turn.usage);
+        match (self.price)(turn.model, turn.usage) {
             Some(c) => *g.cost_usd.get_or_insert(0.0) += c,
             None => {
                 g.unknown = true;
-                self.unpriced.insert(model.clone());
+                self.unpriced.insert(turn.model.to_owned());
             }
         }
-        if !g.models.contains(&model) {
-            g.models.push(model);
+        if !g.models.iter().any(|m| m == turn.model) {
+            g.models.push(turn.model.to_owned());
         }
     }
 

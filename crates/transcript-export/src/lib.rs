@@ -20,6 +20,9 @@
 //!   Content-Security-Policy that forbids loading anything), with the step
 //!   tree as a navigable outline, the conversation with tool calls paired to
 //!   results, timing and token usage per step.
+//! * [`billed_turns`]: the billed requests of a step, each under the model
+//!   that served it (its own, else its step's one model, else `(none)`):
+//!   the one rule every report below prices by, so their totals agree.
 //! * [`receipts`]: one receipt per agent step (provider, model, timing,
 //!   status, tokens, cost) with totals per run and over child runs;
 //!   [`Groups`] sums billed turns by a caller's key (day, month, session,
@@ -67,6 +70,7 @@
 //! bump changes or removes something.
 #![forbid(unsafe_code)]
 
+mod billed;
 mod build;
 mod cost;
 mod groups;
@@ -78,6 +82,7 @@ mod receipts;
 mod render_util;
 mod truncate;
 
+pub use billed::{BilledTurn, assistant_turns, billed_turns, each_step};
 pub use build::{ExportOptions, build_document};
 pub use cost::price_document;
 pub use groups::{Group, Groups, render_groups};

@@ -1,10 +1,12 @@
-//! Per-step receipts (idea from seed 004): one receipt per agent step with
+//! Per-step receipts (idea from seed 004): one receipt per agent step (and per other step
+//! holding assistant turns, so every billed turn is on one) with
 //! provider, model, timing, status and token usage, plus per-run totals that
 //! include child runs. Derived only from the transcript (decision 10): usage
 //! is what the `message.assistant` events carry, already deduplicated per
 //! API request by the normalizers (one request, one bill).
 //!
-//! Cost (issue #29): [`priced_receipts`] prices every turn with the caller's
+//! Cost (issue #29): [`priced_receipts`] prices every billed turn under the model that
+//! served it ([`crate::billed`], the rule of every report) with the caller's
 //! price function (the CLI passes the providers crate's
 //! `Pricing::cost`, this crate stays pure and depends on the domain only):
 //! per turn, step, run, model and in total. A turn whose model the function
@@ -17,10 +19,11 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use transcript_domain::bill::{CostSum, billed_model, step_model};
-use transcript_domain::{Role, Usage};
+use transcript_domain::Usage;
+use transcript_domain::bill::CostSum;
 
-use crate::model::{Entry, ExportDocument, RunExport, StepExport};
+use crate::billed;
+use crate::model::{ExportDocument, RunExport, StepExport};
 use crate::render_util::{count, duration, usd};
 
 /// One agent step's receipt.
@@ -201,7 +204,8 @@ fn collect_step<'a>(
     ctx: &mut Ctx<'_>,
     children: &mut Vec<&'a RunExport>,
 ) {
-    if step.kind == "agent" {
+    // Every billed turn has its receipt: an agent step's, or any step's that holds turns.
+    if step.kind == "agent" || billed::assistant_turns(step).next().is_some() {
         let (receipt, cost) = agent_receipt(step, run_id, ctx);
         run_usage.accumulate(&receipt.usage);
         run_cost.merge(cost);
@@ -221,40 +225,31 @@ fn agent_receipt(step: &StepExport, run_id: &str, ctx: &mut Ctx<'_>) -> (Receipt
     let mut usage = Usage::default();
     let mut providers: Vec<String> = Vec::new();
     let mut models: Vec<String> = Vec::new();
-    let mut turns = 0;
     let mut cost = CostSum::default();
     let mut turn_costs = Vec::new();
-    // One request, one bill: the domain's rule (`transcript_domain::bill`).
-    let step_model = step_model(step.entries.iter().filter_map(|e| match e {
-        Entry::Message(m) if m.role_kind() == Some(Role::Assistant) => Some(m.model.as_deref()),
-        _ => None,
-    }));
-    for entry in &step.entries {
-        if let Entry::Message(m) = entry
-            && m.role_kind() == Some(Role::Assistant)
+    // One request, one bill, under the model that served it: the one rule (`crate::billed`).
+    for t in billed::billed_turns(step) {
+        usage.accumulate(t.usage);
+        let c = ctx.bill(t.model, t.usage);
+        cost.add(c);
+        turn_costs.push(TurnCost {
+            seq: t.message.seq,
+            model: Some(t.model.to_owned()),
+            cost_usd: c,
+        });
+    }
+    let mut turns = 0;
+    for m in billed::assistant_turns(step) {
+        turns += 1;
+        if let Some(p) = &m.provider
+            && !providers.contains(p)
         {
-            turns += 1;
-            if let Some(u) = &m.usage {
-                usage.accumulate(u);
-                let model = billed_model(m.model.as_deref(), step_model);
-                let c = ctx.bill(model, u);
-                cost.add(c);
-                turn_costs.push(TurnCost {
-                    seq: m.seq,
-                    model: Some(model.to_owned()),
-                    cost_usd: c,
-                });
-            }
-            if let Some(p) = &m.provider
-                && !providers.contains(p)
-            {
-                providers.push(p.clone());
-            }
-            if let Some(model) = &m.model
-                && !models.contains(model)
-            {
-                models.push(model.clone());
-            }
+            providers.push(p.clone());
+        }
+        if let Some(model) = &m.model
+            && !models.contains(model)
+        {
+            models.push(model.clone());
         }
     }
     let receipt = Receipt {

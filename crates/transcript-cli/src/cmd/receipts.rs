@@ -102,7 +102,8 @@ pub enum GroupBy {
     /// Project: the directory of the imported session under the store (Claude Code's
     /// `projects/<project>`), else the workflow.
     Project,
-    /// Model of each turn.
+    /// Model of each turn: the one it is billed under (its own, else its step's), as
+    /// `receipts` bills it.
     Model,
 }
 
@@ -191,37 +192,30 @@ struct Grouping<'p> {
 }
 
 impl Grouping<'_> {
-    /// Every billed assistant turn of a run's steps; `(session, project)` from the import
-    /// index when the run was imported from a store.
+    /// Every billed assistant turn of a run's steps, under the model it is billed under
+    /// (`transcript_export::billed_turns`, as `receipts` bills it); `(session, project)` from
+    /// the import index when the run was imported from a store.
     fn add_run(
         &mut self,
         doc: &transcript_export::ExportDocument,
         (session, project): (Option<String>, Option<String>),
     ) {
-        use transcript_export::Entry;
         let run_id = &doc.run.run_id;
-        let mut stack: Vec<&transcript_export::StepExport> = doc.run.steps.iter().collect();
-        while let Some(step) = stack.pop() {
-            stack.extend(step.steps.iter());
-            for entry in &step.entries {
-                let Entry::Message(m) = entry else { continue };
-                let Some(u) = &m.usage else { continue };
-                if m.role_kind() != Some(transcript_domain::Role::Assistant) {
-                    continue;
-                }
-                let model = m.model.clone().unwrap_or_else(|| "(none)".to_owned());
+        transcript_export::each_step(&doc.run, &mut |step| {
+            // The one rule every report bills by (its model, else its step's).
+            for turn in transcript_export::billed_turns(step) {
                 let key = match self.by {
-                    GroupBy::Day => m.timestamp.get(..10).unwrap_or("?").to_owned(),
-                    GroupBy::Month => m.timestamp.get(..7).unwrap_or("?").to_owned(),
+                    GroupBy::Day => turn.message.timestamp.get(..10).unwrap_or("?").to_owned(),
+                    GroupBy::Month => turn.message.timestamp.get(..7).unwrap_or("?").to_owned(),
                     GroupBy::Session => session.clone().unwrap_or_else(|| run_id.clone()),
                     GroupBy::Project => project
                         .clone()
                         .or_else(|| doc.run.workflow.clone())
                         .unwrap_or_else(|| "?".to_owned()),
-                    GroupBy::Model => model.clone(),
+                    GroupBy::Model => turn.model.to_owned(),
                 };
-                self.groups.turn(key, run_id, model, u);
+                self.groups.add(key, run_id, &turn);
             }
-        }
+        });
     }
 }
