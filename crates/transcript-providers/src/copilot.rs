@@ -2,6 +2,19 @@
 //! `events.jsonl` files (same event vocabulary: `assistant.message` with
 //! `toolRequests`, `tool.execution_start` / `_complete` by `toolCallId`,
 //! reasoning, ephemeral deltas, a final `result`).
+//!
+//! The session store is `~/.copilot/session-state/<session-id>/events.jsonl`
+//! (`$COPILOT_HOME` relocates `~/.copilot`), one `{type, data, id, timestamp,
+//! parentId}` event per line. Usage, as third-party readers of real sessions
+//! report it (no schema is published): each `assistant.message` carries its
+//! `outputTokens`; input and cache counts exist only per model in
+//! `session.shutdown`'s `modelMetrics.<model>.usage` (`inputTokens`, which
+//! includes `cacheReadTokens` and `cacheWriteTokens`, and `outputTokens`),
+//! billed here as each model's remainder. Sources:
+//! <https://github.com/mag123c/toktrack/pull/211> (the `modelMetrics` shape),
+//! <https://github.com/kenn-io/agentsview/pull/577> (input includes the cache;
+//! one shutdown per segment), <https://github.com/tenequm/pond/issues/206> and
+//! <https://github.com/ingo-eichhorst/Irrlicht/issues/1256> (the layout).
 
 use crate::json::Value;
 use transcript_domain::Usage;
@@ -32,6 +45,10 @@ pub(crate) struct Copilot {
     /// authenticated`): Copilot prints it before failing, so the failure
     /// quotes it.
     error_line: Option<(Position, String)>,
+    /// Output tokens each `assistant.message` of this session segment billed, by message id
+    /// (its latest report) with its model: `session.shutdown` bills the rest of each model's
+    /// usage.
+    billed: std::collections::BTreeMap<String, (Option<String>, u64)>,
 }
 
 impl Mapper for Copilot {
@@ -67,7 +84,17 @@ impl Mapper for Copilot {
             turns.default_model = Some(m.to_owned());
         }
         match t {
-            "assistant.message" => assistant_message(d, pos, turns, out),
+            "assistant.message" => {
+                if let Some(n) = u(d, "outputTokens") {
+                    let fallback = synth(format_args!("line{}", pos.line));
+                    let id = ne(d, "messageId").unwrap_or(&fallback).to_owned();
+                    let model = ne(d, "model")
+                        .map(str::to_owned)
+                        .or_else(|| turns.default_model.clone());
+                    self.billed.insert(id, (model, n));
+                }
+                assistant_message(d, pos, turns, out)
+            }
             "assistant.reasoning" => {
                 let text = text_of(d, "content", pos, t, out);
                 turns.thinking(text, out)
@@ -109,6 +136,7 @@ impl Mapper for Copilot {
             }
             "result" => self.result(v, pos, turns, out),
             "session.shutdown" => {
+                self.shutdown(d, turns, out);
                 turns.terminal();
                 diag(out, K::Metadata, pos, t, "");
             }
@@ -124,6 +152,57 @@ impl Mapper for Copilot {
 }
 
 impl Copilot {
+    /// `session.shutdown` of a session-state `events.jsonl`: its
+    /// `modelMetrics.<model>.usage` is the segment's usage per model (`inputTokens`
+    /// includes the cache reads and writes). The messages billed their `outputTokens`; each
+    /// model's remainder (input, cache, the output no message reported) is billed once on a
+    /// usage-only turn of that model. A resumed session writes one shutdown per segment,
+    /// each counting its own segment.
+    fn shutdown(&mut self, d: &Value, turns: &mut Turns, out: &mut Vec<Output>) {
+        let billed = std::mem::take(&mut self.billed);
+        let Some(Value::Object(metrics)) = d.get("modelMetrics") else {
+            return;
+        };
+        let mut rest = Vec::new();
+        for (model, m) in metrics.keys().zip(metrics.values()) {
+            let Some(usage) = m.get("usage") else {
+                continue;
+            };
+            let seen: u64 = billed
+                .values()
+                .filter(|(m, _)| m.as_deref() == Some(model))
+                .map(|(_, n)| n)
+                .sum();
+            let (read, write) = (u(usage, "cacheReadTokens"), u(usage, "cacheWriteTokens"));
+            let input = u(usage, "inputTokens").map(|i| {
+                i.saturating_sub(read.unwrap_or(0))
+                    .saturating_sub(write.unwrap_or(0))
+            });
+            let remainder = Usage {
+                input_tokens: input,
+                output_tokens: u(usage, "outputTokens").map(|o| o.saturating_sub(seen)),
+                cache_read_tokens: read,
+                cache_write_tokens: write,
+                reasoning_tokens: None,
+                cost_usd: None,
+            };
+            let nothing = [
+                remainder.input_tokens,
+                remainder.output_tokens,
+                remainder.cache_read_tokens,
+                remainder.cache_write_tokens,
+            ]
+            .iter()
+            .all(|n| n.unwrap_or(0) == 0);
+            if !nothing {
+                rest.push((model.to_owned(), remainder));
+            }
+        }
+        if !rest.is_empty() {
+            turns.usage_only_turns(rest, out);
+        }
+    }
+
     /// The final `result` of `--output-format json`: a non-zero exit code fails the run,
     /// quoting the error line printed before it.
     fn result(&mut self, v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {

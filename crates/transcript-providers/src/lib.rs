@@ -217,6 +217,7 @@
 //! | copilot | `session.*` `model` / `newModel` / `currentModel` / `selectedModel` / `chosenModel` | the model of later turns |
 //! | copilot | a line that is not JSON starting `Error:` (`Error: Not authenticated`) | F, and quoted in the failing `result`'s E (else its own E at the end) |
 //! | copilot | `session.error`, `abort`, `result` with non-zero `exitCode` | E |
+//! | copilot | `session.shutdown` `modelMetrics.<model>.usage` (session-state `events.jsonl`) | M; per model, what its messages did not bill (`inputTokens` minus the cache reads and writes, the cache counts, `outputTokens` minus the messages' own) → a usage-only turn of that model; one shutdown per resumed segment, each for its segment |
 //! | copilot | `result`, `session.*`, `hook.*`, `subagent.*`, `system.notification` | M |
 //! | openai | `chat.completion` | turn per response id: `reasoning_content` → thinking, `content` → text, `refusal` → text + R, `tool_calls` → use; choices after the first X; `usage` |
 //! | openai | `chat.completion.chunk` SSE | accumulated per id, blocks in stream order (text before and after a tool call keeps its place); tool calls assembled by `index`; flushed at `finish_reason` (`length` I, `content_filter` R); content after `finish_reason` kept (flushed later) + F; usage chunk → usage; unparsable arguments → string input + I |

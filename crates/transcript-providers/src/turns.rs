@@ -343,6 +343,12 @@ impl Turns {
             }
             return;
         }
+        self.usage_only_turns(models, out);
+    }
+
+    /// Ends the open turn, then bills each `(model, usage)` on a usage-only turn of its own
+    /// (usage no message carried: Copilot's `session.shutdown` per-model remainder).
+    pub(crate) fn usage_only_turns(&mut self, models: Vec<(String, Usage)>, out: &mut Vec<Output>) {
         self.end_turn(out);
         for (model, usage) in models {
             let t = self.turn();

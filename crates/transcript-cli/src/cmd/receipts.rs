@@ -96,8 +96,8 @@ pub enum GroupBy {
     Day,
     /// UTC month of each turn (YYYY-MM).
     Month,
-    /// Session: the imported session (a sub-agent's log counts for its parent session), else
-    /// the run.
+    /// Session: the imported session (a sub-agent's log counts for its parent session; a
+    /// Copilot CLI session is its `session-state/<session-id>` directory), else the run.
     Session,
     /// Project: the directory of the imported session under the store (Claude Code's
     /// `projects/<project>`), else the workflow.
@@ -114,8 +114,15 @@ fn store_source(path: &str) -> (Option<String>, Option<String>) {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
+    // Copilot CLI names every session's file `<session-id>/events.jsonl`: the directory is
+    // the session.
+    let copilot = p.file_name().is_some_and(|n| n == "events.jsonl");
     let session = match parts.iter().position(|c| c == "subagents") {
         Some(i) if i > 0 => Some(parts[i - 1].clone()),
+        _ if copilot => p
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|d| d.to_string_lossy().into_owned()),
         _ => p.file_stem().map(|s| s.to_string_lossy().into_owned()),
     };
     let project = match parts.iter().position(|c| c == "projects") {
