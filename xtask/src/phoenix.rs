@@ -8,8 +8,9 @@
 //! Phoenix project), polls Phoenix's REST API until the spans arrive in that
 //! project or a deadline passes, checks the span tree, the span kinds Phoenix
 //! shows (CHAIN, AGENT, TOOL, LLM: none unknown) and the per-call `chat`
-//! spans (under an agent, with a model; with a cost where the provider
-//! reported one), and always stops the server (a guard kills it on every
+//! spans (under an agent, with a model), that a cost arrives (a chat span's
+//! `llm.cost.total`, or the CLI's own total on its agent span: the demo's
+//! model has no price in the table, its CLI reports one), and always stops the server (a guard kills it on every
 //! exit path).
 
 use std::collections::{BTreeSet, HashMap};
@@ -435,6 +436,12 @@ fn check_kinds_and_calls(spans: &[Value], by_id: &HashMap<&str, &Value>) -> Vec<
             "chat" => "LLM",
             _ => "CHAIN",
         };
+        let attrs = &s["attributes"];
+        if attrs["llm.cost.total"].is_number()
+            || attrs["transcript.usage.reported_cost_usd"].is_number()
+        {
+            with_cost += 1;
+        }
         if !kind.eq_ignore_ascii_case(expected) {
             failures.push(format!("span {name} has kind {kind:?}, not {expected}"));
         }
@@ -442,10 +449,6 @@ fn check_kinds_and_calls(spans: &[Value], by_id: &HashMap<&str, &Value>) -> Vec<
             let parent = s["parent_id"].as_str().map(name_of).unwrap_or("");
             if !parent.starts_with("invoke_agent") {
                 failures.push(format!("chat span under {parent:?}, not an agent"));
-            }
-            let attrs = &s["attributes"];
-            if attrs["transcript.usage.cost_usd"].is_number() {
-                with_cost += 1;
             }
             if name != "chat" && attrs["gen_ai.request.model"].as_str().is_none() {
                 failures.push(format!("chat span {name} without gen_ai.request.model"));
@@ -459,7 +462,10 @@ fn check_kinds_and_calls(spans: &[Value], by_id: &HashMap<&str, &Value>) -> Vec<
         failures.push("no chat span with a model".to_owned());
     }
     if with_cost == 0 {
-        failures.push("no chat span with a cost (the demo reports one)".to_owned());
+        failures.push(
+            "no span with a cost (llm.cost.total on a chat span, or the CLI's reported total on its agent span; the demo reports one)"
+                .to_owned(),
+        );
     }
     failures
 }
@@ -519,7 +525,7 @@ mod tests {
                 Some("2"),
                 "chat m",
                 "LLM",
-                serde_json::json!({"gen_ai.request.model": "m", "transcript.usage.cost_usd": 0.1}),
+                serde_json::json!({"gen_ai.request.model": "m", "llm.cost.total": 0.1}),
             ),
             span("4", Some("2"), "execute_tool t", "TOOL", Value::Null),
             span("5", Some("1"), "command c", "CHAIN", Value::Null),
@@ -537,5 +543,14 @@ mod tests {
         bad[2]["parent_id"] = "1".into();
         let failures = by_id(&bad);
         assert_eq!(failures.len(), 2, "{failures:?}");
+        // The old attribute on a chat span is no cost a backend sums.
+        let mut costless = good.clone();
+        costless[2]["attributes"] =
+            serde_json::json!({"gen_ai.request.model": "m", "transcript.usage.cost_usd": 0.1});
+        assert_eq!(by_id(&costless).len(), 1);
+        // The CLI's own total on the agent span counts.
+        costless[1]["attributes"] =
+            serde_json::json!({"transcript.usage.reported_cost_usd": 0.001});
+        assert_eq!(by_id(&costless), Vec::<String>::new());
     }
 }
