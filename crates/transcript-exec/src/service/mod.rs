@@ -310,3 +310,7 @@ fn resolve_declared(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "compiled_templates_tests.rs"]
+mod compiled_templates_tests;
