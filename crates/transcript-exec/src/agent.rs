@@ -30,6 +30,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use transcript_domain::{BlockBody, Fidelity, MessagePayload, Payload, RawJson, ToolPayload};
 
+use crate::provider::AgentProvider;
 use crate::tools::{CallScope, Gate, ToolError, ToolRouter};
 
 /// A resolved agent invocation.
@@ -37,8 +38,8 @@ use crate::tools::{CallScope, Gate, ToolError, ToolRouter};
 pub struct AgentRequest {
     /// Step name.
     pub step: String,
-    /// Provider registry name.
-    pub provider: String,
+    /// The step's provider.
+    pub provider: AgentProvider,
     /// Resolved argv (CLI agents).
     pub command: Vec<String>,
     /// Resolved prompt.

@@ -318,6 +318,7 @@ pub mod http_agent;
 pub mod plugin;
 pub mod preset;
 pub mod process;
+pub mod provider;
 pub mod service;
 mod status;
 pub mod template;
@@ -342,6 +343,7 @@ pub use plugin::{
 };
 pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
+pub use provider::AgentProvider;
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};

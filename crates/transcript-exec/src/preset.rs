@@ -120,9 +120,9 @@ pub enum PresetError {
 }
 
 impl Preset {
-    /// The preset of a provider name, when there is one.
-    pub fn of(provider: &str) -> Option<Preset> {
-        match transcript_providers::Provider::from_name(provider).ok()? {
+    /// The preset of a provider, when it has one.
+    pub fn of(provider: transcript_providers::Provider) -> Option<Preset> {
+        match provider {
             transcript_providers::Provider::Claude => Some(Preset::Claude),
             transcript_providers::Provider::Codex => Some(Preset::Codex),
             transcript_providers::Provider::Gemini => Some(Preset::Gemini),
@@ -362,12 +362,30 @@ mod tests {
 
     #[test]
     fn presets_exist_for_the_three_clis_only() {
-        assert_eq!(Preset::of("claude"), Some(Preset::Claude));
-        assert_eq!(Preset::of("claude-code"), Some(Preset::Claude));
-        assert_eq!(Preset::of("codex"), Some(Preset::Codex));
-        assert_eq!(Preset::of("gemini"), Some(Preset::Gemini));
-        assert_eq!(Preset::of("openai"), None);
-        assert_eq!(Preset::of("copilot"), None);
+        assert_eq!(
+            crate::provider::AgentProvider::parse("claude").preset(),
+            Some(Preset::Claude)
+        );
+        assert_eq!(
+            crate::provider::AgentProvider::parse("claude-code").preset(),
+            Some(Preset::Claude)
+        );
+        assert_eq!(
+            crate::provider::AgentProvider::parse("codex").preset(),
+            Some(Preset::Codex)
+        );
+        assert_eq!(
+            crate::provider::AgentProvider::parse("gemini").preset(),
+            Some(Preset::Gemini)
+        );
+        assert_eq!(
+            crate::provider::AgentProvider::parse("openai").preset(),
+            None
+        );
+        assert_eq!(
+            crate::provider::AgentProvider::parse("copilot").preset(),
+            None
+        );
     }
 
     #[test]

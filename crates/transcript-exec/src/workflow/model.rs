@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::compiled::{ConditionText, TemplateJson, TemplateText};
+use crate::provider::AgentProvider;
 
 /// A declared workflow input.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -288,8 +289,9 @@ impl Items {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AgentSpec {
     /// Provider registry name (`claude`, `codex`, `gemini`, `copilot`,
-    /// `openai`…); selects the normalizer and the agent runner.
-    pub provider: String,
+    /// `openai`…, or a registered runner's name), parsed once; selects the
+    /// normalizer and the agent runner.
+    pub provider: AgentProvider,
     /// argv of a CLI agent (templated); empty for HTTP agents.
     pub command: Vec<TemplateText>,
     /// The user prompt (templated).

@@ -15,6 +15,7 @@ use super::{
     AgentSpec, CommandLine, InputDef, Items, Step, StepKind, Workflow, WorkflowError, join_path,
 };
 use crate::compiled::{ConditionText, TemplateJson, TemplateText};
+use crate::provider::AgentProvider;
 
 impl Workflow {
     /// Parses YAML text; `file` names the source in errors. `call_workflow`
@@ -198,7 +199,7 @@ fn agent_step(d: AgentDef, file: &str, prefix: &str) -> Result<Step, WorkflowErr
     let command = agent_command(d.command)
         .map_err(|r| WorkflowError::new(file, Some(&join_path(prefix, &d.name)), r))?;
     let kind = StepKind::Agent(AgentSpec {
-        provider: d.provider,
+        provider: AgentProvider::from(d.provider),
         command: command.into_iter().map(TemplateText::new).collect(),
         prompt: TemplateText::new(d.prompt),
         system_prompt: d.system_prompt.map(TemplateText::new),

@@ -387,7 +387,7 @@ impl StepCheck<'_> {
             return Err(self.err("agent needs a provider"));
         }
         if a.command.is_empty()
-            && let Some(preset) = crate::preset::Preset::of(&a.provider)
+            && let Some(preset) = a.provider.preset()
         {
             preset
                 .check(a.max_turns, &a.tools)

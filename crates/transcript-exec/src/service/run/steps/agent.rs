@@ -71,9 +71,9 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
         })
         .await;
     // CLI agents (a command, or a provider preset) need no registration.
-    let runner = match ctx.inner.agents.get(&spec.provider) {
+    let runner = match ctx.inner.agents.get(spec.provider.name()) {
         Some(r) => r.clone(),
-        None if !spec.command.is_empty() || crate::preset::Preset::of(&spec.provider).is_some() => {
+        None if !spec.command.is_empty() || spec.provider.preset().is_some() => {
             Arc::new(crate::cli_agent::CliAgentRunner) as Arc<dyn AgentRunner>
         }
         None => {
@@ -86,7 +86,7 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
     let seam = AgentSeam::new(
         sc.call_scope(),
         ctx.inner.router.clone(),
-        spec.provider.clone(),
+        spec.provider.name(),
     )
     .with_offered_tools(spec.tools.iter().cloned())
     .with_call_id_prefix(ctx.agent_call_prefix(path, iteration))
