@@ -90,7 +90,8 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
     )
     .with_offered_tools(spec.tools.iter().cloned())
     .with_call_id_prefix(ctx.agent_call_prefix(path, iteration))
-    .with_configured_model(spec.model.clone());
+    .with_configured_model(spec.model.clone())
+    .with_clock(ctx.inner.observers.clock.clone());
     let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
     // A cancelled agent is cancelled whatever it returned within the grace.
     let finished = with_grace(fut, cancel, ctx.inner.cancel_grace).await;
