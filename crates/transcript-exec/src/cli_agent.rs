@@ -99,7 +99,7 @@ fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
     if !request.command.is_empty() {
         return Ok(request.command.clone());
     }
-    let Some(preset) = request.provider.preset() else {
+    let Some(preset) = crate::preset::Preset::of_agent(&request.provider) else {
         return Err(AgentError::Setup(format!(
             "agent step has no command and provider '{}' has no preset (claude, codex, gemini)",
             request.provider

@@ -64,6 +64,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::agent::AgentRequest;
+use crate::provider::AgentProvider;
 
 /// A provider whose CLI the runner knows how to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,6 +129,11 @@ impl Preset {
             transcript_providers::Provider::Gemini => Some(Preset::Gemini),
             _ => None,
         }
+    }
+
+    /// The preset of an agent step's provider, when it has one.
+    pub fn of_agent(provider: &AgentProvider) -> Option<Preset> {
+        provider.known().and_then(Self::of)
     }
 
     /// The provider name (`claude`, `codex`, `gemini`).
@@ -363,27 +369,27 @@ mod tests {
     #[test]
     fn presets_exist_for_the_three_clis_only() {
         assert_eq!(
-            crate::provider::AgentProvider::parse("claude").preset(),
+            Preset::of_agent(&crate::provider::AgentProvider::parse("claude")),
             Some(Preset::Claude)
         );
         assert_eq!(
-            crate::provider::AgentProvider::parse("claude-code").preset(),
+            Preset::of_agent(&crate::provider::AgentProvider::parse("claude-code")),
             Some(Preset::Claude)
         );
         assert_eq!(
-            crate::provider::AgentProvider::parse("codex").preset(),
+            Preset::of_agent(&crate::provider::AgentProvider::parse("codex")),
             Some(Preset::Codex)
         );
         assert_eq!(
-            crate::provider::AgentProvider::parse("gemini").preset(),
+            Preset::of_agent(&crate::provider::AgentProvider::parse("gemini")),
             Some(Preset::Gemini)
         );
         assert_eq!(
-            crate::provider::AgentProvider::parse("openai").preset(),
+            Preset::of_agent(&crate::provider::AgentProvider::parse("openai")),
             None
         );
         assert_eq!(
-            crate::provider::AgentProvider::parse("copilot").preset(),
+            Preset::of_agent(&crate::provider::AgentProvider::parse("copilot")),
             None
         );
     }

@@ -8,8 +8,6 @@ use std::fmt;
 use serde::{Deserialize, Deserializer};
 use transcript_providers::Provider;
 
-use crate::preset::Preset;
-
 /// Which provider an agent step asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum AgentProvider {
@@ -51,11 +49,6 @@ impl AgentProvider {
             Self::Known(p) => Some(*p),
             Self::Custom(_) => None,
         }
-    }
-
-    /// The CLI preset of the provider, when it has one ([`Preset`]).
-    pub fn preset(&self) -> Option<Preset> {
-        self.known().and_then(Preset::of)
     }
 }
 
@@ -122,10 +115,8 @@ mod tests {
         let custom = AgentProvider::parse("Scripted");
         assert_eq!(custom, AgentProvider::Custom("Scripted".into()));
         assert_eq!(custom.name(), "Scripted");
-        assert!(custom.preset().is_none());
+        assert!(custom.known().is_none());
         assert!(AgentProvider::parse("").is_empty());
-        assert_eq!(AgentProvider::parse("codex").preset(), Some(Preset::Codex));
-        assert_eq!(AgentProvider::parse("copilot").preset(), None);
     }
 
     #[test]

@@ -154,7 +154,12 @@ impl ExecutionService {
                 "unknown tool '{tool}' (not registered with the router)"
             )),
             // A preset's tools are the CLI's own (mapped, crate::preset).
-            StepKind::Agent(a) if a.command.is_empty() && a.provider.preset().is_some() => None,
+            StepKind::Agent(a)
+                if a.command.is_empty()
+                    && crate::preset::Preset::of_agent(&a.provider).is_some() =>
+            {
+                None
+            }
             StepKind::Agent(a) => a
                 .tools
                 .iter()

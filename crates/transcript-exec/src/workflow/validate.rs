@@ -387,7 +387,7 @@ impl StepCheck<'_> {
             return Err(self.err("agent needs a provider"));
         }
         if a.command.is_empty()
-            && let Some(preset) = a.provider.preset()
+            && let Some(preset) = crate::preset::Preset::of_agent(&a.provider)
         {
             preset
                 .check(a.max_turns, &a.tools)

@@ -73,7 +73,9 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
     // CLI agents (a command, or a provider preset) need no registration.
     let runner = match ctx.inner.agents.get(spec.provider.name()) {
         Some(r) => r.clone(),
-        None if !spec.command.is_empty() || spec.provider.preset().is_some() => {
+        None if !spec.command.is_empty()
+            || crate::preset::Preset::of_agent(&spec.provider).is_some() =>
+        {
             Arc::new(crate::cli_agent::CliAgentRunner) as Arc<dyn AgentRunner>
         }
         None => {
