@@ -129,7 +129,7 @@ fn loop_after(bytes: usize, iterations: u64) -> WorkflowSet {
     let mut wf =
         Workflow::new("loop").step(Step::operation("big", "filler", json!({ "bytes": bytes })));
     if iterations > 0 {
-        let items = Items::List((0..iterations).map(Value::from).collect());
+        let items = Items::list((0..iterations).map(Value::from));
         let body = vec![Step::operation(
             "tick",
             "echo",

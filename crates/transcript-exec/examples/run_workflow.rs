@@ -61,7 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Step::custom("loud", "shout", json!({"text": "{{steps.greet.output}}"})),
                 Step::for_each(
                     "each",
-                    Items::List(vec![json!("a"), json!("b")]),
+                    Items::list(vec![json!("a"), json!("b")]),
                     vec![Step::command_argv(
                         "item",
                         ["echo", "{{loop.index}}:{{loop.item}}"],

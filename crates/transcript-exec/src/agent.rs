@@ -28,8 +28,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use transcript_domain::{BlockBody, Fidelity, MessagePayload, Payload, RawJson, ToolPayload};
+use transcript_domain::{
+    BlockBody, Clock, Fidelity, MessagePayload, Payload, RawJson, Timestamp, ToolPayload,
+};
 
+use crate::provider::AgentProvider;
 use crate::tools::{CallScope, Gate, ToolError, ToolRouter};
 
 /// A resolved agent invocation.
@@ -37,8 +40,8 @@ use crate::tools::{CallScope, Gate, ToolError, ToolRouter};
 pub struct AgentRequest {
     /// Step name.
     pub step: String,
-    /// Provider registry name.
-    pub provider: String,
+    /// The step's provider.
+    pub provider: AgentProvider,
     /// Resolved argv (CLI agents).
     pub command: Vec<String>,
     /// Resolved prompt.
@@ -168,6 +171,8 @@ pub struct AgentSeam {
     /// The step's configured model: recorded on a turn whose provider
     /// reported none.
     configured_model: Option<String>,
+    /// The service's clock (`None` for a seam built outside the service).
+    clock: Option<Arc<dyn Clock>>,
 }
 
 impl std::fmt::Debug for AgentSeam {
@@ -192,7 +197,21 @@ impl AgentSeam {
             executed: Mutex::default(),
             call_prefix: None,
             configured_model: None,
+            clock: None,
         }
+    }
+
+    /// The clock a runner reads the time from (the service's, the port
+    /// [`crate::ServiceBuilder::clock`] sets): an HTTP agent reads a
+    /// `Retry-After` date against it.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The current time by the seam's clock (`None` without one).
+    pub fn now(&self) -> Option<Timestamp> {
+        self.clock.as_ref().map(|c| c.now())
     }
 
     /// The model the step names (`model:`), recorded on every assistant

@@ -1,16 +1,15 @@
 //! Bounded values: what the exec layer hands the recorder never makes a
 //! line over [`transcript_domain::MAX_LINE_BYTES`].
 //!
-//! The marker and the stub are the ones the export crate writes
-//! (`transcript-export/src/truncate.rs`), so a reader sees one shape; the
-//! cut differs: export keeps N bytes of content and appends the marker
-//! after them, while here the marker fits inside the limit (a recorded
-//! line must fit):
+//! Strings follow the workspace's one truncation rule,
+//! [`transcript_domain::truncate::truncate_str`]: the marker fits inside
+//! the limit (a recorded line must fit):
 //!
-//! * a string longer than the limit keeps a prefix cut on a character
-//!   boundary, followed by `…[truncated: N bytes, sha256 H]` (N and H of
-//!   the original string's UTF-8); the prefix leaves room for the marker,
-//!   so the result fits the limit and bounding is idempotent;
+//! * a string longer than the limit keeps the longest prefix, cut on a
+//!   character boundary, that leaves room for `…[truncated: N bytes,
+//!   sha256 H]` (N and H of the original string's UTF-8; a shorter marker
+//!   when the limit cannot hold that one), so the result, marker included,
+//!   is never longer than the limit and bounding is idempotent;
 //! * an array or object over the limit is bounded member by member; if it
 //!   is still over twice the limit it becomes
 //!   `{"_truncated": true, "original_size_bytes": N, "sha256": H,
@@ -26,14 +25,11 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use transcript_domain::text::lower_hex;
+use transcript_domain::truncate;
 use transcript_domain::{BlockBody, MAX_LINE_BYTES, Payload, RawJson};
 
 /// Default per-value limit (1 MiB).
 pub const DEFAULT_MAX_VALUE_BYTES: usize = 1 << 20;
-
-/// Room kept for the marker when a string is cut (its longest form is
-/// 3 + 13 + 20 + 15 + 64 + 1 bytes).
-pub const MARKER_RESERVE: usize = 128;
 
 /// Characters of JSON kept in a stub's `preview`.
 pub const PREVIEW_CHARS: usize = 256;
@@ -41,9 +37,9 @@ pub const PREVIEW_CHARS: usize = 256;
 /// Room left on a line for the envelope (seq, ids, path, timestamp, keys).
 const ENVELOPE_RESERVE: usize = 64 * 1024;
 
-/// The marker appended to a cut string.
+/// The marker appended to a cut string ([`transcript_domain::truncate::marker`]).
 pub fn marker(total: u64, sha256: &str) -> String {
-    format!("…[truncated: {total} bytes, sha256 {sha256}]")
+    truncate::marker(usize::try_from(total).unwrap_or(usize::MAX), sha256)
 }
 
 /// Lowercase hex sha256 of `bytes` (the domain's one hex rendering).
@@ -51,19 +47,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     lower_hex(&Sha256::digest(bytes))
 }
 
-/// `s` cut to fit `limit` bytes with the marker, or `None` when it fits.
+/// `s` cut to fit `limit` bytes with the marker, or `None` when it fits
+/// ([`truncate::truncate_str`]).
 pub fn bound_str(s: &str, limit: usize) -> Option<String> {
-    if s.len() <= limit {
-        return None;
-    }
-    let mut cut = limit.saturating_sub(MARKER_RESERVE).min(s.len());
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let mut out = String::with_capacity(cut + MARKER_RESERVE);
-    out.push_str(&s[..cut]);
-    out.push_str(&marker(s.len() as u64, &sha256_hex(s.as_bytes())));
-    Some(out)
+    truncate::truncate_str(s, limit, &sha256_hex)
 }
 
 fn stub(json_text: &str) -> Value {
@@ -291,7 +278,23 @@ mod tests {
         assert!(b.ends_with(&marker(2000, &sha256_hex(s.as_bytes()))));
         assert_eq!(bound_str(&b, 300), None);
         assert_eq!(bound_str("short", 300), None);
-        assert!(bound_str(&s, 3).unwrap().starts_with("…[truncated: 2000"));
+        // A limit too small for any marker but the ellipsis.
+        assert_eq!(bound_str(&s, 3).unwrap(), "…");
+    }
+
+    /// One truncation rule (#32 item 4, `transcript_domain::truncate`): the
+    /// marker takes exactly the room it needs, so a cut string is as long as
+    /// the limit allows (not 128 bytes short of it), and a limit too small
+    /// for the full marker gets a shorter one instead of a result over it.
+    #[test]
+    fn a_cut_string_keeps_all_the_room_the_marker_leaves() {
+        let s = "x".repeat(2000);
+        let m = marker(2000, &sha256_hex(s.as_bytes()));
+        let b = bound_str(&s, 300).unwrap();
+        assert_eq!(b, format!("{}{m}", "x".repeat(300 - m.len())));
+        let small = bound_str(&s, 40).unwrap();
+        assert_eq!(small.len(), 40, "{small}");
+        assert!(small.ends_with("…[truncated: 2000 bytes]"), "{small}");
     }
 
     #[test]

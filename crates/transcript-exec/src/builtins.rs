@@ -31,6 +31,12 @@ async fn blocking<T: Send + 'static>(
         .unwrap_or_else(|e| Err(ToolError::Failed(format!("file tool task failed: {e}"))))
 }
 
+/// Room `read_file` leaves under the output cap for its note
+/// (`…[truncated: SIZE bytes; read_file reads the first N]`, at most
+/// 3 + 12 + 20 + 34 + 20 + 1 bytes), so the answer fits the cap and is
+/// never cut again when recorded.
+pub const READ_FILE_NOTE_RESERVE: usize = 128;
+
 /// `read_file {path}` → the file's text: at most the tool output cap
 /// ([`crate::ProcessLimits::max_output_bytes`]) is read; a larger file
 /// answers its first bytes followed by
@@ -59,7 +65,7 @@ impl Tool for ReadFile {
         let cap = ctx
             .limits
             .max_output_bytes
-            .saturating_sub(crate::bounded::MARKER_RESERVE)
+            .saturating_sub(READ_FILE_NOTE_RESERVE)
             .max(1);
         let read = blocking(move || crate::confined::read_text(&ws, &path, cap)).await?;
         let mut text = read.text;

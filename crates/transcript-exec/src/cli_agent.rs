@@ -21,10 +21,9 @@ use std::process::Stdio;
 use async_trait::async_trait;
 use tokio::io::AsyncReadExt;
 use transcript_domain::BlockBody;
-use transcript_providers::{DiagnosticKind, Normalizer, Output, Provider};
+use transcript_providers::{DiagnosticKind, Normalizer, Output, UnknownProvider};
 
 use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
-use crate::preset::Preset;
 use crate::process::ProcessGroup;
 
 /// Most stderr bytes kept for the error message.
@@ -100,7 +99,7 @@ fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
     if !request.command.is_empty() {
         return Ok(request.command.clone());
     }
-    let Some(preset) = Preset::of(&request.provider) else {
+    let Some(preset) = crate::preset::Preset::of_agent(&request.provider) else {
         return Err(AgentError::Setup(format!(
             "agent step has no command and provider '{}' has no preset (claude, codex, gemini)",
             request.provider
@@ -121,8 +120,12 @@ fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
 #[async_trait]
 impl AgentRunner for CliAgentRunner {
     async fn run(&self, request: AgentRequest, seam: &AgentSeam) -> Result<AgentReply, AgentError> {
-        let provider = Provider::from_name(&request.provider)
-            .map_err(|e| AgentError::Setup(format!("no normalizer: {e}")))?;
+        let provider = request.provider.known().ok_or_else(|| {
+            AgentError::Setup(format!(
+                "no normalizer: {}",
+                UnknownProvider(request.provider.name().to_owned())
+            ))
+        })?;
         let mut child = spawn(&request)?;
         let group = ProcessGroup::of(&child);
         let mut stdout = child

@@ -32,19 +32,21 @@
 //! ([`HttpAgentRunner::with_timeout`], default 300 s), a response body cap
 //! ([`HttpAgentRunner::with_max_body_bytes`], default 16 MiB), and bounded
 //! retries with exponential backoff on 429, 5xx and connection failures
-//! ([`RetryPolicy`], default 3 retries from 500 ms, a `Retry-After` in
-//! seconds honoured up to the backoff cap (its HTTP-date form is ignored:
-//! the backoff applies); `OPENAI_MAX_RETRIES` in the step's `env:` or the
-//! environment sets the count). A stream cut mid-way is not retried (part of the
+//! ([`RetryPolicy`], default 3 retries from 500 ms; a `Retry-After` is
+//! honoured up to the backoff cap, in seconds or as an HTTP-date
+//! (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110) read against the service's
+//! clock ([`crate::ServiceBuilder::clock`]; a date in the past is no wait,
+//! and a seam without a clock keeps the backoff); `OPENAI_MAX_RETRIES` in
+//! the step's `env:` or the environment sets the count). A stream cut mid-way is not retried (part of the
 //! answer may already be recorded): it fails the step.
 
 use std::collections::{BTreeMap, HashSet};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use transcript_domain::text::error_chain;
-use transcript_domain::{BlockBody, MessagePayload};
+use transcript_domain::{BlockBody, MessagePayload, Timestamp};
 use transcript_providers::{DiagnosticKind, Output, Provider};
 
 use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
@@ -65,7 +67,7 @@ pub struct RetryPolicy {
     pub max_retries: u32,
     /// Wait before the first retry; doubled for each further one.
     pub initial_backoff: Duration,
-    /// Longest wait between attempts (also caps `Retry-After`).
+    /// Longest wait between attempts (also caps `Retry-After`, in either form).
     pub max_backoff: Duration,
 }
 
@@ -257,7 +259,7 @@ impl AgentRunner for HttpAgentRunner {
                 body["tools"] = json!(tools);
             }
             let reply = tokio::select! {
-                r = self.turn(&client, (&url, key.as_deref()), retry, &body) => r?,
+                r = self.turn(&client, (&url, key.as_deref()), retry, &body, seam) => r?,
                 _ = seam.cancel().cancelled() => return Err(AgentError::Cancelled),
             };
             let mut turn = answered_turn(reply, &url, &mut warnings)?;
@@ -429,9 +431,10 @@ impl HttpAgentRunner {
         (url, key): (&str, Option<&str>),
         retry: RetryPolicy,
         body: &Value,
+        seam: &AgentSeam,
     ) -> Result<Reply, AgentError> {
         let err = |m: String| AgentError::Transport(format!("POST {url}: {m}"));
-        let mut response = send(client, (url, key), retry, body).await?;
+        let mut response = send(client, (url, key), retry, body, seam).await?;
         let mut normalizer = Provider::OpenAi.normalizer();
         let mut outputs = Vec::new();
         let mut received = 0usize;
@@ -492,12 +495,14 @@ impl HttpAgentRunner {
     }
 }
 
-/// POSTs `body`, retrying 429, 5xx and connection failures per `policy`.
+/// POSTs `body`, retrying 429, 5xx and connection failures per `policy`
+/// (a `Retry-After` date is read against the `seam`'s clock).
 async fn send(
     client: &reqwest::Client,
     (url, key): (&str, Option<&str>),
     policy: RetryPolicy,
     body: &Value,
+    seam: &AgentSeam,
 ) -> Result<reqwest::Response, AgentError> {
     let err = |m: String| AgentError::Transport(format!("POST {url}: {m}"));
     let payload = serde_json::to_vec(body).map_err(|e| err(e.to_string()))?;
@@ -518,8 +523,7 @@ async fn send(
                     .headers()
                     .get(reqwest::header::RETRY_AFTER)
                     .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs);
+                    .and_then(|v| retry_after(v, seam.now()));
                 let message = error_message(r).await;
                 let failure = format!("HTTP {}: {message}", status.as_u16());
                 if !(status.as_u16() == 429 || status.is_server_error()) {
@@ -540,6 +544,26 @@ async fn send(
         tokio::time::sleep(policy.backoff(retry, retry_after)).await;
         retry += 1;
     }
+}
+
+/// The wait a `Retry-After` value asks for (RFC 9110 §10.2.3): delay-seconds,
+/// or an HTTP-date (IMF-fixdate, and the obsolete RFC 850 and asctime forms a
+/// recipient must accept; `httpdate`) less `now`, the injected clock's time;
+/// a date in the past is no wait. `None` (the backoff applies) when the
+/// value is neither, or is a date and there is no clock to read it against.
+/// The caller caps it ([`RetryPolicy::max_backoff`]).
+fn retry_after(value: &str, now: Option<Timestamp>) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    let now = now?;
+    let date_ms = date
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let wait_ms = date_ms.saturating_sub(now.unix_millis()).max(0);
+    Some(Duration::from_millis(wait_ms.unsigned_abs()))
 }
 
 /// The provider's message from an error response (`error.message`), else its bounded text.
@@ -587,6 +611,37 @@ mod tests {
             p.backoff(0, Some(Duration::from_secs(60))),
             Duration::from_secs(1)
         );
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates_against_the_given_clock() {
+        let now = Timestamp::parse("1994-11-06T08:49:30.000Z").unwrap();
+        let date = "Sun, 06 Nov 1994 08:49:37 GMT";
+        assert_eq!(retry_after(date, Some(now)), Some(Duration::from_secs(7)));
+        // The obsolete forms RFC 9110 asks recipients to accept.
+        for obsolete in ["Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+            assert_eq!(
+                retry_after(obsolete, Some(now)),
+                Some(Duration::from_secs(7)),
+                "{obsolete}"
+            );
+        }
+        // A date in the past: no wait.
+        let later = now.saturating_add_millis(60_000);
+        assert_eq!(retry_after(date, Some(later)), Some(Duration::ZERO));
+        // No clock, or no date: the backoff applies.
+        assert_eq!(retry_after(date, None), None);
+        assert_eq!(retry_after("soon", Some(now)), None);
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 25:49:37 GMT", Some(now)),
+            None
+        );
+        // The seconds form as before.
+        assert_eq!(retry_after(" 3 ", None), Some(Duration::from_secs(3)));
+        // A far date is capped like a large number of seconds.
+        let p = RetryPolicy::default();
+        let far = retry_after("Fri, 31 Dec 9999 23:59:59 GMT", Some(now));
+        assert_eq!(p.backoff(0, far), p.max_backoff);
     }
 
     #[test]

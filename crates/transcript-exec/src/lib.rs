@@ -89,8 +89,9 @@
 //!
 //! Templates (`{{inputs.x}}`, `{{steps.build.output}}`,
 //! `{{steps.build.exit_code}}`, `{{steps.build.error}}`, `{{loop.item}}`,
-//! `{{loop.item.field}}`, `{{loop.index}}`) are parsed and checked before a
-//! run: an unknown kind, a reference to an undeclared input or to a step
+//! `{{loop.item.field}}`, `{{loop.index}}`) are compiled once, when the
+//! workflow is built or loaded ([`compiled`]; a run renders them and parses
+//! none), and checked before a run: an unknown kind, a reference to an undeclared input or to a step
 //! that has not run at that point, a malformed template, a value spliced
 //! into shell source (see [Template sinks](#template-sinks)), a duplicate name or a `call_workflow`
 //! cycle is a [`WorkflowError`] naming file, step path and reason, and
@@ -307,6 +308,7 @@ pub mod bounded;
 pub mod builtins;
 mod catch_unwind;
 pub mod cli_agent;
+pub mod compiled;
 pub mod condition;
 pub mod confined;
 pub mod custom;
@@ -316,6 +318,7 @@ pub mod http_agent;
 pub mod plugin;
 pub mod preset;
 pub mod process;
+pub mod provider;
 pub mod service;
 mod status;
 pub mod template;
@@ -330,6 +333,7 @@ pub use audit::{
     TextMask,
 };
 pub use cli_agent::CliAgentRunner;
+pub use compiled::{Compiled, ConditionText, TemplateJson, TemplateText};
 pub use condition::Condition;
 pub use custom::{CustomStep, CustomStepContext, CustomSteps, FnStep, RegisterError, StepError};
 pub use emit::Emitter;
@@ -339,6 +343,7 @@ pub use plugin::{
 };
 pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
+pub use provider::AgentProvider;
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};

@@ -64,6 +64,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::agent::AgentRequest;
+use crate::provider::AgentProvider;
 
 /// A provider whose CLI the runner knows how to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -120,14 +121,19 @@ pub enum PresetError {
 }
 
 impl Preset {
-    /// The preset of a provider name, when there is one.
-    pub fn of(provider: &str) -> Option<Preset> {
-        match transcript_providers::Provider::from_name(provider).ok()? {
+    /// The preset of a provider, when it has one.
+    pub fn of(provider: transcript_providers::Provider) -> Option<Preset> {
+        match provider {
             transcript_providers::Provider::Claude => Some(Preset::Claude),
             transcript_providers::Provider::Codex => Some(Preset::Codex),
             transcript_providers::Provider::Gemini => Some(Preset::Gemini),
             _ => None,
         }
+    }
+
+    /// The preset of an agent step's provider, when it has one.
+    pub fn of_agent(provider: &AgentProvider) -> Option<Preset> {
+        provider.known().and_then(Self::of)
     }
 
     /// The provider name (`claude`, `codex`, `gemini`).
@@ -362,12 +368,30 @@ mod tests {
 
     #[test]
     fn presets_exist_for_the_three_clis_only() {
-        assert_eq!(Preset::of("claude"), Some(Preset::Claude));
-        assert_eq!(Preset::of("claude-code"), Some(Preset::Claude));
-        assert_eq!(Preset::of("codex"), Some(Preset::Codex));
-        assert_eq!(Preset::of("gemini"), Some(Preset::Gemini));
-        assert_eq!(Preset::of("openai"), None);
-        assert_eq!(Preset::of("copilot"), None);
+        assert_eq!(
+            Preset::of_agent(&crate::provider::AgentProvider::parse("claude")),
+            Some(Preset::Claude)
+        );
+        assert_eq!(
+            Preset::of_agent(&crate::provider::AgentProvider::parse("claude-code")),
+            Some(Preset::Claude)
+        );
+        assert_eq!(
+            Preset::of_agent(&crate::provider::AgentProvider::parse("codex")),
+            Some(Preset::Codex)
+        );
+        assert_eq!(
+            Preset::of_agent(&crate::provider::AgentProvider::parse("gemini")),
+            Some(Preset::Gemini)
+        );
+        assert_eq!(
+            Preset::of_agent(&crate::provider::AgentProvider::parse("openai")),
+            None
+        );
+        assert_eq!(
+            Preset::of_agent(&crate::provider::AgentProvider::parse("copilot")),
+            None
+        );
     }
 
     #[test]

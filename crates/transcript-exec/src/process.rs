@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::bounded::{MARKER_RESERVE, marker};
+use crate::bounded::marker;
 use crate::tool_error::ToolError;
 use transcript_domain::text::lower_hex;
 
@@ -105,12 +105,15 @@ impl Capture {
     }
 
     /// The text: everything read when it fits the cap, else a prefix cut on
-    /// a character boundary followed by the truncation marker.
+    /// a character boundary followed by the truncation marker, keeping
+    /// `cap - marker.len()` bytes (the rule of
+    /// [`transcript_domain::truncate`], over everything read).
     pub fn into_text(self) -> String {
         if self.total <= self.cap as u64 {
             return String::from_utf8_lossy(&self.head).into_owned();
         }
-        let keep = self.cap.saturating_sub(MARKER_RESERVE).min(self.head.len());
+        let mark = marker(self.total, &lower_hex(&self.hasher.finalize()));
+        let keep = self.cap.saturating_sub(mark.len()).min(self.head.len());
         let mut prefix = &self.head[..keep];
         // Drop a multi-byte character cut in half at the end.
         if let Err(e) = std::str::from_utf8(prefix)
@@ -118,9 +121,8 @@ impl Capture {
         {
             prefix = &prefix[..e.valid_up_to()];
         }
-        let digest = lower_hex(&self.hasher.finalize());
         let mut text = String::from_utf8_lossy(prefix).into_owned();
-        text.push_str(&marker(self.total, &digest));
+        text.push_str(&mark);
         text
     }
 }
@@ -365,9 +367,20 @@ mod tests {
         assert_eq!(small.into_text(), "héllo");
     }
 
+    /// The capture keeps `cap - marker.len()` bytes: its text is exactly the
+    /// cap long when the output was cut (#32 item 4: one truncation rule).
+    #[test]
+    fn a_cut_capture_is_exactly_the_cap_long_marker_included() {
+        let mut c = Capture::new(300);
+        c.push(&[b'x'; 1000]);
+        let m = marker(1000, &crate::bounded::sha256_hex(&[b'x'; 1000]));
+        assert_eq!(c.into_text(), format!("{}{m}", "x".repeat(300 - m.len())));
+    }
+
     #[test]
     fn capture_never_ends_in_half_a_character() {
-        let mut c = Capture::new(MARKER_RESERVE + 2);
+        let mark = marker(300, &"0".repeat(64));
+        let mut c = Capture::new(mark.len() + 2);
         c.push("aé".repeat(100).as_bytes());
         let text = c.into_text();
         assert!(text.starts_with("a…[truncated: 300 bytes"), "{text}");

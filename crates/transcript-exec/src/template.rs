@@ -1,5 +1,5 @@
-//! `{{…}}` templates: parsing (validated before a run) and rendering
-//! against a run's [`Scope`].
+//! `{{…}}` templates: parsing (once, when a workflow is built or loaded:
+//! [`crate::compiled`]) and rendering against a run's [`Scope`].
 //!
 //! References: `inputs.NAME`, `steps.NAME.output`, `steps.NAME.exit_code`,
 //! `steps.NAME.error`, `loop.item` (optionally `loop.item.FIELD…`),
@@ -108,6 +108,7 @@ impl Template {
     /// unknown reference, or an unknown filter. A `}}` outside a tag is
     /// literal text (nested JSON needs no escape).
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
+        parse_count::bump();
         let err = |reason: String| TemplateError {
             template: text.chars().take(120).collect(),
             reason,
@@ -248,6 +249,31 @@ impl Template {
             [Segment::Ref { reference, .. }] => scope.lookup(reference),
             _ => Value::String(self.render(scope)),
         }
+    }
+}
+
+/// A test seam counting [`Template::parse`] calls on this thread, so a
+/// test can show a run renders compiled templates and parses none.
+/// Nothing outside `cfg(test)`.
+pub(crate) mod parse_count {
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(super) fn bump() {}
+
+    #[cfg(test)]
+    thread_local! {
+        static PARSES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    #[cfg(test)]
+    pub(super) fn bump() {
+        PARSES.with(|c| c.set(c.get() + 1));
+    }
+
+    /// Parses on this thread so far.
+    #[cfg(test)]
+    pub(crate) fn get() -> u64 {
+        PARSES.with(std::cell::Cell::get)
     }
 }
 
@@ -496,65 +522,6 @@ impl Scope {
     }
 }
 
-/// Parses every string leaf of a JSON value as a template (for validation).
-pub fn templates_in(value: &Value) -> Result<Vec<Template>, TemplateError> {
-    let mut out = Vec::new();
-    collect(value, &mut out)?;
-    Ok(out)
-}
-
-fn collect(value: &Value, out: &mut Vec<Template>) -> Result<(), TemplateError> {
-    match value {
-        Value::String(s) => out.push(Template::parse(s)?),
-        Value::Array(a) => {
-            for v in a {
-                collect(v, out)?;
-            }
-        }
-        Value::Object(m) => {
-            for v in m.values() {
-                collect(v, out)?;
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// Renders every string leaf of a JSON value (keys are left alone).
-pub fn render_json(value: &Value, scope: &Scope) -> Value {
-    match value {
-        Value::String(s) if has_tags(s) => match Template::parse(s) {
-            Ok(t) => t.render_value(scope),
-            // Validation rejects bad templates before the run; keep text as is.
-            Err(_) => value.clone(),
-        },
-        Value::Array(a) => Value::Array(a.iter().map(|v| render_json(v, scope)).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), render_json(v, scope)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
-/// Whether `text` may hold a tag (`{{` or `{%`); plain text renders as is.
-fn has_tags(text: &str) -> bool {
-    text.contains("{{") || text.contains("{%")
-}
-
-/// Renders a string template (literal text when it has no tag).
-pub fn render_str(text: &str, scope: &Scope) -> String {
-    if !has_tags(text) {
-        return text.to_owned();
-    }
-    match Template::parse(text) {
-        Ok(t) => t.render(scope),
-        Err(_) => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -583,6 +550,10 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    fn render_str(text: &str, scope: &Scope) -> String {
+        Template::parse(text).unwrap().render(scope)
+    }
 
     #[test]
     fn parses_and_renders() {
@@ -615,10 +586,6 @@ mod tests {
         );
         assert_eq!(render_str("{{steps.s.error}}", &s), "");
         assert_eq!(render_str("{{steps.none.output}}", &s), "");
-        assert_eq!(
-            render_json(&json!({"a": ["{{inputs.x}}", 1]}), &s),
-            json!({"a": ["X", 1]})
-        );
     }
 
     #[test]

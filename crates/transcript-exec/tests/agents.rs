@@ -21,7 +21,7 @@ fn agent(name: &str, provider: &str, command: Vec<String>, prompt: &str) -> Step
         name,
         StepKind::Agent(AgentSpec {
             provider: provider.into(),
-            command,
+            command: command.into_iter().map(Into::into).collect(),
             prompt: prompt.into(),
             system_prompt: Some("You are terse.".into()),
             ..AgentSpec::default()
@@ -518,7 +518,8 @@ async fn a_preset_without_its_binary_fails_naming_the_npm_package() {
     let mut step = agent("ask", "gemini", vec![], "Hi");
     if let StepKind::Agent(a) = &mut step.kind {
         a.env.insert("PATH".into(), "/nonexistent".into());
-        a.env.insert("TRANSCRIPT_GEMINI_BIN".into(), String::new());
+        a.env
+            .insert("TRANSCRIPT_GEMINI_BIN".into(), String::new().into());
     }
     let (factory, out) = run_one(step).await;
     assert!(!out.succeeded());

@@ -119,7 +119,7 @@ async fn max_value_bytes_bounds_tool_values_and_messages() {
         .unwrap();
     // read_file reads at most its cap (#28): the first bytes and what it left.
     let output = read.tool().unwrap().output.to_value();
-    let kept = 1000 - transcript_exec::bounded::MARKER_RESERVE;
+    let kept = 1000 - transcript_exec::builtins::READ_FILE_NOTE_RESERVE;
     assert_eq!(
         output.as_str().unwrap(),
         format!(

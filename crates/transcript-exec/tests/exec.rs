@@ -231,10 +231,10 @@ async fn concurrent_branches_keep_loop_state_apart_and_tree_matches() {
     let body = |tag: &str| {
         Step::for_each(
             format!("outer_{tag}"),
-            transcript_exec::Items::List(vec![json!("x"), json!("y"), json!("z")]),
+            transcript_exec::Items::list(vec![json!("x"), json!("y"), json!("z")]),
             vec![Step::for_each(
                 "inner",
-                transcript_exec::Items::List(vec![json!(1), json!(2)]),
+                transcript_exec::Items::list(vec![json!(1), json!(2)]),
                 vec![Step::custom(
                     "probe",
                     "probe",
@@ -419,7 +419,7 @@ async fn failing_tool_is_recorded_and_the_workflow_decides() {
     // Unknown tools are a missing reference, rejected before the run.
     let wf = Workflow::new("unknown").step(Step::for_each(
         "l",
-        transcript_exec::Items::List(vec![json!(1)]),
+        transcript_exec::Items::list(vec![json!(1)]),
         vec![Step::operation("x", "nope", json!({}))],
     ));
     let err = svc
@@ -459,7 +459,7 @@ async fn command_failure_and_terminal_failure() {
     let wf = Workflow::new("term")
         .step(Step::for_each(
             "loop",
-            transcript_exec::Items::List(vec![json!(1), json!(2)]),
+            transcript_exec::Items::list(vec![json!(1), json!(2)]),
             vec![Step::terminal("stop", false, "gave up at {{loop.item}}")],
         ))
         .step(Step::command("after", "echo no"));
@@ -641,7 +641,7 @@ async fn timeout_closes_the_step_and_everything_inside() {
                 Step::command("sleepy", "sleep 30"),
                 Step::for_each(
                     "loop",
-                    transcript_exec::Items::List(vec![json!(1)]),
+                    transcript_exec::Items::list(vec![json!(1)]),
                     vec![Step::command("sleepier", "sleep 30")],
                 ),
             ],
@@ -709,7 +709,7 @@ async fn cancellation_mid_parallel_leaves_a_valid_file() {
                     Step::custom("g1", "gate", Value::Null),
                     Step::for_each(
                         "loop",
-                        transcript_exec::Items::List(vec![json!(1), json!(2)]),
+                        transcript_exec::Items::list(vec![json!(1), json!(2)]),
                         vec![Step::custom("g2", "gate", Value::Null)],
                     ),
                     Step::command("quick", "true"),
@@ -795,7 +795,7 @@ async fn sub_workflows_nest_three_levels_and_respect_the_depth_limit() {
     let top = Workflow::new("top")
         .step(Step::for_each(
             "each",
-            transcript_exec::Items::List(vec![json!("a"), json!("b")]),
+            transcript_exec::Items::list(vec![json!("a"), json!("b")]),
             vec![Step::call_workflow(
                 "call_mid",
                 "mid",

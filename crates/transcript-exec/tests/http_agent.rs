@@ -590,3 +590,56 @@ async fn a_refusal_is_recorded_as_the_answer_and_flagged_in_the_result() {
         "{result}"
     );
 }
+
+/// `Retry-After` as an HTTP-date (RFC 9110 IMF-fixdate) is read against the service's clock,
+/// not the machine's: the service's clock says 2100, the server asks to wait until 2050 (in
+/// the past by that clock, 24 years ahead by the machine's), so the retry goes at once. The
+/// backoff is an hour: a runner that ignored the date (or read it against the machine's
+/// clock) would wait that hour, and the watchdog fails the test.
+#[tokio::test]
+async fn a_retry_after_date_in_the_past_of_the_service_clock_is_no_wait() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(
+            ResponseTemplate::new(503)
+                .insert_header("retry-after", "Sat, 01 Jan 2050 00:00:00 GMT"),
+        )
+        .up_to_n_times(1)
+        .expect(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+            json!({"role": "assistant", "content": "after the date"}),
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let hour = std::time::Duration::from_secs(3600);
+    let runner = HttpAgentRunner::new(base_url(&server)).with_retry(transcript_exec::RetryPolicy {
+        max_retries: 1,
+        initial_backoff: hour,
+        max_backoff: hour,
+    });
+    let (d, ws) = workspace();
+    let factory = MemoryFactory::new();
+    let year_2100 = transcript_domain::Timestamp::parse("2100-01-01T00:00:00.000Z").unwrap();
+    let svc = ExecutionService::deterministic_builder(&ws, ts0())
+        .clock(Arc::new(transcript_domain::ManualClock::new(year_2100)))
+        .recorder_factory(factory.clone())
+        .agent_runner("openai", Arc::new(runner))
+        .build()
+        .unwrap();
+    let set = WorkflowSet::new("w", Workflow::new("w").step(http_step(None)));
+    let run = svc.run(&set, Map::new(), CancellationToken::new());
+    let out = tokio::time::timeout(std::time::Duration::from_secs(120), run)
+        .await
+        .expect("the retry waited for the backoff: the Retry-After date was not honoured")
+        .unwrap();
+    assert!(out.succeeded(), "{:?}", out.error);
+    assert_eq!(bodies(&server).await.len(), 2);
+    drop(d);
+}

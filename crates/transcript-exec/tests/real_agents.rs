@@ -72,7 +72,7 @@ async fn real_captures_replayed_through_a_subprocess_match_the_normalizer() {
             "agent",
             StepKind::Agent(AgentSpec {
                 provider: (*provider).into(),
-                command: vec!["cat".into(), file.display().to_string()],
+                command: vec!["cat".into(), file.display().to_string().into()],
                 prompt: "replay".into(),
                 ..AgentSpec::default()
             }),

@@ -39,7 +39,7 @@ async fn concurrent_runs_with_concurrent_branches() {
     let branch = |n: usize| {
         Step::for_each(
             format!("b{n}"),
-            Items::List((0..4).map(|i| json!(i)).collect()),
+            Items::list((0..4).map(|i| json!(i))),
             vec![
                 Step::custom("s", "spin", json!({"item": "{{loop.item}}"})),
                 Step::operation(

@@ -69,8 +69,10 @@ impl ServiceBuilder {
         self
     }
 
-    /// Replaces the clock of the audit trail and display events. Give them
-    /// their own instance: the recorder's clock reads must not move it.
+    /// Replaces the clock of the audit trail and display events, which
+    /// agent runners read too ([`crate::AgentSeam::now`]: an HTTP agent's
+    /// `Retry-After` date). Give them their own instance: the recorder's
+    /// clock reads must not move it.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self

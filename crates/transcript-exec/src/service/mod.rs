@@ -155,7 +155,8 @@ impl ExecutionService {
             )),
             // A preset's tools are the CLI's own (mapped, crate::preset).
             StepKind::Agent(a)
-                if a.command.is_empty() && crate::preset::Preset::of(&a.provider).is_some() =>
+                if a.command.is_empty()
+                    && crate::preset::Preset::of_agent(&a.provider).is_some() =>
             {
                 None
             }
@@ -310,3 +311,7 @@ fn resolve_declared(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "compiled_templates_tests.rs"]
+mod compiled_templates_tests;

@@ -400,7 +400,7 @@ steps:
         let StepKind::Agent(a) = &wf.steps[0].kind else {
             panic!("an agent step")
         };
-        assert_eq!(a.env["ANTHROPIC_BASE_URL"], "{{inputs.url}}");
+        assert_eq!(a.env["ANTHROPIC_BASE_URL"].source(), "{{inputs.url}}");
         WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
         let bad_ref = text.replace("inputs.url", "inputs.nope");
         assert!(yaml_err(&bad_ref).contains("env"), "{}", yaml_err(&bad_ref));

@@ -8,6 +8,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::compiled::{ConditionText, TemplateJson, TemplateText};
+use crate::provider::AgentProvider;
+
 /// A declared workflow input.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,7 +35,7 @@ pub struct Workflow {
     pub inputs: Vec<InputDef>,
     /// Output templates, rendered at the end of a successful run into
     /// `run.completed.result`.
-    pub outputs: BTreeMap<String, String>,
+    pub outputs: BTreeMap<String, TemplateText>,
     /// The top-level steps.
     pub steps: Vec<Step>,
     /// External tool plugins the workflow needs (argv each), started by the
@@ -84,7 +87,8 @@ impl Workflow {
 
     /// Declares an output template.
     pub fn output(mut self, name: impl Into<String>, template: impl Into<String>) -> Self {
-        self.outputs.insert(name.into(), template.into());
+        self.outputs
+            .insert(name.into(), TemplateText::new(template.into()));
         self
     }
 }
@@ -125,7 +129,7 @@ impl Step {
         Self::new(
             name,
             StepKind::Command {
-                command: CommandLine::Shell(command.into()),
+                command: CommandLine::Shell(TemplateText::new(command.into())),
                 env: BTreeMap::new(),
             },
         )
@@ -142,7 +146,11 @@ impl Step {
         Self::new(
             name,
             StepKind::Command {
-                command: CommandLine::Argv(argv.into_iter().map(Into::into).collect()),
+                command: CommandLine::Argv(
+                    argv.into_iter()
+                        .map(|a| TemplateText::new(a.into()))
+                        .collect(),
+                ),
                 env: BTreeMap::new(),
             },
         )
@@ -153,7 +161,7 @@ impl Step {
     /// script). Does nothing on other kinds.
     pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         if let StepKind::Command { env, .. } = &mut self.kind {
-            env.insert(name.into(), value.into());
+            env.insert(name.into(), TemplateText::new(value.into()));
         }
         self
     }
@@ -164,7 +172,7 @@ impl Step {
             name,
             StepKind::Operation {
                 tool: tool.into(),
-                input,
+                input: TemplateJson::new(input),
             },
         )
     }
@@ -175,7 +183,7 @@ impl Step {
             name,
             StepKind::Terminal {
                 success,
-                message: message.into(),
+                message: TemplateText::new(message.into()),
             },
         )
     }
@@ -200,7 +208,7 @@ impl Step {
         Self::new(
             name,
             StepKind::While {
-                condition: condition.into(),
+                condition: ConditionText::new(condition.into()),
                 max_iterations,
                 steps,
             },
@@ -217,7 +225,10 @@ impl Step {
             name,
             StepKind::CallWorkflow {
                 workflow: workflow.into(),
-                inputs,
+                inputs: inputs
+                    .into_iter()
+                    .map(|(k, v)| (k, TemplateJson::new(v)))
+                    .collect(),
             },
         )
     }
@@ -228,7 +239,7 @@ impl Step {
             name,
             StepKind::Custom {
                 type_name: type_name.into(),
-                params,
+                params: TemplateJson::new(params),
             },
         )
     }
@@ -262,23 +273,31 @@ pub enum ParallelMode {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Items {
     /// A literal list (string items are rendered as templates).
-    List(Vec<Value>),
+    List(Vec<TemplateJson>),
     /// A template rendering to a JSON array, or else to lines.
-    Template(String),
+    Template(TemplateText),
+}
+
+impl Items {
+    /// A literal list of `items` (string leaves compiled as templates).
+    pub fn list(items: impl IntoIterator<Item = Value>) -> Self {
+        Self::List(items.into_iter().map(TemplateJson::new).collect())
+    }
 }
 
 /// An agent invocation (the agent seam).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AgentSpec {
     /// Provider registry name (`claude`, `codex`, `gemini`, `copilot`,
-    /// `openai`…); selects the normalizer and the agent runner.
-    pub provider: String,
+    /// `openai`…, or a registered runner's name), parsed once; selects the
+    /// normalizer and the agent runner.
+    pub provider: AgentProvider,
     /// argv of a CLI agent (templated); empty for HTTP agents.
-    pub command: Vec<String>,
+    pub command: Vec<TemplateText>,
     /// The user prompt (templated).
-    pub prompt: String,
+    pub prompt: TemplateText,
     /// The system prompt (templated); omitted from `message.user` when empty.
-    pub system_prompt: Option<String>,
+    pub system_prompt: Option<TemplateText>,
     /// The model to ask for, when the runner takes one.
     pub model: Option<String>,
     /// Upper bound of tool-loop turns for HTTP agents.
@@ -288,7 +307,7 @@ pub struct AgentSpec {
     pub tools: Vec<String>,
     /// Extra environment of a CLI agent's process (values templated), on
     /// top of the runner's: a preset's endpoint and credentials.
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, TemplateText>,
 }
 
 /// What a `command` step runs.
@@ -297,10 +316,10 @@ pub enum CommandLine {
     /// Shell source given to `/bin/sh -c`. It takes no `{{…}}` value but
     /// `| raw` ones (refused at load otherwise): values reach the script
     /// through the step's `env` (`"$NAME"`), never spliced into its text.
-    Shell(String),
+    Shell(TemplateText),
     /// A program and its arguments run without a shell; each element is
     /// rendered as one argument (values are never split or interpreted).
-    Argv(Vec<String>),
+    Argv(Vec<TemplateText>),
 }
 
 /// The step kinds (FR-004).
@@ -316,21 +335,21 @@ pub enum StepKind {
         command: CommandLine,
         /// Environment variables added to the process (values templated):
         /// how values reach a shell command as data.
-        env: BTreeMap<String, String>,
+        env: BTreeMap<String, TemplateText>,
     },
     /// A tool operation through the tools router.
     Operation {
         /// The router tool name.
         tool: String,
         /// Its input (string leaves templated).
-        input: Value,
+        input: TemplateJson,
     },
     /// Ends the run with success or failure and a message.
     Terminal {
         /// Whether the run succeeds.
         success: bool,
         /// The message (templated); the run's error on failure.
-        message: String,
+        message: TemplateText,
     },
     /// Branches (each a step) run concurrently, or one at a time in
     /// deterministic mode.
@@ -350,7 +369,7 @@ pub enum StepKind {
     /// A body run while a condition holds, at most `max_iterations` times.
     While {
         /// The condition, evaluated before each iteration.
-        condition: String,
+        condition: ConditionText,
         /// The iteration limit; reaching it with the condition still true
         /// fails the step.
         max_iterations: u64,
@@ -362,14 +381,14 @@ pub enum StepKind {
         /// The target's key in the [`WorkflowSet`](super::WorkflowSet).
         workflow: String,
         /// Inputs for the child (string leaves templated).
-        inputs: BTreeMap<String, Value>,
+        inputs: BTreeMap<String, TemplateJson>,
     },
     /// A step type registered from Rust by name.
     Custom {
         /// The registered type name (the `kind` on the wire).
         type_name: String,
         /// Parameters (string leaves templated).
-        params: Value,
+        params: TemplateJson,
     },
 }
 

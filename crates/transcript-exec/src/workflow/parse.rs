@@ -14,6 +14,8 @@ use super::yaml::{AgentDef, ForEachDef, StepDef};
 use super::{
     AgentSpec, CommandLine, InputDef, Items, Step, StepKind, Workflow, WorkflowError, join_path,
 };
+use crate::compiled::{ConditionText, TemplateJson, TemplateText};
+use crate::provider::AgentProvider;
 
 impl Workflow {
     /// Parses YAML text; `file` names the source in errors. `call_workflow`
@@ -58,7 +60,7 @@ impl WorkflowDef {
             name: self.name,
             description: self.description,
             inputs: self.inputs,
-            outputs: self.outputs,
+            outputs: texts(self.outputs),
             steps,
             plugins: self.plugins,
             dir: None,
@@ -78,6 +80,13 @@ fn common(name: String, timeout_ms: Option<u64>, continue_on_error: bool, kind: 
 
 fn children(steps: Vec<StepDef>, file: &str, path: &str) -> Result<Vec<Step>, WorkflowError> {
     steps.into_iter().map(|s| s.into_step(file, path)).collect()
+}
+
+/// Templates by name (`outputs:`, `env:`), each compiled once.
+fn texts(map: BTreeMap<String, String>) -> BTreeMap<String, TemplateText> {
+    map.into_iter()
+        .map(|(k, v)| (k, TemplateText::new(v)))
+        .collect()
 }
 
 /// A list of strings (argv), or `None` when `v` is not one.
@@ -104,14 +113,14 @@ impl StepDef {
                     d.continue_on_error,
                     StepKind::Command {
                         command,
-                        env: d.env,
+                        env: texts(d.env),
                     },
                 )
             }
             StepDef::Operation(d) => {
                 let kind = StepKind::Operation {
                     tool: d.tool,
-                    input: d.input.unwrap_or(Value::Object(Default::default())),
+                    input: TemplateJson::new(d.input.unwrap_or(Value::Object(Default::default()))),
                 };
                 common(d.name, d.timeout_ms, d.continue_on_error, kind)
             }
@@ -119,7 +128,7 @@ impl StepDef {
                 let success = terminal_success(&d.status).map_err(|r| err(&d.name, &r))?;
                 let kind = StepKind::Terminal {
                     success,
-                    message: d.message.unwrap_or_default(),
+                    message: TemplateText::new(d.message.unwrap_or_default()),
                 };
                 common(d.name, d.timeout_ms, d.continue_on_error, kind)
             }
@@ -135,7 +144,7 @@ impl StepDef {
             StepDef::While(d) => {
                 let path = join_path(prefix, &d.name);
                 let kind = StepKind::While {
-                    condition: d.condition,
+                    condition: ConditionText::new(d.condition),
                     max_iterations: d.max_iterations,
                     steps: children(d.steps, file, &path)?,
                 };
@@ -144,7 +153,11 @@ impl StepDef {
             StepDef::CallWorkflow(d) => {
                 let kind = StepKind::CallWorkflow {
                     workflow: d.workflow,
-                    inputs: d.inputs,
+                    inputs: d
+                        .inputs
+                        .into_iter()
+                        .map(|(k, v)| (k, TemplateJson::new(v)))
+                        .collect(),
                 };
                 common(d.name, d.timeout_ms, d.continue_on_error, kind)
             }
@@ -152,7 +165,7 @@ impl StepDef {
             StepDef::Custom(type_name, d) => {
                 let kind = StepKind::Custom {
                     type_name,
-                    params: d.with.unwrap_or(Value::Null),
+                    params: TemplateJson::new(d.with.unwrap_or(Value::Null)),
                 };
                 common(d.name, d.timeout_ms, d.continue_on_error, kind)
             }
@@ -164,8 +177,8 @@ impl StepDef {
 fn for_each_step(d: ForEachDef, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
     let path = join_path(prefix, &d.name);
     let items = match d.items {
-        Value::Array(a) => Items::List(a),
-        Value::String(s) => Items::Template(s),
+        Value::Array(a) => Items::list(a),
+        Value::String(s) => Items::Template(TemplateText::new(s)),
         _ => {
             return Err(WorkflowError::new(
                 file,
@@ -186,14 +199,14 @@ fn agent_step(d: AgentDef, file: &str, prefix: &str) -> Result<Step, WorkflowErr
     let command = agent_command(d.command)
         .map_err(|r| WorkflowError::new(file, Some(&join_path(prefix, &d.name)), r))?;
     let kind = StepKind::Agent(AgentSpec {
-        provider: d.provider,
-        command,
-        prompt: d.prompt,
-        system_prompt: d.system_prompt,
+        provider: AgentProvider::from(d.provider),
+        command: command.into_iter().map(TemplateText::new).collect(),
+        prompt: TemplateText::new(d.prompt),
+        system_prompt: d.system_prompt.map(TemplateText::new),
         model: d.model,
         max_turns: d.max_turns,
         tools: d.tools,
-        env: d.env,
+        env: texts(d.env),
     });
     Ok(common(d.name, d.timeout_ms, d.continue_on_error, kind))
 }
@@ -202,9 +215,9 @@ fn agent_step(d: AgentDef, file: &str, prefix: &str) -> Result<Step, WorkflowErr
 /// of strings an argv.
 fn command_line(command: Value) -> Result<CommandLine, &'static str> {
     match command {
-        Value::String(s) => Ok(CommandLine::Shell(s)),
+        Value::String(s) => Ok(CommandLine::Shell(TemplateText::new(s))),
         Value::Array(a) if !a.is_empty() => strings(a)
-            .map(CommandLine::Argv)
+            .map(|argv| CommandLine::Argv(argv.into_iter().map(TemplateText::new).collect()))
             .ok_or("a 'command' list must hold strings (argv)"),
         _ => Err(
             "'command' must be a string (shell source run by /bin/sh -c; values go through env:) or a non-empty list of strings (argv, no shell)",

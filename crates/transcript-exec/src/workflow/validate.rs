@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::{
     AgentSpec, CommandLine, Items, Step, StepKind, Workflow, WorkflowError, WorkflowSet, join_path,
 };
-use crate::condition::Condition;
-use crate::template::{Reference, Template, templates_in};
+use crate::compiled::{ConditionText, TemplateJson, TemplateText};
+use crate::template::{Reference, Template};
 
 impl WorkflowSet {
     /// Full validation: structure plus every custom kind known to `is_custom`.
@@ -174,7 +174,8 @@ fn validate_workflow(
     .seq("", &wf.steps, &mut visible)?;
     // Outputs may read any step of the top-level sequence (and inputs).
     for (name, text) in &wf.outputs {
-        let t = Template::parse(text)
+        let t = text
+            .compiled()
             .map_err(|e| WorkflowError::new(key, None, format!("output '{name}': {e}")))?;
         check_refs(t.references(), &inputs, &visible).map_err(|reason| {
             WorkflowError::new(key, None, format!("output '{name}': {reason}"))
@@ -234,15 +235,28 @@ impl StepCheck<'_> {
 
     /// A template (`what` names it in errors) that parses and refers only
     /// to what is `vis`ible.
-    fn text(&self, text: &str, what: &str, vis: &Visible) -> Result<(), WorkflowError> {
-        let t = Template::parse(text).map_err(|e| self.err(format!("{what}: {e}")))?;
+    fn text(&self, text: &TemplateText, what: &str, vis: &Visible) -> Result<(), WorkflowError> {
+        let t = self.compiled(text, what)?;
         check_refs(t.references(), self.seq.inputs, vis)
             .map_err(|r| self.err(format!("{what}: {r}")))
     }
 
+    /// The compiled form of a template (`what` names it in errors).
+    fn compiled<'t>(
+        &self,
+        text: &'t TemplateText,
+        what: &str,
+    ) -> Result<&'t Template, WorkflowError> {
+        text.compiled()
+            .map_err(|e| self.err(format!("{what}: {e}")))
+    }
+
     /// Every template in a JSON value, as [`Self::text`].
-    fn json(&self, v: &Value, what: &str, vis: &Visible) -> Result<(), WorkflowError> {
-        for t in templates_in(v).map_err(|e| self.err(format!("{what}: {e}")))? {
+    fn json(&self, v: &TemplateJson, what: &str, vis: &Visible) -> Result<(), WorkflowError> {
+        if let Some(e) = v.error() {
+            return Err(self.err(format!("{what}: {e}")));
+        }
+        for t in v.templates() {
             check_refs(t.references(), self.seq.inputs, vis)
                 .map_err(|r| self.err(format!("{what}: {r}")))?;
         }
@@ -273,14 +287,14 @@ impl StepCheck<'_> {
     fn command(
         &self,
         command: &CommandLine,
-        env: &BTreeMap<String, String>,
+        env: &BTreeMap<String, TemplateText>,
         visible: &Visible,
     ) -> Result<(), WorkflowError> {
         match command {
             CommandLine::Shell(command) => {
                 self.text(command, "command", visible)?;
-                Template::parse(command)
-                    .and_then(|t| t.check_shell_source())
+                self.compiled(command, "command")?
+                    .check_shell_source()
                     .map_err(|e| self.err(format!("command: {e}")))?;
             }
             CommandLine::Argv(argv) => {
@@ -290,19 +304,26 @@ impl StepCheck<'_> {
                 for arg in argv {
                     self.text(arg, "command", visible)?;
                 }
-                check_code_arguments(argv).map_err(|e| self.err(e))?;
+                let sources: Vec<String> = argv.iter().map(|a| a.source().to_owned()).collect();
+                check_code_arguments(&sources, |i| argv.get(i)?.compiled().ok())
+                    .map_err(|e| self.err(e))?;
             }
         }
         for (name, value) in env {
             self.text(value, &format!("env {name}"), visible)?;
-            check_env_entry(name, value).map_err(|r| self.err(format!("env: {r}")))?;
+            check_env_entry(name, value.source()).map_err(|r| self.err(format!("env: {r}")))?;
         }
         Ok(())
     }
 
     /// An operation step: a tool name and an input whose templates hold;
     /// for `run_command`, the same rules as a command step.
-    fn operation(&self, tool: &str, input: &Value, visible: &Visible) -> Result<(), WorkflowError> {
+    fn operation(
+        &self,
+        tool: &str,
+        input: &TemplateJson,
+        visible: &Visible,
+    ) -> Result<(), WorkflowError> {
         if tool.is_empty() {
             return Err(self.err("operation needs a tool name"));
         }
@@ -310,19 +331,19 @@ impl StepCheck<'_> {
         if tool != crate::tools::SHELL_TOOL {
             return Ok(());
         }
-        if let Some(Value::String(line)) = input.get("command") {
-            Template::parse(line)
-                .and_then(|t| t.check_shell_source())
+        if let Some(line) = input.field("command") {
+            line.check_shell_source()
                 .map_err(|e| self.err(format!("input: command: {e}")))?;
         }
-        if let Some(Value::Array(items)) = input.get("command") {
+        if let Some(Value::Array(items)) = input.source().get("command") {
             let argv: Vec<String> = items
                 .iter()
                 .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
                 .collect();
-            check_code_arguments(&argv).map_err(|e| self.err(format!("input: {e}")))?;
+            check_code_arguments(&argv, |i| input.element("command", i))
+                .map_err(|e| self.err(format!("input: {e}")))?;
         }
-        self.shell_env(input.get("env"))
+        self.shell_env(input.source().get("env"))
     }
 
     /// `run_command`'s `env` input: a mapping of portable names to
@@ -360,13 +381,13 @@ impl StepCheck<'_> {
         }
         for (name, value) in &a.env {
             self.text(value, "env", visible)?;
-            check_env_entry(name, value).map_err(|r| self.err(format!("env: {r}")))?;
+            check_env_entry(name, value.source()).map_err(|r| self.err(format!("env: {r}")))?;
         }
         if a.provider.is_empty() {
             return Err(self.err("agent needs a provider"));
         }
         if a.command.is_empty()
-            && let Some(preset) = crate::preset::Preset::of(&a.provider)
+            && let Some(preset) = crate::preset::Preset::of_agent(&a.provider)
         {
             preset
                 .check(a.max_turns, &a.tools)
@@ -380,7 +401,7 @@ impl StepCheck<'_> {
     fn call(
         &self,
         workflow: &str,
-        given: &BTreeMap<String, Value>,
+        given: &BTreeMap<String, TemplateJson>,
         visible: &Visible,
     ) -> Result<(), WorkflowError> {
         let Some(target) = self.seq.all.get(workflow) else {
@@ -453,7 +474,7 @@ impl StepCheck<'_> {
     /// read the body's steps (of the previous iteration), then its body.
     fn while_loop(
         &self,
-        condition: &str,
+        condition: &ConditionText,
         max_iterations: u64,
         steps: &[Step],
         visible: &Visible,
@@ -465,7 +486,9 @@ impl StepCheck<'_> {
         vis.innermost_loop = Some(false);
         let mut cond_vis = vis.clone();
         collect_names(steps, &mut cond_vis.steps);
-        let cond = Condition::parse(condition).map_err(|e| self.err(format!("condition: {e}")))?;
+        let cond = condition
+            .compiled()
+            .map_err(|e| self.err(format!("condition: {e}")))?;
         check_refs(cond.references(), self.seq.inputs, &cond_vis)
             .map_err(|r| self.err(format!("condition: {r}")))?;
         self.seq.seq(&self.path, steps, &mut vis)
@@ -547,10 +570,16 @@ fn check_refs<'a>(
 /// Refuses a value spliced into an argument that a program of the list reads as code
 /// (`[sh, -c, "echo {{x}}"]`, `[python3, -c, …]`, `[ssh, host, …]`): the list form keeps
 /// values out of *our* shell, not out of the one the author starts (see `inline_script`).
-fn check_code_arguments(argv: &[String]) -> Result<(), String> {
+/// `template(i)` is the compiled element `i` (none for a non-string one: it holds no value).
+fn check_code_arguments<'t>(
+    argv: &[String],
+    template: impl Fn(usize) -> Option<&'t Template>,
+) -> Result<(), String> {
     for i in super::inline_script::code_arguments(argv) {
         let code = &argv[i];
-        let template = Template::parse(code).map_err(|e| format!("command: {e}"))?;
+        let Some(template) = template(i) else {
+            continue;
+        };
         if let Err(e) = template.check_shell_source() {
             return Err(format!(
                 "command: element {i} ({code:?}) is code that `{}` runs: {e}; pass the value as an \

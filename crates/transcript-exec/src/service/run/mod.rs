@@ -65,10 +65,18 @@ pub(super) fn run_workflow(
         let mut scope = Scope::new(req.inputs).with_workflow_dir(wf.dir.as_deref());
         let seq = run_seq(&ctx, &wf.steps, "", 0, &mut scope, &cancel).await;
         let ending = run_ending(seq.flow, &emitter);
-        let outputs = if ending.status == Status::Succeeded {
-            render_outputs(&wf, &scope)
-        } else {
-            Map::new()
+        let (ending, outputs) = match ending.status {
+            Status::Succeeded => match render_outputs(&wf, &scope) {
+                Ok(outputs) => (ending, outputs),
+                Err(e) => (
+                    Ending {
+                        status: Status::Failed,
+                        error: Some(e),
+                    },
+                    Map::new(),
+                ),
+            },
+            _ => (ending, Map::new()),
         };
         announce_run_end(&ctx, &wf, &ending, &outputs).await;
         RunOutcome {
@@ -439,16 +447,14 @@ fn step_ending(flow: &Flow) -> Ending {
 }
 
 /// A successful run's outputs: each `outputs:` template rendered in the
-/// run's final scope (a template that does not parse is kept as text).
-fn render_outputs(wf: &Workflow, scope: &Scope) -> Map<String, Value> {
+/// run's final scope. One that did not compile (validation refuses it
+/// before the run) fails the run, naming the output.
+fn render_outputs(wf: &Workflow, scope: &Scope) -> Result<Map<String, Value>, String> {
     wf.outputs
         .iter()
-        .map(|(name, text)| {
-            let v = match crate::template::Template::parse(text) {
-                Ok(t) => t.render_value(scope),
-                Err(_) => Value::String(text.clone()),
-            };
-            (name.clone(), v)
+        .map(|(name, text)| match text.render_value(scope) {
+            Ok(v) => Ok((name.clone(), v)),
+            Err(e) => Err(format!("output '{name}': {e}")),
         })
         .collect()
 }

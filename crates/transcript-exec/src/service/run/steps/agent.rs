@@ -11,35 +11,56 @@ use transcript_domain::{ContentBlock, Fidelity, MessagePayload, Payload, Role};
 use crate::agent::{AgentRequest, AgentRunner, AgentSeam};
 use crate::catch_unwind::CatchUnwind;
 use crate::service::context::{Flow, KindOut, StepCtx, with_grace};
-use crate::template::render_str;
+use crate::template::Scope;
 use crate::workflow::AgentSpec;
 
-/// Runs `sc`'s step, an agent step described by `spec`.
-pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindOut {
-    let (ctx, scope, cancel) = (sc.run, sc.scope, sc.cancel);
-    let (path, iteration) = (sc.path, sc.iteration);
-    let prompt = render_str(&spec.prompt, scope);
-    let system_prompt = spec
-        .system_prompt
-        .as_deref()
-        .map(|s| render_str(s, scope))
-        .unwrap_or_default();
-    let request = AgentRequest {
+/// The runner's request: `spec` with its templates rendered in the step's
+/// scope (an error names the field whose template did not compile).
+fn request(sc: &StepCtx<'_>, spec: &AgentSpec) -> Result<AgentRequest, String> {
+    let scope: &Scope = sc.scope;
+    let prompt = spec
+        .prompt
+        .render(scope)
+        .map_err(|e| format!("prompt: {e}"))?;
+    let system_prompt = match &spec.system_prompt {
+        Some(s) => s.render(scope).map_err(|e| format!("system_prompt: {e}"))?,
+        None => String::new(),
+    };
+    let command = spec
+        .command
+        .iter()
+        .map(|a| a.render(scope))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("command: {e}"))?;
+    let env = spec
+        .env
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), v.render(scope)?)))
+        .collect::<Result<_, crate::template::TemplateError>>()
+        .map_err(|e| format!("env: {e}"))?;
+    Ok(AgentRequest {
         step: sc.step.name.clone(),
         provider: spec.provider.clone(),
-        command: spec.command.iter().map(|a| render_str(a, scope)).collect(),
-        prompt: prompt.clone(),
-        system_prompt: system_prompt.clone(),
+        command,
+        prompt,
+        system_prompt,
         model: spec.model.clone(),
         max_turns: spec.max_turns,
         tools: spec.tools.clone(),
-        env: spec
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), render_str(v, scope)))
-            .collect(),
-        workspace: ctx.inner.workspace.clone(),
+        env,
+        workspace: sc.run.inner.workspace.clone(),
+    })
+}
+
+/// Runs `sc`'s step, an agent step described by `spec`.
+pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindOut {
+    let (ctx, cancel) = (sc.run, sc.cancel);
+    let (path, iteration) = (sc.path, sc.iteration);
+    let request = match request(sc, spec) {
+        Ok(r) => r,
+        Err(e) => return KindOut::flow(Flow::Failed(e)),
     };
+    let (prompt, system_prompt) = (request.prompt.clone(), request.system_prompt.clone());
     ctx.emitter
         .emit(path, iteration, || {
             let mut blocks = vec![ContentBlock::text(Fidelity::Router, prompt)];
@@ -50,9 +71,11 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
         })
         .await;
     // CLI agents (a command, or a provider preset) need no registration.
-    let runner = match ctx.inner.agents.get(&spec.provider) {
+    let runner = match ctx.inner.agents.get(spec.provider.name()) {
         Some(r) => r.clone(),
-        None if !spec.command.is_empty() || crate::preset::Preset::of(&spec.provider).is_some() => {
+        None if !spec.command.is_empty()
+            || crate::preset::Preset::of_agent(&spec.provider).is_some() =>
+        {
             Arc::new(crate::cli_agent::CliAgentRunner) as Arc<dyn AgentRunner>
         }
         None => {
@@ -65,11 +88,12 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
     let seam = AgentSeam::new(
         sc.call_scope(),
         ctx.inner.router.clone(),
-        spec.provider.clone(),
+        spec.provider.name(),
     )
     .with_offered_tools(spec.tools.iter().cloned())
     .with_call_id_prefix(ctx.agent_call_prefix(path, iteration))
-    .with_configured_model(spec.model.clone());
+    .with_configured_model(spec.model.clone())
+    .with_clock(ctx.inner.observers.clock.clone());
     let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
     // A cancelled agent is cancelled whatever it returned within the grace.
     let finished = with_grace(fut, cancel, ctx.inner.cancel_grace).await;

@@ -8,18 +8,19 @@ use serde_json::{Map, Value};
 use transcript_domain::RunId;
 
 use crate::audit::Status;
+use crate::compiled::TemplateJson;
 use crate::emit::Emitter;
 use crate::service::context::{Flow, KindOut, StepCtx};
 use crate::service::run::{RunRequest, run_workflow};
 use crate::service::{RunOutcome, resolve_inputs, with_transcript_errors};
-use crate::template::{StepValue, render_json};
+use crate::template::StepValue;
 
 /// Runs a `call_workflow` step calling `workflow` as run `child_run_id`
 /// (none past the nesting limit).
 pub(in crate::service) async fn run(
     sc: &StepCtx<'_>,
     workflow: &str,
-    inputs: &BTreeMap<String, Value>,
+    inputs: &BTreeMap<String, TemplateJson>,
     child_run_id: Option<RunId>,
 ) -> KindOut {
     let (ctx, scope, cancel) = (sc.run, sc.scope, sc.cancel);
@@ -33,10 +34,14 @@ pub(in crate::service) async fn run(
     let Some(target) = ctx.set.get(workflow).cloned() else {
         return KindOut::flow(Flow::Failed(format!("unknown workflow '{workflow}'")));
     };
-    let given: Map<String, Value> = inputs
+    let given = match inputs
         .iter()
-        .map(|(k, v)| (k.clone(), render_json(v, scope)))
-        .collect();
+        .map(|(k, v)| Ok((k.clone(), v.render(scope)?)))
+        .collect::<Result<Map<String, Value>, crate::template::TemplateError>>()
+    {
+        Ok(given) => given,
+        Err(e) => return KindOut::flow(Flow::Failed(format!("inputs: {e}"))),
+    };
     let child_inputs = match resolve_inputs(&target, given) {
         Ok(i) => i,
         Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),

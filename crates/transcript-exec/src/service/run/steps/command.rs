@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use crate::compiled::TemplateText;
 use crate::process::{run_argv_env, run_shell_env};
 use crate::service::context::{Flow, KindOut, StepCtx};
-use crate::template::{Scope, StepValue, Template, render_str};
+use crate::template::{Scope, StepValue, TemplateError};
 use crate::tools::ToolError;
 use crate::workflow::CommandLine;
 
@@ -22,15 +23,29 @@ enum Resolved {
 }
 
 fn resolve(command: &CommandLine, scope: &Scope) -> Result<Resolved, ToolError> {
-    match command {
-        CommandLine::Shell(text) => Template::parse(text)
+    let resolved = match command {
+        CommandLine::Shell(text) => text
+            .compiled()
+            .map_err(Clone::clone)
             .and_then(|t| t.render_shell_source(scope))
-            .map(Resolved::Shell)
-            .map_err(|e| ToolError::InvalidInput(e.to_string())),
-        CommandLine::Argv(argv) => Ok(Resolved::Argv(
-            argv.iter().map(|a| render_str(a, scope)).collect(),
-        )),
-    }
+            .map(Resolved::Shell),
+        CommandLine::Argv(argv) => argv
+            .iter()
+            .map(|a| a.render(scope))
+            .collect::<Result<_, _>>()
+            .map(Resolved::Argv),
+    };
+    resolved.map_err(|e| ToolError::InvalidInput(e.to_string()))
+}
+
+/// The step's environment, values rendered in `scope`.
+fn render_env(
+    env: &BTreeMap<String, TemplateText>,
+    scope: &Scope,
+) -> Result<Vec<(String, String)>, TemplateError> {
+    env.iter()
+        .map(|(k, v)| Ok((k.clone(), v.render(scope)?)))
+        .collect()
 }
 
 /// What a command step is about to run, for its `step.started` `result`:
@@ -41,7 +56,7 @@ fn resolve(command: &CommandLine, scope: &Scope) -> Result<Resolved, ToolError> 
 /// still records what ran.
 pub(in crate::service) fn started_result(
     command: &CommandLine,
-    env: &BTreeMap<String, String>,
+    env: &BTreeMap<String, TemplateText>,
     scope: &Scope,
 ) -> Value {
     let command = match resolve(command, scope) {
@@ -60,16 +75,16 @@ pub(in crate::service) fn started_result(
 pub(in crate::service) async fn run(
     sc: &StepCtx<'_>,
     command: &CommandLine,
-    env: &BTreeMap<String, String>,
+    env: &BTreeMap<String, TemplateText>,
 ) -> KindOut {
     let (ctx, scope, cancel) = (sc.run, sc.scope, sc.cancel);
     let ws = &ctx.inner.workspace;
     // Values reach the process as data: environment variables and argv
     // elements, never shell source.
-    let env: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| (k.clone(), render_str(v, scope)))
-        .collect();
+    let env = match render_env(env, scope) {
+        Ok(env) => env,
+        Err(e) => return KindOut::flow(Flow::Failed(format!("env: {e}"))),
+    };
     // The resolved command is part of the result: what ran, not
     // only what it printed (#20).
     let (ran, resolved) = match resolve(command, scope) {

@@ -2,22 +2,28 @@
 //! runs the registered step with rendered params, catching its panics and
 //! giving it the cancellation grace to close what it opened.
 
-use serde_json::Value;
-
 use crate::catch_unwind::CatchUnwind;
+use crate::compiled::TemplateJson;
 use crate::custom::CustomStepContext;
 use crate::service::context::{Flow, KindOut, StepCtx, with_grace};
-use crate::template::render_json;
 
 /// Runs `sc`'s step, of the custom kind `type_name`.
-pub(in crate::service) async fn run(sc: &StepCtx<'_>, type_name: &str, params: &Value) -> KindOut {
+pub(in crate::service) async fn run(
+    sc: &StepCtx<'_>,
+    type_name: &str,
+    params: &TemplateJson,
+) -> KindOut {
     let (ctx, cancel) = (sc.run, sc.cancel);
     let Some(custom) = ctx.inner.custom.get(type_name).cloned() else {
         return KindOut::flow(Flow::Failed(format!("unknown step kind '{type_name}'")));
     };
+    let params = match params.render(sc.scope) {
+        Ok(p) => p,
+        Err(e) => return KindOut::flow(Flow::Failed(format!("with: {e}"))),
+    };
     let cctx = CustomStepContext::new(
         sc.step.name.clone(),
-        render_json(params, sc.scope),
+        params,
         ctx.inner.router.clone(),
         sc.call_scope(),
     );

@@ -6,30 +6,38 @@ use serde_json::{Value, json};
 
 use crate::service::context::{Flow, KindOut, StepCtx};
 use crate::service::run::run_seq;
-use crate::template::{LoopFrame, render_json};
+use crate::template::{LoopFrame, Scope, TemplateError};
 use crate::workflow::{Items, Step};
+
+/// The items in `scope`: a list's (string leaves rendered), or what the
+/// template renders to: an array, a string holding a JSON array or else
+/// lines (blank ones skipped), nothing for null, one item otherwise.
+fn render_items(items: &Items, scope: &Scope) -> Result<Vec<Value>, TemplateError> {
+    let rendered = match items {
+        Items::List(list) => return list.iter().map(|v| v.render(scope)).collect(),
+        Items::Template(t) => t.render_value(scope)?,
+    };
+    Ok(match rendered {
+        Value::Array(a) => a,
+        Value::String(s) => match serde_json::from_str::<Value>(&s) {
+            Ok(Value::Array(a)) => a,
+            _ => s
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| Value::String(l.to_owned()))
+                .collect(),
+        },
+        Value::Null => Vec::new(),
+        other => vec![other],
+    })
+}
 
 /// Runs `sc`'s step, a `for_each` over `items`.
 pub(in crate::service) async fn run(sc: &StepCtx<'_>, items: &Items, steps: &[Step]) -> KindOut {
     let (ctx, path, scope, cancel) = (sc.run, sc.path, sc.scope, sc.cancel);
-    let items: Vec<Value> = match items {
-        Items::List(list) => list.iter().map(|v| render_json(v, scope)).collect(),
-        Items::Template(t) => {
-            match crate::template::Template::parse(t).map(|t| t.render_value(scope)) {
-                Ok(Value::Array(a)) => a,
-                Ok(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
-                    Ok(Value::Array(a)) => a,
-                    _ => s
-                        .lines()
-                        .filter(|l| !l.trim().is_empty())
-                        .map(|l| Value::String(l.to_owned()))
-                        .collect(),
-                },
-                Ok(Value::Null) => Vec::new(),
-                Ok(other) => vec![other],
-                Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
-            }
-        }
+    let items = match render_items(items, scope) {
+        Ok(items) => items,
+        Err(e) => return KindOut::flow(Flow::Failed(format!("items: {e}"))),
     };
     let mut children = Vec::new();
     let mut outputs = Vec::with_capacity(items.len());

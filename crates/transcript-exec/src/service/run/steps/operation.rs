@@ -3,12 +3,13 @@
 
 use serde_json::Value;
 
+use crate::compiled::TemplateJson;
 use crate::service::context::{Flow, KindOut, StepCtx};
-use crate::template::{Scope, StepValue, Template, render_json};
+use crate::template::{Scope, StepValue, TemplateError};
 use crate::tools::{SHELL_TOOL, ToolError};
 
 /// Runs an `operation` step: `tool` with `input` rendered in `scope`.
-pub(in crate::service) async fn run(sc: &StepCtx<'_>, tool: &str, input: &Value) -> KindOut {
+pub(in crate::service) async fn run(sc: &StepCtx<'_>, tool: &str, input: &TemplateJson) -> KindOut {
     let input = match render_operation_input(tool, input, sc.scope) {
         Ok(i) => i,
         Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
@@ -36,15 +37,14 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, tool: &str, input: &Value)
 /// its `env` input, rendered like any other string leaf).
 fn render_operation_input(
     tool: &str,
-    input: &Value,
+    input: &TemplateJson,
     scope: &Scope,
-) -> Result<Value, crate::template::TemplateError> {
-    let mut rendered = render_json(input, scope);
+) -> Result<Value, TemplateError> {
+    let mut rendered = input.render(scope)?;
     if tool == SHELL_TOOL
-        && let Some(Value::String(text)) = input.get("command")
+        && let Some(command) = input.field("command")
     {
-        let line = Template::parse(text)?.render_shell_source(scope)?;
-        rendered["command"] = Value::String(line);
+        rendered["command"] = Value::String(command.render_shell_source(scope)?);
     }
     Ok(rendered)
 }

@@ -5,13 +5,17 @@
 
 use serde_json::{Value, json};
 
+use crate::compiled::TemplateText;
 use crate::service::context::{Flow, KindOut, StepCtx};
 use crate::status::Status;
-use crate::template::{StepValue, render_str};
+use crate::template::StepValue;
 
 /// Runs a `terminal` step.
-pub(in crate::service) fn run(sc: &StepCtx<'_>, success: bool, message: &str) -> KindOut {
-    let message = render_str(message, sc.scope);
+pub(in crate::service) fn run(sc: &StepCtx<'_>, success: bool, message: &TemplateText) -> KindOut {
+    let message = match message.render(sc.scope) {
+        Ok(m) => m,
+        Err(e) => return KindOut::flow(Flow::Failed(format!("message: {e}"))),
+    };
     let result = json!({
         "status": if success { Status::Succeeded } else { Status::Failed }.as_str(),
         "message": message,

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::condition::Condition;
+use crate::compiled::ConditionText;
 use crate::service::context::{Flow, KindOut, StepCtx};
 use crate::service::run::run_seq;
 use crate::template::LoopFrame;
@@ -12,14 +12,15 @@ use crate::workflow::Step;
 /// Runs `sc`'s step, a `while` loop over `steps`.
 pub(in crate::service) async fn run(
     sc: &StepCtx<'_>,
-    condition: &str,
+    condition: &ConditionText,
     max_iterations: u64,
     steps: &[Step],
 ) -> KindOut {
     let (ctx, path, cancel) = (sc.run, sc.path, sc.cancel);
-    // Parsed once for the whole loop; validation refuses a condition that
-    // does not parse, and one that reaches here anyway fails the step.
-    let condition = match Condition::parse(condition) {
+    // Compiled when the workflow was built or loaded; validation refuses a
+    // condition that does not parse, and one that reaches here anyway fails
+    // the step.
+    let condition = match condition.compiled() {
         Ok(c) => c,
         Err(e) => return KindOut::flow(Flow::Failed(format!("condition: {e}"))),
     };
