@@ -288,6 +288,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod bulk;
 mod chan;
 mod clock;
 mod factory;
@@ -306,6 +307,7 @@ mod subscription;
 mod tap;
 mod verify;
 
+pub use bulk::{BulkWriter, DurableBatch, Synced, Unsynced, replace_file_durably};
 pub use clock::{RandomRunIds, SystemClock};
 pub use factory::JsonlRecorderFactory;
 pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, SubscriberStats};
