@@ -9,7 +9,7 @@ use transcript_domain::Timestamp;
 use transcript_domain::{Clock, EncodedParts, EventDraft, EventMask, RecordError, RunId, Seq};
 
 use crate::fs::storage_error;
-use crate::recorder::{OpenMode, RunFile, encode_draft, open_run_file};
+use crate::recorder::{OpenMode, RunFile, encode_draft, open_run_file, refuse_existing_path};
 use crate::resume::ResumeInfo;
 use crate::sink::{FileSink, Sink};
 
@@ -114,6 +114,11 @@ impl BulkWriter {
         mode: OpenMode,
         wrap: impl FnOnce(FileSink) -> Box<dyn Sink>,
     ) -> Result<Self, RecordError> {
+        if mode == OpenMode::New {
+            // A finished file stays locked until its batch syncs it: a new run of the same
+            // id is refused as existing, not as locked.
+            refuse_existing_path(&settings.storage_dir.join(settings.run_id.file_name()))?;
+        }
         let RunFile {
             path,
             file,

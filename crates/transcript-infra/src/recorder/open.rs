@@ -229,6 +229,22 @@ fn refuse_existing_run(path: &Path, file: &std::fs::File) -> Result<(), RecordEr
         .metadata()
         .map_err(|e| storage_error(path, "cannot inspect file", Some(e)))?
         .len();
+    refuse_len(path, len)
+}
+
+/// [`refuse_existing_run`] before the file is opened and locked, by its path: a regular file
+/// that holds anything is refused the same way whoever holds its lock. For writers that keep a
+/// finished file locked until it is synced (the bulk writer), so a new run colliding with one
+/// of them is told it exists, as it is after the recorder closed it. The check after the
+/// lock still runs.
+pub(crate) fn refuse_existing_path(path: &Path) -> Result<(), RecordError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => refuse_len(path, meta.len()),
+        _ => Ok(()),
+    }
+}
+
+fn refuse_len(path: &Path, len: u64) -> Result<(), RecordError> {
     if len > 0 {
         // Typed: the kind `AlreadyExists` is what callers match on (the CLI's exit 3), never
         // the message's words.
