@@ -60,7 +60,9 @@ const HEAD: usize = 4096;
 
 /// Runs `import --store` or an import of directories: every session file under `dirs`
 /// (modified since `since`, seconds since the epoch) incrementally (see the module docs). One line
-/// per run on stdout (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`).
+/// per run on stdout (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`). Files that
+/// could not be imported are named on stderr and fail the command (exit 3) once the others
+/// are imported and indexed.
 pub fn run_store(
     ctx: &ImportContext,
     dirs: &[PathBuf],
@@ -100,7 +102,15 @@ pub fn run_store(
     }
     counts.seen = counts.new + counts.appended + counts.unchanged + counts.failed + counts.empty;
     index.save(&ctx.storage)?;
+    let (failed, seen) = (counts.failed, counts.seen);
     counts.report(index.session_runs().len());
+    if failed > 0 {
+        // Like `import FILE…`: what was imported is kept and indexed, but a file that could
+        // not be (a full disk) is never reported as success.
+        return Err(CliError::Invalid(format!(
+            "{failed} of {seen} session files not imported"
+        )));
+    }
     Ok(())
 }
 
