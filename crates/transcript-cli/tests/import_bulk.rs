@@ -97,8 +97,7 @@ fn to_old_index(storage: &Path) {
     let last_turn = transcript
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["type"] == "message.assistant")
-        .last()
+        .rfind(|e| e["type"] == "message.assistant")
         .unwrap()["payload"]
         .clone();
     for entry in idx["files"].as_object_mut().unwrap().values_mut() {

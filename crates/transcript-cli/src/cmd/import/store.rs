@@ -86,12 +86,16 @@ pub fn run_store(
     }
     let outcomes = import_store_files(ctx, provider, dirs, since, &index, Via::Bulk);
     let mut counts = Counts::default();
+    let mut changed = false;
     for done in outcomes {
         match done.result {
             Ok((outcome, entry)) => {
                 counts.announce(outcome, &done.file, ctx, provider, out)?;
-                if let Some(entry) = entry {
+                if let Some(entry) = entry
+                    && index.files.get(&done.key) != Some(&entry)
+                {
                     index.files.insert(done.key, entry);
+                    changed = true;
                 }
             }
             Err(e) => {
@@ -101,7 +105,11 @@ pub fn run_store(
         }
     }
     counts.seen = counts.new + counts.appended + counts.unchanged + counts.failed + counts.empty;
-    index.save(&ctx.storage)?;
+    if changed {
+        // Nothing new: the index on disk already says all of it (a repeated import writes
+        // and syncs nothing).
+        index.save(&ctx.storage)?;
+    }
     let (failed, seen) = (counts.failed, counts.seen);
     counts.report(index.session_runs().len());
     if failed > 0 {
