@@ -97,6 +97,7 @@ pub fn bench_cli(root: &Path, rounds: usize) -> Result<Outcome, Error> {
         })
         .collect::<Result<_, _>>()?;
     let work = TempDir::new()?;
+    let load_before = load_average();
     let mut results = Vec::new();
     for size in SIZES {
         let dir = work.0.join(format!("{}mb", size / 1_000_000));
@@ -113,6 +114,11 @@ pub fn bench_cli(root: &Path, rounds: usize) -> Result<Outcome, Error> {
     }
     let report = Report::new(&results, ccusage.is_some());
     print!("{}", report.render(&results, rounds));
+    // The machine is shared and noisy: the figures mean little without it.
+    println!(
+        "bench-cli: load average (1, 5, 15 min) before: {load_before}; after: {}",
+        load_average()
+    );
     if let Some(why) = skipped.first() {
         // Repeated under the table, where the eye lands.
         println!("!!!!!!!! {why} !!!!!!!!");
@@ -253,6 +259,14 @@ fn measure_size(
         }
     }
     Ok(r)
+}
+
+/// `/proc/loadavg`'s 1, 5 and 15 minute averages (`?` where it cannot be read).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(
+        |_| "?".to_owned(),
+        |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    )
 }
 
 /// The smaller wall time, the larger peak.

@@ -1,11 +1,21 @@
 //! The import index (`<storage>/import-index.json`): what each session file of a store held
 //! when it was last imported, so an unchanged file is not read again and a grown one appends
 //! only what is new to its run.
+//!
+//! **Memory** (issue #29 item 4): the index is in memory whole while a store is imported and
+//! while `receipts` groups by session, so an entry stays small whatever the session held:
+//! the last turn a file's stream flushed is kept as a [`TailDigest`] (a sha256 per block and
+//! the usage), not as the turn itself. Whole turns made the index 3.5 MB on disk for a
+//! 100 MB store (2.6 MB of them turns) and grew the import's peak memory by ~10 MiB from a
+//! 25 MB to a 100 MB store (debug build, `/usr/bin/time -f %M`: 23.1 → 32.8 MB for an import
+//! with nothing new to read). An index written before keeps working: its whole turns are
+//! read as digests, and written back as digests.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use transcript_domain::{ContentBlock, MessagePayload, Usage};
 
 use crate::CliError;
 
@@ -29,8 +39,84 @@ pub struct IndexEntry {
     pub head_len: u64,
     /// Normalizer items its content produced before the end of the stream.
     pub items_fed: u64,
-    /// The turn the end of the stream flushed (written), as JSON.
-    pub tail: Option<serde_json::Value>,
+    /// The turn the end of the stream flushed (written), as its digest (an index of an
+    /// earlier version held the turn itself under `tail`: read as its digest).
+    #[serde(
+        default,
+        rename = "tail_digest",
+        alias = "tail",
+        deserialize_with = "digest_or_turn"
+    )]
+    pub tail: Option<TailDigest>,
+}
+
+/// What the next import needs of the last turn a file's stream flushed, to write only what a
+/// grown file added to it: which blocks it had (a sha256 of each block's JSON, in order) and
+/// its usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TailDigest {
+    /// sha256 (hex) of each block's JSON.
+    pub blocks: Vec<String>,
+    /// The turn's usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl TailDigest {
+    /// The digest of a turn.
+    pub fn of(turn: &MessagePayload) -> Self {
+        Self {
+            blocks: turn.blocks.iter().filter_map(block_digest).collect(),
+            usage: turn.usage.clone(),
+        }
+    }
+
+    /// The digest of a turn an earlier index kept whole (`{"blocks": [...], "usage": {...}}`).
+    fn of_turn_json(turn: &serde_json::Value) -> Self {
+        let blocks = turn
+            .get("blocks")
+            .and_then(|b| b.as_array())
+            .map(|b| b.iter().map(value_digest).collect())
+            .unwrap_or_default();
+        let usage = turn.get("usage").map(|u| Usage {
+            input_tokens: u.get("input_tokens").and_then(|v| v.as_u64()),
+            output_tokens: u.get("output_tokens").and_then(|v| v.as_u64()),
+            cache_read_tokens: u.get("cache_read_tokens").and_then(|v| v.as_u64()),
+            cache_write_tokens: u.get("cache_write_tokens").and_then(|v| v.as_u64()),
+            reasoning_tokens: u.get("reasoning_tokens").and_then(|v| v.as_u64()),
+            cost_usd: u.get("cost_usd").and_then(|v| v.as_f64()),
+        });
+        Self { blocks, usage }
+    }
+}
+
+/// The digest of a block: the sha256 of its JSON as a `serde_json::Value` writes it (the
+/// form an earlier index stored it in, so both compare equal).
+pub fn block_digest(block: &ContentBlock) -> Option<String> {
+    serde_json::to_value(block).ok().map(|v| value_digest(&v))
+}
+
+fn value_digest(v: &serde_json::Value) -> String {
+    transcript_export::sha256_hex(&serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// A `tail_digest`, or the whole turn an earlier index stored under `tail` (its blocks are
+/// objects, a digest's are strings).
+fn digest_or_turn<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TailDigest>, D::Error> {
+    let Some(v) = Option::<serde_json::Value>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let digest_form = v
+        .get("blocks")
+        .and_then(|b| b.as_array())
+        .is_some_and(|b| b.iter().all(serde_json::Value::is_string));
+    if digest_form {
+        serde_json::from_value(v)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    } else {
+        Ok(Some(TailDigest::of_turn_json(&v)))
+    }
 }
 
 /// `<storage>/import-index.json`.
@@ -70,16 +156,15 @@ impl Index {
         }
     }
 
-    /// Writes the index (a temporary file renamed over it).
+    /// Writes the index durably: streamed into a temporary file (0o600, never through a
+    /// symlink), synced, renamed over the index, directory synced
+    /// ([`transcript_infra::replace_file_durably`]). Callers save it only once the
+    /// transcripts it names are durable.
     pub fn save(&self, storage: &Path) -> Result<(), CliError> {
-        let path = storage.join(INDEX_FILE);
-        let tmp = storage.join(format!("{INDEX_FILE}.tmp"));
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|e| CliError::Storage(format!("cannot encode the import index: {e}")))?;
-        std::fs::create_dir_all(storage)
-            .and_then(|()| std::fs::write(&tmp, text))
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| CliError::Storage(format!("{}: {e}", path.display())))
+        transcript_infra::replace_file_durably(storage, INDEX_FILE, |w| {
+            serde_json::to_writer_pretty(w, self).map_err(std::io::Error::other)
+        })
+        .map_err(|e| CliError::Storage(format!("import index: {e}")))
     }
 }
 

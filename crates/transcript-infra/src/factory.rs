@@ -6,9 +6,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use transcript_domain::{Clock, EventMask, RecordError, Recorder, RecorderFactory, RunId};
 
+use crate::bulk::{BulkSettings, BulkWriter};
 use crate::clock::SystemClock;
 use crate::fanout::DEFAULT_SUBSCRIBER_BUFFER;
-use crate::recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder};
+use crate::recorder::{Durability, JsonlRecorder, JsonlRecorderBuilder, OpenMode};
 
 /// Creates a [`JsonlRecorder`] per run, all in one storage directory: the
 /// root run and each `call_workflow` child run get their own
@@ -97,6 +98,37 @@ impl JsonlRecorderFactory {
         parent_run_id: Option<RunId>,
     ) -> Result<JsonlRecorder, RecordError> {
         self.builder(run_id, parent_run_id).resume()
+    }
+
+    /// A [`BulkWriter`] for a new run `run_id` with this factory's clock and mask (its
+    /// durability is the caller's: see [`DurableBatch`](crate::DurableBatch)): refused like
+    /// [`JsonlRecorderFactory::open`] when the file holds anything. Blocking.
+    pub fn open_bulk(
+        &self,
+        run_id: RunId,
+        parent_run_id: Option<RunId>,
+    ) -> Result<BulkWriter, RecordError> {
+        BulkWriter::open(self.bulk_settings(run_id, parent_run_id), OpenMode::New)
+    }
+
+    /// A [`BulkWriter`] continuing the run `run_id` after its highest seq (like
+    /// [`JsonlRecorderFactory::resume`]). Blocking.
+    pub fn resume_bulk(
+        &self,
+        run_id: RunId,
+        parent_run_id: Option<RunId>,
+    ) -> Result<BulkWriter, RecordError> {
+        BulkWriter::open(self.bulk_settings(run_id, parent_run_id), OpenMode::Resume)
+    }
+
+    fn bulk_settings(&self, run_id: RunId, parent_run_id: Option<RunId>) -> BulkSettings {
+        BulkSettings {
+            storage_dir: self.storage_dir.clone(),
+            run_id,
+            parent_run_id,
+            clock: Arc::clone(&self.clock),
+            mask: self.mask.clone(),
+        }
     }
 
     fn builder(&self, run_id: RunId, parent_run_id: Option<RunId>) -> JsonlRecorderBuilder {

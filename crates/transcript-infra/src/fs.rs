@@ -108,6 +108,22 @@ pub(crate) fn open_append(path: &Path) -> Result<File, RecordError> {
     Ok(file)
 }
 
+/// Opens `path` for writing from its start (created 0o600, an existing file truncated),
+/// refusing symlinks and anything that is not a regular file, then forces the mode to 0o600.
+pub(crate) fn open_truncate(path: &Path) -> Result<File, RecordError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(FILE_MODE)
+        .custom_flags(hardening_flags())
+        .open(path)
+        .map_err(|e| open_error(path, "cannot open for writing", e))?;
+    require_regular(path, &file)?;
+    force_file_mode(path, &file)?;
+    Ok(file)
+}
+
 /// Sets mode 0o600 on an open file (fchmod: immune to path swaps).
 pub(crate) fn force_file_mode(path: &Path, file: &File) -> Result<(), RecordError> {
     file.set_permissions(Permissions::from_mode(FILE_MODE))

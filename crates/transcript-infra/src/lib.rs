@@ -146,6 +146,20 @@
 //! flight may or may not be on disk: `<panic message>`", and subscriptions
 //! end after what they were given.
 //!
+//! # Writing whole runs: the bulk writer
+//!
+//! An import produces a run at once, with no watcher and no concurrent producer. For it,
+//! [`JsonlRecorderFactory::open_bulk`] / [`JsonlRecorderFactory::resume_bulk`] give a
+//! [`BulkWriter`]: the same opening (hardened open, lock, mode, resume scan), masking,
+//! validation, encoding, seqs and timestamps as the recorder, so the file is byte-identical
+//! to the recorder's for the same drafts and clock, but written from the calling thread
+//! through one buffer, without a writer thread or an acknowledgement per event.
+//! [`BulkWriter::finish`] leaves an [`Unsynced`] file; a [`DurableBatch`] syncs many of them
+//! on a few threads (concurrent `fdatasync`s share journal commits) and then each directory
+//! that gained a name. A bulk file dropped before its sync succeeded is cut back to what it
+//! held (removed when it was new). [`replace_file_durably`] replaces a small file (an index)
+//! whole and durably.
+//!
 //! # Durability
 //!
 //! `record` returns only after the whole line was handed to the kernel, so
@@ -288,6 +302,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod bulk;
 mod chan;
 mod clock;
 mod factory;
@@ -306,6 +321,7 @@ mod subscription;
 mod tap;
 mod verify;
 
+pub use bulk::{BulkWriter, DurableBatch, Synced, Unsynced, replace_file_durably};
 pub use clock::{RandomRunIds, SystemClock};
 pub use factory::JsonlRecorderFactory;
 pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, SubscriberStats};

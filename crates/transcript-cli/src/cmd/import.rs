@@ -19,15 +19,20 @@
 //!   `incomplete`, never `succeeded`.
 //! - **Memory** stays bounded: the input is read in 64 KiB chunks, detection looks at a
 //!   bounded prefix, and the transcript is written as the input arrives.
+//! - **Writing** (issue #29 item 4): each run goes through a `transcript_infra::BulkWriter`
+//!   (byte-identical to the live recorder's file, without its writer thread), and the files
+//!   of one invocation are made durable together by a `transcript_infra::DurableBatch`
+//!   before they are reported imported. An input whose transcript could not be written or
+//!   synced (a full disk) leaves no half run: its file is cut back (removed when new).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use transcript_domain::{
-    Clock, ContentBlock, EventDraft, EventMask, Fidelity, MessagePayload, Payload, RawJson,
-    RecorderFactory, Role, RunIdGenerator, StepPayload, Timestamp,
+    Clock, ContentBlock, EventDraft, EventMask, Fidelity, MessagePayload, Payload, RawJson, Role,
+    RunIdGenerator, Timestamp,
 };
-use transcript_infra::JsonlRecorderFactory;
+use transcript_infra::{DurableBatch, JsonlRecorderFactory, Unsynced};
 use transcript_providers::{ClockSource, Fact, Item, Provider, detect};
 
 use crate::CliError;
@@ -37,9 +42,14 @@ mod clock;
 mod feed;
 pub mod store;
 mod summary;
+#[cfg(test)]
+mod tests;
+mod writer;
 use bill::ImportBill;
 use clock::ImportClock;
 use summary::{DiagnosticSummary, Seen};
+use writer::ImportWriter;
+pub use writer::Via;
 
 /// How much of a log is looked at to detect its provider (detection never reads further).
 const DETECT_PREFIX: usize = 1024 * 1024;
@@ -132,11 +142,7 @@ pub fn run(
     redactor: Option<&transcript_redact::Redactor>,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
-    let (done, failed) = runtime.block_on(import_all(ctx, logs));
+    let (done, failed) = import_all(ctx, logs, Via::Bulk);
     let mut total = ImportBill::default();
     for i in &done {
         total.merge(&i.bill);
@@ -182,18 +188,44 @@ pub fn run(
     Ok(())
 }
 
-/// Imports every input; returns what was written and the per-file failures.
-pub async fn import_all(ctx: &ImportContext, inputs: &[PathBuf]) -> (Vec<Imported>, Vec<CliError>) {
+/// Imports every input; returns what was written, durably, and the per-file failures.
+pub fn import_all(
+    ctx: &ImportContext,
+    inputs: &[PathBuf],
+    via: Via,
+) -> (Vec<Imported>, Vec<CliError>) {
     let (clock, ids) = crate::source::clock_and_ids(ctx.deterministic);
-    let mut done = Vec::new();
+    let mut written: Vec<Option<Imported>> = Vec::new();
     let mut failed = Vec::new();
+    let mut batch = DurableBatch::new();
     for input in inputs {
-        match import_one(ctx, &clock, ids.as_ref(), input).await {
-            Ok(i) => done.push(i),
+        match import_one(ctx, &clock, ids.as_ref(), input, via) {
+            Ok((imported, file)) => {
+                if let Some(file) = file {
+                    batch.submit(written.len() as u64, file);
+                }
+                written.push(Some(imported));
+            }
             Err(e) => failed.push(e),
         }
     }
-    (done, failed)
+    for (token, result) in batch.finish() {
+        if let Err(e) = result
+            && let Some(i) = written.get_mut(token as usize).and_then(Option::take)
+        {
+            failed.push(not_durable(&i.input, &e));
+        }
+    }
+    (written.into_iter().flatten().collect(), failed)
+}
+
+/// The error of an input whose transcript was written but could not be made durable (it was
+/// cut back: not imported).
+fn not_durable(input: &Path, e: &transcript_domain::RecordError) -> CliError {
+    bad(
+        input,
+        format!("making the transcript durable failed (not imported): {e}"),
+    )
 }
 
 fn bad(input: &Path, message: impl Into<String>) -> CliError {
@@ -215,75 +247,13 @@ fn read_prefix(file: &mut std::fs::File, limit: usize) -> std::io::Result<Vec<u8
     Ok(prefix)
 }
 
-/// The transcript of one import, opened when the first content arrives (bad input writes
-/// nothing) and fed as the input streams in.
-struct ImportWriter<'a> {
-    factory: JsonlRecorderFactory,
-    ids: &'a dyn RunIdGenerator,
-    input: &'a Path,
-    workflow: StepPayload,
-    step: StepPayload,
-    open: Option<(
-        transcript_domain::RunId,
-        Arc<dyn transcript_domain::Recorder>,
-    )>,
-    events: u64,
-    /// The tokens and cost of the turns written.
-    bill: ImportBill,
-}
-
-impl ImportWriter<'_> {
-    async fn record(&mut self, payload: Payload) -> Result<(), CliError> {
-        self.ensure_open().await?;
-        if let Payload::MessageAssistant(m) = &payload {
-            self.bill.add(m, transcript_providers::Pricing::embedded());
-        }
-        self.write(EventDraft::new("agent", 0, payload)).await
-    }
-
-    async fn ensure_open(&mut self) -> Result<(), CliError> {
-        if self.open.is_none() {
-            let run_id = self.ids.next_run_id();
-            let recorder = self
-                .factory
-                .create(run_id, None)
-                .await
-                .map_err(|e| bad(self.input, format!("cannot open transcript: {e}")))?;
-            self.open = Some((run_id, recorder));
-            self.write(EventDraft::run_level(Payload::RunStarted(
-                self.workflow.clone(),
-            )))
-            .await?;
-            self.write(EventDraft::new(
-                "agent",
-                0,
-                Payload::StepStarted(self.step.clone()),
-            ))
-            .await?;
-        }
-        Ok(())
-    }
-
-    async fn write(&mut self, draft: EventDraft) -> Result<(), CliError> {
-        let Some((_, recorder)) = &self.open else {
-            return Ok(());
-        };
-        recorder
-            .record(draft)
-            .await
-            .map_err(|e| bad(self.input, format!("writing the transcript failed: {e}")))?;
-        self.events += 1;
-        Ok(())
-    }
-}
-
 /// Opens the run (at the capture's first time), then moves the clock to the latest time seen.
-async fn opened(
+fn opened(
     writer: &mut ImportWriter<'_>,
     clock: &ImportClock,
     latest: &mut Option<Timestamp>,
 ) -> Result<(), CliError> {
-    writer.ensure_open().await?;
+    writer.ensure_open()?;
     if let Some(t) = latest.take() {
         clock.pin(t);
     }
@@ -311,56 +281,45 @@ fn first_time(provider: Provider, prefix: &[u8]) -> Option<Timestamp> {
     })
 }
 
-async fn import_one(
+/// Imports one input into a new run: what it wrote, and its file, written but not yet
+/// durable (`None` through the live recorder, which synced at close).
+fn import_one(
     ctx: &ImportContext,
     clock: &Arc<dyn Clock>,
     ids: &dyn RunIdGenerator,
     input: &Path,
-) -> Result<Imported, CliError> {
+    via: Via,
+) -> Result<(Imported, Option<Unsynced>), CliError> {
     let mut file =
         std::fs::File::open(input).map_err(|e| bad(input, format!("cannot read: {e}")))?;
     let prefix = read_prefix(&mut file, DETECT_PREFIX)
         .map_err(|e| bad(input, format!("cannot read: {e}")))?;
     let provider = input_provider(ctx, input, &prefix)?;
-    let name = input
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "import".to_owned());
     let import_clock = Arc::new(ImportClock::new(clock.clone()));
     if let Some(t) = first_time(provider, &prefix) {
         import_clock.pin(t);
     }
     let factory = ctx.recorder_factory(import_clock.clone());
     let mut run = Importing {
-        writer: ImportWriter {
-            factory,
-            ids,
-            input,
-            workflow: StepPayload::new(format!("import {name}"), "workflow"),
-            step: StepPayload::new(provider.name(), "agent"),
-            open: None,
-            events: 0,
-            bill: ImportBill::default(),
-        },
+        writer: ImportWriter::new(factory, via, ids, input, provider),
         clock: import_clock,
         diagnostics: DiagnosticSummary::default(),
         seen: Seen::default(),
         latest: None,
     };
-    run.stream(provider, prefix, file).await?;
-    if run.writer.open.is_none() && run.diagnostics.recognized {
+    run.stream(provider, prefix, file)?;
+    if !run.writer.is_open() && run.diagnostics.recognized {
         // A capture with records of the provider but no reply (a lone `system` or `result`
         // record, a run that failed before the model answered) is still a run.
-        run.open().await?;
+        run.open()?;
     }
-    let Some((run_id, recorder)) = run.writer.open.clone() else {
+    if !run.writer.is_open() {
+        return Err(no_output(input, provider, &run.diagnostics));
+    }
+    let (clock_source, status) = run.complete()?;
+    let Some((run_id, written)) = run.writer.finish()? else {
         return Err(no_output(input, provider, &run.diagnostics));
     };
-    let (clock_source, status) = run.complete().await?;
-    recorder
-        .close()
-        .await
-        .map_err(|e| bad(input, format!("closing the transcript failed: {e}")))?;
     for (kind, (n, first)) in &run.diagnostics.kinds {
         crate::diag!(
             "transcript: {}: {n} {kind} diagnostic(s), first: {}",
@@ -368,7 +327,7 @@ async fn import_one(
             crate::style::one_line(first)
         );
     }
-    Ok(Imported {
+    let imported = Imported {
         input: input.to_path_buf(),
         run_id,
         path: ctx.storage.join(run_id.file_name()),
@@ -378,7 +337,8 @@ async fn import_one(
         clock: clock_source,
         status,
         bill: run.writer.bill.clone(),
-    })
+    };
+    Ok((imported, written))
 }
 
 /// The input's provider: the one named, else the one its prefix is detected as. An empty
@@ -434,7 +394,7 @@ struct Importing<'a> {
 impl Importing<'_> {
     /// Normalizes the input (its prefix, then the rest of the file in chunks) into the
     /// transcript.
-    async fn stream(
+    fn stream(
         &mut self,
         provider: Provider,
         prefix: Vec<u8>,
@@ -448,7 +408,7 @@ impl Importing<'_> {
                 .next(&mut items)
                 .map_err(|e| bad(input, format!("cannot read: {e}")))?;
             for item in items.drain(..) {
-                self.item(item).await?;
+                self.item(item)?;
             }
             if fed != feed::Fed::More {
                 return Ok(());
@@ -458,17 +418,17 @@ impl Importing<'_> {
 
     /// Opens the run (at the capture's first time), then moves the clock to the latest time
     /// seen.
-    async fn open(&mut self) -> Result<(), CliError> {
-        opened(&mut self.writer, &self.clock, &mut self.latest).await
+    fn open(&mut self) -> Result<(), CliError> {
+        opened(&mut self.writer, &self.clock, &mut self.latest)
     }
 
     /// One normalized item: an event to record, a diagnostic to count, or a fact.
-    async fn item(&mut self, item: Item) -> Result<(), CliError> {
+    fn item(&mut self, item: Item) -> Result<(), CliError> {
         match item {
             Item::Output(output) => match output.to_payload() {
                 Some(payload) => {
-                    self.open().await?;
-                    self.writer.record(payload).await?
+                    self.open()?;
+                    self.writer.record(payload)?
                 }
                 None => {
                     if let Some(d) = output.as_diagnostic() {
@@ -479,19 +439,20 @@ impl Importing<'_> {
             Item::Fact(Fact::Time(t)) => {
                 self.seen.provider_time = true;
                 // Until the run is open it starts at the capture's first time.
-                match self.writer.open {
-                    Some(_) => self.clock.pin(t),
-                    None => self.latest = Some(t),
+                if self.writer.is_open() {
+                    self.clock.pin(t);
+                } else {
+                    self.latest = Some(t);
                 }
             }
             Item::Fact(Fact::Prompt { text, system }) => {
-                self.open().await?;
-                self.writer.record(user_message(text, system)).await?;
+                self.open()?;
+                self.writer.record(user_message(text, system))?;
             }
             Item::Fact(Fact::Duration(ms)) => {
                 if !self.seen.provider_time {
                     // Opened first, so the start it is measured from is the run's.
-                    self.open().await?;
+                    self.open()?;
                     self.clock.pin_after_start(ms);
                 }
                 self.seen.duration_ms = Some(ms);
@@ -507,7 +468,7 @@ impl Importing<'_> {
     /// Ends the open run: `step.completed` with the step's result and errors, then
     /// `run.completed` unless the capture is incomplete. Returns the clock the times came from
     /// and the run's status.
-    async fn complete(&mut self) -> Result<(ClockSource, ImportStatus), CliError> {
+    fn complete(&mut self) -> Result<(ClockSource, ImportStatus), CliError> {
         let input = self.writer.input;
         let clock_source = self.seen.clock();
         let incomplete = self.seen.incomplete();
@@ -531,13 +492,11 @@ impl Importing<'_> {
             .clone()
             .with_error(errors.join("; "))
             .with_result(result);
-        self.writer
-            .write(EventDraft::new(
-                "agent",
-                0,
-                Payload::StepCompleted(completed),
-            ))
-            .await?;
+        self.writer.write(EventDraft::new(
+            "agent",
+            0,
+            Payload::StepCompleted(completed),
+        ))?;
         // An incomplete capture leaves its run incomplete: no `run.completed`.
         if incomplete.is_none() {
             let run_result =
@@ -549,8 +508,7 @@ impl Importing<'_> {
                     run_completed.with_error(format!("agent step failed: {}", errors.join("; ")));
             }
             self.writer
-                .write(EventDraft::run_level(Payload::RunCompleted(run_completed)))
-                .await?;
+                .write(EventDraft::run_level(Payload::RunCompleted(run_completed)))?;
         }
         let status = match (incomplete, errors.is_empty()) {
             (Some(why), _) => ImportStatus::Incomplete(why),

@@ -103,8 +103,10 @@ use crate::clock::SystemClock;
 use crate::fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats};
 use crate::resume::ResumeInfo;
 use crate::subscription::JsonlSubscription;
+pub(crate) use open::{RunFile, open_run_file, refuse_existing_path};
 use queue::lock;
 use shared::Shared;
+pub(crate) use shared::encode_draft;
 
 /// Default bound of the record queue: encoded lines waiting for the writer
 /// thread or being written, in bytes (see

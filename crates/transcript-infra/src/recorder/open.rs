@@ -98,27 +98,16 @@ impl JsonlRecorderBuilder {
 
     /// The blocking part of opening, on the writer thread.
     fn open_files(self, mode: OpenMode, wrap: Wrap) -> Result<Opened, RecordError> {
-        fs::ensure_storage_dir(&self.storage_dir)?;
-        let path = self.storage_dir.join(self.run_id.file_name());
-        let torn_path = self
-            .storage_dir
-            .join(format!("{}.torn", self.run_id.file_name()));
-        let existed = path.exists();
-        let file = open_locked(&path)?;
-        if mode == OpenMode::New {
-            refuse_existing_run(&path, &file)?;
-        }
-        fs::force_file_mode(&path, &file)?;
-        crate::iohook::point(&path, crate::iohook::Site::Open);
-        let read = reopen_for_reading(&path, &file)?;
-        let scan = scan_and_repair(&path, &torn_path, read, &file)?;
+        let RunFile {
+            path,
+            file,
+            scan,
+            existed,
+        } = open_run_file(&self.storage_dir, self.run_id, mode)?;
         if !existed && self.durability != Durability::None {
             // The new name must survive a power loss too.
             fs::sync_dir(&self.storage_dir)
                 .map_err(|e| storage_error(&self.storage_dir, "cannot sync directory", Some(e)))?;
-        }
-        for warning in &scan.info.warnings {
-            tracing::warn!(path = %path.display(), "resuming transcript: {warning}");
         }
         let committed = Arc::new(AtomicU64::new(scan.length));
         let published = Arc::new(Mutex::new(Published {
@@ -175,6 +164,51 @@ impl JsonlRecorderBuilder {
     }
 }
 
+/// A run's transcript opened for appending: locked, mode 0o600, scanned (and its torn tail
+/// moved out) by [`open_run_file`].
+pub(crate) struct RunFile {
+    /// `<storage>/<run_id>.jsonl`.
+    pub(crate) path: std::path::PathBuf,
+    /// The locked append handle.
+    pub(crate) file: std::fs::File,
+    /// What the file holds: next seq, last timestamp, acknowledged length.
+    pub(crate) scan: crate::resume::Scan,
+    /// Whether the file existed before (a new name needs a directory sync to be durable).
+    pub(crate) existed: bool,
+}
+
+/// Opens `<storage_dir>/<run_id>.jsonl` the way every writer of a run does: the storage
+/// directory (created 0o700, never a symlink), the file (`O_APPEND | O_NOFOLLOW`, a regular
+/// file, locked, forced to 0o600), a new run's file refused when it holds anything, then the
+/// resume scan (a torn tail moved to `.torn`). Blocking.
+pub(crate) fn open_run_file(
+    storage_dir: &Path,
+    run_id: transcript_domain::RunId,
+    mode: OpenMode,
+) -> Result<RunFile, RecordError> {
+    fs::ensure_storage_dir(storage_dir)?;
+    let path = storage_dir.join(run_id.file_name());
+    let torn_path = storage_dir.join(format!("{}.torn", run_id.file_name()));
+    let existed = path.exists();
+    let file = open_locked(&path)?;
+    if mode == OpenMode::New {
+        refuse_existing_run(&path, &file)?;
+    }
+    fs::force_file_mode(&path, &file)?;
+    crate::iohook::point(&path, crate::iohook::Site::Open);
+    let read = reopen_for_reading(&path, &file)?;
+    let scan = scan_and_repair(&path, &torn_path, read, &file)?;
+    for warning in &scan.info.warnings {
+        tracing::warn!(path = %path.display(), "resuming transcript: {warning}");
+    }
+    Ok(RunFile {
+        path,
+        file,
+        scan,
+        existed,
+    })
+}
+
 /// Opens the transcript for appending and takes its lock, waiting for our own recorder of
 /// this run that is being released.
 fn open_locked(path: &Path) -> Result<std::fs::File, RecordError> {
@@ -195,6 +229,22 @@ fn refuse_existing_run(path: &Path, file: &std::fs::File) -> Result<(), RecordEr
         .metadata()
         .map_err(|e| storage_error(path, "cannot inspect file", Some(e)))?
         .len();
+    refuse_len(path, len)
+}
+
+/// [`refuse_existing_run`] before the file is opened and locked, by its path: a regular file
+/// that holds anything is refused the same way whoever holds its lock. For writers that keep a
+/// finished file locked until it is synced (the bulk writer), so a new run colliding with one
+/// of them is told it exists, as it is after the recorder closed it. The check after the
+/// lock still runs.
+pub(crate) fn refuse_existing_path(path: &Path) -> Result<(), RecordError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => refuse_len(path, meta.len()),
+        _ => Ok(()),
+    }
+}
+
+fn refuse_len(path: &Path, len: u64) -> Result<(), RecordError> {
     if len > 0 {
         // Typed: the kind `AlreadyExists` is what callers match on (the CLI's exit 3), never
         // the message's words.

@@ -48,6 +48,46 @@ fn line_bound(encoded: usize) -> usize {
     encoded + 7 + 20 + 14 + 24 + 12 + 1
 }
 
+/// Masks, validates and encodes `draft` into `bytes` (replacing what they held) for the run `(run_id,
+/// parent_run_id)`; returns where the payload starts (see
+/// [`PreEncoded::encode_into`]). Shared by the recorder and
+/// [`BulkWriter`](crate::BulkWriter), so both write the same bytes and refuse the same drafts.
+pub(crate) fn encode_draft(
+    (run_id, parent_run_id): (RunId, Option<RunId>),
+    mask: Option<&dyn EventMask>,
+    draft: &mut EventDraft,
+    bytes: &mut Vec<u8>,
+) -> Result<usize, RecordError> {
+    if let Some(mask) = mask {
+        let before = draft.event_type();
+        mask.mask(&mut draft.payload);
+        if draft.event_type() != before {
+            return Err(RecordError::Encode(format!(
+                "event mask changed the event type from {before} to {}",
+                draft.event_type()
+            )));
+        }
+    }
+    // Refused before it gets a seq: our own verify would reject it.
+    draft.validate()?;
+    // What subscribers get from the draft then equals what the line
+    // decodes to.
+    draft.payload.canonicalize();
+    bytes.clear();
+    let split = PreEncoded::encode_into(run_id, parent_run_id, draft, bytes)
+        .map_err(|e| RecordError::Encode(e.to_string()))?;
+    // The reader refuses longer lines: never write one (the caller
+    // truncates big values before).
+    let length = line_bound(bytes.len());
+    if length > MAX_LINE_BYTES {
+        return Err(RecordError::TooLarge {
+            length,
+            limit: MAX_LINE_BYTES,
+        });
+    }
+    Ok(split)
+}
+
 impl Shared {
     fn send(&self, msg: Msg) -> Result<(), RecordError> {
         match &self.tx {
@@ -58,33 +98,13 @@ impl Shared {
 
     /// Masks, validates and encodes `draft` on the caller's task.
     fn prepare(&self, mut draft: EventDraft) -> Result<(Vec<u8>, usize, EventDraft), RecordError> {
-        if let Some(mask) = &self.mask {
-            let before = draft.event_type();
-            mask.mask(&mut draft.payload);
-            if draft.event_type() != before {
-                return Err(RecordError::Encode(format!(
-                    "event mask changed the event type from {before} to {}",
-                    draft.event_type()
-                )));
-            }
-        }
-        // Refused before it gets a seq: our own verify would reject it.
-        draft.validate()?;
-        // What subscribers get from the draft then equals what the line
-        // decodes to.
-        draft.payload.canonicalize();
         let mut bytes = Vec::with_capacity(512);
-        let split = PreEncoded::encode_into(self.run_id, self.parent_run_id, &draft, &mut bytes)
-            .map_err(|e| RecordError::Encode(e.to_string()))?;
-        // The reader refuses longer lines: never write one (the caller
-        // truncates big values before).
-        let length = line_bound(bytes.len());
-        if length > MAX_LINE_BYTES {
-            return Err(RecordError::TooLarge {
-                length,
-                limit: MAX_LINE_BYTES,
-            });
-        }
+        let split = encode_draft(
+            (self.run_id, self.parent_run_id),
+            self.mask.as_deref(),
+            &mut draft,
+            &mut bytes,
+        )?;
         Ok((bytes, split, draft))
     }
 

@@ -39,20 +39,20 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use transcript_domain::{Clock, Payload, Recorder, RunId, RunIdGenerator, StepPayload, Timestamp};
-use transcript_infra::JsonlRecorderFactory;
+use transcript_domain::{Clock, Payload, RunId, RunIdGenerator, Timestamp};
+use transcript_infra::{DurableBatch, Unsynced};
 use transcript_providers::{Fact, Item, Output, Provider};
 
 mod continuation;
 mod locate;
 
-pub use crate::import_index::{Index, IndexEntry};
+pub use crate::import_index::{Index, IndexEntry, TailDigest};
 use continuation::continuation;
 use locate::is_session_file;
 pub use locate::{default_store, parse_day, session_files};
 
 use super::clock::ImportClock;
-use super::{ImportContext, ImportWriter, bad, first_time, user_message};
+use super::{ImportContext, ImportWriter, Via, bad, first_time, user_message};
 use crate::CliError;
 
 /// Bytes of a file's head whose hash tells a grown file from a rewritten one.
@@ -60,7 +60,9 @@ const HEAD: usize = 4096;
 
 /// Runs `import --store` or an import of directories: every session file under `dirs`
 /// (modified since `since`, seconds since the epoch) incrementally (see the module docs). One line
-/// per run on stdout (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`).
+/// per run on stdout (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`). Files that
+/// could not be imported are named on stderr and fail the command (exit 3) once the others
+/// are imported and indexed.
 pub fn run_store(
     ctx: &ImportContext,
     dirs: &[PathBuf],
@@ -73,13 +75,7 @@ pub fn run_store(
                 .to_owned(),
         ));
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     let mut index = Index::load(&ctx.storage)?;
-    let (clock, ids) = crate::source::clock_and_ids(ctx.deterministic);
-    let mut counts = Counts::default();
     // Every root is checked before anything is imported: a missing one must not leave
     // runs written that the index does not know (they would be imported again as new).
     if let Some(dir) = dirs.iter().find(|d| !d.is_dir()) {
@@ -88,48 +84,103 @@ pub fn run_store(
             path: dir.clone(),
         });
     }
+    let outcomes = import_store_files(ctx, provider, dirs, since, &index, Via::Bulk);
+    let mut counts = Counts::default();
+    let mut changed = false;
+    for done in outcomes {
+        match done.result {
+            Ok((outcome, entry)) => {
+                counts.announce(outcome, &done.file, ctx, provider, out)?;
+                if let Some(entry) = entry
+                    && index.files.get(&done.key) != Some(&entry)
+                {
+                    index.files.insert(done.key, entry);
+                    changed = true;
+                }
+            }
+            Err(e) => {
+                counts.failed += 1;
+                crate::diag!("transcript: {}", crate::style::one_line(&e.to_string()));
+            }
+        }
+    }
+    counts.seen = counts.new + counts.appended + counts.unchanged + counts.failed + counts.empty;
+    if changed {
+        // Nothing new: the index on disk already says all of it (a repeated import writes
+        // and syncs nothing).
+        index.save(&ctx.storage)?;
+    }
+    let (failed, seen) = (counts.failed, counts.seen);
+    counts.report(index.session_runs().len());
+    if failed > 0 {
+        // Like `import FILE…`: what was imported is kept and indexed, but a file that could
+        // not be (a full disk) is never reported as success.
+        return Err(CliError::Invalid(format!(
+            "{failed} of {seen} session files not imported"
+        )));
+    }
+    Ok(())
+}
+
+/// One session file's import, once durable (or why not).
+pub(crate) struct StoreDone {
+    /// The session file.
+    pub(crate) file: PathBuf,
+    /// Its index key (canonical path).
+    pub(crate) key: String,
+    /// What happened, and its new index entry.
+    pub(crate) result: Result<(StoreOutcome, Option<IndexEntry>), CliError>,
+}
+
+/// Imports every session file of `provider` under `dirs` (see [`run_store`]); each outcome
+/// is final: a new or appended run is reported only once its file is durable (the batch
+/// syncs them together, see `transcript_infra::DurableBatch`), so the index never claims a
+/// file whose transcript could be lost or was cut back. In file order.
+pub(crate) fn import_store_files(
+    ctx: &ImportContext,
+    provider: Provider,
+    dirs: &[PathBuf],
+    since: Option<i64>,
+    index: &Index,
+    via: Via,
+) -> Vec<StoreDone> {
+    let (clock, ids) = crate::source::clock_and_ids(ctx.deterministic);
+    let mut done = Vec::new();
+    let mut batch = DurableBatch::new();
     for dir in dirs {
         for file in session_files(dir, since) {
             if !is_session_file(provider, &file) {
                 continue;
             }
-            counts.seen += 1;
             let key = std::fs::canonicalize(&file)
                 .unwrap_or_else(|_| file.clone())
                 .to_string_lossy()
                 .into_owned();
-            let known = index.files.get(&key).cloned();
-            let result = runtime.block_on(import_store_file(
-                ctx,
-                &clock,
-                ids.as_ref(),
-                provider,
-                &file,
-                known.as_ref(),
-            ));
-            match result {
-                Ok((outcome, entry)) => {
-                    counts.announce(outcome, &file, ctx, provider, out)?;
-                    if let Some(entry) = entry {
-                        index.files.insert(key, entry);
+            let known = index.files.get(&key);
+            let result = import_store_file(ctx, &clock, ids.as_ref(), provider, &file, known, via)
+                .map(|(outcome, entry, written)| {
+                    if let Some(written) = written {
+                        batch.submit(done.len() as u64, written);
                     }
-                }
-                Err(e) => {
-                    counts.failed += 1;
-                    crate::diag!("transcript: {}", crate::style::one_line(&e.to_string()));
-                }
-            }
+                    (outcome, entry)
+                });
+            done.push(StoreDone { file, key, result });
         }
     }
-    index.save(&ctx.storage)?;
-    counts.report(index.session_runs().len());
-    Ok(())
+    for (token, result) in batch.finish() {
+        if let (Err(e), Some(d)) = (result, done.get_mut(token as usize)) {
+            d.result = Err(super::not_durable(&d.file, &e));
+        }
+    }
+    done
 }
 
 /// Session files by what their import did.
 #[derive(Default)]
 struct Counts {
     seen: usize,
+    /// Files without agent output (yet).
+    empty: usize,
     new: usize,
     appended: usize,
     unchanged: usize,
@@ -149,6 +200,7 @@ impl Counts {
             unchanged,
             failed,
             bill,
+            ..
         } = self;
         crate::diag!(
             "transcript: {seen} session file(s): {new} new, {appended} appended, {unchanged} unchanged, {failed} not imported; imported now: {}",
@@ -174,6 +226,7 @@ impl Counts {
     ) -> Result<(), CliError> {
         let (run, what) = match outcome {
             StoreOutcome::NoOutput => {
+                self.empty += 1;
                 crate::diag!(
                     "transcript: {}: no {provider} agent output (read again once it changes)",
                     file.display()
@@ -229,48 +282,51 @@ fn file_stamp(path: &Path) -> Result<(u64, u128), CliError> {
     Ok((meta.len(), mtime))
 }
 
+/// What importing one session file did, its new index entry, and its transcript's file,
+/// written but not yet durable (`None` when nothing was written, or through the live
+/// recorder, which synced at close).
+pub type StoreFileImport = (StoreOutcome, Option<IndexEntry>, Option<Unsynced>);
+
 /// Imports one session file of a store: skipped when unchanged, appended to its run when
-/// grown, a new run otherwise. Returns the outcome and the file's new index entry.
-pub async fn import_store_file(
+/// grown, a new run otherwise.
+pub fn import_store_file(
     ctx: &ImportContext,
     clock: &Arc<dyn Clock>,
     ids: &dyn RunIdGenerator,
     provider: Provider,
     input: &Path,
     known: Option<&IndexEntry>,
-) -> Result<(StoreOutcome, Option<IndexEntry>), CliError> {
+    via: Via,
+) -> Result<StoreFileImport, CliError> {
     let (size, mtime_ns) = file_stamp(input)?;
     if let Some(e) = known.filter(|e| e.size == size && e.mtime_ns == mtime_ns) {
-        return Ok((unchanged(e), Some(e.clone())));
+        return Ok((unchanged(e), Some(e.clone()), None));
     }
     let (file, head) = read_head(input)?;
-    let head_len = head.len();
-    let head_hash = transcript_export::sha256_hex(&head);
+    let mut entry = IndexEntry {
+        run_id: String::new(),
+        provider: provider.name().to_owned(),
+        size,
+        mtime_ns,
+        head: transcript_export::sha256_hex(&head),
+        head_len: head.len() as u64,
+        items_fed: 0,
+        tail: None,
+    };
     let resume = resumable(known, size, provider, &head);
     let import_clock = Arc::new(ImportClock::new(clock.clone()));
     if let Some(t) = first_time(provider, &head) {
         import_clock.pin(t);
     }
     let factory = ctx.recorder_factory(import_clock.clone());
-    let open = match resume {
-        Some(e) => Some(resume_run(&factory, e, input)?),
-        None => None,
-    };
-    let name = input
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "import".to_owned());
+    let mut writer = ImportWriter::new(factory, via, ids, input, provider);
+    if let Some(e) = resume {
+        let run = RunId::parse(&e.run_id)
+            .map_err(|err| bad(input, format!("bad run id in the index: {err}")))?;
+        writer.resume(run)?;
+    }
     let mut feed = StoreFeed {
-        writer: ImportWriter {
-            factory,
-            ids,
-            input,
-            workflow: StepPayload::new(format!("import {name}"), "workflow"),
-            step: StepPayload::new(provider.name(), "agent"),
-            open,
-            events: 0,
-            bill: super::ImportBill::default(),
-        },
+        writer,
         clock: import_clock,
         latest: None,
         skip: resume.map_or(0, |e| e.items_fed),
@@ -279,25 +335,12 @@ pub async fn import_store_file(
         counted: 0,
         items_fed: 0,
     };
-    feed.stream(provider, head, file).await?;
-    let mut entry = IndexEntry {
-        run_id: String::new(),
-        provider: provider.name().to_owned(),
-        size,
-        mtime_ns,
-        head: head_hash,
-        head_len: head_len as u64,
-        items_fed: 0,
-        tail: None,
-    };
-    let Some((run, r)) = feed.writer.open.clone() else {
+    feed.stream(provider, head, file)?;
+    let Some((run, written)) = feed.writer.finish()? else {
         // Nothing to record (no agent output yet, e.g. a log of summaries only): remembered
         // without a run, so it is read again only once it changes.
-        return Ok((StoreOutcome::NoOutput, Some(entry)));
+        return Ok((StoreOutcome::NoOutput, Some(entry), None));
     };
-    r.close()
-        .await
-        .map_err(|e| bad(input, format!("closing the transcript failed: {e}")))?;
     entry.run_id = run.to_string();
     entry.items_fed = feed.items_fed;
     entry.tail = feed.tail;
@@ -308,7 +351,7 @@ pub async fn import_store_file(
     } else {
         StoreOutcome::New(run, events, bill)
     };
-    Ok((outcome, Some(entry)))
+    Ok((outcome, Some(entry), written))
 }
 
 /// The outcome of a file with the size and time the index knows: not read again.
@@ -351,20 +394,6 @@ fn resumable<'a>(
     })
 }
 
-/// Reopens the run an index entry names, to append to it.
-fn resume_run(
-    factory: &JsonlRecorderFactory,
-    e: &IndexEntry,
-    input: &Path,
-) -> Result<(RunId, Arc<dyn Recorder>), CliError> {
-    let run = RunId::parse(&e.run_id)
-        .map_err(|err| bad(input, format!("bad run id in the index: {err}")))?;
-    let r = factory
-        .resume(run, None)
-        .map_err(|err| bad(input, format!("cannot resume run {run}: {err}")))?;
-    Ok((run, Arc::new(r)))
-}
-
 /// One session file being fed into its run: the items an earlier import already recorded
 /// are skipped, and the last turn is kept to continue it.
 struct StoreFeed<'a> {
@@ -375,9 +404,9 @@ struct StoreFeed<'a> {
     /// Items the index says were fed already.
     skip: u64,
     /// The last turn recorded before, which the first new turn may continue.
-    old_tail: Option<serde_json::Value>,
+    old_tail: Option<TailDigest>,
     /// The last turn of the file's final items, for the next import to continue.
-    tail: Option<serde_json::Value>,
+    tail: Option<TailDigest>,
     /// Items seen so far.
     counted: u64,
     /// Items fed before the normalizer was finished (the ones a grown file reproduces).
@@ -386,7 +415,7 @@ struct StoreFeed<'a> {
 
 impl StoreFeed<'_> {
     /// Normalizes the file (its head, then the rest in chunks) into the run.
-    async fn stream(
+    fn stream(
         &mut self,
         provider: Provider,
         head: Vec<u8>,
@@ -407,7 +436,7 @@ impl StoreFeed<'_> {
                 }
             };
             for item in items.drain(..) {
-                self.item(item, finishing).await?;
+                self.item(item, finishing)?;
             }
             if finishing {
                 return Ok(());
@@ -417,14 +446,15 @@ impl StoreFeed<'_> {
 
     /// One normalized item: times move the clock; past the skipped ones, turns (continuing
     /// the last recorded one) and prompts are recorded, opening the run at the first.
-    async fn item(&mut self, item: Item, finishing: bool) -> Result<(), CliError> {
+    fn item(&mut self, item: Item, finishing: bool) -> Result<(), CliError> {
         let index = self.counted;
         self.counted += 1;
         let in_tail = finishing && index >= self.items_fed;
         if let Item::Fact(Fact::Time(t)) = &item {
-            match self.writer.open {
-                Some(_) => self.clock.pin(*t),
-                None => self.latest = Some(*t),
+            if self.writer.is_open() {
+                self.clock.pin(*t);
+            } else {
+                self.latest = Some(*t);
             }
         }
         if index < self.skip {
@@ -433,7 +463,7 @@ impl StoreFeed<'_> {
         let payload = match item {
             Item::Output(Output::Turn(turn)) => {
                 if in_tail {
-                    self.tail = serde_json::to_value(&turn).ok();
+                    self.tail = Some(TailDigest::of(&turn));
                 }
                 match self.old_tail.take() {
                     Some(old) => continuation(&turn, &old).map(Payload::MessageAssistant),
@@ -447,12 +477,12 @@ impl StoreFeed<'_> {
         let Some(payload) = payload else {
             return Ok(());
         };
-        if self.writer.open.is_none()
+        if !self.writer.is_open()
             && let Some(t) = self.latest.take()
         {
             // The run starts at the latest time seen before its first event.
             self.clock.pin(t);
         }
-        self.writer.record(payload).await
+        self.writer.record(payload)
     }
 }

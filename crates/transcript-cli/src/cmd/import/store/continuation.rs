@@ -3,35 +3,23 @@
 
 use transcript_domain::{MessagePayload, Usage};
 
-/// `new` without what `old` (a turn already written) holds: blocks `old` has are
-/// dropped (each matched once), usage is what each count grew by.
-pub(super) fn continuation(
-    new: &MessagePayload,
-    old: &serde_json::Value,
-) -> Option<MessagePayload> {
-    let old_blocks = old.get("blocks").and_then(|b| b.as_array())?;
-    let mut unmatched: Vec<&serde_json::Value> = old_blocks.iter().collect();
+use crate::import_index::{TailDigest, block_digest};
+
+/// `new` without what `old` (the digest of a turn already written) holds: blocks `old` has
+/// are dropped (each matched once, by digest), usage is what each count grew by.
+pub(super) fn continuation(new: &MessagePayload, old: &TailDigest) -> Option<MessagePayload> {
+    let mut unmatched: Vec<&str> = old.blocks.iter().map(String::as_str).collect();
     let mut blocks = Vec::new();
     for b in &new.blocks {
-        let v = serde_json::to_value(b).ok()?;
-        match unmatched.iter().position(|o| **o == v) {
+        let digest = block_digest(b)?;
+        match unmatched.iter().position(|o| *o == digest) {
             Some(i) => {
                 unmatched.remove(i);
             }
             None => blocks.push(b.clone()),
         }
     }
-    let old_usage: Usage = old
-        .get("usage")
-        .map(|u| Usage {
-            input_tokens: u.get("input_tokens").and_then(|v| v.as_u64()),
-            output_tokens: u.get("output_tokens").and_then(|v| v.as_u64()),
-            cache_read_tokens: u.get("cache_read_tokens").and_then(|v| v.as_u64()),
-            cache_write_tokens: u.get("cache_write_tokens").and_then(|v| v.as_u64()),
-            reasoning_tokens: u.get("reasoning_tokens").and_then(|v| v.as_u64()),
-            cost_usd: u.get("cost_usd").and_then(|v| v.as_f64()),
-        })
-        .unwrap_or_default();
+    let old_usage: Usage = old.usage.clone().unwrap_or_default();
     let usage = new.usage.as_ref().map(|u| {
         let d = |n: Option<u64>, o: Option<u64>| n.map(|n| n.saturating_sub(o.unwrap_or(0)));
         Usage {
