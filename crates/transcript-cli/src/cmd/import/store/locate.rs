@@ -92,9 +92,19 @@ pub fn session_files(dir: &Path, since: Option<i64>) -> Vec<PathBuf> {
 
 /// Whether `file` (found under a store) is one of the provider's session files: Gemini CLI
 /// keeps other JSON beside its chats (`logs.json`, checkpoints), so only files under a
-/// `chats` directory or named `session-*` are its sessions.
+/// `chats` directory or named `session-*` are its sessions. Copilot CLI keeps each session in
+/// `session-state/<id>/events.jsonl` beside the agent's scratch files (`files/`,
+/// `checkpoints/`), and older versions wrote a bare `session-state/<id>.jsonl`: only those
+/// two are its sessions.
 pub(super) fn is_session_file(provider: Provider, file: &Path) -> bool {
     match provider {
+        Provider::Copilot => {
+            file.file_name().is_some_and(|n| n == "events.jsonl")
+                || file
+                    .parent()
+                    .and_then(Path::file_name)
+                    .is_some_and(|p| p == "session-state")
+        }
         Provider::Gemini => {
             file.components().any(|c| c.as_os_str() == "chats")
                 || file
@@ -102,5 +112,20 @@ pub(super) fn is_session_file(provider: Provider, file: &Path) -> bool {
                     .is_some_and(|n| n.to_string_lossy().starts_with("session-"))
         }
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copilot_sessions_are_events_files_or_bare_session_files_never_the_agents_scratch() {
+        let is = |p: &str| is_session_file(Provider::Copilot, Path::new(p));
+        assert!(is("/h/.copilot/session-state/0b1c/events.jsonl"));
+        assert!(is("/h/.copilot/session-state/0b1c.jsonl"));
+        assert!(!is("/h/.copilot/session-state/0b1c/files/notes.json"));
+        assert!(!is("/h/.copilot/session-state/0b1c/checkpoints/1.jsonl"));
+        assert!(!is("/h/.copilot/session-state/0b1c/workspace.jsonl"));
     }
 }
