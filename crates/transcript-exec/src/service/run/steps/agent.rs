@@ -24,7 +24,7 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
         .as_deref()
         .map(|s| render_str(s, scope))
         .unwrap_or_default();
-    let request = AgentRequest {
+    let mut request = AgentRequest {
         step: sc.step.name.clone(),
         provider: spec.provider.clone(),
         command: spec.command.iter().map(|a| render_str(a, scope)).collect(),
@@ -62,17 +62,32 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
             )));
         }
     };
+    let prefix = ctx.agent_call_prefix(path, iteration);
+    // The step's MCP proxy, when it has servers: started before the CLI, stopped after it.
+    let proxy = match start_mcp_proxy(sc, spec, &mut request, prefix.clone()).await {
+        Ok(p) => p,
+        Err(e) => return KindOut::flow(Flow::Failed(e)),
+    };
     let seam = AgentSeam::new(
         sc.call_scope(),
         ctx.inner.router.clone(),
         spec.provider.clone(),
     )
     .with_offered_tools(spec.tools.iter().cloned())
-    .with_call_id_prefix(ctx.agent_call_prefix(path, iteration))
+    .with_call_id_prefix(prefix)
     .with_configured_model(spec.model.clone());
     let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
     // A cancelled agent is cancelled whatever it returned within the grace.
     let finished = with_grace(fut, cancel, ctx.inner.cancel_grace).await;
+    // Whatever the outcome; a lost observation fails a step that would have succeeded.
+    if let Some(Err(lost)) = match proxy {
+        Some(p) => Some(p.finish().await),
+        None => None,
+    } && matches!(finished, Some(Ok(Ok(_))))
+        && !cancel.is_cancelled()
+    {
+        return KindOut::flow(Flow::Failed(lost));
+    }
     match finished.filter(|_| !cancel.is_cancelled()) {
         None => KindOut::flow(Flow::Cancelled),
         Some(Ok(Ok(reply))) => {
@@ -87,4 +102,32 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
         Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.to_string())),
         Some(Err(panic)) => KindOut::flow(Flow::Failed(format!("agent panicked: {panic}"))),
     }
+}
+
+/// Starts the MCP proxy of `spec`'s servers, if any, pointing `request` at it.
+async fn start_mcp_proxy(
+    sc: &StepCtx<'_>,
+    spec: &AgentSpec,
+    request: &mut AgentRequest,
+    call_id_prefix: String,
+) -> Result<Option<crate::mcp::step::StepProxy>, String> {
+    let (recorder, max_value_bytes) = sc.run.emitter.recorder_and_cap();
+    let target = crate::mcp::step::Target {
+        recorder,
+        run_id: sc.run.run_id,
+        max_value_bytes,
+        path: sc.path.to_owned(),
+        iteration: sc.iteration,
+        call_id_prefix,
+    };
+    let gateway = sc.run.inner.mcp_gateway.as_ref();
+    crate::mcp::step::start(
+        gateway,
+        &spec.mcp_servers,
+        request,
+        target,
+        sc.step.timeout,
+        sc.cancel,
+    )
+    .await
 }
