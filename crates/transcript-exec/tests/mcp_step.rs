@@ -31,7 +31,15 @@ use support::*;
 #[derive(Default)]
 struct Log {
     events: Mutex<Vec<String>>,
-    start: Mutex<Option<(Vec<McpServerSpec>, Vec<String>, String, String, Option<Duration>)>>,
+    start: Mutex<
+        Option<(
+            Vec<McpServerSpec>,
+            Vec<String>,
+            String,
+            String,
+            Option<Duration>,
+        )>,
+    >,
     dir: Mutex<Option<PathBuf>>,
 }
 
@@ -126,7 +134,8 @@ impl McpSession for FakeSession {
         self.wiring.clone()
     }
     async fn shutdown(self: Box<Self>) -> Result<(), McpError> {
-        self.log.push(format!("shutdown (cli ran: {})", self.marker.exists()));
+        self.log
+            .push(format!("shutdown (cli ran: {})", self.marker.exists()));
         if self.lose {
             return Err(McpError::Lost("disk full".into()));
         }
@@ -264,17 +273,26 @@ async fn the_cli_is_pointed_at_the_proxy_which_records_and_outlives_it() {
     // What the CLI got: the wiring's arguments before the prompt's `--`, the file (0600), the
     // variable.
     let seen = std::fs::read_to_string(ws.join("seen.txt")).unwrap();
-    let args: Vec<&str> = seen.lines().filter_map(|l| l.strip_prefix("arg:")).collect();
+    let args: Vec<&str> = seen
+        .lines()
+        .filter_map(|l| l.strip_prefix("arg:"))
+        .collect();
     let dir = log.dir.lock().unwrap().clone().unwrap();
     let file = dir.join("mcp.json").display().to_string();
     let at = args.iter().position(|a| *a == "--mcp-config").unwrap();
     assert_eq!(args[at + 1..at + 3], [file.as_str(), "--strict-mcp-config"]);
     assert_eq!(args[args.len() - 2..], ["--", "Echo something."], "{seen}");
-    assert!(args.contains(&"--allowedTools=mcp__fault__echo,Read"), "{seen}");
+    assert!(
+        args.contains(&"--allowedTools=mcp__fault__echo,Read"),
+        "{seen}"
+    );
     assert!(seen.contains("env:s3cr3t\n"), "{seen}");
     assert!(seen.contains("mode:600\n"), "{seen}");
     assert!(seen.contains("file:{\"secret\":\"s3cr3t\"}\n"), "{seen}");
-    assert!(!dir.exists(), "the proxy's directory is removed after the step");
+    assert!(
+        !dir.exists(),
+        "the proxy's directory is removed after the step"
+    );
 
     // The proxy's observations are in the run's transcript, at the agent step.
     let events = factory.events(out.run_id);
@@ -373,7 +391,11 @@ fn mistakes_are_refused_at_load_naming_the_file_and_the_step() {
     };
     let claude = "        provider: claude\n";
     for (provider, servers, why) in [
-        (claude, "          - name: a\n", "either command (stdio) or url"),
+        (
+            claude,
+            "          - name: a\n",
+            "either command (stdio) or url",
+        ),
         (
             claude,
             "          - name: a\n            command: x\n            url: http://h/\n",
@@ -404,7 +426,11 @@ fn mistakes_are_refused_at_load_naming_the_file_and_the_step() {
             "          - name: a\n            command: x\n          - name: a\n            command: y\n",
             "used twice",
         ),
-        (claude, "          - name: a\n            command: ''\n", "empty command"),
+        (
+            claude,
+            "          - name: a\n            command: ''\n",
+            "empty command",
+        ),
         (
             claude,
             "          - name: a\n            url: file:///etc/passwd\n",
