@@ -3,6 +3,9 @@
 //! stack. One [`McpProxy`] per agent execution, wired into the CLI by
 //! [`transcript_mcp::preset::wiring`].
 
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
 use async_trait::async_trait;
 use transcript_exec::mcp::{
     McpError, McpFile, McpGateway, McpServerSpec, McpSession, McpStart, McpTransport, McpWiring,
@@ -43,7 +46,12 @@ impl McpGateway for ProxyGateway {
         )
         .await
         .map_err(|e| McpError::Start(e.to_string()))?;
-        let w = preset::wiring(cli, proxy.endpoints(), &start.config_dir);
+        let user_settings = match cli {
+            Cli::Gemini => gemini_home(&start.config_dir)
+                .map_err(|e| McpError::Start(format!("Gemini CLI home: {e}")))?,
+            _ => serde_json::Value::Null,
+        };
+        let w = preset::wiring(cli, proxy.endpoints(), &start.config_dir, user_settings);
         let wiring = McpWiring {
             args: w.args,
             files: w
@@ -55,6 +63,38 @@ impl McpGateway for ProxyGateway {
         };
         Ok(Box::new(ProxySession { proxy, wiring }))
     }
+}
+
+/// Gemini CLI's private home in `dir` (`gemini-home/.gemini`, mode `0o700`): every entry of
+/// the user's `.gemini` (`$GEMINI_CLI_HOME/.gemini`, else `$HOME/.gemini`) linked into it but
+/// `settings.json`, whose content is returned (the wiring writes the merged one). So the CLI
+/// keeps its credentials, and its chats land where they always do.
+fn gemini_home(dir: &Path) -> std::io::Result<serde_json::Value> {
+    let real = std::env::var_os("GEMINI_CLI_HOME")
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var_os("HOME"))
+        .map(|h| PathBuf::from(h).join(".gemini"));
+    let ours = dir.join("gemini-home").join(".gemini");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&ours)?;
+    let Some(real) = real.filter(|r| r.is_dir()) else {
+        return Ok(serde_json::Value::Null);
+    };
+    for entry in std::fs::read_dir(&real)? {
+        let name = entry?.file_name();
+        if name != "settings.json" {
+            std::os::unix::fs::symlink(real.join(&name), ours.join(&name))?;
+        }
+    }
+    Ok(match std::fs::read_to_string(real.join("settings.json")) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            std::io::Error::other(format!("{}: {e}", real.join("settings.json").display()))
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Value::Null,
+        Err(e) => return Err(e),
+    })
 }
 
 fn server(spec: &McpServerSpec) -> McpServer {

@@ -169,9 +169,15 @@ pub fn gemini_settings(existing: Value, endpoints: &ProxyEndpoints) -> Result<Va
     Ok(Value::Object(settings))
 }
 
-/// The variable that points Gemini CLI at a settings file of our own (its "system" settings,
-/// which take precedence over the user's and whose `mcpServers` are merged with theirs).
-pub const GEMINI_SETTINGS_ENV: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
+/// The variable that moves Gemini CLI's home (`$GEMINI_CLI_HOME/.gemini`, default `~`).
+/// Gemini CLI 0.61 has no flag for MCP servers and skips a "system" settings file that is not
+/// root-owned up to `/`, so the runner gives it a private home whose `.gemini/settings.json`
+/// holds the proxy's servers ([`GEMINI_SETTINGS_FILE`]); the caller links the rest of the
+/// user's `.gemini` into it.
+pub const GEMINI_HOME_ENV: &str = "GEMINI_CLI_HOME";
+
+/// Where the private Gemini home's settings go, relative to the wiring's directory.
+pub const GEMINI_SETTINGS_FILE: &str = "gemini-home/.gemini/settings.json";
 
 /// An agent CLI the proxy can be wired into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,10 +227,17 @@ impl std::fmt::Debug for Wiring {
 }
 
 /// The [`Wiring`] of `cli` for `endpoints`, its files in `dir` (a private directory):
-/// Claude Code: `dir/transcript-mcp.json` ([`claude_mcp_config`]) and [`claude_args`];
-/// Codex: [`codex_args`] and the secret in [`CODEX_SECRET_ENV`]; Gemini CLI:
-/// `dir/gemini-settings.json` ([`gemini_settings`] of nothing) named by [`GEMINI_SETTINGS_ENV`].
-pub fn wiring(cli: Cli, endpoints: &ProxyEndpoints, dir: &std::path::Path) -> Wiring {
+/// Claude Code: `dir/transcript-mcp.json` ([`claude_mcp_config`]) and [`claude_args`] (only
+/// these servers); Codex: [`codex_args`] and the secret in [`CODEX_SECRET_ENV`]; Gemini CLI:
+/// `dir/`[`GEMINI_SETTINGS_FILE`], the user's `gemini_user_settings` with their
+/// `mcpServers` replaced by the proxy's ([`gemini_settings`]), its home named by
+/// [`GEMINI_HOME_ENV`].
+pub fn wiring(
+    cli: Cli,
+    endpoints: &ProxyEndpoints,
+    dir: &std::path::Path,
+    gemini_user_settings: Value,
+) -> Wiring {
     match cli {
         Cli::Claude => {
             let file = dir.join("transcript-mcp.json");
@@ -240,17 +253,22 @@ pub fn wiring(cli: Cli, endpoints: &ProxyEndpoints, dir: &std::path::Path) -> Wi
             env: vec![(CODEX_SECRET_ENV.to_owned(), endpoints.secret.clone())],
         },
         Cli::Gemini => {
-            let file = dir.join("gemini-settings.json");
-            let settings = gemini_settings(Value::Object(Map::new()), endpoints)
+            let mut user = match gemini_user_settings {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            // Only the step's servers: the user's own would bypass the proxy.
+            user.remove("mcpServers");
+            let settings = gemini_settings(Value::Object(user), endpoints)
                 .map(|v| v.to_string())
                 .unwrap_or_default();
             Wiring {
                 args: Vec::new(),
                 env: vec![(
-                    GEMINI_SETTINGS_ENV.to_owned(),
-                    file.to_string_lossy().into_owned(),
+                    GEMINI_HOME_ENV.to_owned(),
+                    dir.join("gemini-home").to_string_lossy().into_owned(),
                 )],
-                files: vec![(file, settings)],
+                files: vec![(dir.join(GEMINI_SETTINGS_FILE), settings)],
             }
         }
     }
@@ -362,18 +380,18 @@ mod tests {
         assert!(!format!("{:?}", endpoints()).contains("s3cr3t"));
         let dir = std::path::Path::new("/private");
         for cli in [Cli::Claude, Cli::Codex, Cli::Gemini] {
-            assert!(!format!("{:?}", wiring(cli, &endpoints(), dir)).contains("s3cr3t"));
+            assert!(!format!("{:?}", wiring(cli, &endpoints(), dir, json!({}))).contains("s3cr3t"));
         }
     }
 
     #[test]
     fn each_cli_gets_its_secret_in_a_file_or_the_environment_never_in_argv() {
         let dir = std::path::Path::new("/private");
-        let claude = wiring(Cli::Claude, &endpoints(), dir);
+        let claude = wiring(Cli::Claude, &endpoints(), dir, json!({}));
         assert_eq!(claude.args, claude_args("/private/transcript-mcp.json"));
         assert_eq!(claude.files[0].0, dir.join("transcript-mcp.json"));
         assert_eq!(claude.files[0].1, claude_mcp_config(&endpoints()));
-        let codex = wiring(Cli::Codex, &endpoints(), dir);
+        let codex = wiring(Cli::Codex, &endpoints(), dir, json!({}));
         assert_eq!(codex.args, codex_args(&endpoints()));
         assert_eq!(
             codex.env,

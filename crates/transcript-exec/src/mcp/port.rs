@@ -57,7 +57,8 @@ impl std::fmt::Debug for McpStart {
 /// A file of the wiring: written by the runner, created new with mode `0o600`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct McpFile {
-    /// Where: inside [`McpStart::config_dir`] (anything else is refused).
+    /// Where: inside [`McpStart::config_dir`], maybe in a subdirectory (created `0o700`);
+    /// anything else is refused.
     pub path: PathBuf,
     /// Contents (may hold the proxy's secret).
     pub contents: String,

@@ -118,13 +118,23 @@ fn wire(request: &mut AgentRequest, wiring: &McpWiring, dir: &Path) -> Result<()
     Ok(())
 }
 
-/// Writes `file` inside `dir`, new, mode `0o600`.
+/// Writes `file` inside `dir` (missing directories created `0o700`), new, mode `0o600`.
 fn write_private(file: &McpFile, dir: &Path) -> std::io::Result<()> {
-    if file.path.parent() != Some(dir) {
+    let inside = file.path.strip_prefix(dir).is_ok_and(|rel| {
+        rel.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    });
+    if !inside {
         return Err(std::io::Error::other(format!(
             "{} is not a file of the proxy's directory",
             file.path.display()
         )));
+    }
+    if let Some(parent) = file.path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)?;
     }
     let mut f = std::fs::OpenOptions::new()
         .write(true)
