@@ -339,6 +339,14 @@ fn allowed_and_forbidden(cli: AgentCli) {
         assert!(refusal["name"].as_str().unwrap().contains("crash"), "{why}");
     }
 
+    // The two observations agree: neither stats nor show reports a disagreement.
+    let out = run.transcript(&["stats", "--json", &run.run_id]);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["mcp_disagreements"], json!([]), "{why}");
+    let out = run.transcript(&["show", &run.run_id]);
+    assert!(!common::text(&out.stdout).contains("disagree"), "{why}");
+
     // Receipts equal the scripted server's bill.
     let provider = cli.provider();
     assert_eq!(server.billed(provider), script.total_usage(), "{why}");

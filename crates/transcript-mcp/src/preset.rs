@@ -397,14 +397,26 @@ mod tests {
             codex.env,
             [(CODEX_SECRET_ENV.to_owned(), "s3cr3t".to_owned())]
         );
-        let gemini = wiring(Cli::Gemini, &endpoints(), dir);
+        let user = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}, "mcpServers": {"own": {"command": "x"}}});
+        let gemini = wiring(Cli::Gemini, &endpoints(), dir, user);
         assert!(gemini.args.is_empty());
-        let file = dir.join("gemini-settings.json");
         assert_eq!(
             gemini.env,
-            [(GEMINI_SETTINGS_ENV.to_owned(), file.display().to_string())]
+            [(
+                GEMINI_HOME_ENV.to_owned(),
+                "/private/gemini-home".to_owned()
+            )]
+        );
+        assert_eq!(
+            gemini.files[0].0,
+            dir.join("gemini-home/.gemini/settings.json")
         );
         let settings: Value = serde_json::from_str(&gemini.files[0].1).unwrap();
+        assert_eq!(
+            settings["security"]["auth"]["selectedType"],
+            "gemini-api-key"
+        );
+        assert!(settings["mcpServers"].get("own").is_none(), "{settings}");
         assert_eq!(
             settings["mcpServers"]["files"]["headers"]["x-transcript-mcp-secret"],
             "s3cr3t"
