@@ -373,3 +373,108 @@ fn codex_calls_an_allowed_mcp_tool_through_the_binarys_proxy() {
 fn gemini_cli_calls_an_allowed_mcp_tool_through_the_binarys_proxy() {
     allowed_and_forbidden(AgentCli::Gemini);
 }
+
+/// Processes whose command line or environment mentions `needle` (this user's, from /proc).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == std::process::id().to_string() {
+            continue;
+        }
+        for file in ["cmdline", "environ"] {
+            let bytes = std::fs::read(entry.path().join(file)).unwrap_or_default();
+            if String::from_utf8_lossy(&bytes).contains(needle) {
+                found.push(format!(
+                    "{pid}: {}",
+                    String::from_utf8_lossy(&bytes).replace('\0', " ")
+                ));
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// One Codex run (the fastest CLI) whose model calls the fault server's `tool` with `args`;
+/// the step lists that tool and has `timeout_ms`.
+fn codex_fault(tool: &str, args: Value, timeout_ms: u64) -> Option<(Run, ModelServer, String)> {
+    let token = format!("fault-{tool}-{}", std::process::id());
+    let script = Script::new([
+        Turn::tool_call(format!("mcp__fault__{tool}"), args).with_usage(Usage::new(100, 10)),
+        Turn::text("Done.").with_usage(Usage::new(110, 5)),
+    ]);
+    let server = ModelServer::start(script).unwrap();
+    // The token (an argument the server ignores) finds its processes in /proc.
+    let servers = format!(
+        "[{{name: fault, command: {}, args: [{token}], env: {{TRANSCRIPT_MCP_FAULT_CHILD: \"1\"}}}}]",
+        json!(fault_server().display().to_string()),
+    );
+    let run = Run::start(
+        AgentCli::Codex,
+        &server,
+        &format!("[mcp__fault__{tool}]"),
+        &servers,
+        timeout_ms,
+    )?;
+    Some((run, server, token))
+}
+
+#[test]
+fn an_upstream_crash_mid_call_is_an_error_result_at_once_and_nothing_survives() {
+    let Some((run, server, token)) = codex_fault("crash", json!({}), 15_000) else {
+        return;
+    };
+    let why = run.describe(&server);
+    let results = run.tools("tool.result", "router");
+    assert_eq!(results.len(), 1, "{why}");
+    assert_eq!(results[0]["name"], "mcp__fault__crash");
+    // At once, not at the step's timeout: the server's exit ends the call even though the
+    // child it started still holds its stdout open.
+    let error = results[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("MCP server \"fault\""), "{error}\n{why}");
+    assert!(!error.contains("cancelled"), "{error}\n{why}");
+    assert!(run.step_completed()["payload"]["error"].is_null(), "{why}");
+    assert_eq!(processes_mentioning(&token), Vec::<String>::new(), "{why}");
+}
+
+#[test]
+fn an_upstream_hanging_past_the_step_timeout_fails_the_step_and_nothing_survives() {
+    let Some((run, server, token)) = codex_fault("hang", json!({}), 6_000) else {
+        return;
+    };
+    let why = run.describe(&server);
+    assert_ne!(run.output.status.code(), Some(0), "{why}");
+    let error = run.step_completed()["payload"]["error"].to_string();
+    assert!(error.contains("timed out after 6000ms"), "{error}\n{why}");
+    // The proxy's observation of the call ends too (the call was cut, never left open).
+    let calls = run.tools("tool.call", "router");
+    assert_eq!(calls.len(), 1, "{why}");
+    // No process of the run survives: the server (and the child it started) and the CLI.
+    assert_eq!(processes_mentioning(&token), Vec::<String>::new(), "{why}");
+    let sandbox = run.sb.config().display().to_string();
+    assert_eq!(
+        processes_mentioning(&sandbox),
+        Vec::<String>::new(),
+        "{why}"
+    );
+}
+
+#[test]
+fn an_oversized_result_is_capped_at_the_proxy_and_recorded_as_such() {
+    let Some((run, server, _)) = codex_fault("big", json!({"bytes": 3_000_000}), 120_000) else {
+        return;
+    };
+    let why = run.describe(&server);
+    let results = run.tools("tool.result", "router");
+    assert_eq!(results.len(), 1, "{why}");
+    let error = results[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("exceeds the proxy's 1048576-byte cap"),
+        "{error}\n{why}"
+    );
+    // What the model got is the refusal, not three megabytes.
+    let sent = server.generation_requests().last().unwrap().tool_results();
+    assert!(sent.iter().all(|r| r.len() < 10_000), "{why}");
+    assert!(run.events.iter().all(|e| e.to_string().len() < 1_100_000));
+}

@@ -144,6 +144,13 @@ pub fn codex_args(endpoints: &ProxyEndpoints) -> Vec<String> {
             quote(&endpoints.secret_header),
             quote(CODEX_SECRET_ENV)
         ));
+        // Headless Codex refuses a tool that is not read-only ("requires approval, but
+        // approval policy is never"): the step's tools: is the approval, enforced by the proxy.
+        args.push("-c".to_owned());
+        args.push(format!(
+            "mcp_servers.{}.default_tools_approval_mode=\"approve\"",
+            e.server
+        ));
     }
     args
 }
@@ -348,9 +355,13 @@ mod tests {
                 "-c",
                 "mcp_servers.files.env_http_headers={\"x-transcript-mcp-secret\"=\"TRANSCRIPT_MCP_SECRET\"}",
                 "-c",
+                "mcp_servers.files.default_tools_approval_mode=\"approve\"",
+                "-c",
                 "mcp_servers.every-thing.url=\"http://127.0.0.1:4000/mcp/every-thing\"",
                 "-c",
                 "mcp_servers.every-thing.env_http_headers={\"x-transcript-mcp-secret\"=\"TRANSCRIPT_MCP_SECRET\"}",
+                "-c",
+                "mcp_servers.every-thing.default_tools_approval_mode=\"approve\"",
             ]
         );
         assert!(!args.concat().contains("s3cr3t"));
