@@ -197,3 +197,21 @@ fn a_transcript_whose_observations_agree_reports_nothing() {
     let out = common::bin().arg("show").arg(&file).output().unwrap();
     assert!(!common::text(&out.stdout).contains("disagree"));
 }
+
+/// The documented example (`examples/mcp-servers/workflow.yaml`) is a valid workflow.
+#[test]
+fn the_mcp_servers_example_validates() {
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/mcp-servers/workflow.yaml");
+    let out = common::bin()
+        .arg("validate")
+        .arg(&example)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        common::text(&out.stdout),
+        common::text(&out.stderr)
+    );
+}

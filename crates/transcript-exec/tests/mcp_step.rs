@@ -27,19 +27,20 @@ use transcript_exec::{ExecutionService, RunOutcome, Workflow, WorkflowSet};
 
 use support::*;
 
+/// What the gateway was started with: servers, tools, provider, call id prefix, deadline.
+type Seen = (
+    Vec<McpServerSpec>,
+    Vec<String>,
+    String,
+    String,
+    Option<Duration>,
+);
+
 /// What the fake proxy saw, in order.
 #[derive(Default)]
 struct Log {
     events: Mutex<Vec<String>>,
-    start: Mutex<
-        Option<(
-            Vec<McpServerSpec>,
-            Vec<String>,
-            String,
-            String,
-            Option<Duration>,
-        )>,
-    >,
+    start: Mutex<Option<Seen>>,
     dir: Mutex<Option<PathBuf>>,
 }
 

@@ -73,7 +73,6 @@ impl Upstream {
                 };
                 let group = ChildGroup::new(child);
                 let pgid = Some(group.pgid);
-                let exited = Some(group.exited.clone());
                 let service = tokio::time::timeout(deadline, ().serve((stdout, stdin)))
                     .await
                     .map_err(|_| {
@@ -84,9 +83,9 @@ impl Upstream {
                     name: server.name.clone(),
                     peer: service.peer().clone(),
                     service,
+                    exited: Some(group.exited.clone()),
                     child: std::sync::Mutex::new(Some(group)),
                     pgid,
-                    exited,
                 })
             }
             UpstreamSpec::Http { url, headers } => {

@@ -172,7 +172,6 @@ impl Stats {
     ) {
         self.runs += 1;
         self.events += events.len();
-        self.mcp_disagreements.extend(mcp_disagreements(events));
         let mut started: BTreeMap<(String, u64), transcript_domain::Timestamp> = BTreeMap::new();
         for e in events {
             *self
@@ -354,7 +353,9 @@ pub fn run(
     for file in files {
         let loaded = crate::source::load(&file)?;
         crate::source::report_read_problems(&loaded);
-        stats.add_run(&loaded.decoded(), &price);
+        let decoded = loaded.decoded();
+        stats.add_run(&decoded, &price);
+        stats.mcp_disagreements.extend(mcp_disagreements(&decoded));
     }
     let unpriced: Vec<String> = stats.unpriced_models.iter().cloned().collect();
     crate::cmd::receipts::warn_unpriced(&unpriced, pricing_file, &mut std::io::stderr());

@@ -86,6 +86,14 @@ pub(crate) async fn start(
     }
 }
 
+/// Stops `proxy`, if any ([`StepProxy::finish`]).
+pub(crate) async fn finish(proxy: Option<StepProxy>) -> Result<(), String> {
+    match proxy {
+        Some(p) => p.finish().await,
+        None => Ok(()),
+    }
+}
+
 impl StepProxy {
     /// Stops the proxy and removes its directory; the proxy's error when it lost an
     /// observation.

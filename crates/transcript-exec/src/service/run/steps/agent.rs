@@ -80,28 +80,13 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
     // A cancelled agent is cancelled whatever it returned within the grace.
     let finished = with_grace(fut, cancel, ctx.inner.cancel_grace).await;
     // Whatever the outcome; a lost observation fails a step that would have succeeded.
-    if let Some(Err(lost)) = match proxy {
-        Some(p) => Some(p.finish().await),
-        None => None,
-    } && matches!(finished, Some(Ok(Ok(_))))
+    if let Err(lost) = crate::mcp::step::finish(proxy).await
+        && matches!(finished, Some(Ok(Ok(_))))
         && !cancel.is_cancelled()
     {
         return KindOut::flow(Flow::Failed(lost));
     }
-    match finished.filter(|_| !cancel.is_cancelled()) {
-        None => KindOut::flow(Flow::Cancelled),
-        Some(Ok(Ok(reply))) => {
-            // Warnings the agent survived stay visible in the result.
-            let result = if reply.warnings.is_empty() {
-                Value::String(reply.output.clone())
-            } else {
-                serde_json::json!({"output": reply.output.clone(), "warnings": reply.warnings})
-            };
-            KindOut::done(Value::String(reply.output), Some(result))
-        }
-        Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.to_string())),
-        Some(Err(panic)) => KindOut::flow(Flow::Failed(format!("agent panicked: {panic}"))),
-    }
+    outcome(finished.filter(|_| !cancel.is_cancelled()))
 }
 
 /// Starts the MCP proxy of `spec`'s servers, if any, pointing `request` at it.
@@ -130,4 +115,24 @@ async fn start_mcp_proxy(
         sc.cancel,
     )
     .await
+}
+
+/// The step's outcome from what its agent returned (`None`: cancelled).
+fn outcome<P: std::fmt::Display>(
+    finished: Option<Result<Result<crate::agent::AgentReply, crate::agent::AgentError>, P>>,
+) -> KindOut {
+    match finished {
+        None => KindOut::flow(Flow::Cancelled),
+        Some(Ok(Ok(reply))) => {
+            // Warnings the agent survived stay visible in the result.
+            let result = if reply.warnings.is_empty() {
+                Value::String(reply.output.clone())
+            } else {
+                serde_json::json!({"output": reply.output.clone(), "warnings": reply.warnings})
+            };
+            KindOut::done(Value::String(reply.output), Some(result))
+        }
+        Some(Ok(Err(e))) => KindOut::flow(Flow::Failed(e.to_string())),
+        Some(Err(panic)) => KindOut::flow(Flow::Failed(format!("agent panicked: {panic}"))),
+    }
 }
