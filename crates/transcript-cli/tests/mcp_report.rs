@@ -198,20 +198,18 @@ fn a_transcript_whose_observations_agree_reports_nothing() {
     assert!(!common::text(&out.stdout).contains("disagree"));
 }
 
-/// The documented example (`examples/mcp-servers/workflow.yaml`) is a valid workflow.
+/// The documented example (`examples/mcp-servers/workflow.yaml`) loads and validates as the
+/// runner would (`WorkflowSet::load`, then the checks `transcript run` makes).
 #[test]
 fn the_mcp_servers_example_validates() {
     let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples/mcp-servers/workflow.yaml");
-    let out = common::bin()
-        .arg("validate")
-        .arg(&example)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        common::text(&out.stdout),
-        common::text(&out.stderr)
-    );
+    let set = transcript_exec::WorkflowSet::load(&example).unwrap();
+    set.validate(&|_| false).unwrap();
+    let root = set.root().unwrap();
+    let transcript_exec::StepKind::Agent(agent) = &root.steps[0].kind else {
+        panic!("an agent step")
+    };
+    assert_eq!(agent.mcp_servers.len(), 1);
+    assert_eq!(agent.mcp_servers[0].name, "everything");
 }
