@@ -11,6 +11,7 @@ mod cmd;
 mod demo;
 mod exit;
 mod import_index;
+mod mcp_gateway;
 mod output_file;
 mod runs;
 mod source;

@@ -72,6 +72,12 @@ impl Emitter {
         self
     }
 
+    /// The wired recorder and the cap of one value, for the one adapter that records on the
+    /// run's behalf outside the emitter (an agent step's MCP proxy, [`crate::mcp`]).
+    pub(crate) fn recorder_and_cap(&self) -> (Option<Arc<dyn Recorder>>, usize) {
+        (self.recorder.clone(), self.max_value_bytes)
+    }
+
     /// Whether a recorder is wired.
     pub fn is_recording(&self) -> bool {
         self.recorder.is_some()

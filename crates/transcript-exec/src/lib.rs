@@ -315,6 +315,7 @@ pub mod custom;
 mod display;
 pub mod emit;
 pub mod http_agent;
+pub mod mcp;
 pub mod plugin;
 pub mod preset;
 pub mod process;

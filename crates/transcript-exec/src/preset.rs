@@ -318,6 +318,8 @@ impl Preset {
                         "read_file" | "list_dir" => 0,
                         "write_file" => 1,
                         "run_command" => 2,
+                        // MCP tools (`mcp__<server>…`) are allowed by the step's MCP proxy.
+                        mcp if mcp.starts_with("mcp__") => 0,
                         other => {
                             return Err(PresetError::UnknownTool {
                                 provider: self.name(),

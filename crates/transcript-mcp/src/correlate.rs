@@ -88,6 +88,16 @@ fn outputs_agree(router: &Value, agent: &Value) -> bool {
     match agent {
         Value::String(s) => *s == joined || s.trim() == joined.trim(),
         Value::Array(items) => *items == *content,
+        // Codex 0.169 reports `{"content": [...], "structured_content": null}` (measured in
+        // crates/transcript-cli/tests/mcp_real_agents.rs).
+        Value::Object(fields) => {
+            let structured = fields
+                .get("structured_content")
+                .or_else(|| fields.get("structuredContent"))
+                .filter(|s| !s.is_null());
+            fields.get("content") == Some(&Value::Array(content.clone()))
+                && structured.is_none_or(|s| router.get("structuredContent") == Some(s))
+        }
         _ => false,
     }
 }
@@ -330,5 +340,19 @@ mod tests {
         let pairs = pair_observations(&ev);
         assert_eq!(pairs[0].disagreement, None);
         assert_eq!(pairs[1].disagreement, Some(Disagreement::NoAgentResult));
+    }
+
+    #[test]
+    fn codexs_content_object_agrees_and_a_different_one_does_not() {
+        let router = json!({"content": [{"type": "text", "text": "Echo: hi"}]});
+        let codex =
+            json!({"content": [{"type": "text", "text": "Echo: hi"}], "structured_content": null});
+        assert!(outputs_agree(&router, &codex));
+        let other =
+            json!({"content": [{"type": "text", "text": "Echo: no"}], "structured_content": null});
+        assert!(!outputs_agree(&router, &other));
+        let structured = json!({"content": [{"type": "text", "text": "Echo: hi"}], "structured_content": {"x": 1}});
+        assert!(!outputs_agree(&router, &structured));
+        assert!(!outputs_agree(&router, &json!({"text": "Echo: hi"})));
     }
 }

@@ -84,17 +84,19 @@
 //!
 //! # Integration (exec agent step)
 //!
-//! For a CLI agent step with `mcp_servers`, the exec step calls, in order:
+//! `transcript-exec` does not depend on this crate: it defines the port
+//! (`transcript_exec::mcp::McpGateway`), and `transcript-cli` adapts this crate to it
+//! (`crates/transcript-cli/src/mcp_gateway.rs`). For a CLI preset step with `mcp_servers:`:
 //! 1. `McpProxy::start(&servers, Allowlist::from_step_tools(&step.tools), RecordTarget {
-//!    recorder, path, iteration, call_id_prefix: format!("{path}#{iteration}") },
-//!    ProxyLimits { call_deadline: <time left of the step>, ..Default::default() },
-//!    step_cancel.clone())`;
-//! 2. per CLI, with `proxy.endpoints()`: Claude Code: write [`preset::claude_mcp_config`] to
-//!    `<config dir>/transcript-mcp.json` (mode 0o600) and append [`preset::claude_args`] to
-//!    argv; Codex: rewrite `$CODEX_HOME/config.toml` through [`preset::codex_config_toml`];
-//!    Gemini CLI: rewrite `~/.gemini/settings.json` through [`preset::gemini_settings`];
-//! 3. run the CLI; then `proxy.shutdown().await` whatever the CLI's outcome, and fail the
-//!    step on its error.
+//!    recorder, path, iteration, call_id_prefix: "<path>#<iteration>" }, ProxyLimits {
+//!    call_deadline: <the step's timeout>, ..Default::default() }, step_cancel)`;
+//! 2. [`preset::wiring`] for the CLI, in a fresh private directory: Claude Code gets
+//!    [`preset::claude_args`] and its `--mcp-config` file; Codex gets [`preset::codex_args`]
+//!    (`-c` overrides) and the secret in [`preset::CODEX_SECRET_ENV`]; Gemini CLI gets a
+//!    private home ([`preset::GEMINI_HOME_ENV`]) whose `settings.json` is the user's with the
+//!    proxy's `mcpServers`. The user's own configuration files are never modified;
+//! 3. the CLI runs; then `proxy.shutdown().await` whatever its outcome, and the step fails on
+//!    its error (a lost observation).
 //!
 //! # Versioning
 //!

@@ -8,7 +8,7 @@
 //! | CLI | where | what |
 //! |-----|-------|------|
 //! | Claude Code | a new file, passed as `--mcp-config <file> --strict-mcp-config` ([`claude_args`]) | [`claude_mcp_config`]: `{"mcpServers": {name: {"type": "http", "url", "headers"}}}` |
-//! | Codex | `$CODEX_HOME/config.toml`, merged | [`codex_config_toml`]: `[mcp_servers.<name>]` with `url` and `http_headers` |
+//! | Codex | `-c` overrides ([`codex_args`]), the secret in the environment ([`CODEX_SECRET_ENV`]); or `$CODEX_HOME/config.toml`, merged | `mcp_servers.<name>` with `url` and `env_http_headers` ([`codex_args`]) or `http_headers` ([`codex_config_toml`]) |
 //! | Gemini CLI | `~/.gemini/settings.json`, merged | [`gemini_settings`]: `mcpServers.<name>` with `httpUrl`, `headers` and `trust` |
 //!
 //! Gemini CLI's servers are marked `trust: true` (no confirmation prompt, which a headless run
@@ -122,6 +122,39 @@ pub fn codex_config_toml(
     Ok(doc.to_string())
 }
 
+/// The variable that carries the proxy's secret to Codex (see [`codex_args`]).
+pub const CODEX_SECRET_ENV: &str = "TRANSCRIPT_MCP_SECRET";
+
+/// Codex's `-c` overrides pointing it at the proxy without touching its `config.toml`: per
+/// server `mcp_servers.<name>.url` and `mcp_servers.<name>.env_http_headers`, which names the
+/// variable [`CODEX_SECRET_ENV`] holding the secret (set it in Codex's environment, which only
+/// its user can read, unlike argv). A server of the same name in `config.toml` is overridden.
+/// Values are TOML strings (JSON's quoting, valid TOML for these ASCII values); names are
+/// `[A-Za-z0-9_-]`, TOML bare keys.
+pub fn codex_args(endpoints: &ProxyEndpoints) -> Vec<String> {
+    let quote = |s: &str| Value::String(s.to_owned()).to_string();
+    let mut args = Vec::new();
+    for e in &endpoints.endpoints {
+        args.push("-c".to_owned());
+        args.push(format!("mcp_servers.{}.url={}", e.server, quote(&e.url)));
+        args.push("-c".to_owned());
+        args.push(format!(
+            "mcp_servers.{}.env_http_headers={{{}={}}}",
+            e.server,
+            quote(&endpoints.secret_header),
+            quote(CODEX_SECRET_ENV)
+        ));
+        // Headless Codex refuses a tool that is not read-only ("requires approval, but
+        // approval policy is never"): the step's tools: is the approval, enforced by the proxy.
+        args.push("-c".to_owned());
+        args.push(format!(
+            "mcp_servers.{}.default_tools_approval_mode=\"approve\"",
+            e.server
+        ));
+    }
+    args
+}
+
 /// Gemini CLI's `settings.json` with the proxy's servers set under `mcpServers`
 /// (`httpUrl`, `headers`, `trust`); everything else in `existing` is kept, a server of the
 /// same name is replaced.
@@ -141,6 +174,111 @@ pub fn gemini_settings(existing: Value, endpoints: &ProxyEndpoints) -> Result<Va
         );
     }
     Ok(Value::Object(settings))
+}
+
+/// The variable that moves Gemini CLI's home (`$GEMINI_CLI_HOME/.gemini`, default `~`).
+/// Gemini CLI 0.61 has no flag for MCP servers and skips a "system" settings file that is not
+/// root-owned up to `/`, so the runner gives it a private home whose `.gemini/settings.json`
+/// holds the proxy's servers ([`GEMINI_SETTINGS_FILE`]); the caller links the rest of the
+/// user's `.gemini` into it.
+pub const GEMINI_HOME_ENV: &str = "GEMINI_CLI_HOME";
+
+/// Where the private Gemini home's settings go, relative to the wiring's directory.
+pub const GEMINI_SETTINGS_FILE: &str = "gemini-home/.gemini/settings.json";
+
+/// An agent CLI the proxy can be wired into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cli {
+    /// Claude Code.
+    Claude,
+    /// Codex.
+    Codex,
+    /// Gemini CLI.
+    Gemini,
+}
+
+impl Cli {
+    /// The CLI of a provider name (`claude`, `codex`, `gemini`).
+    pub fn of(provider: &str) -> Option<Cli> {
+        match provider {
+            "claude" => Some(Cli::Claude),
+            "codex" => Some(Cli::Codex),
+            "gemini" => Some(Cli::Gemini),
+            _ => None,
+        }
+    }
+}
+
+/// How one CLI is pointed at the proxy without touching the user's own configuration.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Wiring {
+    /// Arguments for the CLI (before its prompt).
+    pub args: Vec<String>,
+    /// Files to create (mode `0o600`, they may hold the secret): path and contents.
+    pub files: Vec<(std::path::PathBuf, String)>,
+    /// Environment variables for the CLI (may hold the secret).
+    pub env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for Wiring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wiring")
+            .field("args", &self.args)
+            .field(
+                "files",
+                &self.files.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+            )
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The [`Wiring`] of `cli` for `endpoints`, its files in `dir` (a private directory):
+/// Claude Code: `dir/transcript-mcp.json` ([`claude_mcp_config`]) and [`claude_args`] (only
+/// these servers); Codex: [`codex_args`] and the secret in [`CODEX_SECRET_ENV`]; Gemini CLI:
+/// `dir/`[`GEMINI_SETTINGS_FILE`], the user's `gemini_user_settings` with their
+/// `mcpServers` replaced by the proxy's ([`gemini_settings`]), its home named by
+/// [`GEMINI_HOME_ENV`].
+pub fn wiring(
+    cli: Cli,
+    endpoints: &ProxyEndpoints,
+    dir: &std::path::Path,
+    gemini_user_settings: Value,
+) -> Wiring {
+    match cli {
+        Cli::Claude => {
+            let file = dir.join("transcript-mcp.json");
+            Wiring {
+                args: claude_args(&file.to_string_lossy()),
+                files: vec![(file, claude_mcp_config(endpoints))],
+                env: Vec::new(),
+            }
+        }
+        Cli::Codex => Wiring {
+            args: codex_args(endpoints),
+            files: Vec::new(),
+            env: vec![(CODEX_SECRET_ENV.to_owned(), endpoints.secret.clone())],
+        },
+        Cli::Gemini => {
+            let mut user = match gemini_user_settings {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            // Only the step's servers: the user's own would bypass the proxy.
+            user.remove("mcpServers");
+            let settings = gemini_settings(Value::Object(user), endpoints)
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            Wiring {
+                args: Vec::new(),
+                env: vec![(
+                    GEMINI_HOME_ENV.to_owned(),
+                    dir.join("gemini-home").to_string_lossy().into_owned(),
+                )],
+                files: vec![(dir.join(GEMINI_SETTINGS_FILE), settings)],
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -207,6 +345,34 @@ mod tests {
     }
 
     #[test]
+    fn codex_args_carry_urls_and_name_the_secret_variable_never_the_secret() {
+        let args = codex_args(&endpoints());
+        assert_eq!(
+            args,
+            [
+                "-c",
+                "mcp_servers.files.url=\"http://127.0.0.1:4000/mcp/files\"",
+                "-c",
+                "mcp_servers.files.env_http_headers={\"x-transcript-mcp-secret\"=\"TRANSCRIPT_MCP_SECRET\"}",
+                "-c",
+                "mcp_servers.files.default_tools_approval_mode=\"approve\"",
+                "-c",
+                "mcp_servers.every-thing.url=\"http://127.0.0.1:4000/mcp/every-thing\"",
+                "-c",
+                "mcp_servers.every-thing.env_http_headers={\"x-transcript-mcp-secret\"=\"TRANSCRIPT_MCP_SECRET\"}",
+                "-c",
+                "mcp_servers.every-thing.default_tools_approval_mode=\"approve\"",
+            ]
+        );
+        assert!(!args.concat().contains("s3cr3t"));
+        // Each value is TOML Codex can read.
+        for kv in args.iter().filter(|a| *a != "-c") {
+            let doc: toml_edit::DocumentMut = kv.parse().unwrap();
+            assert!(doc.get("mcp_servers").is_some(), "{kv}");
+        }
+    }
+
+    #[test]
     fn gemini_settings_keep_what_is_there_and_add_trusted_http_servers() {
         let existing = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}, "mcpServers": {"other": {"command": "x"}}});
         let merged = gemini_settings(existing, &endpoints()).unwrap();
@@ -223,5 +389,53 @@ mod tests {
     #[test]
     fn the_secret_is_not_printed_by_debug() {
         assert!(!format!("{:?}", endpoints()).contains("s3cr3t"));
+        let dir = std::path::Path::new("/private");
+        for cli in [Cli::Claude, Cli::Codex, Cli::Gemini] {
+            assert!(!format!("{:?}", wiring(cli, &endpoints(), dir, json!({}))).contains("s3cr3t"));
+        }
+    }
+
+    #[test]
+    fn each_cli_gets_its_secret_in_a_file_or_the_environment_never_in_argv() {
+        let dir = std::path::Path::new("/private");
+        let claude = wiring(Cli::Claude, &endpoints(), dir, json!({}));
+        assert_eq!(claude.args, claude_args("/private/transcript-mcp.json"));
+        assert_eq!(claude.files[0].0, dir.join("transcript-mcp.json"));
+        assert_eq!(claude.files[0].1, claude_mcp_config(&endpoints()));
+        let codex = wiring(Cli::Codex, &endpoints(), dir, json!({}));
+        assert_eq!(codex.args, codex_args(&endpoints()));
+        assert_eq!(
+            codex.env,
+            [(CODEX_SECRET_ENV.to_owned(), "s3cr3t".to_owned())]
+        );
+        let user = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}, "mcpServers": {"own": {"command": "x"}}});
+        let gemini = wiring(Cli::Gemini, &endpoints(), dir, user);
+        assert!(gemini.args.is_empty());
+        assert_eq!(
+            gemini.env,
+            [(
+                GEMINI_HOME_ENV.to_owned(),
+                "/private/gemini-home".to_owned()
+            )]
+        );
+        assert_eq!(
+            gemini.files[0].0,
+            dir.join("gemini-home/.gemini/settings.json")
+        );
+        let settings: Value = serde_json::from_str(&gemini.files[0].1).unwrap();
+        assert_eq!(
+            settings["security"]["auth"]["selectedType"],
+            "gemini-api-key"
+        );
+        assert!(settings["mcpServers"].get("own").is_none(), "{settings}");
+        assert_eq!(
+            settings["mcpServers"]["files"]["headers"]["x-transcript-mcp-secret"],
+            "s3cr3t"
+        );
+        for w in [claude, codex, gemini] {
+            assert!(!w.args.concat().contains("s3cr3t"));
+        }
+        assert_eq!(Cli::of("codex"), Some(Cli::Codex));
+        assert_eq!(Cli::of("openai"), None);
     }
 }

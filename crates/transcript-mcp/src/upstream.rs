@@ -35,6 +35,9 @@ pub(crate) struct Upstream {
     service: RunningService<RoleClient, ()>,
     child: std::sync::Mutex<Option<ChildGroup>>,
     pgid: Option<u32>,
+    /// Fires when a stdio server's process exits: a call in flight then fails at once, even
+    /// when a grandchild still holds the server's stdout open (no end of file comes).
+    exited: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl Upstream {
@@ -80,6 +83,7 @@ impl Upstream {
                     name: server.name.clone(),
                     peer: service.peer().clone(),
                     service,
+                    exited: Some(group.exited.clone()),
                     child: std::sync::Mutex::new(Some(group)),
                     pgid,
                 })
@@ -113,6 +117,7 @@ impl Upstream {
                     service,
                     child: std::sync::Mutex::new(None),
                     pgid: None,
+                    exited: None,
                 })
             }
         }
@@ -128,7 +133,13 @@ impl Upstream {
         &self,
         params: CallToolRequestParams,
     ) -> Result<CallToolResult, ServiceError> {
-        self.peer.call_tool(params).await
+        let Some(exited) = &self.exited else {
+            return self.peer.call_tool(params).await;
+        };
+        tokio::select! {
+            answer = self.peer.call_tool(params) => answer,
+            () = exited.cancelled() => Err(ServiceError::TransportClosed),
+        }
     }
 
     /// The process group id of a stdio server.
@@ -147,19 +158,28 @@ impl Upstream {
     }
 }
 
-/// A child in its own process group; the whole group is killed when this is dropped.
+/// A child in its own process group; the whole group is killed when this is dropped. A task
+/// waits for (and reaps) the leader and fires `exited`.
 pub(crate) struct ChildGroup {
-    child: Option<Child>,
     pgid: u32,
+    exited: tokio_util::sync::CancellationToken,
+    live: bool,
 }
 
 impl ChildGroup {
-    fn new(child: Child) -> Self {
+    fn new(mut child: Child) -> Self {
         // A spawned child always has an id until it is reaped.
         let pgid = child.id().unwrap_or(0);
+        let exited = tokio_util::sync::CancellationToken::new();
+        let done = exited.clone();
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+            done.cancel();
+        });
         Self {
-            child: Some(child),
             pgid,
+            exited,
+            live: true,
         }
     }
 
@@ -172,20 +192,22 @@ impl ChildGroup {
 
     async fn stop(mut self, grace: Duration) {
         self.signal(Signal::TERM);
-        if let Some(mut child) = self.child.take()
-            && tokio::time::timeout(grace, child.wait()).await.is_err()
+        if tokio::time::timeout(grace, self.exited.cancelled())
+            .await
+            .is_err()
         {
             self.signal(Signal::KILL);
-            let _ = child.wait().await;
+            self.exited.cancelled().await;
         }
         // Members that outlived the leader (or ignored TERM) end now.
         self.signal(Signal::KILL);
+        self.live = false;
     }
 }
 
 impl Drop for ChildGroup {
     fn drop(&mut self) {
-        if self.child.is_some() {
+        if self.live {
             self.signal(Signal::KILL);
         }
     }

@@ -2,9 +2,9 @@
 //! (`preset::codex_config_toml`, `preset::gemini_settings`), driven by the testkit's scripted
 //! model server. Gemini CLI lists only the allowed MCP tool to its model, calls it through
 //! the proxy, and the recording holds the proxy's router pair with the server's real output.
-//! Codex 0.169 connects through the proxy and lists only the allowed tool, inside a Responses
-//! `namespace` tool `mcp__<server>`; calling it needs a namespaced `function_call` from the
-//! scripted server, which it cannot render yet, so the Codex test stops at the listing.
+//! Codex 0.169 lists only the allowed tool, inside a Responses `namespace` tool
+//! `mcp__<server>`, and calls it when the scripted server answers with a `function_call`
+//! carrying that `namespace` and the bare tool name.
 //! Skipped with a message when the CLI is not installed; a failure when
 //! `TRANSCRIPT_REQUIRE_AGENTS=1` or `CI=true`.
 
@@ -26,7 +26,9 @@ use transcript_testkit::model_server::{ModelServer, Script, Turn};
 /// `mcp__<server>`).
 fn model_tool_name(cli: AgentCli, server: &str, tool: &str) -> String {
     match cli {
-        AgentCli::Codex => tool.to_owned(),
+        // The scripted server sends a qualified name inside its namespace (`mcp__<server>`),
+        // as `tool` (testkit `responses.rs`).
+        AgentCli::Codex => format!("mcp__{server}__{tool}"),
         _ => format!("mcp_{server}_{tool}"),
     }
 }
@@ -54,13 +56,10 @@ async fn through_the_proxy(cli: AgentCli) {
     .await
     .unwrap();
     let name = model_tool_name(cli, "fault", "echo");
-    let script = match cli {
-        AgentCli::Codex => Script::new([Turn::text("done")]),
-        _ => Script::new([
-            Turn::tool_call(name.clone(), json!({"text": "through the proxy"})),
-            Turn::text("done"),
-        ]),
-    };
+    let script = Script::new([
+        Turn::tool_call(name.clone(), json!({"text": "through the proxy"})),
+        Turn::text("done"),
+    ]);
     let server = ModelServer::start(script).unwrap();
     let sb = AgentSandbox::new().unwrap();
     let inv = sb
@@ -123,15 +122,13 @@ async fn through_the_proxy(cli: AgentCli) {
             ["echo"],
             "tools/list hides what the step does not allow\n{why}"
         );
-        assert!(recorder.tools().is_empty());
-        proxy.shutdown().await.unwrap();
-        return;
+    } else {
+        assert!(first_tools.contains(&name), "{why}");
+        assert!(
+            !first_tools.iter().any(|t| t.contains("crash")),
+            "tools/list hides what the step does not allow\n{why}"
+        );
     }
-    assert!(first_tools.contains(&name), "{why}");
-    assert!(
-        !first_tools.iter().any(|t| t.contains("crash")),
-        "tools/list hides what the step does not allow\n{why}"
-    );
     assert_eq!(read_log(&log), ["echo"], "{why}");
     let router = recorder.tools();
     assert_eq!(router.len(), 2, "{router:?}\n{why}");
@@ -154,7 +151,7 @@ async fn through_the_proxy(cli: AgentCli) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_lists_only_the_allowed_mcp_tool_through_the_proxy() {
+async fn codex_lists_only_the_allowed_mcp_tool_and_calls_it_through_the_proxy() {
     through_the_proxy(AgentCli::Codex).await;
 }
 

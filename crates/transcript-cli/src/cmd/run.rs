@@ -354,7 +354,9 @@ fn build_service(
         .agent_runner(
             "openai",
             Arc::new(transcript_exec::HttpAgentRunner::from_env()),
-        );
+        )
+        // Agent steps with `mcp_servers:` reach them through transcript-mcp's proxy.
+        .mcp_gateway(Arc::new(crate::mcp_gateway::ProxyGateway));
     // The audit trail beside the transcript is masked like it.
     if let Some(mask) = args.redactor.clone().map(text_mask) {
         builder = builder.audit_mask(mask);

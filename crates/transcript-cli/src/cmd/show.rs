@@ -27,7 +27,19 @@ pub fn run(
 ) -> Result<(), CliError> {
     let run = source::open_run(run, storage, None)?;
     let doc = run.document(&transcript_export::ExportOptions::default());
-    stdout_result(out.write_all(render(&doc, style).as_bytes()))?;
+    let mut text = render(&doc, style);
+    let disagreements = crate::cmd::stats::mcp_disagreements(&run.events);
+    if !disagreements.is_empty() {
+        let _ = writeln!(
+            text,
+            "{}",
+            style.yellow("MCP calls whose two observations (proxy, agent) disagree:")
+        );
+        for d in &disagreements {
+            let _ = writeln!(text, "  {}", style.yellow(&clean(&d.describe())));
+        }
+    }
+    stdout_result(out.write_all(text.as_bytes()))?;
     run.children_read()
 }
 

@@ -36,6 +36,106 @@ pub struct Stats {
     pub cost_by_provider: BTreeMap<String, Option<f64>>,
     /// Models of billed turns the price table has no price for.
     pub unpriced_models: std::collections::BTreeSet<String>,
+    /// MCP calls whose two observations (the proxy's `router` record and the agent CLI's
+    /// `agent_emitted` report) disagree.
+    pub mcp_disagreements: Vec<McpDisagreement>,
+}
+
+/// One MCP call seen by the run's proxy whose agent report disagrees with it (#33).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpDisagreement {
+    /// The run.
+    pub run_id: String,
+    /// Step path.
+    pub path: String,
+    /// Iteration.
+    pub iteration: u64,
+    /// The qualified tool name, `mcp__<server>__<tool>`.
+    pub tool: String,
+    /// The proxy's call id.
+    pub router_call_id: String,
+    /// The CLI's call id, when it reported the call.
+    pub agent_call_id: Option<String>,
+    /// `not_reported_by_agent`, `no_agent_result` or `output_differs`.
+    pub disagreement: &'static str,
+    /// The proxy's output (`output_differs`), as JSON text.
+    pub router_output: Option<String>,
+    /// The CLI's output (`output_differs`), as JSON text.
+    pub agent_output: Option<String>,
+}
+
+impl McpDisagreement {
+    /// One line for people: the call, the tool and what differs.
+    pub fn describe(&self) -> String {
+        let short = |s: &Option<String>| {
+            let s = s.as_deref().unwrap_or("");
+            match s.char_indices().nth(200) {
+                Some((i, _)) => format!("{}…", &s[..i]),
+                None => s.to_owned(),
+            }
+        };
+        let what = match self.disagreement {
+            "not_reported_by_agent" => "the agent did not report this call".to_owned(),
+            "no_agent_result" => "the agent reported no result; the proxy saw one".to_owned(),
+            _ => format!(
+                "outputs differ: server {} / agent {}",
+                short(&self.router_output),
+                short(&self.agent_output)
+            ),
+        };
+        let agent = self
+            .agent_call_id
+            .as_deref()
+            .map(|id| format!(" (agent {id})"))
+            .unwrap_or_default();
+        format!(
+            "{} #{} {} {}{agent}: {what}",
+            self.path, self.iteration, self.tool, self.router_call_id
+        )
+    }
+}
+
+/// The MCP calls of one run's `events` whose two observations disagree
+/// (`transcript_mcp::correlate::pair_observations`).
+pub fn mcp_disagreements(events: &[DecodedEvent]) -> Vec<McpDisagreement> {
+    use transcript_mcp::correlate::{Disagreement, pair_observations};
+    let tools: Vec<transcript_domain::ExchangeEvent> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Known(EventType::ToolCall | EventType::ToolResult)
+            )
+        })
+        .filter_map(|e| e.to_event().ok())
+        .collect();
+    let run_id = events
+        .first()
+        .map(|e| e.run_id.to_string())
+        .unwrap_or_default();
+    pair_observations(&tools)
+        .into_iter()
+        .filter_map(|call| {
+            let (disagreement, router_output, agent_output) = match call.disagreement? {
+                Disagreement::NotReportedByAgent => ("not_reported_by_agent", None, None),
+                Disagreement::NoAgentResult => ("no_agent_result", None, None),
+                Disagreement::OutputDiffers { router, agent } => {
+                    ("output_differs", Some(router), Some(agent))
+                }
+            };
+            Some(McpDisagreement {
+                run_id: run_id.clone(),
+                path: call.path,
+                iteration: call.iteration,
+                tool: call.name,
+                router_call_id: call.router_call_id,
+                agent_call_id: call.agent_call_id,
+                disagreement,
+                router_output,
+                agent_output,
+            })
+        })
+        .collect()
 }
 
 /// Adds `cost` to a sum that stays unknown once a part is.
@@ -186,6 +286,12 @@ impl Stats {
         render_usage(&mut out, &self.usage_by_step, &self.cost_by_step);
         let _ = writeln!(out, "\ntoken usage by provider");
         render_usage(&mut out, &self.usage_by_provider, &self.cost_by_provider);
+        if !self.mcp_disagreements.is_empty() {
+            let _ = writeln!(out, "\nMCP calls whose two observations disagree");
+            for d in &self.mcp_disagreements {
+                let _ = writeln!(out, "  {}", d.describe());
+            }
+        }
         out
     }
 }
@@ -247,7 +353,9 @@ pub fn run(
     for file in files {
         let loaded = crate::source::load(&file)?;
         crate::source::report_read_problems(&loaded);
-        stats.add_run(&loaded.decoded(), &price);
+        let decoded = loaded.decoded();
+        stats.add_run(&decoded, &price);
+        stats.mcp_disagreements.extend(mcp_disagreements(&decoded));
     }
     let unpriced: Vec<String> = stats.unpriced_models.iter().cloned().collect();
     crate::cmd::receipts::warn_unpriced(&unpriced, pricing_file, &mut std::io::stderr());

@@ -28,6 +28,7 @@ pub(super) struct Inner {
     pub(super) max_call_depth: usize,
     pub(super) cancel_grace: Duration,
     pub(super) limits: ProcessLimits,
+    pub(super) mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
 }
 
 /// Configures an [`ExecutionService`].
@@ -46,6 +47,7 @@ pub struct ServiceBuilder {
     max_call_depth: usize,
     cancel_grace: Duration,
     limits: ProcessLimits,
+    mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
 }
 
 impl ServiceBuilder {
@@ -143,6 +145,13 @@ impl ServiceBuilder {
         self
     }
 
+    /// Starts the MCP proxy of agent steps with `mcp_servers:` ([`crate::mcp`]); without
+    /// one, such a step fails saying so.
+    pub fn mcp_gateway(mut self, gateway: Arc<dyn crate::mcp::McpGateway>) -> Self {
+        self.mcp_gateway = Some(gateway);
+        self
+    }
+
     /// Maximum `call_workflow` nesting (default 8); deeper calls fail the
     /// calling step with a clear error.
     pub fn max_call_depth(mut self, depth: usize) -> Self {
@@ -220,6 +229,7 @@ impl ServiceBuilder {
                 max_call_depth: self.max_call_depth,
                 cancel_grace: self.cancel_grace,
                 limits: self.limits,
+                mcp_gateway: self.mcp_gateway,
             }),
         })
     }
@@ -250,6 +260,7 @@ impl ExecutionService {
             max_call_depth: 8,
             cancel_grace: Duration::from_secs(5),
             limits: ProcessLimits::default(),
+            mcp_gateway: None,
         }
     }
 

@@ -70,12 +70,14 @@
 //! quote strings that could read as booleans.
 
 mod inline_script;
+mod mcp_servers;
 mod model;
 mod parse;
 mod set;
 mod validate;
 mod yaml;
 
+pub use mcp_servers::{McpServerSpec, McpTransport, check_servers};
 pub use model::{
     AgentSpec, BUILTIN_KINDS, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step,
     StepKind, Workflow,

@@ -308,6 +308,9 @@ pub struct AgentSpec {
     /// Extra environment of a CLI agent's process (values templated), on
     /// top of the runner's: a preset's endpoint and credentials.
     pub env: BTreeMap<String, TemplateText>,
+    /// MCP servers of a CLI preset step (`claude`, `codex`, `gemini`), reached by the CLI
+    /// through the service's recording, allowlisting MCP proxy.
+    pub mcp_servers: Vec<super::mcp_servers::McpServerSpec>,
 }
 
 /// What a `command` step runs.

@@ -196,8 +196,9 @@ fn for_each_step(d: ForEachDef, file: &str, prefix: &str) -> Result<Step, Workfl
 
 /// An `agent` step.
 fn agent_step(d: AgentDef, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
-    let command = agent_command(d.command)
-        .map_err(|r| WorkflowError::new(file, Some(&join_path(prefix, &d.name)), r))?;
+    let at = |r: String| WorkflowError::new(file, Some(&join_path(prefix, &d.name)), r);
+    let command = agent_command(d.command).map_err(|r| at(r.into()))?;
+    let mcp_servers = super::mcp_servers::servers_of(d.mcp_servers).map_err(at)?;
     let kind = StepKind::Agent(AgentSpec {
         provider: AgentProvider::from(d.provider),
         command: command.into_iter().map(TemplateText::new).collect(),
@@ -207,6 +208,7 @@ fn agent_step(d: AgentDef, file: &str, prefix: &str) -> Result<Step, WorkflowErr
         max_turns: d.max_turns,
         tools: d.tools,
         env: texts(d.env),
+        mcp_servers,
     });
     Ok(common(d.name, d.timeout_ms, d.continue_on_error, kind))
 }

@@ -386,6 +386,16 @@ impl StepCheck<'_> {
         if a.provider.is_empty() {
             return Err(self.err("agent needs a provider"));
         }
+        super::mcp_servers::check_step(&a.provider, &a.command, &a.mcp_servers)
+            .map_err(|r| self.err(r))?;
+        for s in &a.mcp_servers {
+            if let super::McpTransport::Stdio { env, .. } = &s.transport {
+                for name in env.keys() {
+                    check_env_entry(name, "")
+                        .map_err(|r| self.err(format!("mcp_servers '{}': env: {r}", s.name)))?;
+                }
+            }
+        }
         if a.command.is_empty()
             && let Some(preset) = crate::preset::Preset::of_agent(&a.provider)
         {

@@ -107,6 +107,8 @@ step_struct!(
         tools: Vec<String>,
         #[serde(default)]
         env: BTreeMap<String, String>,
+        #[serde(default)]
+        mcp_servers: Vec<super::mcp_servers::McpServerDef>,
     }
 );
 step_struct!(

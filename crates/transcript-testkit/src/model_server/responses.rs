@@ -71,14 +71,31 @@ fn item(ctx: &Ctx<'_>, index: usize, block: &Block, done: bool) -> Value {
             id,
             name,
             arguments,
-        } => json!({
-            "type": "function_call", "id": ctx.item_id("fc", index),
-            "call_id": id.clone().unwrap_or_else(|| ctx.item_id("call", index)),
-            "name": name,
-            "arguments": if done { arguments_text(arguments) } else { String::new() },
-            "status": if done { "completed" } else { "in_progress" },
-        }),
+        } => {
+            let mut call = json!({
+                "type": "function_call", "id": ctx.item_id("fc", index),
+                "call_id": id.clone().unwrap_or_else(|| ctx.item_id("call", index)),
+                "name": name,
+                "arguments": if done { arguments_text(arguments) } else { String::new() },
+                "status": if done { "completed" } else { "in_progress" },
+            });
+            if let Some((namespace, tool)) = mcp_namespace(name) {
+                call["namespace"] = json!(namespace);
+                call["name"] = json!(tool);
+            }
+            call
+        }
     }
+}
+
+/// An MCP tool named the qualified way, `mcp__<server>__<tool>` (Claude Code's spelling), is
+/// called the way Codex offers MCP tools in its Responses requests: inside the `namespace`
+/// tool `mcp__<server>`, as `{"namespace": "mcp__<server>", "name": "<tool>"}` (Codex 0.169,
+/// measured in transcript-mcp's `tests/real_codex_gemini.rs`). Server names hold no `__`.
+fn mcp_namespace(name: &str) -> Option<(String, &str)> {
+    let rest = name.strip_prefix("mcp__")?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then(|| (format!("mcp__{server}"), tool))
 }
 
 /// The Responses stream of one turn, in OpenAI's order: created, in progress, each output item
@@ -287,5 +304,37 @@ mod tests {
         assert_eq!(u["output_tokens"], 20);
         assert_eq!(u["output_tokens_details"]["reasoning_tokens"], 8);
         assert_eq!(u["total_tokens"], 100);
+    }
+
+    #[test]
+    fn a_qualified_mcp_tool_is_called_inside_its_namespace_as_codex_offers_it() {
+        let turn = Turn::default()
+            .then_tool_call("mcp__fault__echo", json!({"text": "x"}))
+            .then_tool_call("mcp__files__read__all", json!({}))
+            .then_tool_call("exec_command", json!({}))
+            .then_tool_call("mcp__bad", json!({}));
+        let ctx = Ctx {
+            turn: &turn,
+            model: "gpt-test".into(),
+            seq: 1,
+        };
+        let Answer::Json(body) = answer(&ctx, false) else {
+            panic!("expected JSON")
+        };
+        let calls: Vec<(Value, Value)> = body["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["namespace"].clone(), c["name"].clone()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                (json!("mcp__fault"), json!("echo")),
+                (json!("mcp__files"), json!("read__all")),
+                (Value::Null, json!("exec_command")),
+                (Value::Null, json!("mcp__bad")),
+            ]
+        );
     }
 }

@@ -56,7 +56,7 @@ fn request(sc: &StepCtx<'_>, spec: &AgentSpec) -> Result<AgentRequest, String> {
 pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindOut {
     let (ctx, cancel) = (sc.run, sc.cancel);
     let (path, iteration) = (sc.path, sc.iteration);
-    let request = match request(sc, spec) {
+    let mut request = match request(sc, spec) {
         Ok(r) => r,
         Err(e) => return KindOut::flow(Flow::Failed(e)),
     };
@@ -85,19 +85,67 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
             )));
         }
     };
+    let prefix = ctx.agent_call_prefix(path, iteration);
+    // The step's MCP proxy, when it has servers: started before the CLI, stopped after it.
+    let proxy = match start_mcp_proxy(sc, spec, &mut request, prefix.clone()).await {
+        Ok(p) => p,
+        Err(e) => return KindOut::flow(Flow::Failed(e)),
+    };
     let seam = AgentSeam::new(
         sc.call_scope(),
         ctx.inner.router.clone(),
         spec.provider.name(),
     )
     .with_offered_tools(spec.tools.iter().cloned())
-    .with_call_id_prefix(ctx.agent_call_prefix(path, iteration))
+    .with_call_id_prefix(prefix)
     .with_configured_model(spec.model.clone())
     .with_clock(ctx.inner.observers.clock.clone());
     let fut = CatchUnwind::new(async { runner.run(request, &seam).await });
     // A cancelled agent is cancelled whatever it returned within the grace.
     let finished = with_grace(fut, cancel, ctx.inner.cancel_grace).await;
-    match finished.filter(|_| !cancel.is_cancelled()) {
+    // Whatever the outcome; a lost observation fails a step that would have succeeded.
+    if let Err(lost) = crate::mcp::step::finish(proxy).await
+        && matches!(finished, Some(Ok(Ok(_))))
+        && !cancel.is_cancelled()
+    {
+        return KindOut::flow(Flow::Failed(lost));
+    }
+    outcome(finished.filter(|_| !cancel.is_cancelled()))
+}
+
+/// Starts the MCP proxy of `spec`'s servers, if any, pointing `request` at it.
+async fn start_mcp_proxy(
+    sc: &StepCtx<'_>,
+    spec: &AgentSpec,
+    request: &mut AgentRequest,
+    call_id_prefix: String,
+) -> Result<Option<crate::mcp::step::StepProxy>, String> {
+    let (recorder, max_value_bytes) = sc.run.emitter.recorder_and_cap();
+    let target = crate::mcp::step::Target {
+        recorder,
+        run_id: sc.run.run_id,
+        max_value_bytes,
+        path: sc.path.to_owned(),
+        iteration: sc.iteration,
+        call_id_prefix,
+    };
+    let gateway = sc.run.inner.mcp_gateway.as_ref();
+    crate::mcp::step::start(
+        gateway,
+        &spec.mcp_servers,
+        request,
+        target,
+        sc.step.timeout,
+        sc.cancel,
+    )
+    .await
+}
+
+/// The step's outcome from what its agent returned (`None`: cancelled).
+fn outcome<P: std::fmt::Display>(
+    finished: Option<Result<Result<crate::agent::AgentReply, crate::agent::AgentError>, P>>,
+) -> KindOut {
+    match finished {
         None => KindOut::flow(Flow::Cancelled),
         Some(Ok(Ok(reply))) => {
             // Warnings the agent survived stay visible in the result.

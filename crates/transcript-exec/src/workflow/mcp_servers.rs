@@ -1,0 +1,175 @@
+//! The agent step option `mcp_servers:` (#33): the servers a CLI preset step's agent reaches
+//! through the runner's MCP proxy (the `mcp` module), as written and as modelled, and their
+//! load-time checks.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+
+/// One MCP server of an agent step: the name the CLI sees and how the proxy reaches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerSpec {
+    /// 1 to 64 characters of `[A-Za-z0-9_-]`, no `__`, no leading `-`: a key of the CLI's
+    /// MCP configuration and the middle of the qualified tool names `mcp__<name>__<tool>`.
+    pub name: String,
+    /// How the proxy reaches it.
+    pub transport: McpTransport,
+}
+
+/// How the proxy reaches one MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A server the proxy starts, speaking MCP on stdin / stdout (argv, never a shell).
+    Stdio {
+        /// The program (looked up on `PATH` when it has no `/`).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its environment (on top of a few inherited variables such as `PATH` and `HOME`;
+        /// never the runner's API keys).
+        env: BTreeMap<String, String>,
+    },
+    /// A server reached over MCP's streamable HTTP transport.
+    Http {
+        /// `http://` or `https://` URL.
+        url: String,
+        /// Headers sent with every request.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One `mcp_servers:` entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct McpServerDef {
+    name: String,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Option<Vec<String>>,
+    #[serde(default)]
+    env: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: Option<BTreeMap<String, String>>,
+}
+
+/// The model of the written entries: each is a stdio server (`command`, optional `args`,
+/// `env`) or an HTTP server (`url`, optional `headers`), never both.
+pub(crate) fn servers_of(defs: Vec<McpServerDef>) -> Result<Vec<McpServerSpec>, String> {
+    defs.into_iter()
+        .map(|d| {
+            let transport = match (d.command, d.url) {
+                (Some(command), None) if d.headers.is_none() => McpTransport::Stdio {
+                    command,
+                    args: d.args.unwrap_or_default(),
+                    env: d.env.unwrap_or_default(),
+                },
+                (None, Some(url)) if d.args.is_none() && d.env.is_none() => McpTransport::Http {
+                    url,
+                    headers: d.headers.unwrap_or_default(),
+                },
+                (Some(_), Some(_)) | (None, None) => {
+                    return Err(format!(
+                        "mcp_servers '{}': give either command (stdio) or url (streamable HTTP)",
+                        d.name
+                    ));
+                }
+                (Some(_), None) => {
+                    return Err(format!(
+                        "mcp_servers '{}': headers belong to url servers, not command ones",
+                        d.name
+                    ));
+                }
+                (None, Some(_)) => {
+                    return Err(format!(
+                        "mcp_servers '{}': args and env belong to command servers, not url ones",
+                        d.name
+                    ));
+                }
+            };
+            Ok(McpServerSpec {
+                name: d.name,
+                transport,
+            })
+        })
+        .collect()
+}
+
+/// Checks a step's servers: names a URL path, a TOML key and a qualified tool name can hold
+/// (`[A-Za-z0-9_-]{1,64}`, no `__`, no leading `-`), unique; a non-empty command; an
+/// `http(s)://` URL; literal values.
+pub fn check_servers(servers: &[McpServerSpec]) -> Result<(), String> {
+    let mut seen = BTreeSet::new();
+    for s in servers {
+        let name = &s.name;
+        let valid = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && !name.contains("__")
+            && !name.starts_with('-');
+        if !valid {
+            return Err(format!(
+                "mcp_servers: name {name:?} is not 1 to 64 characters of [A-Za-z0-9_-] without \"__\" and without a leading \"-\""
+            ));
+        }
+        if !seen.insert(name.as_str()) {
+            return Err(format!("mcp_servers: name {name:?} is used twice"));
+        }
+        match &s.transport {
+            McpTransport::Stdio { command, .. } => {
+                if command.is_empty() {
+                    return Err(format!("mcp_servers '{name}': empty command"));
+                }
+            }
+            McpTransport::Http { url, .. } => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(format!(
+                        "mcp_servers '{name}': url {url:?} is not http:// or https://"
+                    ));
+                }
+            }
+        }
+        let templated = match &s.transport {
+            McpTransport::Stdio { command, args, env } => std::iter::once(command)
+                .chain(args)
+                .chain(env.values())
+                .any(|v| v.contains("{{")),
+            McpTransport::Http { url, headers } => std::iter::once(url)
+                .chain(headers.values())
+                .any(|v| v.contains("{{")),
+        };
+        if templated {
+            return Err(format!(
+                "mcp_servers '{name}': values are literal, {{{{…}}}} is not rendered here"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The load-time rule of an agent step's `mcp_servers`: only on a CLI preset step
+/// (`claude`, `codex`, `gemini` without `command:`), whose configuration the runner writes;
+/// then [`check_servers`].
+pub(crate) fn check_step<T>(
+    provider: &crate::provider::AgentProvider,
+    command: &[T],
+    servers: &[McpServerSpec],
+) -> Result<(), String> {
+    if servers.is_empty() {
+        return Ok(());
+    }
+    if crate::preset::Preset::of_agent(provider).is_none() || !command.is_empty() {
+        return Err(format!(
+            "mcp_servers needs a CLI preset step (provider claude, codex or gemini, without command:), not provider '{provider}'{}",
+            if command.is_empty() {
+                ""
+            } else {
+                " with a command"
+            }
+        ));
+    }
+    check_servers(servers)
+}
