@@ -332,6 +332,26 @@ fn a_turn_naming_no_model_is_billed_under_its_steps_model_by_every_report() {
         .map(|a| a["value"]["doubleValue"].as_f64().unwrap())
         .sum();
     assert!((chat_cost - want).abs() < 1e-12, "{chat_cost}");
+    // `stats --json`: its cost per step and per provider says the same.
+    let out = ok(bin()
+        .args(["stats", run, "--json", "--storage"])
+        .arg(s)
+        .output()
+        .unwrap());
+    let stats = json_of(&out);
+    for table in ["cost_by_step", "cost_by_provider"] {
+        let sum: f64 = stats[table]
+            .as_object()
+            .unwrap_or_else(|| panic!("{table}: {stats:#}"))
+            .values()
+            .map(|v| {
+                v.as_f64()
+                    .unwrap_or_else(|| panic!("{table} unpriced: {stats:#}"))
+            })
+            .sum();
+        assert!((sum - want).abs() < 1e-12, "{table}: {sum}");
+    }
+    assert_eq!(stats["unpriced_models"], json!([]), "{stats:#}");
 
     // A step naming two models: its unnamed turn is `(none)` everywhere, and warned once.
     let mixed = "00000000-0000-4000-8000-00000000000b";

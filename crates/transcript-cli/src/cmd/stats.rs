@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use transcript_domain::bill::{billed_model, step_model};
 use transcript_domain::{DecodedEvent, EventKind, EventType, Usage};
 
 use crate::cmd::tree::duration;
@@ -139,6 +140,26 @@ pub fn mcp_disagreements(events: &[DecodedEvent]) -> Vec<McpDisagreement> {
 }
 
 /// Adds `cost` to a sum that stays unknown once a part is.
+/// Each step execution's model ([`step_model`] of its assistant turns), by path and iteration.
+fn step_models(events: &[DecodedEvent]) -> BTreeMap<(&str, u64), Option<&str>> {
+    let mut named: BTreeMap<(&str, u64), Vec<Option<&str>>> = BTreeMap::new();
+    for e in events {
+        if let Some(m) = e
+            .message()
+            .filter(|_| e.kind == EventKind::Known(EventType::MessageAssistant))
+        {
+            named
+                .entry((e.path.as_str(), e.iteration))
+                .or_default()
+                .push(m.model.as_deref());
+        }
+    }
+    named
+        .into_iter()
+        .map(|(k, models)| (k, step_model(models)))
+        .collect()
+}
+
 fn add_cost(sum: &mut Option<f64>, cost: Option<f64>) {
     match (sum.as_mut(), cost) {
         (Some(s), Some(c)) => *s += c,
@@ -172,6 +193,7 @@ impl Stats {
     ) {
         self.runs += 1;
         self.events += events.len();
+        let step_models = step_models(events);
         let mut started: BTreeMap<(String, u64), transcript_domain::Timestamp> = BTreeMap::new();
         for e in events {
             *self
@@ -192,7 +214,12 @@ impl Stats {
                         .entry(provider.clone())
                         .or_default()
                         .accumulate(u);
-                    let model = m.model.as_deref().unwrap_or("(none)");
+                    // The one billing rule of every report: the turn's model, else its step's.
+                    let step_model = step_models
+                        .get(&(e.path.as_str(), e.iteration))
+                        .copied()
+                        .flatten();
+                    let model = billed_model(m.model.as_deref(), step_model);
                     let cost = price(model, u);
                     if cost.is_none() {
                         self.unpriced_models.insert(model.to_owned());
