@@ -188,6 +188,16 @@ pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
     runs
 }
 
+/// Whether the run file at `path` mirrors a session of an agent CLI's store (listed by the
+/// import index of `storage`): such a run without `run.completed` is open, not incomplete
+/// (the CLI may append to the session, and the next import appends to the run).
+pub fn is_imported_session(storage: &Path, path: &Path) -> bool {
+    let Some(id) = RunId::from_file_name(path) else {
+        return false;
+    };
+    crate::import_index::Index::load(storage).is_ok_and(|index| index.session_runs().contains(&id))
+}
+
 /// The most recently started root run.
 pub fn latest(storage: &Path) -> Result<Option<PathBuf>, CliError> {
     if !storage.is_dir() {

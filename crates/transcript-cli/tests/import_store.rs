@@ -217,6 +217,25 @@ fn since_skips_older_session_files_and_codex_home_is_honoured() {
         .map(|r| &r["status"])
         .collect();
     assert_eq!(statuses, [&Value::from("open")], "{runs}");
+    // `tree` and `show` say the same of it as `list`.
+    let id = runs[0]["run_id"].as_str().unwrap();
+    let view = |args: &[&str]| {
+        let out = bin()
+            .args(args)
+            .arg(id)
+            .arg("--storage")
+            .arg(&storage)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let tree = view(&["tree"]);
+    assert!(tree.lines().next().unwrap().contains(" open "), "{tree}");
+    assert!(!tree.contains("incomplete"), "{tree}");
+    let json: Value = serde_json::from_str(&view(&["tree", "--json"])).unwrap();
+    assert_eq!(json["open_session"], Value::Bool(true), "{json}");
+    assert!(view(&["show"]).contains("━━ open: this run mirrors an imported agent CLI session"));
 }
 
 fn grouped(storage: &Path, by: &str) -> Value {

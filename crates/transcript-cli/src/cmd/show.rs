@@ -28,6 +28,14 @@ pub fn run(
     let run = source::open_run(run, storage, None)?;
     let doc = run.document(&transcript_export::ExportOptions::default());
     let mut text = render(&doc, style);
+    if doc.run.status == "incomplete" && crate::runs::is_imported_session(storage, &run.path) {
+        // `list` says `open` for such a run: say why it has no completion.
+        let _ = writeln!(
+            text,
+            "{}",
+            style.yellow("━━ open: this run mirrors an imported agent CLI session, which may still grow; the next `transcript import --store` appends what is new")
+        );
+    }
     let disagreements = crate::cmd::stats::mcp_disagreements(&run.events);
     if !disagreements.is_empty() {
         let _ = writeln!(

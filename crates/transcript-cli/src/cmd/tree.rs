@@ -20,10 +20,19 @@ pub fn run(
 ) -> Result<(), CliError> {
     let run = source::open_run(run, storage, None)?;
     let tree = transcript_domain::tree::build_run_tree(&run.events, &mut run.lookup());
+    let open =
+        tree.status == Status::Incomplete && crate::runs::is_imported_session(storage, &run.path);
     let text = if json {
-        super::to_json(&tree)? + "\n"
+        let mut value =
+            serde_json::to_value(&tree).map_err(|e| CliError::Invalid(e.to_string()))?;
+        if open {
+            // `list --json` says `open` for such a run; the tree keeps the one status
+            // vocabulary and says why the run has no completion.
+            value["open_session"] = serde_json::Value::Bool(true);
+        }
+        super::to_json(&value)? + "\n"
     } else {
-        render(&tree, style)
+        render(&tree, style, open)
     };
     stdout_result(out.write_all(text.as_bytes()))?;
     run.children_read()
@@ -39,37 +48,40 @@ pub fn duration(ms: Option<i64>) -> String {
     }
 }
 
-fn status(style: &Style, s: Status) -> String {
+/// `open`: the run mirrors an imported session that may still grow (see
+/// [`crate::runs::is_imported_session`]), so what has no completion yet is `open`.
+fn status(style: &Style, s: Status, open: bool) -> String {
     match s {
         Status::Succeeded => style.green("ok"),
         Status::Failed => style.red("failed"),
+        Status::Incomplete if open => style.yellow("open"),
         Status::Incomplete => style.yellow("incomplete"),
         Status::Cancelled => style.yellow("cancelled"),
     }
 }
 
-/// Renders the tree as text.
-pub fn render(tree: &RunTree, style: &Style) -> String {
+/// Renders the tree as text; `open` as in [`status`] (for the root run only).
+pub fn render(tree: &RunTree, style: &Style, open: bool) -> String {
     let mut out = String::new();
-    render_run(tree, 0, style, &mut out);
+    render_run(tree, 0, style, open, &mut out);
     out
 }
 
-fn render_run(tree: &RunTree, depth: usize, style: &Style, out: &mut String) {
+fn render_run(tree: &RunTree, depth: usize, style: &Style, open: bool, out: &mut String) {
     let indent = "  ".repeat(depth);
     let _ = writeln!(
         out,
         "{indent}{} {} {} {}",
         style.bold(&format!("run {}", tree.run_id)),
         clean(tree.workflow.as_deref().unwrap_or("?")),
-        status(style, tree.status),
+        status(style, tree.status, open),
         style.dim(&duration(tree.duration_ms())),
     );
     if let Some(err) = &tree.error {
         let _ = writeln!(out, "{indent}  {}", style.red(&format!("error: {err}")));
     }
     for node in &tree.steps {
-        render_step(node, depth + 1, style, out);
+        render_step(node, depth + 1, style, open, out);
     }
     for problem in &tree.problems {
         let _ = writeln!(
@@ -80,7 +92,7 @@ fn render_run(tree: &RunTree, depth: usize, style: &Style, out: &mut String) {
     }
 }
 
-fn render_step(node: &StepNode, depth: usize, style: &Style, out: &mut String) {
+fn render_step(node: &StepNode, depth: usize, style: &Style, open: bool, out: &mut String) {
     let indent = "  ".repeat(depth);
     let _ = write!(
         out,
@@ -95,14 +107,14 @@ fn render_step(node: &StepNode, depth: usize, style: &Style, out: &mut String) {
     let _ = writeln!(
         out,
         " {} {}",
-        status(style, node.status),
+        status(style, node.status, open),
         style.dim(&duration(node.duration_ms()))
     );
     if let Some(err) = &node.error {
         let _ = writeln!(out, "{indent}  {}", style.red(&format!("error: {err}")));
     }
     if let Some(child) = &node.child {
-        render_run(child, depth + 1, style, out);
+        render_run(child, depth + 1, style, false, out);
     } else if let Some(id) = node.child_run_id {
         let _ = writeln!(
             out,
@@ -111,6 +123,6 @@ fn render_step(node: &StepNode, depth: usize, style: &Style, out: &mut String) {
         );
     }
     for c in &node.children {
-        render_step(c, depth + 1, style, out);
+        render_step(c, depth + 1, style, open, out);
     }
 }
