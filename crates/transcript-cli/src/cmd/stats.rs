@@ -205,32 +205,12 @@ impl Stats {
                     *self.block_types.entry(b.type_str().to_owned()).or_default() += 1;
                 }
                 if let Some(u) = &m.usage {
-                    self.usage_by_step
-                        .entry(e.path.clone())
-                        .or_default()
-                        .accumulate(u);
-                    let provider = m.provider.clone().unwrap_or_else(|| "unknown".to_owned());
-                    self.usage_by_provider
-                        .entry(provider.clone())
-                        .or_default()
-                        .accumulate(u);
-                    // The one billing rule of every report: the turn's model, else its step's.
-                    let step_model = step_models
-                        .get(&(e.path.as_str(), e.iteration))
-                        .copied()
-                        .flatten();
-                    let model = billed_model(m.model.as_deref(), step_model);
-                    let cost = price(model, u);
-                    if cost.is_none() {
-                        self.unpriced_models.insert(model.to_owned());
-                    }
-                    add_cost(
-                        self.cost_by_step.entry(e.path.clone()).or_insert(Some(0.0)),
-                        cost,
-                    );
-                    add_cost(
-                        self.cost_by_provider.entry(provider).or_insert(Some(0.0)),
-                        cost,
+                    self.add_usage(
+                        e,
+                        (m.provider.as_deref(), m.model.as_deref()),
+                        u,
+                        &step_models,
+                        price,
                     );
                 }
             }
@@ -271,6 +251,44 @@ impl Stats {
                 _ => {}
             }
         }
+    }
+
+    /// Adds one billed turn's usage and cost, priced under the one billing rule.
+    fn add_usage(
+        &mut self,
+        e: &DecodedEvent,
+        (provider, model): (Option<&str>, Option<&str>),
+        u: &Usage,
+        step_models: &BTreeMap<(&str, u64), Option<&str>>,
+        price: &dyn Fn(&str, &Usage) -> Option<f64>,
+    ) {
+        self.usage_by_step
+            .entry(e.path.clone())
+            .or_default()
+            .accumulate(u);
+        let provider = provider.unwrap_or("unknown").to_owned();
+        self.usage_by_provider
+            .entry(provider.clone())
+            .or_default()
+            .accumulate(u);
+        // The one billing rule of every report: the turn's model, else its step's.
+        let step_model = step_models
+            .get(&(e.path.as_str(), e.iteration))
+            .copied()
+            .flatten();
+        let model = billed_model(model, step_model);
+        let cost = price(model, u);
+        if cost.is_none() {
+            self.unpriced_models.insert(model.to_owned());
+        }
+        add_cost(
+            self.cost_by_step.entry(e.path.clone()).or_insert(Some(0.0)),
+            cost,
+        );
+        add_cost(
+            self.cost_by_provider.entry(provider).or_insert(Some(0.0)),
+            cost,
+        );
     }
 
     /// Renders the tables.

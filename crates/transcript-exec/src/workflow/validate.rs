@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::env_rule;
 use super::{
     AgentSpec, CommandLine, Items, Step, StepKind, Workflow, WorkflowError, WorkflowSet, join_path,
 };
@@ -311,7 +312,8 @@ impl StepCheck<'_> {
         }
         for (name, value) in env {
             self.text(value, &format!("env {name}"), visible)?;
-            check_env_entry(name, value.source()).map_err(|r| self.err(format!("env: {r}")))?;
+            env_rule::check_env_entry(name, value.source())
+                .map_err(|r| self.err(format!("env: {r}")))?;
         }
         Ok(())
     }
@@ -365,7 +367,8 @@ impl StepCheck<'_> {
                     )));
                 }
             };
-            check_env_entry(name, text).map_err(|r| self.err(format!("input: env: {r}")))?;
+            env_rule::check_env_entry(name, text)
+                .map_err(|r| self.err(format!("input: env: {r}")))?;
         }
         Ok(())
     }
@@ -381,7 +384,8 @@ impl StepCheck<'_> {
         }
         for (name, value) in &a.env {
             self.text(value, "env", visible)?;
-            check_env_entry(name, value.source()).map_err(|r| self.err(format!("env: {r}")))?;
+            env_rule::check_env_entry(name, value.source())
+                .map_err(|r| self.err(format!("env: {r}")))?;
         }
         if a.provider.is_empty() {
             return Err(self.err("agent needs a provider"));
@@ -391,7 +395,7 @@ impl StepCheck<'_> {
         for s in &a.mcp_servers {
             if let super::McpTransport::Stdio { env, .. } = &s.transport {
                 for name in env.keys() {
-                    check_env_entry(name, "")
+                    env_rule::check_env_entry(name, "")
                         .map_err(|r| self.err(format!("mcp_servers '{}': env: {r}", s.name)))?;
                 }
             }
@@ -503,45 +507,6 @@ impl StepCheck<'_> {
             .map_err(|r| self.err(format!("condition: {r}")))?;
         self.seq.seq(&self.path, steps, &mut vis)
     }
-}
-
-/// Environment variables a shell, bash or the dynamic loader reads as code
-/// or configuration: a templated (untrusted) value never goes there.
-const INTERPRETED_ENV: &[&str] = &[
-    "BASH_ENV",
-    "ENV",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PS4",
-    "PROMPT_COMMAND",
-    "IFS",
-    "PATH",
-    "CDPATH",
-    "GLOBIGNORE",
-];
-
-/// An `env:` entry: a portable name (`[A-Za-z_][A-Za-z0-9_]*`), and no
-/// templated value in a variable the shell or the loader interprets
-/// (`BASH_ENV`, `PATH`, `LD_*`, …).
-pub(crate) fn check_env_entry(name: &str, value: &str) -> Result<(), String> {
-    let portable = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !portable {
-        return Err(format!(
-            "'{name}' is not a variable name a shell can read ([A-Za-z_][A-Za-z0-9_]*)"
-        ));
-    }
-    let templated = value.contains("{{");
-    if templated
-        && (INTERPRETED_ENV.contains(&name)
-            || name.starts_with("LD_")
-            || name.starts_with("BASH_FUNC_"))
-    {
-        return Err(format!(
-            "'{name}' is read by the shell or the loader as code or configuration: it takes no templated value"
-        ));
-    }
-    Ok(())
 }
 
 fn collect_names(steps: &[Step], out: &mut HashSet<String>) {
