@@ -502,7 +502,18 @@ pub fn coverage(root: &Path) -> Result<i32, Error> {
         if !clean.status()?.success() {
             return Err("cargo llvm-cov clean failed".into());
         }
+        // cargo-llvm-cov builds test targets only: the MCP proxy tests run the fault
+        // server example, built here (uninstrumented) and named to them.
+        let mut examples = cargo(root);
+        examples.args(["build", "-p", "transcript-mcp", "--examples"]);
+        if !examples.status()?.success() {
+            return Err("cargo build -p transcript-mcp --examples failed".into());
+        }
         let mut cmd = cargo(root);
+        cmd.env(
+            "TRANSCRIPT_MCP_FAULT_SERVER",
+            root.join("target/debug/examples/fault_server"),
+        );
         cmd.args(["llvm-cov", "--summary-only"]);
         for p in &libs {
             cmd.args(["-p", &p.name]);

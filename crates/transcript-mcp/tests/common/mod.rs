@@ -111,7 +111,12 @@ pub fn target(recorder: Arc<MemRecorder>) -> RecordTarget {
 /// The fault server binary (`examples/fault_server.rs`), built by `cargo test -p
 /// transcript-mcp` and `cargo test --workspace`; `cargo test --test proxy` alone does not
 /// rebuild it (run `cargo build -p transcript-mcp --examples` after changing the testkit).
+/// `TRANSCRIPT_MCP_FAULT_SERVER` names it instead where the examples live elsewhere
+/// (`cargo xtask coverage`: cargo-llvm-cov builds test targets only).
 pub fn fault_server_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("TRANSCRIPT_MCP_FAULT_SERVER") {
+        return PathBuf::from(path);
+    }
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
     let path = dir.join("examples").join("fault_server");
