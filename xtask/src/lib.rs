@@ -22,6 +22,7 @@
 pub mod arch;
 pub mod bench_cli;
 pub mod circles;
+pub mod coverage;
 pub mod fnsize;
 pub mod metadata;
 pub mod phoenix;

@@ -116,7 +116,7 @@ fn dispatch(args: &[String]) -> Result<u8> {
             tasks::fuzz(&root, &targets, seconds, pass)?
         }
         "faults" => tasks::faults(&root)?,
-        "coverage" => tasks::coverage(&root)?,
+        "coverage" => xtask::coverage::coverage(&root)?,
         "e2e-phoenix" => xtask::phoenix::e2e_phoenix(&root)?,
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
