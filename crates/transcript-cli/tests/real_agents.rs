@@ -85,35 +85,16 @@ impl Run {
             name = cli.executable(),
             prompt = json!(prompt),
         );
-        let wf = sb.tmp().join("workflow.yaml");
-        std::fs::write(&wf, &workflow).unwrap();
-        let storage = tempfile::tempdir().unwrap();
-        let output = common::bin()
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .envs(
-                inv.env
-                    .iter()
-                    .filter(|(k, _)| k != var)
-                    .map(|(k, v)| (k, v)),
-            )
-            .env(cli.bin_var(), &bin)
-            .arg("run")
-            .arg(&wf)
-            .arg("--storage")
-            .arg(storage.path())
-            .arg("--workspace")
-            .arg(sb.work())
-            .arg("--input")
-            .arg(format!("endpoint={endpoint}"))
-            .output()
-            .unwrap();
-        let stdout = common::text(&output.stdout);
-        let run_id = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("run_id: "))
-            .unwrap_or_else(|| panic!("no run id\n{workflow}\n{}", common::text(&output.stderr)))
-            .to_owned();
+        let (storage, run_id, output) = common::RealCliRun {
+            workflow: &workflow,
+            dir: &sb.tmp(),
+            workspace: &sb.work(),
+            env: &inv.env,
+            step_var: var,
+            bin: (cli.bin_var(), &bin),
+            endpoint: &endpoint,
+        }
+        .run();
         let events = read_events(&storage.path().join(format!("{run_id}.jsonl")));
         Some(Run {
             cli,

@@ -97,3 +97,57 @@ pub fn real_fixture(folder: &str, name: &str) -> Option<std::path::PathBuf> {
     assert!(path.is_file(), "{} is missing", path.display());
     Some(path)
 }
+
+/// A workflow run by the binary with a real agent CLI, as the real-agent tests start it.
+pub struct RealCliRun<'a> {
+    /// The workflow's YAML text.
+    pub workflow: &'a str,
+    /// Where the workflow file is written.
+    pub dir: &'a Path,
+    /// The run's workspace.
+    pub workspace: &'a Path,
+    /// The sandbox's environment for the CLI (its home, its endpoint…).
+    pub env: &'a [(String, String)],
+    /// The variable the step sets itself from the `endpoint` input (left out of `env`).
+    pub step_var: &'a str,
+    /// The variable naming the CLI's binary, and the binary.
+    pub bin: (&'a str, &'a Path),
+    /// The scripted server's endpoint, passed as the `endpoint` input.
+    pub endpoint: &'a str,
+}
+
+impl RealCliRun<'_> {
+    /// Runs the workflow into a fresh storage: the storage, the run id and the binary's output.
+    /// Panics naming the workflow and stderr when the binary prints no run id.
+    pub fn run(&self) -> (tempfile::TempDir, String, std::process::Output) {
+        let wf = self.dir.join("workflow.yaml");
+        std::fs::write(&wf, self.workflow).unwrap();
+        let storage = tempfile::tempdir().unwrap();
+        let output = bin()
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(
+                self.env
+                    .iter()
+                    .filter(|(k, _)| k != self.step_var)
+                    .map(|(k, v)| (k, v)),
+            )
+            .env(self.bin.0, self.bin.1)
+            .arg("run")
+            .arg(&wf)
+            .arg("--storage")
+            .arg(storage.path())
+            .arg("--workspace")
+            .arg(self.workspace)
+            .arg("--input")
+            .arg(format!("endpoint={}", self.endpoint))
+            .output()
+            .unwrap();
+        let run_id = text(&output.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("run_id: "))
+            .unwrap_or_else(|| panic!("no run id\n{}\n{}", self.workflow, text(&output.stderr)))
+            .to_owned();
+        (storage, run_id, output)
+    }
+}
