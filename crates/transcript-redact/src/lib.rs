@@ -95,6 +95,9 @@
 mod mask;
 mod redactor;
 mod rules;
+mod spans;
+mod view;
+mod walk;
 
 pub use mask::{MARKER, mask_value, mask_with};
 pub use redactor::{InvalidPattern, Privacy, Redactor};
