@@ -277,20 +277,29 @@ impl Redactor {
         (out != text).then_some(out)
     }
 
-    /// Masks `parts` (adjacent blocks of one message) each alone, then as
-    /// one text, so that a secret split between two of them is found: each
-    /// part is masked where the match covers it. Passes repeat as in
+    /// Masks `parts` (adjacent blocks of one message) as one text, so that
+    /// a secret split between two of them is found, and each alone (a key
+    /// at the start of a part is at the start of a text): each part is
+    /// masked where a match covers it. Passes repeat as in
     /// [`Redactor::mask_text`].
     pub(crate) fn mask_parts(&self, parts: &mut [&mut String]) {
-        for part in parts.iter_mut() {
-            self.mask_string(part);
-        }
         if parts.len() < 2 {
+            parts.iter_mut().for_each(|p| self.mask_string(p));
             return;
         }
         for _ in 0..=MAX_PASSES {
             let joined: String = parts.iter().map(|p| p.as_str()).collect();
-            let spans = self.find(&joined);
+            let mut found = self.find(&joined);
+            let mut base = 0;
+            for part in parts.iter() {
+                found.extend(
+                    self.find(part)
+                        .into_iter()
+                        .map(|r| r.start + base..r.end + base),
+                );
+                base += part.len();
+            }
+            let spans = spans::union(found);
             if spans.is_empty() {
                 return;
             }
