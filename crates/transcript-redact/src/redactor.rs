@@ -347,30 +347,32 @@ impl Redactor {
         let mut pos = 0;
         let mut outer = 0;
         let mut reached = 0;
+        // What this rule masks so far, merged: a match inside it adds
+        // nothing, and its groups (the costly part of a long match) are not
+        // computed.
+        let mut cover = 0..0;
         while pos <= hay.len() {
-            let Some(caps) = rule.regex.captures_at(hay, pos) else {
+            let Some(whole) = rule.regex.find_at(hay, pos) else {
                 break;
             };
-            let Some(whole) = caps.get(0) else { break };
             if whole.start() >= reached {
                 outer = whole.start();
             }
-            let target = caps.name("secret").unwrap_or(whole);
-            let kept = caps
-                .name("kind")
-                .filter(|k| k.start() == target.start() && k.end() <= target.end())
-                .map_or(target.start(), |k| k.end());
-            let mut end = target.end();
-            if rule.folds && end == whole.end() {
-                end = spans::fold_end(hay, end);
+            reached = reached.max(whole.end());
+            let inside = cover.start <= whole.start() && whole.end() <= cover.end;
+            if !inside && let Some(caps) = rule.regex.captures_at(hay, whole.start()) {
+                let (kind, span) = Self::ranges(rule, hay, &caps);
+                kinds.extend(kind);
+                if let Some(span) = span {
+                    reached = reached.max(span.end);
+                    if span.start <= cover.end && cover.start <= span.start {
+                        cover.end = cover.end.max(span.end);
+                    } else {
+                        cover = span.clone();
+                    }
+                    spans.push(span);
+                }
             }
-            if kept > target.start() {
-                kinds.push(target.start()..kept);
-            }
-            if kept < end {
-                spans.push(kept..end);
-            }
-            reached = reached.max(whole.end()).max(end);
             let next = whole.start()
                 + hay[whole.start()..]
                     .chars()
@@ -385,6 +387,31 @@ impl Redactor {
                 ))
             };
         }
+    }
+
+    /// One match's kind prefix (kept visible) and the span it masks (its
+    /// `secret` group past the kind prefix, with its folded lines).
+    fn ranges(
+        rule: &Rule,
+        hay: &str,
+        caps: &regex::Captures<'_>,
+    ) -> (Option<Range<usize>>, Option<Range<usize>>) {
+        let Some(whole) = caps.get(0) else {
+            return (None, None);
+        };
+        let target = caps.name("secret").unwrap_or(whole);
+        let kept = caps
+            .name("kind")
+            .filter(|k| k.start() == target.start() && k.end() <= target.end())
+            .map_or(target.start(), |k| k.end());
+        let mut end = target.end();
+        if rule.folds && end == whole.end() {
+            end = spans::fold_end(hay, end);
+        }
+        (
+            (kept > target.start()).then(|| target.start()..kept),
+            (kept < end).then(|| kept..end),
+        )
     }
 
     /// Byte ranges of the masks already in `hay`.
