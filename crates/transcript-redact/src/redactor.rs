@@ -409,8 +409,8 @@ impl Redactor {
             end = spans::fold_end(hay, end);
         }
         (
-            (kept > target.start()).then(|| target.start()..kept),
-            (kept < end).then(|| kept..end),
+            (kept > target.start()).then_some(target.start()..kept),
+            (kept < end).then_some(kept..end),
         )
     }
 
