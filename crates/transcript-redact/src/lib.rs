@@ -8,7 +8,50 @@
 //! with redaction on nothing unmasked reaches disk or subscribers. The same
 //! redactor rewrites already recorded events
 //! ([`Redactor::mask_decoded`]) for `export --redact` and `import --redact`.
-//! Pure: no I/O, depends on `transcript-domain` and `regex` only.
+//! Pure: no I/O; depends on `transcript-domain`, `regex`, `anstyle-parse`
+//! (terminal escape sequences) and `percent-encoding` (`%XX` escapes).
+//!
+//! ## Every string, by structure
+//!
+//! Masking walks every string of every record, not a list of fields: each
+//! payload, block and decoded envelope is destructured whole (`src/walk.rs`,
+//! no `..`), so a field added to a domain type does not compile until it is
+//! walked. Content (text, thinking, commands, tool inputs and outputs, step
+//! results, errors) and the strings a model or a foreign log controls (the
+//! message's `model` and `provider`, a tool's `name` and `call_id`, block
+//! `tool_name` / `tool_id`, an unknown block's or event's type, a decoded
+//! role) and the step names, kinds and paths are all masked by the same
+//! rules. Only closed vocabularies (the writer's roles, fidelities, block
+//! and event types), numbers, ids we generate (run ids) and timestamps are
+//! not strings of the record's text.
+//!
+//! ## Matching on what a reader sees
+//!
+//! Every rule matches the text as stored and its decoded views
+//! (`src/view.rs`): the text a terminal shows (escape sequences such as
+//! colour codes and OSC hyperlinks, and other control characters, removed,
+//! as recognised by `anstyle-parse`'s VT500 state machine) and the text with
+//! `%XX` escapes decoded (up to three nested levels). A match in a view is
+//! masked over the source bytes it covers, escapes inside it included: a key
+//! split by colour codes as `grep --color` prints it
+//! (`sk-ant-\e[01;31m\e[Kapi03…\e[m…`) is masked whole, a fully URL-encoded
+//! key (`%73%6B%2D…`) in its encoded form, its kind prefix kept in the form
+//! it was written in.
+//!
+//! Adjacent content blocks of one message (text, thinking, stream and
+//! command blocks with no other block between them) are also matched as one
+//! text, so a key split between two blocks is found; each block is masked
+//! where the match covers it (two masks, one per block).
+//!
+//! ## Bounded work
+//!
+//! Masking is linear in the text, whatever it holds: overlapping matches
+//! are searched for only near the start of each outermost match and near
+//! the end of what is matched so far (64 bytes each), spans, kind prefixes
+//! and earlier masks are merged in one walk, and each view is built in one
+//! pass. `benches/linear.rs` masks every rule's worst shape at
+//! [`transcript_domain::MAX_LINE_BYTES`] against a quarter of it (ratio ≈ 4,
+//! a miss above 8).
 //!
 //! ## What is masked
 //!
@@ -50,7 +93,8 @@
 //! names and call ids, timings, provider, model and usage, and drops all
 //! content: text, thinking and command strings become empty, tool inputs,
 //! outputs and contents become `null`, step results are removed, and errors
-//! become `"[redacted]"` (so failures stay visible).
+//! become `"[redacted]"` (so failures stay visible). The strings it keeps
+//! are masked by the built-in rules (a key used as a model name or call id).
 //!
 //! ## What is not masked, and why it is opt-in
 //!
@@ -63,8 +107,24 @@
 //!   unquoted assigned value runs to the next blank (`password=abc;TAIL`
 //!   masks `abc;TAIL`), and a private key block without an END line masks
 //!   the rest of the text.
-//! * Envelope fields (paths, step and tool names, run ids) are never masked:
-//!   they come from workflow definitions, not from model or tool output.
+//! * Views are decoded one way each: escape sequences are removed, then
+//!   `%XX` decoded. Other encodings (base64, HTML entities, JSON escapes
+//!   inside a string beyond the `\n`-glued forms, `%1B[` colour codes, `+`
+//!   for a blank) are not decoded, and a secret split between two
+//!   *records* (two streamed events, two tool results), or between two
+//!   strings of one structured value, is not joined: each record is masked
+//!   before it is written, with no look back.
+//! * A match whose context (`password` … `=`, `Bearer`, `scheme://user:`)
+//!   starts inside another match of the same rule, more than 64 bytes after
+//!   its start and more than 64 bytes before the end of what is matched, is
+//!   not looked for (the price of bounded work); the region is inside a mask
+//!   already unless that context itself is longer than 64 bytes.
+//! * The draft's envelope path (built from the workflow's step names) is
+//!   outside the [`EventMask`](transcript_domain::EventMask) port and
+//!   written as the workflow names it; `export --redact` masks it like any
+//!   string. A tool call id masked in a `tool_use` block and in its result
+//!   masks alike (same text, same mask), so pairs stay paired unless two
+//!   different ids mask to the same length.
 //! * Masking rewrites what the agent saw and said, which is exactly what an
 //!   audit or a replay needs verbatim; false positives (an identifier that
 //!   looks like a key) lose information. The default therefore records
@@ -84,8 +144,15 @@
 //! * Every planted secret of the corpus, in every field that carries
 //!   content, is masked (`tests/redact.rs::planted_secrets_are_masked_in_every_content_field`).
 //! * Ordinary text is left alone (`tests/redact.rs::ordinary_text_is_untouched`).
-//! * Masking never changes the event type or envelope and never panics
+//! * Masking never changes the event type and never panics
 //!   (`tests/redact.rs::masking_never_panics_and_keeps_shape`).
+//! * Every string of every record is walked, and keys split by colour
+//!   codes, URL-encoded or split across two blocks are masked whole: unit
+//!   tests in `src/view.rs`, `tests/walk.rs`, and through the binary
+//!   (`run`, `export`, `import` with `--redact`: transcript bytes on disk,
+//!   live stderr, the "no price for model" warning, the masks count) in
+//!   `transcript-cli/tests/redaction_walk.rs`.
+//! * Work is linear in the text (`benches/linear.rs`).
 //! * A mask reveals nothing beyond the kind prefix and the length, for every
 //!   detector (`tests/redact.rs::masks_reveal_only_the_kind_prefix_and_length`),
 //!   and masking is idempotent
@@ -95,6 +162,9 @@
 mod mask;
 mod redactor;
 mod rules;
+mod spans;
+mod view;
+mod walk;
 
 pub use mask::{MARKER, mask_value, mask_with};
 pub use redactor::{InvalidPattern, Privacy, Redactor};

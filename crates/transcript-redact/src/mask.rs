@@ -40,9 +40,11 @@ pub(crate) fn mask_around(
         }
     };
     let mut pos = span.start;
+    // Sorted: the markers inside the span are a run of them.
     for m in markers
         .iter()
-        .filter(|m| m.start < span.end && m.end > span.start)
+        .skip_while(|m| m.end <= span.start)
+        .take_while(|m| m.start < span.end)
     {
         let start = m.start.max(pos);
         let end = m.end.min(span.end);

@@ -7,51 +7,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use regex::Regex;
 use serde_json::Value;
-use transcript_domain::{
-    BlockBody, ContentBlock, DecodedBlock, DecodedEvent, DecodedPayload, EventMask, Payload,
-    RawJson, StepPayload, ToolPayload,
-};
+use transcript_domain::RawJson;
 
 use crate::mask::{MARKER_WITH_KIND, mask_around, mask_value};
 use crate::rules::{BUILTIN_RULES, BuiltinRule};
+use crate::{spans, view};
 
 /// The marker regex, compiled once; its error is reported by
 /// [`Redactor::try_builtin`] through the tests, never ignored.
 static MARKER_REGEX: LazyLock<Result<Regex, regex::Error>> =
     LazyLock::new(|| Regex::new(MARKER_WITH_KIND));
-
-/// Line separators a folded key continues over: real ones, and those of
-/// JSON-escaped text (a backslash and `n`).
-const FOLD_SEPARATORS: &[&str] = &["\r\n", "\n", r"\r\n", r"\n", "\r"];
-
-/// Where a match ending at `end` stops once the lines folded after it are
-/// included: each following line made only of key characters
-/// (`[A-Za-z0-9_-]`, at least one, after an indentation of blanks and tabs
-/// as in a YAML folded scalar), up to the end of the text, a line
-/// separator, an escape or a closing quote, continues it.
-fn fold_end(hay: &str, mut end: usize) -> usize {
-    loop {
-        let rest = &hay[end..];
-        let Some(sep) = FOLD_SEPARATORS.iter().find(|s| rest.starts_with(**s)) else {
-            return end;
-        };
-        let after = &rest[sep.len()..];
-        let line = after.trim_start_matches([' ', '\t']);
-        let indent = after.len() - line.len();
-        let run = line
-            .bytes()
-            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
-            .count();
-        let ends_line = matches!(
-            line.as_bytes().get(run),
-            None | Some(b'\r' | b'\n' | b'\\' | b'"')
-        );
-        if run == 0 || !ends_line {
-            return end;
-        }
-        end += sep.len() + indent + run;
-    }
-}
 
 /// `key` without the ` #N` a masked key gets when two keys mask alike.
 fn strip_rank(key: &str) -> &str {
@@ -59,40 +24,6 @@ fn strip_rank(key: &str) -> &str {
         Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
         _ => key,
     }
-}
-
-/// Sorted, disjoint ranges covering exactly what `ranges` cover.
-fn union(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
-    ranges.sort_by_key(|r| r.start);
-    let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
-    for r in ranges {
-        match out.last_mut() {
-            Some(last) if r.start < last.end => last.end = last.end.max(r.end),
-            _ => out.push(r),
-        }
-    }
-    out
-}
-
-/// `spans` (sorted, disjoint) minus `holes` (sorted, disjoint).
-fn subtract(spans: Vec<Range<usize>>, holes: Vec<Range<usize>>) -> Vec<Range<usize>> {
-    let mut out = Vec::with_capacity(spans.len());
-    for span in spans {
-        let mut pos = span.start;
-        for hole in holes
-            .iter()
-            .filter(|h| h.start < span.end && h.end > span.start)
-        {
-            if hole.start > pos {
-                out.push(pos..hole.start);
-            }
-            pos = pos.max(hole.end);
-        }
-        if pos < span.end {
-            out.push(pos..span.end);
-        }
-    }
-    out
 }
 
 /// How much content survives.
@@ -145,6 +76,19 @@ pub struct Redactor {
 
 /// Upper bound on extra masking passes (see [`Redactor::mask_text`]).
 const MAX_PASSES: usize = 16;
+
+/// How far (in bytes) from the start of a match, and from the end of what
+/// is matched so far, a search restarts inside a match (see
+/// [`Redactor::collect`]).
+const RESTART_WINDOW: usize = 64;
+
+/// The first character boundary of `s` at or after `i`.
+fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
 
 /// Keys whose string values are masked whole in structured values.
 const SENSITIVE_KEY: &str = r"(?i)^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|apikey|credentials?|private[_-]?key|authorization|access[_-]?key|session[_-]?key|cookie)(?:[_-].*)?$";
@@ -206,11 +150,17 @@ impl Redactor {
         Ok(self)
     }
 
-    /// Structure-only privacy: drops all content.
+    /// Structure-only privacy: drops all content; the strings it keeps
+    /// (step, tool and model names, call ids, paths) are masked by the
+    /// built-in rules.
+    ///
+    /// # Panics
+    ///
+    /// As [`Redactor::builtin`].
     pub fn structure_only() -> Self {
         Self {
             privacy: Privacy::StructureOnly,
-            ..Self::empty()
+            ..Self::builtin()
         }
     }
 
@@ -263,27 +213,61 @@ impl Redactor {
     }
 
     /// One pass of every rule; `None` when nothing changed.
+    fn mask_pass(&self, text: &str) -> Option<String> {
+        let spans = self.find(text);
+        if spans.is_empty() {
+            return None;
+        }
+        self.apply(text, &spans)
+    }
+
+    /// What every rule masks in `text` and in its decoded views
+    /// ([`crate::view`]), in `text`'s bytes: sorted, disjoint ranges.
     ///
     /// Every rule matches the same text, and the union of what they mask is
     /// masked: a rule never hides from another the context it needs (a
     /// bearer token glued to `password="…"` would otherwise swallow the
     /// `password=` that marks the quoted value). Kind prefixes are taken out
     /// of the union: they hold no secret and stay visible wherever they are.
-    fn mask_pass(&self, text: &str) -> Option<String> {
+    fn find(&self, text: &str) -> Vec<Range<usize>> {
         let mut spans = Vec::new();
         let mut kinds = Vec::new();
+        if self.rules.is_empty() {
+            return spans;
+        }
         for rule in &self.rules {
             self.collect(rule, text, &mut spans, &mut kinds);
         }
-        if spans.is_empty() {
-            return None;
+        let chain = view::views(text);
+        for depth in 1..=chain.len() {
+            let (mut found, mut found_kinds) = (Vec::new(), Vec::new());
+            for rule in &self.rules {
+                self.collect(rule, &chain[depth - 1].text, &mut found, &mut found_kinds);
+            }
+            let source = |r| view::to_source(&chain[..depth], r);
+            spans.extend(found.into_iter().filter(|r| !r.is_empty()).map(source));
+            kinds.extend(
+                found_kinds
+                    .into_iter()
+                    .filter(|r| !r.is_empty())
+                    .map(source),
+            );
         }
-        let spans = subtract(union(spans), union(kinds));
+        if spans.is_empty() {
+            return spans;
+        }
+        spans::subtract(spans::union(spans), &spans::union(kinds))
+    }
+
+    /// `text` with `spans` (sorted, disjoint) masked, earlier masks inside
+    /// them kept; `None` when that changes nothing.
+    fn apply(&self, text: &str, spans: &[Range<usize>]) -> Option<String> {
         let markers = self.markers(text);
         let mut out = String::with_capacity(text.len());
         let mut done = 0;
         for span in spans {
-            let (masked, made) = mask_around(text, span.clone(), &markers);
+            let first = markers.partition_point(|m| m.end <= span.start);
+            let (masked, made) = mask_around(text, span.clone(), &markers[first..]);
             self.masks.fetch_add(made, Ordering::Relaxed);
             out.push_str(&text[done..span.start]);
             out.push_str(&masked);
@@ -293,9 +277,63 @@ impl Redactor {
         (out != text).then_some(out)
     }
 
-    /// The byte ranges `rule` masks in `hay` (each match's `secret` group
-    /// past its `kind` prefix, with its folded lines), and the ranges of
-    /// those kind prefixes.
+    /// Masks `parts` (adjacent blocks of one message) as one text, so that
+    /// a secret split between two of them is found, and each alone (a key
+    /// at the start of a part is at the start of a text): each part is
+    /// masked where a match covers it. Passes repeat as in
+    /// [`Redactor::mask_text`].
+    pub(crate) fn mask_parts(&self, parts: &mut [&mut String]) {
+        if parts.len() < 2 {
+            parts.iter_mut().for_each(|p| self.mask_string(p));
+            return;
+        }
+        for _ in 0..=MAX_PASSES {
+            let joined: String = parts.iter().map(|p| p.as_str()).collect();
+            let mut found = self.find(&joined);
+            let mut base = 0;
+            for part in parts.iter() {
+                found.extend(
+                    self.find(part)
+                        .into_iter()
+                        .map(|r| r.start + base..r.end + base),
+                );
+                base += part.len();
+            }
+            let spans = spans::union(found);
+            if spans.is_empty() {
+                return;
+            }
+            let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+            let mut changed = false;
+            for (part, local) in parts.iter_mut().zip(spans::split_at_parts(&spans, &lens)) {
+                if let Some(masked) = (!local.is_empty())
+                    .then(|| self.apply(part, &local))
+                    .flatten()
+                {
+                    **part = masked;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return;
+            }
+        }
+    }
+
+    /// Adds the byte ranges `rule` masks in `hay` (each match's `secret`
+    /// group past its `kind` prefix, with its folded lines) to `spans`, and
+    /// the ranges of those kind prefixes to `kinds`.
+    ///
+    /// Matches may overlap: a match can hide the start of another (a
+    /// `password='` glued before `passwd: 'a b c'`), so searches restart
+    /// one character after a match's start, not at its end. Restarts stay
+    /// within [`RESTART_WINDOW`] bytes of the start of the outermost match
+    /// and of the end of everything matched so far (where the context of a
+    /// match that reaches further starts); in between, the next search
+    /// starts near that end. Every search then starts inside a region no
+    /// other outermost match scans, at most twice [`RESTART_WINDOW`] times
+    /// each, so the work stays linear in `hay` (a text of `password=`
+    /// repeated would otherwise be scanned once per repetition).
     fn collect(
         &self,
         rule: &Rule,
@@ -306,40 +344,78 @@ impl Redactor {
         if !rule.regex.is_match(hay) {
             return;
         }
-        // Matches may overlap: each search starts one character after the
-        // previous match's start, so a match cannot hide the start of
-        // another (`password='` glued before `passwd: 'a b c'`).
         let mut pos = 0;
+        let mut outer = 0;
+        let mut reached = 0;
+        // What this rule masks so far, merged: a match inside it adds
+        // nothing, and its groups (the costly part of a long match) are not
+        // computed.
+        let mut cover = 0..0;
         while pos <= hay.len() {
-            let Some(caps) = rule.regex.captures_at(hay, pos) else {
+            let Some(whole) = rule.regex.find_at(hay, pos) else {
                 break;
             };
-            let Some(whole) = caps.get(0) else { break };
-            pos = whole.start()
+            if whole.start() >= reached {
+                outer = whole.start();
+            }
+            reached = reached.max(whole.end());
+            let inside = cover.start <= whole.start() && whole.end() <= cover.end;
+            if !inside && let Some(caps) = rule.regex.captures_at(hay, whole.start()) {
+                let (kind, span) = Self::ranges(rule, hay, &caps);
+                kinds.extend(kind);
+                if let Some(span) = span {
+                    reached = reached.max(span.end);
+                    if span.start <= cover.end && cover.start <= span.start {
+                        cover.end = cover.end.max(span.end);
+                    } else {
+                        cover = span.clone();
+                    }
+                    spans.push(span);
+                }
+            }
+            let next = whole.start()
                 + hay[whole.start()..]
                     .chars()
                     .next()
                     .map_or(1, char::len_utf8);
-            let target = caps.name("secret").unwrap_or(whole);
-            let kept = caps
-                .name("kind")
-                .filter(|k| k.start() == target.start() && k.end() <= target.end())
-                .map_or(target.start(), |k| k.end());
-            let mut end = target.end();
-            if rule.folds && end == whole.end() {
-                end = fold_end(hay, end);
-            }
-            if kept > target.start() {
-                kinds.push(target.start()..kept);
-            }
-            if kept < end {
-                spans.push(kept..end);
-            }
+            pos = if next < outer + RESTART_WINDOW {
+                next
+            } else {
+                next.max(ceil_char_boundary(
+                    hay,
+                    reached.saturating_sub(RESTART_WINDOW),
+                ))
+            };
         }
     }
 
+    /// One match's kind prefix (kept visible) and the span it masks (its
+    /// `secret` group past the kind prefix, with its folded lines).
+    fn ranges(
+        rule: &Rule,
+        hay: &str,
+        caps: &regex::Captures<'_>,
+    ) -> (Option<Range<usize>>, Option<Range<usize>>) {
+        let Some(whole) = caps.get(0) else {
+            return (None, None);
+        };
+        let target = caps.name("secret").unwrap_or(whole);
+        let kept = caps
+            .name("kind")
+            .filter(|k| k.start() == target.start() && k.end() <= target.end())
+            .map_or(target.start(), |k| k.end());
+        let mut end = target.end();
+        if rule.folds && end == whole.end() {
+            end = spans::fold_end(hay, end);
+        }
+        (
+            (kept > target.start()).then_some(target.start()..kept),
+            (kept < end).then_some(kept..end),
+        )
+    }
+
     /// Byte ranges of the masks already in `hay`.
-    fn markers(&self, hay: &str) -> Vec<std::ops::Range<usize>> {
+    fn markers(&self, hay: &str) -> Vec<Range<usize>> {
         self.marker
             .as_ref()
             .map(|m| m.find_iter(hay).map(|f| f.range()).collect())
@@ -355,7 +431,7 @@ impl Redactor {
             .is_some_and(|f| f.start() == 0 && f.end() == s.len())
     }
 
-    fn mask_string(&self, s: &mut String) {
+    pub(crate) fn mask_string(&self, s: &mut String) {
         if let Cow::Owned(masked) = self.mask_text(s) {
             *s = masked;
         }
@@ -451,100 +527,6 @@ impl Redactor {
             RawJson::from(value)
         } else {
             raw.clone()
-        }
-    }
-
-    fn mask_raw_in_place(&self, raw: &mut RawJson) {
-        *raw = self.mask_raw(raw);
-    }
-
-    fn mask_error(&self, error: &mut Option<String>) {
-        if let Some(e) = error {
-            if self.privacy == Privacy::StructureOnly {
-                *e = "[redacted]".to_owned();
-            } else {
-                self.mask_string(e);
-            }
-        }
-    }
-
-    fn mask_block(&self, block: &mut ContentBlock) {
-        let structure = self.privacy == Privacy::StructureOnly;
-        match &mut block.body {
-            BlockBody::Text { text } | BlockBody::Stream { text } => {
-                if structure {
-                    text.clear();
-                } else {
-                    self.mask_string(text);
-                }
-            }
-            BlockBody::Thinking { thinking } => {
-                if structure {
-                    thinking.clear();
-                } else {
-                    self.mask_string(thinking);
-                }
-            }
-            BlockBody::Command { command } => {
-                if structure {
-                    command.clear();
-                } else {
-                    self.mask_string(command);
-                }
-            }
-            BlockBody::ToolUse { tool_input, .. } => self.mask_raw_in_place(tool_input),
-            BlockBody::ToolResult { tool_content, .. } => self.mask_raw_in_place(tool_content),
-        }
-    }
-
-    fn mask_step(&self, step: &mut StepPayload) {
-        self.mask_error(&mut step.error);
-        if self.privacy == Privacy::StructureOnly {
-            step.result = None;
-        } else if let Some(r) = &mut step.result {
-            self.mask_raw_in_place(r);
-        }
-    }
-
-    fn mask_tool(&self, tool: &mut ToolPayload) {
-        self.mask_raw_in_place(&mut tool.input);
-        self.mask_raw_in_place(&mut tool.output);
-        self.mask_error(&mut tool.error);
-    }
-
-    /// Masks a recorded (decoded) event in place: the same rules as for
-    /// drafts, plus unknown blocks and raw payloads.
-    pub fn mask_decoded(&self, event: &mut DecodedEvent) {
-        match &mut event.payload {
-            DecodedPayload::Null => {}
-            DecodedPayload::Step(s) => self.mask_step(s),
-            DecodedPayload::Tool(t) => self.mask_tool(t),
-            DecodedPayload::Message(m) => self.mask_decoded_blocks(&mut m.blocks),
-            DecodedPayload::Blocks(b) => self.mask_decoded_blocks(b),
-            DecodedPayload::Raw(r) => self.mask_raw_in_place(r),
-        }
-    }
-
-    fn mask_decoded_blocks(&self, blocks: &mut [DecodedBlock]) {
-        for block in blocks {
-            match block {
-                DecodedBlock::Known(b) => self.mask_block(b),
-                DecodedBlock::Unknown(u) => self.mask_raw_in_place(&mut u.raw),
-            }
-        }
-    }
-}
-
-impl EventMask for Redactor {
-    fn mask(&self, payload: &mut Payload) {
-        if let Some(step) = payload.as_step_mut() {
-            self.mask_step(step);
-        } else if let Some(tool) = payload.as_tool_mut() {
-            self.mask_tool(tool);
-        } else if let Some(message) = payload.as_message_mut() {
-            for block in &mut message.blocks {
-                self.mask_block(block);
-            }
         }
     }
 }

@@ -171,7 +171,17 @@ pub fn run(
             total.describe()
         );
     }
-    total.warn();
+    // The unpriced models' warning names models the agent reported: masked like the
+    // transcript (settled first, so that no model is added back unmasked).
+    let mut shown = total.settled(transcript_providers::Pricing::embedded());
+    if let Some(r) = redactor {
+        shown.unpriced = shown
+            .unpriced
+            .iter()
+            .map(|m| r.mask_text(m).into_owned())
+            .collect();
+    }
+    shown.warn();
     if let Some(r) = redactor {
         crate::diag!("transcript: {} masks applied", r.masks_made());
     }
