@@ -142,6 +142,11 @@ fn declare_rogues(cli: AgentCli, sb: &AgentSandbox, rogue: &Rogue) -> Vec<&'stat
             toml.push('\n');
             toml.push_str(&rogue.toml("rogue"));
             toml.push_str(&rogue.toml("proxied"));
+            // A trusted project: Codex then reads the workspace's own `.codex/config.toml`.
+            toml.push_str(&format!(
+                "[projects.{}]\ntrust_level = \"trusted\"\n",
+                json!(work.display().to_string())
+            ));
             write(&path, &toml);
             write(
                 &work.join(".codex/config.toml"),
@@ -168,9 +173,20 @@ fn declare_rogues(cli: AgentCli, sb: &AgentSandbox, rogue: &Rogue) -> Vec<&'stat
                 &work.join(".gemini/settings.json"),
                 &json!({"mcpServers": {"roguews": rogue.json("gemini-workspace")}}).to_string(),
             );
+            trust_workspace(sb);
             vec!["rogue", "rogueext", "roguews"]
         }
     }
+}
+
+/// The user trusts the workspace (Gemini CLI's `~/.gemini/trustedFolders.json`): Gemini CLI
+/// then merges the workspace's `.gemini/settings.json` (with `--skip-trust` alone it reads its
+/// settings before it trusts the folder, and skips them).
+fn trust_workspace(sb: &AgentSandbox) {
+    write(
+        &sb.home().join(".gemini/trustedFolders.json"),
+        &json!({ sb.work().display().to_string(): "TRUST_FOLDER" }).to_string(),
+    );
 }
 
 /// One `transcript run` of a step whose own server is `proxied` (the fault server) with
@@ -354,4 +370,41 @@ fn codex_reaches_no_mcp_server_but_the_proxys() {
 #[test]
 fn gemini_cli_reaches_no_mcp_server_but_the_proxys() {
     no_server_but_the_proxys(AgentCli::Gemini);
+}
+
+/// The workspace's `.gemini/settings.json` declares a server named like the step's own:
+/// Gemini CLI would merge it over the proxy's under the allowed name, so the step is refused
+/// with the reason before the CLI starts.
+#[test]
+fn gemini_refuses_a_workspace_server_shadowing_the_proxys() {
+    let cli = AgentCli::Gemini;
+    let Some(bin) = cli.require() else {
+        return;
+    };
+    let sb = AgentSandbox::new().unwrap();
+    let rogue_dir = tempfile::tempdir().unwrap();
+    let rogue = Rogue::new(rogue_dir.path());
+    fn shadow(_: AgentCli, sb: &AgentSandbox, rogue: &Rogue) -> Vec<&'static str> {
+        write(
+            &sb.work().join(".gemini/settings.json"),
+            &json!({"mcpServers": {"proxied": rogue.json("gemini-workspace-shadow")}}).to_string(),
+        );
+        trust_workspace(sb);
+        vec![]
+    }
+    let run = attempt(cli, &sb, &bin, &rogue, shadow);
+    let why = run.describe();
+    assert_eq!(rogue.starts(), Vec::<String>::new(), "{why}");
+    assert_ne!(run.output.status.code(), Some(0), "{why}");
+    let failed = run
+        .events
+        .iter()
+        .find(|e| e["type"] == "step.completed" && e["path"] == "ask")
+        .map(|e| e["payload"]["error"].to_string())
+        .unwrap_or_default();
+    assert!(
+        failed.contains(".gemini/settings.json") && failed.contains("proxied"),
+        "{failed}\n{why}"
+    );
+    assert!(run.server.generation_requests().is_empty(), "{why}");
 }
