@@ -42,12 +42,14 @@ pub struct McpServer {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// A server name outside `[A-Za-z0-9_-]{1,64}`, or containing `__` (the separator of
-    /// qualified tool names).
-    #[error(
-        "MCP server name {0:?} is not 1 to 64 characters of [A-Za-z0-9_-] without \"__\" and without a leading \"-\""
-    )]
-    BadName(String),
+    /// A server name [`check_server_name`] refuses, with its reason.
+    #[error("MCP server name {name:?} {reason}")]
+    BadName {
+        /// The name.
+        name: String,
+        /// Why: one of [`check_server_name`]'s rules.
+        reason: &'static str,
+    },
     /// Two servers with the same name.
     #[error("MCP server name {0:?} is used twice")]
     Duplicate(String),
@@ -64,21 +66,59 @@ pub enum ConfigError {
     },
 }
 
-/// Checks a step's server list: valid, unique names; a command for stdio servers; an
+/// The rule of a server name, and why a name breaks it (`None`: the name is good).
+///
+/// A name is 1 to 64 characters of `[A-Za-z0-9_-]` (it is a URL path segment of the proxy, a
+/// TOML bare key of Codex's configuration and a JSON key of the others'), does not start with
+/// `-` (an option to a CLI), and qualifies every tool to a name no other (server, tool) pair
+/// qualifies to: `mcp__<server>__<tool>` is read back by cutting at the first `__` after
+/// `mcp__` ([`Allowlist`] does), which finds the server exactly when the name contains no `__`
+/// and does not end with `_` (server `a_` with tool `x` and server `a` with tool `_x` would
+/// both be `mcp__a___x`). Tool names are the server's and need no rule.
+pub fn server_name_problem(name: &str) -> Option<&'static str> {
+    if !(1..=64).contains(&name.len()) {
+        return Some("is not 1 to 64 characters long");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Some("has a character outside [A-Za-z0-9_-]");
+    }
+    if name.starts_with('-') {
+        return Some("starts with \"-\", which a CLI would read as an option");
+    }
+    if name.contains("__") {
+        return Some(
+            "contains \"__\", the separator of qualified tool names mcp__<server>__<tool>",
+        );
+    }
+    if name.ends_with('_') {
+        return Some(
+            "ends with \"_\": mcp__<server>__<tool> would be ambiguous (server \"a_\" with tool \"x\" and server \"a\" with tool \"_x\" are both mcp__a___x)",
+        );
+    }
+    None
+}
+
+/// [`server_name_problem`] as a typed error: [`ConfigError::BadName`] with the reason.
+pub fn check_server_name(name: &str) -> Result<(), ConfigError> {
+    match server_name_problem(name) {
+        None => Ok(()),
+        Some(reason) => Err(ConfigError::BadName {
+            name: name.to_owned(),
+            reason,
+        }),
+    }
+}
+
+/// Checks a step's server list: valid, unique names ([`check_server_name`]); a command for stdio servers; an
 /// `http(s)://` URL for HTTP servers.
 pub fn validate_servers(servers: &[McpServer]) -> Result<(), ConfigError> {
     let mut seen = BTreeSet::new();
     for server in servers {
         let name = &server.name;
-        let valid = (1..=64).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-            && !name.contains("__")
-            && !name.starts_with('-');
-        if !valid {
-            return Err(ConfigError::BadName(name.clone()));
-        }
+        check_server_name(name)?;
         if !seen.insert(name.as_str()) {
             return Err(ConfigError::Duplicate(name.clone()));
         }
@@ -207,9 +247,8 @@ mod tests {
         for bad in [
             "", "a/b", "a b", "a__b", "-x", "é", "a.b", "a\"b", "a\nb", "../x",
         ] {
-            assert_eq!(
-                validate_servers(&[stdio(bad)]),
-                Err(ConfigError::BadName(bad.into())),
+            assert!(
+                matches!(validate_servers(&[stdio(bad)]), Err(ConfigError::BadName { name, .. }) if name == bad),
                 "{bad:?}"
             );
         }
@@ -254,5 +293,52 @@ mod tests {
             vec!["mcp__everything", "mcp__files__read_file"]
         );
         assert!(!Allowlist::default().allows("files", "read_file"));
+    }
+
+    #[test]
+    fn server_names_that_make_a_qualified_name_ambiguous_are_refused_with_the_reason() {
+        // The issue's collision: a_ + x and a + _x.
+        assert_eq!(qualified_name("a_", "x"), qualified_name("a", "_x"));
+        let err = check_server_name("a_").unwrap_err();
+        assert!(err.to_string().contains("mcp__a___x"), "{err}");
+        assert!(check_server_name("a").is_ok());
+        assert!(check_server_name("_a").is_ok());
+        assert!(check_server_name("a-_b").is_ok());
+        assert!(server_name_problem("a__b").unwrap().contains("separator"));
+        assert!(server_name_problem("-a").unwrap().contains("option"));
+        assert!(server_name_problem("").unwrap().contains("1 to 64"));
+        assert!(
+            server_name_problem("a.b")
+                .unwrap()
+                .contains("[A-Za-z0-9_-]")
+        );
+        // Exhaustively over a small alphabet: every accepted name reads back from every
+        // qualified name it makes, the way the allowlist reads it.
+        let alphabet = ['a', '_', '-'];
+        let mut names = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = names
+                .iter()
+                .flat_map(|n| alphabet.iter().map(move |c| format!("{n}{c}")))
+                .collect();
+            names.extend(longer);
+        }
+        names.sort();
+        names.dedup();
+        let good: Vec<&String> = names
+            .iter()
+            .filter(|n| server_name_problem(n).is_none())
+            .collect();
+        assert!(good.len() > 20, "{good:?}");
+        for server in &good {
+            for tool in &names {
+                if tool.is_empty() {
+                    continue;
+                }
+                let q = qualified_name(server, tool);
+                let (s, t) = q["mcp__".len()..].split_once("__").unwrap();
+                assert_eq!((s, t), (server.as_str(), tool.as_str()), "{q}");
+            }
+        }
     }
 }

@@ -117,7 +117,7 @@ mod upstream;
 
 pub use config::{
     Allowlist, ConfigError, DEFAULT_MAX_RESULT_BYTES, McpServer, ProxyLimits, Upstream,
-    qualified_name, validate_servers,
+    check_server_name, qualified_name, server_name_problem, validate_servers,
 };
 pub use error::ProxyError;
 pub use preset::{Endpoint, ProxyEndpoints};
