@@ -211,6 +211,16 @@ pub struct ProxyLimits {
     pub max_result_bytes: usize,
     /// Time an upstream child's process group has between `SIGTERM` and `SIGKILL` on stop.
     pub kill_grace: Duration,
+    /// How long listing one server's tools (every page) may take; never longer than
+    /// [`ProxyLimits::call_deadline`].
+    pub list_deadline: Duration,
+    /// The most `tools/list` pages the proxy asks one server for (a server that always
+    /// answers with a `nextCursor` stops here).
+    pub max_list_pages: usize,
+    /// The most tools one server may list.
+    pub max_list_tools: usize,
+    /// The most bytes (the listed tools as encoded JSON) one server may list.
+    pub max_list_bytes: usize,
 }
 
 /// 1 MiB: the default cap of one tool result.
@@ -223,6 +233,10 @@ impl Default for ProxyLimits {
             start_deadline: Duration::from_secs(30),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             kill_grace: Duration::from_secs(2),
+            list_deadline: Duration::from_secs(30),
+            max_list_pages: 100,
+            max_list_tools: 10_000,
+            max_list_bytes: 16 * 1024 * 1024,
         }
     }
 }

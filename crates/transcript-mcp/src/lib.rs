@@ -121,6 +121,7 @@ pub use config::{
 };
 pub use error::ProxyError;
 pub use preset::{Endpoint, ProxyEndpoints};
+pub use proxy::LIST_DIAGNOSTIC;
 pub use record::RecordTarget;
 pub use serve::{McpProxy, SECRET_HEADER};
 pub use upstream::INHERITED_ENV;
