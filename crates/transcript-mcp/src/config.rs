@@ -56,6 +56,19 @@ pub enum ConfigError {
     /// A stdio server with an empty command.
     #[error("MCP server {0:?} has an empty command")]
     EmptyCommand(String),
+    /// [`ProxyLimits::max_result_bytes`] above [`MAX_RESULT_BYTES_LIMIT`].
+    #[error(
+        "max_result_bytes {max_result_bytes} is above {limit}: such a result could not be recorded on one transcript line"
+    )]
+    ResultCap {
+        /// The configured cap.
+        max_result_bytes: usize,
+        /// The largest allowed.
+        limit: usize,
+    },
+    /// A cap of [`ProxyLimits`] that is zero (nothing could pass).
+    #[error("ProxyLimits::{0} is zero")]
+    ZeroLimit(&'static str),
     /// An HTTP server whose URL is neither `http://` nor `https://`.
     #[error("MCP server {name:?}: url {url:?} is not http:// or https://")]
     BadUrl {
@@ -201,13 +214,18 @@ impl Allowlist {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProxyLimits {
     /// How long one `tools/call` may take upstream before the proxy answers with an error
-    /// (and records it). The exec step passes what is left of the step's timeout.
+    /// (and records it). The exec step passes the step's whole `timeout_ms` (120 s, the default
+    /// here, when it has none), not what is left of it when the call starts: the step's own timeout still
+    /// ends the CLI, and the proxy with it, at its time.
     pub call_deadline: Duration,
     /// How long starting one upstream server (spawn and MCP `initialize`) may take.
     pub start_deadline: Duration,
     /// The largest tool result, as encoded JSON bytes, the proxy forwards and records. A larger
     /// one is refused: the agent gets an error result and the record says why and how large it
-    /// was. Bounded below [`transcript_domain::MAX_LINE_BYTES`] so a result always fits a line.
+    /// was. At most [`MAX_RESULT_BYTES_LIMIT`] (checked by [`ProxyLimits::check`] when the proxy
+    /// starts) so that a result always fits a transcript line. The recorder may bound the
+    /// recorded value further: the exec step's recorder cuts every value above the run's
+    /// `max_output_bytes` (the CLI still gets the whole result).
     pub max_result_bytes: usize,
     /// Time an upstream child's process group has between `SIGTERM` and `SIGKILL` on stop.
     pub kill_grace: Duration,
@@ -221,6 +239,34 @@ pub struct ProxyLimits {
     pub max_list_tools: usize,
     /// The most bytes (the listed tools as encoded JSON) one server may list.
     pub max_list_bytes: usize,
+}
+
+/// The largest [`ProxyLimits::max_result_bytes`]: a result is recorded on one transcript line
+/// ([`transcript_domain::MAX_LINE_BYTES`]) beside its event's envelope, for which 64 KiB stay
+/// free (as the exec layer keeps).
+pub const MAX_RESULT_BYTES_LIMIT: usize = transcript_domain::MAX_LINE_BYTES - 64 * 1024;
+
+impl ProxyLimits {
+    /// Refuses limits the proxy cannot keep: a result cap above [`MAX_RESULT_BYTES_LIMIT`]
+    /// (such a result could not be recorded on one line), a zero cap (nothing could pass).
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.max_result_bytes > MAX_RESULT_BYTES_LIMIT {
+            return Err(ConfigError::ResultCap {
+                max_result_bytes: self.max_result_bytes,
+                limit: MAX_RESULT_BYTES_LIMIT,
+            });
+        }
+        let zero = [
+            ("max_result_bytes", self.max_result_bytes == 0),
+            ("max_list_pages", self.max_list_pages == 0),
+            ("max_list_tools", self.max_list_tools == 0),
+            ("max_list_bytes", self.max_list_bytes == 0),
+        ];
+        match zero.iter().find(|(_, z)| *z) {
+            Some((field, _)) => Err(ConfigError::ZeroLimit(field)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// 1 MiB: the default cap of one tool result.
@@ -354,5 +400,31 @@ mod tests {
                 assert_eq!((s, t), (server.as_str(), tool.as_str()), "{q}");
             }
         }
+    }
+
+    #[test]
+    fn a_result_cap_that_cannot_fit_a_line_is_refused_at_construction() {
+        assert!(ProxyLimits::default().check().is_ok());
+        let at_limit = ProxyLimits {
+            max_result_bytes: MAX_RESULT_BYTES_LIMIT,
+            ..ProxyLimits::default()
+        };
+        assert!(at_limit.check().is_ok());
+        let over = ProxyLimits {
+            max_result_bytes: transcript_domain::MAX_LINE_BYTES,
+            ..ProxyLimits::default()
+        };
+        assert_eq!(
+            over.check(),
+            Err(ConfigError::ResultCap {
+                max_result_bytes: transcript_domain::MAX_LINE_BYTES,
+                limit: MAX_RESULT_BYTES_LIMIT
+            })
+        );
+        let zero = ProxyLimits {
+            max_list_pages: 0,
+            ..ProxyLimits::default()
+        };
+        assert_eq!(zero.check(), Err(ConfigError::ZeroLimit("max_list_pages")));
     }
 }
