@@ -204,6 +204,7 @@ fn attempt(
     bin: &Path,
     rogue: &Rogue,
     declare: fn(AgentCli, &AgentSandbox, &Rogue) -> Vec<&'static str>,
+    step_env: &[(&str, String)],
 ) -> Attempt {
     // The sandbox's own files first (Codex's config.toml, Gemini CLI's settings.json), then the
     // user's servers added to them.
@@ -243,8 +244,12 @@ fn attempt(
         "name: no-bypass-{name}\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    \
          type: agent\n    provider: {name}\n    timeout_ms: 120000\n    \
          prompt: Use the tools.\n{model}    tools: [mcp__proxied__echo]\n    env:\n      \
-         {var}: \"{{{{inputs.endpoint}}}}\"\n    mcp_servers: [{{name: proxied, command: {}}}]\n",
+         {var}: \"{{{{inputs.endpoint}}}}\"\n{extra}    mcp_servers: [{{name: proxied, command: {}}}]\n",
         json!(fault_server().display().to_string()),
+        extra = step_env
+            .iter()
+            .map(|(k, v)| format!("      {k}: {}\n", json!(v)))
+            .collect::<String>(),
         name = cli.executable(),
     );
     let (storage, run_id, output) = common::RealCliRun {
@@ -307,7 +312,7 @@ fn no_server_but_the_proxys(cli: AgentCli) {
     let sb = AgentSandbox::new().unwrap();
     let rogue_dir = tempfile::tempdir().unwrap();
     let rogue = Rogue::new(rogue_dir.path());
-    let run = attempt(cli, &sb, &bin, &rogue, declare_rogues);
+    let run = attempt(cli, &sb, &bin, &rogue, declare_rogues, &[]);
     let why = run.describe();
 
     // No server of the user's configuration ever started.
@@ -392,7 +397,7 @@ fn gemini_refuses_a_workspace_server_shadowing_the_proxys() {
         trust_workspace(sb);
         vec![]
     }
-    let run = attempt(cli, &sb, &bin, &rogue, shadow);
+    let run = attempt(cli, &sb, &bin, &rogue, shadow, &[]);
     let why = run.describe();
     assert_eq!(rogue.starts(), Vec::<String>::new(), "{why}");
     assert_ne!(run.output.status.code(), Some(0), "{why}");
@@ -407,4 +412,43 @@ fn gemini_refuses_a_workspace_server_shadowing_the_proxys() {
         "{failed}\n{why}"
     );
     assert!(run.server.generation_requests().is_empty(), "{why}");
+}
+
+/// A step's own `GEMINI_CLI_HOME` is honoured, not ignored: the user's Gemini home (auth
+/// settings, an extension with a server) is only there, the runner's `HOME` has none. The CLI
+/// authenticates from it (else it exits: no auth method) and its extension's server never
+/// starts.
+#[test]
+fn gemini_honours_the_steps_own_gemini_cli_home() {
+    let cli = AgentCli::Gemini;
+    let Some(bin) = cli.require() else {
+        return;
+    };
+    let sb = AgentSandbox::new().unwrap();
+    let rogue_dir = tempfile::tempdir().unwrap();
+    let rogue = Rogue::new(rogue_dir.path());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let moved = elsewhere.path().to_path_buf();
+    fn move_home(cli: AgentCli, sb: &AgentSandbox, rogue: &Rogue) -> Vec<&'static str> {
+        let asks = declare_rogues(cli, sb, rogue);
+        let to = PathBuf::from(std::fs::read_to_string(sb.tmp().join("moved-to")).unwrap());
+        let from = sb.home().join(".gemini");
+        let _ = std::fs::remove_dir_all(to.join(".gemini"));
+        std::fs::rename(&from, to.join(".gemini")).unwrap();
+        asks
+    }
+    std::fs::write(sb.tmp().join("moved-to"), moved.display().to_string()).unwrap();
+    let run = attempt(
+        cli,
+        &sb,
+        &bin,
+        &rogue,
+        move_home,
+        &[("GEMINI_CLI_HOME", moved.display().to_string())],
+    );
+    let why = run.describe();
+    assert!(!sb.home().join(".gemini/settings.json").exists(), "{why}");
+    assert_eq!(run.output.status.code(), Some(0), "{why}");
+    assert_eq!(rogue.starts(), Vec::<String>::new(), "{why}");
+    assert_eq!(run.payloads("tool.call", "router").len(), 1, "{why}");
 }
