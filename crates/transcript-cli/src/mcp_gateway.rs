@@ -3,6 +3,7 @@
 //! stack. One [`McpProxy`] per agent execution, wired into the CLI by
 //! [`transcript_mcp::preset::wiring`].
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -10,7 +11,7 @@ use async_trait::async_trait;
 use transcript_exec::mcp::{
     McpError, McpFile, McpGateway, McpServerSpec, McpSession, McpStart, McpTransport, McpWiring,
 };
-use transcript_mcp::preset::{self, Cli};
+use transcript_mcp::preset::{self, Cli, UserConfig};
 use transcript_mcp::{Allowlist, McpProxy, McpServer, ProxyLimits, RecordTarget, Upstream};
 
 /// Starts transcript-mcp proxies.
@@ -46,12 +47,15 @@ impl McpGateway for ProxyGateway {
         )
         .await
         .map_err(|e| McpError::Start(e.to_string()))?;
-        let user_settings = match cli {
-            Cli::Gemini => gemini_home(&start.config_dir)
-                .map_err(|e| McpError::Start(format!("Gemini CLI home: {e}")))?,
-            _ => serde_json::Value::Null,
+        let places = Places {
+            env: &start.env,
+            workspace: &start.workspace,
+            config_dir: &start.config_dir,
         };
-        let w = preset::wiring(cli, proxy.endpoints(), &start.config_dir, user_settings);
+        let user = user_config(cli, &places, proxy.endpoints())
+            .map_err(|e| McpError::Start(format!("{} CLI configuration: {e}", start.provider)))?;
+        let w = preset::wiring(cli, proxy.endpoints(), &start.config_dir, user)
+            .map_err(|e| McpError::Start(e.to_string()))?;
         let wiring = McpWiring {
             args: w.args,
             files: w
@@ -65,36 +69,105 @@ impl McpGateway for ProxyGateway {
     }
 }
 
-/// Gemini CLI's private home in `dir` (`gemini-home/.gemini`, mode `0o700`): every entry of
-/// the user's `.gemini` (`$GEMINI_CLI_HOME/.gemini`, else `$HOME/.gemini`) linked into it but
-/// `settings.json`, whose content is returned (the wiring writes the merged one). So the CLI
-/// keeps its credentials, and its chats land where they always do.
-fn gemini_home(dir: &Path) -> std::io::Result<serde_json::Value> {
-    let real = std::env::var_os("GEMINI_CLI_HOME")
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var_os("HOME"))
-        .map(|h| PathBuf::from(h).join(".gemini"));
-    let ours = dir.join("gemini-home").join(".gemini");
+/// Where the CLI will run: what [`user_config`] reads of the [`McpStart`].
+struct Places<'a> {
+    env: &'a BTreeMap<String, String>,
+    workspace: &'a Path,
+    config_dir: &'a Path,
+}
+
+/// A variable of the CLI's environment: the step's `env:` first, then the runner's.
+fn var(start: &Places<'_>, key: &str) -> Option<PathBuf> {
+    start
+        .env
+        .get(key)
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os(key).map(PathBuf::from))
+        .filter(|v| !v.as_os_str().is_empty())
+}
+
+/// Reads what the wiring keeps of the user's configuration, and prepares the private home
+/// the wiring points Codex or Gemini CLI at (the user's home found from the step's `env:`
+/// first, then the runner's environment, as the CLI itself would find it).
+fn user_config(
+    cli: Cli,
+    start: &Places<'_>,
+    endpoints: &transcript_mcp::ProxyEndpoints,
+) -> std::io::Result<UserConfig> {
+    let home = var(start, "HOME");
+    let mut user = UserConfig::default();
+    match cli {
+        Cli::Claude => {}
+        Cli::Codex => {
+            let real =
+                var(start, preset::CODEX_HOME_ENV).or_else(|| home.map(|h| h.join(".codex")));
+            let ours = start.config_dir.join(preset::CODEX_HOME_DIR);
+            user.codex_config = link_home(real.as_deref(), &ours, "config.toml")?;
+        }
+        Cli::Gemini => {
+            let workspace = start.workspace.join(".gemini").join("settings.json");
+            let shadows = preset::gemini_workspace_shadows(&read_json(&workspace)?, endpoints);
+            if !shadows.is_empty() {
+                return Err(std::io::Error::other(format!(
+                    "{} declares MCP server(s) {} under the name of the step's own: Gemini CLI \
+                     would run them instead of the proxy's (rename the step's server or remove them)",
+                    workspace.display(),
+                    shadows.join(", ")
+                )));
+            }
+            let real = var(start, preset::GEMINI_HOME_ENV)
+                .or(home)
+                .map(|h| h.join(".gemini"));
+            let ours = start.config_dir.join("gemini-home").join(".gemini");
+            let text = link_home(real.as_deref(), &ours, "settings.json")?;
+            user.gemini_settings = if text.trim().is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::from_str(&text).map_err(|e| {
+                    std::io::Error::other(format!("the user's Gemini settings.json: {e}"))
+                })?
+            };
+        }
+    }
+    Ok(user)
+}
+
+/// Creates the private home `ours` (mode `0o700`) and links every entry of the user's `real`
+/// home into it but `config` (and `extensions`, whose servers the wiring turns off), whose
+/// text is returned (empty when there is none): the wiring writes its own. So the CLI keeps
+/// its credentials, and its sessions land where they always do.
+fn link_home(real: Option<&Path>, ours: &Path, config: &str) -> std::io::Result<String> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(&ours)?;
+        .create(ours)?;
     let Some(real) = real.filter(|r| r.is_dir()) else {
-        return Ok(serde_json::Value::Null);
+        return Ok(String::new());
     };
-    for entry in std::fs::read_dir(&real)? {
+    for entry in std::fs::read_dir(real)? {
         let name = entry?.file_name();
-        if name != "settings.json" {
+        if name != config && name != "extensions" {
             std::os::unix::fs::symlink(real.join(&name), ours.join(&name))?;
         }
     }
-    Ok(match std::fs::read_to_string(real.join("settings.json")) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| {
-            std::io::Error::other(format!("{}: {e}", real.join("settings.json").display()))
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Value::Null,
-        Err(e) => return Err(e),
-    })
+    match std::fs::read_to_string(real.join(config)) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", real.join(config).display()),
+        )),
+    }
+}
+
+/// A JSON file, `Null` when it is not there.
+fn read_json(path: &Path) -> std::io::Result<serde_json::Value> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::Value::Null),
+        Err(e) => Err(e),
+    }
 }
 
 fn server(spec: &McpServerSpec) -> McpServer {

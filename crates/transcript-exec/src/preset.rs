@@ -281,6 +281,34 @@ impl Preset {
         Ok(a)
     }
 
+    /// Gemini CLI's policy file for `tools` (#41 item 8, not yet used by the command line):
+    /// Gemini CLI 0.61 warns "--allowed-tools cli argument and tools.allowed in settings.json
+    /// are deprecated and will be removed in 1.0: Migrate to Policy Engine"; the Policy
+    /// Engine reads rules only from TOML files (`--policy <file>`, no inline or environment
+    /// form), so the runner must write this text to a private file and pass `--policy=<file>`
+    /// instead of `--allowed-tools`. One rule allows the mapped tools without asking (what
+    /// `--allowed-tools` did, at priority 300 of the user tier, as Gemini CLI ranks its own
+    /// `--allowed-tools` rules); `None` for another preset or no tools. Names are TOML basic
+    /// strings (JSON's quoting, valid TOML).
+    pub fn policy_toml(self, tools: &[String]) -> Result<Option<String>, PresetError> {
+        if self != Preset::Gemini {
+            return Ok(None);
+        }
+        let names = self.tool_options(tools)?;
+        if names.is_empty() {
+            return Ok(None);
+        }
+        let quoted: Vec<String> = names
+            .iter()
+            .map(|n| serde_json::Value::String(n.clone()).to_string())
+            .collect();
+        Ok(Some(format!(
+            "# The step's tools: run without asking (written by transcript).\n[[rule]]\n\
+             toolName = [{}]\ndecision = \"allow\"\npriority = 300\n",
+            quoted.join(", ")
+        )))
+    }
+
     /// `tools:` as this CLI's options: tool names (Claude, Gemini) or the
     /// sandbox arguments (Codex).
     fn tool_options(self, tools: &[String]) -> Result<Vec<String>, PresetError> {
@@ -563,5 +591,19 @@ mod tests {
         assert_eq!(locate(&env).unwrap(), other);
         env.insert("TRANSCRIPT_CODEX_BIN".into(), "/nope/codex".into());
         assert!(matches!(locate(&env), Err(PresetError::BadBinVar { .. })));
+    }
+
+    #[test]
+    fn gemini_policy_allows_the_mapped_tools_as_toml() {
+        let tools = strs(&["read_file", "run_command", "we\"ird"]);
+        let text = Preset::Gemini.policy_toml(&tools).unwrap().unwrap();
+        assert!(
+            text.contains(
+                "toolName = [\"read_file\", \"run_shell_command\", \"we\\\"ird\"]\ndecision = \"allow\"\npriority = 300\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(Preset::Gemini.policy_toml(&[]).unwrap(), None);
+        assert_eq!(Preset::Claude.policy_toml(&tools).unwrap(), None);
     }
 }

@@ -22,9 +22,16 @@
 //!   in `settings.json`), all three using the CLI's native HTTP server support.
 //! - Every `tools/call` is recorded through the [`transcript_domain::Recorder`] port as
 //!   `tool.call` then `tool.result`, fidelity `router`, at the agent step's path and
-//!   iteration, with the arguments and the MCP result exactly as the SDK decoded them
-//!   (`content`, `structuredContent`, `isError`, `_meta`). The recorded name is the
-//!   qualified `mcp__<server>__<tool>` ([`qualified_name`]).
+//!   iteration, with the arguments and the MCP result as the SDK decoded them (`content`,
+//!   `structuredContent`, `isError`, `_meta`): exactly what the CLI got, up to the recorder's
+//!   own bound on one value (the exec step's recorder cuts a value above the run's
+//!   `max_output_bytes` with its truncation marker, while the CLI still gets the whole
+//!   result, up to [`ProxyLimits::max_result_bytes`]). The recorded name is the qualified
+//!   `mcp__<server>__<tool>` ([`qualified_name`]).
+//! - `tools/list` toward a server is bounded ([`ProxyLimits::list_deadline`], never longer
+//!   than the call deadline, and caps on pages, tools and bytes): a bound hit answers the CLI
+//!   with a JSON-RPC error naming it and is recorded as a `router` pair named
+//!   [`LIST_DIAGNOSTIC`] (input `{"server": <name>}`, the reason as its error).
 //! - [`Allowlist`] (from the step's `tools:`) is enforced here: `tools/list` shows only
 //!   allowed tools; a call to any other tool is not forwarded, it is answered with an MCP tool
 //!   error result (`isError: true`, a text naming the allowed tools, which every CLI shows to
@@ -35,9 +42,9 @@
 //! `http_headers`, Gemini CLI `httpUrl` with `headers`), so the proxy needs no process of its
 //! own: its lifetime is a value in the runner ([`McpProxy`]), cancelled with the step, and
 //! the recording goes straight to the run's recorder instead of crossing a pipe. Measured with
-//! the pinned CLIs (`tests/real_claude.rs`, `tests/real_codex_gemini.rs`): Claude Code 2.1.331
-//! and Gemini CLI 0.61 call a tool through the proxy; Codex 0.169 connects and lists the
-//! allowed tools (as a Responses `namespace` tool `mcp__<server>`). The endpoint sends no SSE
+//! the pinned CLIs (`tests/real_claude.rs`, `tests/real_codex_gemini.rs`, and through the
+//! binary `crates/transcript-cli/tests/mcp_real_agents.rs`): Claude Code 2.1.331, Codex 0.169
+//! and Gemini CLI 0.61 each list the allowed tools and call one through the proxy. The endpoint sends no SSE
 //! priming events: their empty `data:` makes Gemini CLI's MCP client drop the server.
 //!
 //! # Invariants
@@ -53,7 +60,8 @@
 //!    the CLI and an `error` in the record, never a hang or a proxy crash.
 //! 4. Nothing the proxy started survives [`McpProxy::shutdown`] or the drop of the handle:
 //!    stdio servers run in their own process group, which is killed (checked against the OS
-//!    in `tests/proxy.rs`).
+//!    in `tests/proxy.rs`). Not yet for a server that leaves its group (`setsid`, a
+//!    double fork): ending those is the runner's subreaper's job (#40 item 4, open).
 //! 5. A write that failed is reported by [`McpProxy::shutdown`] ([`ProxyError::Record`]):
 //!    a step that lost an observation cannot report success.
 //!
@@ -71,16 +79,25 @@
 //! - The endpoint listens on `127.0.0.1` only, on a fresh port, and refuses every request
 //!   without the run's secret header ([`SECRET_HEADER`], 256 bits from the OS, compared in
 //!   constant time): another local process cannot use the run's MCP servers through it. The
-//!   secret is written only to the CLI's private config files (never to argv); `Debug` of
-//!   [`ProxyEndpoints`] redacts it. rmcp additionally checks the `Host` header (loopback only)
+//!   secret never goes to argv (readable by every local user in `/proc`): Claude Code and
+//!   Gemini CLI read it from their private config files (mode `0o600` in a `0o700`
+//!   directory), Codex from its environment ([`preset::CODEX_SECRET_ENV`], readable by its
+//!   user only); `Debug` of [`ProxyEndpoints`] and of [`preset::Wiring`] redacts it.
+//! - Only the proxy's servers exist for the CLI: the user's own MCP servers (Claude Code's
+//!   `.claude.json` and `.mcp.json`, Codex's `config.toml`, Gemini CLI's settings, extensions
+//!   and workspace settings) are not started, so no call goes around the proxy; how, per CLI,
+//!   and what of the user's configuration is still read: [`preset`] (proof:
+//!   `crates/transcript-cli/tests/mcp_no_bypass.rs`). rmcp additionally checks the `Host` header (loopback only)
 //!   against DNS rebinding.
 //! - Tool arguments and results are untrusted data: they are recorded as JSON values and
 //!   never interpreted; upstream commands are argv, never shell source.
 //! - A stdio server gets a cleared environment: [`INHERITED_ENV`] of the runner's plus its own
 //!   configured `env`, so the runner's provider keys do not leak to third-party servers.
 //! - A hostile or broken server is bounded in time, result size and lifetime (invariants 3
-//!   and 4). Server names are restricted to `[A-Za-z0-9_-]` so they cannot bend a URL path, a
-//!   TOML key or a qualified tool name.
+//!   and 4), and its `tools/list` in time, pages, tools and bytes. Server names follow
+//!   [`server_name_problem`]: `[A-Za-z0-9_-]`, no leading `-`, no `__`, no trailing `_`, so
+//!   they cannot bend a URL path, a TOML key or an option, and every qualified tool name
+//!   `mcp__<server>__<tool>` names one server and one tool.
 //!
 //! # Integration (exec agent step)
 //!
@@ -89,12 +106,15 @@
 //! (`crates/transcript-cli/src/mcp_gateway.rs`). For a CLI preset step with `mcp_servers:`:
 //! 1. `McpProxy::start(&servers, Allowlist::from_step_tools(&step.tools), RecordTarget {
 //!    recorder, path, iteration, call_id_prefix: "<path>#<iteration>" }, ProxyLimits {
-//!    call_deadline: <the step's timeout>, ..Default::default() }, step_cancel)`;
+//!    call_deadline: <the step's whole timeout_ms>, ..Default::default() }, step_cancel)`;
 //! 2. [`preset::wiring`] for the CLI, in a fresh private directory: Claude Code gets
 //!    [`preset::claude_args`] and its `--mcp-config` file; Codex gets [`preset::codex_args`]
-//!    (`-c` overrides) and the secret in [`preset::CODEX_SECRET_ENV`]; Gemini CLI gets a
-//!    private home ([`preset::GEMINI_HOME_ENV`]) whose `settings.json` is the user's with the
-//!    proxy's `mcpServers`. The user's own configuration files are never modified;
+//!    (`-c` overrides), the secret in [`preset::CODEX_SECRET_ENV`] and a private
+//!    `CODEX_HOME` whose `config.toml` is the user's without servers; Gemini CLI gets
+//!    [`preset::gemini_args`] and a private home ([`preset::GEMINI_HOME_ENV`]) whose
+//!    `settings.json` is the user's with only the proxy's `mcpServers`. The user's homes are
+//!    found from the step's `env:` first, then the runner's environment; their files are never
+//!    modified;
 //! 3. the CLI runs; then `proxy.shutdown().await` whatever its outcome, and the step fails on
 //!    its error (a lost observation).
 //!
@@ -116,11 +136,13 @@ mod serve;
 mod upstream;
 
 pub use config::{
-    Allowlist, ConfigError, DEFAULT_MAX_RESULT_BYTES, McpServer, ProxyLimits, Upstream,
-    qualified_name, validate_servers,
+    Allowlist, ConfigError, DEFAULT_MAX_RESULT_BYTES, MAX_RESULT_BYTES_LIMIT, McpServer,
+    ProxyLimits, Upstream, check_server_name, qualified_name, server_name_problem,
+    validate_servers,
 };
 pub use error::ProxyError;
 pub use preset::{Endpoint, ProxyEndpoints};
+pub use proxy::LIST_DIAGNOSTIC;
 pub use record::RecordTarget;
 pub use serve::{McpProxy, SECRET_HEADER};
 pub use upstream::INHERITED_ENV;

@@ -1,15 +1,21 @@
 //! Each agent CLI's own MCP configuration, pointing at the proxy: pure functions from
 //! [`ProxyEndpoints`] to file contents and arguments.
 //!
-//! The secret travels only in these contents (never in argv, which other local users can
-//! read in `/proc`): the caller writes them into the step's private configuration directory
-//! with mode `0o600`.
+//! The secret never travels in argv (which other local users can read in `/proc`): it is in
+//! these files, which the caller writes into the step's private configuration directory with
+//! mode `0o600`, or in the CLI's environment (Codex), which only its user can read.
 //!
-//! | CLI | where | what |
-//! |-----|-------|------|
-//! | Claude Code | a new file, passed as `--mcp-config <file> --strict-mcp-config` ([`claude_args`]) | [`claude_mcp_config`]: `{"mcpServers": {name: {"type": "http", "url", "headers"}}}` |
-//! | Codex | `-c` overrides ([`codex_args`]), the secret in the environment ([`CODEX_SECRET_ENV`]); or `$CODEX_HOME/config.toml`, merged | `mcp_servers.<name>` with `url` and `env_http_headers` ([`codex_args`]) or `http_headers` ([`codex_config_toml`]) |
-//! | Gemini CLI | `~/.gemini/settings.json`, merged | [`gemini_settings`]: `mcpServers.<name>` with `httpUrl`, `headers` and `trust` |
+//! # Only the proxy's servers exist for the CLI
+//!
+//! Each CLI would otherwise also start the MCP servers of the user's own configuration, whose
+//! calls would be neither recorded nor allowlisted. Measured with the pinned CLIs
+//! (`crates/transcript-cli/tests/mcp_no_bypass.rs`):
+//!
+//! | CLI | how | what of the user's configuration is still read |
+//! |-----|-----|-----|
+//! | Claude Code 2.1 | `--mcp-config <file> --strict-mcp-config` ([`claude_args`]): the user's `~/.claude.json`, `$CLAUDE_CONFIG_DIR/.claude.json` and the workspace's `.mcp.json` servers are ignored | everything else: settings, credentials, session logs |
+//! | Codex 0.169 | a private `CODEX_HOME` ([`CODEX_HOME_ENV`]): its `config.toml` is the user's without `mcp_servers` and without `projects` ([`codex_config_without_servers`]; `-c` merges into a table, it cannot replace one), every other entry of the user's `CODEX_HOME` linked into it; the proxy's servers as `-c` overrides ([`codex_args`]) | model and provider settings, `auth.json`, sessions and history (linked) |
+//! | Gemini CLI 0.61 | a private home ([`GEMINI_HOME_ENV`]) whose `settings.json` is the user's with `mcpServers` and `mcp` replaced ([`gemini_user_settings`]); `--allowed-mcp-server-names` with only the proxy's names and `--extensions=none` ([`gemini_args`]); a workspace `.gemini/settings.json` declaring a server of the same name as one of the proxy's is refused ([`gemini_workspace_shadows`]) | every other setting (auth, model, retries), credentials, chats (linked) |
 //!
 //! Gemini CLI's servers are marked `trust: true` (no confirmation prompt, which a headless run
 //! could not answer): the proxy, not the CLI, enforces the step's allowlist.
@@ -122,6 +128,33 @@ pub fn codex_config_toml(
     Ok(doc.to_string())
 }
 
+/// The user's Codex `config.toml` for the private `CODEX_HOME` of a step with MCP servers:
+/// `existing` without its `mcp_servers` table (top level and in every `profiles.<name>`) and
+/// without `projects` (a trusted project's own `.codex/config.toml` would add its servers);
+/// everything else (model, providers, approvals) is kept as written.
+pub fn codex_config_without_servers(existing: &str) -> Result<String, PresetError> {
+    let mut doc: toml_edit::DocumentMut = existing
+        .parse()
+        .map_err(|e: toml_edit::TomlError| PresetError::CodexConfig(e.to_string()))?;
+    doc.remove("mcp_servers");
+    doc.remove("projects");
+    if let Some(profiles) = doc.get_mut("profiles").and_then(|p| p.as_table_like_mut()) {
+        for (_, profile) in profiles.iter_mut() {
+            if let Some(profile) = profile.as_table_like_mut() {
+                profile.remove("mcp_servers");
+            }
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// The variable that moves Codex's home (`~/.codex` by default), where it reads
+/// `config.toml`.
+pub const CODEX_HOME_ENV: &str = "CODEX_HOME";
+
+/// Where the private Codex home goes, relative to the wiring's directory.
+pub const CODEX_HOME_DIR: &str = "codex-home";
+
 /// The variable that carries the proxy's secret to Codex (see [`codex_args`]).
 pub const CODEX_SECRET_ENV: &str = "TRANSCRIPT_MCP_SECRET";
 
@@ -186,6 +219,62 @@ pub const GEMINI_HOME_ENV: &str = "GEMINI_CLI_HOME";
 /// Where the private Gemini home's settings go, relative to the wiring's directory.
 pub const GEMINI_SETTINGS_FILE: &str = "gemini-home/.gemini/settings.json";
 
+/// Gemini CLI's arguments: `--allowed-mcp-server-names=<name>` for each of the proxy's servers
+/// (any other server, from settings or elsewhere, is blocked by name) and `--extensions=none`
+/// (an extension's server would otherwise be merged into one of the same name).
+pub fn gemini_args(endpoints: &ProxyEndpoints) -> Vec<String> {
+    let mut args: Vec<String> = endpoints
+        .endpoints
+        .iter()
+        .map(|e| format!("--allowed-mcp-server-names={}", e.server))
+        .collect();
+    args.push("--extensions=none".to_owned());
+    args
+}
+
+/// The user's Gemini CLI `settings.json` for the private home: `user` with everything about
+/// MCP (`mcpServers`, `mcp`: its `serverCommand` starts a server too) replaced by the proxy's
+/// servers ([`gemini_settings`]); a value that is not an object counts as empty.
+pub fn gemini_user_settings(user: Value, endpoints: &ProxyEndpoints) -> Value {
+    let mut user = match user {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    user.remove("mcpServers");
+    user.remove("mcp");
+    // An object without `mcpServers` always merges.
+    gemini_settings(Value::Object(user), endpoints).unwrap_or_default()
+}
+
+/// The servers a workspace's `.gemini/settings.json` (`workspace`) declares under a name of
+/// the proxy's: Gemini CLI merges workspace servers over the user's by name, so such a server
+/// would replace the proxy's under the name `--allowed-mcp-server-names` allows (a
+/// `mcp.serverCommand` declares the server `mcp`). The caller refuses to start the CLI then.
+pub fn gemini_workspace_shadows(workspace: &Value, endpoints: &ProxyEndpoints) -> Vec<String> {
+    let mut declared: Vec<&str> = workspace["mcpServers"]
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    if !workspace["mcp"]["serverCommand"].is_null() {
+        declared.push("mcp");
+    }
+    endpoints
+        .endpoints
+        .iter()
+        .filter(|e| declared.contains(&e.server.as_str()))
+        .map(|e| e.server.clone())
+        .collect()
+}
+
+/// What the wiring keeps of the user's own configuration (read by the caller).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserConfig {
+    /// The user's Codex `config.toml` text (empty when there is none).
+    pub codex_config: String,
+    /// The user's Gemini CLI `settings.json` (`Null` when there is none).
+    pub gemini_settings: Value,
+}
+
 /// An agent CLI the proxy can be wired into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cli {
@@ -235,17 +324,19 @@ impl std::fmt::Debug for Wiring {
 
 /// The [`Wiring`] of `cli` for `endpoints`, its files in `dir` (a private directory):
 /// Claude Code: `dir/transcript-mcp.json` ([`claude_mcp_config`]) and [`claude_args`] (only
-/// these servers); Codex: [`codex_args`] and the secret in [`CODEX_SECRET_ENV`]; Gemini CLI:
-/// `dir/`[`GEMINI_SETTINGS_FILE`], the user's `gemini_user_settings` with their
-/// `mcpServers` replaced by the proxy's ([`gemini_settings`]), its home named by
-/// [`GEMINI_HOME_ENV`].
+/// these servers); Codex: [`codex_args`], the secret in [`CODEX_SECRET_ENV`] and a private
+/// home `dir/`[`CODEX_HOME_DIR`] ([`CODEX_HOME_ENV`]) whose `config.toml` is the user's
+/// without servers ([`codex_config_without_servers`]); Gemini CLI: [`gemini_args`] and
+/// `dir/`[`GEMINI_SETTINGS_FILE`] ([`gemini_user_settings`]), its home named by
+/// [`GEMINI_HOME_ENV`]. The caller links the other entries of the user's homes into the
+/// private ones.
 pub fn wiring(
     cli: Cli,
     endpoints: &ProxyEndpoints,
     dir: &std::path::Path,
-    gemini_user_settings: Value,
-) -> Wiring {
-    match cli {
+    user: UserConfig,
+) -> Result<Wiring, PresetError> {
+    Ok(match cli {
         Cli::Claude => {
             let file = dir.join("transcript-mcp.json");
             Wiring {
@@ -254,31 +345,35 @@ pub fn wiring(
                 env: Vec::new(),
             }
         }
-        Cli::Codex => Wiring {
-            args: codex_args(endpoints),
-            files: Vec::new(),
-            env: vec![(CODEX_SECRET_ENV.to_owned(), endpoints.secret.clone())],
-        },
-        Cli::Gemini => {
-            let mut user = match gemini_user_settings {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            // Only the step's servers: the user's own would bypass the proxy.
-            user.remove("mcpServers");
-            let settings = gemini_settings(Value::Object(user), endpoints)
-                .map(|v| v.to_string())
-                .unwrap_or_default();
+        Cli::Codex => {
+            let home = dir.join(CODEX_HOME_DIR);
             Wiring {
-                args: Vec::new(),
-                env: vec![(
-                    GEMINI_HOME_ENV.to_owned(),
-                    dir.join("gemini-home").to_string_lossy().into_owned(),
+                args: codex_args(endpoints),
+                files: vec![(
+                    home.join("config.toml"),
+                    codex_config_without_servers(&user.codex_config)?,
                 )],
-                files: vec![(dir.join(GEMINI_SETTINGS_FILE), settings)],
+                env: vec![
+                    (CODEX_SECRET_ENV.to_owned(), endpoints.secret.clone()),
+                    (
+                        CODEX_HOME_ENV.to_owned(),
+                        home.to_string_lossy().into_owned(),
+                    ),
+                ],
             }
         }
-    }
+        Cli::Gemini => Wiring {
+            args: gemini_args(endpoints),
+            env: vec![(
+                GEMINI_HOME_ENV.to_owned(),
+                dir.join("gemini-home").to_string_lossy().into_owned(),
+            )],
+            files: vec![(
+                dir.join(GEMINI_SETTINGS_FILE),
+                gemini_user_settings(user.gemini_settings, endpoints).to_string(),
+            )],
+        },
+    })
 }
 
 #[cfg(test)]
@@ -391,26 +486,40 @@ mod tests {
         assert!(!format!("{:?}", endpoints()).contains("s3cr3t"));
         let dir = std::path::Path::new("/private");
         for cli in [Cli::Claude, Cli::Codex, Cli::Gemini] {
-            assert!(!format!("{:?}", wiring(cli, &endpoints(), dir, json!({}))).contains("s3cr3t"));
+            let w = wiring(cli, &endpoints(), dir, UserConfig::default()).unwrap();
+            assert!(!format!("{w:?}").contains("s3cr3t"));
         }
     }
 
     #[test]
     fn each_cli_gets_its_secret_in_a_file_or_the_environment_never_in_argv() {
         let dir = std::path::Path::new("/private");
-        let claude = wiring(Cli::Claude, &endpoints(), dir, json!({}));
+        let claude = wiring(Cli::Claude, &endpoints(), dir, UserConfig::default()).unwrap();
         assert_eq!(claude.args, claude_args("/private/transcript-mcp.json"));
         assert_eq!(claude.files[0].0, dir.join("transcript-mcp.json"));
         assert_eq!(claude.files[0].1, claude_mcp_config(&endpoints()));
-        let codex = wiring(Cli::Codex, &endpoints(), dir, json!({}));
+        let codex_user = UserConfig {
+            codex_config: "model = \"m\"\n[mcp_servers.own]\ncommand = \"x\"\n".into(),
+            ..UserConfig::default()
+        };
+        let codex = wiring(Cli::Codex, &endpoints(), dir, codex_user).unwrap();
         assert_eq!(codex.args, codex_args(&endpoints()));
         assert_eq!(
             codex.env,
-            [(CODEX_SECRET_ENV.to_owned(), "s3cr3t".to_owned())]
+            [
+                (CODEX_SECRET_ENV.to_owned(), "s3cr3t".to_owned()),
+                (CODEX_HOME_ENV.to_owned(), "/private/codex-home".to_owned())
+            ]
         );
-        let user = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}, "mcpServers": {"own": {"command": "x"}}});
-        let gemini = wiring(Cli::Gemini, &endpoints(), dir, user);
-        assert!(gemini.args.is_empty());
+        assert_eq!(codex.files[0].0, dir.join("codex-home/config.toml"));
+        assert_eq!(codex.files[0].1, "model = \"m\"\n");
+        let user = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}, "mcpServers": {"own": {"command": "x"}}, "mcp": {"serverCommand": "rogue"}});
+        let gemini_user = UserConfig {
+            gemini_settings: user,
+            ..UserConfig::default()
+        };
+        let gemini = wiring(Cli::Gemini, &endpoints(), dir, gemini_user).unwrap();
+        assert_eq!(gemini.args, gemini_args(&endpoints()));
         assert_eq!(
             gemini.env,
             [(
@@ -428,6 +537,7 @@ mod tests {
             "gemini-api-key"
         );
         assert!(settings["mcpServers"].get("own").is_none(), "{settings}");
+        assert!(settings.get("mcp").is_none(), "{settings}");
         assert_eq!(
             settings["mcpServers"]["files"]["headers"]["x-transcript-mcp-secret"],
             "s3cr3t"
@@ -437,5 +547,52 @@ mod tests {
         }
         assert_eq!(Cli::of("codex"), Some(Cli::Codex));
         assert_eq!(Cli::of("openai"), None);
+    }
+
+    #[test]
+    fn codex_keeps_the_users_config_but_its_servers_and_project_layers() {
+        let existing = "model = \"gpt\"\nmodel_provider = \"p\"\n\n[model_providers.p]\nbase_url = \"http://x\"\n\n[mcp_servers.rogue]\ncommand = \"r\"\n\n[projects.\"/w\"]\ntrust_level = \"trusted\"\n\n[profiles.fast]\nmodel = \"m\"\n\n[profiles.fast.mcp_servers.r2]\ncommand = \"r\"\n";
+        let kept = codex_config_without_servers(existing).unwrap();
+        let doc: toml_edit::DocumentMut = kept.parse().unwrap();
+        assert_eq!(doc["model"].as_str(), Some("gpt"));
+        assert_eq!(
+            doc["model_providers"]["p"]["base_url"].as_str(),
+            Some("http://x")
+        );
+        assert_eq!(doc["profiles"]["fast"]["model"].as_str(), Some("m"));
+        assert!(!kept.contains("mcp_servers"), "{kept}");
+        assert!(!kept.contains("projects"), "{kept}");
+        assert_eq!(codex_config_without_servers("").unwrap(), "");
+        assert!(codex_config_without_servers("[unclosed").is_err());
+    }
+
+    #[test]
+    fn gemini_allows_only_the_proxys_server_names_and_no_extension() {
+        assert_eq!(
+            gemini_args(&endpoints()),
+            [
+                "--allowed-mcp-server-names=files",
+                "--allowed-mcp-server-names=every-thing",
+                "--extensions=none"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_workspace_server_named_like_the_proxys_is_a_shadow() {
+        let e = endpoints();
+        assert!(gemini_workspace_shadows(&json!({}), &e).is_empty());
+        assert!(gemini_workspace_shadows(&json!({"mcpServers": {"other": {}}}), &e).is_empty());
+        assert_eq!(
+            gemini_workspace_shadows(&json!({"mcpServers": {"files": {"command": "r"}}}), &e),
+            ["files"]
+        );
+        let mut named_mcp = endpoints();
+        named_mcp.endpoints[0].server = "mcp".into();
+        assert_eq!(
+            gemini_workspace_shadows(&json!({"mcp": {"serverCommand": "r"}}), &named_mcp),
+            ["mcp"]
+        );
+        assert!(gemini_workspace_shadows(&json!([1]), &e).is_empty());
     }
 }

@@ -17,6 +17,9 @@ use crate::config::{Allowlist, ProxyLimits, qualified_name};
 use crate::record::Recording;
 use crate::upstream::Upstream;
 
+/// The name of the recorded diagnostic of a `tools/list` that failed or hit a bound.
+pub const LIST_DIAGNOSTIC: &str = "tools/list";
+
 /// Everything one server's handler shares with the others of the proxy.
 pub(crate) struct Shared {
     pub(crate) allowlist: Allowlist,
@@ -44,6 +47,25 @@ enum Outcome {
 }
 
 impl ServerProxy {
+    /// The transcript's diagnostic of a failed listing: a `router` pair named
+    /// [`LIST_DIAGNOSTIC`], input `{"server": <name>}`, the reason as its error (not an
+    /// `mcp__` name: no CLI reports a listing, so it pairs with nothing).
+    async fn record_list_failure(&self, message: &str) {
+        let recording = &self.shared.recording;
+        let call_id = recording.next_call_id();
+        let input = RawJson::from_value(&serde_json::json!({"server": self.upstream.name}))
+            .unwrap_or_default();
+        recording.call(LIST_DIAGNOSTIC, &call_id, input).await;
+        recording
+            .result(
+                LIST_DIAGNOSTIC,
+                &call_id,
+                RawJson::null(),
+                Some(message.to_owned()),
+            )
+            .await;
+    }
+
     fn allows(&self, tool: &str) -> bool {
         self.shared.allowlist.allows(&self.upstream.name, tool)
     }
@@ -108,15 +130,18 @@ impl ServerHandler for ServerProxy {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.upstream.list_tools().await.map_err(|e| {
-            ErrorData::internal_error(
-                format!(
-                    "MCP server {:?}: tools/list failed: {e}",
-                    self.upstream.name
-                ),
-                None,
-            )
-        })?;
+        let listed = tokio::select! {
+            listed = self.upstream.list_tools(&self.shared.limits) => listed,
+            () = self.shared.cancel.cancelled() => Err("cancelled: the run stopped".to_owned()),
+        };
+        let tools = match listed {
+            Ok(tools) => tools,
+            Err(e) => {
+                let message = format!("MCP server {:?}: {e}", self.upstream.name);
+                self.record_list_failure(&message).await;
+                return Err(ErrorData::internal_error(message, None));
+            }
+        };
         let allowed = tools.into_iter().filter(|t| self.allows(&t.name)).collect();
         Ok(ListToolsResult::with_all_items(allowed))
     }

@@ -68,6 +68,7 @@ impl McpProxy {
         cancel: CancellationToken,
     ) -> Result<Self, ProxyError> {
         validate_servers(servers)?;
+        limits.check()?;
         let mut upstreams = Vec::new();
         for server in servers {
             match Upstream::connect(server, limits.start_deadline).await {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResult, PaginatedRequestParams, Tool};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -17,7 +17,7 @@ use rmcp::{Peer, ServiceExt};
 use rustix::process::{Pid, Signal};
 use tokio::process::{Child, Command};
 
-use crate::config::{McpServer, Upstream as UpstreamSpec};
+use crate::config::{McpServer, ProxyLimits, Upstream as UpstreamSpec};
 use crate::error::ProxyError;
 
 /// The runner's environment variables a stdio server inherits; everything else (API keys,
@@ -123,9 +123,53 @@ impl Upstream {
         }
     }
 
-    /// The server's tools (every page).
-    pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, ServiceError> {
-        self.peer.list_all_tools().await
+    /// The server's tools, every page, within `limits`' deadline (or the call deadline when
+    /// shorter) and caps on pages, tools and bytes; the error says which bound was hit.
+    pub(crate) async fn list_tools(&self, limits: &ProxyLimits) -> Result<Vec<Tool>, String> {
+        let deadline = limits.list_deadline.min(limits.call_deadline);
+        tokio::time::timeout(deadline, self.list_pages(limits))
+            .await
+            .unwrap_or_else(|_| Err(format!("no complete tools/list within {deadline:?}")))
+    }
+
+    async fn list_pages(&self, limits: &ProxyLimits) -> Result<Vec<Tool>, String> {
+        let mut tools = Vec::new();
+        let mut bytes = 0usize;
+        let mut cursor = None;
+        for _ in 0..limits.max_list_pages {
+            let params = PaginatedRequestParams::default().with_cursor(cursor);
+            let page = self
+                .peer
+                .list_tools(Some(params))
+                .await
+                .map_err(|e| format!("tools/list failed: {e}"))?;
+            bytes += page
+                .tools
+                .iter()
+                .map(|t| serde_json::to_vec(t).map_or(0, |v| v.len()))
+                .sum::<usize>();
+            if bytes > limits.max_list_bytes {
+                return Err(format!(
+                    "tools/list exceeds the proxy's {}-byte cap",
+                    limits.max_list_bytes
+                ));
+            }
+            tools.extend(page.tools);
+            if tools.len() > limits.max_list_tools {
+                return Err(format!(
+                    "tools/list has more than {} tools, the proxy's cap",
+                    limits.max_list_tools
+                ));
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(tools),
+            }
+        }
+        Err(format!(
+            "tools/list has more than {} pages, the proxy's cap (the server keeps sending a nextCursor)",
+            limits.max_list_pages
+        ))
     }
 
     /// Calls one tool.

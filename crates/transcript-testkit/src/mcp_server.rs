@@ -40,6 +40,11 @@ pub const TOOLS: &[&str] = &[
 /// Environment variable naming the call log file.
 pub const LOG_ENV: &str = "TRANSCRIPT_MCP_FAULT_LOG";
 
+/// Environment variable choosing a faulty `tools/list` (see [`list_reply`]): `endless` (every
+/// page has a `nextCursor`), `huge:<bytes>` (one tool whose description is that many bytes),
+/// `many:<n>` (`n` tools on one page), `hang` (no answer).
+pub const LIST_ENV: &str = "TRANSCRIPT_MCP_FAULT_LIST";
+
 /// Environment variable asking for a grandchild `sleep` process.
 pub const CHILD_ENV: &str = "TRANSCRIPT_MCP_FAULT_CHILD";
 
@@ -77,6 +82,39 @@ fn tools_list() -> Value {
     ]})
 }
 
+/// The answer to `tools/list` under the fault `mode` ([`LIST_ENV`]); `None`: the real list.
+fn list_reply(params: &Value, mode: Option<&str>, ok: impl Fn(Value) -> Reply) -> Reply {
+    let number = |prefix: &str| {
+        mode.and_then(|m| m.strip_prefix(prefix))
+            .and_then(|n| n.parse::<usize>().ok())
+    };
+    match mode {
+        Some("endless") => {
+            let page = params
+                .get("cursor")
+                .and_then(Value::as_str)
+                .and_then(|c| c.parse::<u64>().ok())
+                .unwrap_or(0);
+            let mut list = tools_list();
+            list["nextCursor"] = json!((page + 1).to_string());
+            ok(list)
+        }
+        Some("hang") => Reply::Hang,
+        Some(m) if m.starts_with("huge:") => {
+            let mut list = tools_list();
+            list["tools"][0]["description"] = json!("x".repeat(number("huge:").unwrap_or(0)));
+            ok(list)
+        }
+        Some(m) if m.starts_with("many:") => {
+            let tools: Vec<Value> = (0..number("many:").unwrap_or(0))
+                .map(|i| tool(&format!("t{i}"), "One of many", json!({})))
+                .collect();
+            ok(json!({ "tools": tools }))
+        }
+        _ => ok(tools_list()),
+    }
+}
+
 fn text_result(text: &str, is_error: bool) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": is_error})
 }
@@ -110,7 +148,7 @@ fn reply(request: &Value) -> Reply {
             "serverInfo": {"name": "transcript-testkit-fault", "version": "1.0.0"},
         })),
         "ping" => ok(json!({})),
-        "tools/list" => ok(tools_list()),
+        "tools/list" => list_reply(&params, std::env::var(LIST_ENV).ok().as_deref(), ok),
         "tools/call" => {
             let name = params.get("name").and_then(Value::as_str).unwrap_or("");
             let args = params.get("arguments").cloned().unwrap_or(json!({}));

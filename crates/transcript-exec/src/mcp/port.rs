@@ -37,6 +37,13 @@ pub struct McpStart {
     pub call_deadline: Option<Duration>,
     /// The step's cancellation.
     pub cancel: CancellationToken,
+    /// The step's own environment (its `env:`, templated), before the wiring's: where the CLI
+    /// finds its home (`CODEX_HOME`, `GEMINI_CLI_HOME`, `HOME`) when the step sets it. May
+    /// hold secrets: never printed.
+    pub env: BTreeMap<String, String>,
+    /// The CLI's working directory (the step's workspace), whose own configuration the
+    /// gateway inspects.
+    pub workspace: PathBuf,
 }
 
 impl std::fmt::Debug for McpStart {
@@ -50,6 +57,8 @@ impl std::fmt::Debug for McpStart {
             .field("iteration", &self.iteration)
             .field("call_id_prefix", &self.call_id_prefix)
             .field("call_deadline", &self.call_deadline)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("workspace", &self.workspace)
             .finish_non_exhaustive()
     }
 }

@@ -73,6 +73,8 @@ pub(crate) async fn start(
         call_id_prefix: target.call_id_prefix,
         call_deadline,
         cancel: cancel.clone(),
+        env: request.env.clone(),
+        workspace: request.workspace.clone(),
     };
     let session = gateway.start(start).await.map_err(|e| e.to_string())?;
     let proxy = StepProxy { session, dir };
