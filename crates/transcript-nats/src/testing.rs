@@ -167,6 +167,11 @@ fn store_dir(name: &str) -> PathBuf {
 
 /// One JetStream server on a port it picked.
 pub fn single() -> Result<Option<ServerNode>, ServerError> {
+    single_with(&[])
+}
+
+/// One JetStream server on a port it picked, with `extra` arguments (`--user`, `--pass`…).
+pub fn single_with(extra: &[&str]) -> Result<Option<ServerNode>, ServerError> {
     let Some(binary) = server_binary()? else {
         return Ok(None);
     };
@@ -175,6 +180,7 @@ pub fn single() -> Result<Option<ServerNode>, ServerError> {
         .iter()
         .map(ToString::to_string)
         .chain([store.display().to_string()])
+        .chain(extra.iter().map(ToString::to_string))
         .collect();
     let (child, port) = spawn(&binary, &args, None)?;
     Ok(Some(ServerNode {
