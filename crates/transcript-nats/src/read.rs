@@ -1,6 +1,8 @@
 //! Reading runs back from the stream: a run's stored lines, following a run live, and the runs
 //! the stream holds.
 
+use std::time::Duration;
+
 use async_nats::jetstream::consumer::{DeliverPolicy, pull};
 use async_nats::jetstream::stream::LastRawMessageErrorKind;
 use bytes::Bytes;
@@ -10,7 +12,9 @@ use transcript_domain::RunId;
 use crate::store::{SUBJECT_PREFIX, run_subject};
 use crate::{NatsError, NatsStore};
 
-/// An ordered consumer's messages on `subject` from stream sequence `start`.
+/// An ordered consumer's messages on `subject` from stream sequence `start`. Creating it is
+/// retried (a server restarting, a leader being elected) until `ack_timeout × publish_attempts`
+/// has passed.
 pub(crate) async fn ordered_messages(
     store: &NatsStore,
     subject: &str,
@@ -23,18 +27,35 @@ pub(crate) async fn ordered_messages(
             start_sequence: start,
         }
     };
-    store
-        .stream
-        .create_consumer(pull::OrderedConfig {
-            filter_subject: subject.to_owned(),
-            deliver_policy,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| store.js_error(format!("reading {subject}"), e))?
-        .messages()
-        .await
-        .map_err(|e| store.js_error(format!("reading {subject}"), e))
+    let budget = store.options.ack_timeout * store.options.publish_attempts.max(1);
+    let deadline = tokio::time::Instant::now() + budget;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let attempt = async {
+            store
+                .stream
+                .create_consumer(pull::OrderedConfig {
+                    filter_subject: subject.to_owned(),
+                    deliver_policy,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .messages()
+                .await
+                .map_err(|e| e.to_string())
+        };
+        match attempt.await {
+            Ok(messages) => return Ok(messages),
+            Err(e) if tokio::time::Instant::now() + pause >= deadline => {
+                return Err(store.js_error(format!("reading {subject}"), e));
+            }
+            Err(_) => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
 }
 
 /// A run followed live: its stored lines, then each new one as it is published.

@@ -9,6 +9,7 @@
 //! expected sequence of event n+1 is the ack of event n); runs publish concurrently.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
@@ -143,12 +144,17 @@ impl NatsRecorder {
     }
 
     /// Publishes `line` as event `seq`, retrying with the same message id while the outcome is
-    /// unknown, at most `publish_attempts` times.
+    /// unknown (no ack in time, no responders while a stream leader is elected), until
+    /// `ack_timeout × publish_attempts` has passed.
     async fn publish(&self, line: &Bytes, seq: Seq, expected: u64) -> Published {
         let store = &self.inner.store;
         let msg_id = format!("{}:{seq}", self.inner.run_id);
-        let mut last_error = String::new();
-        for _ in 0..store.options.publish_attempts.max(1) {
+        let budget = store.options.ack_timeout * store.options.publish_attempts.max(1);
+        let deadline = tokio::time::Instant::now() + budget;
+        let mut pause = Duration::from_millis(50);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
             let message = PublishMessage::build()
                 .payload(line.clone())
                 .message_id(&msg_id)
@@ -161,18 +167,9 @@ impl NatsRecorder {
                 Ok(future) => future.await,
                 Err(e) => Err(e),
             };
-            match ack {
+            let error = match ack {
                 Ok(ack) if ack.duplicate => {
-                    // Ours from an earlier attempt, or another writer's event `seq`.
-                    return match store.stream.get_raw_message(ack.sequence).await {
-                        Ok(stored) if stored.payload == *line => Published::Stored(ack.sequence),
-                        Ok(_) => Published::Refused(format!(
-                            "event {seq} of the run was written by another writer"
-                        )),
-                        Err(e) => Published::Failed(format!(
-                            "event {seq} was acknowledged as a duplicate and cannot be checked: {e}"
-                        )),
-                    };
+                    return self.check_duplicate(line, seq, ack.sequence).await;
                 }
                 Ok(ack) => return Published::Stored(ack.sequence),
                 Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
@@ -180,16 +177,36 @@ impl NatsRecorder {
                         "another writer appended to the run before event {seq}"
                     ));
                 }
-                Err(e) if e.kind() == PublishErrorKind::StreamNotFound => {
-                    return Published::Failed(format!("no stream takes the subject: {e}"));
-                }
-                Err(e) => last_error = e.to_string(),
+                Err(e) => e,
+            };
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Published::Failed(format!(
+                    "event {seq} not acknowledged within {budget:?} ({attempts} attempts; its \
+                     outcome is unknown): {error}"
+                ));
+            }
+            // No responders (a leader being elected, a server restarting): wait a little
+            // before trying again; a timeout has waited already.
+            if error.kind() != PublishErrorKind::TimedOut {
+                tokio::time::sleep(pause.min(deadline - now)).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
             }
         }
-        Published::Failed(format!(
-            "event {seq} not acknowledged after {} attempts (its outcome is unknown): {last_error}",
-            store.options.publish_attempts.max(1)
-        ))
+    }
+
+    /// A duplicate ack for event `seq`: ours from an earlier attempt (same bytes), or another
+    /// writer's event `seq`.
+    async fn check_duplicate(&self, line: &Bytes, seq: Seq, at: u64) -> Published {
+        match self.inner.store.stream.get_raw_message(at).await {
+            Ok(stored) if stored.payload == *line => Published::Stored(at),
+            Ok(_) => Published::Refused(format!(
+                "event {seq} of the run was written by another writer"
+            )),
+            Err(e) => Published::Failed(format!(
+                "event {seq} was acknowledged as a duplicate and cannot be checked: {e}"
+            )),
+        }
     }
 
     /// Folds a recorded event into the runs index, writing it when the run starts or ends.
