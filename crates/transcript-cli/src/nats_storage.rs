@@ -170,8 +170,11 @@ async fn route_on(
     let whole = |arg: &str| StorageUrl::parse(arg).is_ok_and(|u| u == *url);
     match command {
         Command::List { limit, all, json } => {
-            let runs = store.runs().await.map_err(storage_error)?;
-            let runs = runs.into_iter().map(|e| summary(url, e)).collect();
+            let mut runs = Vec::new();
+            for entry in store.runs().await.map_err(storage_error)? {
+                let entry = store.refresh(entry).await.map_err(storage_error)?;
+                runs.push(summary(url, entry));
+            }
             crate::cmd::list::print(runs, *limit, *all, *json, style, out)?;
             Ok(Route::Done)
         }

@@ -121,6 +121,24 @@ impl NatsStore {
             .transpose()
     }
 
+    /// `entry` brought up to date from the stream when the index says the run is still
+    /// running (its runner may have died since the last index write): the last event's seq and
+    /// time, and its status when that event is `run.completed`. One message read per such run.
+    pub async fn refresh(&self, mut entry: RunEntry) -> Result<RunEntry, NatsError> {
+        if entry.status != IndexStatus::Running {
+            return Ok(entry);
+        }
+        let Some(line) = self.last_line(entry.run_id).await? else {
+            return Ok(entry);
+        };
+        if let Ok(decoded) = transcript_domain::decode_line(&line)
+            && let Ok(event) = decoded.event.to_event()
+        {
+            entry.observe(event.seq, event.timestamp, &event.payload);
+        }
+        Ok(entry)
+    }
+
     /// Every run of the index (unordered). Entries that do not decode are skipped.
     pub async fn runs(&self) -> Result<Vec<RunEntry>, NatsError> {
         let mut keys = self

@@ -94,6 +94,19 @@ impl NatsStore {
         }
     }
 
+    /// The last stored line of `run_id`, `None` when it has none.
+    pub async fn last_line(&self, run_id: RunId) -> Result<Option<Bytes>, NatsError> {
+        match self
+            .stream
+            .get_last_raw_message_by_subject(&run_subject(&run_id))
+            .await
+        {
+            Ok(message) => Ok(Some(message.payload)),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(self.js_error(format!("reading run {run_id}"), e)),
+        }
+    }
+
     /// Every stored line of `run_id`, in order (each with its `\n`): the bytes a file holds.
     pub async fn run_lines(&self, run_id: RunId) -> Result<Vec<Bytes>, NatsError> {
         let Some(last) = self.last_stream_seq(run_id).await? else {
