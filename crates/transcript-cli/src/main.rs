@@ -12,6 +12,7 @@ mod demo;
 mod exit;
 mod import_index;
 mod mcp_gateway;
+mod nats_connect;
 mod nats_storage;
 mod output_file;
 mod runs;
@@ -509,7 +510,7 @@ fn run_workflow(
         let mut args = args;
         // Before anything runs: NATS down is an error naming the URL (exit 4).
         if let Some(url) = &nats {
-            args.nats = Some(nats_storage::connect(url).await?);
+            args.nats = Some(nats_connect::connect(url).await?);
         }
         cmd::run::run(args, out).await
     })

@@ -87,7 +87,8 @@ impl RunFile {
             .write(true)
             .create(true)
             .truncate(false)
-            .custom_flags(libc_nofollow())
+            // A symlink planted at a run's path is refused, not followed.
+            .custom_flags(libc::O_NOFOLLOW)
             .mode(0o600)
             .open(&path)
             .map_err(|e| io_error(&path, "cannot open the mirrored run", &e))?;
@@ -140,12 +141,6 @@ impl RunFile {
         self.last_seq = seq;
         Ok(true)
     }
-}
-
-/// `O_NOFOLLOW`: a symlink planted at a run's path is refused, not followed.
-fn libc_nofollow() -> i32 {
-    const O_NOFOLLOW: i32 = 0o400000;
-    O_NOFOLLOW
 }
 
 /// The durable consumer of `options`, reset to its ack floor (what a killed mirror had

@@ -27,7 +27,7 @@ pub struct MirrorCmd {
 /// Runs `mirror`: prints how many lines were written and skipped, and the runs touched.
 pub fn run(args: &MirrorCmd, out: &mut dyn Write) -> Result<(), CliError> {
     let url =
-        crate::nats_storage::url_of(std::path::Path::new(&args.source))?.ok_or_else(|| {
+        crate::nats_connect::url_of(std::path::Path::new(&args.source))?.ok_or_else(|| {
             CliError::Usage(format!(
                 "mirror: {:?} is not a NATS URL (nats://host:4222[/STREAM])",
                 args.source
@@ -54,7 +54,7 @@ pub fn run(args: &MirrorCmd, out: &mut dyn Write) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     let report = runtime.block_on(async {
-        let store = crate::nats_storage::connect(&url).await?;
+        let store = crate::nats_connect::connect(&url).await?;
         transcript_nats::mirror(&store, &options)
             .await
             .map_err(|e| CliError::Storage(e.to_string()))
