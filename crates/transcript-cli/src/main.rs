@@ -486,7 +486,7 @@ fn run_workflow(
     let mask = redactor
         .clone()
         .map(|r| r as Arc<dyn transcript_domain::EventMask>);
-    let args = cmd::run::RunArgs {
+    let mut args = cmd::run::RunArgs {
         redactor,
         workflow,
         inputs,
@@ -507,7 +507,6 @@ fn run_workflow(
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
-        let mut args = args;
         // Before anything runs: NATS down is an error naming the URL (exit 4).
         if let Some(url) = &nats {
             args.nats = Some(nats_connect::connect(url).await?);

@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use transcript_domain::{RunId, decode_line};
 use transcript_nats::{IndexStatus, NatsStore, RunEntry, StorageUrl};
 
+mod receipts;
+
 use crate::nats_connect::{connect, url_of};
 use crate::style::Style;
 use crate::{CliError, Command};
@@ -153,12 +155,12 @@ async fn route_on(
         }
         Command::Receipts {
             run: None,
-            by: Some(_),
-            ..
+            by: Some(by),
+            json,
+            pricing,
         } => {
-            let copy = LocalCopy::create()?;
-            copy_all(store, copy.path()).await?;
-            Ok(Route::Local(copy))
+            receipts::run_grouped(store, (*by, *json), pricing.as_deref(), out).await?;
+            Ok(Route::Done)
         }
         Command::Export { run: arg, .. }
         | Command::Tree { run: arg, .. }

@@ -89,6 +89,10 @@ fn the_demo_on_nats_equals_the_demo_on_files_mirror_and_views_included() {
         &["export", "--format", "markdown", "latest"],
         &["receipts", "--json", "latest"],
         &["receipts", "--by", "model", "--json"],
+        &["receipts", "--by", "day"],
+        &["receipts", "--by", "month", "--json"],
+        &["receipts", "--by", "session", "--json"],
+        &["receipts", "--by", "project"],
         &["tail", "latest"],
         &["list", "--all"],
     ] {
@@ -97,6 +101,27 @@ fn the_demo_on_nats_equals_the_demo_on_files_mirror_and_views_included() {
     let mut c = bin();
     c.args(["validate", "latest", &nats, "--storage", &nats]);
     ok(c);
+
+    // Fleet-wide receipts come from the runs index: with every stream message purged, the
+    // same receipts still (the stream is not read).
+    let by_model = view(&nats, &["receipts", "--by", "model", "--json"]);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let url = transcript_nats::StorageUrl::parse(&nats).unwrap();
+            let store = transcript_nats::NatsStore::connect(&url, Default::default())
+                .await
+                .unwrap();
+            let stream = store.jetstream().get_stream("FLEET").await.unwrap();
+            stream.purge().await.unwrap();
+        });
+    assert_eq!(
+        view(&nats, &["receipts", "--by", "model", "--json"]),
+        by_model
+    );
+    assert!(!by_model.contains("\"groups\": []"), "{by_model}");
 }
 
 #[test]

@@ -46,6 +46,35 @@ pub struct RunEntry {
     /// Usage reported by assistant turns, per model (`""` when the provider named none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub usage_by_model: BTreeMap<String, Usage>,
+    /// Every assistant turn with usage of the steps completed so far (and, once the run is
+    /// closed, of every step), under the model it is billed under (its own, else its step's:
+    /// `transcript_domain::bill`), for fleet-wide receipts without reading the stream.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<BilledTurnEntry>,
+    /// Assistant turns of steps not completed yet, per (path, iteration).
+    #[serde(skip)]
+    pending: BTreeMap<(String, u64), Vec<PendingTurn>>,
+}
+
+/// One billed assistant turn in the index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BilledTurnEntry {
+    /// Its seq in the run.
+    pub seq: Seq,
+    /// Its time.
+    pub timestamp: Timestamp,
+    /// The model it is billed under (`transcript_domain::bill::billed_model`).
+    pub model: String,
+    /// Its usage.
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct PendingTurn {
+    seq: Seq,
+    timestamp: Timestamp,
+    model: Option<String>,
+    usage: Option<Usage>,
 }
 
 impl RunEntry {
@@ -60,11 +89,48 @@ impl RunEntry {
             ended_at: None,
             events: 0,
             usage_by_model: BTreeMap::new(),
+            turns: Vec::new(),
+            pending: BTreeMap::new(),
         }
     }
 
+    /// Bills the pending turns of one step (all steps with `None`), in seq order.
+    pub(crate) fn flush(&mut self, step: Option<&(String, u64)>) {
+        let keys: Vec<(String, u64)> = match step {
+            Some(key) => vec![key.clone()],
+            None => self.pending.keys().cloned().collect(),
+        };
+        for key in keys {
+            let Some(turns) = self.pending.remove(&key) else {
+                continue;
+            };
+            let step_model =
+                transcript_domain::bill::step_model(turns.iter().map(|t| t.model.as_deref()));
+            for t in &turns {
+                if let Some(usage) = &t.usage {
+                    self.turns.push(BilledTurnEntry {
+                        seq: t.seq,
+                        timestamp: t.timestamp,
+                        model: transcript_domain::bill::billed_model(
+                            t.model.as_deref(),
+                            step_model,
+                        )
+                        .to_owned(),
+                        usage: usage.clone(),
+                    });
+                }
+            }
+        }
+        self.turns.sort_by_key(|t| t.seq);
+    }
+
     /// Folds one recorded event in; returns whether the entry should be written now.
-    pub(crate) fn observe(&mut self, seq: Seq, timestamp: Timestamp, payload: &Payload) -> bool {
+    pub(crate) fn observe(
+        &mut self,
+        (seq, timestamp): (Seq, Timestamp),
+        (path, iteration): (&str, u64),
+        payload: &Payload,
+    ) -> bool {
         self.events = seq;
         self.ended_at = Some(timestamp);
         match payload {
@@ -74,6 +140,7 @@ impl RunEntry {
                 true
             }
             Payload::RunCompleted(p) => {
+                self.flush(None);
                 self.status = if p.error.is_some() {
                     IndexStatus::Failed
                 } else {
@@ -88,6 +155,19 @@ impl RunEntry {
                         .or_default()
                         .accumulate(usage);
                 }
+                self.pending
+                    .entry((path.to_owned(), iteration))
+                    .or_default()
+                    .push(PendingTurn {
+                        seq,
+                        timestamp,
+                        model: m.model.clone(),
+                        usage: m.usage.clone(),
+                    });
+                false
+            }
+            Payload::StepCompleted(_) | Payload::CallWorkflowCompleted(_) => {
+                self.flush(Some(&(path.to_owned(), iteration)));
                 false
             }
             _ => false,
@@ -134,7 +214,11 @@ impl NatsStore {
         if let Ok(decoded) = transcript_domain::decode_line(&line)
             && let Ok(event) = decoded.event.to_event()
         {
-            entry.observe(event.seq, event.timestamp, &event.payload);
+            entry.observe(
+                (event.seq, event.timestamp),
+                (&event.path, event.iteration),
+                &event.payload,
+            );
         }
         Ok(entry)
     }

@@ -73,7 +73,7 @@ mod subscription;
 mod url;
 
 pub use error::NatsError;
-pub use index::{IndexStatus, RunEntry};
+pub use index::{BilledTurnEntry, IndexStatus, RunEntry};
 pub use mirror::{MirrorOptions, MirrorReport, mirror};
 pub use read::RunFollower;
 pub use recorder::{NatsRecorder, NatsRecorderFactory};

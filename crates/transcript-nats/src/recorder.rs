@@ -219,7 +219,11 @@ impl NatsRecorder {
         let entry = {
             let mut entry = lock(&self.inner.index);
             entry
-                .observe(seq, timestamp, &draft.payload)
+                .observe(
+                    (seq, timestamp),
+                    (&draft.path, draft.iteration),
+                    &draft.payload,
+                )
                 .then(|| entry.clone())
         };
         if let Some(entry) = entry {
@@ -327,7 +331,11 @@ impl Recorder for NatsRecorder {
         let last = state.next_seq - 1;
         drop(state);
         self.inner.closed.send_replace(Some(last));
-        let entry = lock(&self.inner.index).clone();
+        let entry = {
+            let mut entry = lock(&self.inner.index);
+            entry.flush(None);
+            entry.clone()
+        };
         if entry.events > 0 {
             self.write_index(&entry).await;
         }
