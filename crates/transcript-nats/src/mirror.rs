@@ -4,7 +4,8 @@
 //! Resumable and idempotent: lines are appended in seq order and synced before the consumer
 //! acknowledges them; a line a file already holds is skipped; a torn last line (a mirror killed
 //! inside a write) is cut off when the file is opened again. On start the consumer is reset to
-//! its ack floor, so what was delivered but not acknowledged comes again at once.
+//! its ack floor, so what was delivered but not acknowledged comes again at once (the consumer
+//! reset API needs nats-server 2.14 or later).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::{File, OpenOptions};

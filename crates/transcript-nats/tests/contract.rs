@@ -225,3 +225,24 @@ async fn the_runs_index_follows_the_run() {
     );
     let _ = Arc::new(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runners_starting_together_on_a_fresh_server_all_connect() {
+    let Some(server) = common::server() else { return };
+    let url = transcript_nats::StorageUrl::parse(&server.url()).unwrap();
+    // Sixteen runners race to create the stream and the runs-index bucket.
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                transcript_nats::NatsStore::connect(&url, StreamOptions::default())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+}
