@@ -228,7 +228,9 @@ async fn the_runs_index_follows_the_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runners_starting_together_on_a_fresh_server_all_connect() {
-    let Some(server) = common::server() else { return };
+    let Some(server) = common::server() else {
+        return;
+    };
     let url = transcript_nats::StorageUrl::parse(&server.url()).unwrap();
     // Sixteen runners race to create the stream and the runs-index bucket.
     let tasks: Vec<_> = (0..16)
