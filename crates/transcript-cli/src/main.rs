@@ -12,6 +12,8 @@ mod demo;
 mod exit;
 mod import_index;
 mod mcp_gateway;
+mod nats_connect;
+mod nats_storage;
 mod output_file;
 mod runs;
 mod source;
@@ -280,6 +282,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Copy a NATS JetStream store into the file layout (a durable consumer; resumable and
+    /// idempotent: killed and restarted, it writes the same files).
+    #[command(
+        after_help = "Examples:\n  transcript mirror nats://127.0.0.1:4222 --to storage/transcripts\n  transcript mirror nats://a:4222,b:4222/TRANSCRIPTS --to /backup/runs --follow\n\nCredentials come from NATS_CREDS, NATS_USER/NATS_PASSWORD, NATS_TOKEN, NATS_CA, NATS_CERT/NATS_KEY."
+    )]
+    Mirror(cmd::mirror::MirrorCmd),
 }
 
 /// Opt-in masking (see `transcript-redact`).
@@ -375,9 +383,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let style = Style::for_stdout(cli.color);
-    let storage = cli.storage.clone();
-    match cli.command {
-        Command::Run(args) => run_workflow(args, storage, cli.color, &mut out),
+    // NATS storage (#44): `list` and `tail -f` ran there, `run` records there, the other
+    // commands read the runs they name into a private local copy.
+    let mut command = cli.command;
+    let (storage, nats, _copy) =
+        match nats_storage::route(&cli.storage, &mut command, &style, &mut out)? {
+            nats_storage::Route::Done => return Ok(()),
+            nats_storage::Route::Directory => (cli.storage.clone(), None, None),
+            nats_storage::Route::Record(url) => (PathBuf::from(DEFAULT_STORAGE), Some(url), None),
+            nats_storage::Route::Local(copy) => (copy.path().to_path_buf(), None, Some(copy)),
+        };
+    match command {
+        Command::Run(args) => run_workflow(args, (storage, nats), cli.color, &mut out),
         Command::Import(args) => import(args, storage, &mut out),
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &storage, json, &style, &mut out)
@@ -429,6 +446,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             json,
             pricing,
         } => cmd::stats::run(&target, &storage, json, pricing.as_deref(), &mut out),
+        Command::Mirror(args) => cmd::mirror::run(&args, &mut out),
         Command::List { limit, all, json } => {
             cmd::list::run(&storage, limit, all, json, &style, &mut out)
         }
@@ -439,7 +457,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
 /// multi-threaded runtime.
 fn run_workflow(
     cmd: RunCmd,
-    storage: PathBuf,
+    (storage, nats): (PathBuf, Option<transcript_nats::StorageUrl>),
     color: ColorChoice,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
@@ -468,11 +486,12 @@ fn run_workflow(
     let mask = redactor
         .clone()
         .map(|r| r as Arc<dyn transcript_domain::EventMask>);
-    let args = cmd::run::RunArgs {
+    let mut args = cmd::run::RunArgs {
         redactor,
         workflow,
         inputs,
         storage,
+        nats: None,
         workspace: workspace.unwrap_or_else(cmd::run::default_workspace),
         plugins,
         mask,
@@ -487,7 +506,13 @@ fn run_workflow(
         .enable_all()
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(cmd::run::run(args, out))
+    runtime.block_on(async {
+        // Before anything runs: NATS down is an error naming the URL (exit 4).
+        if let Some(url) = &nats {
+            args.nats = Some(nats_connect::connect(url).await?);
+        }
+        cmd::run::run(args, out).await
+    })
 }
 
 /// `transcript import`: session files one run each, or session stores and directories

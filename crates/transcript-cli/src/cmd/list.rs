@@ -25,7 +25,24 @@ pub fn run(
             path: storage.to_path_buf(),
         });
     }
-    let runs: Vec<RunSummary> = all_runs(storage)
+    print(all_runs(storage), limit, all, json, style, out)
+}
+
+/// Prints `runs` (newest first; root runs only unless `all`), at most `limit`.
+pub fn print(
+    mut runs: Vec<RunSummary>,
+    limit: usize,
+    all: bool,
+    json: bool,
+    style: &Style,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    runs.sort_by(|a, b| {
+        b.started_at
+            .cmp(&a.started_at)
+            .then(a.run_id.cmp(&b.run_id))
+    });
+    let runs: Vec<RunSummary> = runs
         .into_iter()
         .filter(|r| all || r.parent_run_id.is_none())
         .take(limit)

@@ -3,6 +3,7 @@
 pub mod export;
 pub mod import;
 pub mod list;
+pub mod mirror;
 pub mod otel;
 pub mod progress;
 pub mod receipts;

@@ -22,6 +22,8 @@ pub struct RunArgs {
     pub inputs: Vec<(String, String)>,
     /// Storage directory.
     pub storage: PathBuf,
+    /// NATS storage (#44): the runs are recorded there (the audit trail stays in `storage`).
+    pub nats: Option<transcript_nats::NatsStore>,
     /// Working directory of the run's commands and file tools.
     pub workspace: PathBuf,
     /// External plugins (`--plugin "cmd args"`).
@@ -115,7 +117,10 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
     }
     signals.transcript_opening();
     let run_id = ids.next_run_id();
-    let path = args.storage.join(run_id.file_name());
+    let path = match &args.nats {
+        Some(store) => PathBuf::from(format!("{}#{run_id}", store.url())),
+        None => args.storage.join(run_id.file_name()),
+    };
     let recorder = views
         .factory
         .create(run_id, None)
@@ -229,13 +234,24 @@ impl Views {
     /// The JSONL recorder factory (masked, with the run's clock and durability), wrapped in
     /// the live export's tap and the progress view's.
     fn wire(args: &RunArgs, clock: Arc<dyn transcript_domain::Clock>) -> Result<Views, CliError> {
-        let mut factory = JsonlRecorderFactory::new(&args.storage)
-            .with_clock(clock)
-            .with_durability(args.durability);
-        if let Some(mask) = &args.mask {
-            factory = factory.with_mask(mask.clone());
-        }
-        let factory: Arc<dyn RecorderFactory> = Arc::new(factory);
+        let factory: Arc<dyn RecorderFactory> = match &args.nats {
+            Some(store) => {
+                let mut factory = transcript_nats::NatsRecorderFactory::new(store.clone(), clock);
+                if let Some(mask) = &args.mask {
+                    factory = factory.with_mask(mask.clone());
+                }
+                Arc::new(factory)
+            }
+            None => {
+                let mut factory = JsonlRecorderFactory::new(&args.storage)
+                    .with_clock(clock)
+                    .with_durability(args.durability);
+                if let Some(mask) = &args.mask {
+                    factory = factory.with_mask(mask.clone());
+                }
+                Arc::new(factory)
+            }
+        };
         let live = match &args.otlp {
             Some((config, capture)) => Some(crate::cmd::otel::start_live(config, *capture)?),
             None => None,

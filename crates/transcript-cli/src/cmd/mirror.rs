@@ -1,0 +1,70 @@
+//! `transcript mirror nats://… --to <dir>`: the fleet's JetStream store copied into the file
+//! layout by a durable consumer (see `transcript_nats::mirror`): each run's file byte-identical
+//! to what the file recorder writes, resumable after a crash, idempotent.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::CliError;
+use crate::exit::stdout_result;
+
+/// `mirror`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct MirrorCmd {
+    /// The store: nats://host:4222[,host:4222…][/STREAM].
+    pub source: String,
+    /// The directory the run files go to.
+    #[arg(long, value_name = "DIR")]
+    pub to: PathBuf,
+    /// Keep mirroring new events (default: stop once caught up).
+    #[arg(long)]
+    pub follow: bool,
+    /// The durable consumer's name (one per mirror directory).
+    #[arg(long, default_value = "transcript-mirror")]
+    pub consumer: String,
+}
+
+/// Runs `mirror`: prints how many lines were written and skipped, and the runs touched.
+pub fn run(args: &MirrorCmd, out: &mut dyn Write) -> Result<(), CliError> {
+    let url =
+        crate::nats_connect::url_of(std::path::Path::new(&args.source))?.ok_or_else(|| {
+            CliError::Usage(format!(
+                "mirror: {:?} is not a NATS URL (nats://host:4222[/STREAM])",
+                args.source
+            ))
+        })?;
+    if args.consumer.is_empty()
+        || !args
+            .consumer
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(CliError::Usage(
+            "mirror: --consumer may hold letters, digits, '-' and '_' only".to_owned(),
+        ));
+    }
+    let options = transcript_nats::MirrorOptions {
+        dir: args.to.clone(),
+        consumer: args.consumer.clone(),
+        follow: args.follow,
+        batch: 512,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    let report = runtime.block_on(async {
+        let store = crate::nats_connect::connect(&url).await?;
+        transcript_nats::mirror(&store, &options)
+            .await
+            .map_err(|e| CliError::Storage(e.to_string()))
+    })?;
+    stdout_result(writeln!(
+        out,
+        "mirrored {} runs into {}: {} lines written, {} already there",
+        report.runs.len(),
+        args.to.display(),
+        report.written,
+        report.skipped
+    ))
+}

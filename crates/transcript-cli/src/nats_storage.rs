@@ -1,0 +1,341 @@
+//! `--storage nats://host:4222[,host:4222…][/STREAM]` (#44): the commands on the fleet's
+//! JetStream store instead of a directory.
+//!
+//! - `run` records through `transcript_nats::NatsRecorderFactory` (see `cmd::run`); the
+//!   connection is made before anything runs, and a NATS that does not answer is an error
+//!   naming the URL (exit 4).
+//! - `list` reads the runs index (one key-value entry per run), never the stream.
+//! - `tail -f` follows the run's subject: the stored events, then the live ones.
+//! - Every other command reads the runs it names (and their child runs) from the stream into
+//!   a private local directory, removed when the command ends, and runs as on a directory:
+//!   the lines are byte-identical to the file recorder's, so every view is the same.
+//!
+//! Run arguments resolve as on a directory: a full run id, a unique prefix (against the runs
+//! index), or `latest` (the newest root run of the index). Credentials come from the
+//! environment (`NATS_CREDS`, `NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_CA`,
+//! `NATS_CERT`/`NATS_KEY`), never from argv.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use transcript_domain::{RunId, decode_line};
+use transcript_nats::{IndexStatus, NatsStore, RunEntry, StorageUrl};
+
+mod receipts;
+
+use crate::nats_connect::{connect, url_of};
+use crate::style::Style;
+use crate::{CliError, Command};
+
+fn storage_error(e: transcript_nats::NatsError) -> CliError {
+    CliError::Storage(e.to_string())
+}
+
+/// A private directory holding the runs a command reads, removed on drop.
+#[derive(Debug)]
+pub struct LocalCopy {
+    dir: PathBuf,
+}
+
+impl LocalCopy {
+    fn create() -> Result<Self, CliError> {
+        use transcript_domain::RunIdGenerator;
+        let unique = transcript_infra::RandomRunIds.next_run_id();
+        let dir = std::env::temp_dir().join(format!("transcript-nats-{unique}"));
+        // mkdir fails on anything already there (a planted symlink included).
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| CliError::Storage(format!("{}: {e}", dir.display())))?;
+        Ok(Self { dir })
+    }
+
+    /// The directory (the storage the command runs on).
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for LocalCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// What `main` does with a command on NATS storage.
+pub enum Route {
+    /// Storage is a directory: nothing changes.
+    Directory,
+    /// The command ran here (`list`, `tail -f`).
+    Done,
+    /// `run`: records to this URL.
+    Record(StorageUrl),
+    /// Run the command on this local copy (its run arguments were rewritten to full run ids).
+    Local(LocalCopy),
+}
+
+/// Decides (and for `list` and `tail -f`, does) what a command does on `storage`.
+pub fn route(
+    storage: &Path,
+    command: &mut Command,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> Result<Route, CliError> {
+    // `mirror` names its source itself.
+    if matches!(command, Command::Mirror(_)) {
+        return Ok(Route::Directory);
+    }
+    let Some(url) = url_of(storage)? else {
+        return Ok(Route::Directory);
+    };
+    if matches!(command, Command::Run(_)) {
+        return Ok(Route::Record(url));
+    }
+    if matches!(command, Command::Import(_)) {
+        return Err(CliError::Usage(
+            "import writes to a storage directory: import there, then record runs to NATS"
+                .to_owned(),
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async {
+        let store = connect(&url).await?;
+        route_on(&store, &url, command, style, out).await
+    })
+}
+
+async fn route_on(
+    store: &NatsStore,
+    url: &StorageUrl,
+    command: &mut Command,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> Result<Route, CliError> {
+    let whole = |arg: &str| StorageUrl::parse(arg).is_ok_and(|u| u == *url);
+    match command {
+        Command::List { limit, all, json } => {
+            let mut runs = Vec::new();
+            for entry in store.runs().await.map_err(storage_error)? {
+                let entry = store.refresh(entry).await.map_err(storage_error)?;
+                runs.push(summary(url, entry));
+            }
+            crate::cmd::list::print(runs, *limit, *all, *json, style, out)?;
+            Ok(Route::Done)
+        }
+        Command::Tail {
+            run,
+            follow: true,
+            until_complete,
+        } => {
+            let id = resolve(store, run).await?;
+            follow(store, id, *until_complete, style, out).await?;
+            Ok(Route::Done)
+        }
+        Command::Validate { runs, .. } => {
+            let copy = LocalCopy::create()?;
+            for arg in runs.iter_mut() {
+                *arg = if whole(arg) {
+                    copy_all(store, copy.path()).await?;
+                    copy.path().display().to_string()
+                } else {
+                    copy_named(store, arg, copy.path()).await?
+                };
+            }
+            Ok(Route::Local(copy))
+        }
+        Command::Stats { target: arg, .. } if whole(arg) => {
+            let copy = LocalCopy::create()?;
+            copy_all(store, copy.path()).await?;
+            *arg = copy.path().display().to_string();
+            Ok(Route::Local(copy))
+        }
+        Command::Receipts {
+            run: None,
+            by: Some(by),
+            json,
+            pricing,
+        } => {
+            receipts::run_grouped(store, (*by, *json), pricing.as_deref(), out).await?;
+            Ok(Route::Done)
+        }
+        Command::Export { run: arg, .. }
+        | Command::Tree { run: arg, .. }
+        | Command::Show { run: arg }
+        | Command::Tail { run: arg, .. }
+        | Command::Stats { target: arg, .. }
+        | Command::Receipts { run: Some(arg), .. } => {
+            let copy = LocalCopy::create()?;
+            *arg = copy_named(store, arg, copy.path()).await?;
+            Ok(Route::Local(copy))
+        }
+        _ => Err(CliError::Usage(
+            "this command does not take NATS storage".to_owned(),
+        )),
+    }
+}
+
+/// A list row from an index entry.
+fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
+    use crate::runs::RunStatus;
+    crate::runs::RunSummary {
+        run_id: e.run_id,
+        parent_run_id: e.parent_run_id,
+        workflow: e.workflow,
+        status: match e.status {
+            IndexStatus::Succeeded => RunStatus::Succeeded,
+            IndexStatus::Failed => RunStatus::Failed,
+            IndexStatus::Running => RunStatus::Incomplete,
+        },
+        started_at: e.started_at,
+        duration_ms: e
+            .started_at
+            .zip(e.ended_at)
+            .map(|(s, end)| end.millis_since(s)),
+        events: e.events,
+        path: PathBuf::from(format!("{url}#{}", e.run_id)),
+    }
+}
+
+/// A run argument against the runs index: a full run id, a unique prefix, or `latest`.
+async fn resolve(store: &NatsStore, arg: &str) -> Result<RunId, CliError> {
+    if let Ok(id) = RunId::parse(arg) {
+        return Ok(id);
+    }
+    let not_found = |what: String| CliError::NotFound {
+        what,
+        path: PathBuf::from(store.url().to_string()),
+    };
+    let runs = store.runs().await.map_err(storage_error)?;
+    if arg == "latest" {
+        return runs
+            .iter()
+            .filter(|r| r.parent_run_id.is_none() && r.started_at.is_some())
+            .max_by_key(|r| (r.started_at, r.run_id))
+            .map(|r| r.run_id)
+            .ok_or_else(|| not_found("any run (for `latest`)".to_owned()));
+    }
+    let prefix = arg.to_ascii_lowercase();
+    let matches: BTreeSet<RunId> = runs
+        .iter()
+        .map(|r| r.run_id)
+        .filter(|id| prefix.len() >= 4 && id.to_string().starts_with(&prefix))
+        .collect();
+    match matches.len() {
+        1 => Ok(matches.into_iter().next().unwrap_or_else(|| unreachable!())),
+        0 => Err(not_found(format!("run {arg:?}"))),
+        n => Err(CliError::Invalid(format!(
+            "run id prefix {prefix:?} is ambiguous: {n} runs match"
+        ))),
+    }
+}
+
+/// Copies the run `arg` names and its child runs; returns its full id (the rewritten argument).
+async fn copy_named(store: &NatsStore, arg: &str, dir: &Path) -> Result<String, CliError> {
+    let id = resolve(store, arg).await?;
+    let mut pending = vec![id];
+    let mut seen = BTreeSet::new();
+    while let Some(run) = pending.pop() {
+        if !seen.insert(run) {
+            continue;
+        }
+        match copy_run(store, run, dir).await {
+            Ok(children) => pending.extend(children),
+            // A child run that never recorded an event is shown as missing, as on files.
+            Err(transcript_nats::NatsError::NotFound { .. }) if run != id => {}
+            Err(transcript_nats::NatsError::NotFound { .. }) => {
+                return Err(CliError::NotFound {
+                    what: format!("run {run}"),
+                    path: PathBuf::from(store.url().to_string()),
+                });
+            }
+            Err(e) => return Err(storage_error(e)),
+        }
+    }
+    Ok(id.to_string())
+}
+
+/// Copies every run of the stream.
+async fn copy_all(store: &NatsStore, dir: &Path) -> Result<(), CliError> {
+    for run in store.stream_run_ids().await.map_err(storage_error)? {
+        copy_run(store, run, dir).await.map_err(storage_error)?;
+    }
+    Ok(())
+}
+
+/// Writes one run's lines to `<dir>/<run>.jsonl`; returns the child runs its events name.
+async fn copy_run(
+    store: &NatsStore,
+    run: RunId,
+    dir: &Path,
+) -> Result<Vec<RunId>, transcript_nats::NatsError> {
+    let lines = store.run_lines(run).await?;
+    let children = lines
+        .iter()
+        .filter_map(|l| decode_line(l).ok()?.event.child_run_id)
+        .collect();
+    let path = dir.join(run.file_name());
+    let io = |e: std::io::Error| transcript_nats::NatsError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let mut file = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+    {
+        Ok(file) => file,
+        // Copied already by an earlier argument of this command.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(children),
+        Err(e) => return Err(io(e)),
+    };
+    std::io::Write::write_all(&mut file, &lines.concat()).map_err(io)?;
+    Ok(children)
+}
+
+/// `tail -f` on NATS: the run's stored events, then the live ones, rendered as `tail` renders
+/// a file's; ends after `run.completed` with `--until-complete`.
+async fn follow(
+    store: &NatsStore,
+    run: RunId,
+    until_complete: bool,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    use transcript_domain::{EventKind, EventType};
+    let mut follower = store.follow(run).await.map_err(storage_error)?;
+    if store
+        .last_stream_seq(run)
+        .await
+        .map_err(storage_error)?
+        .is_none()
+    {
+        crate::diag!(
+            "transcript: waiting for run {run} to appear in {} (Ctrl-C to stop)…",
+            store.url()
+        );
+    }
+    while let Some(line) = follower.next_line().await {
+        let line = line.map_err(storage_error)?;
+        match decode_line(&line) {
+            Ok(decoded) => {
+                crate::exit::stdout_result(writeln!(
+                    out,
+                    "{}",
+                    crate::cmd::tail::summary(&decoded.event, style)
+                ))?;
+                crate::exit::stdout_result(out.flush())?;
+                if until_complete && decoded.event.kind == EventKind::Known(EventType::RunCompleted)
+                {
+                    return Ok(());
+                }
+            }
+            Err(e) => crate::diag!("{} run {run}: malformed: {e}", store.url()),
+        }
+    }
+    Ok(())
+}

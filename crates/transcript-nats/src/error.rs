@@ -1,0 +1,50 @@
+//! The crate's error type: connecting, creating the stream or bucket, reading runs back.
+
+/// Why a NATS storage operation failed. Every message names the storage URL or the run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NatsError {
+    /// The `--storage` URL is not a usable NATS URL.
+    #[error("invalid NATS storage URL {url:?}: {reason}")]
+    Url {
+        /// The URL as given (credentials never reach here: such URLs are refused).
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The servers could not be reached, or refused the credentials.
+    #[error("cannot connect to NATS at {url}: {message}")]
+    Connect {
+        /// The servers, as `nats://h1:4222,h2:4222/STREAM`.
+        url: String,
+        /// The client's error.
+        message: String,
+    },
+    /// The credentials named in the environment could not be used.
+    #[error("NATS credentials: {0}")]
+    Credentials(String),
+    /// A JetStream request (stream, consumer, key-value) failed.
+    #[error("NATS JetStream at {url}: {message}")]
+    JetStream {
+        /// The storage URL.
+        url: String,
+        /// What was being done, and the server's or client's error.
+        message: String,
+    },
+    /// A run has no events in the stream.
+    #[error("run {run_id} has no events in stream {stream}")]
+    NotFound {
+        /// The run.
+        run_id: String,
+        /// The stream.
+        stream: String,
+    },
+    /// Writing a mirrored file failed.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// What was being done and the OS cause.
+        message: String,
+    },
+}

@@ -1,0 +1,244 @@
+//! The runs index: one key-value entry per run (`<STREAM>_RUNS`, key = run id) written by the
+//! recorder as the run goes (at `run.started`, at `run.completed` and at close), so `list` and
+//! fleet-wide receipts read one small value per run instead of every message of the stream.
+
+use std::collections::BTreeMap;
+
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use transcript_domain::{Payload, RunId, Seq, Timestamp, Usage};
+
+use crate::{NatsError, NatsStore};
+
+/// A run's state in the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexStatus {
+    /// Started, no `run.completed` yet (running, or its runner died).
+    Running,
+    /// `run.completed` without an error.
+    Succeeded,
+    /// `run.completed` with an error.
+    Failed,
+}
+
+/// One run's summary in the index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEntry {
+    /// The run.
+    pub run_id: RunId,
+    /// The calling run, for a child run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<RunId>,
+    /// The workflow name from `run.started`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// How far the run got.
+    pub status: IndexStatus,
+    /// `run.started`'s timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// The timestamp of the last event recorded when the entry was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Timestamp>,
+    /// Events recorded when the entry was written (the last seq).
+    pub events: Seq,
+    /// Usage reported by assistant turns, per model (`""` when the provider named none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage_by_model: BTreeMap<String, Usage>,
+    /// Every assistant turn with usage of the steps completed so far (and, once the run is
+    /// closed, of every step), under the model it is billed under (its own, else its step's:
+    /// `transcript_domain::bill`), for fleet-wide receipts without reading the stream.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<BilledTurnEntry>,
+    /// Assistant turns of steps not completed yet, per (path, iteration).
+    #[serde(skip)]
+    pending: BTreeMap<(String, u64), Vec<PendingTurn>>,
+}
+
+/// One billed assistant turn in the index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BilledTurnEntry {
+    /// Its seq in the run.
+    pub seq: Seq,
+    /// Its time.
+    pub timestamp: Timestamp,
+    /// The model it is billed under (`transcript_domain::bill::billed_model`).
+    pub model: String,
+    /// Its usage.
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct PendingTurn {
+    seq: Seq,
+    timestamp: Timestamp,
+    model: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl RunEntry {
+    /// An entry for a run that has recorded nothing yet.
+    pub fn new(run_id: RunId, parent_run_id: Option<RunId>) -> Self {
+        Self {
+            run_id,
+            parent_run_id,
+            workflow: None,
+            status: IndexStatus::Running,
+            started_at: None,
+            ended_at: None,
+            events: 0,
+            usage_by_model: BTreeMap::new(),
+            turns: Vec::new(),
+            pending: BTreeMap::new(),
+        }
+    }
+
+    /// Bills the pending turns of one step (all steps with `None`), in seq order.
+    pub(crate) fn flush(&mut self, step: Option<&(String, u64)>) {
+        let keys: Vec<(String, u64)> = match step {
+            Some(key) => vec![key.clone()],
+            None => self.pending.keys().cloned().collect(),
+        };
+        for key in keys {
+            let Some(turns) = self.pending.remove(&key) else {
+                continue;
+            };
+            let step_model =
+                transcript_domain::bill::step_model(turns.iter().map(|t| t.model.as_deref()));
+            for t in &turns {
+                if let Some(usage) = &t.usage {
+                    self.turns.push(BilledTurnEntry {
+                        seq: t.seq,
+                        timestamp: t.timestamp,
+                        model: transcript_domain::bill::billed_model(
+                            t.model.as_deref(),
+                            step_model,
+                        )
+                        .to_owned(),
+                        usage: usage.clone(),
+                    });
+                }
+            }
+        }
+        self.turns.sort_by_key(|t| t.seq);
+    }
+
+    /// Folds one recorded event in; returns whether the entry should be written now.
+    pub(crate) fn observe(
+        &mut self,
+        (seq, timestamp): (Seq, Timestamp),
+        (path, iteration): (&str, u64),
+        payload: &Payload,
+    ) -> bool {
+        self.events = seq;
+        self.ended_at = Some(timestamp);
+        match payload {
+            Payload::RunStarted(p) => {
+                self.workflow = Some(p.name.clone());
+                self.started_at = Some(timestamp);
+                true
+            }
+            Payload::RunCompleted(p) => {
+                self.flush(None);
+                self.status = if p.error.is_some() {
+                    IndexStatus::Failed
+                } else {
+                    IndexStatus::Succeeded
+                };
+                true
+            }
+            Payload::MessageAssistant(m) => {
+                if let Some(usage) = &m.usage {
+                    self.usage_by_model
+                        .entry(m.model.clone().unwrap_or_default())
+                        .or_default()
+                        .accumulate(usage);
+                }
+                self.pending
+                    .entry((path.to_owned(), iteration))
+                    .or_default()
+                    .push(PendingTurn {
+                        seq,
+                        timestamp,
+                        model: m.model.clone(),
+                        usage: m.usage.clone(),
+                    });
+                false
+            }
+            Payload::StepCompleted(_) | Payload::CallWorkflowCompleted(_) => {
+                self.flush(Some(&(path.to_owned(), iteration)));
+                false
+            }
+            _ => false,
+        }
+    }
+}
+
+impl NatsStore {
+    /// Writes `entry` to the runs index.
+    pub async fn put_run(&self, entry: &RunEntry) -> Result<(), NatsError> {
+        let value = serde_json::to_vec(entry).map_err(|e| self.js_error("encoding", e))?;
+        self.index
+            .put(entry.run_id.to_string(), value.into())
+            .await
+            .map_err(|e| self.js_error(format!("runs index: writing {}", entry.run_id), e))?;
+        Ok(())
+    }
+
+    /// One run's index entry, if it has one.
+    pub async fn run_entry(&self, run_id: RunId) -> Result<Option<RunEntry>, NatsError> {
+        let value = self
+            .index
+            .get(run_id.to_string())
+            .await
+            .map_err(|e| self.js_error(format!("runs index: reading {run_id}"), e))?;
+        value
+            .map(|v| {
+                serde_json::from_slice(&v)
+                    .map_err(|e| self.js_error(format!("runs index: entry {run_id}"), e))
+            })
+            .transpose()
+    }
+
+    /// `entry` brought up to date from the stream when the index says the run is still
+    /// running (its runner may have died since the last index write): the last event's seq and
+    /// time, and its status when that event is `run.completed`. One message read per such run.
+    pub async fn refresh(&self, mut entry: RunEntry) -> Result<RunEntry, NatsError> {
+        if entry.status != IndexStatus::Running {
+            return Ok(entry);
+        }
+        let Some(line) = self.last_line(entry.run_id).await? else {
+            return Ok(entry);
+        };
+        if let Ok(decoded) = transcript_domain::decode_line(&line)
+            && let Ok(event) = decoded.event.to_event()
+        {
+            entry.observe(
+                (event.seq, event.timestamp),
+                (&event.path, event.iteration),
+                &event.payload,
+            );
+        }
+        Ok(entry)
+    }
+
+    /// Every run of the index (unordered). Entries that do not decode are skipped.
+    pub async fn runs(&self) -> Result<Vec<RunEntry>, NatsError> {
+        let mut keys = self
+            .index
+            .keys()
+            .await
+            .map_err(|e| self.js_error("runs index: listing keys", e))?;
+        let mut runs = Vec::new();
+        while let Some(key) = keys.next().await {
+            let key = key.map_err(|e| self.js_error("runs index: listing keys", e))?;
+            if let Ok(id) = RunId::parse(&key)
+                && let Some(entry) = self.run_entry(id).await?
+            {
+                runs.push(entry);
+            }
+        }
+        Ok(runs)
+    }
+}

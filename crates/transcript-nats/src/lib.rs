@@ -1,0 +1,84 @@
+//! The `Recorder` port on NATS JetStream: a fleet of runners, one durable store.
+//!
+//! # Model
+//!
+//! Every run is one subject, `transcript.run.<run_id>`, of one stream (default
+//! [`DEFAULT_STREAM`], created on first use with the [`StreamOptions`] given: replicas, max
+//! age, max bytes). Each message is one transcript line, byte for byte the line the file
+//! recorder of `transcript-infra` writes for the same draft, seq and timestamp (the domain's
+//! [`transcript_domain::PreEncoded`] encodes both). A key-value bucket `<STREAM>_RUNS` holds
+//! one [`RunEntry`] per run (workflow, status, parent, start, end, usage per model), written
+//! as the run goes, so listing the fleet's runs never reads the stream.
+//!
+//! [`NatsRecorderFactory`] opens a [`NatsRecorder`] per run (root and child runs);
+//! [`NatsStore`] reads runs back ([`NatsStore::run_lines`], [`NatsStore::follow`],
+//! [`NatsStore::runs`]); [`mirror`] copies the stream into the file layout with a durable
+//! consumer.
+//!
+//! # Invariants
+//!
+//! - `record` returns only after JetStream's publish ack: an acknowledged event is stored on
+//!   the stream's replicas ("ack = durable", across machines).
+//! - `Nats-Msg-Id = <run_id>:<seq>`: a publish retried after a lost ack is stored once.
+//! - `Nats-Expected-Last-Subject-Sequence`: a run's events are gapless and in seq order, and a
+//!   second writer of a run is refused with `RecordError::Locked`.
+//! - A publish whose outcome stays unknown after `publish_attempts` (quorum lost, servers
+//!   gone) fails `record` within about `ack_timeout × publish_attempts`, and every later
+//!   `record` of that run fails too: a run never reports success past a lost event.
+//! - [`mirror`] writes each run's lines in seq order, acknowledges them only once they are
+//!   synced, and skips lines a file already holds: killed at any point and restarted, it
+//!   produces the same files.
+//!
+//! # Threat model
+//!
+//! The stream is trusted storage, as the storage directory is for the file recorder: anyone
+//! who may publish to `transcript.run.>` can write transcripts. Credentials never travel in
+//! argv: a storage URL with a user, password or token is refused, and the connection takes
+//! them from the environment (`NATS_CREDS`, `NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`,
+//! `NATS_CA`, `NATS_CERT`/`NATS_KEY`). Lines read back are decoded by the tolerant domain
+//! decoder; the mirror names files after run ids parsed from subjects (never a path taken from
+//! the data).
+//!
+//! # Versioning
+//!
+//! Subject layout, message id format and the index entry's JSON are part of the storage
+//! contract: a change is a breaking change of this crate. Tested against nats-server 2.15.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use transcript_domain::{EventDraft, ManualClock, Payload, RecorderFactory, StepPayload, Timestamp};
+//! use transcript_nats::{NatsRecorderFactory, NatsStore, StorageUrl, StreamOptions};
+//!
+//! let url = StorageUrl::parse("nats://127.0.0.1:4222/TRANSCRIPTS")?;
+//! let store = NatsStore::connect(&url, StreamOptions::default()).await?;
+//! let factory = NatsRecorderFactory::new(store, Arc::new(ManualClock::new(Timestamp::UNIX_EPOCH)));
+//! let run = transcript_domain::RunId::from_bytes([7; 16]);
+//! let recorder = factory.create(run, None).await?;
+//! recorder.record(EventDraft::run_level(Payload::RunStarted(StepPayload::new("demo", "workflow")))).await?;
+//! recorder.close().await?;
+//! # Ok(()) }
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod encode;
+mod error;
+mod index;
+mod mirror;
+mod read;
+mod recorder;
+mod store;
+mod subscription;
+mod url;
+
+pub use error::NatsError;
+pub use index::{BilledTurnEntry, IndexStatus, RunEntry};
+pub use mirror::{MirrorOptions, MirrorReport, mirror};
+pub use read::RunFollower;
+pub use recorder::{NatsRecorder, NatsRecorderFactory};
+pub use store::{NatsStore, SUBJECT_PREFIX, StreamOptions, run_subject};
+pub use subscription::NatsSubscription;
+pub use url::{DEFAULT_STREAM, StorageUrl};
+#[cfg(feature = "testing")]
+pub mod testing;

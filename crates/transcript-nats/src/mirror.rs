@@ -1,0 +1,274 @@
+//! [`mirror`]: the stream copied into the file layout (`<dir>/<run_id>.jsonl`) by a durable
+//! consumer, byte-identical to the files the file recorder writes for the same events.
+//!
+//! Resumable and idempotent: lines are appended in seq order and synced before the consumer
+//! acknowledges them; a line a file already holds is skipped; a torn last line (a mirror killed
+//! inside a write) is cut off when the file is opened again. On start the consumer is reset to
+//! its ack floor, so what was delivered but not acknowledged comes again at once (the consumer
+//! reset API needs nats-server 2.14 or later).
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_nats::jetstream::AckKind;
+use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull};
+use futures_util::StreamExt;
+use transcript_domain::{RunId, Seq};
+
+use crate::store::SUBJECT_PREFIX;
+use crate::{NatsError, NatsStore};
+
+/// What to mirror where.
+#[derive(Debug, Clone)]
+pub struct MirrorOptions {
+    /// The directory the run files go to (created private to the user).
+    pub dir: PathBuf,
+    /// The durable consumer's name: one per mirror directory.
+    pub consumer: String,
+    /// Keep going for new events instead of stopping once caught up.
+    pub follow: bool,
+    /// Messages per fetch (and per sync).
+    pub batch: usize,
+}
+
+impl MirrorOptions {
+    /// Mirror into `dir` with the consumer `transcript-mirror`, stopping once caught up.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            consumer: "transcript-mirror".to_owned(),
+            follow: false,
+            batch: 512,
+        }
+    }
+}
+
+/// What one mirror pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct MirrorReport {
+    /// Lines appended to files.
+    pub written: u64,
+    /// Lines delivered that the files already held (a restart after a crash).
+    pub skipped: u64,
+    /// The runs touched.
+    pub runs: BTreeSet<RunId>,
+}
+
+/// One run's file and the seq of its last complete line.
+struct RunFile {
+    file: File,
+    path: PathBuf,
+    last_seq: Seq,
+}
+
+fn io_error(path: &Path, what: &str, e: &std::io::Error) -> NatsError {
+    NatsError::Io {
+        path: path.display().to_string(),
+        message: format!("{what}: {e}"),
+    }
+}
+
+/// The seq at the start of a line (`{"seq":N,…`).
+fn line_seq(line: &[u8]) -> Option<Seq> {
+    let rest = line.strip_prefix(b"{\"seq\":")?;
+    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
+impl RunFile {
+    /// Opens (or creates) the run's file, cuts a torn last line and reads its last seq.
+    fn open(dir: &Path, run_id: RunId) -> Result<Self, NatsError> {
+        let path = dir.join(run_id.file_name());
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            // A symlink planted at a run's path is refused, not followed.
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io_error(&path, "cannot open the mirrored run", &e))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| io_error(&path, "cannot read the mirrored run", &e))?;
+        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        if complete < bytes.len() {
+            file.set_len(complete as u64)
+                .map_err(|e| io_error(&path, "cannot cut a torn last line", &e))?;
+        }
+        file.seek(SeekFrom::Start(complete as u64))
+            .map_err(|e| io_error(&path, "cannot seek", &e))?;
+        let last_line = bytes[..complete.saturating_sub(1)]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let last_seq = if complete == 0 {
+            0
+        } else {
+            line_seq(&bytes[last_line..complete]).ok_or_else(|| NatsError::Io {
+                path: path.display().to_string(),
+                message: "the last line of the mirrored run has no seq".to_owned(),
+            })?
+        };
+        Ok(Self {
+            file,
+            path,
+            last_seq,
+        })
+    }
+
+    /// Appends `line` if it is the next one; `false` if the file already holds it.
+    fn append(&mut self, seq: Seq, line: &[u8]) -> Result<bool, NatsError> {
+        if seq <= self.last_seq {
+            return Ok(false);
+        }
+        if seq != self.last_seq + 1 {
+            return Err(NatsError::Io {
+                path: self.path.display().to_string(),
+                message: format!(
+                    "gap in the stream: line {seq} follows line {} (were events removed by the stream's limits?)",
+                    self.last_seq
+                ),
+            });
+        }
+        self.file
+            .write_all(line)
+            .map_err(|e| io_error(&self.path, "cannot append", &e))?;
+        self.last_seq = seq;
+        Ok(true)
+    }
+}
+
+/// The durable consumer of `options`, reset to its ack floor (what a killed mirror had
+/// delivered but not acknowledged comes again, now).
+async fn open_consumer(
+    store: &NatsStore,
+    options: &MirrorOptions,
+) -> Result<PullConsumer, NatsError> {
+    let consumer = store
+        .stream
+        .get_or_create_consumer(
+            &options.consumer,
+            pull::Config {
+                durable_name: Some(options.consumer.clone()),
+                filter_subject: format!("{SUBJECT_PREFIX}>"),
+                deliver_policy: DeliverPolicy::All,
+                ack_policy: AckPolicy::All,
+                ack_wait: Duration::from_secs(30),
+                max_ack_pending: -1,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| store.js_error(format!("consumer {}", options.consumer), e))?;
+    store
+        .stream
+        .reset_consumer(&options.consumer, None)
+        .await
+        .map_err(|e| store.js_error(format!("resetting consumer {}", options.consumer), e))?;
+    Ok(consumer)
+}
+
+/// The files of one mirror pass.
+struct Files<'a> {
+    dir: &'a Path,
+    open: HashMap<RunId, RunFile>,
+    report: MirrorReport,
+    touched: BTreeSet<RunId>,
+}
+
+impl Files<'_> {
+    /// Writes one message's line to its run's file, unless the file holds it already.
+    fn take(&mut self, subject: &str, line: &[u8]) -> Result<(), NatsError> {
+        let Some(run_id) = subject
+            .strip_prefix(SUBJECT_PREFIX)
+            .and_then(|s| RunId::parse(s).ok())
+        else {
+            return Ok(());
+        };
+        let seq = line_seq(line).ok_or_else(|| NatsError::Io {
+            path: subject.to_owned(),
+            message: "a message is not a transcript line".to_owned(),
+        })?;
+        let file = match self.open.entry(run_id) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(RunFile::open(self.dir, run_id)?)
+            }
+        };
+        if file.append(seq, line)? {
+            self.report.written += 1;
+            self.touched.insert(run_id);
+        } else {
+            self.report.skipped += 1;
+        }
+        self.report.runs.insert(run_id);
+        Ok(())
+    }
+
+    /// Syncs the files written since the last sync.
+    fn sync(&mut self) -> Result<(), NatsError> {
+        for run_id in std::mem::take(&mut self.touched) {
+            if let Some(file) = self.open.get(&run_id) {
+                file.file
+                    .sync_data()
+                    .map_err(|e| io_error(&file.path, "cannot sync", &e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Mirrors the stream of `store` into `options.dir` (see the module docs). Returns once caught
+/// up (no message pending), or never with `follow` unless an error stops it.
+pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<MirrorReport, NatsError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&options.dir)
+        .map_err(|e| io_error(&options.dir, "cannot create the mirror directory", &e))?;
+    let consumer = open_consumer(store, options).await?;
+    let mut files = Files {
+        dir: &options.dir,
+        open: HashMap::new(),
+        report: MirrorReport::default(),
+        touched: BTreeSet::new(),
+    };
+    loop {
+        let mut batch = consumer
+            .fetch()
+            .max_messages(options.batch)
+            .expires(Duration::from_millis(500))
+            .messages()
+            .await
+            .map_err(|e| store.js_error("fetching", e))?;
+        let mut last = None;
+        let mut pending = 0;
+        while let Some(message) = batch.next().await {
+            let message = message.map_err(|e| store.js_error("fetching", e))?;
+            files.take(message.subject.as_str(), &message.payload)?;
+            pending = message.info().map(|i| i.pending).unwrap_or(0);
+            last = Some(message);
+        }
+        // Synced before acknowledged: an acknowledged line is on disk.
+        files.sync()?;
+        match last {
+            Some(message) => {
+                message
+                    .double_ack_with(AckKind::Ack)
+                    .await
+                    .map_err(|e| store.js_error("acknowledging", e))?;
+                if pending == 0 && !options.follow {
+                    return Ok(files.report);
+                }
+            }
+            None if !options.follow => return Ok(files.report),
+            None => {}
+        }
+    }
+}

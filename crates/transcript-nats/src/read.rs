@@ -1,0 +1,163 @@
+//! Reading runs back from the stream: a run's stored lines, following a run live, and the runs
+//! the stream holds.
+
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::{DeliverPolicy, pull};
+use async_nats::jetstream::stream::LastRawMessageErrorKind;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use transcript_domain::RunId;
+
+use crate::store::{SUBJECT_PREFIX, run_subject};
+use crate::{NatsError, NatsStore};
+
+/// An ordered consumer's messages on `subject` from stream sequence `start`. Creating it is
+/// retried (a server restarting, a leader being elected) until `ack_timeout × publish_attempts`
+/// has passed.
+pub(crate) async fn ordered_messages(
+    store: &NatsStore,
+    subject: &str,
+    start: u64,
+) -> Result<pull::Ordered, NatsError> {
+    let deliver_policy = if start <= 1 {
+        DeliverPolicy::All
+    } else {
+        DeliverPolicy::ByStartSequence {
+            start_sequence: start,
+        }
+    };
+    let budget = store.options.ack_timeout * store.options.publish_attempts.max(1);
+    let deadline = tokio::time::Instant::now() + budget;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let attempt = async {
+            store
+                .stream
+                .create_consumer(pull::OrderedConfig {
+                    filter_subject: subject.to_owned(),
+                    deliver_policy,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .messages()
+                .await
+                .map_err(|e| e.to_string())
+        };
+        match attempt.await {
+            Ok(messages) => return Ok(messages),
+            Err(e) if tokio::time::Instant::now() + pause >= deadline => {
+                return Err(store.js_error(format!("reading {subject}"), e));
+            }
+            Err(_) => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// A run followed live: its stored lines, then each new one as it is published.
+pub struct RunFollower {
+    messages: pull::Ordered,
+    store: NatsStore,
+}
+
+impl std::fmt::Debug for RunFollower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunFollower").finish()
+    }
+}
+
+impl RunFollower {
+    /// The next line (with its `\n`), waiting for it to be published.
+    pub async fn next_line(&mut self) -> Option<Result<Bytes, NatsError>> {
+        match self.messages.next().await? {
+            Ok(message) => Some(Ok(message.payload.clone())),
+            Err(e) => Some(Err(self.store.js_error("following the run", e))),
+        }
+    }
+}
+
+impl NatsStore {
+    /// The stream sequence of `run_id`'s last event, `None` when it has none.
+    pub async fn last_stream_seq(&self, run_id: RunId) -> Result<Option<u64>, NatsError> {
+        match self
+            .stream
+            .get_last_raw_message_by_subject(&run_subject(&run_id))
+            .await
+        {
+            Ok(message) => Ok(Some(message.sequence)),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(self.js_error(format!("reading run {run_id}"), e)),
+        }
+    }
+
+    /// The last stored line of `run_id`, `None` when it has none.
+    pub async fn last_line(&self, run_id: RunId) -> Result<Option<Bytes>, NatsError> {
+        match self
+            .stream
+            .get_last_raw_message_by_subject(&run_subject(&run_id))
+            .await
+        {
+            Ok(message) => Ok(Some(message.payload)),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(self.js_error(format!("reading run {run_id}"), e)),
+        }
+    }
+
+    /// Every stored line of `run_id`, in order (each with its `\n`): the bytes a file holds.
+    pub async fn run_lines(&self, run_id: RunId) -> Result<Vec<Bytes>, NatsError> {
+        let Some(last) = self.last_stream_seq(run_id).await? else {
+            return Err(NatsError::NotFound {
+                run_id: run_id.to_string(),
+                stream: self.url.stream.clone(),
+            });
+        };
+        let mut messages = ordered_messages(self, &run_subject(&run_id), 1).await?;
+        let mut lines = Vec::new();
+        while let Some(message) = messages.next().await {
+            let message = message.map_err(|e| self.js_error(format!("reading run {run_id}"), e))?;
+            let at = message
+                .info()
+                .map_err(|e| self.js_error(format!("reading run {run_id}"), e))?
+                .stream_sequence;
+            lines.push(message.payload.clone());
+            if at >= last {
+                break;
+            }
+        }
+        Ok(lines)
+    }
+
+    /// Follows `run_id` from its first event (replay, then live).
+    pub async fn follow(&self, run_id: RunId) -> Result<RunFollower, NatsError> {
+        let messages = ordered_messages(self, &run_subject(&run_id), 1).await?;
+        Ok(RunFollower {
+            messages,
+            store: self.clone(),
+        })
+    }
+
+    /// Every run with events in the stream, from the stream's subjects (not the index).
+    pub async fn stream_run_ids(&self) -> Result<Vec<RunId>, NatsError> {
+        let mut subjects = self
+            .stream
+            .info_with_subjects(format!("{SUBJECT_PREFIX}>"))
+            .await
+            .map_err(|e| self.js_error("listing runs", e))?;
+        let mut ids = Vec::new();
+        while let Some(subject) = subjects.next().await {
+            let (subject, _count) = subject.map_err(|e| self.js_error("listing runs", e))?;
+            if let Some(id) = subject
+                .strip_prefix(SUBJECT_PREFIX)
+                .and_then(|s| RunId::parse(s).ok())
+            {
+                ids.push(id);
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+}

@@ -1,0 +1,205 @@
+//! The connection to a NATS deployment, the transcripts stream and the runs-index bucket.
+//!
+//! Credentials come from the environment, the NATS way, never from the URL or argv:
+//! `NATS_CREDS` (a `.creds` file), `NATS_USER` + `NATS_PASSWORD`, `NATS_TOKEN`, and for TLS
+//! `NATS_CA` (a private CA's PEM), `NATS_CERT` + `NATS_KEY` (a client certificate).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv, stream};
+
+use crate::{NatsError, StorageUrl};
+
+/// The subject prefix of every run: `transcript.run.<run_id>`.
+pub const SUBJECT_PREFIX: &str = "transcript.run.";
+
+/// The subject a run's events are published to.
+pub fn run_subject(run_id: &transcript_domain::RunId) -> String {
+    format!("{SUBJECT_PREFIX}{run_id}")
+}
+
+/// How the stream (and the runs-index bucket beside it) is created when it does not exist
+/// yet. An existing stream is used as it is.
+#[derive(Debug, Clone)]
+pub struct StreamOptions {
+    /// Copies of each message in a cluster (1, 3 or 5; at most the cluster's size).
+    pub replicas: usize,
+    /// How long events are kept; `Duration::ZERO` keeps them until `max_bytes` is reached.
+    pub max_age: Duration,
+    /// The stream's size cap in bytes; `-1` is unlimited.
+    pub max_bytes: i64,
+    /// How long a publish waits for its ack before it is retried.
+    pub ack_timeout: Duration,
+    /// Publish attempts (the first and its retries, same `Nats-Msg-Id`) before `record` fails:
+    /// `record` fails within about `ack_timeout × publish_attempts`.
+    pub publish_attempts: u32,
+    /// How long connecting may take before it fails (NATS down at start).
+    pub connect_timeout: Duration,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            replicas: 1,
+            max_age: Duration::ZERO,
+            max_bytes: -1,
+            ack_timeout: Duration::from_secs(5),
+            publish_attempts: 3,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A connected NATS storage: the client, its JetStream context, the stream and the runs index.
+#[derive(Clone)]
+pub struct NatsStore {
+    pub(crate) url: StorageUrl,
+    pub(crate) client: async_nats::Client,
+    pub(crate) js: jetstream::Context,
+    pub(crate) stream: stream::Stream,
+    pub(crate) index: kv::Store,
+    pub(crate) options: StreamOptions,
+}
+
+impl std::fmt::Debug for NatsStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NatsStore").field("url", &self.url).finish()
+    }
+}
+
+/// The connect options the environment asks for (credentials and TLS).
+fn connect_options(timeout: Duration) -> Result<async_nats::ConnectOptions, NatsError> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let mut options = async_nats::ConnectOptions::new()
+        .name("transcript")
+        .connection_timeout(timeout);
+    if let Some(path) = var("NATS_CREDS") {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| NatsError::Credentials(format!("NATS_CREDS {path}: {e}")))?;
+        options = options
+            .credentials(&text)
+            .map_err(|e| NatsError::Credentials(format!("NATS_CREDS {path}: {e}")))?;
+    }
+    match (var("NATS_USER"), var("NATS_PASSWORD")) {
+        (Some(user), Some(password)) => options = options.user_and_password(user, password),
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(NatsError::Credentials(
+                "NATS_USER and NATS_PASSWORD go together".to_owned(),
+            ));
+        }
+        (None, None) => {}
+    }
+    if let Some(token) = var("NATS_TOKEN") {
+        options = options.token(token);
+    }
+    if let Some(ca) = var("NATS_CA") {
+        options = options
+            .add_root_certificates(PathBuf::from(ca))
+            .require_tls(true);
+    }
+    match (var("NATS_CERT"), var("NATS_KEY")) {
+        (Some(cert), Some(key)) => {
+            options = options.add_client_certificate(PathBuf::from(cert), PathBuf::from(key));
+        }
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(NatsError::Credentials(
+                "NATS_CERT and NATS_KEY go together".to_owned(),
+            ));
+        }
+        (None, None) => {}
+    }
+    Ok(options)
+}
+
+impl NatsStore {
+    /// Connects to `url`'s servers and opens (or creates) its stream and the runs-index bucket
+    /// `<STREAM>_RUNS`. Fails with an error naming the URL when no server answers within
+    /// `options.connect_timeout`.
+    pub async fn connect(url: &StorageUrl, options: StreamOptions) -> Result<Self, NatsError> {
+        let connect_error = |message: String| NatsError::Connect {
+            url: url.to_string(),
+            message,
+        };
+        let client = connect_options(options.connect_timeout)?
+            .connect(url.servers.clone())
+            .await
+            .map_err(|e| connect_error(e.to_string()))?;
+        let js = jetstream::ContextBuilder::new()
+            .timeout(options.ack_timeout)
+            .max_ack_inflight(4096)
+            .backpressure_on_inflight(true)
+            .build(client.clone());
+        let js_error = |what: &str, e: &dyn std::fmt::Display| NatsError::JetStream {
+            url: url.to_string(),
+            message: format!("{what}: {e}"),
+        };
+        let stream = js
+            .get_or_create_stream(stream::Config {
+                name: url.stream.clone(),
+                subjects: vec![format!("{SUBJECT_PREFIX}>")],
+                num_replicas: options.replicas,
+                max_age: options.max_age,
+                max_bytes: options.max_bytes,
+                storage: stream::StorageType::File,
+                allow_direct: true,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| js_error(&format!("opening stream {}", url.stream), &e))?;
+        let bucket = format!("{}_RUNS", url.stream);
+        let index = match js.get_key_value(&bucket).await {
+            Ok(store) => store,
+            Err(_) => js
+                .create_key_value(kv::Config {
+                    bucket: bucket.clone(),
+                    description: "transcript runs index (run id -> summary)".to_owned(),
+                    history: 1,
+                    num_replicas: options.replicas,
+                    storage: stream::StorageType::File,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| js_error(&format!("creating key-value bucket {bucket}"), &e))?,
+        };
+        Ok(Self {
+            url: url.clone(),
+            client,
+            js,
+            stream,
+            index,
+            options,
+        })
+    }
+
+    /// The storage URL (servers and stream), for messages.
+    pub fn url(&self) -> &StorageUrl {
+        &self.url
+    }
+
+    /// The stream options this store was opened with.
+    pub fn options(&self) -> &StreamOptions {
+        &self.options
+    }
+
+    /// The JetStream context (for tools and benchmarks that publish raw messages).
+    pub fn jetstream(&self) -> &jetstream::Context {
+        &self.js
+    }
+
+    /// The underlying client.
+    pub fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+
+    pub(crate) fn js_error(
+        &self,
+        what: impl std::fmt::Display,
+        e: impl std::fmt::Display,
+    ) -> NatsError {
+        NatsError::JetStream {
+            url: self.url.to_string(),
+            message: format!("{what}: {e}"),
+        }
+    }
+}
