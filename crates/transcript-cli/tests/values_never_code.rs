@@ -213,6 +213,15 @@ const CASES: &[Case] = &[
     type: command
     command: ["ssh", "{{V}}", "uptime"]
 "#,
+        ends: Ends::Fails,
+    },
+    Case {
+        name: "ssh -o OPTION HOST (the value of -o)",
+        value: "ProxyCommand=touch @M@",
+        steps: r#"  - name: s
+    type: command
+    command: ["ssh", "-o", "{{V}}", "localhost", "true"]
+"#,
         ends: Ends::Refused,
     },
     Case {
@@ -357,7 +366,7 @@ fn workflow(case: &Case, source: Source, dir: &Path) -> String {
         Source::Input => steps.push_str(&fill(case.steps, "inputs.v")),
         Source::StepOutput => {
             steps.push_str(
-                "  - name: src\n    type: command\n    command: [printf, \"%s\", \"{{inputs.v}}\"]\n",
+                "  - name: src\n    type: command\n    command: [printf, \"%s\", \"{{ inputs.v | option }}\"]\n",
             );
             steps.push_str(&fill(case.steps, "steps.src.output"));
         }
@@ -434,4 +443,72 @@ fn attack(cases: &[Case]) -> Vec<String> {
 fn no_value_becomes_code_in_any_shape_from_any_source() {
     let failures = attack(CASES);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Runs the workflow `wf.yaml` (with `child.yaml` beside it when given) on `value`.
+fn run_files(
+    root: &str,
+    child: Option<&str>,
+    value: &str,
+) -> (tempfile::TempDir, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fill = |s: &str| s.replace("@M@", &d.join("MARK").display().to_string());
+    std::fs::write(d.join("wf.yaml"), fill(root)).unwrap();
+    if let Some(child) = child {
+        std::fs::write(d.join("child.yaml"), fill(child)).unwrap();
+    }
+    std::fs::create_dir_all(d.join("ws")).unwrap();
+    let out = bin()
+        .arg("run")
+        .arg(d.join("wf.yaml"))
+        .args(["--input", &format!("v={}", fill(value))])
+        .arg("--workspace")
+        .arg(d.join("ws"))
+        .arg("--storage")
+        .arg(d.join("st"))
+        .output()
+        .unwrap();
+    (dir, out)
+}
+
+#[test]
+fn a_value_passed_through_call_workflow_meets_the_same_rule_in_the_child() {
+    let parent = "name: parent\ninputs:\n  - name: v\nsteps:\n  - name: call\n    type: call_workflow\n    workflow: child.yaml\n    inputs: { x: \"{{inputs.v}}\" }\n";
+    // Spliced into the child's sh -c: refused when the set loads, naming the child's file.
+    let child = "name: child\ninputs:\n  - name: x\nsteps:\n  - name: s\n    type: command\n    command: [\"sh\", \"-c\", \"echo {{inputs.x}}\"]\n";
+    let (dir, out) = run_files(parent, Some(child), "$(touch @M@)");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("child.yaml") && stderr.contains("step 's'"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("MARK").exists());
+    // A whole value read as an option by the child's git: the child's step fails.
+    let child = "name: child\ninputs:\n  - name: x\nsteps:\n  - name: repo\n    type: command\n    command: \"git init -q . && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m m\"\n  - name: s\n    type: command\n    command: [\"git\", \"log\", \"-1\", \"{{inputs.x}}\"]\n";
+    let (dir, out) = run_files(parent, Some(child), "--output=@M@");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("inputs.x") && stderr.contains("starts with '-'"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("MARK").exists());
+}
+
+#[test]
+fn plugin_declarations_and_mcp_servers_are_literal_lists() {
+    let plugin = "name: p\ninputs:\n  - name: v\nplugins:\n  - [\"python3\", \"-c\", \"{{inputs.v}}\"]\nsteps:\n  - name: s\n    type: command\n    command: [\"true\"]\n";
+    let (dir, out) = run_files(plugin, None, "open('@M@','w')");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("plugins: element 2"), "{stderr}");
+    assert!(!dir.path().join("MARK").exists());
+    let mcp = "name: m\ninputs:\n  - name: v\nsteps:\n  - name: s\n    type: agent\n    provider: claude\n    prompt: hi\n    mcp_servers:\n      - { name: evil, command: sh, args: [\"-c\", \"{{inputs.v}}\"] }\n";
+    let (dir, out) = run_files(mcp, None, "touch @M@");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("mcp_servers 'evil': element 2"), "{stderr}");
+    assert!(!dir.path().join("MARK").exists());
 }
