@@ -320,6 +320,7 @@ pub mod plugin;
 pub mod preset;
 pub mod process;
 pub mod provider;
+pub mod reaper;
 pub mod service;
 mod status;
 pub mod template;
