@@ -430,4 +430,41 @@ mod tests {
         assert!(code_arguments(&args(&["bash", "--norc", "script.sh"])).is_empty());
         assert!(code_arguments(&args(&["awk", "-f", "prog.awk", "x"])).is_empty());
     }
+
+    #[test]
+    fn the_second_line_sees_through_names_clusters_options_and_wrappers() {
+        let cases: &[(&[&str], &[usize])] = &[
+            (&["python3.11", "-c", "x"], &[2]),
+            (&["/usr/bin/python3", "-Ic", "x"], &[2]),
+            (&["python3", "-W", "ignore", "-c", "x"], &[4]),
+            (
+                &["python3", "-m", "timeit", "-n", "1", "-s", "x", "pass"],
+                &[6, 7],
+            ),
+            (&["perl", "-le", "x"], &[2]),
+            (&["perl5.36", "-ne", "x", "file"], &[2]),
+            (&["node", "-r", "fs", "-e", "x"], &[4]),
+            (&["node", "--eval=x"], &[1]),
+            (&["rbash", "-c", "x"], &[2]),
+            (&["bash", "--rcfile", "/dev/null", "-c", "x"], &[4]),
+            (&["env", "-S", "x"], &[2]),
+            (&["script", "-qc", "x", "/dev/null"], &[2]),
+            (&["flock", "LOCK", "-c", "x"], &[3]),
+            (&["nice", "-n", "5", "setsid", "sh", "-c", "x"], &[6]),
+            (&["awk", "-W", "interactive", "x"], &[3]),
+            (&["sed", "-n", "x", "file"], &[2]),
+            (&["sed", "-e", "x", "-e", "y", "file"], &[2, 4]),
+            (&["sqlite3", ":memory:", "x", "y"], &[2, 3]),
+            (&["sqlite3", "-cmd", "x", "db"], &[2]),
+            (&["ssh", "-o", "x", "host"], &[2]),
+            (&["git", "-c", "x", "log"], &[2]),
+        ];
+        for (argv, want) in cases {
+            assert_eq!(code_arguments(&args(argv)), want.to_vec(), "{argv:?}");
+        }
+        // Not code: a script file, sed from a file, git log's own -c.
+        assert!(code_arguments(&args(&["sed", "-f", "s.sed", "x"])).is_empty());
+        assert!(code_arguments(&args(&["git", "log", "-c", "x"])).is_empty());
+        assert!(code_arguments(&args(&["perl", "tool.pl", "-e", "x"])).is_empty());
+    }
 }
