@@ -173,10 +173,13 @@ impl ProcessGroup {
     pub fn spawn(
         cmd: &mut tokio::process::Command,
     ) -> std::io::Result<(tokio::process::Child, Self)> {
-        let scope = ProcessScope::new();
+        let mut scope = ProcessScope::new();
         own_group(cmd);
         scope.mark(cmd);
         let child = cmd.spawn()?;
+        if let Some(pid) = child.id() {
+            scope.started(pid);
+        }
         let mut group = Self::of(&child);
         group.scope = Some(scope);
         Ok((child, group))

@@ -61,6 +61,9 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessScope {
     token: String,
+    /// Start time (clock ticks since boot) of the scope's first process, once known: no
+    /// process of the scope started earlier, so older ones are not even looked at.
+    since: u64,
 }
 
 impl Default for ProcessScope {
@@ -75,6 +78,16 @@ impl ProcessScope {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         Self {
             token: format!("{}.{n}", getpid().as_raw_nonzero()),
+            since: 0,
+        }
+    }
+
+    /// Records that the scope's first process is `pid` (just spawned): the sweep then
+    /// skips every process that started before it, reading the environment of the
+    /// step's processes only.
+    pub fn started(&mut self, pid: u32) {
+        if let Some(p) = i32::try_from(pid).ok().and_then(stat) {
+            self.since = p.start;
         }
     }
 
@@ -113,7 +126,7 @@ impl ProcessScope {
         sweep(|table| {
             let marked: HashSet<i32> = table
                 .iter()
-                .filter(|p| carries(p.pid, needle.as_bytes()))
+                .filter(|p| p.start >= self.since && carries(p.pid, needle.as_bytes()))
                 .map(|p| p.pid)
                 .collect();
             let owned_group = group.filter(|g| {
@@ -192,6 +205,54 @@ fn stat(pid: i32) -> Option<Proc> {
     })
 }
 
+/// The processes a sweep looks at. In a child subreaper every process its children left
+/// behind is re-parented into its own subtree, so the subtree is enough (read from
+/// `/proc/<pid>/task/<tid>/children`, cheap whatever else runs on the machine); elsewhere
+/// (a library runner that is no subreaper) every process visible in `/proc`.
+fn candidates() -> Vec<Proc> {
+    let subreaper = rustix::process::child_subreaper().is_ok_and(|p| p.is_some());
+    if subreaper && let Some(subtree) = subtree(getpid().as_raw_nonzero().get()) {
+        return subtree;
+    }
+    table()
+}
+
+/// The descendants of `root` (not `root` itself), or none when the kernel does not list
+/// children (`CONFIG_PROC_CHILDREN`).
+fn subtree(root: i32) -> Option<Vec<Proc>> {
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    let mut seen = HashSet::new();
+    while let Some(pid) = todo.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            if pid == root {
+                return None;
+            }
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+                if pid == root {
+                    return None;
+                }
+                continue;
+            };
+            for child in list
+                .split_whitespace()
+                .filter_map(|c| c.parse::<i32>().ok())
+            {
+                if seen.insert(child)
+                    && let Some(p) = stat(child)
+                {
+                    out.push(p);
+                    todo.push(child);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Every process visible in `/proc`.
 fn table() -> Vec<Proc> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -216,7 +277,10 @@ fn sweep(roots: impl Fn(&[Proc]) -> Vec<i32>) -> Vec<Killed> {
     let mut killed: Vec<Killed> = Vec::new();
     let mut done: HashSet<(i32, u64)> = HashSet::new();
     for _ in 0..MAX_ROUNDS {
-        let procs: Vec<Proc> = table().into_iter().filter(|p| p.state != b'Z').collect();
+        let procs: Vec<Proc> = candidates()
+            .into_iter()
+            .filter(|p| p.state != b'Z')
+            .collect();
         let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
         for p in &procs {
             children.entry(p.ppid).or_default().push(p.pid);
@@ -290,6 +354,30 @@ fn reap(pid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_subtree_holds_a_child_and_its_grandchild() {
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", "sleep 300 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let grandchild: i32 = line.trim().parse().unwrap();
+        let tree = subtree(getpid().as_raw_nonzero().get()).unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        assert!(tree.iter().any(|p| p.pid == pid));
+        assert!(tree.iter().any(|p| p.pid == grandchild && p.ppid == pid));
+        let _ = std::process::Command::new("kill")
+            .arg(grandchild.to_string())
+            .status();
+        let _ = child.wait();
+    }
 
     #[test]
     fn stat_parses_a_name_with_spaces_and_parentheses() {
