@@ -158,9 +158,8 @@ pub struct ProcessGroup {
 }
 
 impl ProcessGroup {
-    /// The group led by `child` (spawned with `process_group(0)`), without a scope: only
-    /// the group is ended, and only while its leader is not reaped.
-    pub fn of(child: &tokio::process::Child) -> Self {
+    /// The group led by `child` (spawned with `process_group(0)`), before its scope is set.
+    fn of(child: &tokio::process::Child) -> Self {
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
