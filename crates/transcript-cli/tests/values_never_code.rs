@@ -331,6 +331,28 @@ const CASES: &[Case] = &[
         ends: Ends::Fails,
     },
     Case {
+        name: "git log in an agent step's command: (--output=PATH)",
+        value: "--output=@M@",
+        steps: r#"  - name: s
+    type: agent
+    provider: claude
+    prompt: hi
+    command: ["git", "log", "-1", "{{V}}"]
+"#,
+        ends: Ends::Fails,
+    },
+    Case {
+        name: "git log in a run_command list (--output=PATH)",
+        value: "--output=@M@",
+        steps: r#"  - name: s
+    type: operation
+    tool: run_command
+    input:
+      command: ["git", "log", "-1", "{{V}}"]
+"#,
+        ends: Ends::Fails,
+    },
+    Case {
         name: "tar ... FILE (--use-compress-program)",
         value: "--use-compress-program=touch @M@",
         steps: r#"  - name: s
