@@ -234,6 +234,15 @@ const CASES: &[Case] = &[
         ends: Ends::Refused,
     },
     Case {
+        name: "a templated program behind a wrapper (timeout 5 PROG)",
+        value: "sh",
+        steps: r#"  - name: s
+    type: command
+    command: ["timeout", "5", "{{V}}", "-c", "touch @M@"]
+"#,
+        ends: Ends::Refused,
+    },
+    Case {
         name: "run_command list: python3.11 -c",
         value: "open('@M@','w')",
         steps: r#"  - name: s

@@ -68,7 +68,7 @@ fn whole_or_long_option(t: &Template) -> bool {
 /// The rule of a list-form command: `sources` are the elements as written, `template(i)`
 /// the compiled element `i` (none for a non-string element: it holds no value). Checks
 /// structure (rules 1 and 2 of the module docs), then the second line
-/// ([`super::inline_script::code_arguments`]). The error names the element and why.
+/// ([`super::inline_script::code_readers`]). The error names the element and why.
 pub(crate) fn check_argv<'t>(
     sources: &[String],
     template: impl Fn(usize) -> Option<&'t Template>,
@@ -83,13 +83,13 @@ pub(crate) fn check_argv<'t>(
             sources[0]
         ));
     }
-    let code = super::inline_script::code_arguments(sources);
+    let code = super::inline_script::code_readers(sources);
     for (i, source) in sources.iter().enumerate().skip(1) {
         let Some(t) = template(i) else { continue };
         if !whole_or_long_option(t) {
             // In the code position of a program we know, say which program runs it.
-            if code.contains(&i) {
-                return code_error(sources, i, t);
+            if let Some((_, reader)) = code.iter().find(|(k, _)| *k == i) {
+                return code_error(sources, i, *reader, t);
             }
             let r = unvouched(t)
                 .next()
@@ -105,9 +105,9 @@ pub(crate) fn check_argv<'t>(
         }
     }
     // The second line: a whole value in the code position of a program we know.
-    for i in code {
+    for (i, reader) in code {
         if let Some(t) = template(i) {
-            code_error(sources, i, t)?;
+            code_error(sources, i, reader, t)?;
         }
     }
     Ok(())
@@ -128,22 +128,18 @@ pub(crate) fn check_literal_argv(argv: &[String]) -> Result<(), String> {
     }
 }
 
-/// The error of element `i` of `argv`, a code argument ([`super::inline_script`]), when it
-/// holds a value not vouched for with `| raw`.
-fn code_error(argv: &[String], i: usize, t: &Template) -> Result<(), String> {
+/// The error of element `i` of `argv`, a code argument of the program at `reader`
+/// ([`super::inline_script`]), when it holds a value not vouched for with `| raw`.
+fn code_error(argv: &[String], i: usize, reader: usize, t: &Template) -> Result<(), String> {
     let Some(r) = unvouched(t).next() else {
         return Ok(());
     };
     Err(format!(
-        "element {i} ({:?}) is code that `{}` runs: '{{{{{r}}}}}' would become code; pass the \
-         value as an argument after the code (`[sh, -c, 'echo \"$1\"', sh, \"{{{{inputs.x}}}}\"]`) \
-         or through env:; '{{{{{r} | raw}}}}' only if you vouch for the value as code",
-        argv[i],
-        argv[..i]
-            .iter()
-            .rev()
-            .find(|a| !a.starts_with('-'))
-            .map_or("the program", String::as_str)
+        "element {i} ({:?}) is code that `{}` runs (its code or the program it starts): \
+         '{{{{{r}}}}}' would become code; pass the value as an argument after the code \
+         (`[sh, -c, 'echo \"$1\"', sh, \"{{{{inputs.x}}}}\"]`) or through env:; \
+         '{{{{{r} | raw}}}}' only if you vouch for the value as code",
+        argv[i], argv[reader]
     ))
 }
 

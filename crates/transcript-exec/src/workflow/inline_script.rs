@@ -346,17 +346,105 @@ fn wrapper_code(name: &str, args: &[String]) -> Vec<usize> {
     out
 }
 
-/// Indexes of the elements of `argv` that a program in the list reads as source code.
-/// Every element is tried as a program name, so wrappers (`env`, `timeout 5`, `nice`,
-/// `setsid`, `sudo`, `nohup`, `xargs`, `busybox sh`) do not hide the program they run.
+/// Wrappers that run the program named by one of their arguments, and their options that
+/// take a value: that argument chooses the program, as element 0 does (`timeout 5 PROG`,
+/// `env A=1 PROG`, `sudo -u x PROG`, `xargs -I {} PROG`).
+const WRAPPERS: &[(&str, &[&str])] = &[
+    ("env", &["-u", "-C", "--unset", "--chdir"]),
+    ("timeout", &["-s", "-k", "--signal", "--kill-after"]),
+    ("nice", &["-n", "--adjustment"]),
+    ("nohup", &[]),
+    ("setsid", &[]),
+    ("time", &["-f", "-o", "--format", "--output"]),
+    ("stdbuf", &["-i", "-o", "-e"]),
+    (
+        "sudo",
+        &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"],
+    ),
+    ("doas", &["-u", "-C"]),
+    (
+        "xargs",
+        &[
+            "-I",
+            "-n",
+            "-P",
+            "-d",
+            "-E",
+            "-L",
+            "-s",
+            "-a",
+            "--arg-file",
+            "--delimiter",
+        ],
+    ),
+    ("ionice", &["-c", "-n", "-p"]),
+    ("chrt", &[]),
+    ("taskset", &[]),
+    ("chroot", &[]),
+    ("unshare", &[]),
+    ("strace", &["-o", "-e", "-p", "-s", "-u"]),
+];
+
+/// The argument of a wrapper that names the program it runs (see [`WRAPPERS`]); `find`'s
+/// `-exec`, `-execdir`, `-ok` and `-okdir` commands too.
+fn program_argument(name: &str, args: &[String]) -> Vec<usize> {
+    if name == "find" {
+        return args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))
+            .map(|(j, _)| j + 1)
+            .filter(|k| *k < args.len())
+            .collect();
+    }
+    let Some((_, valued)) = WRAPPERS.iter().find(|(w, _)| *w == name) else {
+        return Vec::new();
+    };
+    let mut j = 0;
+    while j < args.len() {
+        let a = args[j].as_str();
+        if valued.contains(&a) {
+            j += 2;
+        } else if a == "--" {
+            j += 1;
+            break;
+        } else if a.starts_with('-') || (name == "env" && a.contains('=')) {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    // timeout DURATION PROG, chrt PRIORITY PROG, taskset MASK PROG, chroot DIR PROG.
+    if matches!(name, "timeout" | "chrt" | "taskset" | "chroot") {
+        j += 1;
+    }
+    (j < args.len()).then_some(j).into_iter().collect()
+}
+
+/// Indexes of the elements of `argv` that a program in the list reads as source code (or
+/// runs as a program). Every element is tried as a program name, so wrappers (`env`,
+/// `timeout 5`, `nice`, `setsid`, `sudo`, `nohup`, `xargs`, `busybox sh`) do not hide the
+/// program they run.
 ///
 /// `argv` holds the elements as written in the workflow (templates unrendered).
+#[cfg(test)]
 pub fn code_arguments(argv: &[String]) -> Vec<usize> {
+    let mut out: Vec<usize> = code_readers(argv).into_iter().map(|(k, _)| k).collect();
+    out.dedup();
+    out
+}
+
+/// The elements of `argv` that a program in the list reads as source code (or runs as a
+/// program), sorted, each with the index of the program that reads it. Every element is
+/// tried as a program name, so wrappers (`env`, `timeout 5`, `nice`, `setsid`, `sudo`,
+/// `nohup`, `xargs`, `busybox sh`) do not hide the program they run. `argv` holds the
+/// elements as written in the workflow (templates unrendered).
+pub fn code_readers(argv: &[String]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for (i, element) in argv.iter().enumerate() {
         let name = normalise(element);
         let rest = &argv[i + 1..];
-        let at = |j: usize| i + 1 + j;
+        let at = |j: usize| (i + 1 + j, i);
         if SHELLS.contains(&name) {
             out.extend(shell_code(rest).map(at));
         } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk") {
@@ -372,9 +460,10 @@ pub fn code_arguments(argv: &[String]) -> Vec<usize> {
         } else {
             out.extend(wrapper_code(name, rest).into_iter().map(at));
         }
+        out.extend(program_argument(name, rest).into_iter().map(at));
     }
     out.sort_unstable();
-    out.dedup();
+    out.dedup_by_key(|(k, _)| *k);
     out
 }
 
@@ -397,7 +486,8 @@ mod tests {
             code_arguments(&args(&[
                 "env", "A=1", "timeout", "5", "bash", "-e", "-c", "x"
             ])),
-            vec![7]
+            // The programs env and timeout run (2, 4), and bash's script (7).
+            vec![2, 4, 7]
         );
         assert_eq!(
             code_arguments(&args(&["bash", "-c", "-e", "x", "a0"])),
@@ -450,7 +540,8 @@ mod tests {
             (&["env", "-S", "x"], &[2]),
             (&["script", "-qc", "x", "/dev/null"], &[2]),
             (&["flock", "LOCK", "-c", "x"], &[3]),
-            (&["nice", "-n", "5", "setsid", "sh", "-c", "x"], &[6]),
+            // The program a wrapper runs is a code position too (3: setsid, 4: sh).
+            (&["nice", "-n", "5", "setsid", "sh", "-c", "x"], &[3, 4, 6]),
             (&["awk", "-W", "interactive", "x"], &[3]),
             (&["sed", "-n", "x", "file"], &[2]),
             (&["sed", "-e", "x", "-e", "y", "file"], &[2, 4]),
@@ -458,6 +549,11 @@ mod tests {
             (&["sqlite3", "-cmd", "x", "db"], &[2]),
             (&["ssh", "-o", "x", "host"], &[2]),
             (&["git", "-c", "x", "log"], &[2]),
+            (&["timeout", "-s", "KILL", "5", "x"], &[4]),
+            (&["env", "A=1", "x"], &[2]),
+            (&["sudo", "-u", "bob", "x"], &[3]),
+            (&["xargs", "-I", "{}", "x", "{}"], &[3]),
+            (&["find", ".", "-exec", "x", "{}", ";"], &[3]),
         ];
         for (argv, want) in cases {
             assert_eq!(code_arguments(&args(argv)), want.to_vec(), "{argv:?}");
