@@ -368,7 +368,11 @@ fn parse_secs(text: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    // Every descendant is the run's (#39): an orphan of a step comes back to the runner
+    // (child subreaper) rather than to init, and nothing the runner started outlives it.
+    // Without the attribute (an old kernel) steps still end their own scopes.
+    let _ = transcript_exec::reaper::become_subreaper();
+    let code = match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if !e.is_silent() {
@@ -376,7 +380,9 @@ fn main() -> ExitCode {
             }
             ExitCode::from(e.exit_code())
         }
-    }
+    };
+    transcript_exec::reaper::end_all_descendants();
+    code
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {

@@ -126,8 +126,7 @@ impl AgentRunner for CliAgentRunner {
                 UnknownProvider(request.provider.name().to_owned())
             ))
         })?;
-        let mut child = spawn(&request)?;
-        let group = ProcessGroup::of(&child);
+        let (mut child, group) = spawn(&request)?;
         let mut stdout = child
             .stdout
             .take()
@@ -148,8 +147,8 @@ impl AgentRunner for CliAgentRunner {
                 t.abort();
             }
         } else {
-            // It exited on its own: what it left running is not signalled.
-            group.disarm();
+            // It exited on its own: what it left running ends with it (crate::reaper).
+            group.finish().await;
         }
         // Flush the last turn (a dangling tool_use stays in it).
         let mut outputs = Vec::new();
@@ -171,14 +170,13 @@ impl AgentRunner for CliAgentRunner {
 
 /// Starts the agent's command in its own process group, in the workspace,
 /// with the prompts in its environment and its stdout and stderr piped.
-fn spawn(request: &AgentRequest) -> Result<tokio::process::Child, AgentError> {
+fn spawn(request: &AgentRequest) -> Result<(tokio::process::Child, ProcessGroup), AgentError> {
     let argv = command_line(request)?;
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| AgentError::Setup("agent step has no command".into()))?;
     let mut cmd = tokio::process::Command::new(program);
-    crate::process::own_group(&mut cmd)
-        .args(args)
+    cmd.args(args)
         .envs(&request.env)
         .current_dir(&request.workspace)
         .env("TRANSCRIPT_PROMPT", &request.prompt)
@@ -186,8 +184,8 @@ fn spawn(request: &AgentRequest) -> Result<tokio::process::Child, AgentError> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
+        .kill_on_drop(true);
+    ProcessGroup::spawn(&mut cmd)
         .map_err(|e| AgentError::Setup(format!("cannot start agent '{program}': {e}")))
 }
 

@@ -234,7 +234,9 @@
 //!   conditions find their `==` / `!=` in the condition's own text, so data
 //!   containing an operator is only ever compared
 //!   ([`condition::Condition`]).
-//! * Commands: **no value is ever spliced into shell source** (#28). The
+//! * Commands: **no value is ever spliced into shell source** (#28), and
+//!   **no value becomes code in any list-form command either** (#39,
+//!   decided by structure: see [Template sinks](#template-sinks)). The
 //!   string form of `command:` (and a string `run_command` input) is the
 //!   author's shell source, run by `/bin/sh -c` (by absolute path, never a
 //!   `sh` looked up on `PATH`); a `{{…}}` in it is refused when the
@@ -270,26 +272,47 @@
 //!
 //! # Template sinks
 //!
-//! Every place a `{{…}}` value can go, and what becomes of it (a value is
-//! inserted as text exactly once and never parsed again, except where
-//! noted):
+//! Every place a `{{…}}` value can go, what becomes of it, and the test that guards it (a
+//! value is inserted as text exactly once and never parsed again, except where noted).
+//! **Values never become code, decided by structure** (#39): every place a command is
+//! written goes through one rule, `workflow::argv_rule::check_argv`, at load: a template is
+//! a whole argv element or the value of a literal `--name=` prefix, else it is refused
+//! naming the file, step and element (whichever program reads it: a spliced value builds
+//! source text); element 0 (the program) is never templated; `{{ x | raw }}` is the
+//! author vouching for a value as code. A list of interpreters (`inline_script`) and of
+//! environment families (`env_rule`) is the second line, never the rule. Tests named
+//! `cli:` are through the binary (`crates/transcript-cli/tests/`).
 //!
-//! | sink | what the value becomes |
-//! |---|---|
-//! | `command:` string (shell source) | nothing: refused at load unless `\| raw` (the author's own shell code, inserted verbatim) |
-//! | `command:` list (argv) | one argument per element, never split, no shell; but an element a program of the list reads as code (`sh -c CODE`, `bash -lc CODE`, `python3 -c`, `node -e`, `perl -e`, `awk PROGRAM`, everything after `ssh HOST`, found behind wrappers like `env` or `timeout`) is shell source again, and is refused at load like a `command:` string: pass the value as an argument after the code (`[sh, -c, 'echo "$1"', sh, "{{inputs.x}}"]`) or through `env:` |
-//! | `env:` of a `command` step, `env` input of `run_command` | one environment variable's value (name: `[A-Za-z_][A-Za-z0-9_]*`; never `PATH`, `IFS`, `ENV`, `BASH_ENV`, `LD_*`, … which a shell or the loader interprets); a NUL byte fails the step |
-//! | `run_command` `command` string (operation input) | as a `command:` string: refused at load unless `\| raw` |
-//! | `run_command` `command` list | as a `command:` list (code arguments included) |
-//! | other tool inputs (`operation` `input:` string leaves) | JSON string values handed to the tool; a single-reference leaf keeps the value's JSON type |
-//! | file paths (`read_file`/`write_file`/`list_dir` `path`) | a path the tool resolves beneath the workspace, refused outside it |
-//! | `while` condition | compared as data: the `==`/`!=` operator is found in the condition's own text before rendering ([`Condition`]) |
-//! | `for_each` `items:` template | a JSON array when the text parses as one, else lines; items are data for the body |
-//! | agent `prompt` / `system_prompt` | the message text (`message.user`), and for a CLI preset one argv element that stays a prompt even when it starts with `-` ([`preset`]) |
-//! | agent `command:` (argv) and `env:` | argv elements and environment values, as for a `command` list and `env:` |
-//! | `call_workflow` `inputs:` | the child's input values |
-//! | custom step `with:` | parameters handed to Rust code |
-//! | `terminal` `message:`, `outputs:` | text in the transcript and the run's result |
+//! | sink | what the value becomes | guarded by |
+//! |---|---|---|
+//! | `command:` string (shell source) | nothing: refused at load unless `\| raw` (the author's own shell code, inserted verbatim) | cli: `adversarial_shell.rs` |
+//! | `command:` list (argv) | one argument per whole element (or the value of `--name=`), never split, no shell; spliced into a larger element: refused at load; element 0: refused; a whole value in a code position of a program we know (`sh -c`, `python3.11 -Ic`, `perl -le`, `node -r fs -e`, `env -S`, `script -qc`, `flock -c`, `bash --rcfile X -c`, `awk -W x`, `sed`, `sqlite3`, `ssh -o`, `python -m timeit -s`, behind `env`/`timeout`/`nice`/`setsid`/`sudo`), or the program a wrapper runs (`timeout 5 {{x}}`, `env A=1 {{x}}`, `find -exec {{x}}`): refused at load | cli: `values_never_code.rs` (`no_value_becomes_code_in_any_shape_from_any_source`), `adversarial_inline_code.rs`; unit: `argv_rule`, `inline_script` |
+//! | a whole element before a literal `--` (option injection) | at run time, a value starting with `-` fails the step before the program starts, naming the element and the value's source, unless `{{ x \| option }}` (`git log -1 {{ref}}` with `--output=/x`, `tar … {{f}}` with `--use-compress-program=…`) | cli: `values_never_code.rs` (git, tar, ssh cases) |
+//! | `env:` of a `command` step or an agent step, `env` input of `run_command` | one environment variable's value (name: `[A-Za-z_][A-Za-z0-9_]*`); never in a name of the families programs read as code, configuration or the program to run (`PERL5*`, `GIT_*`, `NODE_*`, `*_OPTIONS`, `*OPT(S)`, `TRANSCRIPT_*`, `*_BIN`, `LD_*`, `PATH`, `EDITOR`, …: `env_rule`, a second line: names are the author's); a NUL byte fails the step | cli: `values_never_code.rs` (`PERL5OPT`, `GIT_CONFIG_PARAMETERS`, `NODE_OPTIONS`, `TRANSCRIPT_CLAUDE_BIN`); unit: `env_rule` |
+//! | `run_command` `command` string (operation input) | as a `command:` string: refused at load unless `\| raw` | cli: `adversarial_inline_code.rs`, `values_never_code.rs` |
+//! | `run_command` `command` list | as a `command:` list, the same rule (structure, second line, option injection at run time) | cli: `values_never_code.rs` (`run_command list: …`) |
+//! | `run_command` whole input, or its whole `command` | nothing: the input is an object written in the workflow and its `command` a string or list written there; a template in their place is refused at load (data never chooses the program) | cli: `values_never_code.rs` (`run_command whose whole input…`, `…whose command is the value`) |
+//! | agent step `command:` (argv) | as a `command:` list (it used to be unchecked) | cli: `values_never_code.rs` (`agent step command: …`) |
+//! | plugin declarations (`plugins:`), MCP stdio servers (`mcp_servers:` `command`/`args`/`env`) | nothing: literal lists, never rendered; a `{{` is refused at load | cli: `values_never_code.rs` (`plugin_declarations_and_mcp_servers_are_literal_lists`) |
+//! | `call_workflow` `inputs:` | the child's input values; the child's commands meet the same rule (the whole set is validated at load; option injection at the child's run time) | cli: `values_never_code.rs` (`a_value_passed_through_call_workflow_…`) |
+//! | other tool inputs (`operation` `input:` string leaves) | JSON string values handed to the tool; a single-reference leaf keeps the value's JSON type | `tests/exec.rs` |
+//! | file paths (`read_file`/`write_file`/`list_dir` `path`) | a path the tool resolves beneath the workspace, refused outside it | `tests/confined.rs` |
+//! | `while` condition | compared as data: the `==`/`!=` operator is found in the condition's own text before rendering ([`Condition`]) | `tests/untrusted.rs` |
+//! | `for_each` `items:` template | a JSON array when the text parses as one, else lines; items are data for the body (and meet every rule above there) | cli: `values_never_code.rs` (every case from a `for_each` item) |
+//! | agent `prompt` / `system_prompt` | the message text (`message.user`), and for a CLI preset one argv element that stays a prompt even when it starts with `-` ([`preset`]) | cli: `adversarial_prompts.rs` |
+//! | custom step `with:` | parameters handed to Rust code | `tests/exec.rs` |
+//! | `terminal` `message:`, `outputs:` | text in the transcript and the run's result | `tests/exec.rs` |
+//!
+//! **Run time.** An agent's own `run_command` call (the HTTP agent's tool loop) holds no
+//! template: its whole input is the model's, and the step's `tools:` list is the boundary
+//! (list `run_command` only for an agent you would give a shell). An operation step's
+//! `run_command` input is rendered at run time from the templates checked at load, and
+//! the run-time part of the rule (option injection) is applied to the rendered argv.
+//!
+//! **Processes.** Every descendant of a step is the step's ([`reaper`]): when the step
+//! ends, success included, every process it started dies, including those that `setsid`,
+//! double-fork, `nohup` or daemonize; the `transcript` runner is a child subreaper and ends
+//! every descendant left at the run's end (cli: `no_pid_survives.rs`).
 //!
 //! # Versioning
 //!
@@ -320,6 +343,7 @@ pub mod plugin;
 pub mod preset;
 pub mod process;
 pub mod provider;
+pub mod reaper;
 pub mod service;
 mod status;
 pub mod template;

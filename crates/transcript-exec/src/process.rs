@@ -8,9 +8,13 @@
 //!   group gets `SIGTERM`; once the leader has exited, or
 //!   [`ProcessLimits::kill_grace`] has passed, whatever is left in the group
 //!   gets `SIGKILL`. A group that is dropped without being ended (a future
-//!   abandoned mid-way) is killed at once. A command that finishes on its
-//!   own is not touched: what it leaves running in the background is its
-//!   business (as in a shell).
+//!   abandoned mid-way) is killed at once. No group is signalled once its
+//!   leader was reaped (the id may belong to someone else by then).
+//! * **Every descendant is the step's** (#39). A command that finishes on its
+//!   own no longer leaves anything running: every child runs in a
+//!   [`ProcessScope`], and when the step ends (success too) every process of
+//!   the scope dies, including those that `setsid` or double-forked away
+//!   ([`crate::reaper`]).
 //! * **Bounded capture.** Standard output and error keep their first
 //!   [`ProcessLimits::max_output_bytes`] bytes (less the room for the
 //!   truncation marker); the rest is counted and hashed while it streams
@@ -22,6 +26,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group};
+
+use crate::reaper::ProcessScope;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
@@ -143,21 +149,39 @@ async fn capture(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> std::io:
     }
 }
 
-/// The process group of a spawned child; ends the group when dropped
-/// unless [`ProcessGroup::terminate`] already did.
+/// The process group of a spawned child and its [`ProcessScope`]; ends them when dropped
+/// unless [`ProcessGroup::terminate`] or [`ProcessGroup::finish`] already did.
 #[derive(Debug)]
 pub struct ProcessGroup {
     pgid: Option<Pid>,
+    scope: Option<ProcessScope>,
 }
 
 impl ProcessGroup {
-    /// The group led by `child` (spawned with `process_group(0)`).
-    pub fn of(child: &tokio::process::Child) -> Self {
+    /// The group led by `child` (spawned with `process_group(0)`), before its scope is set.
+    fn of(child: &tokio::process::Child) -> Self {
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .and_then(Pid::from_raw);
-        Self { pgid }
+        Self { pgid, scope: None }
+    }
+
+    /// Spawns `cmd` leading its own process group, in a new [`ProcessScope`] (every
+    /// descendant, wherever it escapes, is ended with the step: see [`crate::reaper`]).
+    pub fn spawn(
+        cmd: &mut tokio::process::Command,
+    ) -> std::io::Result<(tokio::process::Child, Self)> {
+        let mut scope = ProcessScope::new();
+        own_group(cmd);
+        scope.mark(cmd);
+        let child = cmd.spawn()?;
+        if let Some(pid) = child.id() {
+            scope.started(pid);
+        }
+        let mut group = Self::of(&child);
+        group.scope = Some(scope);
+        Ok((child, group))
     }
 
     fn signal(&self, sig: Signal) {
@@ -167,30 +191,42 @@ impl ProcessGroup {
         }
     }
 
-    /// `SIGTERM` to the group; waits for the leader up to `grace`; then
-    /// `SIGKILL` to what is left of the group, and reaps the leader.
-    pub async fn terminate(mut self, child: &mut tokio::process::Child, grace: Duration) {
+    /// `SIGTERM` to the group; waits for the leader up to `grace`; then, if the leader is
+    /// still not reaped (so the group id is still ours), `SIGKILL` to the group; reaps the
+    /// leader; then ends the scope (every process left of it, see [`crate::reaper`]). No
+    /// group is signalled once its leader was reaped.
+    pub async fn terminate(self, child: &mut tokio::process::Child, grace: Duration) {
         self.signal(Signal::TERM);
-        let _ = tokio::time::timeout(grace, child.wait()).await;
-        // The leader is reaped at most just now: its id cannot have been
-        // reused for another group in between.
-        self.signal(Signal::KILL);
-        let _ = child.start_kill();
+        if tokio::time::timeout(grace, child.wait()).await.is_err() {
+            self.signal(Signal::KILL);
+            let _ = child.start_kill();
+        }
         let _ = child.wait().await;
-        self.pgid = None;
+        self.finish().await;
     }
-}
 
-impl ProcessGroup {
-    /// Forgets the group without signalling it.
+    /// The leader was reaped: ends what is left of the scope (a step's end, success too).
+    pub async fn finish(mut self) {
+        let pgid = self.pgid.take().map(|p| p.as_raw_nonzero().get());
+        if let Some(scope) = self.scope.take() {
+            scope.end(pgid).await;
+        }
+    }
+
+    /// Forgets the group and its scope without signalling them.
     pub fn disarm(mut self) {
         self.pgid = None;
+        self.scope = None;
     }
 }
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        self.signal(Signal::KILL);
+        match self.scope.take() {
+            // The leader may have been reaped: end the scope process by process.
+            Some(scope) => scope.kill_now(self.pgid.map(|p| p.as_raw_nonzero().get())),
+            None => self.signal(Signal::KILL),
+        }
     }
 }
 
@@ -306,15 +342,13 @@ async fn run_process(
     cancel: &CancellationToken,
     limits: ProcessLimits,
 ) -> Result<ShellOutput, ToolError> {
-    let mut child = own_group(&mut cmd)
-        .current_dir(cwd)
+    cmd.current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
+        .kill_on_drop(true);
+    let (mut child, group) = ProcessGroup::spawn(&mut cmd)
         .map_err(|e| ToolError::Failed(format!("cannot start {program}: {e}")))?;
-    let group = ProcessGroup::of(&child);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let cap = limits.max_output_bytes;
@@ -333,8 +367,8 @@ async fn run_process(
         group.terminate(&mut child, limits.kill_grace).await;
         return Err(ToolError::Cancelled);
     };
-    // Finished on its own: leave the group alone (see the module docs).
-    group.disarm();
+    // Finished on its own: what it left running ends with it (see the module docs).
+    group.finish().await;
     let failed = |e: std::io::Error| ToolError::Failed(format!("command failed: {e}"));
     let status = status.map_err(failed)?;
     Ok(ShellOutput {

@@ -16,6 +16,10 @@
 //! other reference there is refused when the workflow loads: values reach a
 //! shell through the step's `env:` instead. Everywhere else values are
 //! inserted as text and `raw` changes nothing.
+//!
+//! `{{ inputs.x | option }}` marks a whole argv element whose value may start with `-` as
+//! meant for the program as an option; without it such a value before a literal `--` fails
+//! its step at run time (option injection, #39; `workflow::argv_rule`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -93,8 +97,13 @@ pub(crate) enum Segment {
     /// literal (never read as a condition operator).
     Lit { text: String, escaped: bool },
     /// A reference; `raw` when filtered with `| raw` (the author vouching
-    /// for it as shell source).
-    Ref { reference: Reference, raw: bool },
+    /// for it as shell source), `option` with `| option` (the author meaning
+    /// a value that may start with `-` as an option of the program, #39).
+    Ref {
+        reference: Reference,
+        raw: bool,
+        option: bool,
+    },
 }
 
 /// A parsed template.
@@ -202,6 +211,7 @@ impl Template {
             if let Segment::Ref {
                 reference,
                 raw: false,
+                ..
             } = s
             {
                 let var = env_name_for(reference);
@@ -232,7 +242,7 @@ impl Template {
         for seg in &self.segments {
             match seg {
                 Segment::Lit { text, .. } => s.push_str(text),
-                Segment::Ref { reference, raw } => s.push_str(&format!(
+                Segment::Ref { reference, raw, .. } => s.push_str(&format!(
                     "{{{{{reference}{}}}}}",
                     if *raw { " | raw" } else { "" }
                 )),
@@ -322,18 +332,20 @@ fn parse_expr(inner: &str) -> Result<Segment, String> {
         Some((e, f)) => (e.trim(), Some(f.trim())),
         None => (inner, None),
     };
-    let raw = match filter {
-        None => false,
-        Some("raw") => true,
+    let (raw, option) = match filter {
+        None => (false, false),
+        Some("raw") => (true, false),
+        Some("option") => (false, true),
         Some(other) => {
             return Err(format!(
-                "unknown filter '{other}' in '{{{{{inner}}}}}' (the only filter is 'raw')"
+                "unknown filter '{other}' in '{{{{{inner}}}}}' (the filters are 'raw' and 'option')"
             ));
         }
     };
     Ok(Segment::Ref {
         reference: parse_reference(expr)?,
         raw,
+        option,
     })
 }
 

@@ -14,44 +14,133 @@
 //! `[sh, -c, 'echo "$1"', sh, "{{inputs.x}}"]`. A false alarm (a program named like a shell
 //! given as data) is refused too; `| raw` is the author's way to vouch for a value as code.
 
-/// Shells whose `-c` flag (alone or in a group like `-ec`, `-lc`) takes the script.
+/// Shells whose `-c` flag (alone or in a group like `-ec`, `-lc`) takes the script;
+/// restricted and versioned names are normalised first ([`normalise`]).
 const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "busybox",
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "pdksh", "oksh", "ash", "yash", "fish", "busybox",
+    "csh", "tcsh", "posh", "su",
 ];
 
-/// Interpreters and the flags whose next argument is inline code.
-const INTERPRETERS: &[(&str, &[&str])] = &[
-    ("python", &["-c"]),
-    ("python3", &["-c"]),
-    ("python2", &["-c"]),
-    ("pypy3", &["-c"]),
-    ("node", &["-e", "--eval", "-p", "--print"]),
-    ("nodejs", &["-e", "--eval", "-p", "--print"]),
-    ("deno", &["eval"]),
-    ("perl", &["-e", "-E"]),
-    ("ruby", &["-e"]),
-    ("php", &["-r"]),
-    ("lua", &["-e"]),
-    ("pwsh", &["-c", "-Command", "-command"]),
-    ("osascript", &["-e"]),
-];
+/// Shell options that take a value (`bash --rcfile X -c`, `sh -o pipefail -c`).
+const SHELL_VALUE_OPTIONS: &[&str] = &["-o", "+o", "-O", "+O", "--rcfile", "--init-file"];
 
-/// The program name of an argv element: its last path component (`/usr/bin/bash` → `bash`).
-fn program(element: &str) -> &str {
-    element.rsplit('/').next().unwrap_or(element)
+/// An interpreter: its code flags (single letters may be clustered, `-Ic`, `-le`), its long
+/// code flags (`--eval CODE`, `--eval=CODE`), and its options that take a value.
+struct Interpreter {
+    name: &'static str,
+    letters: &'static str,
+    long: &'static [&'static str],
+    valued: &'static [&'static str],
 }
 
-/// Whether `arg` is a shell option group that includes `c` (`-c`, `-ec`, `-lc`; not `--x`).
-fn shell_c_flag(arg: &str) -> bool {
+const INTERPRETERS: &[Interpreter] = &[
+    Interpreter {
+        name: "python",
+        letters: "c",
+        long: &[],
+        valued: &["-W", "-X", "-Q"],
+    },
+    Interpreter {
+        name: "pypy",
+        letters: "c",
+        long: &[],
+        valued: &["-W", "-X"],
+    },
+    Interpreter {
+        name: "node",
+        letters: "ep",
+        long: &["--eval", "--print"],
+        valued: &[
+            "-r",
+            "--require",
+            "--import",
+            "--loader",
+            "--conditions",
+            "-C",
+        ],
+    },
+    Interpreter {
+        name: "nodejs",
+        letters: "ep",
+        long: &["--eval", "--print"],
+        valued: &["-r", "--require", "--import", "--loader"],
+    },
+    Interpreter {
+        name: "bun",
+        letters: "ep",
+        long: &["--eval", "--print"],
+        valued: &["-r", "--preload"],
+    },
+    Interpreter {
+        name: "perl",
+        letters: "eE",
+        long: &[],
+        valued: &["-I", "-M", "-m"],
+    },
+    Interpreter {
+        name: "ruby",
+        letters: "e",
+        long: &[],
+        valued: &["-I", "-r", "-C", "-E"],
+    },
+    Interpreter {
+        name: "php",
+        letters: "rBRE",
+        long: &[],
+        valued: &["-d", "-c", "-z"],
+    },
+    Interpreter {
+        name: "lua",
+        letters: "e",
+        long: &[],
+        valued: &["-l"],
+    },
+    Interpreter {
+        name: "luajit",
+        letters: "e",
+        long: &[],
+        valued: &["-l", "-j", "-O"],
+    },
+    Interpreter {
+        name: "pwsh",
+        letters: "c",
+        long: &["-Command", "-command", "--command", "-EncodedCommand"],
+        valued: &[],
+    },
+    Interpreter {
+        name: "osascript",
+        letters: "e",
+        long: &[],
+        valued: &["-l"],
+    },
+];
+
+/// The program name of an argv element, normalised: its last path component
+/// (`/usr/bin/bash` → `bash`), without a version (`python3.11` → `python`, `perl5.36` →
+/// `perl`), a restricted shell as its shell (`rbash` → `bash`).
+fn normalise(element: &str) -> &str {
+    let name = element.rsplit('/').next().unwrap_or(element);
+    let name = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    match name {
+        "rbash" => "bash",
+        "rksh" => "ksh",
+        "rzsh" => "zsh",
+        _ if name.is_empty() => element,
+        _ => name,
+    }
+}
+
+/// Whether `arg` is a short option group (`-c`, `-ec`, `-Ic`; not `--x`, not `-`).
+fn short_group(arg: &str) -> bool {
     arg.len() >= 2
         && arg.starts_with('-')
         && !arg.starts_with("--")
-        && arg[1..].chars().all(|c| c.is_ascii_alphabetic())
-        && arg.contains('c')
+        && arg[1..].chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// A shell's command string: with `-c` among its options, the first argument that is not an
-/// option (`bash -e -c CODE`, `sh -o pipefail -c CODE`, `bash -c -- CODE`).
+/// option (`bash -e -c CODE`, `sh -o pipefail -c CODE`, `bash --rcfile X -c CODE`,
+/// `bash -c -- CODE`).
 fn shell_code(args: &[String]) -> Option<usize> {
     let mut c = false;
     let mut j = 0;
@@ -61,41 +150,89 @@ fn shell_code(args: &[String]) -> Option<usize> {
             j += 1;
             break;
         }
-        if a == "-o" || a == "+o" || a == "-O" || a == "+O" {
+        if SHELL_VALUE_OPTIONS.contains(&a) {
             j += 2;
             continue;
         }
         if !(a.starts_with('-') || a.starts_with('+')) || a == "-" {
             break;
         }
-        c |= shell_c_flag(a);
+        c |= (short_group(a) && a.contains('c')) || a == "--command";
         j += 1;
     }
     (c && j < args.len()).then_some(j)
 }
 
-/// An interpreter's inline code: the argument after one of its `flags`, among the options
-/// before its script file (`python3 -u -c CODE`; not `python3 tool.py -c X`).
-fn interpreter_code(args: &[String], flags: &[&str]) -> Option<usize> {
-    for (j, a) in args.iter().enumerate() {
-        if flags.contains(&a.as_str()) {
-            return (j + 1 < args.len()).then_some(j + 1);
+/// An interpreter's inline code, among the options before its script file: the argument
+/// after a code flag (`python3 -W ignore -Ic CODE`, `node -r fs -e CODE`), the flag's own
+/// element when the code is attached (`--eval=CODE`), and for `python -m timeit` its setup
+/// and statements.
+fn interpreter_code(args: &[String], it: &Interpreter) -> Vec<usize> {
+    let mut j = 0;
+    while j < args.len() {
+        let a = args[j].as_str();
+        if it.name == "python" && a == "-m" {
+            return match args.get(j + 1).map(String::as_str) {
+                Some("timeit") => timeit_code(&args[j + 2..])
+                    .into_iter()
+                    .map(|k| k + j + 2)
+                    .collect(),
+                _ => Vec::new(),
+            };
         }
-        if !a.starts_with('-') || a == "--" || a == "-m" {
-            return None;
+        if it.valued.contains(&a) {
+            j += 2;
+            continue;
+        }
+        if it.long.iter().any(|l| a.starts_with(&format!("{l}="))) {
+            return vec![j];
+        }
+        let lettered = short_group(a) && a[1..].ends_with(|c| it.letters.contains(c));
+        if it.long.contains(&a) || lettered {
+            return (j + 1 < args.len()).then_some(j + 1).into_iter().collect();
+        }
+        if !a.starts_with('-') || a == "--" {
+            // The script file: what follows is its arguments.
+            return Vec::new();
+        }
+        j += 1;
+    }
+    Vec::new()
+}
+
+/// `python -m timeit [-s SETUP] STATEMENT…`: every setup and statement is code.
+fn timeit_code(args: &[String]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    while j < args.len() {
+        let a = args[j].as_str();
+        if matches!(a, "-s" | "--setup") {
+            out.push(j + 1);
+            j += 2;
+        } else if a.starts_with("--setup=") || (a.starts_with("-s") && a.len() > 2) {
+            out.push(j);
+            j += 1;
+        } else if matches!(a, "-n" | "-r" | "-u" | "--number" | "--repeat" | "--unit") {
+            j += 2;
+        } else if a.starts_with('-') && a != "-" {
+            j += 1;
+        } else {
+            out.extend(j..args.len());
+            break;
         }
     }
-    None
+    out.retain(|k| *k < args.len());
+    out
 }
 
 /// awk's program: its first argument that is not an option, unless `-f FILE` gave one.
 fn awk_code(args: &[String]) -> Option<usize> {
     let mut j = 0;
     while j < args.len() && args[j].starts_with('-') && args[j] != "--" {
-        if args[j] == "-f" {
+        if args[j] == "-f" || args[j].starts_with("--file") {
             return None;
         }
-        j += if matches!(args[j].as_str(), "-v" | "-F") {
+        j += if matches!(args[j].as_str(), "-v" | "-F" | "-W") {
             2
         } else {
             1
@@ -107,38 +244,226 @@ fn awk_code(args: &[String]) -> Option<usize> {
     (j < args.len()).then_some(j)
 }
 
-/// ssh's remote command: every argument after the host, joined and run by the remote shell.
-fn ssh_code(args: &[String]) -> std::ops::Range<usize> {
+/// sed's script: every `-e SCRIPT` / `--expression=SCRIPT`, else its first argument that is
+/// not an option (GNU sed's `e` command and `s///e` flag run shell commands).
+fn sed_code(args: &[String]) -> Vec<usize> {
+    let mut out = Vec::new();
     let mut j = 0;
-    while j < args.len() && args[j].starts_with('-') {
-        // Options that take a value (ssh(1)): skip it too.
-        let takes_value = args[j].len() == 2 && "BbcDEeFIiJLlmOoPpQRSWw".contains(&args[j][1..]);
-        j += if takes_value { 2 } else { 1 };
+    let mut from_file = false;
+    while j < args.len() && args[j].starts_with('-') && args[j] != "--" && args[j] != "-" {
+        let a = args[j].as_str();
+        if a == "-e" || a == "--expression" || (short_group(a) && a.ends_with('e')) {
+            out.push(j + 1);
+            j += 2;
+            continue;
+        }
+        if a.starts_with("--expression=") || (short_group(a) && a.contains('e')) {
+            out.push(j);
+        }
+        from_file |= a == "-f" || a.starts_with("--file");
+        j += if a == "-f" || a == "-l" { 2 } else { 1 };
     }
-    (j + 1).min(args.len())..args.len()
+    if out.is_empty() && !from_file {
+        if args.get(j).is_some_and(|a| a == "--") {
+            j += 1;
+        }
+        out.push(j);
+    }
+    out.retain(|k| *k < args.len());
+    out
 }
 
-/// Indexes of the elements of `argv` that a program in the list reads as source code.
+/// sqlite3's SQL: every argument after the database, and each `-cmd` value (dot-commands
+/// like `.system` and `.shell` run programs).
+fn sqlite_code(args: &[String]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    while j < args.len() && args[j].starts_with('-') {
+        if matches!(args[j].trim_start_matches('-'), "cmd" | "init") {
+            out.push(j + 1);
+            j += 2;
+        } else {
+            j += 1;
+        }
+    }
+    // args[j] is the database; every argument after it is SQL.
+    out.extend(j + 1..args.len());
+    out.retain(|k| *k < args.len());
+    out
+}
+
+/// ssh's code: every `-o` value (`ProxyCommand`, `LocalCommand` run programs) and every
+/// argument after the host (joined and run by the remote shell).
+fn ssh_code(args: &[String]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    while j < args.len() && args[j].starts_with('-') {
+        let a = args[j].as_str();
+        if a.starts_with("-o") && a.len() > 2 {
+            out.push(j);
+        }
+        // Options that take a value (ssh(1)): skip it too.
+        let takes_value = a.len() == 2 && "BbcDEeFIiJLlmOoPpQRSWw".contains(&a[1..]);
+        if a == "-o" {
+            out.push(j + 1);
+        }
+        j += if takes_value { 2 } else { 1 };
+    }
+    out.extend(j + 1..args.len());
+    out.retain(|k| *k < args.len());
+    out
+}
+
+/// Wrappers that take a command line or a script in one argument: `env -S LINE`,
+/// `script -c CMD`, `flock LOCK -c CMD`, `git -c name=value` (`core.sshCommand`,
+/// `alias.x=!cmd`), `su -c CMD` (see [`SHELLS`]).
+fn wrapper_code(name: &str, args: &[String]) -> Vec<usize> {
+    let (short, long): (char, &[&str]) = match name {
+        "env" => ('S', &["--split-string"]),
+        "script" | "flock" => ('c', &["--command"]),
+        "git" => ('c', &[]),
+        _ => return Vec::new(),
+    };
+    let mut out = Vec::new();
+    for (j, a) in args.iter().enumerate() {
+        if long.iter().any(|l| a == l) {
+            out.push(j + 1);
+        } else if long.iter().any(|l| a.starts_with(&format!("{l}="))) {
+            out.push(j);
+        } else if short_group(a) {
+            match a[1..].find(short) {
+                Some(k) if k + 2 == a.len() => out.push(j + 1),
+                Some(_) => out.push(j),
+                None => {}
+            }
+        }
+        let option_value = j > 0 && matches!(args[j - 1].as_str(), "-c" | "-C");
+        if name == "git" && !a.starts_with('-') && !option_value {
+            break; // the git subcommand: its own options follow
+        }
+    }
+    out.retain(|k| *k < args.len());
+    out
+}
+
+/// Wrappers that run the program named by one of their arguments, and their options that
+/// take a value: that argument chooses the program, as element 0 does (`timeout 5 PROG`,
+/// `env A=1 PROG`, `sudo -u x PROG`, `xargs -I {} PROG`).
+const WRAPPERS: &[(&str, &[&str])] = &[
+    ("env", &["-u", "-C", "--unset", "--chdir"]),
+    ("timeout", &["-s", "-k", "--signal", "--kill-after"]),
+    ("nice", &["-n", "--adjustment"]),
+    ("nohup", &[]),
+    ("setsid", &[]),
+    ("time", &["-f", "-o", "--format", "--output"]),
+    ("stdbuf", &["-i", "-o", "-e"]),
+    (
+        "sudo",
+        &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"],
+    ),
+    ("doas", &["-u", "-C"]),
+    (
+        "xargs",
+        &[
+            "-I",
+            "-n",
+            "-P",
+            "-d",
+            "-E",
+            "-L",
+            "-s",
+            "-a",
+            "--arg-file",
+            "--delimiter",
+        ],
+    ),
+    ("ionice", &["-c", "-n", "-p"]),
+    ("chrt", &[]),
+    ("taskset", &[]),
+    ("chroot", &[]),
+    ("unshare", &[]),
+    ("strace", &["-o", "-e", "-p", "-s", "-u"]),
+];
+
+/// The argument of a wrapper that names the program it runs (see [`WRAPPERS`]); `find`'s
+/// `-exec`, `-execdir`, `-ok` and `-okdir` commands too.
+fn program_argument(name: &str, args: &[String]) -> Vec<usize> {
+    if name == "find" {
+        return args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))
+            .map(|(j, _)| j + 1)
+            .filter(|k| *k < args.len())
+            .collect();
+    }
+    let Some((_, valued)) = WRAPPERS.iter().find(|(w, _)| *w == name) else {
+        return Vec::new();
+    };
+    let mut j = 0;
+    while j < args.len() {
+        let a = args[j].as_str();
+        if valued.contains(&a) {
+            j += 2;
+        } else if a == "--" {
+            j += 1;
+            break;
+        } else if a.starts_with('-') || (name == "env" && a.contains('=')) {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    // timeout DURATION PROG, chrt PRIORITY PROG, taskset MASK PROG, chroot DIR PROG.
+    if matches!(name, "timeout" | "chrt" | "taskset" | "chroot") {
+        j += 1;
+    }
+    (j < args.len()).then_some(j).into_iter().collect()
+}
+
+/// Indexes of the elements of `argv` that a program in the list reads as source code (or
+/// runs as a program). Every element is tried as a program name, so wrappers (`env`,
+/// `timeout 5`, `nice`, `setsid`, `sudo`, `nohup`, `xargs`, `busybox sh`) do not hide the
+/// program they run.
 ///
 /// `argv` holds the elements as written in the workflow (templates unrendered).
+#[cfg(test)]
 pub fn code_arguments(argv: &[String]) -> Vec<usize> {
+    let mut out: Vec<usize> = code_readers(argv).into_iter().map(|(k, _)| k).collect();
+    out.dedup();
+    out
+}
+
+/// The elements of `argv` that a program in the list reads as source code (or runs as a
+/// program), sorted, each with the index of the program that reads it. Every element is
+/// tried as a program name, so wrappers (`env`, `timeout 5`, `nice`, `setsid`, `sudo`,
+/// `nohup`, `xargs`, `busybox sh`) do not hide the program they run. `argv` holds the
+/// elements as written in the workflow (templates unrendered).
+pub fn code_readers(argv: &[String]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for (i, element) in argv.iter().enumerate() {
-        let name = program(element);
+        let name = normalise(element);
         let rest = &argv[i + 1..];
-        let at = |j: usize| i + 1 + j;
+        let at = |j: usize| (i + 1 + j, i);
         if SHELLS.contains(&name) {
             out.extend(shell_code(rest).map(at));
         } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk") {
             out.extend(awk_code(rest).map(at));
+        } else if name == "sed" || name == "gsed" {
+            out.extend(sed_code(rest).into_iter().map(at));
+        } else if name == "sqlite" {
+            out.extend(sqlite_code(rest).into_iter().map(at));
         } else if name == "ssh" {
-            out.extend(ssh_code(rest).map(at));
-        } else if let Some((_, flags)) = INTERPRETERS.iter().find(|(p, _)| *p == name) {
-            out.extend(interpreter_code(rest, flags).map(at));
+            out.extend(ssh_code(rest).into_iter().map(at));
+        } else if let Some(it) = INTERPRETERS.iter().find(|it| it.name == name) {
+            out.extend(interpreter_code(rest, it).into_iter().map(at));
+        } else {
+            out.extend(wrapper_code(name, rest).into_iter().map(at));
         }
+        out.extend(program_argument(name, rest).into_iter().map(at));
     }
     out.sort_unstable();
-    out.dedup();
+    out.dedup_by_key(|(k, _)| *k);
     out
 }
 
@@ -161,7 +486,8 @@ mod tests {
             code_arguments(&args(&[
                 "env", "A=1", "timeout", "5", "bash", "-e", "-c", "x"
             ])),
-            vec![7]
+            // The programs env and timeout run (2, 4), and bash's script (7).
+            vec![2, 4, 7]
         );
         assert_eq!(
             code_arguments(&args(&["bash", "-c", "-e", "x", "a0"])),
@@ -193,5 +519,48 @@ mod tests {
         assert!(code_arguments(&args(&["python3", "tool.py", "-c", "x"])).is_empty());
         assert!(code_arguments(&args(&["bash", "--norc", "script.sh"])).is_empty());
         assert!(code_arguments(&args(&["awk", "-f", "prog.awk", "x"])).is_empty());
+    }
+
+    #[test]
+    fn the_second_line_sees_through_names_clusters_options_and_wrappers() {
+        let cases: &[(&[&str], &[usize])] = &[
+            (&["python3.11", "-c", "x"], &[2]),
+            (&["/usr/bin/python3", "-Ic", "x"], &[2]),
+            (&["python3", "-W", "ignore", "-c", "x"], &[4]),
+            (
+                &["python3", "-m", "timeit", "-n", "1", "-s", "x", "pass"],
+                &[6, 7],
+            ),
+            (&["perl", "-le", "x"], &[2]),
+            (&["perl5.36", "-ne", "x", "file"], &[2]),
+            (&["node", "-r", "fs", "-e", "x"], &[4]),
+            (&["node", "--eval=x"], &[1]),
+            (&["rbash", "-c", "x"], &[2]),
+            (&["bash", "--rcfile", "/dev/null", "-c", "x"], &[4]),
+            (&["env", "-S", "x"], &[2]),
+            (&["script", "-qc", "x", "/dev/null"], &[2]),
+            (&["flock", "LOCK", "-c", "x"], &[3]),
+            // The program a wrapper runs is a code position too (3: setsid, 4: sh).
+            (&["nice", "-n", "5", "setsid", "sh", "-c", "x"], &[3, 4, 6]),
+            (&["awk", "-W", "interactive", "x"], &[3]),
+            (&["sed", "-n", "x", "file"], &[2]),
+            (&["sed", "-e", "x", "-e", "y", "file"], &[2, 4]),
+            (&["sqlite3", ":memory:", "x", "y"], &[2, 3]),
+            (&["sqlite3", "-cmd", "x", "db"], &[2]),
+            (&["ssh", "-o", "x", "host"], &[2]),
+            (&["git", "-c", "x", "log"], &[2]),
+            (&["timeout", "-s", "KILL", "5", "x"], &[4]),
+            (&["env", "A=1", "x"], &[2]),
+            (&["sudo", "-u", "bob", "x"], &[3]),
+            (&["xargs", "-I", "{}", "x", "{}"], &[3]),
+            (&["find", ".", "-exec", "x", "{}", ";"], &[3]),
+        ];
+        for (argv, want) in cases {
+            assert_eq!(code_arguments(&args(argv)), want.to_vec(), "{argv:?}");
+        }
+        // Not code: a script file, sed from a file, git log's own -c.
+        assert!(code_arguments(&args(&["sed", "-f", "s.sed", "x"])).is_empty());
+        assert!(code_arguments(&args(&["git", "log", "-c", "x"])).is_empty());
+        assert!(code_arguments(&args(&["perl", "tool.pl", "-e", "x"])).is_empty());
     }
 }

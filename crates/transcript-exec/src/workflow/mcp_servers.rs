@@ -132,11 +132,13 @@ pub fn check_servers(servers: &[McpServerSpec]) -> Result<(), String> {
                 }
             }
         }
+        if let McpTransport::Stdio { command, args, .. } = &s.transport {
+            let argv: Vec<String> = std::iter::once(command).chain(args).cloned().collect();
+            super::argv_rule::check_literal_argv(&argv)
+                .map_err(|r| format!("mcp_servers '{name}': {r}"))?;
+        }
         let templated = match &s.transport {
-            McpTransport::Stdio { command, args, env } => std::iter::once(command)
-                .chain(args)
-                .chain(env.values())
-                .any(|v| v.contains("{{")),
+            McpTransport::Stdio { env, .. } => env.values().any(|v| v.contains("{{")),
             McpTransport::Http { url, headers } => std::iter::once(url)
                 .chain(headers.values())
                 .any(|v| v.contains("{{")),

@@ -69,6 +69,7 @@
 //! Plain YAML scalars follow YAML 1.1-style typing in places (`y`, `no`):
 //! quote strings that could read as booleans.
 
+pub(crate) mod argv_rule;
 mod env_rule;
 mod inline_script;
 mod mcp_servers;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::env_rule;
 use super::{
     AgentSpec, CommandLine, Items, Step, StepKind, Workflow, WorkflowError, WorkflowSet, join_path,
 };
+use super::{argv_rule, env_rule};
 use crate::compiled::{ConditionText, TemplateJson, TemplateText};
 use crate::template::{Reference, Template};
 
@@ -165,6 +165,10 @@ fn validate_workflow(
     if wf.name.trim().is_empty() {
         return Err(WorkflowError::new(key, None, "workflow has no name"));
     }
+    for argv in &wf.plugins {
+        argv_rule::check_literal_argv(argv)
+            .map_err(|r| WorkflowError::new(key, None, format!("plugins: {r}")))?;
+    }
     let inputs: HashSet<&str> = wf.inputs.iter().map(|i| i.name.as_str()).collect();
     let mut visible = Visible::default();
     SeqCheck {
@@ -298,17 +302,7 @@ impl StepCheck<'_> {
                     .check_shell_source()
                     .map_err(|e| self.err(format!("command: {e}")))?;
             }
-            CommandLine::Argv(argv) => {
-                if argv.is_empty() {
-                    return Err(self.err("command: the argv list is empty"));
-                }
-                for arg in argv {
-                    self.text(arg, "command", visible)?;
-                }
-                let sources: Vec<String> = argv.iter().map(|a| a.source().to_owned()).collect();
-                check_code_arguments(&sources, |i| argv.get(i)?.compiled().ok())
-                    .map_err(|e| self.err(e))?;
-            }
+            CommandLine::Argv(argv) => self.argv(argv, visible)?,
         }
         for (name, value) in env {
             self.text(value, &format!("env {name}"), visible)?;
@@ -316,6 +310,17 @@ impl StepCheck<'_> {
                 .map_err(|r| self.err(format!("env: {r}")))?;
         }
         Ok(())
+    }
+
+    /// A list-form command (a command step's, an agent step's): its templates, then the
+    /// one rule of every command sink ([`argv_rule::check_argv`]).
+    fn argv(&self, argv: &[TemplateText], visible: &Visible) -> Result<(), WorkflowError> {
+        for arg in argv {
+            self.text(arg, "command", visible)?;
+        }
+        let sources: Vec<String> = argv.iter().map(|a| a.source().to_owned()).collect();
+        argv_rule::check_argv(&sources, |i| argv.get(i)?.compiled().ok())
+            .map_err(|e| self.err(format!("command: {e}")))
     }
 
     /// An operation step: a tool name and an input whose templates hold;
@@ -333,19 +338,36 @@ impl StepCheck<'_> {
         if tool != crate::tools::SHELL_TOOL {
             return Ok(());
         }
-        if let Some(line) = input.field("command") {
-            line.check_shell_source()
-                .map_err(|e| self.err(format!("input: command: {e}")))?;
+        // Data never chooses the program: the input is an object written in the workflow,
+        // and its `command` a string or a list written there, never one template.
+        let Value::Object(fields) = input.source() else {
+            return Err(self.err(
+                "input: run_command's input is written in the workflow (an object with \
+                 `command`), never a template: data never chooses the program",
+            ));
+        };
+        match fields.get("command") {
+            Some(Value::String(_)) => {
+                if let Some(line) = input.field("command") {
+                    line.check_shell_source()
+                        .map_err(|e| self.err(format!("input: command: {e}")))?;
+                }
+            }
+            Some(Value::Array(items)) => {
+                let argv: Vec<String> = items
+                    .iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                    .collect();
+                argv_rule::check_argv(&argv, |i| input.element("command", i))
+                    .map_err(|e| self.err(format!("input: command: {e}")))?;
+            }
+            _ => {
+                return Err(self.err(
+                    "input: run_command needs `command`, a string or a list written in the workflow",
+                ));
+            }
         }
-        if let Some(Value::Array(items)) = input.source().get("command") {
-            let argv: Vec<String> = items
-                .iter()
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                .collect();
-            check_code_arguments(&argv, |i| input.element("command", i))
-                .map_err(|e| self.err(format!("input: {e}")))?;
-        }
-        self.shell_env(input.source().get("env"))
+        self.shell_env(fields.get("env"))
     }
 
     /// `run_command`'s `env` input: a mapping of portable names to
@@ -379,8 +401,8 @@ impl StepCheck<'_> {
         if let Some(sp) = &a.system_prompt {
             self.text(sp, "system_prompt", visible)?;
         }
-        for arg in &a.command {
-            self.text(arg, "command", visible)?;
+        if !a.command.is_empty() {
+            self.argv(&a.command, visible)?;
         }
         for (name, value) in &a.env {
             self.text(value, "env", visible)?;
@@ -537,35 +559,6 @@ fn check_refs<'a>(
                 return Err(format!("'{{{{{r}}}}}' used outside a for_each body"));
             }
             _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Refuses a value spliced into an argument that a program of the list reads as code
-/// (`[sh, -c, "echo {{x}}"]`, `[python3, -c, …]`, `[ssh, host, …]`): the list form keeps
-/// values out of *our* shell, not out of the one the author starts (see `inline_script`).
-/// `template(i)` is the compiled element `i` (none for a non-string one: it holds no value).
-fn check_code_arguments<'t>(
-    argv: &[String],
-    template: impl Fn(usize) -> Option<&'t Template>,
-) -> Result<(), String> {
-    for i in super::inline_script::code_arguments(argv) {
-        let code = &argv[i];
-        let Some(template) = template(i) else {
-            continue;
-        };
-        if let Err(e) = template.check_shell_source() {
-            return Err(format!(
-                "command: element {i} ({code:?}) is code that `{}` runs: {e}; pass the value as an \
-                 argument after the code (`[sh, -c, 'echo \"$1\"', sh, \"{{{{inputs.x}}}}\"]`) \
-                 or through env:",
-                argv[..i]
-                    .iter()
-                    .rev()
-                    .find(|a| !a.starts_with('-'))
-                    .map_or("the program", String::as_str)
-            ));
         }
     }
     Ok(())

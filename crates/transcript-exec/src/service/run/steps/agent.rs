@@ -26,11 +26,13 @@ fn request(sc: &StepCtx<'_>, spec: &AgentSpec) -> Result<AgentRequest, String> {
         Some(s) => s.render(scope).map_err(|e| format!("system_prompt: {e}"))?,
         None => String::new(),
     };
-    let command = spec
+    let command: Vec<String> = spec
         .command
         .iter()
         .map(|a| a.render(scope))
         .collect::<Result<_, _>>()
+        .map_err(|e| format!("command: {e}"))?;
+    crate::workflow::argv_rule::check_options(&command, |i| spec.command.get(i)?.compiled().ok())
         .map_err(|e| format!("command: {e}"))?;
     let env = spec
         .env

@@ -29,11 +29,18 @@ fn resolve(command: &CommandLine, scope: &Scope) -> Result<Resolved, ToolError> 
             .map_err(Clone::clone)
             .and_then(|t| t.render_shell_source(scope))
             .map(Resolved::Shell),
-        CommandLine::Argv(argv) => argv
-            .iter()
-            .map(|a| a.render(scope))
-            .collect::<Result<_, _>>()
-            .map(Resolved::Argv),
+        CommandLine::Argv(argv) => {
+            let rendered: Vec<String> = argv
+                .iter()
+                .map(|a| a.render(scope))
+                .collect::<Result<_, _>>()
+                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+            // Option injection (#39): a value read as an option fails the step before
+            // the program starts.
+            crate::workflow::argv_rule::check_options(&rendered, |i| argv.get(i)?.compiled().ok())
+                .map_err(|e| ToolError::Failed(format!("command: {e}")))?;
+            return Ok(Resolved::Argv(rendered));
+        }
     };
     resolved.map_err(|e| ToolError::InvalidInput(e.to_string()))
 }

@@ -1,0 +1,247 @@
+//! The one rule of every list-form command (#39): **a value never becomes code, decided by
+//! structure**. It is applied, at load, to every place a command is written (the table of
+//! sinks is in the crate docs, [Template sinks](crate#template-sinks)):
+//!
+//! 1. **A template is a whole argv element**, or the value of a literal `--name=` prefix
+//!    (`["tool", "--out={{inputs.o}}"]`). A `{{…}}` spliced into a larger string builds
+//!    source text for whatever program reads that element (`sh -c`, `python3 -c`, `sed`,
+//!    `sqlite3`, `env -S`, … and any program nobody listed): that is the mistake, whichever
+//!    program it is, so it is refused without asking which program runs.
+//! 2. **Data never chooses the program**: element 0 is never templated (`{{workflow.dir}}`,
+//!    the directory of the workflow file, is the author's, not data).
+//! 3. `{{ x | raw }}` is the author vouching for a value as code: it passes both rules.
+//!
+//! The list of interpreters ([`super::inline_script`]) is the second line: a *whole* value
+//! in the code position of a program we know (`["python3", "-c", "{{x}}"]`) is refused too.
+//! Structure decides first; the list only catches what structure lets through.
+//!
+//! At run time, [`check_options`] refuses a value that would be read as an option (item 5 of
+//! #39): a whole-element value before a literal `--` that starts with `-`
+//! (`["git", "log", "-1", "{{inputs.ref}}"]` with `--output=/x`), unless the author marks it
+//! `{{ x | option }}`.
+
+use crate::template::{Reference, Segment, Template};
+
+/// Whether `reference` is data (anything but the workflow file's own directory).
+fn is_data(reference: &Reference) -> bool {
+    !matches!(reference, Reference::WorkflowDir)
+}
+
+/// Whether `prefix` is a literal `--name=` (a long option taking the value).
+fn long_option_prefix(prefix: &str) -> bool {
+    prefix
+        .strip_prefix("--")
+        .and_then(|p| p.strip_suffix('='))
+        .is_some_and(|name| {
+            name.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        })
+}
+
+/// The data references of `t` that are not vouched for with `| raw`.
+fn unvouched(t: &Template) -> impl Iterator<Item = &Reference> {
+    t.segments.iter().filter_map(|s| match s {
+        Segment::Ref {
+            reference,
+            raw: false,
+            ..
+        } if is_data(reference) => Some(reference),
+        _ => None,
+    })
+}
+
+/// Whether `t` is a legal element shape: no unvouched data reference, or exactly one that
+/// is the whole element or follows a literal `--name=`.
+fn whole_or_long_option(t: &Template) -> bool {
+    if unvouched(t).next().is_none() {
+        return true;
+    }
+    match t.segments.as_slice() {
+        [Segment::Ref { .. }] => true,
+        [Segment::Lit { text, .. }, Segment::Ref { .. }] => long_option_prefix(text),
+        _ => false,
+    }
+}
+
+/// The rule of a list-form command: `sources` are the elements as written, `template(i)`
+/// the compiled element `i` (none for a non-string element: it holds no value). Checks
+/// structure (rules 1 and 2 of the module docs), then the second line
+/// ([`super::inline_script::code_readers`]). The error names the element and why.
+pub(crate) fn check_argv<'t>(
+    sources: &[String],
+    template: impl Fn(usize) -> Option<&'t Template>,
+) -> Result<(), String> {
+    if sources.is_empty() {
+        return Err("the argv list is empty".into());
+    }
+    if let Some(r) = template(0).and_then(|t| t.references().find(|r| is_data(r))) {
+        return Err(format!(
+            "element 0 ({:?}) is the program, and data never chooses the program: \
+             '{{{{{r}}}}}' cannot be templated there; write the program in the workflow",
+            sources[0]
+        ));
+    }
+    let code = super::inline_script::code_readers(sources);
+    for (i, source) in sources.iter().enumerate().skip(1) {
+        let Some(t) = template(i) else { continue };
+        if !whole_or_long_option(t) {
+            // In the code position of a program we know, say which program runs it.
+            if let Some((_, reader)) = code.iter().find(|(k, _)| *k == i) {
+                return code_error(sources, i, *reader, t);
+            }
+            let r = unvouched(t)
+                .next()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            return Err(format!(
+                "element {i} ({source:?}) splices '{{{{{r}}}}}' into a larger string, which \
+                 builds source text for the program that reads it; make the value a whole \
+                 element (`[prog, \"--\", \"{{{{{r}}}}}\"]`), the value of a `--name=` option \
+                 (`\"--out={{{{{r}}}}}\"`) or an env: variable; '{{{{{r} | raw}}}}' only if you \
+                 vouch for the value as code"
+            ));
+        }
+    }
+    // The second line: a whole value in the code position of a program we know.
+    for (i, reader) in code {
+        if let Some(t) = template(i) {
+            code_error(sources, i, reader, t)?;
+        }
+    }
+    Ok(())
+}
+
+/// A list written as literal text, never rendered (plugin declarations, MCP stdio servers):
+/// a `{{` there would be passed on verbatim, so it is refused as the mistake it is.
+pub(crate) fn check_literal_argv(argv: &[String]) -> Result<(), String> {
+    if argv.first().is_none_or(String::is_empty) {
+        return Err("the argv list is empty".into());
+    }
+    match argv.iter().position(|a| a.contains("{{")) {
+        Some(i) => Err(format!(
+            "element {i} ({:?}): values are literal here, {{{{…}}}} is not rendered",
+            argv[i]
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The error of element `i` of `argv`, a code argument of the program at `reader`
+/// ([`super::inline_script`]), when it holds a value not vouched for with `| raw`.
+fn code_error(argv: &[String], i: usize, reader: usize, t: &Template) -> Result<(), String> {
+    let Some(r) = unvouched(t).next() else {
+        return Ok(());
+    };
+    Err(format!(
+        "element {i} ({:?}) is code that `{}` runs (its code or the program it starts): \
+         '{{{{{r}}}}}' would become code; pass the value as an argument after the code \
+         (`[sh, -c, 'echo \"$1\"', sh, \"{{{{inputs.x}}}}\"]`) or through env:; \
+         '{{{{{r} | raw}}}}' only if you vouch for the value as code",
+        argv[i], argv[reader]
+    ))
+}
+
+/// The run-time rule of option injection: `rendered` is the argv about to run, `template(i)`
+/// the compiled element `i`. A whole-element value placed before the first literal `--`
+/// whose rendered text starts with `-` would be read as an option (`git log --output=/x`,
+/// `tar --use-compress-program=…`): refused unless marked `{{ x | option }}`. The error
+/// names the element and the value's source.
+pub(crate) fn check_options<'t>(
+    rendered: &[String],
+    template: impl Fn(usize) -> Option<&'t Template>,
+) -> Result<(), String> {
+    for (i, value) in rendered.iter().enumerate().skip(1) {
+        let t = template(i);
+        let is_literal = t.is_none_or(|t| t.references().next().is_none());
+        if is_literal && value == "--" {
+            return Ok(());
+        }
+        let Some(
+            [
+                Segment::Ref {
+                    reference,
+                    raw: false,
+                    option: false,
+                },
+            ],
+        ) = t.map(|t| t.segments.as_slice())
+        else {
+            continue;
+        };
+        if is_data(reference) && value.starts_with('-') {
+            let shown: String = value.chars().take(60).collect();
+            return Err(format!(
+                "element {i}: the value of '{{{{{reference}}}}}' ({shown:?}) starts with '-' and \
+                 would be read as an option by `{}`; put it after a literal \"--\" in the \
+                 command, or mark it '{{{{ {reference} | option }}}}' if an option is meant",
+                rendered[0]
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(argv: &[&str]) -> Result<(), String> {
+        let sources: Vec<String> = argv.iter().map(|s| (*s).to_owned()).collect();
+        let compiled: Vec<Template> = argv.iter().map(|s| Template::parse(s).unwrap()).collect();
+        check_argv(&sources, |i| compiled.get(i))
+    }
+
+    #[test]
+    fn whole_elements_and_long_option_values_are_legal() {
+        check(&["git", "log", "--", "{{inputs.path}}"]).unwrap();
+        check(&["tool", "--out={{inputs.o}}"]).unwrap();
+        check(&["cat", "{{workflow.dir}}/data.txt"]).unwrap();
+        check(&["{{workflow.dir}}/tool.sh", "{{inputs.x}}"]).unwrap();
+        check(&["sh", "-c", "echo {{inputs.x | raw}}"]).unwrap();
+        check(&["sh", "-c", "echo \"$1\"", "sh", "{{ inputs.x | option }}"]).unwrap();
+    }
+
+    #[test]
+    fn spliced_values_and_templated_programs_are_refused() {
+        for argv in [
+            &["anything", "x={{inputs.v}}"][..],
+            &["sqlite3", ":memory:", "select '{{inputs.v}}'"],
+            &["tool", "--out={{inputs.o}}.txt"],
+            &["tool", "-o{{inputs.o}}"],
+            &["tool", "--o ut={{inputs.o}}"],
+            &["{{inputs.p}}", "-c", "x"],
+            &["{{inputs.p | raw}}"],
+            &["/usr/bin/{{inputs.p}}"],
+        ] {
+            assert!(check(argv).is_err(), "{argv:?}");
+        }
+        assert!(check(&[]).is_err());
+    }
+
+    #[test]
+    fn a_leading_dash_value_before_double_dash_is_an_option() {
+        let t: Vec<Template> = ["git", "log", "{{inputs.r}}", "--", "{{inputs.p}}"]
+            .iter()
+            .map(|s| Template::parse(s).unwrap())
+            .collect();
+        let argv =
+            |r: &str, p: &str| vec!["git".into(), "log".into(), r.into(), "--".into(), p.into()];
+        let e = check_options(&argv("--output=/x", "-p"), |i| t.get(i)).unwrap_err();
+        assert!(e.contains("inputs.r") && e.contains("element 2"), "{e}");
+        check_options(&argv("main", "-p"), |i| t.get(i)).unwrap();
+        let marked = Template::parse("{{ inputs.r | option }}").unwrap();
+        check_options(&["git".into(), "-v".into()], |i| {
+            (i == 1).then_some(&marked)
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn literal_lists_take_no_template() {
+        check_literal_argv(&["python3".into(), "tool.py".into()]).unwrap();
+        assert!(check_literal_argv(&["python3".into(), "{{inputs.x}}".into()]).is_err());
+        assert!(check_literal_argv(&[]).is_err());
+    }
+}
