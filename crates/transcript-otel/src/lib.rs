@@ -165,6 +165,7 @@
 pub mod config;
 mod content;
 mod export;
+mod grpc;
 pub mod ids;
 mod live;
 mod mapping;
