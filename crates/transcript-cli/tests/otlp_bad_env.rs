@@ -180,7 +180,7 @@ fn an_endpoint_that_is_not_a_url_runs_without_export_and_says_why_at_the_end() {
         "{stderr}"
     );
     // The run itself was recorded.
-    assert_eq!(std::fs::read_dir(&storage).unwrap().count() >= 1, true);
+    assert!(std::fs::read_dir(&storage).unwrap().count() >= 1);
 }
 
 #[test]
