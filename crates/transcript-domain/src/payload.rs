@@ -35,6 +35,18 @@ pub struct StepPayload {
 }
 
 impl StepPayload {
+    /// The provider an agent step's result names (`{"provider": "<registry name>", …}`: an
+    /// imported session's step says which provider produced it, so a step that failed before
+    /// any reply still names it); `None` for any other result.
+    pub fn result_provider(&self) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Named {
+            provider: Option<String>,
+        }
+        let named: Named = self.result.as_ref()?.parse().ok()?;
+        named.provider.filter(|p| !p.is_empty())
+    }
+
     /// A payload with name and kind only (the `*.started` form).
     pub fn new(name: impl Into<String>, kind: impl Into<String>) -> Self {
         Self {

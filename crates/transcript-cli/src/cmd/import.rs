@@ -10,8 +10,10 @@
 //!   The recorder's clock is driven by the normalizer's facts, so each event gets the time
 //!   of the record that produced it.
 //! - **The agent step's `step.completed` result** is
-//!   `{"clock": "provider"|"duration"|"import", "diagnostics": {kind: {"count", "first"}},
-//!   "duration_ms"?, "result"?}` (`result`: the final answer a terminal record repeats);
+//!   `{"clock": "provider"|"duration"|"import", "provider": <registry name>,
+//!   "diagnostics": {kind: {"count", "first"}},
+//!   "duration_ms"?, "result"?}` (`result`: the final answer a terminal record repeats;
+//!   `provider`: read by OTLP and receipts when no reply named it, a failed session's);
 //!   `run.completed`'s result is `{"clock": …}`. Provider errors are the step's error, quoted.
 //!   Refusals keep their text block and are counted under `diagnostics.refusal`.
 //! - **Incomplete captures** (no terminal record, torn last line): the step completes with an
@@ -476,6 +478,7 @@ impl Importing<'_> {
         errors.extend(incomplete.clone());
         let mut result = serde_json::json!({
             "clock": clock_source.as_str(),
+            "provider": self.writer.step.name.as_str(),
             "diagnostics": self.diagnostics.to_json(),
         });
         if let Some(ms) = self.seen.duration_ms {
