@@ -89,6 +89,15 @@ pub struct Usage {
     /// Tokens written to the provider's prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<u64>,
+    /// Of [`Usage::cache_write_tokens`], those written with the 5-minute lifetime, when the
+    /// provider reports the split (Anthropic's `cache_creation.ephemeral_5m_input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_5m_tokens: Option<u64>,
+    /// Of [`Usage::cache_write_tokens`], those written with the 1-hour lifetime (Anthropic's
+    /// `cache_creation.ephemeral_1h_input_tokens`), priced at their own rate. Absent: the
+    /// split is unknown and every cache write is priced at the 5-minute rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h_tokens: Option<u64>,
     /// Reasoning tokens (often a subset of output tokens; see the provider row).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
@@ -115,6 +124,8 @@ impl Usage {
         add(&mut self.output_tokens, other.output_tokens);
         add(&mut self.cache_read_tokens, other.cache_read_tokens);
         add(&mut self.cache_write_tokens, other.cache_write_tokens);
+        add(&mut self.cache_write_5m_tokens, other.cache_write_5m_tokens);
+        add(&mut self.cache_write_1h_tokens, other.cache_write_1h_tokens);
         add(&mut self.reasoning_tokens, other.reasoning_tokens);
         if let Some(c) = other.cost_usd {
             self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);

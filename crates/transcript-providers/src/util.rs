@@ -254,13 +254,29 @@ pub(crate) fn error_text(v: &Value) -> String {
     }
 }
 
-/// Anthropic-style usage (`input_tokens` excludes cache reads and writes).
+/// Anthropic-style usage (`input_tokens` excludes cache reads and writes). The cache writes'
+/// 5-minute / 1-hour split (`cache_creation.ephemeral_{5m,1h}_input_tokens`) is kept when the
+/// provider reports it and there were cache writes.
 pub(crate) fn anthropic_usage(v: &Value) -> Usage {
+    let cache_write_tokens = u(v, "cache_creation_input_tokens");
+    let split = v
+        .get("cache_creation")
+        .filter(|_| cache_write_tokens.is_some_and(|n| n > 0));
+    let part = |key: &str| split.and_then(|s| u(s, key));
+    let (five, hour) = match (
+        part("ephemeral_5m_input_tokens"),
+        part("ephemeral_1h_input_tokens"),
+    ) {
+        (None, None) => (None, None),
+        (f, h) => (Some(f.unwrap_or(0)), Some(h.unwrap_or(0))),
+    };
     Usage {
         input_tokens: u(v, "input_tokens"),
         output_tokens: u(v, "output_tokens"),
         cache_read_tokens: u(v, "cache_read_input_tokens"),
-        cache_write_tokens: u(v, "cache_creation_input_tokens"),
+        cache_write_tokens,
+        cache_write_5m_tokens: five,
+        cache_write_1h_tokens: hour,
         reasoning_tokens: v
             .get("output_tokens_details")
             .and_then(|d| u(d, "thinking_tokens")),
