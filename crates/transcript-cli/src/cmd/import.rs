@@ -13,7 +13,9 @@
 //!   `{"clock": "provider"|"duration"|"import", "provider": <registry name>,
 //!   "diagnostics": {kind: {"count", "first"}},
 //!   "duration_ms"?, "result"?}` (`result`: the final answer a terminal record repeats;
-//!   `provider`: read by OTLP and receipts when no reply named it, a failed session's);
+//!   `provider`: read by OTLP and receipts when no reply named it, a failed session's;
+//!   `source`: the imported file's absolute path, from which `receipts --by session|project`
+//!   derives the session and project as for a store import);
 //!   `run.completed`'s result is `{"clock": …}`. Provider errors are the step's error, quoted.
 //!   Refusals keep their text block and are counted under `diagnostics.refusal`.
 //! - **Incomplete captures** (no terminal record, torn last line): the step completes with an
@@ -483,6 +485,11 @@ impl Importing<'_> {
         });
         if let Some(ms) = self.seen.duration_ms {
             result["duration_ms"] = ms.into();
+        }
+        // Where the session came from (absolute), so `receipts --by session|project` reads a
+        // file import as it reads a store import (a sub-agent's log folds into its session).
+        if let Ok(source) = std::fs::canonicalize(input) {
+            result["source"] = source.to_string_lossy().as_ref().into();
         }
         if let Some(text) = &self.seen.result_text {
             result["result"] = text.as_str().into();
