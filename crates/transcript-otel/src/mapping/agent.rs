@@ -68,19 +68,9 @@ impl SpanMapper {
             output,
             missing: None,
         };
-        // Items the provider reports under one usage are one request: messages without usage
-        // wait for the report that covers them (`Turn::absorb`).
-        let turn = match agent.pending.take() {
-            Some(mut earlier) => {
-                earlier.absorb(turn);
-                earlier
-            }
-            None => turn,
-        };
-        if turn.usage.is_none() {
-            agent.pending = Some(turn);
+        let Some(turn) = join_request(agent, turn) else {
             return;
-        }
+        };
         if turn.model.is_none() {
             // Billed under its step's model, known when the step ends (`flush_agent`).
             agent.held.push(turn);
@@ -207,6 +197,24 @@ impl SpanMapper {
             },
         );
     }
+}
+
+/// Items the provider reports under one usage are one request: a message without usage
+/// waits (in `agent.pending`) for the report that covers it ([`Turn::absorb`]); `Some` is a
+/// whole request, with its usage.
+fn join_request(agent: &mut AgentInfo, turn: Turn) -> Option<Turn> {
+    let turn = match agent.pending.take() {
+        Some(mut earlier) => {
+            earlier.absorb(turn);
+            earlier
+        }
+        None => turn,
+    };
+    if turn.usage.is_none() {
+        agent.pending = Some(turn);
+        return None;
+    }
+    Some(turn)
 }
 
 /// What one provider turn contributes to its `chat` span.
