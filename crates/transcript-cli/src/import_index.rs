@@ -85,6 +85,7 @@ impl TailDigest {
             cache_write_tokens: u.get("cache_write_tokens").and_then(|v| v.as_u64()),
             reasoning_tokens: u.get("reasoning_tokens").and_then(|v| v.as_u64()),
             cost_usd: u.get("cost_usd").and_then(|v| v.as_f64()),
+            ..Default::default()
         });
         Self { blocks, usage }
     }

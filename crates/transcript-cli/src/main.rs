@@ -57,6 +57,15 @@ struct OtlpArgs {
     /// OTEL_EXPORTER_OTLP_CERTIFICATE.
     #[arg(long = "otlp-certificate", value_name = "PEM")]
     certificate: Option<PathBuf>,
+    /// OTLP transport: grpc (port 4317), http/protobuf or http/json (port 4318); default
+    /// OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf.
+    #[arg(long = "otlp-protocol", value_name = "PROTOCOL", value_parser = parse_otlp_protocol)]
+    protocol: Option<transcript_otel::config::Protocol>,
+}
+
+/// `--otlp-protocol`'s value.
+fn parse_otlp_protocol(value: &str) -> Result<transcript_otel::config::Protocol, String> {
+    transcript_otel::config::Protocol::parse(value, "--otlp-protocol").map_err(|e| e.to_string())
 }
 
 impl OtlpArgs {
@@ -66,6 +75,7 @@ impl OtlpArgs {
             headers: self.headers,
             certificate: self.certificate,
             timeout: None,
+            protocol: self.protocol,
         }
     }
 }

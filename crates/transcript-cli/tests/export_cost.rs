@@ -71,9 +71,10 @@ fn an_exported_session_log_shows_the_pinned_price_per_step_run_and_model() {
     // Tokens: the jq truth of receipts_cost.rs (one request = one message.id + requestId, its
     // last record) → {"input":54,"output":212,"read":88231,"write":17696}.
     // claude-opus-4-6 in LiteLLM 1.110.2: 5e-06 in, 2.5e-05 out, 5e-07 cache read,
-    // 6.25e-06 cache write: 54×5e-06 + 212×2.5e-05 + 88231×5e-07 + 17696×6.25e-06
-    // = 0.00027 + 0.0053 + 0.0441155 + 0.1106 = 0.1602855
-    let want = 0.1602855;
+    // 1e-05 per 1-hour cache write (cache_creation_input_token_cost_above_1hr; all 17696
+    // writes of this log are `ephemeral_1h`, #41): 54×5e-06 + 212×2.5e-05 + 88231×5e-07 + 17696×1e-05
+    // = 0.00027 + 0.0053 + 0.0441155 + 0.17696 = 0.2266455
+    let want = 0.2266455;
     let cost = doc.cost.as_ref().unwrap();
     assert!((cost.total_usd.unwrap() - want).abs() < 1e-9, "{cost:?}");
     assert_eq!(cost.by_model.len(), 1);
@@ -86,30 +87,30 @@ fn an_exported_session_log_shows_the_pinned_price_per_step_run_and_model() {
     let steps: f64 = doc.run.steps.iter().filter_map(|s| s.cost_usd).sum();
     assert!((steps - want).abs() < 1e-9, "the steps sum to the run");
     let md = transcript_export::to_markdown(&doc);
-    assert!(md.contains("- Cost: $0.1603\n"), "{md}");
+    assert!(md.contains("- Cost: $0.2266\n"), "{md}");
     assert!(
         md.contains(
-            "- `claude-opus-4-6`: 4 turns · 54 in / 212 out / 88231 cache read / 17696 cache write · cost $0.1603\n"
+            "- `claude-opus-4-6`: 4 turns · 54 in / 212 out / 88231 cache read / 17696 cache write · cost $0.2266\n"
         ),
         "{md}"
     );
     assert!(md.contains("_Priced with LiteLLM 1.110.2._"));
     let html = transcript_export::to_html(&doc);
-    assert!(html.contains(" · cost $0.1603</p>"), "{html}");
+    assert!(html.contains(" · cost $0.2266</p>"), "{html}");
     let json: Value = serde_json::to_value(&doc).unwrap();
     assert!((json["cost"]["total_usd"].as_f64().unwrap() - want).abs() < 1e-9);
     // The binary prints the same figures in every format.
     let (bin_md, _) = export(dir.path(), "markdown", &[]);
-    assert!(bin_md.contains("- Cost: $0.1603\n"), "{bin_md}");
+    assert!(bin_md.contains("- Cost: $0.2266\n"), "{bin_md}");
     assert!(
         bin_md.contains(
-            "- `claude-opus-4-6`: 4 turns · 54 in / 212 out / 88231 cache read / 17696 cache write · cost $0.1603\n"
+            "- `claude-opus-4-6`: 4 turns · 54 in / 212 out / 88231 cache read / 17696 cache write · cost $0.2266\n"
         ),
         "{bin_md}"
     );
     assert!(bin_md.contains("LiteLLM 1.110.2"), "{bin_md}");
     let (bin_html, _) = export(dir.path(), "html", &[]);
-    assert!(bin_html.contains(" · cost $0.1603</p>"), "{bin_html}");
+    assert!(bin_html.contains(" · cost $0.2266</p>"), "{bin_html}");
     let (bin_json, _) = export(dir.path(), "json", &[]);
     let bin_json: Value = serde_json::from_str(&bin_json).unwrap();
     assert!((bin_json["cost"]["total_usd"].as_f64().unwrap() - want).abs() < 1e-9);

@@ -313,9 +313,11 @@ fn receipts_group_an_imported_store_by_session_project_model_and_day() {
     assert_eq!(g["key"], "claude-opus-4-6");
     assert_eq!(tokens(g), [1_633, 1_811, 527_032, 57_373]);
     // claude-opus-4-6 (LiteLLM 1.110.2): 1633×5e-06 + 1811×2.5e-05 + 527032×5e-07
-    // + 57373×6.25e-06 = 0.008165 + 0.045275 + 0.263516 + 0.35858125 = 0.67553725
+    // + 57373×1e-05 (every cache write of these logs is `ephemeral_1h`, priced at
+    // cache_creation_input_token_cost_above_1hr, #41) = 0.008165 + 0.045275 + 0.263516
+    // + 0.57373 = 0.890686
     let cost = g["cost_usd"].as_f64().unwrap();
-    assert!((cost - 0.67553725).abs() < 1e-9, "{cost}");
+    assert!((cost - 0.890686).abs() < 1e-9, "{cost}");
 
     // jq -r 'select(.type=="assistant") | .timestamp[:10]' <each log> | sort -u → 2026-02-10
     let by_day = grouped(&storage, "day");

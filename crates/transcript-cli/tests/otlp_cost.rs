@@ -132,8 +132,9 @@ fn a_session_logs_requests_are_priced_once() {
     // Tokens: the jq of otlp_counts.rs → input 54, output 212, cache read 88231,
     // cache write 17696, all claude-opus-4-6.
     // claude-opus-4-6 in LiteLLM 1.110.2: 5e-06 in, 2.5e-05 out, 5e-07 cache read,
-    // 6.25e-06 cache write: 54×5e-06 + 212×2.5e-05 + 88231×5e-07 + 17696×6.25e-06
-    // = 0.00027 + 0.0053 + 0.0441155 + 0.1106 = 0.1602855
-    assert_counted_once(&spans, 0.160_285_5, 4);
+    // 1e-05 per 1-hour cache write (cache_creation_input_token_cost_above_1hr; all 17696
+    // writes of this log are `ephemeral_1h`, #41): 54×5e-06 + 212×2.5e-05 + 88231×5e-07 + 17696×1e-05
+    // = 0.00027 + 0.0053 + 0.0441155 + 0.17696 = 0.2266455
+    assert_counted_once(&spans, 0.226_645_5, 4);
     assert_eq!(sum(&spans, "transcript.usage.reported_cost_usd").1.len(), 0);
 }

@@ -76,7 +76,7 @@ fn a_backend_summing_every_span_counts_each_request_once() {
     //      write: map(.cache_creation_input_tokens) | add}' <log>
     //   → {"input":54,"output":212,"read":88231,"write":17696}
     // The conventions' input includes the cache: 54 + 88231 + 17696 = 105981.
-    // Cost: LiteLLM 1.110.2 claude-opus-4-6 (receipts_cost.rs): 0.1602855.
+    // Cost: LiteLLM 1.110.2 claude-opus-4-6 (receipts_cost.rs): 0.2266455.
     let want = [
         ("gen_ai.usage.input_tokens", 105_981.0),
         ("gen_ai.usage.output_tokens", 212.0),
@@ -85,8 +85,8 @@ fn a_backend_summing_every_span_counts_each_request_once() {
         ("llm.token_count.prompt", 105_981.0),
         ("llm.token_count.completion", 212.0),
         ("llm.token_count.total", 106_193.0),
-        ("gen_ai.usage.cost", 0.1602855),
-        ("llm.cost.total", 0.1602855),
+        ("gen_ai.usage.cost", 0.2266455),
+        ("llm.cost.total", 0.2266455),
     ];
     for (key, total) in want {
         let sum: f64 = spans.iter().filter_map(|s| number(s, key)).sum();

@@ -69,10 +69,11 @@ fn an_imported_session_log_bills_each_request_once_at_the_pinned_price() {
     assert_eq!(t["cache_read_tokens"], 88231);
     assert_eq!(t["cache_write_tokens"], 17696);
     // claude-opus-4-6 in LiteLLM 1.110.2: 5e-06 in, 2.5e-05 out, 5e-07 cache read,
-    // 6.25e-06 cache write: 54×5e-06 + 212×2.5e-05 + 88231×5e-07 + 17696×6.25e-06
-    // = 0.00027 + 0.0053 + 0.0441155 + 0.1106 = 0.1602855
+    // 1e-05 per 1-hour cache write (cache_creation_input_token_cost_above_1hr; all 17696
+    // writes of this log are `ephemeral_1h`, #41): 54×5e-06 + 212×2.5e-05 + 88231×5e-07 + 17696×1e-05
+    // = 0.00027 + 0.0053 + 0.0441155 + 0.17696 = 0.2266455
     let cost = r["cost_usd"].as_f64().unwrap();
-    assert!((cost - 0.1602855).abs() < 1e-9, "{cost}");
+    assert!((cost - 0.2266455).abs() < 1e-9, "{cost}");
     assert_eq!(r["by_model"][0]["model"], "claude-opus-4-6");
     assert_eq!(r["by_model"][0]["turns"], 4);
     assert!(r["unpriced_models"].as_array().unwrap().is_empty());
@@ -162,9 +163,9 @@ fn stats_show_the_priced_cost_beside_the_reported_one() {
         )
     };
     let (s, _) = stats(&[]);
-    // The same hand computation as above: 0.1602855 (claude-opus-4-6, LiteLLM 1.110.2).
+    // The same hand computation as above: 0.2266455 (claude-opus-4-6, LiteLLM 1.110.2).
     let cost = s["cost_by_provider"]["claude"].as_f64().unwrap();
-    assert!((cost - 0.1602855).abs() < 1e-9, "{s:#}");
+    assert!((cost - 0.2266455).abs() < 1e-9, "{s:#}");
     let table = dir.path().join("prices.json");
     std::fs::write(&table, r#"{"other": {"input_cost_per_token": 1e-6}}"#).unwrap();
     let (s, stderr) = stats(&["--pricing", table.to_str().unwrap()]);
@@ -216,7 +217,7 @@ fn otlp_chat_spans_carry_the_priced_cost_under_the_names_backends_read() {
     assert_eq!(chats.len(), 4, "one chat span per billed request");
     for key in ["llm.cost.total", "gen_ai.usage.cost"] {
         let sum: f64 = chats.iter().map(|s| attr(s, key).unwrap()).sum();
-        assert!((sum - 0.1602855).abs() < 1e-9, "{key}: {sum}");
+        assert!((sum - 0.2266455).abs() < 1e-9, "{key}: {sum}");
     }
     // The step's sum is on its agent span under our name only, never on a chat span: a
     // backend summing any cost name over the trace counts each call once (otlp_cost.rs).
@@ -234,6 +235,6 @@ fn otlp_chat_spans_carry_the_priced_cost_under_the_names_backends_read() {
         assert_eq!(attr(a, "llm.cost.total"), None);
         assert_eq!(attr(a, "gen_ai.usage.cost"), None);
         let ours = attr(a, "transcript.usage.cost_usd").unwrap();
-        assert!((ours - 0.1602855).abs() < 1e-9, "{ours}");
+        assert!((ours - 0.2266455).abs() < 1e-9, "{ours}");
     }
 }

@@ -35,6 +35,18 @@ pub struct StepPayload {
 }
 
 impl StepPayload {
+    /// The provider an agent step's result names (`{"provider": "<registry name>", …}`: an
+    /// imported session's step says which provider produced it, so a step that failed before
+    /// any reply still names it); `None` for any other result.
+    pub fn result_provider(&self) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Named {
+            provider: Option<String>,
+        }
+        let named: Named = self.result.as_ref()?.parse().ok()?;
+        named.provider.filter(|p| !p.is_empty())
+    }
+
     /// A payload with name and kind only (the `*.started` form).
     pub fn new(name: impl Into<String>, kind: impl Into<String>) -> Self {
         Self {
@@ -77,6 +89,15 @@ pub struct Usage {
     /// Tokens written to the provider's prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<u64>,
+    /// Of [`Usage::cache_write_tokens`], those written with the 5-minute lifetime, when the
+    /// provider reports the split (Anthropic's `cache_creation.ephemeral_5m_input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_5m_tokens: Option<u64>,
+    /// Of [`Usage::cache_write_tokens`], those written with the 1-hour lifetime (Anthropic's
+    /// `cache_creation.ephemeral_1h_input_tokens`), priced at their own rate. Absent: the
+    /// split is unknown and every cache write is priced at the 5-minute rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h_tokens: Option<u64>,
     /// Reasoning tokens (often a subset of output tokens; see the provider row).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
@@ -103,6 +124,8 @@ impl Usage {
         add(&mut self.output_tokens, other.output_tokens);
         add(&mut self.cache_read_tokens, other.cache_read_tokens);
         add(&mut self.cache_write_tokens, other.cache_write_tokens);
+        add(&mut self.cache_write_5m_tokens, other.cache_write_5m_tokens);
+        add(&mut self.cache_write_1h_tokens, other.cache_write_1h_tokens);
         add(&mut self.reasoning_tokens, other.reasoning_tokens);
         if let Some(c) = other.cost_usd {
             self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);

@@ -561,6 +561,7 @@ fn any_usage() -> impl Strategy<Value = Usage> {
         cache_write_tokens: cw,
         reasoning_tokens: r,
         cost_usd: c,
+        ..Default::default()
     })
 }
 

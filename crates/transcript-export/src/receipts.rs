@@ -219,6 +219,16 @@ fn collect_step<'a>(
     }
 }
 
+/// The provider an agent step's result names (`{"provider": …}`, an import's).
+fn result_provider(step: &StepExport) -> Option<String> {
+    step.result
+        .as_ref()?
+        .get("provider")?
+        .as_str()
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+}
+
 /// An agent step's receipt and its priced cost; each billed turn also counts toward its
 /// model's total in `ctx`.
 fn agent_receipt(step: &StepExport, run_id: &str, ctx: &mut Ctx<'_>) -> (Receipt, CostSum) {
@@ -257,7 +267,11 @@ fn agent_receipt(step: &StepExport, run_id: &str, ctx: &mut Ctx<'_>) -> (Receipt
         path: step.path.clone(),
         name: step.name.clone(),
         iteration: step.iteration,
-        provider: (!providers.is_empty()).then(|| providers.join(",")),
+        // No reply named it (a session that failed first): the provider its step's result
+        // names (an import's).
+        provider: (!providers.is_empty())
+            .then(|| providers.join(","))
+            .or_else(|| result_provider(step)),
         model: (!models.is_empty()).then(|| models.join(",")),
         started_at: step.started_at.clone(),
         completed_at: step.completed_at.clone(),

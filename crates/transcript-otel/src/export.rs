@@ -8,9 +8,9 @@ use opentelemetry_sdk::trace::SpanData;
 use crate::config::OtlpHttpConfig;
 use crate::outcome::{ExportError, ExportReport, SpanSink};
 use crate::request::{resource_of, to_otlp_request, to_otlp_request_for};
-use crate::transport::OtlpHttpSink;
 
-/// Sends spans to an OTLP/HTTP endpoint (protobuf), in batches of
+/// Sends spans to an OTLP endpoint (OTLP/HTTP protobuf or JSON, or OTLP/gRPC, by
+/// `config.protocol`), in batches of
 /// `config.batch_size`, and waits for the answer.
 ///
 /// The exporter is created, used and dropped on a dedicated thread, so this
@@ -26,8 +26,8 @@ pub fn export_otlp_http(
     let worker = thread::Builder::new()
         .name("transcript-otlp-export".into())
         .spawn(move || -> Result<ExportReport, ExportError> {
-            let mut sink = OtlpHttpSink::new(&config)?;
-            Ok(send_batches(&mut sink, spans, config.batch_size))
+            let mut sink = crate::grpc::sink_for(&config)?;
+            Ok(send_batches(sink.as_mut(), spans, config.batch_size))
         })
         .map_err(|e| ExportError::Thread(e.to_string()))?;
     let report = worker

@@ -72,6 +72,10 @@
 //! and call seq. Exporting the same transcript twice, offline or live, yields
 //! the same ids, so a backend sees the same spans again rather than a second
 //! trace. Ids are derived, not secret: they reveal nothing a run id does not.
+//! A backend that keeps the first span of an id (Phoenix does, across its
+//! projects) therefore keeps a run where it was first exported: exporting it
+//! again under another project changes nothing there. To re-export anyway,
+//! delete the run's traces in the backend first, or export to another one.
 //!
 //! ## Content capture and privacy
 //!
@@ -91,10 +95,12 @@
 //!
 //! ## Transport
 //!
-//! [`export_otlp_http`] and [`LiveExporter`] send OTLP/HTTP (protobuf, or the
+//! [`export_otlp_http`] and [`LiveExporter`] send OTLP/gRPC when
+//! [`OtlpHttpConfig::protocol`] is `grpc` (tonic's channel on a current-thread runtime of
+//! the export thread; Mozilla's roots plus the private CA; headers as metadata; the
+//! endpoint is the server's origin), else OTLP/HTTP (protobuf, or the
 //! OTLP JSON encoding when `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or
-//! `OTEL_EXPORTER_OTLP_PROTOCOL` says `http/json`; `grpc` is refused with
-//! [`ExportError::UnsupportedProtocol`] naming the variable) with
+//! `OTEL_EXPORTER_OTLP_PROTOCOL` says `http/json`) with
 //! reqwest's blocking client over `http://` or `https://` (rustls: the
 //! platform's roots, plus the PEM file of [`OtlpHttpConfig::certificate`] for
 //! a private CA), with the configured headers, one deadline per export and
@@ -165,6 +171,7 @@
 pub mod config;
 mod content;
 mod export;
+mod grpc;
 pub mod ids;
 mod live;
 mod mapping;

@@ -13,7 +13,6 @@ use crate::config::DEFAULT_BATCH_SIZE;
 use crate::config::OtlpHttpConfig;
 use crate::mapping::{MapOptions, SpanMapper};
 use crate::outcome::{ExportError, ExportReport, SpanSink};
-use crate::transport::OtlpHttpSink;
 
 /// Tuning of a [`LiveExporter`].
 #[derive(Debug, Clone)]
@@ -212,17 +211,14 @@ pub struct LiveExporter {
 }
 
 impl LiveExporter {
-    /// Starts exporting to an OTLP/HTTP endpoint (batch size from
+    /// Starts exporting to an OTLP endpoint (HTTP or gRPC, by `http.protocol`) (batch size from
     /// `config`; `http.batch_size` applies to [`crate::export_otlp_http`]
     /// only). Fails only on an endpoint
     /// this build cannot use or if the thread cannot start; an unreachable
     /// endpoint shows up in the final report.
     pub fn start(http: OtlpHttpConfig, config: LiveConfig) -> Result<Self, ExportError> {
         http.check()?;
-        Self::start_with_sink(
-            move || Ok(Box::new(OtlpHttpSink::new(&http)?) as Box<dyn SpanSink>),
-            config,
-        )
+        Self::start_with_sink(move || crate::grpc::sink_for(&http), config)
     }
 
     /// Starts exporting to the sink built by `make_sink`, which runs on the

@@ -21,16 +21,25 @@ pub enum ExportError {
     /// quotes a header value.
     #[error("OTLP settings: {0}")]
     Config(String),
-    /// `OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL` names a protocol this exporter does not speak
-    /// (`grpc`, or a value outside the specification's).
+    /// `OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL` or `--otlp-protocol` names a value outside the
+    /// specification's (`grpc`, `http/protobuf`, `http/json`).
     #[error(
-        "{variable}={value:?} is not supported: this exporter sends OTLP over HTTP, set it to http/protobuf or http/json"
+        "{variable}={value:?} is not an OTLP protocol: set it to grpc, http/protobuf or http/json"
     )]
     UnsupportedProtocol {
         /// The variable that named it.
         variable: String,
         /// Its value.
         value: String,
+    },
+    /// A file named by a flag (the `--otlp-certificate` PEM) cannot be read or holds no
+    /// certificate: invalid input, not a usage error.
+    #[error("{}: {cause}", path.display())]
+    Unreadable {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        cause: String,
     },
     /// The OTLP exporter could not be built.
     #[error("cannot build the OTLP exporter: {0}")]

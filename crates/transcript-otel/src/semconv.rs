@@ -151,6 +151,10 @@ pub const TRANSCRIPT_USAGE_COST_USD: &str = "transcript.usage.cost_usd";
 /// (helper-model calls included, priced by the CLI's own table), so it is no request's price
 /// and never sits on a `chat` span; it may differ from [`TRANSCRIPT_USAGE_COST_USD`].
 pub const TRANSCRIPT_USAGE_REPORTED_COST_USD: &str = "transcript.usage.reported_cost_usd";
+/// Why a `chat` span carries no usage (its provider reported none for the request, or the
+/// step ended before it did): a span never claims a request without saying why its tokens
+/// are unknown.
+pub const TRANSCRIPT_USAGE_MISSING: &str = "transcript.usage.missing";
 /// An agent step's summed input tokens as the transcript counts them (cache reads and
 /// writes excluded), on agent spans. Agent spans carry their step's sums under these
 /// `transcript.usage.*` names only, never under the names backends sum over a trace

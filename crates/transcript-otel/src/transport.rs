@@ -131,7 +131,7 @@ impl SpanSink for OtlpHttpSink {
     fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
         let request = to_otlp_request_for(batch, &self.resource);
         let body = match self.protocol {
-            Protocol::HttpProtobuf => request.encode_to_vec(),
+            Protocol::HttpProtobuf | Protocol::Grpc => request.encode_to_vec(),
             Protocol::HttpJson => serde_json::to_vec(&request)
                 .map_err(|e| format!("{}: encoding OTLP/JSON: {e}", self.shown_url))?,
         };

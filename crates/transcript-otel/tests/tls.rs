@@ -172,6 +172,6 @@ fn a_wrong_certificate_fails_clearly_and_sends_nothing() {
         &config(&receiver.endpoint, Some(junk), Some(TOKEN)),
     )
     .unwrap_err();
-    assert!(matches!(err, ExportError::Config(_)), "{err}");
+    assert!(matches!(err, ExportError::Unreadable { .. }), "{err}");
     assert!(err.to_string().contains("junk.pem"), "{err}");
 }

@@ -195,6 +195,7 @@ fn result_usage(v: &Value) -> Option<Usage> {
             cache_write_tokens: crate::util::u(m, "cacheCreationInputTokens"),
             reasoning_tokens: None,
             cost_usd: None,
+            ..Default::default()
         });
     }
     Some(total)

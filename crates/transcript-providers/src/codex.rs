@@ -251,6 +251,7 @@ fn minus_usage(now: &Usage, prev: &Usage) -> Usage {
         cache_write_tokens: d(now.cache_write_tokens, prev.cache_write_tokens),
         reasoning_tokens: d(now.reasoning_tokens, prev.reasoning_tokens),
         cost_usd: None,
+        ..Default::default()
     }
 }
 
@@ -276,6 +277,7 @@ fn exec_usage(v: &Value) -> Usage {
         cache_write_tokens: u(v, "cache_write_input_tokens"),
         reasoning_tokens: u(v, "reasoning_output_tokens"),
         cost_usd: None,
+        ..Default::default()
     }
 }
 

@@ -185,6 +185,7 @@ impl Copilot {
                 cache_write_tokens: write,
                 reasoning_tokens: None,
                 cost_usd: None,
+                ..Default::default()
             };
             let nothing = [
                 remainder.input_tokens,

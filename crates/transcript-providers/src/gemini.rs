@@ -151,6 +151,7 @@ fn stream_usage(st: &Value) -> Usage {
         cache_write_tokens: None,
         reasoning_tokens: thoughts,
         cost_usd: None,
+        ..Default::default()
     }
 }
 
@@ -182,6 +183,7 @@ fn document_usage(m: &Value) -> Usage {
         cache_write_tokens: None,
         reasoning_tokens: u(t, "thoughts"),
         cost_usd: None,
+        ..Default::default()
     }
 }
 

@@ -235,6 +235,7 @@ fn usage(t: &Value) -> Usage {
         cache_write_tokens: None,
         reasoning_tokens: u(t, "thoughts").filter(|c| *c > 0),
         cost_usd: None,
+        ..Default::default()
     }
 }
 

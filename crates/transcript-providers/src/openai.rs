@@ -395,6 +395,7 @@ fn chat_usage(v: &Value) -> Usage {
             .get("completion_tokens_details")
             .and_then(|d| u(d, "reasoning_tokens")),
         cost_usd: None,
+        ..Default::default()
     }
 }
 

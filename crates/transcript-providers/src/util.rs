@@ -254,13 +254,30 @@ pub(crate) fn error_text(v: &Value) -> String {
     }
 }
 
-/// Anthropic-style usage (`input_tokens` excludes cache reads and writes).
+/// Anthropic-style usage (`input_tokens` excludes cache reads and writes). The cache writes'
+/// 5-minute / 1-hour split (`cache_creation.ephemeral_{5m,1h}_input_tokens`) is kept when the
+/// provider reports 1-hour writes.
 pub(crate) fn anthropic_usage(v: &Value) -> Usage {
+    let cache_write_tokens = u(v, "cache_creation_input_tokens");
+    let split = v
+        .get("cache_creation")
+        .filter(|_| cache_write_tokens.is_some_and(|n| n > 0));
+    let part = |key: &str| split.and_then(|s| u(s, key));
+    // Kept when some writes are 1-hour ones (else every write is 5-minute, which is what no
+    // split means): the 1-hour part as reported (never more than the total), the rest
+    // 5-minute, so the two always add up to the total even when a log's split does not.
+    let total = cache_write_tokens.unwrap_or(0);
+    let (five, hour) = match part("ephemeral_1h_input_tokens").map(|h| h.min(total)) {
+        Some(h) if h > 0 => (Some(total - h), Some(h)),
+        _ => (None, None),
+    };
     Usage {
         input_tokens: u(v, "input_tokens"),
         output_tokens: u(v, "output_tokens"),
         cache_read_tokens: u(v, "cache_read_input_tokens"),
-        cache_write_tokens: u(v, "cache_creation_input_tokens"),
+        cache_write_tokens,
+        cache_write_5m_tokens: five,
+        cache_write_1h_tokens: hour,
         reasoning_tokens: v
             .get("output_tokens_details")
             .and_then(|d| u(d, "thinking_tokens")),

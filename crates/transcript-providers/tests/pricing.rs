@@ -16,6 +16,7 @@ fn usage(input: u64, output: u64, read: u64, write: u64, reasoning: u64) -> Usag
         cache_write_tokens: Some(write),
         reasoning_tokens: Some(reasoning),
         cost_usd: None,
+        ..Default::default()
     }
 }
 

@@ -103,6 +103,7 @@ fn claude_turn_usage_sums_to_the_result_totals() {
             cache_write_tokens: Some(5),
             reasoning_tokens: None,
             cost_usd: Some(0.0123),
+            ..Default::default()
         }
     );
     let turns: Vec<_> = out

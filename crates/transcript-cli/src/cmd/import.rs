@@ -10,8 +10,12 @@
 //!   The recorder's clock is driven by the normalizer's facts, so each event gets the time
 //!   of the record that produced it.
 //! - **The agent step's `step.completed` result** is
-//!   `{"clock": "provider"|"duration"|"import", "diagnostics": {kind: {"count", "first"}},
-//!   "duration_ms"?, "result"?}` (`result`: the final answer a terminal record repeats);
+//!   `{"clock": "provider"|"duration"|"import", "provider": <registry name>,
+//!   "diagnostics": {kind: {"count", "first"}},
+//!   "duration_ms"?, "result"?}` (`result`: the final answer a terminal record repeats;
+//!   `provider`: read by OTLP and receipts when no reply named it, a failed session's;
+//!   `source`: the imported file's absolute path, from which `receipts --by session|project`
+//!   derives the session and project as for a store import);
 //!   `run.completed`'s result is `{"clock": …}`. Provider errors are the step's error, quoted.
 //!   Refusals keep their text block and are counted under `diagnostics.refusal`.
 //! - **Incomplete captures** (no terminal record, torn last line): the step completes with an
@@ -486,10 +490,16 @@ impl Importing<'_> {
         errors.extend(incomplete.clone());
         let mut result = serde_json::json!({
             "clock": clock_source.as_str(),
+            "provider": self.writer.step.name.as_str(),
             "diagnostics": self.diagnostics.to_json(),
         });
         if let Some(ms) = self.seen.duration_ms {
             result["duration_ms"] = ms.into();
+        }
+        // Where the session came from (absolute), so `receipts --by session|project` reads a
+        // file import as it reads a store import (a sub-agent's log folds into its session).
+        if let Ok(source) = std::fs::canonicalize(input) {
+            result["source"] = source.to_string_lossy().as_ref().into();
         }
         if let Some(text) = &self.seen.result_text {
             result["result"] = text.as_str().into();

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use transcript_domain::{DecodedEvent, RecorderFactory, RunId};
 use transcript_otel::config::ResourceSettings;
 use transcript_otel::{
-    ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions, OtlpFlags, OtlpHttpConfig,
-    export_otlp_http, forward, map_run, write_otlp_json_with_resource,
+    ExportError, ExportReport, LiveConfig, LiveExporter, LiveSender, MapOptions, OtlpFlags,
+    OtlpHttpConfig, export_otlp_http, forward, map_run, write_otlp_json_with_resource,
 };
 use transcript_providers::Pricing;
 
@@ -18,10 +18,37 @@ use crate::cmd::tap::TapFactory;
 
 /// The OTLP settings: `flags` over the process environment (`OTEL_EXPORTER_OTLP_*`,
 /// `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`); `None` when no endpoint is set anywhere.
-/// A bad setting is a usage error whose message never quotes a header value.
+/// A bad flag is a usage error (an unreadable `--otlp-certificate`: invalid input, exit 3)
+/// whose message never quotes a header value. A bad environment value is warned about here,
+/// once, and ignored (the SDK specification's rule): it never stops a command.
 pub fn resolve(flags: OtlpFlags) -> Result<Option<OtlpHttpConfig>, CliError> {
-    OtlpHttpConfig::resolve(&flags, &|name| std::env::var(name).ok())
-        .map_err(|e| CliError::Usage(e.to_string()))
+    let config = OtlpHttpConfig::resolve(&flags, &|name| std::env::var(name).ok())
+        .map_err(settings_error)?;
+    for note in config.iter().flat_map(|c| &c.ignored) {
+        crate::diag!("transcript: warning: {note}");
+    }
+    Ok(config)
+}
+
+/// The CLI error of an OTLP settings error: an unreadable file is invalid input (3), the
+/// rest usage errors (2).
+fn settings_error(error: ExportError) -> CliError {
+    match error {
+        ExportError::Unreadable { path, cause } => CliError::Read {
+            path,
+            message: cause,
+        },
+        other => CliError::Usage(other.to_string()),
+    }
+}
+
+/// What the summary line adds about ignored settings: `; ignored: …` or nothing.
+fn ignored_suffix(config: &OtlpHttpConfig) -> String {
+    if config.ignored.is_empty() {
+        String::new()
+    } else {
+        format!("; settings ignored: {}", config.ignored.join("; "))
+    }
 }
 
 /// What the mapping puts on spans: content when asked, and the cost of every turn whose
@@ -81,20 +108,25 @@ pub fn export(
                 "--format otlp needs --endpoint URL (or OTEL_EXPORTER_OTLP_ENDPOINT)".to_owned(),
             )
         })?;
-        let endpoint = config.display_endpoint();
+        let endpoint = config.display_traces_url();
         let report = export_otlp_http(trace.spans, &config).map_err(|e| {
             CliError::Failed(config.mask(&format!("OTLP export to {endpoint} failed: {e}")))
         })?;
         crate::diag!(
-            "transcript: sent {} of {spans} spans to {endpoint} in {} requests",
+            "transcript: sent {} of {spans} spans to {endpoint} ({}) in {} requests{}",
             report.spans_sent,
-            report.requests
+            config.protocol.as_str(),
+            report.requests,
+            ignored_suffix(&config)
         );
         return Ok(());
     }
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES apply to files too.
-    let resource = ResourceSettings::resolve(&|name| std::env::var(name).ok())
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut ignored = Vec::new();
+    let resource = ResourceSettings::resolve_noting(&|name| std::env::var(name).ok(), &mut ignored);
+    for note in &ignored {
+        crate::diag!("transcript: warning: {note}");
+    }
     match output {
         Some(p) if p.as_os_str() != "-" => {
             // 0o600, no symlink or FIFO followed: the spans can hold prompts and outputs.
@@ -126,11 +158,10 @@ pub fn live_factory(inner: Arc<dyn RecorderFactory>, sender: LiveSender) -> TapF
     )
 }
 
-/// Starts a live exporter.
-pub fn start_live(
-    config: &OtlpHttpConfig,
-    capture_content: bool,
-) -> Result<LiveExporter, CliError> {
+/// Starts a live exporter; `Err(why)` when the settings leave nothing to export to (an
+/// endpoint that is not a URL), which never stops the run: the caller runs without export
+/// and says why in the summary line.
+pub fn start_live(config: &OtlpHttpConfig, capture_content: bool) -> Result<LiveExporter, String> {
     LiveExporter::start(
         config.clone(),
         LiveConfig {
@@ -138,22 +169,31 @@ pub fn start_live(
             ..LiveConfig::default()
         },
     )
-    .map_err(|e| {
-        CliError::Usage(config.mask(&format!("OTLP endpoint {}: {e}", config.display_endpoint())))
-    })
+    .map_err(|e| config.mask(&e.to_string()))
 }
 
-/// Reports the live export at the end of a run (never fails it).
+/// The summary line of a run whose live export could not start.
+pub fn report_live_off(config: &OtlpHttpConfig, why: &str) {
+    crate::diag!(
+        "transcript: warning: OTLP export off: {why}{}",
+        ignored_suffix(config)
+    );
+}
+
+/// Reports the live export at the end of a run (never fails it): the full URL posted to,
+/// and any setting of the environment that was ignored.
 pub fn report_live(config: &OtlpHttpConfig, report: &ExportReport) {
-    let endpoint = config.display_endpoint();
+    let endpoint = config.display_traces_url();
+    let ignored = ignored_suffix(config);
     if report.is_complete() {
         crate::diag!(
-            "transcript: exported {} spans to {endpoint}",
-            report.spans_sent
+            "transcript: exported {} spans to {endpoint} ({}){ignored}",
+            report.spans_sent,
+            config.protocol.as_str()
         );
     } else {
         crate::diag!(
-            "transcript: warning: OTLP export to {endpoint} incomplete: {} spans sent, {} failed, {} failed requests, {} events dropped{}",
+            "transcript: warning: OTLP export to {endpoint} incomplete: {} spans sent, {} failed, {} failed requests, {} events dropped{}{ignored}",
             report.spans_sent,
             report.spans_failed,
             report.failures,

@@ -135,6 +135,20 @@ fn store_source(path: &str) -> (Option<String>, Option<String>) {
     (session, project)
 }
 
+/// The session file a run was imported from by a file import (`import auto|claude FILE`):
+/// the `source` its agent step's result names. Read like the index's path of a store import,
+/// so one session gives one answer whichever way it was imported (a sub-agent's log folds
+/// into the session that spawned it, as its spend is that session's).
+fn imported_file(doc: &transcript_export::ExportDocument) -> Option<String> {
+    doc.run.steps.iter().find_map(|step| {
+        step.result
+            .as_ref()?
+            .get("source")?
+            .as_str()
+            .map(str::to_owned)
+    })
+}
+
 /// `transcript receipts --by <group>`: every run in `storage` (or the one named), its
 /// billed turns grouped, as a table or `--json`.
 pub fn run_grouped(
@@ -172,7 +186,7 @@ pub fn run_grouped(
         let doc = transcript_export::build_document(&events, &mut |_| None, &options);
         let source = match sources.get(&doc.run.run_id) {
             Some(path) => store_source(path),
-            None => (None, None),
+            None => imported_file(&doc).map_or((None, None), |path| store_source(&path)),
         };
         grouping.add_run(&doc, source);
     }

@@ -226,6 +226,8 @@ struct Views {
     /// What the service records with: the JSONL recorder behind the live taps.
     factory: Arc<dyn RecorderFactory>,
     live: Option<transcript_otel::LiveExporter>,
+    /// Why the live export could not start (said in the summary line).
+    live_off: Option<String>,
     live_factory: Option<Arc<crate::cmd::tap::TapFactory>>,
     progress_factory: Arc<crate::cmd::progress::ProgressFactory>,
 }
@@ -252,9 +254,14 @@ impl Views {
                 Arc::new(factory)
             }
         };
-        let live = match &args.otlp {
-            Some((config, capture)) => Some(crate::cmd::otel::start_live(config, *capture)?),
-            None => None,
+        // Live export never stops a run: settings that leave nothing to export to are
+        // reported in the summary line at the end.
+        let (live, live_off) = match &args.otlp {
+            Some((config, capture)) => match crate::cmd::otel::start_live(config, *capture) {
+                Ok(live) => (Some(live), None),
+                Err(why) => (None, Some(why)),
+            },
+            None => (None, None),
         };
         let live_factory = live
             .as_ref()
@@ -267,6 +274,7 @@ impl Views {
         Ok(Views {
             factory: progress_factory.clone(),
             live,
+            live_off,
             live_factory,
             progress_factory,
         })
@@ -290,6 +298,9 @@ impl Views {
             internal.extend(forwarding.drain("the live OTLP export").await.err());
             flush_live(live, config, args.otlp_flush_timeout).await;
         }
+        if let (Some(why), Some((config, _))) = (&self.live_off, &args.otlp) {
+            crate::cmd::otel::report_live_off(config, why);
+        }
         internal
     }
 }
@@ -300,7 +311,7 @@ async fn flush_live(
     config: &transcript_otel::OtlpHttpConfig,
     timeout: std::time::Duration,
 ) {
-    let endpoint = config.display_endpoint();
+    let endpoint = config.display_traces_url();
     // A plain thread, not the runtime's blocking pool: if the endpoint never answers, the
     // command does not wait for it past the flush timeout (the process exits regardless).
     let progress = live.progress();

@@ -66,6 +66,10 @@ impl SpanMapper {
             model: msg.model.clone(),
             usage: msg.usage.clone(),
             output,
+            missing: None,
+        };
+        let Some(turn) = join_request(agent, turn) else {
+            return;
         };
         if turn.model.is_none() {
             // Billed under its step's model, known when the step ends (`flush_agent`).
@@ -79,13 +83,36 @@ impl SpanMapper {
     /// At the end of an agent step: the `chat` spans of its turns that named no model,
     /// priced under the step's model (the domain's [`billed_model`]: the one model its other
     /// turns name, else none), before the agent span itself.
-    pub(super) fn flush_agent(&mut self, state: &RunState, parent: SpanId, agent: &mut AgentInfo) {
+    /// Messages still waiting for a usage report (`pending`) are one request whose usage is
+    /// unknown: one `chat` span saying why (`status`: the step's; a failed step ended first).
+    pub(super) fn flush_agent(
+        &mut self,
+        state: &RunState,
+        parent: SpanId,
+        agent: &mut AgentInfo,
+        status: Status,
+    ) {
+        if let Some(mut turn) = agent.pending.take() {
+            turn.missing = Some(match status {
+                Status::Error { .. } => {
+                    "the agent step ended in an error before its provider reported this request's usage"
+                }
+                _ => "the provider reported no usage for this request",
+            });
+            if turn.provider.is_none() {
+                turn.provider.clone_from(&agent.provider);
+            }
+            agent.held.push(turn);
+        }
         let held = std::mem::take(&mut agent.held);
         if held.is_empty() {
             return;
         }
         let step = step_model(agent.models.iter().map(|m| Some(m.as_str()))).map(str::to_owned);
-        for turn in held {
+        for mut turn in held {
+            if turn.provider.is_none() {
+                turn.provider.clone_from(&agent.provider);
+            }
             let model = billed_model(None, step.as_deref()).to_owned();
             let cost = bill_turn(self.pricing.as_ref(), Some(&model), &turn, agent);
             self.emit_chat(state, parent, turn, cost);
@@ -141,6 +168,9 @@ impl SpanMapper {
                 }
             }
         }
+        if let Some(why) = turn.missing {
+            attributes.push(KeyValue::new(TRANSCRIPT_USAGE_MISSING, why));
+        }
         if let Some(cost) = cost {
             // The names Phoenix and Langfuse sum over a trace, on the request's span only; the
             // step's sum is on its agent span under `transcript.usage.cost_usd`.
@@ -169,6 +199,24 @@ impl SpanMapper {
     }
 }
 
+/// Items the provider reports under one usage are one request: a message without usage
+/// waits (in `agent.pending`) for the report that covers it ([`Turn::absorb`]); `Some` is a
+/// whole request, with its usage.
+fn join_request(agent: &mut AgentInfo, turn: Turn) -> Option<Turn> {
+    let turn = match agent.pending.take() {
+        Some(mut earlier) => {
+            earlier.absorb(turn);
+            earlier
+        }
+        None => turn,
+    };
+    if turn.usage.is_none() {
+        agent.pending = Some(turn);
+        return None;
+    }
+    Some(turn)
+}
+
 /// What one provider turn contributes to its `chat` span.
 #[derive(Debug)]
 pub(super) struct Turn {
@@ -182,6 +230,30 @@ pub(super) struct Turn {
     model: Option<String>,
     usage: Option<Usage>,
     output: Option<Vec<serde_json::Value>>,
+    /// Why it carries no usage (see [`TRANSCRIPT_USAGE_MISSING`]).
+    missing: Option<&'static str>,
+}
+
+impl Turn {
+    /// Takes in `later`, the next item of the same request: the span runs on to its end
+    /// under its seq (the message that reported the request's usage), with its usage, its
+    /// model when it names one, and both outputs.
+    fn absorb(&mut self, later: Turn) {
+        self.seq = later.seq;
+        self.end = later.end;
+        self.usage = later.usage;
+        if later.model.is_some() {
+            self.model = later.model;
+        }
+        if later.provider.is_some() {
+            self.provider = later.provider;
+        }
+        match (&mut self.output, later.output) {
+            (Some(mine), Some(theirs)) => mine.extend(theirs),
+            (None, theirs) => self.output = theirs,
+            _ => {}
+        }
+    }
 }
 
 /// A turn's cost, priced under `model` (its billed model) with the pricing seam, and added

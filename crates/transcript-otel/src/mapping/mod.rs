@@ -21,6 +21,7 @@ use opentelemetry::trace::{
 };
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+use transcript_domain::StepPayload;
 use transcript_domain::bill::CostSum;
 use transcript_domain::tree::MAX_DEPTH;
 use transcript_domain::{DecodedEvent, EventType, Fidelity, RunId, Seq, Timestamp, Usage};
@@ -221,6 +222,9 @@ struct AgentInfo {
     models: Vec<String>,
     /// Turns naming no model, whose `chat` spans wait for the step's end.
     held: Vec<agent::Turn>,
+    /// Messages without usage since the last usage report: items of the request whose usage
+    /// comes later (one request, one `chat` span), merged into it when it arrives.
+    pending: Option<agent::Turn>,
     /// When the agent's previous turn ended: where the next turn's `chat` span starts.
     last_turn: Option<Timestamp>,
     conversation: Conversation,

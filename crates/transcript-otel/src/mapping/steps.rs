@@ -94,7 +94,17 @@ impl SpanMapper {
             });
             return;
         };
-        let step = state.steps.remove(index);
+        let mut step = state.steps.remove(index);
+        // An agent step whose replies named no provider (it failed first): the one its
+        // result names (an import's), so its span and its turns' spans still carry it.
+        if step.kind == "agent"
+            && let Some(provider) = event.step().and_then(StepPayload::result_provider)
+        {
+            let agent = step.agent.get_or_insert_with(Box::default);
+            if agent.provider.is_none() {
+                agent.provider = Some(provider);
+            }
+        }
         // Steps nested under it (by span parentage) that never completed end
         // with it. Steps opened after it that are not its descendants, such as
         // a sibling branch of the same parallel block still running, stay
@@ -170,7 +180,7 @@ impl SpanMapper {
             attributes.push(KeyValue::new(TRANSCRIPT_CHILD_RUN_ID, child.to_string()));
         }
         if let Some(mut agent) = step.agent {
-            self.flush_agent(state, step.span_id, &mut agent);
+            self.flush_agent(state, step.span_id, &mut agent, status.clone());
             agent_attributes(*agent, &mut attributes);
         }
         self.push_span(NewSpan {

@@ -62,6 +62,20 @@ impl TestCa {
         )
     }
 
+    /// A server certificate for 127.0.0.1 and localhost and its key, as PEM (for a receiver
+    /// in another process).
+    #[allow(dead_code)] // not every test binary uses it
+    pub fn server_pem(&self) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params
+            .subject_alt_names
+            .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        let issuer = Issuer::from_params(&self.params, &self.key);
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
     /// Writes the CA certificate to `dir/name` and returns the path.
     pub fn write(&self, dir: &std::path::Path, name: &str) -> std::path::PathBuf {
         let path = dir.join(name);

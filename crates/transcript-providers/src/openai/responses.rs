@@ -23,6 +23,7 @@ fn responses_usage(v: &Value) -> Usage {
             .get("output_tokens_details")
             .and_then(|d| u(d, "reasoning_tokens")),
         cost_usd: None,
+        ..Default::default()
     }
 }
 

@@ -19,7 +19,10 @@
 //!   price.
 //! - cost is the sum of input × `input_cost_per_token`, output ×
 //!   `output_cost_per_token`, cache read × `cache_read_input_token_cost` and
-//!   cache write × `cache_creation_input_token_cost`. A cache count whose price the entry
+//!   cache write × `cache_creation_input_token_cost`, except the 1-hour cache writes
+//!   (`usage.cache_write_1h_tokens`, from Anthropic's `cache_creation.ephemeral_1h_input_tokens`)
+//!   × `cache_creation_input_token_cost_above_1hr` (the 5-minute rate when the entry has
+//!   none; all writes at the 5-minute rate when the usage has no split). A cache count whose price the entry
 //!   lacks is priced as input. Reasoning tokens are part of `output_tokens`
 //!   for Anthropic, OpenAI and Codex (not billed again); Gemini counts them
 //!   apart (see the gemini rows of the crate docs), so for entries whose
@@ -35,9 +38,7 @@
 //!
 //! # Why it may differ from the CLI's own `total_cost_usd`
 //!
-//! Claude Code prices with its own built-in table: it bills 1-hour cache
-//! writes at their own rate (the usage here has one cache-write count, priced
-//! at the 5-minute rate), counts requests of helper models (e.g. a Haiku
+//! Claude Code prices with its own built-in table: it counts requests of helper models (e.g. a Haiku
 //! title call) that never appear as messages, and its table may be older or
 //! newer than the pinned one. Receipts show both.
 
@@ -96,8 +97,10 @@ pub struct Rates {
     pub output: Option<f64>,
     /// `cache_read_input_token_cost`.
     pub cache_read: Option<f64>,
-    /// `cache_creation_input_token_cost`.
+    /// `cache_creation_input_token_cost` (5-minute cache writes).
     pub cache_write: Option<f64>,
+    /// `cache_creation_input_token_cost_above_1hr` (1-hour cache writes).
+    pub cache_write_1h: Option<f64>,
     /// `output_cost_per_reasoning_token`.
     pub reasoning: Option<f64>,
 }
@@ -130,10 +133,12 @@ pub struct Pricing {
     models: HashMap<String, ModelPrice>,
 }
 
-const BASES: [&str; 5] = [
+/// Field names without their tier suffix; a longer name before any name it starts with.
+const BASES: [&str; 6] = [
     "input_cost_per_token",
     "output_cost_per_token",
     "cache_read_input_token_cost",
+    "cache_creation_input_token_cost_above_1hr",
     "cache_creation_input_token_cost",
     "output_cost_per_reasoning_token",
 ];
@@ -144,6 +149,7 @@ fn slot<'a>(r: &'a mut Rates, base: &str) -> Option<&'a mut Option<f64>> {
         "output_cost_per_token" => &mut r.output,
         "cache_read_input_token_cost" => &mut r.cache_read,
         "cache_creation_input_token_cost" => &mut r.cache_write,
+        "cache_creation_input_token_cost_above_1hr" => &mut r.cache_write_1h,
         "output_cost_per_reasoning_token" => &mut r.reasoning,
         _ => return None,
     })
@@ -304,6 +310,12 @@ impl Pricing {
         let output = pick(|r| r.output);
         let cache_read = pick(|r| r.cache_read).or(input);
         let cache_write = pick(|r| r.cache_write).or(input);
+        // 1-hour cache writes at their own rate (the 5-minute one when the entry has none);
+        // the rest of the writes (all of them when the split is unknown) at the 5-minute rate.
+        let cache_write_1h = pick(|r| r.cache_write_1h).or(cache_write);
+        let writes = usage.cache_write_tokens.unwrap_or(0);
+        let hour = usage.cache_write_1h_tokens.unwrap_or(0).min(writes);
+        let (writes_5m, writes_1h) = (Some(writes - hour), Some(hour));
         let reasoning_apart = matches!(
             price.provider.as_deref(),
             Some("gemini" | "vertex_ai-language-models")
@@ -318,7 +330,8 @@ impl Pricing {
             (usage.input_tokens, input),
             (usage.output_tokens, output),
             (usage.cache_read_tokens, cache_read),
-            (usage.cache_write_tokens, cache_write),
+            (writes_5m, cache_write),
+            (writes_1h, cache_write_1h),
             (usage.reasoning_tokens, reasoning),
         ] {
             if count(n) > 0.0 {

@@ -34,6 +34,7 @@ pub(super) fn continuation(new: &MessagePayload, old: &TailDigest) -> Option<Mes
                 (n, None) => n,
                 (None, _) => None,
             },
+            ..Default::default()
         }
     });
     let grew = usage
