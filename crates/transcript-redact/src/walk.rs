@@ -199,6 +199,8 @@ fn numbers_only(usage: Option<&Usage>) {
         output_tokens: _,
         cache_read_tokens: _,
         cache_write_tokens: _,
+        cache_write_5m_tokens: _,
+        cache_write_1h_tokens: _,
         reasoning_tokens: _,
         cost_usd: _,
     }) = usage
