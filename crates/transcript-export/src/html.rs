@@ -1,7 +1,10 @@
 //! A self-contained HTML page of an [`ExportDocument`]: inline CSS, no
 //! scripts, no fonts or images from the network. The step tree is a
 //! navigable outline (anchors), the conversation pairs tool calls with their
-//! results, and each step shows its timing and token usage.
+//! results, and each step shows its timing and token usage. The page opens with
+//! the run's waterfall ([`crate::html_timeline`]) and, when it reported usage,
+//! where the money went ([`crate::html_costs`]); their bars link to the same
+//! `#n…` anchors, numbered in the same order as the sections below.
 
 use std::fmt::Write as _;
 
