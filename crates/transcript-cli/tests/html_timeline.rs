@@ -359,3 +359,111 @@ fn demo_bars_match_every_step_of_every_run() {
     let flaky = step_bar(&bars, DEMO_RUN_ID, "attempts.flaky");
     assert!(flaky.class.split(' ').any(|c| c == "failed"), "{flaky:?}");
 }
+
+/// The chart row of `key` (`data-model="…"` or `data-run="…" data-path="…"`): (cost bar
+/// width %, cost text, tokens text).
+fn money_row(dom: &str, key: &str) -> (f64, String, String) {
+    let at = dom
+        .find(&format!("<div class=\"money-row\" {key}>"))
+        .unwrap_or_else(|| panic!("no chart row {key}"));
+    let row = &dom[at..];
+    let row = &row[..row[1..]
+        .find("<div class=\"money-row\"")
+        .map_or(row.len(), |i| i + 1)];
+    let cbar = &row[row.find("class=\"cbar\"").unwrap()..];
+    let width = pct(&attr(cbar, "style").replace(' ', ""), "width");
+    let usd = &row[row.find("<span class=\"usd\">").unwrap() + 18..];
+    let (usd, rest) = usd.split_once("</span>").unwrap();
+    let tokens = rest.trim_start_matches(" · ");
+    let tokens = &tokens[..tokens.find("</div>").unwrap()];
+    (width, usd.to_owned(), tokens.to_owned())
+}
+
+/// `$0.0004` as the page prints four decimals, `—` for null.
+fn usd(v: &Value) -> String {
+    v.as_f64().map_or("—".to_owned(), |c| format!("${c:.4}"))
+}
+
+#[test]
+fn the_money_chart_shows_the_receipts_figures() {
+    let Some(browser) = browser_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    assert!(
+        demo_command(&storage, &dir.path().join("ws"))
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    // A house price for the demo's model: real costs on both sides.
+    let table = dir.path().join("prices.json");
+    std::fs::write(
+        &table,
+        r#"{"claude-demo-1": {"input_cost_per_token": 3e-6, "output_cost_per_token": 1.5e-5}}"#,
+    )
+    .unwrap();
+    let receipts = Command::new(env!("CARGO_BIN_EXE_transcript"))
+        .args(["receipts", DEMO_RUN_ID, "--json", "--pricing"])
+        .arg(&table)
+        .arg("--storage")
+        .arg(&storage)
+        .output()
+        .unwrap();
+    assert!(receipts.status.success());
+    let r: Value = serde_json::from_slice(&receipts.stdout).unwrap();
+    let page = dir.path().join("run.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_transcript"))
+        .args(["export", DEMO_RUN_ID, "--format", "html", "--pricing"])
+        .arg(&table)
+        .arg("-o")
+        .arg(&page)
+        .arg("--storage")
+        .arg(&storage)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let dom = headless(&browser, &dir.path().join("profile"))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    let receipts = r["receipts"].as_array().unwrap();
+    assert!(receipts.len() >= 2);
+    let max = receipts
+        .iter()
+        .filter_map(|x| x["cost_usd"].as_f64())
+        .fold(0.0, f64::max);
+    assert!(max > 0.0, "{r}");
+    for x in receipts {
+        let key = format!(
+            "data-run=\"{}\" data-path=\"{}\"",
+            x["run_id"].as_str().unwrap(),
+            x["path"].as_str().unwrap()
+        );
+        let (width, cost, tokens) = money_row(&dom, &key);
+        assert_eq!(cost, usd(&x["cost_usd"]), "{key}");
+        let u = &x["usage"];
+        assert!(
+            tokens.starts_with(&format!(
+                "{} in / {} out",
+                u["input_tokens"], u["output_tokens"]
+            )),
+            "{key}: {tokens}"
+        );
+        let expect = x["cost_usd"].as_f64().map_or(0.0, |c| c / max * 100.0);
+        assert!((width - expect).abs() < 0.01, "{key}: {width} vs {expect}");
+    }
+    for m in r["by_model"].as_array().unwrap() {
+        let (_, cost, _) = money_row(
+            &dom,
+            &format!("data-model=\"{}\"", m["model"].as_str().unwrap()),
+        );
+        assert_eq!(cost, usd(&m["cost_usd"]), "{m}");
+    }
+    let total = &dom[dom.find("<span data-total-usd=\"\">").expect("no total") + 24..];
+    assert_eq!(&total[..total.find('<').unwrap()], usd(&r["cost_usd"]));
+}

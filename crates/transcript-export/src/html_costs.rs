@@ -28,6 +28,8 @@ fn tokens(u: &Usage) -> u64 {
 
 /// One row of the chart: a label, its usage and its cost.
 struct Row {
+    /// `data-model="…"` or `data-run="…" data-path="…"`, escaped.
+    key: String,
     label: String,
     usage: Usage,
     cost: Option<f64>,
@@ -35,11 +37,11 @@ struct Row {
 
 fn steps_of(run: &RunExport, out: &mut Vec<Row>) {
     for s in &run.steps {
-        step_rows(s, out);
+        step_rows(&run.run_id, s, out);
     }
 }
 
-fn step_rows(step: &StepExport, out: &mut Vec<Row>) {
+fn step_rows(run_id: &str, step: &StepExport, out: &mut Vec<Row>) {
     if let Some(u) = &step.usage {
         let iteration = if step.iteration > 0 || step.path.contains('.') {
             format!(" #{}", step.iteration)
@@ -47,13 +49,18 @@ fn step_rows(step: &StepExport, out: &mut Vec<Row>) {
             String::new()
         };
         out.push(Row {
+            key: format!(
+                "data-run=\"{}\" data-path=\"{}\"",
+                esc(run_id),
+                esc(&step.path)
+            ),
             label: format!("{}{iteration}", step.name),
             usage: u.clone(),
             cost: step.cost_usd,
         });
     }
     for s in &step.steps {
-        step_rows(s, out);
+        step_rows(run_id, s, out);
     }
     if let Some(child) = &step.child_run {
         steps_of(child, out);
@@ -81,18 +88,19 @@ pub fn render_costs(doc: &ExportDocument, out: &mut String) {
             .by_model
             .iter()
             .map(|m| Row {
+                key: format!("data-model=\"{}\"", esc(&m.model)),
                 label: m.model.clone(),
                 usage: m.usage.clone(),
                 cost: m.cost_usd,
             })
             .collect();
-        chart("By model", "model", &models, out);
+        chart("By model", &models, out);
     }
-    chart("By step", "step", &steps, out);
+    chart("By step", &steps, out);
     out.push_str("</section>\n");
 }
 
-fn chart(title: &str, kind: &str, rows: &[Row], out: &mut String) {
+fn chart(title: &str, rows: &[Row], out: &mut String) {
     let max_cost = rows.iter().filter_map(|r| r.cost).fold(0.0_f64, f64::max);
     let max_tokens = rows
         .iter()
@@ -109,10 +117,10 @@ fn chart(title: &str, kind: &str, rows: &[Row], out: &mut String) {
         let tok_w = tokens(&r.usage) as f64 / max_tokens * 100.0;
         let _ = write!(
             out,
-            "<div class=\"money-row\" data-{kind}=\"{}\"><div class=\"tl-label\">{}</div>\
+            "<div class=\"money-row\" {}><div class=\"tl-label\">{}</div>\
              <div><div class=\"cbar\" style=\"width:{cost_w:.4}%\"></div><div class=\"tbar\" style=\"width:{tok_w:.4}%\"></div></div>\
              <div><span class=\"usd\">{}</span> · {}</div></div>",
-            esc(&r.label),
+            r.key,
             esc(&r.label),
             esc(&usd(r.cost)),
             esc(&model_tokens(&r.usage)),
