@@ -117,7 +117,7 @@ fn chart(title: &str, rows: &[Row], out: &mut String) {
         let tok_w = tokens(&r.usage) as f64 / max_tokens * 100.0;
         let _ = write!(
             out,
-            "<div class=\"money-row\" {}><div class=\"tl-label\">{}</div>\
+            "<div class=\"money-row\" {}><div class=\"tl-name\">{}</div>\
              <div><div class=\"cbar\" style=\"width:{cost_w:.4}%\"></div><div class=\"tbar\" style=\"width:{tok_w:.4}%\"></div></div>\
              <div><span class=\"usd\">{}</span> · {}</div></div>",
             r.key,

@@ -21,8 +21,9 @@ section.timeline { margin: 6px 0 18px; }
 .tl-axis { display:flex; justify-content:space-between; color:var(--muted); font-size:11px; margin-left:34%; }
 .tl-row { display:grid; grid-template-columns: 34% 66%; align-items:center; min-height:18px; font-size:12px; }
 .tl-row:nth-child(even) { background: var(--panel); }
-.tl-label { white-space:nowrap; overflow:hidden; text-overflow:ellipsis; padding-right:6px; }
-.tl-label .st { font-size:11px; }
+.tl-label { display:flex; gap:4px; align-items:baseline; white-space:nowrap; padding-right:6px; min-width:0; }
+.tl-name { overflow:hidden; text-overflow:ellipsis; min-width:0; }
+.tl-label .st { font-size:11px; flex:none; }
 .tl-track { position:relative; height:14px; }
 a.bar { position:absolute; top:2px; height:10px; min-width:2px; border-radius:2px; background:#8c959f; display:block; }
 a.bar.k-run { background:#57606a; }
@@ -220,7 +221,7 @@ fn bar_row(b: &Bar, (origin, last, span): (i64, i64, f64), priced: bool, out: &m
     }
     let _ = write!(
         out,
-        "<div class=\"tl-row\"><div class=\"tl-label\" style=\"padding-left:{}px\">{} <span class=\"st {}\">{}</span></div>\
+        "<div class=\"tl-row\"><div class=\"tl-label\" style=\"padding-left:{}px\"><span class=\"tl-name\">{}</span> <span class=\"st {}\">{}</span></div>\
          <div class=\"tl-track\"><a class=\"bar {} {}\" href=\"#n{}\" aria-label=\"{}\" data-run=\"{}\" data-path=\"{}\" \
          style=\"left:{left:.4}%;width:{width:.4}%\"><span class=\"tip\">{}</span></a></div></div>",
         b.depth * 12,
