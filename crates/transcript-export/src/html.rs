@@ -1,13 +1,18 @@
 //! A self-contained HTML page of an [`ExportDocument`]: inline CSS, no
 //! scripts, no fonts or images from the network. The step tree is a
 //! navigable outline (anchors), the conversation pairs tool calls with their
-//! results, and each step shows its timing and token usage.
+//! results, and each step shows its timing and token usage. The page opens with
+//! the run's waterfall ([`crate::html_timeline`]) and, when it reported usage,
+//! where the money went ([`crate::html_costs`]); their bars link to the same
+//! `#n…` anchors, numbered in the same order as the sections below.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 use transcript_domain::Role;
 
+use crate::html_costs::{COSTS_CSS, render_costs};
+use crate::html_timeline::{TIMELINE_CSS, render_timeline};
 use crate::model::{
     CostSummary, Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport,
 };
@@ -44,6 +49,8 @@ pub fn to_html(doc: &ExportDocument) -> String {
     nav_run(&doc.run, &mut ids, &mut nav);
     let mut ids = 0usize;
     let mut body = String::new();
+    render_timeline(doc, &mut body);
+    render_costs(doc, &mut body);
     render_run(&doc.run, (1, doc.cost.is_some()), &mut ids, &mut body);
     if let Some(cost) = &doc.cost {
         render_cost(cost, &mut body);
@@ -57,7 +64,7 @@ pub fn to_html(doc: &ExportDocument) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
-         <title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n\
+         <title>{}</title>\n<style>{CSS}{TIMELINE_CSS}{COSTS_CSS}</style>\n</head>\n<body>\n\
          <nav aria-label=\"Step tree\"><strong>Steps</strong>\n<ul>{nav}</ul></nav>\n\
          <main>\n{body}\n<p class=\"meta\">Exported by {} (schema {}){}{}.</p>\n</main>\n</body>\n</html>\n",
         esc(&title),

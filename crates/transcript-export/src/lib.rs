@@ -75,6 +75,8 @@ mod build;
 mod cost;
 mod groups;
 mod html;
+mod html_costs;
+mod html_timeline;
 mod markdown;
 mod md_escape;
 mod model;
