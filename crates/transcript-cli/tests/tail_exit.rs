@@ -239,3 +239,19 @@ fn tail_f_waits_for_a_child_run_that_has_not_completed() {
     writeln!(f, "{last}").unwrap();
     assert_eq!(exit_code(tail), Some(0));
 }
+
+#[test]
+fn tail_f_on_a_directory_says_it_follows_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for follow in [true, false] {
+        let mut cmd = bin();
+        cmd.args(["tail", "--color", "never"]);
+        if follow {
+            cmd.arg("-f");
+        }
+        let out = cmd.arg(dir.path()).output().unwrap();
+        let stderr = common::text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        assert!(stderr.contains("follows one run"), "{stderr}");
+    }
+}

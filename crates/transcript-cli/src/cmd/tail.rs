@@ -135,6 +135,15 @@ pub fn run_arg(
         },
         Err(e) => return Err(e),
     };
+    if path.is_dir() {
+        // One run has one end and one status to exit with; `list` shows a directory's runs.
+        return Err(CliError::Read {
+            path,
+            message: "a directory: tail follows one run (a transcript file, a run id or \
+                      prefix, or `latest`)"
+                .to_owned(),
+        });
+    }
     if options.follow && !path.exists() {
         crate::diag!(
             "transcript: waiting for {} to appear (Ctrl-C to stop)…",
