@@ -40,10 +40,6 @@ struct Cli {
     /// When to color output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
-    /// Accepted and ignored: `tail -f --until-complete` from before `tail -f` ended with the
-    /// run by default (#42). Global only so the `tail` variant keeps its fields.
-    #[arg(long = "until-complete", global = true, hide = true)]
-    _until_complete: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -244,7 +240,8 @@ enum Command {
     },
     /// Render events as they are appended.
     #[command(
-        after_help = "Examples:\n  transcript tail -f latest            # exits with the run: 0 ok, 1 failed, 5 cancelled\n  transcript tail -f 1259fec0-...      # a run that has not started yet\n  transcript tail -f latest --forever  # keep following after the run completed"
+        after_help = "Examples:\n  transcript tail -f latest            # exits with the run: 0 ok, 1 failed, 5 cancelled\n  transcript tail -f 1259fec0-...      # a run that has not started yet\n  transcript tail -f latest --forever  # keep following after the run completed",
+        arg(clap::Arg::new("until-complete").long("until-complete").hide(true).action(clap::ArgAction::SetTrue))
     )]
     Tail {
         /// A transcript file or a run id (may not exist yet with -f).
@@ -252,8 +249,7 @@ enum Command {
         /// Keep following the file.
         #[arg(short, long)]
         follow: bool,
-        /// Keep following after the run completed (by default `tail -f` exits with the run's
-        /// status once it and the child runs it named have completed).
+        /// Keep following after the run completed (default: exit with the run's status).
         #[arg(long = "forever", action = clap::ArgAction::SetFalse)]
         until_complete: bool,
     },
