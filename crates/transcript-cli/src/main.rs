@@ -250,7 +250,8 @@ enum Command {
     },
     /// Render events as they are appended.
     #[command(
-        after_help = "Examples:\n  transcript tail -f latest\n  transcript tail -f 1259fec0-... --until-complete   # a run that has not started yet"
+        after_help = "Examples:\n  transcript tail -f latest            # exits with the run: 0 ok, 1 failed, 5 cancelled\n  transcript tail -f 1259fec0-...      # a run that has not started yet\n  transcript tail -f latest --forever  # keep following after the run completed",
+        arg(clap::Arg::new("until-complete").long("until-complete").hide(true).action(clap::ArgAction::SetTrue))
     )]
     Tail {
         /// A transcript file or a run id (may not exist yet with -f).
@@ -258,8 +259,8 @@ enum Command {
         /// Keep following the file.
         #[arg(short, long)]
         follow: bool,
-        /// Stop after the run.completed event.
-        #[arg(long)]
+        /// Keep following after the run completed (default: exit with the run's status).
+        #[arg(long = "forever", action = clap::ArgAction::SetFalse)]
         until_complete: bool,
     },
     /// Counts per event and block type, tool calls, step durations, token usage.

@@ -192,9 +192,10 @@ fn a_closed_stdout_ends_commands_quietly_with_141() {
             .collect();
         assert!(noise.is_empty(), "export {format}: quiet: {noise:?}");
     }
-    // `tail -f R | head -1`: the follower notices its reader is gone while idle.
+    // `tail -f R | head -1`: the follower notices its reader is gone while idle (`--forever`:
+    // the run has completed, and plain `tail -f` would end with it, #42).
     let mut child = bin()
-        .args(["tail", "-f", DEMO_RUN_ID, "--storage"])
+        .args(["tail", "-f", "--forever", DEMO_RUN_ID, "--storage"])
         .arg(&storage)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -2,13 +2,19 @@
 //! following through a torn tail (bytes without a newline are held until the
 //! line completes, or dropped when a recorder reopening the run truncates
 //! them away) and through a file that does not exist yet.
+//!
+//! `tail -f` ends with the run (#42): after the root run's `run.completed`, once every child
+//! run it named (`child_run_id`) whose file is beside it has completed too, it exits with the
+//! run's status, like `gh run watch --exit-status`: 0 succeeded, 1 failed,
+//! [`EXIT_CANCELLED`] cancelled. `--forever` keeps following past the end.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use transcript_domain::{DecodedEvent, DecodedPayload, EventKind, EventType, decode_line};
+use transcript_domain::tree::Status;
+use transcript_domain::{DecodedEvent, DecodedPayload, EventKind, EventType, RunId, decode_line};
 
 use crate::CliError;
 use crate::cmd::show::short;
@@ -23,9 +29,13 @@ const POLL: Duration = Duration::from_millis(100);
 pub struct TailOptions {
     /// Keep following after the current end.
     pub follow: bool,
-    /// Stop after `run.completed` (useful in scripts).
+    /// Stop after `run.completed` (the default; `--forever` clears it). With `follow`, the
+    /// exit status is then the run's.
     pub until_complete: bool,
 }
+
+/// The exit code of `tail -f` when the run it followed was cancelled.
+pub const EXIT_CANCELLED: u8 = 5;
 
 /// One line of tail output for an event.
 pub fn summary(event: &DecodedEvent, style: &Style) -> String {
@@ -125,6 +135,15 @@ pub fn run_arg(
         },
         Err(e) => return Err(e),
     };
+    if path.is_dir() {
+        // One run has one end and one status to exit with; `list` shows a directory's runs.
+        return Err(CliError::Read {
+            path,
+            message: "a directory: tail follows one run (a transcript file, a run id or \
+                      prefix, or `latest`)"
+                .to_owned(),
+        });
+    }
     if options.follow && !path.exists() {
         crate::diag!(
             "transcript: waiting for {} to appear (Ctrl-C to stop)…",
@@ -135,7 +154,9 @@ pub fn run_arg(
 }
 
 /// Runs `tail`. Returns when the file is exhausted (no `-f`), when
-/// `run.completed` was shown (`--until-complete`), or on an I/O error.
+/// `run.completed` was shown (unless `--forever`), or on an I/O error. Following a run to its
+/// end, the result is the run's status: a failed run is `Reported(1)`, a cancelled one
+/// `Reported(EXIT_CANCELLED)`.
 pub fn run(
     path: &Path,
     options: TailOptions,
@@ -179,10 +200,52 @@ pub fn run(
             continue;
         }
         offset += n as u64;
-        if lines.feed(&chunk[..n], path, options, style, out)? {
-            return Ok(());
+        if let Some(status) = lines.feed(&chunk[..n], path, options, style, out)? {
+            if !options.follow {
+                return Ok(());
+            }
+            wait_for_children(path, &lines.children)?;
+            return match status {
+                Status::Succeeded | Status::Incomplete => Ok(()),
+                Status::Failed => Err(CliError::Reported(1)),
+                Status::Cancelled => Err(CliError::Reported(EXIT_CANCELLED)),
+            };
         }
     }
+}
+
+/// Waits until each child run in `children` whose file lies beside `path` has its
+/// `run.completed` (a child file that is not there is not waited for).
+fn wait_for_children(path: &Path, children: &[RunId]) -> Result<(), CliError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for id in children {
+        let child = dir.join(id.file_name());
+        if !child.exists() {
+            // A copied root without its children, or children stored elsewhere: nothing here
+            // will ever complete them (quietly: `tree` names missing children).
+            continue;
+        }
+        if !completed(&child) {
+            crate::diag!("transcript: waiting for child run {id} to complete…");
+        }
+        while !completed(&child) {
+            if stdout_closed() {
+                return Err(CliError::BrokenPipe);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+    Ok(())
+}
+
+/// Whether the transcript at `path` holds its `run.completed`.
+fn completed(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    bytes.split(|b| *b == b'\n').rev().any(|line| {
+        decode_line(line).is_ok_and(|d| d.event.kind == EventKind::Known(EventType::RunCompleted))
+    })
 }
 
 /// Opens the transcript; with `--follow`, waits for a run that has not started yet.
@@ -217,10 +280,12 @@ struct Lines {
     pending: Vec<u8>,
     /// Length so far of an over-long line being skipped (not buffered).
     skipping: Option<u64>,
+    /// The child runs named so far, each once.
+    children: Vec<RunId>,
 }
 
 impl Lines {
-    /// Shows every line `data` completes; returns whether `tail` should stop.
+    /// Shows every line `data` completes; returns the run's status when `tail` should stop.
     fn feed(
         &mut self,
         data: &[u8],
@@ -228,7 +293,7 @@ impl Lines {
         options: TailOptions,
         style: &Style,
         out: &mut dyn Write,
-    ) -> Result<bool, CliError> {
+    ) -> Result<Option<Status>, CliError> {
         let cap = transcript_domain::MAX_LINE_BYTES;
         let mut start = 0;
         // Each byte is looked at once (memchr), so a 40 MB line costs what 40 MB of short lines do.
@@ -248,8 +313,20 @@ impl Lines {
             };
             if body.len() > cap {
                 skipped(path, self.line_no, body.len() as u64, cap);
-            } else if show_line(path, self.line_no, body, options, style, out)? {
-                return Ok(true);
+            } else if let Some(event) = show_line(path, self.line_no, body, style, out)? {
+                if let Some(child) = event.child_run_id
+                    && !self.children.contains(&child)
+                {
+                    self.children.push(child);
+                }
+                if options.until_complete && event.kind == EventKind::Known(EventType::RunCompleted)
+                {
+                    let error = match &event.payload {
+                        DecodedPayload::Step(s) => s.error.as_deref(),
+                        _ => None,
+                    };
+                    return Ok(Some(Status::of_completion(error)));
+                }
             }
             self.pending.clear();
         }
@@ -264,29 +341,27 @@ impl Lines {
                 }
             }
         }
-        Ok(false)
+        Ok(None)
     }
 }
 
-/// Renders one complete line; returns whether `tail` should stop (`--until-complete`).
+/// Renders one complete line; returns its event (none for a blank or malformed line).
 fn show_line(
     path: &Path,
     line_no: u64,
     body: &[u8],
-    options: TailOptions,
     style: &Style,
     out: &mut dyn Write,
-) -> Result<bool, CliError> {
+) -> Result<Option<DecodedEvent>, CliError> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(false);
+        return Ok(None);
     }
     match decode_line(body) {
         Ok(decoded) => {
             // A reader that went away (`| head -1`) ends the tail, quietly.
             stdout_result(writeln!(out, "{}", summary(&decoded.event, style)))?;
             stdout_result(out.flush())?;
-            Ok(options.until_complete
-                && decoded.event.kind == EventKind::Known(EventType::RunCompleted))
+            Ok(Some(decoded.event))
         }
         Err(e) => {
             crate::diag!(
@@ -294,7 +369,7 @@ fn show_line(
                 path.display(),
                 crate::style::one_line(&e.to_string())
             );
-            Ok(false)
+            Ok(None)
         }
     }
 }

@@ -18,7 +18,23 @@ pub fn run(
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
+    if std::path::Path::new(run).is_dir() {
+        return Err(not_a_transcript(
+            run.as_ref(),
+            "a directory (tree draws one run: a transcript file or a run id)",
+        ));
+    }
     let run = source::open_run(run, storage, None)?;
+    if run.events.is_empty() {
+        // Nothing decodes: drawing a placeholder run would pass garbage for an empty run.
+        let empty = std::fs::metadata(&run.path).is_ok_and(|m| m.len() == 0);
+        let why = if empty {
+            "the file is empty"
+        } else {
+            "no line of it is a transcript event"
+        };
+        return Err(not_a_transcript(&run.path, why));
+    }
     let tree = transcript_domain::tree::build_run_tree(&run.events, &mut run.lookup());
     let open =
         tree.status == Status::Incomplete && crate::runs::is_imported_session(storage, &run.path);
@@ -36,6 +52,14 @@ pub fn run(
     };
     stdout_result(out.write_all(text.as_bytes()))?;
     run.children_read()
+}
+
+/// `path` is not a transcript, and why (exit 3, as `validate` says of such a file).
+fn not_a_transcript(path: &std::path::Path, why: &str) -> CliError {
+    CliError::Read {
+        path: path.to_path_buf(),
+        message: format!("not a transcript: {why}"),
+    }
 }
 
 /// Human-readable milliseconds.
