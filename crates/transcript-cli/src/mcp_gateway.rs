@@ -2,6 +2,11 @@
 //! the composition root's adapter, so that the engine knows neither the MCP SDK nor its HTTP
 //! stack. One [`McpProxy`] per agent execution, wired into the CLI by
 //! [`transcript_mcp::preset::wiring`].
+//!
+//! Each session's stdio servers carry one process scope ([`ProcessScope`], token in
+//! `TRANSCRIPT_PROCESS_SCOPE`, added to the environment the proxy passes them), swept when the
+//! session shuts down (or is dropped): a server that calls `setsid` or double-forks leaves
+//! nothing running past its step (#40 item 4).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt;
@@ -11,6 +16,7 @@ use async_trait::async_trait;
 use transcript_exec::mcp::{
     McpError, McpFile, McpGateway, McpServerSpec, McpSession, McpStart, McpTransport, McpWiring,
 };
+use transcript_exec::reaper::{ProcessScope, SCOPE_ENV};
 use transcript_mcp::preset::{self, Cli, UserConfig};
 use transcript_mcp::{Allowlist, McpProxy, McpServer, ProxyLimits, RecordTarget, Upstream};
 
@@ -27,7 +33,10 @@ impl McpGateway for ProxyGateway {
                 start.provider
             ))
         })?;
-        let servers: Vec<McpServer> = start.servers.iter().map(server).collect();
+        let scope = ProcessScope::new();
+        let servers: Vec<McpServer> = start.servers.iter().map(|s| server(s, &scope)).collect();
+        // From here on, a failure drops the guard, which kills what the proxy started.
+        let scope = ScopeGuard(Some(scope));
         let mut limits = ProxyLimits::default();
         if let Some(deadline) = start.call_deadline {
             limits.call_deadline = deadline;
@@ -65,7 +74,11 @@ impl McpGateway for ProxyGateway {
                 .collect(),
             env: w.env.into_iter().collect(),
         };
-        Ok(Box::new(ProxySession { proxy, wiring }))
+        Ok(Box::new(ProxySession {
+            proxy,
+            wiring,
+            scope,
+        }))
     }
 }
 
@@ -170,13 +183,19 @@ fn read_json(path: &Path) -> std::io::Result<serde_json::Value> {
     }
 }
 
-fn server(spec: &McpServerSpec) -> McpServer {
+/// The proxy's server of `spec`; a stdio one carries `scope` in its environment (after the
+/// step's own variables, so a workflow cannot override it).
+fn server(spec: &McpServerSpec, scope: &ProcessScope) -> McpServer {
     let upstream = match &spec.transport {
-        McpTransport::Stdio { command, args, env } => Upstream::Stdio {
-            command: command.clone(),
-            args: args.clone(),
-            env: env.clone(),
-        },
+        McpTransport::Stdio { command, args, env } => {
+            let mut env = env.clone();
+            env.insert(SCOPE_ENV.to_owned(), scope.token().to_owned());
+            Upstream::Stdio {
+                command: command.clone(),
+                args: args.clone(),
+                env,
+            }
+        }
         McpTransport::Http { url, headers } => Upstream::Http {
             url: url.clone(),
             headers: headers.clone(),
@@ -188,10 +207,32 @@ fn server(spec: &McpServerSpec) -> McpServer {
     }
 }
 
-/// A running proxy; dropping it kills what it started (transcript-mcp's `Drop`).
+/// A running proxy; dropping it kills what it started (transcript-mcp's `Drop`, then the
+/// scope's sweep).
 struct ProxySession {
     proxy: McpProxy,
     wiring: McpWiring,
+    scope: ScopeGuard,
+}
+
+/// The servers' scope: swept when dropped unless [`ScopeGuard::end`] did.
+struct ScopeGuard(Option<ProcessScope>);
+
+impl ScopeGuard {
+    /// Kills every process of the scope, waits for them and reaps the runner's children.
+    async fn end(mut self) {
+        if let Some(scope) = self.0.take() {
+            scope.end(None).await;
+        }
+    }
+}
+
+impl Drop for ScopeGuard {
+    fn drop(&mut self) {
+        if let Some(scope) = self.0.take() {
+            scope.kill_now(None);
+        }
+    }
 }
 
 #[async_trait]
@@ -201,9 +242,13 @@ impl McpSession for ProxySession {
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), McpError> {
-        self.proxy
+        let ProxySession { proxy, scope, .. } = *self;
+        let result = proxy
             .shutdown()
             .await
-            .map_err(|e| McpError::Lost(e.to_string()))
+            .map_err(|e| McpError::Lost(e.to_string()));
+        // What the servers left running (a `setsid`, a double fork) ends with the step.
+        scope.end().await;
+        result
     }
 }

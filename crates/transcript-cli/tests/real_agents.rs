@@ -836,3 +836,81 @@ fn openai_http_agent_fails_with_the_providers_message_after_its_retries() {
         "1 + OPENAI_MAX_RETRIES=1"
     );
 }
+
+/// #41 item 8: the Gemini preset confines the step's tools with a policy file, not the
+/// deprecated `--allowed-tools`. The preset's binary is a wrapper keeping the CLI's stderr
+/// (where Gemini CLI prints its warnings); the listed tool (`run_command`) runs, an unlisted
+/// one (`write_file`) is refused, and neither the CLI's stderr, the runner's output nor the
+/// transcript says "deprecated".
+#[test]
+fn gemini_preset_confines_its_tools_by_policy_without_the_deprecation_warning() {
+    let cli = AgentCli::Gemini;
+    let Some(bin) = cli.require() else {
+        return;
+    };
+    let sb = sandbox();
+    let script = Script::new([
+        Turn::tool_call("run_shell_command", json!({"command": "touch ran.txt"}))
+            .with_usage(Usage::new(100, 10)),
+        Turn::tool_call(
+            "write_file",
+            json!({"file_path": "written.txt", "content": "should not be"}),
+        )
+        .with_usage(Usage::new(100, 10)),
+        Turn::text(FINAL_TEXT).with_usage(Usage::new(100, 5)),
+    ]);
+    let server = ModelServer::start(script).unwrap();
+    let inv = sb
+        .invocation(cli, &bin, &server, "unused", &CliOptions::default())
+        .unwrap();
+    let stderr_log = sb.tmp().join("gemini-stderr.log");
+    let wrapper = sb.tmp().join("gemini-wrapper.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec '{}' \"$@\" 2>>'{}'\n",
+            bin.display(),
+            stderr_log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let var = step_env_var(cli);
+    let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
+    let workflow = format!(
+        "name: policy\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    type: agent\n    \
+         provider: gemini\n    model: {}\n    timeout_ms: 120000\n    prompt: Run it.\n    \
+         tools: [run_command]\n    env:\n      {var}: \"{{{{inputs.endpoint}}}}\"\n",
+        CliOptions::default_model(cli).unwrap_or("gemini-2.5-pro")
+    );
+    let (storage, run_id, output) = common::RealCliRun {
+        workflow: &workflow,
+        dir: &sb.tmp(),
+        workspace: &sb.work(),
+        env: &inv.env,
+        step_var: var,
+        bin: (cli.bin_var(), &wrapper),
+        endpoint: &endpoint,
+    }
+    .run();
+    let events = read_events(&storage.path().join(format!("{run_id}.jsonl")));
+    let transcript: Vec<String> = events.iter().map(Value::to_string).collect();
+    let all = format!(
+        "exit {:?}\nCLI stderr:\n{}\nstdout:\n{}\nstderr:\n{}\ntranscript:\n{}",
+        output.status.code(),
+        std::fs::read_to_string(&stderr_log).unwrap_or_default(),
+        common::text(&output.stdout),
+        common::text(&output.stderr),
+        transcript.join("\n")
+    );
+    assert!(output.status.success(), "{all}");
+    assert!(sb.work().join("ran.txt").exists(), "{all}");
+    assert!(!sb.work().join("written.txt").exists(), "{all}");
+    assert!(!all.contains("deprecated"), "{all}");
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "step.completed" && e["path"] == "ask")
+        .unwrap();
+    assert_eq!(done["payload"]["result"], FINAL_TEXT, "{all}");
+}

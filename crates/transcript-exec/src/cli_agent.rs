@@ -24,6 +24,7 @@ use transcript_domain::BlockBody;
 use transcript_providers::{DiagnosticKind, Normalizer, Output, UnknownProvider};
 
 use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
+use crate::mcp::step::{PrivateDir, preset_args};
 use crate::process::ProcessGroup;
 
 /// Most stderr bytes kept for the error message.
@@ -94,10 +95,12 @@ async fn dispatch(outputs: &mut Vec<Output>, seam: &AgentSeam, c: &mut Collected
     }
 }
 
-/// The step's command, else its provider's preset command line.
-fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
+/// The step's command, else its provider's preset command line, with the private directory
+/// (mode `0o700`, removed on drop) holding the preset's policy file when it needs one
+/// (Gemini with tools: [`crate::preset::Preset::policy_toml`]); keep it until the agent ended.
+fn command_line(request: &AgentRequest) -> Result<(Vec<String>, Option<PrivateDir>), AgentError> {
     if !request.command.is_empty() {
-        return Ok(request.command.clone());
+        return Ok((request.command.clone(), None));
     }
     let Some(preset) = crate::preset::Preset::of_agent(&request.provider) else {
         return Err(AgentError::Setup(format!(
@@ -109,12 +112,20 @@ fn command_line(request: &AgentRequest) -> Result<Vec<String>, AgentError> {
         .locate(&request.env)
         .map_err(|e| AgentError::Setup(e.to_string()))?;
     let mut argv = vec![bin.display().to_string()];
-    argv.extend(
-        preset
+    let policy = preset
+        .policy_toml(&request.tools)
+        .map_err(|e| AgentError::Setup(e.to_string()))?;
+    let dir = match policy {
+        Some(_) => Some(PrivateDir::create().map_err(|e| AgentError::Setup(e.to_string()))?),
+        None => None,
+    };
+    argv.extend(match &dir {
+        Some(dir) => preset_args(preset, request, &dir.path).map_err(AgentError::Setup)?,
+        None => preset
             .args(request)
             .map_err(|e| AgentError::Setup(e.to_string()))?,
-    );
-    Ok(argv)
+    });
+    Ok((argv, dir))
 }
 
 #[async_trait]
@@ -126,7 +137,8 @@ impl AgentRunner for CliAgentRunner {
                 UnknownProvider(request.provider.name().to_owned())
             ))
         })?;
-        let (mut child, group) = spawn(&request)?;
+        // The preset's private directory lives until the agent ended.
+        let (mut child, group, _private) = spawn(&request)?;
         let mut stdout = child
             .stdout
             .take()
@@ -170,8 +182,10 @@ impl AgentRunner for CliAgentRunner {
 
 /// Starts the agent's command in its own process group, in the workspace,
 /// with the prompts in its environment and its stdout and stderr piped.
-fn spawn(request: &AgentRequest) -> Result<(tokio::process::Child, ProcessGroup), AgentError> {
-    let argv = command_line(request)?;
+fn spawn(
+    request: &AgentRequest,
+) -> Result<(tokio::process::Child, ProcessGroup, Option<PrivateDir>), AgentError> {
+    let (argv, private) = command_line(request)?;
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| AgentError::Setup("agent step has no command".into()))?;
@@ -185,8 +199,9 @@ fn spawn(request: &AgentRequest) -> Result<(tokio::process::Child, ProcessGroup)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    ProcessGroup::spawn(&mut cmd)
-        .map_err(|e| AgentError::Setup(format!("cannot start agent '{program}': {e}")))
+    let (child, group) = ProcessGroup::spawn(&mut cmd)
+        .map_err(|e| AgentError::Setup(format!("cannot start agent '{program}': {e}")))?;
+    Ok((child, group, private))
 }
 
 /// The last [`STDERR_KEEP`] bytes the agent printed on stderr, trimmed:

@@ -29,7 +29,10 @@
 //! copied to ours line by line, each line masked together with the lines
 //! before it (a PEM body or a folded key's continuation is recognisable
 //! only after its first line); a line whose masking would change what was
-//! already printed is withheld. A plugin that exits or writes a line that is not JSON fails
+//! already printed is withheld. The copy runs on a thread of its own and,
+//! when the plugin is dropped (and killed), is waited for up to
+//! [`PluginLimits::stderr_drain`] so a line written before the plugin's last
+//! answer still reaches our stderr. A plugin that exits or writes a line that is not JSON fails
 //! the call in flight with [`ToolError::Plugin`]; nothing of the plugin is
 //! changed to capture its calls: the router records them at its seam.
 //!
@@ -50,7 +53,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -76,6 +79,11 @@ pub struct PluginLimits {
     pub describe_timeout: Duration,
     /// Longest line read from the plugin, newline excluded (default 16 MiB).
     pub max_line_bytes: usize,
+    /// How long, when the plugin is dropped (and killed), the copy of its
+    /// masked stderr may take to reach the end of what the plugin wrote
+    /// (default 2 s; a grandchild holding the pipe open is not waited for
+    /// longer).
+    pub stderr_drain: Duration,
 }
 
 impl Default for PluginLimits {
@@ -83,6 +91,7 @@ impl Default for PluginLimits {
         Self {
             describe_timeout: Duration::from_secs(10),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            stderr_drain: Duration::from_secs(2),
         }
     }
 }
@@ -102,7 +111,23 @@ struct Io {
     /// when the write was abandoned mid-line, which leaves the stream out
     /// of step.
     writing: bool,
-    _child: Child,
+    /// Signalled (or disconnected) once the masked stderr copy has reached
+    /// the end of the plugin's stderr; `None` when stderr is inherited.
+    stderr_done: Option<mpsc::Receiver<()>>,
+    stderr_drain: Duration,
+    child: Child,
+}
+
+impl Drop for Io {
+    /// Kills the plugin, then waits (at most [`PluginLimits::stderr_drain`])
+    /// for its masked stderr to be copied to the end: a line the plugin
+    /// wrote before it answered is never lost because the run ended first.
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        if let Some(done) = self.stderr_done.take() {
+            let _ = done.recv_timeout(self.stderr_drain);
+        }
+    }
 }
 
 /// A plugin process (see the module docs for the protocol).
@@ -177,9 +202,13 @@ impl ExternalPlugin {
             cmd.current_dir(cwd);
         }
         let mut child = cmd.spawn().map_err(|e| err(format!("cannot start: {e}")))?;
-        if let (Some(mask), Some(stderr)) = (mask, child.stderr.take()) {
-            tokio::spawn(copy_masked(stderr, mask));
-        }
+        let stderr_done = match (mask, child.stderr.take()) {
+            (Some(mask), Some(stderr)) => Some(
+                spawn_masked_copy(stderr, mask)
+                    .map_err(|e| err(format!("cannot copy stderr: {e}")))?,
+            ),
+            _ => None,
+        };
         let stdin = child
             .stdin
             .take()
@@ -196,7 +225,9 @@ impl ExternalPlugin {
             broken: None,
             partial: Vec::new(),
             writing: false,
-            _child: child,
+            stderr_done,
+            stderr_drain: limits.stderr_drain,
+            child,
         };
         // A plugin that never answers is dropped (and so killed) here.
         let described = tokio::time::timeout(
@@ -344,31 +375,44 @@ const MASK_CONTEXT_LINES: usize = 32;
 /// Longest stderr line copied whole; a longer one is cut (and masked).
 const MAX_STDERR_LINE: u64 = 64 * 1024;
 
+/// Starts copying a plugin's stderr to ours on a thread of its own (see
+/// [`copy_masked`]); the receiver is signalled once the copy reached the end.
+fn spawn_masked_copy(
+    stderr: tokio::process::ChildStderr,
+    mask: Arc<dyn TextMask>,
+) -> std::io::Result<mpsc::Receiver<()>> {
+    let file = std::fs::File::from(stderr.into_owned_fd()?);
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("plugin-stderr".into())
+        .spawn(move || {
+            copy_masked(file, mask);
+            let _ = tx.send(());
+        })?;
+    Ok(rx)
+}
+
 /// Copies a plugin's stderr to ours until it closes, each line masked with
-/// the lines before it (see the module docs).
-async fn copy_masked(stderr: tokio::process::ChildStderr, mask: Arc<dyn TextMask>) {
-    let mut reader = BufReader::new(stderr);
+/// the lines before it (see the module docs). Blocking: it runs on its own
+/// thread, so the copy goes on while the runtime shuts down.
+fn copy_masked(stderr: std::fs::File, mask: Arc<dyn TextMask>) {
+    use std::io::{BufRead, Read, Write};
+    let mut reader = std::io::BufReader::new(stderr);
     let mut masker = ContextMask::new(mask);
     loop {
         let mut line = Vec::new();
         match (&mut reader)
             .take(MAX_STDERR_LINE)
             .read_until(b'\n', &mut line)
-            .await
         {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
         let shown = masker.line(&String::from_utf8_lossy(&line));
-        // On the blocking pool (no I/O on runtime workers); nobody reading
-        // our stderr is not the plugin's failure.
-        let _ = tokio::task::spawn_blocking(move || {
-            use std::io::Write;
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(shown.as_bytes());
-            let _ = err.flush();
-        })
-        .await;
+        // Nobody reading our stderr is not the plugin's failure.
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(shown.as_bytes());
+        let _ = err.flush();
     }
 }
 

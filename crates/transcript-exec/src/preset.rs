@@ -45,7 +45,9 @@
 //!   has no per-tool list: the most permissive tool listed picks the
 //!   sandbox (table above); names it cannot map are an error.
 //! - **gemini**: `gemini --output-format stream-json --skip-trust [--model=M]
-//!   [--allowed-tools=T1 --allowed-tools=T2 ...] --prompt=PROMPT`, where the system
+//!   [--policy=FILE] --prompt=PROMPT`, where FILE holds [`Preset::policy_toml`] of the
+//!   step's tools (written by the runner, mode `0o600` in a private `0o700` directory;
+//!   `--allowed-tools` is deprecated since Gemini CLI 0.61), and where the system
 //!   prompt, when given, is put before the prompt (`S\n\nPROMPT`): Gemini
 //!   CLI has no flag for it (`GEMINI_SYSTEM_MD` would replace its whole
 //!   system prompt, tool instructions included).
@@ -109,6 +111,15 @@ pub enum PresetError {
         tool: String,
         /// The names it maps.
         known: String,
+    },
+    /// The step's tools are confined by a policy file the caller did not give
+    /// ([`Preset::args_with_policy`]).
+    #[error(
+        "the {provider} preset confines tools with a policy file (Preset::policy_toml) and none was given"
+    )]
+    PolicyFileNeeded {
+        /// The preset's provider name.
+        provider: &'static str,
     },
     /// The CLI has no option for this step field.
     #[error("the {provider} preset has no {field} option (give a command: to set it yourself)")]
@@ -218,8 +229,20 @@ impl Preset {
             })
     }
 
-    /// The arguments after the binary for `request` (see the module docs).
+    /// The arguments after the binary for `request` (see the module docs), for a step whose
+    /// tools need no policy file ([`Preset::policy_toml`] is `None`; else
+    /// [`PresetError::PolicyFileNeeded`]: see [`Preset::args_with_policy`]).
     pub fn args(self, request: &AgentRequest) -> Result<Vec<String>, PresetError> {
+        self.args_with_policy(request, None)
+    }
+
+    /// [`Preset::args`] with the file holding [`Preset::policy_toml`] of the step's tools,
+    /// which the caller wrote (Gemini: `--policy=<file>`; ignored by the other presets).
+    pub fn args_with_policy(
+        self,
+        request: &AgentRequest,
+        policy: Option<&Path>,
+    ) -> Result<Vec<String>, PresetError> {
         self.check(request.max_turns, &request.tools)?;
         let tools = self.tool_options(&request.tools)?;
         let system = (!request.system_prompt.is_empty()).then_some(&request.system_prompt);
@@ -264,10 +287,13 @@ impl Preset {
                 if let Some(m) = &request.model {
                     push(&[&format!("--model={m}")]);
                 }
-                // One `--allowed-tools=NAME` each: the option takes an array, and a
-                // separate value list would swallow what follows it.
-                for t in &tools {
-                    push(&[&format!("--allowed-tools={t}")]);
+                // The tools are allowed by a policy file (#41 item 8), not the deprecated
+                // `--allowed-tools`; `=` keeps a path starting with `-` the option's value.
+                if !tools.is_empty() {
+                    let file = policy.ok_or(PresetError::PolicyFileNeeded {
+                        provider: self.name(),
+                    })?;
+                    push(&[&format!("--policy={}", file.display())]);
                 }
                 let prompt = match system {
                     Some(s) => format!("{s}\n\n{}", request.prompt),
@@ -281,7 +307,7 @@ impl Preset {
         Ok(a)
     }
 
-    /// Gemini CLI's policy file for `tools` (#41 item 8, not yet used by the command line):
+    /// Gemini CLI's policy file for `tools` (#41 item 8; passed by [`Preset::args_with_policy`]):
     /// Gemini CLI 0.61 warns "--allowed-tools cli argument and tools.allowed in settings.json
     /// are deprecated and will be removed in 1.0: Migrate to Policy Engine"; the Policy
     /// Engine reads rules only from TOML files (`--policy <file>`, no inline or environment
@@ -508,18 +534,23 @@ mod tests {
         r.system_prompt = "Be terse.".into();
         r.tools = strs(&["read_file", "run_command", "google_web_search"]);
         assert_eq!(
-            Preset::Gemini.args(&r).unwrap(),
+            Preset::Gemini
+                .args_with_policy(&r, Some(Path::new("/p/policy.toml")))
+                .unwrap(),
             strs(&[
                 "--output-format",
                 "stream-json",
                 "--skip-trust",
                 "--model=gemini-2.5-pro",
-                "--allowed-tools=read_file",
-                "--allowed-tools=run_shell_command",
-                "--allowed-tools=google_web_search",
+                "--policy=/p/policy.toml",
                 "--prompt=Be terse.\n\nRead notes.txt"
             ])
         );
+        // Tools without the policy file are refused, never passed unconfined.
+        let err = Preset::Gemini.args(&r).unwrap_err();
+        assert!(matches!(err, PresetError::PolicyFileNeeded { .. }), "{err}");
+        r.tools.clear();
+        assert!(Preset::Gemini.args(&r).is_ok());
     }
 
     #[test]

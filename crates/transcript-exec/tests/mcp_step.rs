@@ -415,12 +415,17 @@ fn mistakes_are_refused_at_load_naming_the_file_and_the_step() {
         (
             claude,
             "          - name: a/b\n            command: x\n",
-            "is not 1 to 64 characters",
+            "mcp_servers: name \"a/b\" has a character outside [A-Za-z0-9_-]",
         ),
         (
             claude,
             "          - name: a__b\n            command: x\n",
-            "is not 1 to 64 characters",
+            "mcp_servers: name \"a__b\" contains \"__\"",
+        ),
+        (
+            claude,
+            "          - name: a_\n            command: x\n",
+            "mcp_servers: name \"a_\" ends with \"_\": mcp__<server>__<tool> would be ambiguous",
         ),
         (
             claude,

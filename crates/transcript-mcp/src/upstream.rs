@@ -3,7 +3,12 @@
 //! A stdio server is spawned here (not by rmcp's child-process transport) so that it gets
 //! its own process group, which [`ChildGroup`] kills: `SIGTERM`, the grace, then `SIGKILL`
 //! on [`Upstream::stop`], `SIGKILL` at once when dropped. Grandchildren the server starts
-//! (an `npx` wrapper's node, a shell's children) are in that group and end with it.
+//! (an `npx` wrapper's node, a shell's children) are in that group and end with it while the
+//! server lives. The group is signalled only while its leader is not reaped (an unreaped
+//! leader keeps the group id from being reused, so no stranger's group is ever hit); what
+//! outlives the leader, or left the group (`setsid`), is the caller's to end: the runner
+//! gives each server a process scope in its environment and sweeps it (transcript-exec's
+//! `reaper`).
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -202,32 +207,53 @@ impl Upstream {
     }
 }
 
-/// A child in its own process group; the whole group is killed when this is dropped. A task
-/// waits for (and reaps) the leader and fires `exited`.
+/// A child in its own process group; the whole group is killed when this is dropped. A
+/// thread waits for the leader to exit (without reaping it), then reaps it under the lock
+/// [`ChildGroup::signal`] takes, and fires `exited`: the group is never signalled once its
+/// leader was reaped.
 pub(crate) struct ChildGroup {
     pgid: u32,
     exited: tokio_util::sync::CancellationToken,
+    /// The leader until it is reaped.
+    leader: std::sync::Arc<std::sync::Mutex<Option<Child>>>,
     live: bool,
 }
 
 impl ChildGroup {
-    fn new(mut child: Child) -> Self {
+    fn new(child: Child) -> Self {
         // A spawned child always has an id until it is reaped.
         let pgid = child.id().unwrap_or(0);
         let exited = tokio_util::sync::CancellationToken::new();
-        let done = exited.clone();
-        tokio::spawn(async move {
-            let _ = child.wait().await;
-            done.cancel();
-        });
+        let leader = std::sync::Arc::new(std::sync::Mutex::new(Some(child)));
+        let (done, held) = (exited.clone(), leader.clone());
+        // A thread, not the blocking pool: it must not hold the runtime's shutdown.
+        let _ = std::thread::Builder::new()
+            .name("mcp-server-wait".into())
+            .spawn(move || {
+                wait_exited(pgid);
+                let mut slot = held.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(mut child) = slot.take() {
+                    // Reaps the zombie; from here on the group id may be reused.
+                    let _ = child.try_wait();
+                }
+                drop(slot);
+                done.cancel();
+            });
         Self {
             pgid,
             exited,
+            leader,
             live: true,
         }
     }
 
+    /// Signals the group while its leader is not reaped (else nothing: the id may name
+    /// another group by now).
     fn signal(&self, signal: Signal) {
+        let leader = self.leader.lock().unwrap_or_else(|p| p.into_inner());
+        if leader.is_none() {
+            return;
+        }
         if let Some(pid) = Pid::from_raw(self.pgid as i32) {
             // ESRCH: the group is already gone, which is the goal.
             let _ = rustix::process::kill_process_group(pid, signal);
@@ -243,10 +269,23 @@ impl ChildGroup {
             self.signal(Signal::KILL);
             self.exited.cancelled().await;
         }
-        // Members that outlived the leader (or ignored TERM) end now.
-        self.signal(Signal::KILL);
+        // No group signal after the leader was reaped: members that outlived it are ended
+        // by the runner's process scope (module docs).
         self.live = false;
     }
+}
+
+/// Blocks until the process `pid` (a child of ours) has exited, leaving it unreaped
+/// (`waitid` with `WNOWAIT`); returns at once when it is not (or no longer) our child.
+fn wait_exited(pid: u32) {
+    use rustix::process::{WaitId, WaitIdOptions, waitid};
+    let Some(pid) = Pid::from_raw(pid as i32) else {
+        return;
+    };
+    while let Err(rustix::io::Errno::INTR) = waitid(
+        WaitId::Pid(pid),
+        WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+    ) {}
 }
 
 impl Drop for ChildGroup {

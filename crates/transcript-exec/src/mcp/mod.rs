@@ -33,5 +33,5 @@
 mod port;
 pub(crate) mod step;
 
-pub use crate::workflow::{McpServerSpec, McpTransport, check_servers};
+pub use crate::workflow::{McpServerSpec, McpTransport, check_servers, server_name_problem};
 pub use port::{McpError, McpFile, McpGateway, McpSession, McpStart, McpWiring};

@@ -119,13 +119,43 @@ fn wire(request: &mut AgentRequest, wiring: &McpWiring, dir: &Path) -> Result<()
     }
     request.env.extend(wiring.env.clone());
     let bin = preset.locate(&request.env).map_err(|e| e.to_string())?;
-    let mut args = preset.args(request).map_err(|e| e.to_string())?;
+    let mut args = preset_args(preset, request, dir)?;
     let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
     args.splice(at..at, wiring.args.iter().cloned());
     request.command = std::iter::once(bin.display().to_string())
         .chain(args)
         .collect();
     Ok(())
+}
+
+/// Where a preset's policy file ([`Preset::policy_toml`]) goes in the step's private directory.
+const POLICY_FILE: &str = "policy.toml";
+
+/// `preset`'s arguments for `request`, its policy file ([`Preset::policy_toml`] of the
+/// step's tools, when it needs one) written new, mode `0o600`, in `dir` (the step's private
+/// `0o700` directory) and passed ([`Preset::args_with_policy`]).
+pub(crate) fn preset_args(
+    preset: Preset,
+    request: &AgentRequest,
+    dir: &Path,
+) -> Result<Vec<String>, String> {
+    let policy = match preset
+        .policy_toml(&request.tools)
+        .map_err(|e| e.to_string())?
+    {
+        Some(contents) => {
+            let file = McpFile {
+                path: dir.join(POLICY_FILE),
+                contents,
+            };
+            write_private(&file, dir).map_err(|e| format!("{} policy file: {e}", preset.name()))?;
+            Some(file.path)
+        }
+        None => None,
+    };
+    preset
+        .args_with_policy(request, policy.as_deref())
+        .map_err(|e| e.to_string())
 }
 
 /// Writes `file` inside `dir` (missing directories created `0o700`), new, mode `0o600`.
@@ -156,12 +186,13 @@ fn write_private(file: &McpFile, dir: &Path) -> std::io::Result<()> {
 }
 
 /// A fresh directory, mode `0o700`, under the system's temporary directory; removed on drop.
-struct PrivateDir {
-    path: PathBuf,
+pub(crate) struct PrivateDir {
+    pub(crate) path: PathBuf,
 }
 
 impl PrivateDir {
-    fn create() -> std::io::Result<Self> {
+    /// Creates it (never through a planted symlink).
+    pub(crate) fn create() -> std::io::Result<Self> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let base = std::env::temp_dir();
         loop {

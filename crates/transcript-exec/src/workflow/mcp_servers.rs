@@ -97,23 +97,49 @@ pub(crate) fn servers_of(defs: Vec<McpServerDef>) -> Result<Vec<McpServerSpec>, 
         .collect()
 }
 
-/// Checks a step's servers: names a URL path, a TOML key and a qualified tool name can hold
-/// (`[A-Za-z0-9_-]{1,64}`, no `__`, no leading `-`), unique; a non-empty command; an
-/// `http(s)://` URL; literal values.
+/// Why `name` cannot be an MCP server name, or `None` when it can: 1 to 64 characters of
+/// `[A-Za-z0-9_-]` (a URL path segment, a TOML bare key and a CLI argument hold it as is),
+/// not starting with `-` (an option to a CLI), without `__` and not ending with `_`, so that
+/// `mcp__<server>__<tool>` is read back at its first `__` after `mcp__` to exactly one server
+/// (server `a_` with tool `x` and server `a` with tool `_x` would both be `mcp__a___x`).
+///
+/// The same rule, with the same reasons, as transcript-mcp's `config::server_name_problem`
+/// (exec does not depend on transcript-mcp; a transcript-cli test checks they agree), so a
+/// name the proxy would refuse is refused when the workflow is loaded.
+pub fn server_name_problem(name: &str) -> Option<&'static str> {
+    if !(1..=64).contains(&name.len()) {
+        return Some("is not 1 to 64 characters long");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Some("has a character outside [A-Za-z0-9_-]");
+    }
+    if name.starts_with('-') {
+        return Some("starts with \"-\", which a CLI would read as an option");
+    }
+    if name.contains("__") {
+        return Some(
+            "contains \"__\", the separator of qualified tool names mcp__<server>__<tool>",
+        );
+    }
+    if name.ends_with('_') {
+        return Some(
+            "ends with \"_\": mcp__<server>__<tool> would be ambiguous (server \"a_\" with tool \"x\" and server \"a\" with tool \"_x\" are both mcp__a___x)",
+        );
+    }
+    None
+}
+
+/// Checks a step's servers: names [`server_name_problem`] accepts, unique; a non-empty
+/// command; an `http(s)://` URL; literal values.
 pub fn check_servers(servers: &[McpServerSpec]) -> Result<(), String> {
     let mut seen = BTreeSet::new();
     for s in servers {
         let name = &s.name;
-        let valid = (1..=64).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-            && !name.contains("__")
-            && !name.starts_with('-');
-        if !valid {
-            return Err(format!(
-                "mcp_servers: name {name:?} is not 1 to 64 characters of [A-Za-z0-9_-] without \"__\" and without a leading \"-\""
-            ));
+        if let Some(reason) = server_name_problem(name) {
+            return Err(format!("mcp_servers: name {name:?} {reason}"));
         }
         if !seen.insert(name.as_str()) {
             return Err(format!("mcp_servers: name {name:?} is used twice"));

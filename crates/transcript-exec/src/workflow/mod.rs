@@ -79,7 +79,7 @@ mod set;
 mod validate;
 mod yaml;
 
-pub use mcp_servers::{McpServerSpec, McpTransport, check_servers};
+pub use mcp_servers::{McpServerSpec, McpTransport, check_servers, server_name_problem};
 pub use model::{
     AgentSpec, BUILTIN_KINDS, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step,
     StepKind, Workflow,
