@@ -15,9 +15,12 @@ mod mcp_gateway;
 mod nats_connect;
 mod nats_storage;
 mod output_file;
+mod redaction_args;
 mod runs;
 mod source;
 mod style;
+
+use redaction_args::{PrivacyArg, RedactionArgs};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -299,50 +302,6 @@ enum Command {
         after_help = "Examples:\n  transcript mirror nats://127.0.0.1:4222 --to storage/transcripts\n  transcript mirror nats://a:4222,b:4222/TRANSCRIPTS --to /backup/runs --follow\n\nCredentials come from NATS_CREDS, NATS_USER/NATS_PASSWORD, NATS_TOKEN, NATS_CA, NATS_CERT/NATS_KEY."
     )]
     Mirror(cmd::mirror::MirrorCmd),
-}
-
-/// Opt-in masking (see `transcript-redact`).
-#[derive(Debug, Clone, clap::Args)]
-struct RedactionArgs {
-    /// Mask secrets (API keys, bearer tokens, AWS keys, private keys, JWTs, password=… values).
-    #[arg(long)]
-    redact: bool,
-    /// Also mask matches of this regular expression (a named group `secret` limits the mask), repeatable.
-    #[arg(long = "redact-pattern", value_name = "REGEX")]
-    redact_patterns: Vec<String>,
-    /// `structure-only` keeps envelopes, names, timings and usage but drops all content.
-    #[arg(long, value_enum)]
-    privacy: Option<PrivacyArg>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum PrivacyArg {
-    /// Keep content (masking secrets when --redact is given).
-    Full,
-    /// Drop all content.
-    StructureOnly,
-}
-
-impl RedactionArgs {
-    fn redactor(&self) -> Result<Option<transcript_redact::Redactor>, CliError> {
-        if self.privacy == Some(PrivacyArg::StructureOnly) {
-            return Ok(Some(transcript_redact::Redactor::structure_only()));
-        }
-        if !self.redact && self.redact_patterns.is_empty() {
-            return Ok(None);
-        }
-        let mut r = if self.redact {
-            transcript_redact::Redactor::builtin()
-        } else {
-            transcript_redact::Redactor::empty()
-        };
-        for p in &self.redact_patterns {
-            r = r
-                .with_pattern(p)
-                .map_err(|e| CliError::Usage(e.to_string()))?;
-        }
-        Ok(Some(r))
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use transcript_domain::tree::Status;
 use transcript_domain::{RunId, decode_line};
 use transcript_nats::{IndexStatus, NatsStore, RunEntry, StorageUrl};
 
@@ -297,8 +298,10 @@ async fn copy_run(
     Ok(children)
 }
 
-/// `tail -f` on NATS: the run's stored events, then the live ones, rendered as `tail` renders
-/// a file's; ends after `run.completed` with `--until-complete`.
+/// `tail -f` on NATS: replays the run, then follows it live. Unless `--forever`, it ends
+/// with the run as the file follower does: after the root's `run.completed` and the
+/// `run.completed` of every child run it saw (waited for, not printed), with the root's
+/// status (failed `Reported(1)`, cancelled `Reported(EXIT_CANCELLED)`).
 async fn follow(
     store: &NatsStore,
     run: RunId,
@@ -306,7 +309,38 @@ async fn follow(
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    use transcript_domain::{EventKind, EventType};
+    use crate::cmd::tail::EXIT_CANCELLED;
+    let mut pending = vec![run];
+    let mut root_status = None;
+    let mut sink = std::io::sink();
+    while let Some(next) = pending.pop() {
+        // The root's events are shown; its child runs are only waited for.
+        let shown: &mut dyn std::io::Write = if next == run { &mut *out } else { &mut sink };
+        let (status, children) = follow_one(store, next, until_complete, style, shown).await?;
+        // A run that never completes (--forever, or a stream that ended) ends the command.
+        let Some(status) = status else {
+            return Ok(());
+        };
+        root_status.get_or_insert(status);
+        pending.extend(children);
+    }
+    match root_status {
+        Some(Status::Failed) => Err(CliError::Reported(1)),
+        Some(Status::Cancelled) => Err(CliError::Reported(EXIT_CANCELLED)),
+        _ => Ok(()),
+    }
+}
+
+/// Writes one run's events to `out` until its `run.completed` (with `until_complete`);
+/// returns its status then, and the child runs it named.
+async fn follow_one(
+    store: &NatsStore,
+    run: RunId,
+    until_complete: bool,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> Result<(Option<Status>, Vec<RunId>), CliError> {
+    use transcript_domain::{DecodedPayload, EventKind, EventType};
     let mut follower = store.follow(run).await.map_err(storage_error)?;
     if store
         .last_stream_seq(run)
@@ -319,23 +353,33 @@ async fn follow(
             store.url()
         );
     }
+    let mut children = Vec::new();
     while let Some(line) = follower.next_line().await {
         let line = line.map_err(storage_error)?;
         match decode_line(&line) {
             Ok(decoded) => {
+                let event = &decoded.event;
                 crate::exit::stdout_result(writeln!(
                     out,
                     "{}",
-                    crate::cmd::tail::summary(&decoded.event, style)
+                    crate::cmd::tail::summary(event, style)
                 ))?;
                 crate::exit::stdout_result(out.flush())?;
-                if until_complete && decoded.event.kind == EventKind::Known(EventType::RunCompleted)
+                if let Some(child) = event.child_run_id
+                    && !children.contains(&child)
                 {
-                    return Ok(());
+                    children.push(child);
+                }
+                if until_complete && event.kind == EventKind::Known(EventType::RunCompleted) {
+                    let error = match &event.payload {
+                        DecodedPayload::Step(s) => s.error.as_deref(),
+                        _ => None,
+                    };
+                    return Ok((Some(Status::of_completion(error)), children));
                 }
             }
             Err(e) => crate::diag!("{} run {run}: malformed: {e}", store.url()),
         }
     }
-    Ok(())
+    Ok((None, children))
 }

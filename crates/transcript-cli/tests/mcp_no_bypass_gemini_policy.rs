@@ -6,8 +6,8 @@
 //! model server: the allowed shell command runs, an unlisted tool (`write_file`) is refused,
 //! and no deprecation warning is printed (the CLI's stderr, kept by a wrapper, and the
 //! transcript); the same step with `--allowed-tools` prints it.
-//! (The preset itself still passes `--allowed-tools` until the runner writes the policy file:
-//! see `Preset::policy_toml`.)
+//! The preset now writes that file (0600, in the step's private directory) and passes
+//! `--policy=<file>` itself: `real_agents.rs::gemini_preset_confines_its_tools_by_policy_without_the_deprecation_warning`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

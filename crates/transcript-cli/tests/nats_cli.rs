@@ -223,3 +223,54 @@ fn credentials_come_from_the_environment_never_from_argv() {
         .env("NATS_PASSWORD", "s3cret-pw");
     assert!(text(&ok(c).stdout).contains(DEMO_RUN_ID));
 }
+
+/// `tail -f` on NATS ends with the run as on files (#42 item 5): a run that failed after its
+/// child run completed exits 1, once the child's `run.completed` is in too; `--forever` is the
+/// only way to keep following. The child's events are waited for, not printed.
+#[test]
+fn tail_f_on_nats_exits_with_a_failed_runs_status_after_its_children() {
+    let Some(server) = server() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let nats = server.url();
+    let wf = tmp.path().join("fails.yaml");
+    let child = common::repo().join("fixtures/workflows/child.yaml");
+    std::fs::write(
+        &wf,
+        format!(
+            "name: fails\nsteps:\n  - name: child\n    type: call_workflow\n    workflow: {}\n  - name: boom\n    type: command\n    command: [\"false\"]\n",
+            child.display()
+        ),
+    )
+    .unwrap();
+    let o = bin()
+        .args(["run"])
+        .arg(&wf)
+        .args(["--deterministic", "--storage", &nats, "--workspace"])
+        .arg(tmp.path().join("ws"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let o = bin()
+        .args(["tail", "-f", DEMO_RUN_ID, "--storage", &nats])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let shown = text(&o.stdout);
+    assert!(
+        shown.lines().last().unwrap().contains("run.completed"),
+        "{shown}"
+    );
+    // Only the root's events: each line of the plain replay, and no more.
+    assert_eq!(
+        shown.lines().count(),
+        text(
+            &bin()
+                .args(["tail", DEMO_RUN_ID, "--storage", &nats])
+                .output()
+                .unwrap()
+                .stdout
+        )
+        .lines()
+        .count()
+    );
+}
