@@ -20,7 +20,7 @@ mod runs;
 mod source;
 mod style;
 
-use redaction_args::{PrivacyArg, RedactionArgs};
+use redaction_args::RedactionArgs;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
