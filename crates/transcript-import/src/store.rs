@@ -68,7 +68,7 @@ pub struct StoreDone {
     pub result: Result<(StoreOutcome, Option<IndexEntry>), ImportError>,
 }
 
-/// Imports every session file of `provider` under `dirs` (see [`run_store`]); each outcome
+/// Imports every session file of `provider` under `dirs` (see [`crate::Importer::import_store`]); each outcome
 /// is final: a new or appended run is reported only once its file is durable (the batch
 /// syncs them together, see `transcript_infra::DurableBatch`), so the index never claims a
 /// file whose transcript could be lost or was cut back. In file order.

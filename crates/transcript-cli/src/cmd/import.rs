@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use transcript_import::{ImportBill, ImportContext, ImportError, Notice, Progress, Via};
+use transcript_import::{ImportBill, ImportContext, ImportError, Importer, Notice, Progress};
 use transcript_providers::{Pricing, Provider};
 
 use crate::CliError;
@@ -130,7 +130,7 @@ pub fn run(
     redactor: Option<&transcript_redact::Redactor>,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let (done, failed) = transcript_import::import_all(ctx, logs, Via::Bulk);
+    let (done, failed) = Importer::from(ctx.clone()).import_files(logs, ctx.provider);
     let mut total = ImportBill::default();
     for i in &done {
         total.merge(&i.bill);
