@@ -10,7 +10,7 @@
 mod cmd;
 mod demo;
 mod exit;
-mod import_index;
+use transcript_import::index as import_index;
 mod mcp_gateway;
 mod nats_connect;
 mod nats_storage;
@@ -371,7 +371,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         };
     match command {
         Command::Run(args) => run_workflow(args, (storage, nats), cli.color, &mut out),
-        Command::Import(args) => import(args, storage, &mut out),
+        Command::Import(args) => cmd::import::command(args, storage, &mut out),
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &storage, json, &style, &mut out)
         }
@@ -489,56 +489,6 @@ fn run_workflow(
         }
         cmd::run::run(args, out).await
     })
-}
-
-/// `transcript import`: session files one run each, or session stores and directories
-/// (incremental).
-fn import(cmd: ImportCmd, storage: PathBuf, out: &mut dyn std::io::Write) -> Result<(), CliError> {
-    let ImportCmd {
-        provider,
-        logs,
-        store,
-        since,
-        deterministic,
-        redaction,
-    } = cmd;
-    let redactor = redaction.redactor()?.map(Arc::new);
-    let ctx = cmd::import::ImportContext {
-        storage,
-        provider: cmd::import::parse_provider(&provider)?,
-        mask: redactor
-            .clone()
-            .map(|r| r as Arc<dyn transcript_domain::EventMask>),
-        deterministic,
-    };
-    let dirs = logs.iter().filter(|l| l.is_dir()).count();
-    if !store && dirs == 0 {
-        if since.is_some() {
-            return Err(CliError::Usage(
-                "import: --since applies to session stores and directories".to_owned(),
-            ));
-        }
-        return cmd::import::run(&ctx, &logs, redactor.as_deref(), out);
-    }
-    if dirs != logs.len() {
-        return Err(CliError::Usage(
-            "import: give either session files or session directories, not both".to_owned(),
-        ));
-    }
-    let mut roots = logs.clone();
-    if store {
-        let Some(p) = ctx.provider else {
-            return Err(CliError::Usage(
-                "import --store needs the provider (claude, codex, gemini or copilot)".to_owned(),
-            ));
-        };
-        roots.push(cmd::import::store::default_store(p)?);
-    }
-    let since = since
-        .as_deref()
-        .map(cmd::import::store::parse_day)
-        .transpose()?;
-    cmd::import::store::run_store(&ctx, &roots, since, out)
 }
 
 /// `transcript receipts`: one run's, or grouped with `--by`.

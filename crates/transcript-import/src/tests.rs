@@ -65,6 +65,7 @@ fn context(storage: &Path, provider: Option<Provider>) -> ImportContext {
         provider,
         mask: None,
         deterministic: true,
+        progress: None,
     }
 }
 

@@ -16,7 +16,7 @@ use transcript_infra::{BulkWriter, JsonlRecorderFactory, Unsynced};
 
 use super::bad;
 use super::bill::ImportBill;
-use crate::CliError;
+use crate::ImportError;
 
 /// How an import writes its runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +105,7 @@ impl<'a> ImportWriter<'a> {
     }
 
     /// Continues the run `run` (a grown session file): appended after its highest seq.
-    pub(super) fn resume(&mut self, run: RunId) -> Result<(), CliError> {
+    pub(super) fn resume(&mut self, run: RunId) -> Result<(), ImportError> {
         let sink = match self.via {
             Via::Bulk => self.factory.resume_bulk(run, None).map(RunSink::Bulk),
             #[cfg(test)]
@@ -120,7 +120,7 @@ impl<'a> ImportWriter<'a> {
     }
 
     /// Records an agent-step event (opening the run first); an assistant turn is billed.
-    pub(super) fn record(&mut self, payload: Payload) -> Result<(), CliError> {
+    pub(super) fn record(&mut self, payload: Payload) -> Result<(), ImportError> {
         self.ensure_open()?;
         if let Payload::MessageAssistant(m) = &payload {
             self.bill.add(m, transcript_providers::Pricing::embedded());
@@ -129,7 +129,7 @@ impl<'a> ImportWriter<'a> {
     }
 
     /// Opens a new run with `run.started` and the agent step's `step.started`, once.
-    pub(super) fn ensure_open(&mut self) -> Result<(), CliError> {
+    pub(super) fn ensure_open(&mut self) -> Result<(), ImportError> {
         if self.open.is_none() {
             let run_id = self.ids.next_run_id();
             let sink = match self.via {
@@ -155,7 +155,7 @@ impl<'a> ImportWriter<'a> {
     }
 
     /// Writes one event into the open run (nothing when none is open).
-    pub(super) fn write(&mut self, draft: EventDraft) -> Result<(), CliError> {
+    pub(super) fn write(&mut self, draft: EventDraft) -> Result<(), ImportError> {
         let Some((_, sink)) = &mut self.open else {
             return Ok(());
         };
@@ -167,7 +167,7 @@ impl<'a> ImportWriter<'a> {
 
     /// Ends the writing: the run's id and its file, written but not yet durable (`None`
     /// through the live recorder, which synced at close). `None` when no run was opened.
-    pub(super) fn finish(&mut self) -> Result<Option<(RunId, Option<Unsynced>)>, CliError> {
+    pub(super) fn finish(&mut self) -> Result<Option<(RunId, Option<Unsynced>)>, ImportError> {
         let Some((run, sink)) = self.open.take() else {
             return Ok(None);
         };

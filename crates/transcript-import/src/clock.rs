@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use transcript_domain::RunIdGenerator;
+
 use transcript_domain::{Clock, Timestamp};
 
 /// The recorder's clock during one import: the provider's times once the
@@ -61,5 +63,23 @@ impl Clock for ImportClock {
         s.first.get_or_insert(t);
         s.last = Some(t);
         t
+    }
+}
+
+/// The clock and run-id generator of an import: sequential ids and a manual clock stepping
+/// 1 ms from 2026-05-28 when `deterministic` (goldens), else the system's.
+pub fn clock_and_ids(deterministic: bool) -> (Arc<dyn Clock>, Arc<dyn RunIdGenerator>) {
+    if deterministic {
+        let start = transcript_domain::Timestamp::from_unix_millis(1_780_000_000_000)
+            .unwrap_or(transcript_domain::Timestamp::UNIX_EPOCH);
+        (
+            Arc::new(transcript_domain::ManualClock::stepping(start, 1)),
+            Arc::new(transcript_domain::SequentialRunIds::new()),
+        )
+    } else {
+        (
+            Arc::new(transcript_infra::SystemClock),
+            Arc::new(transcript_infra::RandomRunIds),
+        )
     }
 }

@@ -3,7 +3,7 @@
 
 use transcript_domain::{MessagePayload, Usage};
 
-use crate::import_index::{TailDigest, block_digest};
+use crate::index::{TailDigest, block_digest};
 
 /// `new` without what `old` (the digest of a turn already written) holds: blocks `old` has
 /// are dropped (each matched once, by digest), usage is what each count grew by.

@@ -112,24 +112,6 @@ impl ImportBill {
             n(u.reasoning_tokens),
         )
     }
-
-    /// One warning per model the embedded table cannot price, worded as `receipts` words
-    /// it (not shared with `cmd::receipts`, which reads the import index: no module circle).
-    pub fn warn(&self) {
-        for m in &self.settled(Pricing::embedded()).unpriced {
-            if m == transcript_domain::bill::NO_MODEL {
-                crate::diag!(
-                    "transcript: warning: some turns name no model: their cost shows — (set the step's model:)"
-                );
-                continue;
-            }
-            crate::diag!(
-                "transcript: warning: no price for model {} in the embedded LiteLLM {} table: its cost shows — (pass --pricing FILE to receipts)",
-                crate::style::one_line(m),
-                transcript_providers::LITELLM_VERSION
-            );
-        }
-    }
 }
 
 #[cfg(test)]

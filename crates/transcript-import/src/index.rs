@@ -17,7 +17,7 @@ use std::path::Path;
 use serde::{Deserialize, Deserializer, Serialize};
 use transcript_domain::{ContentBlock, MessagePayload, Usage};
 
-use crate::CliError;
+use crate::ImportError;
 
 /// The index file, beside the transcripts.
 pub const INDEX_FILE: &str = "import-index.json";
@@ -97,8 +97,14 @@ pub fn block_digest(block: &ContentBlock) -> Option<String> {
     serde_json::to_value(block).ok().map(|v| value_digest(&v))
 }
 
+/// The lowercase hex sha256 of `bytes`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    transcript_domain::text::lower_hex(&sha2::Sha256::digest(bytes))
+}
+
 fn value_digest(v: &serde_json::Value) -> String {
-    transcript_export::sha256_hex(&serde_json::to_vec(v).unwrap_or_default())
+    crate::index::sha256_hex(&serde_json::to_vec(v).unwrap_or_default())
 }
 
 /// A `tail_digest`, or the whole turn an earlier index stored under `tail` (its blocks are
@@ -142,15 +148,15 @@ impl Index {
     }
 
     /// Reads the index (absent: empty; unreadable: an error naming it).
-    pub fn load(storage: &Path) -> Result<Self, CliError> {
+    pub fn load(storage: &Path) -> Result<Self, ImportError> {
         let path = storage.join(INDEX_FILE);
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| CliError::Read {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| ImportError::Read {
                 path,
                 message: format!("not an import index: {e}"),
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(CliError::Read {
+            Err(e) => Err(ImportError::Read {
                 path,
                 message: format!("cannot read: {e}"),
             }),
@@ -161,11 +167,11 @@ impl Index {
     /// symlink), synced, renamed over the index, directory synced
     /// ([`transcript_infra::replace_file_durably`]). Callers save it only once the
     /// transcripts it names are durable.
-    pub fn save(&self, storage: &Path) -> Result<(), CliError> {
+    pub fn save(&self, storage: &Path) -> Result<(), ImportError> {
         transcript_infra::replace_file_durably(storage, INDEX_FILE, |w| {
             serde_json::to_writer_pretty(w, self).map_err(std::io::Error::other)
         })
-        .map_err(|e| CliError::Storage(format!("import index: {e}")))
+        .map_err(|e| ImportError::Storage(format!("import index: {e}")))
     }
 }
 

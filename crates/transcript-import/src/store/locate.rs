@@ -4,16 +4,16 @@ use std::path::{Path, PathBuf};
 
 use transcript_providers::Provider;
 
-use crate::CliError;
+use crate::ImportError;
 
 /// The provider's own session store, honouring `CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
 /// `GEMINI_CLI_HOME` and `COPILOT_HOME`.
-pub fn default_store(provider: Provider) -> Result<PathBuf, CliError> {
+pub fn default_store(provider: Provider) -> Result<PathBuf, ImportError> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     let home = || {
         var("HOME")
             .map(PathBuf::from)
-            .ok_or_else(|| CliError::Usage("--store: HOME is not set".to_owned()))
+            .ok_or_else(|| ImportError::Usage("--store: HOME is not set".to_owned()))
     };
     Ok(match provider {
         Provider::Claude => match var("CLAUDE_CONFIG_DIR") {
@@ -37,7 +37,7 @@ pub fn default_store(provider: Provider) -> Result<PathBuf, CliError> {
             None => home()?.join(".copilot/session-state"),
         },
         other => {
-            return Err(CliError::Usage(format!(
+            return Err(ImportError::Usage(format!(
                 "--store: {other} has no session store (name files or directories instead)"
             )));
         }
@@ -45,8 +45,8 @@ pub fn default_store(provider: Provider) -> Result<PathBuf, CliError> {
 }
 
 /// `YYYY-MM-DD` (UTC midnight) as seconds since the epoch.
-pub fn parse_day(text: &str) -> Result<i64, CliError> {
-    let bad_day = || CliError::Usage(format!("--since {text:?}: expected YYYY-MM-DD"));
+pub fn parse_day(text: &str) -> Result<i64, ImportError> {
+    let bad_day = || ImportError::Usage(format!("--since {text:?}: expected YYYY-MM-DD"));
     let t =
         transcript_domain::Timestamp::parse(&format!("{text}T00:00:00Z")).map_err(|_| bad_day())?;
     Ok(t.to_offset_date_time().unix_timestamp())
