@@ -346,6 +346,13 @@ const HTML_ATTRS: &[&str] = &[
     "class",
     "id",
     "open",
+    // The timeline and the money chart (#42): positions and our own keys.
+    "style",
+    "aria-hidden",
+    "data-run",
+    "data-path",
+    "data-model",
+    "data-total-usd",
 ];
 
 #[test]
@@ -364,6 +371,13 @@ fn html_export_escapes_hostile_values_in_every_field() {
                 );
                 if name == "href" {
                     assert!(value.starts_with("#n"), "link {value:?} from value {v:?}");
+                }
+                if name == "style" {
+                    // Only the page's own lengths: no value reaches a style attribute.
+                    assert!(
+                        value.chars().all(|c| c.is_ascii_alphanumeric() || ":;.%-".contains(c)),
+                        "style {value:?} from value {v:?}"
+                    );
                 }
             }
         }
