@@ -311,8 +311,11 @@ fn known_circles_are_still_there() {
 /// The non-test lines of `transcript-cli/src` when import became a library (#43): 6,780
 /// before, 5,665 after (`cmd/import*` and `import_index.rs` moved to `transcript-import`).
 /// The ceiling only comes down: lower it when the crate shrinks; raising it is a decision
-/// the lead takes in review, with the reason in the commit.
-const CLI_NON_TEST_LINE_CEILING: usize = 5_665;
+/// the lead takes in review, with the reason in the commit. Raised once, to 5,863, when the
+/// branches built beside #43 merged: `tail -f` ending with its run on files and on NATS
+/// (#42 item 5), `tree` refusing a non-transcript (#42 item 6), the MCP gateway's process
+/// scope (#40 item 4) — argument handling, printing and adapter wiring, no import rule.
+const CLI_NON_TEST_LINE_CEILING: usize = 5_863;
 
 /// What only a library drives: the providers' normalizers and infra's bulk writing. The CLI
 /// calls the libraries that use them (`transcript-import`, `transcript-exec`).
