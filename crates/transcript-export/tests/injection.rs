@@ -375,7 +375,9 @@ fn html_export_escapes_hostile_values_in_every_field() {
                 if name == "style" {
                     // Only the page's own lengths: no value reaches a style attribute.
                     assert!(
-                        value.chars().all(|c| c.is_ascii_alphanumeric() || ":;.%-".contains(c)),
+                        value
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || ":;.%-".contains(c)),
                         "style {value:?} from value {v:?}"
                     );
                 }
