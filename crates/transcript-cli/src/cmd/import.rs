@@ -107,7 +107,7 @@ pub fn command(
         roots.push(store::default_store(p)?);
     }
     let since = since.as_deref().map(store::parse_day).transpose()?;
-    store::run_store(&ctx, &roots, since, out)
+    store::run_store(&ctx, &roots, since, redactor.as_deref(), out)
 }
 
 /// Parses the `<provider|auto>` argument.
@@ -159,17 +159,7 @@ pub fn run(
             total.describe()
         );
     }
-    // The unpriced models' warning names models the agent reported: masked like the
-    // transcript (settled first, so that no model is added back unmasked).
-    let mut shown = total.settled(Pricing::embedded());
-    if let Some(r) = redactor {
-        shown.unpriced = shown
-            .unpriced
-            .iter()
-            .map(|m| r.mask_text(m).into_owned())
-            .collect();
-    }
-    warn(&shown);
+    warn(&total, redactor);
     if let Some(r) = redactor {
         crate::diag!("transcript: {} masks applied", r.masks_made());
     }
@@ -186,9 +176,18 @@ pub fn run(
     Ok(())
 }
 
-/// One warning per model the embedded table cannot price, worded as `receipts` words it.
-pub fn warn(bill: &ImportBill) {
-    for m in &bill.settled(Pricing::embedded()).unpriced {
+/// One warning per model the embedded table cannot price, worded as `receipts` words it. The
+/// models are the agent's words: masked like the transcript under `--redact` (settled first,
+/// so that no model is added back unmasked).
+pub fn warn(bill: &ImportBill, redactor: Option<&transcript_redact::Redactor>) {
+    let mut unpriced = bill.settled(Pricing::embedded()).unpriced;
+    if let Some(r) = redactor {
+        unpriced = unpriced
+            .iter()
+            .map(|m| r.mask_text(m).into_owned())
+            .collect();
+    }
+    for m in &unpriced {
         if m == transcript_domain::bill::NO_MODEL {
             crate::diag!(
                 "transcript: warning: some turns name no model: their cost shows — (set the step's model:)"

@@ -15,11 +15,13 @@ use crate::CliError;
 /// (modified since `since`, seconds since the epoch) incrementally (see the module docs). One line
 /// per run on stdout (`run_id<TAB>provider<TAB>path<TAB>new|appended|unchanged`). Files that
 /// could not be imported are named on stderr and fail the command (exit 3) once the others
-/// are imported and indexed.
+/// are imported and indexed. The summary's warnings are masked with `redactor`, as the
+/// transcripts are.
 pub fn run_store(
     ctx: &ImportContext,
     dirs: &[PathBuf],
     since: Option<i64>,
+    redactor: Option<&transcript_redact::Redactor>,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
     let Some(provider) = ctx.provider else {
@@ -53,7 +55,7 @@ pub fn run_store(
         index.save(&ctx.storage)?;
     }
     let (failed, seen) = (counts.failed, counts.seen);
-    counts.report(index.session_runs().len());
+    counts.report(index.session_runs().len(), redactor);
     if failed > 0 {
         // Like `import FILE…`: what was imported is kept and indexed, but a file that could
         // not be (a full disk) is never reported as success.
@@ -81,7 +83,7 @@ struct Counts {
 impl Counts {
     /// The summary on stderr: files by outcome, what this import added, how many runs of the
     /// storage mirror a session (`open`), one warning per model without a price.
-    fn report(self, open: usize) {
+    fn report(self, open: usize, redactor: Option<&transcript_redact::Redactor>) {
         let Counts {
             seen,
             new,
@@ -100,7 +102,7 @@ impl Counts {
                 "transcript: {open} imported session run(s) in this storage stay open (no run.completed): the agent CLI may append to a session (a resume), and the next import appends to its run"
             );
         }
-        super::warn(&bill);
+        super::warn(&bill, redactor);
     }
 
     /// Counts one file's outcome and says it: a line on stdout for a run
