@@ -237,7 +237,7 @@ fn tail_f_on_nats_exits_with_a_failed_runs_status_after_its_children() {
     std::fs::write(
         &wf,
         format!(
-            "name: fails\nsteps:\n  - name: child\n    type: call_workflow\n    workflow: {}\n  - name: boom\n    type: command\n    command: [\"false\"]\n",
+            "name: fails\nsteps:\n  - name: child\n    type: call_workflow\n    workflow: {}\n    inputs: {{ text: \"hello\" }}\n  - name: boom\n    type: command\n    command: [\"false\"]\n",
             child.display()
         ),
     )
