@@ -2,6 +2,8 @@
 //! root, and the deterministic demo run command.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod html_page;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
