@@ -242,7 +242,9 @@ fn tail_f_on_nats_exits_with_a_failed_runs_status_after_its_children() {
         ),
     )
     .unwrap();
+    // In the temporary directory: the runner's local audit trail stays out of the crate.
     let o = bin()
+        .current_dir(tmp.path())
         .args(["run"])
         .arg(&wf)
         .args(["--deterministic", "--storage", &nats, "--workspace"])
