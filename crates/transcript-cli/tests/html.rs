@@ -6,44 +6,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::html_page::{chromium, headless};
 use common::{DEMO_RUN_ID, demo_command};
-
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TRANSCRIPT_CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            Command::new(name)
-                .arg("--version")
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|_| PathBuf::from(name))
-        })
-}
-
-fn headless(browser: &Path, profile: &Path) -> Command {
-    let mut c = Command::new(browser);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-logging=stderr",
-        "--v=0",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()));
-    c
-}
 
 fn step_names(tree: &serde_json::Value, out: &mut Vec<String>) {
     if let Some(steps) = tree["steps"].as_array() {
