@@ -5,8 +5,9 @@
 //! on [`Upstream::stop`], `SIGKILL` at once when dropped. Grandchildren the server starts
 //! (an `npx` wrapper's node, a shell's children) are in that group and end with it while the
 //! server lives. The group is signalled only while its leader is not reaped (an unreaped
-//! leader keeps the group id from being reused, so no stranger's group is ever hit); what
-//! outlives the leader, or left the group (`setsid`), is the caller's to end: the runner
+//! leader keeps the group id from being reused, so no stranger's group is ever hit): once the
+//! leader has exited, what is left of its group is killed, then the leader is reaped. What
+//! left the group (`setsid`, a double fork into a new session) is the caller's to end: the runner
 //! gives each server a process scope in its environment and sweeps it (transcript-exec's
 //! `reaper`).
 
@@ -230,8 +231,16 @@ impl ChildGroup {
         let _ = std::thread::Builder::new()
             .name("mcp-server-wait".into())
             .spawn(move || {
-                wait_exited(pgid);
+                let zombie = wait_exited(pgid);
                 let mut slot = held.lock().unwrap_or_else(|p| p.into_inner());
+                if zombie && slot.is_some() {
+                    // The leader has exited but is not reaped: its pid, and so the group id,
+                    // cannot name anyone else yet. What is left of the group (a grandchild
+                    // that ignored SIGTERM, or kept the server's stdout open) ends with it.
+                    if let Some(pid) = Pid::from_raw(pgid as i32) {
+                        let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+                    }
+                }
                 if let Some(mut child) = slot.take() {
                     // Reaps the zombie; from here on the group id may be reused.
                     let _ = child.try_wait();
@@ -269,23 +278,31 @@ impl ChildGroup {
             self.signal(Signal::KILL);
             self.exited.cancelled().await;
         }
-        // No group signal after the leader was reaped: members that outlived it are ended
-        // by the runner's process scope (module docs).
+        // No group signal after the leader was reaped: the wait thread has killed what was
+        // left of the group before reaping it; members that left the group (setsid) are
+        // ended by the runner's process scope (module docs).
         self.live = false;
     }
 }
 
 /// Blocks until the process `pid` (a child of ours) has exited, leaving it unreaped
-/// (`waitid` with `WNOWAIT`); returns at once when it is not (or no longer) our child.
-fn wait_exited(pid: u32) {
+/// (`waitid` with `WNOWAIT`): true then. False at once when it is not (or no longer) our
+/// child.
+fn wait_exited(pid: u32) -> bool {
     use rustix::process::{WaitId, WaitIdOptions, waitid};
     let Some(pid) = Pid::from_raw(pid as i32) else {
-        return;
+        return false;
     };
-    while let Err(rustix::io::Errno::INTR) = waitid(
-        WaitId::Pid(pid),
-        WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-    ) {}
+    loop {
+        match waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {
+            Err(rustix::io::Errno::INTR) => continue,
+            Ok(_) => return true,
+            Err(_) => return false,
+        }
+    }
 }
 
 impl Drop for ChildGroup {
