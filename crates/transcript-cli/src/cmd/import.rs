@@ -176,9 +176,8 @@ pub fn run(
     Ok(())
 }
 
-/// One warning per model the embedded table cannot price, worded as `receipts` words it. The
-/// models are the agent's words: masked like the transcript under `--redact` (settled first,
-/// so that no model is added back unmasked).
+/// One warning per model the embedded table cannot price, worded as `receipts` words it; the
+/// agent's model names are masked under `--redact` (settled first: none is added back unmasked).
 pub fn warn(bill: &ImportBill, redactor: Option<&transcript_redact::Redactor>) {
     let mut unpriced = bill.settled(Pricing::embedded()).unpriced;
     if let Some(r) = redactor {
