@@ -17,31 +17,17 @@ use common::*;
 use grpc_receiver::GrpcReceiver;
 use tls_receiver::TestCa;
 use transcript_otel::config::Protocol;
-use transcript_otel::{
-    ExportError, LiveConfig, LiveExporter, MapOptions, OtlpHttpConfig, export_otlp_http, map_run,
-};
+use transcript_otel::{ExportError, LiveConfig, LiveExporter, OtlpHttpConfig, export_otlp_http};
 
 const TOKEN: &str = "Bearer sk-grpc-0f1e2d3c4b5a69788796a5b4";
 
-fn demo_spans() -> Vec<transcript_otel::SpanData> {
-    let (root, child) = demo();
-    map_run(&root.decoded(), &mut lookup(&child), MapOptions::default()).spans
-}
-
 fn config(endpoint: &str, ca: Option<std::path::PathBuf>, token: Option<&str>) -> OtlpHttpConfig {
-    OtlpHttpConfig {
-        batch_size: 5,
-        max_retries: 0,
-        timeout: Duration::from_secs(10),
-        certificate: ca,
-        headers: token
-            .map(|t| vec![("Authorization".to_owned(), t.to_owned())])
-            .unwrap_or_default(),
-        service_name: "grpc-test".into(),
-        resource_attributes: vec![("openinference.project.name".into(), "review".into())],
-        protocol: Protocol::Grpc,
-        ..OtlpHttpConfig::new(endpoint)
+    let mut c = receiver_config(endpoint, Protocol::Grpc, ca, token);
+    // Mixed case on purpose: gRPC metadata keys are lowercase on the wire.
+    for (name, _) in &mut c.headers {
+        *name = "Authorization".into();
     }
+    c
 }
 
 #[test]

@@ -7,34 +7,18 @@ mod common;
 #[path = "common/tls.rs"]
 mod tls_receiver;
 
-use std::time::Duration;
-
 use common::*;
 use tls_receiver::{TestCa, TlsReceiver};
+use transcript_otel::config::Protocol;
 use transcript_otel::otlp_proto::common::v1::any_value;
-use transcript_otel::{
-    ExportError, LiveConfig, LiveExporter, MapOptions, OtlpHttpConfig, export_otlp_http, map_run,
-};
+use transcript_otel::{ExportError, LiveConfig, LiveExporter, OtlpHttpConfig, export_otlp_http};
 
 const TOKEN: &str = "Bearer sk-test-0f1e2d3c4b5a69788796a5b4";
 
-fn demo_spans() -> Vec<transcript_otel::SpanData> {
-    let (root, child) = demo();
-    map_run(&root.decoded(), &mut lookup(&child), MapOptions::default()).spans
-}
-
 fn config(endpoint: &str, ca: Option<std::path::PathBuf>, token: Option<&str>) -> OtlpHttpConfig {
     OtlpHttpConfig {
-        batch_size: 5,
-        max_retries: 0,
-        timeout: Duration::from_secs(10),
-        certificate: ca,
-        headers: token
-            .map(|t| vec![("authorization".to_owned(), t.to_owned())])
-            .unwrap_or_default(),
         service_name: "tls-test".into(),
-        resource_attributes: vec![("openinference.project.name".into(), "review".into())],
-        ..OtlpHttpConfig::new(endpoint)
+        ..receiver_config(endpoint, Protocol::HttpProtobuf, ca, token)
     }
 }
 

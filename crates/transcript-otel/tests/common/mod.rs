@@ -9,7 +9,8 @@ use transcript_domain::{
     ContentBlock, DecodedEvent, EventDraft, ExchangeEvent, Fidelity, MessagePayload, Payload,
     RawJson, Role, RunId, StepPayload, Timestamp, ToolPayload, Usage,
 };
-use transcript_otel::SpanData;
+use transcript_otel::config::Protocol;
+use transcript_otel::{MapOptions, OtlpHttpConfig, SpanData, map_run};
 
 pub const ROOT: RunId = RunId::from_bytes([0x11; 16]);
 pub const CHILD: RunId = RunId::from_bytes([0x22; 16]);
@@ -266,5 +267,35 @@ pub fn status_text(status: &Status) -> String {
         Status::Unset => "unset".into(),
         Status::Ok => "ok".into(),
         Status::Error { description } => format!("error: {description}"),
+    }
+}
+
+/// The spans of [`demo`]'s run and its child, mapped with the default options.
+pub fn demo_spans() -> Vec<SpanData> {
+    let (root, child) = demo();
+    map_run(&root.decoded(), &mut lookup(&child), MapOptions::default()).spans
+}
+
+/// An export configuration for the receiver tests: batches of 5, no retry, a 10 s timeout,
+/// the private CA and an `authorization` header when given, resource
+/// `openinference.project.name=review`.
+pub fn receiver_config(
+    endpoint: &str,
+    protocol: Protocol,
+    ca: Option<std::path::PathBuf>,
+    token: Option<&str>,
+) -> OtlpHttpConfig {
+    OtlpHttpConfig {
+        batch_size: 5,
+        max_retries: 0,
+        timeout: std::time::Duration::from_secs(10),
+        certificate: ca,
+        headers: token
+            .map(|t| vec![("authorization".to_owned(), t.to_owned())])
+            .unwrap_or_default(),
+        service_name: "receiver-test".into(),
+        resource_attributes: vec![("openinference.project.name".into(), "review".into())],
+        protocol,
+        ..OtlpHttpConfig::new(endpoint)
     }
 }
