@@ -74,28 +74,11 @@ fn setup(dir: &Path, secret: &str, structured: Option<&Value>) -> std::path::Pat
 }
 
 fn run(wf: &Path, storage: &Path, ws: &Path, redact: bool) -> (String, String) {
-    let mut c = bin();
-    c.args(["run", "--deterministic", "--color", "never"]);
-    if redact {
-        c.arg("--redact");
-    }
-    let out = c
-        .arg("--storage")
-        .arg(storage)
-        .arg("--workspace")
-        .arg(ws)
-        .arg(wf)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    (text(&out.stdout), text(&out.stderr))
+    common::run_workflow(wf, storage, ws, redact, 1)
 }
 
 fn run_id(stdout: &str) -> String {
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("run_id: ").map(str::to_owned))
-        .unwrap()
+    common::printed_run_id(stdout)
 }
 
 fn leaks(name: &str, place: &str, body: &str, gone: &[String], failures: &mut Vec<String>) {

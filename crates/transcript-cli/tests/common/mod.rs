@@ -153,3 +153,37 @@ impl RealCliRun<'_> {
         (storage, run_id, output)
     }
 }
+
+/// `transcript run --deterministic --color never [--redact]` of `wf` into `storage` with
+/// `ws` as the workspace; asserts the exit code and returns stdout and stderr.
+pub fn run_workflow(
+    wf: &Path,
+    storage: &Path,
+    ws: &Path,
+    redact: bool,
+    code: i32,
+) -> (String, String) {
+    let mut c = bin();
+    c.args(["run", "--deterministic", "--color", "never"]);
+    if redact {
+        c.arg("--redact");
+    }
+    let out = c
+        .arg("--storage")
+        .arg(storage)
+        .arg("--workspace")
+        .arg(ws)
+        .arg(wf)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
+    (text(&out.stdout), text(&out.stderr))
+}
+
+/// The run id a `transcript run` printed (`run_id: …`).
+pub fn printed_run_id(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: ").map(str::to_owned))
+        .unwrap()
+}
