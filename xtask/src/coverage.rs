@@ -81,7 +81,8 @@ pub fn parse_tarpaulin(lines: &[String], crates: &[(String, String)]) -> Vec<Cra
     out
 }
 
-/// `cargo xtask coverage`: per-crate line coverage of the library crates (tarpaulin, ptrace).
+/// `cargo xtask coverage`: per-crate line coverage of the library crates under the whole
+/// workspace's tests (cargo-llvm-cov with llvm-tools, else tarpaulin's ptrace engine).
 pub fn coverage(root: &Path) -> Result<i32, Error> {
     let meta = metadata::load(root)?;
     let libs: Vec<_> = meta
@@ -112,21 +113,42 @@ pub fn coverage(root: &Path) -> Result<i32, Error> {
             return Err("cargo llvm-cov clean failed".into());
         }
         // cargo-llvm-cov builds test targets only: the MCP proxy tests run the fault
-        // server example, built here (uninstrumented) and named to them.
+        // server example and the NATS load test the fleet runner example, built here
+        // (uninstrumented) and named to them.
         let mut examples = cargo(root);
-        examples.args(["build", "-p", "transcript-mcp", "--examples"]);
+        examples.args([
+            "build",
+            "-p",
+            "transcript-mcp",
+            "-p",
+            "transcript-nats",
+            "--examples",
+        ]);
         if !examples.status()?.success() {
-            return Err("cargo build -p transcript-mcp --examples failed".into());
+            return Err(
+                "cargo build -p transcript-mcp -p transcript-nats --examples failed".into(),
+            );
         }
         let mut cmd = cargo(root);
         cmd.env(
             "TRANSCRIPT_MCP_FAULT_SERVER",
             root.join("target/debug/examples/fault_server"),
         );
-        cmd.args(["llvm-cov", "--summary-only"]);
-        for p in &libs {
-            cmd.args(["-p", &p.name]);
-        }
+        cmd.env(
+            "TRANSCRIPT_FLEET_RUNNER",
+            root.join("target/debug/examples/fleet_runner"),
+        );
+        // The whole workspace's tests (the binary's end-to-end tests included: the
+        // `transcript` processes they start are instrumented too), every one even when one
+        // fails; the table counts the library crates' lines.
+        cmd.args([
+            "llvm-cov",
+            "--summary-only",
+            "--no-fail-fast",
+            "--workspace",
+            "--exclude",
+            "xtask",
+        ]);
         let (ok, lines) = run_tee(cmd)?;
         print_table(&parse_llvm_cov(&lines, &crates));
         return Ok(i32::from(!ok));

@@ -11,7 +11,7 @@
 //! | `bench-cli [--rounds N]` | [`bench_cli`] | release `transcript` import + receipts vs ccusage 17 on a ~100 MB session store |
 //! | `stress [--trials N]` | [`tasks`] | the infra kill test with N trials (default 100), release |
 //! | `fuzz <TARGET>\|--all --seconds N` | [`tasks`] | cargo-fuzz targets in `fuzz/` |
-//! | `coverage` | [`tasks`] | per-crate line coverage of library crates (tarpaulin, ptrace) |
+//! | `coverage` | [`tasks`] | per-crate line coverage of library crates (cargo-llvm-cov, else tarpaulin) |
 //! | `e2e-phoenix` | [`phoenix`] | the demo exported to a real Arize Phoenix on 127.0.0.1 (outside CI) |
 //!
 //! Repository hygiene checks (every module opens with `//!`, README and CI agree on the test

@@ -13,8 +13,12 @@ const RUNNERS: u32 = 8;
 const RUNS: usize = 50;
 const STEPS: &str = "3";
 
-/// The example runner (cargo builds examples with the tests).
+/// The example runner: `TRANSCRIPT_FLEET_RUNNER` when set (`cargo xtask coverage` builds
+/// the example apart), else the one cargo builds with the tests.
 fn runner() -> PathBuf {
+    if let Some(path) = std::env::var_os("TRANSCRIPT_FLEET_RUNNER") {
+        return PathBuf::from(path);
+    }
     let exe = std::env::current_exe().unwrap();
     exe.parent()
         .unwrap()
