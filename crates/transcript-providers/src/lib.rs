@@ -280,6 +280,7 @@ mod facts;
 pub mod frame;
 mod gemini;
 mod gemini_chats;
+mod gemini_session;
 pub mod json;
 mod openai;
 mod output;
@@ -289,6 +290,7 @@ mod turns;
 mod util;
 
 pub use facts::{ClockSource, Fact, Item};
+pub use gemini_session::{SessionMismatch, gemini_session_id, gemini_turns_from_session};
 pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
 pub use pricing::{Cost, LITELLM_VERSION, Pricing, PricingError};
 pub use registry::{

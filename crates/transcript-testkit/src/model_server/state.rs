@@ -196,13 +196,7 @@ impl State {
                 fault_reply(provider, fault, &events, &why),
             );
         }
-        *self.billed.entry(provider).or_default() += turn.usage;
-        self.bills.push(Bill {
-            request: self.requests.len(),
-            provider,
-            model: named,
-            usage: turn.usage,
-        });
+        self.bill(provider, named, turn.usage);
         let ids = vec![
             ("request-id", ctx.id("req")),
             ("x-request-id", ctx.id("req")),
@@ -221,6 +215,17 @@ impl State {
             },
         };
         (Handling::Turn(turn_index), reply)
+    }
+
+    /// Bills `usage` to `provider` for the request being handled, which named `model`.
+    fn bill(&mut self, provider: Provider, model: String, usage: Usage) {
+        *self.billed.entry(provider).or_default() += usage;
+        self.bills.push(Bill {
+            request: self.requests.len(),
+            provider,
+            model,
+            usage,
+        });
     }
 
     fn generation_count(&self) -> usize {
