@@ -71,8 +71,37 @@ fn turns(jsonl: &Path) -> Vec<(bool, Row)> {
 
 #[test]
 fn every_gemini_turn_carries_the_model_that_answered_it_and_its_own_usage() {
+    routed_run(|_| {});
+}
+
+/// The user has run Gemini CLI before: `~/.gemini/tmp` exists, so the step's private Gemini
+/// home (#40) links it. The turns are corrected from the session file read through that link,
+/// and the session file stays in the user's own home after the run.
+#[test]
+fn a_users_existing_gemini_tmp_keeps_the_session_and_the_turns_use_it() {
+    let Some(sb) = routed_run(|sb| {
+        std::fs::create_dir_all(sb.home().join(".gemini/tmp")).unwrap();
+    }) else {
+        return;
+    };
+    let chats: Vec<_> = std::fs::read_dir(sb.home().join(".gemini/tmp"))
+        .unwrap()
+        .flatten()
+        .flat_map(|p| {
+            std::fs::read_dir(p.path().join("chats"))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
+        .collect();
+    assert_eq!(chats.len(), 1, "{chats:?}");
+}
+
+/// Runs the routed three-turn workflow (after `prepare` on the sandbox) and checks every turn
+/// against the server's log; the sandbox, for more checks. `None`: the CLI is not installed.
+fn routed_run(prepare: impl Fn(&AgentSandbox)) -> Option<AgentSandbox> {
     let cli = AgentCli::Gemini;
-    let Some(bin) = cli.require() else { return };
+    let bin = cli.require()?;
     let sb = AgentSandbox::new().unwrap();
     std::fs::write(sb.work().join("notes.txt"), NOTES).unwrap();
     let script = Script::new([
@@ -87,6 +116,7 @@ fn every_gemini_turn_carries_the_model_that_answered_it_and_its_own_usage() {
     let inv = sb
         .invocation(cli, &bin, &server, "unused", &CliOptions::default())
         .unwrap();
+    prepare(&sb);
     let var = "GOOGLE_GEMINI_BASE_URL";
     let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
     // No `model:`: the CLI's own default, its `auto` router.
@@ -149,4 +179,5 @@ fn every_gemini_turn_carries_the_model_that_answered_it_and_its_own_usage() {
         recorded.iter().all(|(_, (m, _))| m != "auto"),
         "no turn is named after the router: {all}"
     );
+    Some(sb)
 }
