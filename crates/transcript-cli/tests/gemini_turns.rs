@@ -108,7 +108,9 @@ fn routed_run(prepare: impl Fn(&AgentSandbox)) -> Option<AgentSandbox> {
         Turn::text(CLASSIFIER).with_usage(Usage::new(400, 12)),
         Turn::tool_call("read_file", json!({"file_path": "notes.txt"}))
             .with_usage(Usage::new(1200, 45).with_cache(300, 0)),
-        Turn::tool_call("run_shell_command", json!({"command": "echo shell-42"}))
+        Turn::default()
+            .then_thinking("**Running it**\n\nThe shell has the answer.", "sig-1")
+            .then_tool_call("run_shell_command", json!({"command": "echo shell-42"}))
             .with_usage(Usage::new(1500, 29).with_cache(1400, 0).with_reasoning(8)),
         Turn::text(FINAL_TEXT).with_usage(Usage::new(1700, 17).with_cache(1600, 0)),
     ]);
@@ -178,6 +180,24 @@ fn routed_run(prepare: impl Fn(&AgentSandbox)) -> Option<AgentSandbox> {
     assert!(
         recorded.iter().all(|(_, (m, _))| m != "auto"),
         "no turn is named after the router: {all}"
+    );
+    // The thinking only the CLI's session file has is on its turn, before the tool call.
+    let text = std::fs::read_to_string(&jsonl).unwrap();
+    let shell_turn: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "message.assistant" && e.to_string().contains("shell-42"))
+        .expect("the shell turn");
+    let kinds: Vec<&str> = shell_turn["payload"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds[..2], ["thinking", "tool_use"], "{all}");
+    assert!(
+        shell_turn.to_string().contains("The shell has the answer."),
+        "{all}"
     );
     Some(sb)
 }

@@ -12,7 +12,7 @@
 //!
 //! The stream's turns and the file's messages are matched one to one, in order, and only
 //! when they agree (same count, same tool call ids, same text): each turn keeps the stream's
-//! blocks and gets the file's model and usage. What the stream's per-model totals bill
+//! blocks, gets the file's model and usage, and its thinking (the stream has none) first. What the stream's per-model totals bill
 //! beyond the file's messages (Gemini CLI's routing classifier call, which is no message)
 //! becomes a usage-only turn per model, so the run's totals stay the stream's. Anything that
 //! does not agree is a [`SessionMismatch`]: the caller keeps the stream's turns.
@@ -99,7 +99,18 @@ pub fn gemini_turns_from_session(
         if signature(s) != signature(f) {
             return Err(SessionMismatch::TurnContent(i));
         }
+        // Gemini CLI's stream-json carries no thoughts: the file's come first, as they did.
+        let thinking = f
+            .blocks
+            .iter()
+            .filter(|b| matches!(b.body, BlockBody::Thinking { .. }))
+            .filter(|_| {
+                !s.blocks
+                    .iter()
+                    .any(|b| matches!(b.body, BlockBody::Thinking { .. }))
+            });
         out.push(MessagePayload {
+            blocks: thinking.chain(&s.blocks).cloned().collect(),
             model: f.model.clone().or_else(|| s.model.clone()),
             usage: f.usage.clone(),
             ..(*s).clone()
@@ -264,6 +275,7 @@ mod tests {
         format!(
             "{{\"sessionId\":\"{session}\",\"projectHash\":\"h\"}}\n\
              {{\"id\":\"a\",\"type\":\"gemini\",\"content\":\"\",\"model\":\"pro\",\
+             \"thoughts\":[{{\"subject\":\"S\",\"description\":\"D\"}}],\
              \"tokens\":{{\"input\":50,\"output\":4}},\"toolCalls\":[{{\"id\":\"{call}\",\
              \"name\":\"read_file\",\"args\":{{}}}}]}}\n\
              {{\"id\":\"b\",\"type\":\"gemini\",\"content\":\"{text}\",\"model\":\"pro\",\
@@ -287,6 +299,11 @@ mod tests {
             })
             .collect();
         assert_eq!(got, [(Some("pro"), Some(50)), (Some("pro"), Some(70))]);
+        // The file's thinking (the stream has none) comes first in its turn.
+        assert!(
+            matches!(&out[0].blocks[0].body, BlockBody::Thinking { thinking } if thinking == "S\nD")
+        );
+        assert_eq!(out[0].blocks.len(), turns[0].blocks.len() + 1);
     }
 
     #[test]
