@@ -206,6 +206,20 @@ fn attempt(
     declare: fn(AgentCli, &AgentSandbox, &Rogue) -> Vec<&'static str>,
     step_env: &[(&str, String)],
 ) -> Attempt {
+    attempt_with(cli, sb, bin, rogue, declare, step_env, true)
+}
+
+/// [`attempt`]; without `own`, the step has no `mcp_servers:` (and no `tools:`) and the model
+/// asks only for the user's servers' tools (#40 follow-up).
+fn attempt_with(
+    cli: AgentCli,
+    sb: &AgentSandbox,
+    bin: &Path,
+    rogue: &Rogue,
+    declare: fn(AgentCli, &AgentSandbox, &Rogue) -> Vec<&'static str>,
+    step_env: &[(&str, String)],
+    own: bool,
+) -> Attempt {
     // The sandbox's own files first (Codex's config.toml, Gemini CLI's settings.json), then the
     // user's servers added to them.
     let probe = ModelServer::start(Script::new([])).unwrap();
@@ -219,13 +233,15 @@ fn attempt(
                 .with_usage(Usage::new(100, 10))
         })
         .collect();
-    turns.push(
-        Turn::tool_call(
-            model_name(cli, "proxied", "echo"),
-            json!({"text": "through"}),
-        )
-        .with_usage(Usage::new(100, 10)),
-    );
+    if own {
+        turns.push(
+            Turn::tool_call(
+                model_name(cli, "proxied", "echo"),
+                json!({"text": "through"}),
+            )
+            .with_usage(Usage::new(100, 10)),
+        );
+    }
     turns.push(Turn::text("Done.").with_usage(Usage::new(100, 5)));
     let server = ModelServer::start(Script::new(turns)).unwrap();
     // The same files again, now naming `server`: only the endpoint changes.
@@ -240,12 +256,22 @@ fn attempt(
         AgentCli::Codex => "    model: gpt-5.5\n".to_owned(),
         AgentCli::Gemini => "    model: gemini-2.5-pro\n".to_owned(),
     };
+    let (tools, servers) = if own {
+        (
+            "    tools: [mcp__proxied__echo]\n".to_owned(),
+            format!(
+                "    mcp_servers: [{{name: proxied, command: {}}}]\n",
+                json!(fault_server().display().to_string())
+            ),
+        )
+    } else {
+        (String::new(), String::new())
+    };
     let workflow = format!(
         "name: no-bypass-{name}\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    \
          type: agent\n    provider: {name}\n    timeout_ms: 120000\n    \
-         prompt: Use the tools.\n{model}    tools: [mcp__proxied__echo]\n    env:\n      \
-         {var}: \"{{{{inputs.endpoint}}}}\"\n{extra}    mcp_servers: [{{name: proxied, command: {}}}]\n",
-        json!(fault_server().display().to_string()),
+         prompt: Use the tools.\n{model}{tools}    env:\n      \
+         {var}: \"{{{{inputs.endpoint}}}}\"\n{extra}{servers}",
         extra = step_env
             .iter()
             .map(|(k, v)| format!("      {k}: {}\n", json!(v)))
@@ -451,4 +477,50 @@ fn gemini_honours_the_steps_own_gemini_cli_home() {
     assert_eq!(run.output.status.code(), Some(0), "{why}");
     assert_eq!(rogue.starts(), Vec::<String>::new(), "{why}");
     assert_eq!(run.payloads("tool.call", "router").len(), 1, "{why}");
+}
+
+/// #40 follow-up: a preset step WITHOUT `mcp_servers:` starts none of the user's own MCP
+/// servers either (same configuration as above: user, project, extension and workspace
+/// servers, the model asking for each one's tool). Asserted from the OS: no wrapper ever
+/// started (its log stays empty); the model was never offered one of their tools; the step
+/// still succeeds with the user's auth and settings.
+fn no_server_without_mcp_servers(cli: AgentCli) {
+    let Some(bin) = cli.require() else {
+        return;
+    };
+    let sb = AgentSandbox::new().unwrap();
+    let rogue_dir = tempfile::tempdir().unwrap();
+    let rogue = Rogue::new(rogue_dir.path());
+    let run = attempt_with(cli, &sb, &bin, &rogue, declare_rogues, &[], false);
+    let why = run.describe();
+    assert_eq!(rogue.starts(), Vec::<String>::new(), "{why}");
+    let requests = run.server.generation_requests();
+    assert!(!requests.is_empty(), "{why}");
+    for r in &requests {
+        for name in r.tool_names() {
+            assert!(!name.contains("rogue"), "offered {name}\n{why}");
+        }
+    }
+    assert_eq!(run.output.status.code(), Some(0), "{why}");
+    for result in run.payloads("tool.result", "agent_emitted") {
+        assert!(
+            !result["output"].to_string().contains("around") || result["error"].is_string(),
+            "a user's server answered: {result}\n{why}"
+        );
+    }
+}
+
+#[test]
+fn claude_code_starts_no_users_mcp_server_without_mcp_servers() {
+    no_server_without_mcp_servers(AgentCli::Claude);
+}
+
+#[test]
+fn codex_starts_no_users_mcp_server_without_mcp_servers() {
+    no_server_without_mcp_servers(AgentCli::Codex);
+}
+
+#[test]
+fn gemini_cli_starts_no_users_mcp_server_without_mcp_servers() {
+    no_server_without_mcp_servers(AgentCli::Gemini);
 }

@@ -20,8 +20,10 @@ use std::process::Stdio;
 
 use async_trait::async_trait;
 use tokio::io::AsyncReadExt;
-use transcript_domain::BlockBody;
-use transcript_providers::{DiagnosticKind, Normalizer, Output, UnknownProvider};
+use transcript_domain::{BlockBody, MessagePayload};
+use transcript_providers::{
+    DiagnosticKind, Normalizer, Output, Provider, UnknownProvider, gemini_session_id,
+};
 
 use crate::agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentSeam};
 use crate::mcp::step::{PrivateDir, preset_args};
@@ -47,6 +49,8 @@ struct Collected {
     last_text: Option<String>,
     provider_errors: Vec<String>,
     warnings: Vec<String>,
+    /// Gemini CLI: its turns, held until it exited ([`crate::gemini_session`]).
+    gemini: Option<crate::gemini_session::Held>,
 }
 
 /// Most warnings kept per agent run (a CLI repeating one stays bounded).
@@ -60,19 +64,14 @@ async fn dispatch(outputs: &mut Vec<Output>, seam: &AgentSeam, c: &mut Collected
                 seam.agent_tool_result(&p.name, &p.call_id, p.output, p.error)
                     .await
             }
-            Output::Turn(m) => {
-                let text: Vec<&str> = m
-                    .blocks
-                    .iter()
-                    .filter_map(|b| match &b.body {
-                        BlockBody::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                if !text.is_empty() {
-                    c.last_text = Some(text.join(""));
+            Output::Turn(m) => match &mut c.gemini {
+                Some(held) => held.turns.push(m),
+                None => record_turn(m, seam, c).await,
+            },
+            Output::Diagnostic(d) if d.kind == DiagnosticKind::Metadata => {
+                if let (Some(held), Some(id)) = (&mut c.gemini, gemini_session_id(&d)) {
+                    held.session_id = Some(id.to_owned());
                 }
-                seam.assistant(m).await;
             }
             Output::Diagnostic(d) if d.kind == DiagnosticKind::ProviderError => {
                 c.provider_errors.push(if d.detail.is_empty() {
@@ -92,6 +91,39 @@ async fn dispatch(outputs: &mut Vec<Output>, seam: &AgentSeam, c: &mut Collected
             }
             Output::Diagnostic(_) => {}
         }
+    }
+}
+
+/// Records an assistant turn; its text is the agent's answer so far.
+async fn record_turn(m: MessagePayload, seam: &AgentSeam, c: &mut Collected) {
+    let text: Vec<&str> = m
+        .blocks
+        .iter()
+        .filter_map(|b| match &b.body {
+            BlockBody::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !text.is_empty() {
+        c.last_text = Some(text.join(""));
+    }
+    seam.assistant(m).await;
+}
+
+/// Records the turns held for a Gemini CLI run, with their model and usage from its
+/// session file when it can be used ([`crate::gemini_session`]).
+async fn release_held(request: &AgentRequest, seam: &AgentSeam, c: &mut Collected) {
+    let Some(held) = c.gemini.take() else {
+        return;
+    };
+    let (turns, warning) = held.release(&request.env).await;
+    if let Some(w) = warning
+        && c.warnings.len() < WARNINGS_KEEP
+    {
+        c.warnings.push(w);
+    }
+    for m in turns {
+        record_turn(m, seam, c).await;
     }
 }
 
@@ -145,7 +177,10 @@ impl AgentRunner for CliAgentRunner {
             .ok_or_else(|| AgentError::Transport("agent has no stdout pipe".into()))?;
         let mut stderr_task = child.stderr.take().map(|e| tokio::spawn(stderr_tail(e)));
         let mut normalizer = provider.normalizer();
-        let mut collected = Collected::default();
+        let mut collected = Collected {
+            gemini: (provider == Provider::Gemini).then(Default::default),
+            ..Collected::default()
+        };
         let read = read_stdout(&mut stdout, normalizer.as_mut(), seam, &mut collected).await;
         let finished = match read {
             Read::Cancelled => None,
@@ -166,6 +201,7 @@ impl AgentRunner for CliAgentRunner {
         let mut outputs = Vec::new();
         normalizer.finish(&mut outputs);
         dispatch(&mut outputs, seam, &mut collected).await;
+        release_held(&request, seam, &mut collected).await;
         let Some((status, stderr)) = finished else {
             return Err(AgentError::Cancelled);
         };

@@ -337,6 +337,7 @@ pub mod confined;
 pub mod custom;
 mod display;
 pub mod emit;
+mod gemini_session;
 pub mod http_agent;
 pub mod mcp;
 pub mod plugin;

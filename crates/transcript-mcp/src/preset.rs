@@ -219,14 +219,35 @@ pub const GEMINI_HOME_ENV: &str = "GEMINI_CLI_HOME";
 /// Where the private Gemini home's settings go, relative to the wiring's directory.
 pub const GEMINI_SETTINGS_FILE: &str = "gemini-home/.gemini/settings.json";
 
-/// Gemini CLI's arguments: `--allowed-mcp-server-names=<name>` for each of the proxy's servers
-/// (any other server, from settings or elsewhere, is blocked by name) and `--extensions=none`
-/// (an extension's server would otherwise be merged into one of the same name).
-pub fn gemini_args(endpoints: &ProxyEndpoints) -> Vec<String> {
-    let mut args: Vec<String> = endpoints
+/// The one name Gemini CLI is allowed when the step has no MCP server: Gemini CLI reads an
+/// empty allowlist as "allow every server" and refuses an empty name, so the empty set is a
+/// list of one name no server of ours has (a workspace server declaring it is a shadow,
+/// [`gemini_workspace_shadows`], and is refused like one).
+pub const GEMINI_NO_SERVER: &str = "transcript-no-mcp-server";
+
+/// The server names Gemini CLI is allowed: the proxy's, or [`GEMINI_NO_SERVER`] when it has
+/// none.
+pub fn gemini_allowed_names(endpoints: &ProxyEndpoints) -> Vec<&str> {
+    let names: Vec<&str> = endpoints
         .endpoints
         .iter()
-        .map(|e| format!("--allowed-mcp-server-names={}", e.server))
+        .map(|e| e.server.as_str())
+        .collect();
+    if names.is_empty() {
+        vec![GEMINI_NO_SERVER]
+    } else {
+        names
+    }
+}
+
+/// Gemini CLI's arguments: `--allowed-mcp-server-names=<name>` for each of
+/// [`gemini_allowed_names`] (any other server, from settings or elsewhere, is blocked by
+/// name) and `--extensions=none` (an extension's server would otherwise be merged into one of
+/// the same name).
+pub fn gemini_args(endpoints: &ProxyEndpoints) -> Vec<String> {
+    let mut args: Vec<String> = gemini_allowed_names(endpoints)
+        .into_iter()
+        .map(|name| format!("--allowed-mcp-server-names={name}"))
         .collect();
     args.push("--extensions=none".to_owned());
     args
@@ -246,10 +267,12 @@ pub fn gemini_user_settings(user: Value, endpoints: &ProxyEndpoints) -> Value {
     gemini_settings(Value::Object(user), endpoints).unwrap_or_default()
 }
 
-/// The servers a workspace's `.gemini/settings.json` (`workspace`) declares under a name of
-/// the proxy's: Gemini CLI merges workspace servers over the user's by name, so such a server
-/// would replace the proxy's under the name `--allowed-mcp-server-names` allows (a
-/// `mcp.serverCommand` declares the server `mcp`). The caller refuses to start the CLI then.
+/// The servers a workspace's `.gemini/settings.json` (`workspace`) declares under a name
+/// Gemini CLI is allowed ([`gemini_allowed_names`]: the proxy's, or [`GEMINI_NO_SERVER`]):
+/// Gemini CLI merges workspace servers over the user's by name, so such a server would
+/// replace the proxy's (or run, for the empty set) under the name
+/// `--allowed-mcp-server-names` allows (a `mcp.serverCommand` declares the server `mcp`).
+/// The caller refuses to start the CLI then.
 pub fn gemini_workspace_shadows(workspace: &Value, endpoints: &ProxyEndpoints) -> Vec<String> {
     let mut declared: Vec<&str> = workspace["mcpServers"]
         .as_object()
@@ -258,11 +281,10 @@ pub fn gemini_workspace_shadows(workspace: &Value, endpoints: &ProxyEndpoints) -
     if !workspace["mcp"]["serverCommand"].is_null() {
         declared.push("mcp");
     }
-    endpoints
-        .endpoints
-        .iter()
-        .filter(|e| declared.contains(&e.server.as_str()))
-        .map(|e| e.server.clone())
+    gemini_allowed_names(endpoints)
+        .into_iter()
+        .filter(|name| declared.contains(name))
+        .map(str::to_owned)
         .collect()
 }
 
@@ -594,5 +616,45 @@ mod tests {
             ["mcp"]
         );
         assert!(gemini_workspace_shadows(&json!([1]), &e).is_empty());
+    }
+
+    /// #40 follow-up: the wiring of the empty set lets each CLI reach no server at all.
+    #[test]
+    fn the_empty_set_is_wired_as_no_server_at_all() {
+        let none = ProxyEndpoints {
+            endpoints: Vec::new(),
+            ..endpoints()
+        };
+        let dir = std::path::Path::new("/private");
+        let claude = wiring(Cli::Claude, &none, dir, UserConfig::default()).unwrap();
+        assert!(claude.args.contains(&"--strict-mcp-config".to_owned()));
+        assert_eq!(claude.files[0].1, r#"{"mcpServers":{}}"#);
+        let codex = wiring(
+            Cli::Codex,
+            &none,
+            dir,
+            UserConfig {
+                codex_config: "model = \"m\"\n[mcp_servers.rogue]\ncommand = \"r\"\n".into(),
+                ..UserConfig::default()
+            },
+        )
+        .unwrap();
+        assert!(codex.args.is_empty(), "{:?}", codex.args);
+        assert_eq!(codex.files[0].1, "model = \"m\"\n");
+        assert_eq!(
+            gemini_args(&none),
+            [
+                "--allowed-mcp-server-names=transcript-no-mcp-server",
+                "--extensions=none"
+            ]
+        );
+        // A workspace server under the one allowed name would run: it is a shadow.
+        let declared = json!({"mcpServers": {GEMINI_NO_SERVER: {"command": "r"}}});
+        assert_eq!(
+            gemini_workspace_shadows(&declared, &none),
+            [GEMINI_NO_SERVER]
+        );
+        let settings = gemini_user_settings(json!({"mcpServers": {"rogue": {}}, "x": 1}), &none);
+        assert_eq!(settings, json!({"mcpServers": {}, "x": 1}));
     }
 }

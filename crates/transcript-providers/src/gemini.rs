@@ -35,7 +35,15 @@ impl Mapper for Gemini {
                 if let Some(m) = ne(v, "model") {
                     turns.default_model = Some(m.to_owned());
                 }
-                diag(out, K::Metadata, pos, t, "");
+                // The session id names the CLI's own session file
+                // (crate::gemini_session::gemini_session_id).
+                diag(
+                    out,
+                    K::Metadata,
+                    pos,
+                    t,
+                    ne(v, "session_id").unwrap_or_default(),
+                );
             }
             "message" | "user" => message(v, t, pos, turns, out),
             "tool_use" => {

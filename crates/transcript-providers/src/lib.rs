@@ -197,12 +197,12 @@
 //! | codex | rollout `event_msg` duplicating a response item (`agent_message`, `exec_command_end`, `mcp_tool_call_end`, `user_message`…) | P |
 //! | codex | rollout `event_msg` bookkeeping (approvals, review mode, thread settings, `collab_*`, notices) / deltas | M / P |
 //! | codex | other rollout `event_msg` | U |
-//! | gemini | `init` | M; model |
+//! | gemini | `init` | M (detail: its `session_id`, [`gemini_session_id`]); model |
 //! | gemini | `message` role user, `user` record | prompt |
 //! | gemini | `message` role assistant (`delta: true` pieces accumulate into one text block) | text |
 //! | gemini | `tool_use` / `tool_result` by `tool_id` | use / result (`status: error` → error) |
 //! | gemini | `error` | E |
-//! | gemini | `result` | `stats.models` (the models a run used; `init` may name the router `auto`): one model → model and usage of the open turn, several → one usage-only turn per model; else `stats` → usage of the open turn (whole run): thought tokens (`thoughts`, or `total_tokens` − `input_tokens` − `output_tokens` where the CLI omits them) → reasoning, not part of output (Gemini counts them apart); non-success status → E |
+//! | gemini | `result` | `stats.models` (the models a run used; `init` may name the router `auto`): one model → model and usage of the open turn, several → one usage-only turn per model; else `stats` → usage of the open turn (whole run): thought tokens (`thoughts`, or `total_tokens` − `input_tokens` − `output_tokens` where the CLI omits them) → reasoning, not part of output (Gemini counts them apart); non-success status → E. A live run's turns get each message's model and usage from the CLI's session file instead: [`gemini_turns_from_session`] |
 //! | gemini | `--output-format json` document | `response` → text; `stats.models.*.tokens` → usage per model (one model: the text turn's; several: a usage-only turn each); `stats.tools` calls → X (no content); `error` → E |
 //! | gemini | thinking | none in stream-json: the documented extra of the equivalence test |
 //! | gemini | saved session (`chats/session-*.jsonl`: metadata, then message records appended again whole under their `id` as they grow; `$set` / `$rewindTo` ignored) | `user` text → prompt; `gemini` → one turn per `id`, its last record: `thoughts` → thinking, `content` → text, `toolCalls` → use / result (each `tool.*` once, as soon as a record shows it), `tokens` → usage (`input` − `cached` + `tool` → input, `output`, `cached` → cache read, `thoughts` → reasoning), `model`; `info` → M, `warning` / `error` → W |
@@ -280,6 +280,7 @@ mod facts;
 pub mod frame;
 mod gemini;
 mod gemini_chats;
+mod gemini_session;
 pub mod json;
 mod openai;
 mod output;
@@ -289,6 +290,7 @@ mod turns;
 mod util;
 
 pub use facts::{ClockSource, Fact, Item};
+pub use gemini_session::{SessionMismatch, gemini_session_id, gemini_turns_from_session};
 pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
 pub use pricing::{Cost, LITELLM_VERSION, Pricing, PricingError};
 pub use registry::{

@@ -40,7 +40,7 @@ pub const TOOLS: &[&str] = &[
 /// Environment variable naming the call log file.
 pub const LOG_ENV: &str = "TRANSCRIPT_MCP_FAULT_LOG";
 
-/// Environment variable choosing a faulty `tools/list` (see [`list_reply`]): `endless` (every
+/// Environment variable choosing a faulty `tools/list` (see `list_reply`): `endless` (every
 /// page has a `nextCursor`), `huge:<bytes>` (one tool whose description is that many bytes),
 /// `many:<n>` (`n` tools on one page), `hang` (no answer).
 pub const LIST_ENV: &str = "TRANSCRIPT_MCP_FAULT_LIST";

@@ -26,6 +26,11 @@
 //! (`mcp__<server>__<tool>`, or `mcp__<server>` for all of a server's tools). Values are
 //! literal: no `{{…}}` in `mcp_servers`.
 //!
+//! A CLI preset step without `mcp_servers:` (and without a registered runner for its
+//! provider) gets the same wiring for the empty set, when the service has a gateway: the CLI
+//! then starts none of the user's own MCP servers either (#40 follow-up). Without a gateway
+//! such a step runs the CLI with its own configuration.
+//!
 //! Why a port and not a dependency on the proxy crate: the engine stays free of the MCP
 //! SDK and its HTTP stack; the composition root (`transcript-cli`) adapts
 //! `transcript-mcp` to [`McpGateway`].

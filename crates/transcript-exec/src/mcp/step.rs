@@ -40,9 +40,11 @@ pub(crate) struct StepProxy {
     dir: PrivateDir,
 }
 
-/// Starts the proxy of `servers` when there are any, and points `request` (a CLI preset's)
-/// at it: the preset's command line with the wiring's arguments, its environment, its files
-/// written. `None` without servers.
+/// Starts the proxy of `servers` and points `request` (a CLI preset's) at it: the preset's
+/// command line with the wiring's arguments, its environment, its files written. With no
+/// servers the wiring is the same, for an empty set: the CLI then reaches no MCP server at
+/// all, none of the user's own configuration included (#40 follow-up; the caller asks for it
+/// only for a CLI preset step). `None` without servers when there is no gateway.
 pub(crate) async fn start(
     gateway: Option<&Arc<dyn McpGateway>>,
     servers: &[McpServerSpec],
@@ -51,10 +53,10 @@ pub(crate) async fn start(
     call_deadline: Option<Duration>,
     cancel: &CancellationToken,
 ) -> Result<Option<StepProxy>, String> {
-    if servers.is_empty() {
-        return Ok(None);
-    }
     let Some(gateway) = gateway else {
+        if servers.is_empty() {
+            return Ok(None);
+        }
         return Err("the step has mcp_servers but this runner has no MCP gateway (ServiceBuilder::mcp_gateway)".into());
     };
     let dir = PrivateDir::create().map_err(|e| format!("MCP proxy: {e}"))?;

@@ -50,7 +50,7 @@ use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
-pub use record::{Handling, Provider, RecordedRequest};
+pub use record::{Bill, Handling, Provider, RecordedRequest};
 pub use script::{Block, Fault, Script, Turn, Usage};
 
 use state::State;
@@ -164,6 +164,12 @@ impl ModelServer {
     /// The usage billed to `provider`: the sum over turns served in full.
     pub fn billed(&self, provider: Provider) -> Usage {
         self.state().billed(provider)
+    }
+
+    /// Every generation request answered in full so far, in arrival order, with the model it
+    /// named and the usage billed for it (faulted and unscripted requests bill nothing).
+    pub fn bills(&self) -> Vec<Bill> {
+        self.state().bills().to_vec()
     }
 
     /// The usage billed over every provider.

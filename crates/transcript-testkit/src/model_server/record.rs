@@ -53,6 +53,20 @@ pub enum Handling {
     Unknown,
 }
 
+/// One generation request the server answered in full, as it billed it: its own log, the
+/// truth a test compares a transcript's per-turn model and usage with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bill {
+    /// The request's [`RecordedRequest::index`].
+    pub request: usize,
+    /// The API it spoke.
+    pub provider: Provider,
+    /// The model the request named (its path for Gemini, its body's `model` otherwise).
+    pub model: String,
+    /// What the server billed for it (the answering script turn's usage).
+    pub usage: super::script::Usage,
+}
+
 /// One request as received.
 #[derive(Debug, Clone)]
 pub struct RecordedRequest {

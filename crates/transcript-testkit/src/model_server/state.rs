@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::record::{Handling, Provider, RecordedRequest};
+use super::record::{Bill, Handling, Provider, RecordedRequest};
 use super::render::{Answer, Ctx};
 use super::route::{Route, route};
 use super::script::{Fault, Script, Usage};
@@ -55,6 +55,7 @@ pub(crate) struct State {
     seq: usize,
     requests: Vec<RecordedRequest>,
     billed: HashMap<Provider, Usage>,
+    bills: Vec<Bill>,
 }
 
 impl State {
@@ -65,6 +66,7 @@ impl State {
             seq: 0,
             requests: Vec::new(),
             billed: HashMap::new(),
+            bills: Vec::new(),
         }
     }
 
@@ -78,6 +80,10 @@ impl State {
 
     pub fn turns_served(&self) -> usize {
         self.next_turn
+    }
+
+    pub fn bills(&self) -> &[Bill] {
+        &self.bills
     }
 
     /// Records the request and decides the reply.
@@ -167,6 +173,7 @@ impl State {
         let turn_index = self.next_turn;
         self.next_turn += 1;
         self.seq += 1;
+        let named = model.clone();
         let ctx = Ctx {
             turn: &turn,
             model,
@@ -189,7 +196,7 @@ impl State {
                 fault_reply(provider, fault, &events, &why),
             );
         }
-        *self.billed.entry(provider).or_default() += turn.usage;
+        self.bill(provider, named, turn.usage);
         let ids = vec![
             ("request-id", ctx.id("req")),
             ("x-request-id", ctx.id("req")),
@@ -208,6 +215,17 @@ impl State {
             },
         };
         (Handling::Turn(turn_index), reply)
+    }
+
+    /// Bills `usage` to `provider` for the request being handled, which named `model`.
+    fn bill(&mut self, provider: Provider, model: String, usage: Usage) {
+        *self.billed.entry(provider).or_default() += usage;
+        self.bills.push(Bill {
+            request: self.requests.len(),
+            provider,
+            model,
+            usage,
+        });
     }
 
     fn generation_count(&self) -> usize {

@@ -115,13 +115,21 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
     outcome(finished.filter(|_| !cancel.is_cancelled()))
 }
 
-/// Starts the MCP proxy of `spec`'s servers, if any, pointing `request` at it.
+/// Starts the MCP proxy of `spec`'s servers, pointing `request` at it; for a CLI preset step
+/// (no `command:`, no registered runner) even without servers, so that the CLI starts none
+/// of the user's own MCP servers either (#40 follow-up).
 async fn start_mcp_proxy(
     sc: &StepCtx<'_>,
     spec: &AgentSpec,
     request: &mut AgentRequest,
     call_id_prefix: String,
 ) -> Result<Option<crate::mcp::step::StepProxy>, String> {
+    let cli_preset = sc.run.inner.agents.get(spec.provider.name()).is_none()
+        && request.command.is_empty()
+        && crate::preset::Preset::of_agent(&spec.provider).is_some();
+    if spec.mcp_servers.is_empty() && !cli_preset {
+        return Ok(None);
+    }
     let (recorder, max_value_bytes) = sc.run.emitter.recorder_and_cap();
     let target = crate::mcp::step::Target {
         recorder,
