@@ -103,55 +103,7 @@ pub fn coverage(root: &Path) -> Result<i32, Error> {
     // cargo-llvm-cov (source-based coverage) when the toolchain has
     // llvm-tools: exact and unaffected by ptrace timing; tarpaulin otherwise.
     if llvm_tools_present(root) {
-        ensure_installed(root, "llvm-cov", "cargo-llvm-cov")?;
-        // Profiles left by earlier builds of changed code make llvm-cov drop
-        // the functions whose hashes no longer match ("mismatched data"),
-        // which silently counts their lines as uncovered.
-        let mut clean = cargo(root);
-        clean.args(["llvm-cov", "clean", "--workspace"]);
-        if !clean.status()?.success() {
-            return Err("cargo llvm-cov clean failed".into());
-        }
-        // cargo-llvm-cov builds test targets only: the MCP proxy tests run the fault
-        // server example and the NATS load test the fleet runner example, built here
-        // (uninstrumented) and named to them.
-        let mut examples = cargo(root);
-        examples.args([
-            "build",
-            "-p",
-            "transcript-mcp",
-            "-p",
-            "transcript-nats",
-            "--examples",
-        ]);
-        if !examples.status()?.success() {
-            return Err(
-                "cargo build -p transcript-mcp -p transcript-nats --examples failed".into(),
-            );
-        }
-        let mut cmd = cargo(root);
-        cmd.env(
-            "TRANSCRIPT_MCP_FAULT_SERVER",
-            root.join("target/debug/examples/fault_server"),
-        );
-        cmd.env(
-            "TRANSCRIPT_FLEET_RUNNER",
-            root.join("target/debug/examples/fleet_runner"),
-        );
-        // The whole workspace's tests (the binary's end-to-end tests included: the
-        // `transcript` processes they start are instrumented too), every one even when one
-        // fails; the table counts the library crates' lines.
-        cmd.args([
-            "llvm-cov",
-            "--summary-only",
-            "--no-fail-fast",
-            "--workspace",
-            "--exclude",
-            "xtask",
-        ]);
-        let (ok, lines) = run_tee(cmd)?;
-        print_table(&parse_llvm_cov(&lines, &crates));
-        return Ok(i32::from(!ok));
+        return llvm_cov(root, &crates);
     }
     ensure_installed(root, "tarpaulin", "cargo-tarpaulin")?;
     let mut cmd = cargo(root);
@@ -171,6 +123,57 @@ pub fn coverage(root: &Path) -> Result<i32, Error> {
     }
     let (ok, lines) = run_tee(cmd)?;
     print_table(&parse_tarpaulin(&lines, &crates));
+    Ok(i32::from(!ok))
+}
+
+/// The table from cargo-llvm-cov, the whole workspace's tests run once.
+fn llvm_cov(root: &Path, crates: &[(String, String)]) -> Result<i32, Error> {
+    ensure_installed(root, "llvm-cov", "cargo-llvm-cov")?;
+    // Profiles left by earlier builds of changed code make llvm-cov drop
+    // the functions whose hashes no longer match ("mismatched data"),
+    // which silently counts their lines as uncovered.
+    let mut clean = cargo(root);
+    clean.args(["llvm-cov", "clean", "--workspace"]);
+    if !clean.status()?.success() {
+        return Err("cargo llvm-cov clean failed".into());
+    }
+    // cargo-llvm-cov builds test targets only: the MCP proxy tests run the fault
+    // server example and the NATS load test the fleet runner example, built here
+    // (uninstrumented) and named to them.
+    let mut examples = cargo(root);
+    examples.args([
+        "build",
+        "-p",
+        "transcript-mcp",
+        "-p",
+        "transcript-nats",
+        "--examples",
+    ]);
+    if !examples.status()?.success() {
+        return Err("cargo build -p transcript-mcp -p transcript-nats --examples failed".into());
+    }
+    let mut cmd = cargo(root);
+    cmd.env(
+        "TRANSCRIPT_MCP_FAULT_SERVER",
+        root.join("target/debug/examples/fault_server"),
+    );
+    cmd.env(
+        "TRANSCRIPT_FLEET_RUNNER",
+        root.join("target/debug/examples/fleet_runner"),
+    );
+    // The whole workspace's tests (the binary's end-to-end tests included: the
+    // `transcript` processes they start are instrumented too), every one even when one
+    // fails; the table counts the library crates' lines.
+    cmd.args([
+        "llvm-cov",
+        "--summary-only",
+        "--no-fail-fast",
+        "--workspace",
+        "--exclude",
+        "xtask",
+    ]);
+    let (ok, lines) = run_tee(cmd)?;
+    print_table(&parse_llvm_cov(&lines, crates));
     Ok(i32::from(!ok))
 }
 

@@ -9,7 +9,6 @@
 //! nothing running past its step (#40 item 4).
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
@@ -17,6 +16,7 @@ use transcript_exec::mcp::{
     McpError, McpFile, McpGateway, McpServerSpec, McpSession, McpStart, McpTransport, McpWiring,
 };
 use transcript_exec::reaper::{ProcessScope, SCOPE_ENV};
+use transcript_mcp::home::link_private_home;
 use transcript_mcp::preset::{self, Cli, UserConfig};
 use transcript_mcp::{Allowlist, McpProxy, McpServer, ProxyLimits, RecordTarget, Upstream};
 
@@ -115,7 +115,8 @@ fn user_config(
             let real =
                 var(start, preset::CODEX_HOME_ENV).or_else(|| home.map(|h| h.join(".codex")));
             let ours = start.config_dir.join(preset::CODEX_HOME_DIR);
-            user.codex_config = link_home(real.as_deref(), &ours, "config.toml")?;
+            user.codex_config =
+                link_private_home(real.as_deref(), &ours, "config.toml", "sessions")?;
         }
         Cli::Gemini => {
             let workspace = start.workspace.join(".gemini").join("settings.json");
@@ -132,7 +133,7 @@ fn user_config(
                 .or(home)
                 .map(|h| h.join(".gemini"));
             let ours = start.config_dir.join("gemini-home").join(".gemini");
-            let text = link_home(real.as_deref(), &ours, "settings.json")?;
+            let text = link_private_home(real.as_deref(), &ours, "settings.json", "tmp")?;
             user.gemini_settings = if text.trim().is_empty() {
                 serde_json::Value::Null
             } else {
@@ -143,34 +144,6 @@ fn user_config(
         }
     }
     Ok(user)
-}
-
-/// Creates the private home `ours` (mode `0o700`) and links every entry of the user's `real`
-/// home into it but `config` (and `extensions`, whose servers the wiring turns off), whose
-/// text is returned (empty when there is none): the wiring writes its own. So the CLI keeps
-/// its credentials, and its sessions land where they always do.
-fn link_home(real: Option<&Path>, ours: &Path, config: &str) -> std::io::Result<String> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(ours)?;
-    let Some(real) = real.filter(|r| r.is_dir()) else {
-        return Ok(String::new());
-    };
-    for entry in std::fs::read_dir(real)? {
-        let name = entry?.file_name();
-        if name != config && name != "extensions" {
-            std::os::unix::fs::symlink(real.join(&name), ours.join(&name))?;
-        }
-    }
-    match std::fs::read_to_string(real.join(config)) {
-        Ok(text) => Ok(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(std::io::Error::new(
-            e.kind(),
-            format!("{}: {e}", real.join(config).display()),
-        )),
-    }
 }
 
 /// A JSON file, `Null` when it is not there.

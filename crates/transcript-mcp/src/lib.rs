@@ -129,6 +129,7 @@
 pub mod config;
 pub mod correlate;
 mod error;
+pub mod home;
 pub mod preset;
 mod proxy;
 mod record;
