@@ -20,9 +20,14 @@ pub enum NatsError {
         /// The client's error.
         message: String,
     },
-    /// The credentials named in the environment could not be used.
-    #[error("NATS credentials: {0}")]
-    Credentials(String),
+    /// The credentials named in the environment could not be used (never the secret itself).
+    #[error("NATS credentials for {url}: {message}")]
+    Credentials {
+        /// The storage URL the credentials were for.
+        url: String,
+        /// Which variable is wrong and why.
+        message: String,
+    },
     /// A JetStream request (stream, consumer, key-value) failed.
     #[error("NATS JetStream at {url}: {message}")]
     JetStream {

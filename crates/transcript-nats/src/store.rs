@@ -69,22 +69,29 @@ impl std::fmt::Debug for NatsStore {
 }
 
 /// The connect options the environment asks for (credentials and TLS).
-fn connect_options(timeout: Duration) -> Result<async_nats::ConnectOptions, NatsError> {
+fn connect_options(
+    url: &StorageUrl,
+    timeout: Duration,
+) -> Result<async_nats::ConnectOptions, NatsError> {
+    let credentials = |message: String| NatsError::Credentials {
+        url: url.to_string(),
+        message,
+    };
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let mut options = async_nats::ConnectOptions::new()
         .name("transcript")
         .connection_timeout(timeout);
     if let Some(path) = var("NATS_CREDS") {
         let text = std::fs::read_to_string(&path)
-            .map_err(|e| NatsError::Credentials(format!("NATS_CREDS {path}: {e}")))?;
+            .map_err(|e| credentials(format!("NATS_CREDS {path}: {e}")))?;
         options = options
             .credentials(&text)
-            .map_err(|e| NatsError::Credentials(format!("NATS_CREDS {path}: {e}")))?;
+            .map_err(|e| credentials(format!("NATS_CREDS {path}: {e}")))?;
     }
     match (var("NATS_USER"), var("NATS_PASSWORD")) {
         (Some(user), Some(password)) => options = options.user_and_password(user, password),
         (Some(_), None) | (None, Some(_)) => {
-            return Err(NatsError::Credentials(
+            return Err(credentials(
                 "NATS_USER and NATS_PASSWORD go together".to_owned(),
             ));
         }
@@ -103,9 +110,7 @@ fn connect_options(timeout: Duration) -> Result<async_nats::ConnectOptions, Nats
             options = options.add_client_certificate(PathBuf::from(cert), PathBuf::from(key));
         }
         (Some(_), None) | (None, Some(_)) => {
-            return Err(NatsError::Credentials(
-                "NATS_CERT and NATS_KEY go together".to_owned(),
-            ));
+            return Err(credentials("NATS_CERT and NATS_KEY go together".to_owned()));
         }
         (None, None) => {}
     }
@@ -121,7 +126,7 @@ impl NatsStore {
             url: url.to_string(),
             message,
         };
-        let client = connect_options(options.connect_timeout)?
+        let client = connect_options(url, options.connect_timeout)?
             .connect(url.servers.clone())
             .await
             .map_err(|e| connect_error(e.to_string()))?;
