@@ -20,6 +20,14 @@ pub enum NatsError {
         /// The client's error.
         message: String,
     },
+    /// A setting from the environment is not usable.
+    #[error("{name}={value:?} is not a number")]
+    Setting {
+        /// The variable.
+        name: String,
+        /// Its value.
+        value: String,
+    },
     /// The credentials named in the environment could not be used (never the secret itself).
     #[error("NATS credentials for {url}: {message}")]
     Credentials {

@@ -51,6 +51,46 @@ impl Default for StreamOptions {
     }
 }
 
+impl StreamOptions {
+    /// The defaults, overridden from the environment: `TRANSCRIPT_NATS_REPLICAS`,
+    /// `TRANSCRIPT_NATS_MAX_AGE_SECS`, `TRANSCRIPT_NATS_MAX_BYTES` (used when the stream is
+    /// created), `TRANSCRIPT_NATS_ACK_TIMEOUT_MS` and `TRANSCRIPT_NATS_PUBLISH_ATTEMPTS` (how
+    /// long `record` may wait before the run fails; a short ack timeout shortens the connect
+    /// timeout too, to no less than 500 ms). An empty variable is unset; a value that is not a
+    /// number is [`NatsError::Setting`].
+    pub fn from_env() -> Result<Self, NatsError> {
+        fn var<T: std::str::FromStr>(name: &str) -> Result<Option<T>, NatsError> {
+            match std::env::var(name) {
+                Ok(v) if !v.is_empty() => v.parse().map(Some).map_err(|_| NatsError::Setting {
+                    name: name.to_owned(),
+                    value: v,
+                }),
+                _ => Ok(None),
+            }
+        }
+        let mut options = Self::default();
+        if let Some(r) = var("TRANSCRIPT_NATS_REPLICAS")? {
+            options.replicas = r;
+        }
+        if let Some(s) = var("TRANSCRIPT_NATS_MAX_AGE_SECS")? {
+            options.max_age = Duration::from_secs(s);
+        }
+        if let Some(b) = var("TRANSCRIPT_NATS_MAX_BYTES")? {
+            options.max_bytes = b;
+        }
+        if let Some(ms) = var("TRANSCRIPT_NATS_ACK_TIMEOUT_MS")? {
+            options.ack_timeout = Duration::from_millis(ms);
+            options.connect_timeout = options
+                .connect_timeout
+                .min(options.ack_timeout.max(Duration::from_millis(500)));
+        }
+        if let Some(n) = var("TRANSCRIPT_NATS_PUBLISH_ATTEMPTS")? {
+            options.publish_attempts = n;
+        }
+        Ok(options)
+    }
+}
+
 /// A connected NATS storage: the client, its JetStream context, the stream and the runs index.
 #[derive(Clone)]
 pub struct NatsStore {
