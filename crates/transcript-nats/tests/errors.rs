@@ -1,0 +1,184 @@
+//! The error paths of the runs index, the mirror and the connection against a real
+//! nats-server (#44 leftovers item 3): what a stream or bucket holding something else than
+//! our own writes does to `runs` and `mirror`, and settings the server cannot honour.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use transcript_domain::{RunIdGenerator, SequentialRunIds};
+use transcript_nats::{MirrorOptions, NatsError, NatsRecorderFactory, StreamOptions, mirror};
+
+/// Publishes `payload` on `subject` and waits for the ack.
+async fn publish_raw(store: &transcript_nats::NatsStore, subject: &str, payload: &[u8]) {
+    store
+        .jetstream()
+        .publish(subject.to_owned(), payload.to_vec().into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+}
+
+/// The `n`th line (1-based, with its `\n`) of `bytes`.
+fn line(bytes: &[u8], n: usize) -> Vec<u8> {
+    let mut l = bytes.split(|b| *b == b'\n').nth(n - 1).unwrap().to_vec();
+    l.push(b'\n');
+    l
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runs_index_skips_entries_that_do_not_decode_and_names_a_run_asked_for() {
+    let Some(server) = common::server() else {
+        return;
+    };
+    let store = common::store(&server.url(), StreamOptions::default()).await;
+    let ids = SequentialRunIds::with_prefix(0x4410);
+    let (good, bad) = (ids.next_run_id(), ids.next_run_id());
+    let factory = NatsRecorderFactory::new(store.clone(), common::clock());
+    common::record_all(&factory, good, None, common::drafts(None)).await;
+    // Another writer's (or another version's) entries in the bucket: a value that is not an
+    // entry under a run id, and a key that is not a run id.
+    let bucket = store
+        .jetstream()
+        .get_key_value("TRANSCRIPTS_RUNS")
+        .await
+        .unwrap();
+    bucket
+        .put(bad.to_string(), b"{not json".to_vec().into())
+        .await
+        .unwrap();
+    bucket
+        .put("not-a-run", b"{}".to_vec().into())
+        .await
+        .unwrap();
+    let runs = store.runs().await.unwrap();
+    assert_eq!(
+        runs.iter().map(|r| r.run_id).collect::<Vec<_>>(),
+        vec![good],
+        "the listing goes on past entries it cannot read"
+    );
+    // Asked for by id, the bad entry is an error naming the run.
+    let e = store.run_entry(bad).await.unwrap_err();
+    assert!(e.to_string().contains(&bad.to_string()), "{e}");
+    assert!(store.run_entry(good).await.unwrap().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirror_skips_subjects_that_name_no_run_and_writes_only_run_files() {
+    let Some(server) = common::server() else {
+        return;
+    };
+    let store = common::store(&server.url(), StreamOptions::default()).await;
+    let run = SequentialRunIds::with_prefix(0x4411).next_run_id();
+    let factory = NatsRecorderFactory::new(store.clone(), common::clock());
+    common::record_all(&factory, run, None, common::drafts(None)).await;
+    let golden = common::file_bytes(run, None, common::drafts(None)).await;
+    // Subjects under the prefix that name no run: several tokens, not a uuid, a dot-dot-like
+    // token. Their payloads are valid lines, so only the subject can make them be skipped.
+    let first = line(&golden, 1);
+    for subject in [
+        "transcript.run.x.y",
+        "transcript.run.not-a-uuid",
+        "transcript.run.%2E%2E",
+        "transcript.run.__",
+    ] {
+        publish_raw(&store, subject, &first).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m");
+    let report = mirror(&store, &MirrorOptions::new(&out)).await.unwrap();
+    assert_eq!(report.runs.len(), 1);
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec![run.file_name()]);
+    assert_eq!(std::fs::read(out.join(run.file_name())).unwrap(), golden);
+    let beside: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(
+        beside.len(),
+        1,
+        "nothing written beside the mirror directory"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirror_stops_at_a_message_that_is_not_a_line_and_at_a_gap_naming_them() {
+    let Some(server) = common::server() else {
+        return;
+    };
+    let store = common::store(&server.url(), StreamOptions::default()).await;
+    let ids = SequentialRunIds::with_prefix(0x4412);
+    let (gappy, junk) = (ids.next_run_id(), ids.next_run_id());
+    let golden = common::file_bytes(gappy, None, common::drafts(None)).await;
+    // Lines 1 and 3 of a run, published raw: line 2 is missing from the stream.
+    let subject = format!("transcript.run.{gappy}");
+    publish_raw(&store, &subject, &line(&golden, 1)).await;
+    publish_raw(&store, &subject, &line(&golden, 3)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m");
+    let e = mirror(&store, &MirrorOptions::new(&out)).await.unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, NatsError::Io { .. }), "{e:?}");
+    assert!(
+        text.contains("gap in the stream: line 3 follows line 1"),
+        "{text}"
+    );
+    assert!(text.contains(&gappy.file_name()), "{text}");
+    // The line before the gap is kept; nothing after it was invented.
+    assert_eq!(
+        std::fs::read(out.join(gappy.file_name())).unwrap(),
+        line(&golden, 1)
+    );
+    // Not acknowledged past the gap: a restart stops there again, the file unchanged.
+    let again = mirror(&store, &MirrorOptions::new(&out)).await.unwrap_err();
+    assert!(again.to_string().contains("gap in the stream"), "{again}");
+    assert_eq!(
+        std::fs::read(out.join(gappy.file_name())).unwrap(),
+        line(&golden, 1)
+    );
+
+    // A message that is not a transcript line, in a mirror of its own: named by its subject.
+    let server2 = common::server().unwrap();
+    let store2 = common::store(&server2.url(), StreamOptions::default()).await;
+    let junk_subject = format!("transcript.run.{junk}");
+    publish_raw(&store2, &junk_subject, b"{\"not\":\"a line\"}\n").await;
+    let out2 = dir.path().join("m2");
+    let e = mirror(&store2, &MirrorOptions::new(&out2))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains(&junk_subject), "{e}");
+    assert!(e.to_string().contains("not a transcript line"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirror_into_a_file_and_more_replicas_than_servers_are_errors_naming_them() {
+    let Some(server) = common::server() else {
+        return;
+    };
+    let store = common::store(&server.url(), StreamOptions::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"keep").unwrap();
+    let e = mirror(&store, &MirrorOptions::new(&file))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains(&file.display().to_string()), "{e}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"keep");
+
+    // Three replicas asked of one server, on a stream of its own: refused, naming the URL.
+    let url = format!("{}/THREE", server.url());
+    let options = StreamOptions {
+        replicas: 3,
+        ..StreamOptions::default()
+    };
+    let e = transcript_nats::NatsStore::connect(
+        &transcript_nats::StorageUrl::parse(&url).unwrap(),
+        options,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, NatsError::JetStream { .. }), "{e:?}");
+    assert!(e.to_string().contains(&url), "{e}");
+    assert!(e.to_string().contains("opening stream THREE"), "{e}");
+}
