@@ -5,7 +5,11 @@
 //! bounded wait), SIGKILLs it, checks that every file is still a prefix of its golden, and
 //! starts it again, `TRIALS` times; then lets it finish. Every file is then byte-identical to
 //! what the file recorder writes for the same events (no line missing, none twice, seqs
-//! 1..=n), and one more mirror changes nothing.
+//! 1..=n), and one more mirror changes nothing. The second test does the same with
+//! `mirror --follow` while another thread is still recording the runs (interleaved).
+//!
+//! The kill points are reproducible from the seed; the exact instant is not (the byte count
+//! is observed by polling, so a kill lands at the first poll past its point).
 //!
 //! The seed is printed; `TRANSCRIPT_MIRROR_KILL_SEED=<seed>` replays a failing sequence and
 //! `TRANSCRIPT_MIRROR_KILL_TRIALS=<n>` runs more kills (default 8, well under a minute).
@@ -97,39 +101,60 @@ async fn record(factory: &dyn RecorderFactory, run_id: RunId, drafts: Vec<EventD
     recorder.close().await.unwrap();
 }
 
-/// Records the runs to the stream at `url` and to files; returns each run's file name and the
-/// file recorder's bytes (the goldens).
-fn populate(url: &str) -> BTreeMap<String, Vec<u8>> {
-    // (turns, bytes per turn): small runs and two large ones (~6 MB each).
-    let shapes = [(3, 200), (40, 2_000), (150, 40_000), (5, 100), (90, 70_000)];
-    let runtime = tokio::runtime::Builder::new_current_thread()
+/// (turns, bytes per turn) of each run: small runs and two large ones (~6 MB each).
+const SHAPES: [(usize, usize); 5] = [(3, 200), (40, 2_000), (150, 40_000), (5, 100), (90, 70_000)];
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
-    let goldens = tempfile::tempdir().unwrap();
-    runtime.block_on(async {
+        .unwrap()
+}
+
+/// The runs' ids, in [`SHAPES`] order.
+fn run_ids() -> Vec<RunId> {
+    let ids = SequentialRunIds::with_prefix(0x4444);
+    SHAPES.iter().map(|_| ids.next_run_id()).collect()
+}
+
+/// What the file recorder writes for the runs: each file's name and bytes (the goldens).
+fn goldens() -> BTreeMap<String, Vec<u8>> {
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        for (run, (run_id, (turns, size))) in run_ids().into_iter().zip(SHAPES).enumerate() {
+            let files = transcript_infra::JsonlRecorderFactory::new(dir.path()).with_clock(clock());
+            record(&files, run_id, drafts(run, turns, size)).await;
+        }
+    });
+    let out: BTreeMap<String, Vec<u8>> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".jsonl"))
+        .map(|name| {
+            let bytes = std::fs::read(dir.path().join(&name)).unwrap();
+            (name, bytes)
+        })
+        .collect();
+    assert_eq!(out.len(), SHAPES.len(), "{:?}", out.keys());
+    out
+}
+
+/// Records the runs to the stream at `url`, all at once (their events interleave).
+fn record_to(url: &str) {
+    runtime().block_on(async {
         let store = NatsStore::connect(&StorageUrl::parse(url).unwrap(), StreamOptions::default())
             .await
             .unwrap();
-        let ids = SequentialRunIds::with_prefix(0x4444);
-        for (run, (turns, size)) in shapes.iter().enumerate() {
-            let run_id = ids.next_run_id();
+        let mut runs = tokio::task::JoinSet::new();
+        for (run, (run_id, (turns, size))) in run_ids().into_iter().zip(SHAPES).enumerate() {
             let nats = NatsRecorderFactory::new(store.clone(), clock());
-            record(&nats, run_id, drafts(run, *turns, *size)).await;
-            let files =
-                transcript_infra::JsonlRecorderFactory::new(goldens.path()).with_clock(clock());
-            record(&files, run_id, drafts(run, *turns, *size)).await;
+            runs.spawn(async move { record(&nats, run_id, drafts(run, turns, size)).await });
+        }
+        while let Some(done) = runs.join_next().await {
+            done.unwrap();
         }
     });
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(goldens.path()).unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".jsonl") {
-            out.insert(name, std::fs::read(entry.path()).unwrap());
-        }
-    }
-    assert_eq!(out.len(), shapes.len(), "{:?}", out.keys());
-    out
 }
 
 /// The bytes of the mirrored run files (by name) in `dir`.
@@ -159,9 +184,12 @@ fn size(dir: &Path) -> u64 {
     })
 }
 
-fn mirror_command(url: &str, dir: &Path) -> Command {
+fn mirror_command(url: &str, dir: &Path, follow: bool) -> Command {
     let mut c = bin();
     c.args(["mirror", url, "--to"]).arg(dir);
+    if follow {
+        c.arg("--follow");
+    }
     c
 }
 
@@ -172,34 +200,36 @@ fn env_number(name: &str) -> Option<u64> {
     })
 }
 
-#[test]
-fn a_mirror_sigkilled_at_random_moments_ends_with_the_file_recorders_bytes() {
-    let Some(server) = testing::single().unwrap() else {
-        return;
-    };
-    let url = server.url();
-    let goldens = populate(&url);
-    let total: u64 = goldens.values().map(|b| b.len() as u64).sum();
-    // A fresh seed each run (std's randomly keyed hasher), unless one is given to replay.
+/// The seed (fresh each run from std's randomly keyed hasher, or the one given to replay)
+/// and the number of kills.
+fn seed_and_trials(what: &str, total: u64) -> (u64, u64) {
     let seed = env_number("TRANSCRIPT_MIRROR_KILL_SEED").unwrap_or_else(|| {
         std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 44)
     });
     let trials = env_number("TRANSCRIPT_MIRROR_KILL_TRIALS").unwrap_or(8);
     println!(
-        "seed {seed} (TRANSCRIPT_MIRROR_KILL_SEED={seed} replays it), {trials} kills, {total} bytes"
+        "{what}: seed {seed} (TRANSCRIPT_MIRROR_KILL_SEED={seed} replays it), {trials} kills, {total} bytes"
     );
-    let mut rng = Rng(seed);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("mirror");
+    (seed, trials)
+}
 
+/// Starts the mirror `trials` times, SIGKILLing it at seeded points (see the module docs).
+fn kill_loop(
+    (url, dir, follow): (&str, &Path, bool),
+    goldens: &BTreeMap<String, Vec<u8>>,
+    (seed, trials): (u64, u64),
+) {
+    let total: u64 = goldens.values().map(|b| b.len() as u64).sum();
+    let mut rng = Rng(seed);
     // Seeded kill points spread over the whole copy, in order: each trial kills the mirror
     // once the files hold its point (or at its first new byte when they already do).
     let mut points: Vec<u64> = (0..trials).map(|_| rng.between(1, total)).collect();
     points.sort_unstable();
     let mut kills = 0;
     for (trial, point) in points.into_iter().enumerate() {
-        let target = point.max(size(&dir) + 1);
-        let mut child = mirror_command(&url, &dir)
+        // Never past the end: once everything is there, the kill lands at start-up.
+        let target = point.max(size(dir) + 1).min(total);
+        let mut child = mirror_command(url, dir, follow)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -213,7 +243,7 @@ fn a_mirror_sigkilled_at_random_moments_ends_with_the_file_recorders_bytes() {
                 assert!(status.success(), "trial {trial}: {stderr}");
                 break false;
             }
-            if size(&dir) >= target {
+            if size(dir) >= target {
                 child.kill().unwrap(); // SIGKILL
                 child.wait().unwrap();
                 break true;
@@ -228,7 +258,7 @@ fn a_mirror_sigkilled_at_random_moments_ends_with_the_file_recorders_bytes() {
         kills += u32::from(killed);
         // Whatever the moment, each file is a prefix of its golden (a torn last line is one
         // too): nothing duplicated, reordered or foreign.
-        for (name, bytes) in mirrored(&dir) {
+        for (name, bytes) in mirrored(dir) {
             let golden = goldens
                 .get(&name)
                 .unwrap_or_else(|| panic!("trial {trial} (seed {seed}): a stray file {name}"));
@@ -240,7 +270,7 @@ fn a_mirror_sigkilled_at_random_moments_ends_with_the_file_recorders_bytes() {
         }
         println!(
             "trial {trial}: target {target}, {} bytes, {}",
-            size(&dir),
+            size(dir),
             if killed { "SIGKILLed" } else { "finished" }
         );
     }
@@ -248,16 +278,20 @@ fn a_mirror_sigkilled_at_random_moments_ends_with_the_file_recorders_bytes() {
         trials == 0 || kills > 0,
         "seed {seed}: no trial killed the mirror mid-way (it always finished first)"
     );
+}
 
+/// Lets the mirror finish, then checks every file against its golden, and that one more
+/// mirror changes nothing.
+fn finish_and_compare(url: &str, dir: &Path, goldens: &BTreeMap<String, Vec<u8>>, seed: u64) {
     // Let it finish: the file recorder's bytes exactly.
-    let o = mirror_command(&url, &dir).output().unwrap();
+    let o = mirror_command(url, dir, false).output().unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let got = mirrored(&dir);
+    let got = mirrored(dir);
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
         goldens.keys().collect::<Vec<_>>()
     );
-    for (name, golden) in &goldens {
+    for (name, golden) in goldens {
         let bytes = &got[name];
         // Seqs 1..=n, each once, in order (what "no duplicate or missing line" means here).
         let seqs: Vec<u64> = bytes
@@ -277,12 +311,50 @@ fn a_mirror_sigkilled_at_random_moments_ends_with_the_file_recorders_bytes() {
     }
 
     // Once more: nothing written, nothing changed.
-    let o = mirror_command(&url, &dir).output().unwrap();
+    let o = mirror_command(url, dir, false).output().unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
         text(&o.stdout).contains(": 0 lines written, 0 already there"),
         "{}",
         text(&o.stdout)
     );
-    assert_eq!(mirrored(&dir), got);
+    assert_eq!(mirrored(dir), got);
+}
+
+#[test]
+fn a_mirror_sigkilled_at_random_moments_ends_with_the_file_recorders_bytes() {
+    let Some(server) = testing::single().unwrap() else {
+        return;
+    };
+    let url = server.url();
+    record_to(&url);
+    let goldens = goldens();
+    let total = goldens.values().map(|b| b.len() as u64).sum();
+    let (seed, trials) = seed_and_trials("stored runs", total);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mirror");
+    kill_loop((&url, &dir, false), &goldens, (seed, trials));
+    finish_and_compare(&url, &dir, &goldens, seed);
+}
+
+/// The same while the runs are being recorded: `mirror --follow` SIGKILLed at seeded points
+/// as the runs' files grow, the runs recorded at once (interleaved) by another thread.
+#[test]
+fn a_following_mirror_sigkilled_while_runs_are_recorded_ends_with_the_same_bytes() {
+    let Some(server) = testing::single().unwrap() else {
+        return;
+    };
+    let url = server.url();
+    let goldens = goldens();
+    let total = goldens.values().map(|b| b.len() as u64).sum();
+    let (seed, trials) = seed_and_trials("live runs", total);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mirror");
+    let writer = {
+        let url = url.clone();
+        std::thread::spawn(move || record_to(&url))
+    };
+    kill_loop((&url, &dir, true), &goldens, (seed, trials));
+    writer.join().unwrap();
+    finish_and_compare(&url, &dir, &goldens, seed);
 }
