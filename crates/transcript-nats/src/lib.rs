@@ -25,6 +25,8 @@
 //!   inside that window can lose acknowledged events. The client can neither ask for a sync
 //!   nor see the setting, so it promises no more than the ack.
 //! - `Nats-Msg-Id = <run_id>:<seq>`: a publish retried after a lost ack is stored once.
+//! - A line larger than the servers' `max_payload` (1 MiB by default) is never sent: `record`
+//!   fails at once naming both sizes (the run cannot go on), rather than retrying.
 //! - `Nats-Expected-Last-Subject-Sequence`: a run's events are gapless and in seq order, and a
 //!   second writer of a run is refused with `RecordError::Locked`.
 //! - A publish whose outcome stays unknown after `publish_attempts` (quorum lost, servers

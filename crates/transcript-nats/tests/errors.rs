@@ -182,3 +182,63 @@ async fn mirror_into_a_file_and_more_replicas_than_servers_are_errors_naming_the
     assert!(e.to_string().contains(&url), "{e}");
     assert!(e.to_string().contains("opening stream THREE"), "{e}");
 }
+
+/// An event larger than the servers' `max_payload` (1 MiB by default) can never be stored:
+/// `record` fails at once with the sizes and the setting to raise, not after retrying for the
+/// whole ack budget with "its outcome is unknown" (the client refuses it before sending), and
+/// every later `record` of the run fails too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_above_max_payload_fails_at_once_naming_the_limit() {
+    use transcript_domain::{
+        ContentBlock, EventDraft, Fidelity, MessagePayload, Payload, RecorderFactory, Role,
+        StepPayload,
+    };
+    let Some(server) = common::server() else {
+        return;
+    };
+    let options = StreamOptions {
+        ack_timeout: std::time::Duration::from_secs(10),
+        publish_attempts: 3,
+        ..StreamOptions::default()
+    };
+    let store = common::store(&server.url(), options).await;
+    let run = SequentialRunIds::with_prefix(0x4413).next_run_id();
+    let factory = NatsRecorderFactory::new(store.clone(), common::clock());
+    let recorder = factory.create(run, None).await.unwrap();
+    recorder
+        .record(EventDraft::run_level(Payload::RunStarted(
+            StepPayload::new("big", "workflow"),
+        )))
+        .await
+        .unwrap();
+    let huge = MessagePayload::new(
+        Role::Assistant,
+        vec![ContentBlock::text(
+            Fidelity::AgentEmitted,
+            "a".repeat(2 << 20),
+        )],
+    );
+    let started = std::time::Instant::now();
+    let e = recorder
+        .record(EventDraft::new("s", 0, Payload::MessageAssistant(huge)))
+        .await
+        .unwrap_err()
+        .to_string();
+    // Well inside one ack timeout: it was not sent, so there is nothing to wait for.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{e}"
+    );
+    assert!(e.contains("max_payload"), "{e}");
+    assert!(e.contains("1048576"), "{e}");
+    assert!(!e.contains("outcome is unknown"), "{e}");
+    // The run cannot go on past the lost event; what was stored stays.
+    let next = recorder
+        .record(EventDraft::run_level(Payload::RunCompleted(
+            StepPayload::new("big", "workflow"),
+        )))
+        .await
+        .unwrap_err();
+    assert!(next.to_string().contains("max_payload"), "{next}");
+    assert_eq!(store.run_lines(run).await.unwrap().len(), 1);
+}
