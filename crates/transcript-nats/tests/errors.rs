@@ -241,4 +241,28 @@ async fn an_event_above_max_payload_fails_at_once_naming_the_limit() {
         .unwrap_err();
     assert!(next.to_string().contains("max_payload"), "{next}");
     assert_eq!(store.run_lines(run).await.unwrap().len(), 1);
+
+    // The README's advice: a server with `max_payload: 8MB` stores the same event.
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("server.conf");
+    std::fs::write(&conf, "max_payload: 8MB\n").unwrap();
+    let big = transcript_nats::testing::single_with(&["-c", conf.to_str().unwrap()])
+        .unwrap()
+        .unwrap();
+    let store = common::store(&big.url(), StreamOptions::default()).await;
+    let factory = NatsRecorderFactory::new(store.clone(), common::clock());
+    let recorder = factory.create(run, None).await.unwrap();
+    let huge = MessagePayload::new(
+        Role::Assistant,
+        vec![ContentBlock::text(
+            Fidelity::AgentEmitted,
+            "a".repeat(2 << 20),
+        )],
+    );
+    recorder
+        .record(EventDraft::new("s", 0, Payload::MessageAssistant(huge)))
+        .await
+        .unwrap();
+    recorder.close().await.unwrap();
+    assert!(store.run_lines(run).await.unwrap()[0].len() > 2 << 20);
 }
