@@ -102,43 +102,83 @@ async fn mirror_skips_subjects_that_name_no_run_and_writes_only_run_files() {
     );
 }
 
+/// A run with events missing from the stream (removed by the stream's `max_age` or
+/// `max_bytes`, or deleted) cannot be mirrored byte for byte: its file keeps the lines before
+/// the gap, the run is reported incomplete with the gap, and the other runs are mirrored all
+/// the same; a restart does not stop there again (the mirror would otherwise be stuck on the
+/// gap for good).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mirror_stops_at_a_message_that_is_not_a_line_and_at_a_gap_naming_them() {
+async fn mirror_reports_runs_with_gaps_and_goes_on_with_the_others() {
     let Some(server) = common::server() else {
         return;
     };
     let store = common::store(&server.url(), StreamOptions::default()).await;
     let ids = SequentialRunIds::with_prefix(0x4412);
-    let (gappy, junk) = (ids.next_run_id(), ids.next_run_id());
+    let (gappy, headless, good, junk) = (
+        ids.next_run_id(),
+        ids.next_run_id(),
+        ids.next_run_id(),
+        ids.next_run_id(),
+    );
     let golden = common::file_bytes(gappy, None, common::drafts(None)).await;
-    // Lines 1 and 3 of a run, published raw: line 2 is missing from the stream.
+    // Lines 1 and 3 of a run, published raw: line 2 is missing from the stream. Another run
+    // has lost its first line. A complete run is recorded after both.
     let subject = format!("transcript.run.{gappy}");
     publish_raw(&store, &subject, &line(&golden, 1)).await;
     publish_raw(&store, &subject, &line(&golden, 3)).await;
+    let headless_golden = common::file_bytes(headless, None, common::drafts(None)).await;
+    publish_raw(
+        &store,
+        &format!("transcript.run.{headless}"),
+        &line(&headless_golden, 2),
+    )
+    .await;
+    let factory = NatsRecorderFactory::new(store.clone(), common::clock());
+    common::record_all(&factory, good, None, common::drafts(None)).await;
+    let good_golden = common::file_bytes(good, None, common::drafts(None)).await;
+
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("m");
-    let e = mirror(&store, &MirrorOptions::new(&out)).await.unwrap_err();
-    let text = e.to_string();
-    assert!(matches!(e, NatsError::Io { .. }), "{e:?}");
+    let report = mirror(&store, &MirrorOptions::new(&out)).await.unwrap();
+    assert_eq!(
+        report.incomplete.keys().copied().collect::<Vec<_>>(),
+        vec![gappy, headless]
+    );
     assert!(
-        text.contains("gap in the stream: line 3 follows line 1"),
-        "{text}"
+        report.incomplete[&gappy].contains("line 3 follows line 1"),
+        "{:?}",
+        report.incomplete
     );
-    assert!(text.contains(&gappy.file_name()), "{text}");
-    // The line before the gap is kept; nothing after it was invented.
+    assert!(
+        report.incomplete[&headless].contains("line 2 follows line 0"),
+        "{:?}",
+        report.incomplete
+    );
+    // The line before the gap is kept, nothing after it invented; no file for a run whose
+    // first line is gone; the complete run mirrored byte for byte.
     assert_eq!(
         std::fs::read(out.join(gappy.file_name())).unwrap(),
         line(&golden, 1)
     );
-    // Not acknowledged past the gap: a restart stops there again, the file unchanged.
-    let again = mirror(&store, &MirrorOptions::new(&out)).await.unwrap_err();
-    assert!(again.to_string().contains("gap in the stream"), "{again}");
+    assert!(!out.join(headless.file_name()).exists());
+    assert_eq!(
+        std::fs::read(out.join(good.file_name())).unwrap(),
+        good_golden
+    );
+    // A restart is not stuck on the gap: nothing new, the files unchanged.
+    let again = mirror(&store, &MirrorOptions::new(&out)).await.unwrap();
+    assert_eq!((again.written, again.incomplete.len()), (0, 0));
     assert_eq!(
         std::fs::read(out.join(gappy.file_name())).unwrap(),
         line(&golden, 1)
+    );
+    assert_eq!(
+        std::fs::read(out.join(good.file_name())).unwrap(),
+        good_golden
     );
 
-    // A message that is not a transcript line, in a mirror of its own: named by its subject.
+    // A message that is not a transcript line, in a mirror of its own: named by its subject
+    // (the stream is trusted storage: this is corruption, and the mirror stops at it).
     let server2 = common::server().unwrap();
     let store2 = common::store(&server2.url(), StreamOptions::default()).await;
     let junk_subject = format!("transcript.run.{junk}");
