@@ -6,7 +6,7 @@
 //!   runs, no process of the run (the `transcript` process and every descendant) holds a
 //!   secret in its argv (`/proc/<pid>/cmdline`); no secret is in stdout, stderr or any file
 //!   the run, `list` and `mirror` left (workspace, local audit trail, mirrored transcripts).
-//! - [`refused`]: with a wrong or missing credential, `run` and `list` exit 4 (storage failure,
+//! - [`refused`]: with a wrong or missing credential, `run`, `list` and `mirror` exit 4 (storage failure,
 //!   the README's table) naming the URL, print no secret, and no step ran (the first step,
 //!   which writes a file, did not).
 #![allow(dead_code, clippy::unwrap_used)]
@@ -272,6 +272,20 @@ pub fn refused(url: &str, env: &[(&str, String)], secrets: &[Vec<u8>]) {
     assert!(text(&list.stderr).contains(url), "{}", text(&list.stderr));
     assert_no_secret(&list.stdout, secrets, "list's stdout");
     assert_no_secret(&list.stderr, secrets, "list's stderr");
+    let mirror = with_env(bin(), env)
+        .current_dir(tmp.path())
+        .args(["mirror", url, "--to"])
+        .arg(tmp.path().join("mirror"))
+        .output()
+        .unwrap();
+    assert_eq!(mirror.status.code(), Some(4), "{}", text(&mirror.stderr));
+    assert!(
+        text(&mirror.stderr).contains(url),
+        "{}",
+        text(&mirror.stderr)
+    );
+    assert_no_secret(&mirror.stdout, secrets, "mirror's stdout");
+    assert_no_secret(&mirror.stderr, secrets, "mirror's stderr");
     for file in files(tmp.path()) {
         assert_no_secret(
             &std::fs::read(&file).unwrap(),
