@@ -6,9 +6,9 @@
 //!   runs, no process of the run (the `transcript` process and every descendant) holds a
 //!   secret in its argv (`/proc/<pid>/cmdline`); no secret is in stdout, stderr or any file
 //!   the run, `list` and `mirror` left (workspace, local audit trail, mirrored transcripts).
-//! - [`refused`]: with a wrong or missing credential, `run`, `list` and `mirror` exit 4 (storage failure,
-//!   the README's table) naming the URL, print no secret, and no step ran (the first step,
-//!   which writes a file, did not).
+//! - [`refused`]: with a wrong or missing credential, `run`, `list` and `mirror` exit 4
+//!   (storage failure, the README's table) naming the URL, print no secret, and no step ran
+//!   (the first step, which writes a file, did not).
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
