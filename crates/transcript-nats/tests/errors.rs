@@ -306,3 +306,35 @@ async fn an_event_above_max_payload_fails_at_once_naming_the_limit() {
     recorder.close().await.unwrap();
     assert!(store.run_lines(run).await.unwrap()[0].len() > 2 << 20);
 }
+
+/// The runs index lost mid-run (its bucket deleted): the events still go to the stream, and
+/// `close` says the index was not updated instead of succeeding quietly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_runs_index_fails_close_but_keeps_every_event() {
+    use transcript_domain::RecorderFactory;
+    let Some(server) = common::server() else {
+        return;
+    };
+    let store = common::store(&server.url(), StreamOptions::default()).await;
+    let run = SequentialRunIds::with_prefix(0x4414).next_run_id();
+    let factory = NatsRecorderFactory::new(store.clone(), common::clock());
+    let recorder = factory.create(run, None).await.unwrap();
+    let mut drafts = common::drafts(None).into_iter();
+    recorder.record(drafts.next().unwrap()).await.unwrap();
+    store
+        .jetstream()
+        .delete_key_value("TRANSCRIPTS_RUNS")
+        .await
+        .unwrap();
+    let mut recorded = 1;
+    for d in drafts {
+        recorder.record(d).await.unwrap();
+        recorded += 1;
+    }
+    let e = recorder.close().await.unwrap_err().to_string();
+    assert!(e.contains("the runs index was not updated"), "{e}");
+    assert!(e.contains(&run.to_string()), "{e}");
+    let golden = common::file_bytes(run, None, common::drafts(None)).await;
+    assert_eq!(store.run_lines(run).await.unwrap().concat(), golden);
+    assert_eq!(recorded, golden.iter().filter(|b| **b == b'\n').count());
+}
