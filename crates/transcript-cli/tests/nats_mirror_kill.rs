@@ -3,16 +3,17 @@
 //! a seeded loop starts `transcript mirror nats://… --to <dir>`, waits until the files have
 //! grown past a seeded byte count (observed from outside, by polling the directory with a
 //! bounded wait), SIGKILLs it, checks that every file is still a prefix of its golden, and
-//! starts it again, `TRIALS` times; then lets it finish. Every file is then byte-identical to
-//! what the file recorder writes for the same events (no line missing, none twice, seqs
-//! 1..=n), and one more mirror changes nothing. The second test does the same with
+//! starts it again, 8 times per copy of the store; then lets it finish. Every file is then
+//! byte-identical to what the file recorder writes for the same events (no line missing, none
+//! twice, seqs 1..=n), and one more mirror changes nothing. The second test does the same with
 //! `mirror --follow` while another thread is still recording the runs (interleaved).
 //!
 //! The kill points are reproducible from the seed; the exact instant is not (the byte count
 //! is observed by polling, so a kill lands at the first poll past its point).
 //!
 //! The seed is printed; `TRANSCRIPT_MIRROR_KILL_SEED=<seed>` replays a failing sequence and
-//! `TRANSCRIPT_MIRROR_KILL_TRIALS=<n>` runs more kills (default 8, well under a minute).
+//! `TRANSCRIPT_MIRROR_KILL_TRIALS=<n>` runs more kills (default 8, one copy, well under a
+//! minute; more kills make more copies, each into a fresh directory with its own consumer).
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -184,9 +185,13 @@ fn size(dir: &Path) -> u64 {
     })
 }
 
+/// `transcript mirror url --to dir`, with the durable consumer named after the directory (one
+/// consumer per mirror directory).
 fn mirror_command(url: &str, dir: &Path, follow: bool) -> Command {
+    let consumer = dir.file_name().unwrap().to_str().unwrap();
     let mut c = bin();
-    c.args(["mirror", url, "--to"]).arg(dir);
+    c.args(["mirror", url, "--consumer", consumer, "--to"])
+        .arg(dir);
     if follow {
         c.arg("--follow");
     }
@@ -321,6 +326,34 @@ fn finish_and_compare(url: &str, dir: &Path, goldens: &BTreeMap<String, Vec<u8>>
     assert_eq!(mirrored(dir), got);
 }
 
+/// Kills per copy: many kills are spread over several whole copies (each into a directory and
+/// consumer of its own, from the start of the stream) rather than piled up at the end of one.
+const KILLS_PER_COPY: u64 = 8;
+
+/// Copies the store `trials / KILLS_PER_COPY` times (at least once), each copy killed at its
+/// own seeded points then finished and compared; `after_first` runs once the first copy's
+/// kills are done (the live test waits for its writer there).
+fn copies(
+    (url, tmp, follow): (&str, &Path, bool),
+    goldens: &BTreeMap<String, Vec<u8>>,
+    (seed, trials): (u64, u64),
+    mut after_first: impl FnMut(),
+) {
+    for copy in 0..trials.div_ceil(KILLS_PER_COPY).max(1) {
+        let dir = tmp.join(format!("mirror-{copy}"));
+        let kills = KILLS_PER_COPY.min(trials - (copy * KILLS_PER_COPY).min(trials));
+        kill_loop(
+            (url, &dir, follow),
+            goldens,
+            (seed.wrapping_add(copy), kills),
+        );
+        if copy == 0 {
+            after_first();
+        }
+        finish_and_compare(url, &dir, goldens, seed);
+    }
+}
+
 #[test]
 fn a_mirror_sigkilled_at_random_moments_ends_with_the_file_recorders_bytes() {
     let Some(server) = testing::single().unwrap() else {
@@ -332,9 +365,7 @@ fn a_mirror_sigkilled_at_random_moments_ends_with_the_file_recorders_bytes() {
     let total = goldens.values().map(|b| b.len() as u64).sum();
     let (seed, trials) = seed_and_trials("stored runs", total);
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("mirror");
-    kill_loop((&url, &dir, false), &goldens, (seed, trials));
-    finish_and_compare(&url, &dir, &goldens, seed);
+    copies((&url, tmp.path(), false), &goldens, (seed, trials), || {});
 }
 
 /// The same while the runs are being recorded: `mirror --follow` SIGKILLed at seeded points
@@ -349,12 +380,13 @@ fn a_following_mirror_sigkilled_while_runs_are_recorded_ends_with_the_same_bytes
     let total = goldens.values().map(|b| b.len() as u64).sum();
     let (seed, trials) = seed_and_trials("live runs", total);
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("mirror");
-    let writer = {
+    let mut writer = Some({
         let url = url.clone();
         std::thread::spawn(move || record_to(&url))
-    };
-    kill_loop((&url, &dir, true), &goldens, (seed, trials));
-    writer.join().unwrap();
-    finish_and_compare(&url, &dir, &goldens, seed);
+    });
+    copies((&url, tmp.path(), true), &goldens, (seed, trials), || {
+        if let Some(w) = writer.take() {
+            w.join().unwrap();
+        }
+    });
 }
