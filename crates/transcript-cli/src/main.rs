@@ -485,7 +485,7 @@ fn run_workflow(
     runtime.block_on(async {
         // Before anything runs: NATS down is an error naming the URL (exit 4).
         if let Some(url) = &nats {
-            args.nats = Some(nats_connect::connect(url).await?);
+            args.nats = Some(nats_connect::connect_for_run(url, args.durability).await?);
         }
         cmd::run::run(args, out).await
     })

@@ -3,8 +3,7 @@
 //! `nats_storage` (the commands on NATS storage) and `cmd::mirror`.
 
 use std::path::Path;
-use std::time::Duration;
-
+use transcript_infra::Durability;
 use transcript_nats::{NatsStore, StorageUrl, StreamOptions};
 
 use crate::CliError;
@@ -20,40 +19,32 @@ pub fn url_of(storage: &Path) -> Result<Option<StorageUrl>, CliError> {
         .map_err(|e| CliError::Usage(e.to_string()))
 }
 
-/// Stream options from the environment: `TRANSCRIPT_NATS_REPLICAS`,
-/// `TRANSCRIPT_NATS_MAX_AGE_SECS`, `TRANSCRIPT_NATS_MAX_BYTES` (used when the stream is created),
-/// `TRANSCRIPT_NATS_ACK_TIMEOUT_MS` and `TRANSCRIPT_NATS_PUBLISH_ATTEMPTS` (how long `record`
-/// may wait before the run fails).
+/// Stream options from the environment (`StreamOptions::from_env`): a bad value is a usage
+/// error.
 pub fn options_from_env() -> Result<StreamOptions, CliError> {
-    fn var<T: std::str::FromStr>(name: &str) -> Result<Option<T>, CliError> {
-        match std::env::var(name) {
-            Ok(v) if !v.is_empty() => v
-                .parse()
-                .map(Some)
-                .map_err(|_| CliError::Usage(format!("{name}={v:?} is not a number"))),
-            _ => Ok(None),
-        }
+    StreamOptions::from_env().map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// `run`'s connection: `--durability always|interval` is refused first (exit 2), since the
+/// runner can neither make JetStream sync before its ack nor see whether the server does.
+pub async fn connect_for_run(
+    url: &StorageUrl,
+    durability: Durability,
+) -> Result<NatsStore, CliError> {
+    if durability != Durability::None {
+        return Err(CliError::Usage(format!(
+            "--durability {} cannot be honoured on NATS storage ({url}): an event is acknowledged once \
+             the stream's replicas hold it (TRANSCRIPT_NATS_REPLICAS), and when it reaches their disks \
+             is the servers' `jetstream {{ sync_interval }}` (default 2m; `always` syncs before each \
+             ack). Set it on the servers and run without --durability",
+            if durability == Durability::Always {
+                "always"
+            } else {
+                "interval"
+            }
+        )));
     }
-    let mut options = StreamOptions::default();
-    if let Some(r) = var("TRANSCRIPT_NATS_REPLICAS")? {
-        options.replicas = r;
-    }
-    if let Some(s) = var("TRANSCRIPT_NATS_MAX_AGE_SECS")? {
-        options.max_age = Duration::from_secs(s);
-    }
-    if let Some(b) = var("TRANSCRIPT_NATS_MAX_BYTES")? {
-        options.max_bytes = b;
-    }
-    if let Some(ms) = var("TRANSCRIPT_NATS_ACK_TIMEOUT_MS")? {
-        options.ack_timeout = Duration::from_millis(ms);
-        options.connect_timeout = options
-            .connect_timeout
-            .min(options.ack_timeout.max(Duration::from_millis(500)));
-    }
-    if let Some(n) = var("TRANSCRIPT_NATS_PUBLISH_ATTEMPTS")? {
-        options.publish_attempts = n;
-    }
-    Ok(options)
+    connect(url).await
 }
 
 /// Connects, or fails with the URL and the cause (exit 4: the storage is unreachable).

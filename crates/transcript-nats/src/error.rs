@@ -20,9 +20,22 @@ pub enum NatsError {
         /// The client's error.
         message: String,
     },
-    /// The credentials named in the environment could not be used.
-    #[error("NATS credentials: {0}")]
-    Credentials(String),
+    /// A setting from the environment is not usable.
+    #[error("{name}={value:?} is not a number")]
+    Setting {
+        /// The variable.
+        name: String,
+        /// Its value.
+        value: String,
+    },
+    /// The credentials named in the environment could not be used (never the secret itself).
+    #[error("NATS credentials for {url}: {message}")]
+    Credentials {
+        /// The storage URL the credentials were for.
+        url: String,
+        /// Which variable is wrong and why.
+        message: String,
+    },
     /// A JetStream request (stream, consumer, key-value) failed.
     #[error("NATS JetStream at {url}: {message}")]
     JetStream {

@@ -186,14 +186,19 @@ impl NatsStore {
         Ok(())
     }
 
-    /// One run's index entry, if it has one.
-    pub async fn run_entry(&self, run_id: RunId) -> Result<Option<RunEntry>, NatsError> {
-        let value = self
-            .index
+    /// One run's stored index value, if it has one.
+    async fn entry_bytes(&self, run_id: RunId) -> Result<Option<bytes::Bytes>, NatsError> {
+        self.index
             .get(run_id.to_string())
             .await
-            .map_err(|e| self.js_error(format!("runs index: reading {run_id}"), e))?;
-        value
+            .map_err(|e| self.js_error(format!("runs index: reading {run_id}"), e))
+    }
+
+    /// One run's index entry, if it has one; an entry that does not decode is an error naming
+    /// the run.
+    pub async fn run_entry(&self, run_id: RunId) -> Result<Option<RunEntry>, NatsError> {
+        self.entry_bytes(run_id)
+            .await?
             .map(|v| {
                 serde_json::from_slice(&v)
                     .map_err(|e| self.js_error(format!("runs index: entry {run_id}"), e))
@@ -223,7 +228,8 @@ impl NatsStore {
         Ok(entry)
     }
 
-    /// Every run of the index (unordered). Entries that do not decode are skipped.
+    /// Every run of the index (unordered). Entries that do not decode, and keys that are not
+    /// run ids, are skipped.
     pub async fn runs(&self) -> Result<Vec<RunEntry>, NatsError> {
         let mut keys = self
             .index
@@ -233,8 +239,10 @@ impl NatsStore {
         let mut runs = Vec::new();
         while let Some(key) = keys.next().await {
             let key = key.map_err(|e| self.js_error("runs index: listing keys", e))?;
+            // An entry another writer (or version) left unreadable does not hide the fleet.
             if let Ok(id) = RunId::parse(&key)
-                && let Some(entry) = self.run_entry(id).await?
+                && let Some(value) = self.entry_bytes(id).await?
+                && let Ok(entry) = serde_json::from_slice(&value)
             {
                 runs.push(entry);
             }

@@ -18,8 +18,15 @@
 //! # Invariants
 //!
 //! - `record` returns only after JetStream's publish ack: an acknowledged event is stored on
-//!   the stream's replicas ("ack = durable", across machines).
+//!   the stream's replicas ("ack = durable", across machines): it survives the runner's
+//!   death, a server process killed, and in a cluster the loss of a minority of the nodes.
+//!   When it reaches the servers' disks is theirs to decide (`jetstream { sync_interval }`,
+//!   default two minutes; `always` syncs before each ack): a power loss of every replica
+//!   inside that window can lose acknowledged events. The client can neither ask for a sync
+//!   nor see the setting, so it promises no more than the ack.
 //! - `Nats-Msg-Id = <run_id>:<seq>`: a publish retried after a lost ack is stored once.
+//! - A line larger than the servers' `max_payload` (1 MiB by default) is never sent: `record`
+//!   fails at once naming both sizes (the run cannot go on), rather than retrying.
 //! - `Nats-Expected-Last-Subject-Sequence`: a run's events are gapless and in seq order, and a
 //!   second writer of a run is refused with `RecordError::Locked`.
 //! - A publish whose outcome stays unknown after `publish_attempts` (quorum lost, servers

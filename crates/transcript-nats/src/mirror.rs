@@ -6,8 +6,14 @@
 //! inside a write) is cut off when the file is opened again. On start the consumer is reset to
 //! its ack floor, so what was delivered but not acknowledged comes again at once (the consumer
 //! reset API needs nats-server 2.14 or later).
+//!
+//! A run with events missing from the stream (its limits removed them, or they were deleted)
+//! cannot be mirrored byte for byte: its file keeps the lines before the gap, the run is
+//! reported in [`MirrorReport::incomplete`], and the other runs go on (a gap never stops the
+//! mirror for good). A message that is not a transcript line is corruption of trusted storage:
+//! the mirror stops at it, naming its subject.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -45,6 +51,15 @@ impl MirrorOptions {
             batch: 512,
         }
     }
+
+    /// Whether `name` may name the durable consumer: letters, digits, `-` and `_`, not empty
+    /// (what JetStream accepts in a consumer name, and safe in subjects).
+    pub fn valid_consumer(name: &str) -> bool {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    }
 }
 
 /// What one mirror pass did.
@@ -56,6 +71,10 @@ pub struct MirrorReport {
     pub skipped: u64,
     /// The runs touched.
     pub runs: BTreeSet<RunId>,
+    /// Runs found with events missing from the stream (removed by its `max_age` or
+    /// `max_bytes`, or deleted), and the gap: their files keep the lines before it and nothing
+    /// after; the other runs are mirrored all the same.
+    pub incomplete: BTreeMap<RunId, String>,
 }
 
 /// One run's file and the seq of its last complete line.
@@ -122,26 +141,35 @@ impl RunFile {
         })
     }
 
-    /// Appends `line` if it is the next one; `false` if the file already holds it.
-    fn append(&mut self, seq: Seq, line: &[u8]) -> Result<bool, NatsError> {
+    /// Appends `line` if it is the next one; says so when the file already holds it, or when
+    /// lines are missing before it.
+    fn append(&mut self, seq: Seq, line: &[u8]) -> Result<Appended, NatsError> {
         if seq <= self.last_seq {
-            return Ok(false);
+            return Ok(Appended::Held);
         }
         if seq != self.last_seq + 1 {
-            return Err(NatsError::Io {
-                path: self.path.display().to_string(),
-                message: format!(
-                    "gap in the stream: line {seq} follows line {} (were events removed by the stream's limits?)",
-                    self.last_seq
-                ),
-            });
+            return Ok(Appended::Gap(format!(
+                "gap in the stream: line {seq} follows line {} (were events removed by the \
+                 stream's limits?); {} keeps the lines before it",
+                self.last_seq,
+                self.path.display()
+            )));
         }
         self.file
             .write_all(line)
             .map_err(|e| io_error(&self.path, "cannot append", &e))?;
         self.last_seq = seq;
-        Ok(true)
+        Ok(Appended::Written)
     }
+}
+
+/// What [`RunFile::append`] did with a line.
+enum Appended {
+    Written,
+    /// The file holds it already (a restart).
+    Held,
+    /// Lines are missing before it: why.
+    Gap(String),
 }
 
 /// The durable consumer of `options`, reset to its ack floor (what a killed mirror had
@@ -195,17 +223,31 @@ impl Files<'_> {
             path: subject.to_owned(),
             message: "a message is not a transcript line".to_owned(),
         })?;
+        if self.report.incomplete.contains_key(&run_id) {
+            return Ok(());
+        }
         let file = match self.open.entry(run_id) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(RunFile::open(self.dir, run_id)?)
             }
         };
-        if file.append(seq, line)? {
-            self.report.written += 1;
-            self.touched.insert(run_id);
-        } else {
-            self.report.skipped += 1;
+        match file.append(seq, line)? {
+            Appended::Written => {
+                self.report.written += 1;
+                self.touched.insert(run_id);
+            }
+            Appended::Held => self.report.skipped += 1,
+            Appended::Gap(why) => {
+                // A run whose first line is gone gets no file (the open made an empty one).
+                if file.last_seq == 0 {
+                    let path = file.path.clone();
+                    self.open.remove(&run_id);
+                    std::fs::remove_file(&path)
+                        .map_err(|e| io_error(&path, "cannot remove an empty run file", &e))?;
+                }
+                self.report.incomplete.insert(run_id, why);
+            }
         }
         self.report.runs.insert(run_id);
         Ok(())
@@ -225,8 +267,15 @@ impl Files<'_> {
 }
 
 /// Mirrors the stream of `store` into `options.dir` (see the module docs). Returns once caught
-/// up (no message pending), or never with `follow` unless an error stops it.
+/// up (no message pending); with `follow`, only when an error stops it or when a batch found
+/// runs incomplete ([`MirrorReport::incomplete`]), so the caller can say so and call again.
 pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<MirrorReport, NatsError> {
+    if !MirrorOptions::valid_consumer(&options.consumer) {
+        return Err(store.js_error(
+            format!("consumer {:?}", options.consumer),
+            "a consumer name holds letters, digits, '-' and '_' only",
+        ));
+    }
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -263,7 +312,8 @@ pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<Mirror
                     .double_ack_with(AckKind::Ack)
                     .await
                     .map_err(|e| store.js_error("acknowledging", e))?;
-                if pending == 0 && !options.follow {
+                let caught_up = !options.follow && pending == 0;
+                if caught_up || options.follow && !files.report.incomplete.is_empty() {
                     return Ok(files.report);
                 }
             }

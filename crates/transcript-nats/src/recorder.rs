@@ -72,7 +72,7 @@ enum Published {
     Stored(u64),
     /// Another writer holds the run.
     Refused(String),
-    /// Not known to be stored after every attempt.
+    /// Not stored (refused before sending), or not known to be stored after every attempt.
     Failed(String),
 }
 
@@ -172,6 +172,16 @@ impl NatsRecorder {
                     return self.check_duplicate(line, seq, ack.sequence).await;
                 }
                 Ok(ack) => return Published::Stored(ack.sequence),
+                // Refused by the client before sending (the line with its headers is larger
+                // than the servers' max_payload): definite, so not retried.
+                Err(e) if e.kind() == PublishErrorKind::MaxPayloadExceeded => {
+                    return Published::Failed(format!(
+                        "event {seq} was not stored: its line is {} bytes and the servers' \
+                         max_payload is {} bytes (raise max_payload on the servers, up to 64 MB): {e}",
+                        line.len(),
+                        store.client.server_info().max_payload
+                    ));
+                }
                 Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
                     return Published::Refused(format!(
                         "another writer appended to the run before event {seq}"

@@ -51,6 +51,46 @@ impl Default for StreamOptions {
     }
 }
 
+impl StreamOptions {
+    /// The defaults, overridden from the environment: `TRANSCRIPT_NATS_REPLICAS`,
+    /// `TRANSCRIPT_NATS_MAX_AGE_SECS`, `TRANSCRIPT_NATS_MAX_BYTES` (used when the stream is
+    /// created), `TRANSCRIPT_NATS_ACK_TIMEOUT_MS` and `TRANSCRIPT_NATS_PUBLISH_ATTEMPTS` (how
+    /// long `record` may wait before the run fails; a short ack timeout shortens the connect
+    /// timeout too, to no less than 500 ms). An empty variable is unset; a value that is not a
+    /// number is [`NatsError::Setting`].
+    pub fn from_env() -> Result<Self, NatsError> {
+        fn var<T: std::str::FromStr>(name: &str) -> Result<Option<T>, NatsError> {
+            match std::env::var(name) {
+                Ok(v) if !v.is_empty() => v.parse().map(Some).map_err(|_| NatsError::Setting {
+                    name: name.to_owned(),
+                    value: v,
+                }),
+                _ => Ok(None),
+            }
+        }
+        let mut options = Self::default();
+        if let Some(r) = var("TRANSCRIPT_NATS_REPLICAS")? {
+            options.replicas = r;
+        }
+        if let Some(s) = var("TRANSCRIPT_NATS_MAX_AGE_SECS")? {
+            options.max_age = Duration::from_secs(s);
+        }
+        if let Some(b) = var("TRANSCRIPT_NATS_MAX_BYTES")? {
+            options.max_bytes = b;
+        }
+        if let Some(ms) = var("TRANSCRIPT_NATS_ACK_TIMEOUT_MS")? {
+            options.ack_timeout = Duration::from_millis(ms);
+            options.connect_timeout = options
+                .connect_timeout
+                .min(options.ack_timeout.max(Duration::from_millis(500)));
+        }
+        if let Some(n) = var("TRANSCRIPT_NATS_PUBLISH_ATTEMPTS")? {
+            options.publish_attempts = n;
+        }
+        Ok(options)
+    }
+}
+
 /// A connected NATS storage: the client, its JetStream context, the stream and the runs index.
 #[derive(Clone)]
 pub struct NatsStore {
@@ -69,22 +109,29 @@ impl std::fmt::Debug for NatsStore {
 }
 
 /// The connect options the environment asks for (credentials and TLS).
-fn connect_options(timeout: Duration) -> Result<async_nats::ConnectOptions, NatsError> {
+fn connect_options(
+    url: &StorageUrl,
+    timeout: Duration,
+) -> Result<async_nats::ConnectOptions, NatsError> {
+    let credentials = |message: String| NatsError::Credentials {
+        url: url.to_string(),
+        message,
+    };
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let mut options = async_nats::ConnectOptions::new()
         .name("transcript")
         .connection_timeout(timeout);
     if let Some(path) = var("NATS_CREDS") {
         let text = std::fs::read_to_string(&path)
-            .map_err(|e| NatsError::Credentials(format!("NATS_CREDS {path}: {e}")))?;
+            .map_err(|e| credentials(format!("NATS_CREDS {path}: {e}")))?;
         options = options
             .credentials(&text)
-            .map_err(|e| NatsError::Credentials(format!("NATS_CREDS {path}: {e}")))?;
+            .map_err(|e| credentials(format!("NATS_CREDS {path}: {e}")))?;
     }
     match (var("NATS_USER"), var("NATS_PASSWORD")) {
         (Some(user), Some(password)) => options = options.user_and_password(user, password),
         (Some(_), None) | (None, Some(_)) => {
-            return Err(NatsError::Credentials(
+            return Err(credentials(
                 "NATS_USER and NATS_PASSWORD go together".to_owned(),
             ));
         }
@@ -103,9 +150,7 @@ fn connect_options(timeout: Duration) -> Result<async_nats::ConnectOptions, Nats
             options = options.add_client_certificate(PathBuf::from(cert), PathBuf::from(key));
         }
         (Some(_), None) | (None, Some(_)) => {
-            return Err(NatsError::Credentials(
-                "NATS_CERT and NATS_KEY go together".to_owned(),
-            ));
+            return Err(credentials("NATS_CERT and NATS_KEY go together".to_owned()));
         }
         (None, None) => {}
     }
@@ -121,7 +166,7 @@ impl NatsStore {
             url: url.to_string(),
             message,
         };
-        let client = connect_options(options.connect_timeout)?
+        let client = connect_options(url, options.connect_timeout)?
             .connect(url.servers.clone())
             .await
             .map_err(|e| connect_error(e.to_string()))?;

@@ -70,7 +70,7 @@ impl StorageUrl {
                      set NATS_USER and NATS_PASSWORD, NATS_TOKEN or NATS_CREDS instead",
                 ));
             }
-            if host.is_empty() || host.contains('/') || host.contains('?') {
+            if host.is_empty() || host.contains(['/', '?', '#']) {
                 return Err(bad("each server is host or host:port"));
             }
             let scheme = if part.starts_with("tls://") {
@@ -87,9 +87,15 @@ impl StorageUrl {
     }
 }
 
-/// The URL with anything before an `@` replaced, for error messages.
+/// The URL with anything before an `@`, and any query or fragment (`?…`, `#…`: never part of
+/// a storage URL, and where a token would go), replaced, for error messages.
 fn redact(text: &str) -> String {
-    text.split(',')
+    let (text, tail) = match text.find(['?', '#']) {
+        Some(i) => (&text[..i], "?***"),
+        None => (text, ""),
+    };
+    let mut out = text
+        .split(',')
         .map(|part| match part.rfind('@') {
             Some(i) => {
                 let scheme_end = part.find("://").map_or(0, |s| s + 3);
@@ -98,7 +104,9 @@ fn redact(text: &str) -> String {
             None => part.to_owned(),
         })
         .collect::<Vec<_>>()
-        .join(",")
+        .join(",");
+    out.push_str(tail);
+    out
 }
 
 impl fmt::Display for StorageUrl {
@@ -136,6 +144,10 @@ mod tests {
         for bad in [
             "nats://user:hunter2@a:4222",
             "nats://a:1,nats://tok3n@b:2/S",
+            "nats://a:1?token=hunter2",
+            "nats://a:1/S?pass=hunter2",
+            "nats://a:1,b:2?auth_token=tok3n/S",
+            "nats://a:1#hunter2",
             "nats://a:1/bad.stream",
             "nats://a:1,,b:2",
             "http://a:1",

@@ -24,7 +24,8 @@ pub struct MirrorCmd {
     pub consumer: String,
 }
 
-/// Runs `mirror`: prints how many lines were written and skipped, and the runs touched.
+/// Runs `mirror`: prints how many lines were written and skipped, and the runs touched; a run
+/// missing events is named on stderr (as found, with --follow) and makes the exit code 4.
 pub fn run(args: &MirrorCmd, out: &mut dyn Write) -> Result<(), CliError> {
     let url =
         crate::nats_connect::url_of(std::path::Path::new(&args.source))?.ok_or_else(|| {
@@ -33,21 +34,15 @@ pub fn run(args: &MirrorCmd, out: &mut dyn Write) -> Result<(), CliError> {
                 args.source
             ))
         })?;
-    if args.consumer.is_empty()
-        || !args
-            .consumer
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if !transcript_nats::MirrorOptions::valid_consumer(&args.consumer) {
         return Err(CliError::Usage(
             "mirror: --consumer may hold letters, digits, '-' and '_' only".to_owned(),
         ));
     }
     let options = transcript_nats::MirrorOptions {
-        dir: args.to.clone(),
         consumer: args.consumer.clone(),
         follow: args.follow,
-        batch: 512,
+        ..transcript_nats::MirrorOptions::new(&args.to)
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -55,9 +50,17 @@ pub fn run(args: &MirrorCmd, out: &mut dyn Write) -> Result<(), CliError> {
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     let report = runtime.block_on(async {
         let store = crate::nats_connect::connect(&url).await?;
-        transcript_nats::mirror(&store, &options)
-            .await
-            .map_err(|e| CliError::Storage(e.to_string()))
+        loop {
+            let report = transcript_nats::mirror(&store, &options)
+                .await
+                .map_err(|e| CliError::Storage(e.to_string()))?;
+            for (run, why) in &report.incomplete {
+                crate::diag!("transcript: mirror: run {run} is incomplete in the stream: {why}");
+            }
+            if !args.follow {
+                return Ok::<_, CliError>(report);
+            }
+        }
     })?;
     stdout_result(writeln!(
         out,
@@ -66,5 +69,11 @@ pub fn run(args: &MirrorCmd, out: &mut dyn Write) -> Result<(), CliError> {
         args.to.display(),
         report.written,
         report.skipped
-    ))
+    ))?;
+    let n = report.incomplete.len();
+    (n == 0).then_some(()).ok_or_else(|| {
+        CliError::Storage(format!(
+            "mirror: {n} run(s) incomplete in the stream (see above)"
+        ))
+    })
 }
