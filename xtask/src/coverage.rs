@@ -138,11 +138,13 @@ fn llvm_cov(root: &Path, crates: &[(String, String)]) -> Result<i32, Error> {
         return Err("cargo llvm-cov clean failed".into());
     }
     // cargo-llvm-cov builds test targets only: the MCP proxy tests run the fault
-    // server example and the NATS load test the fleet runner example, built here
-    // (uninstrumented) and named to them.
+    // server example, the cli's MCP tests its mcp_fault_server and the NATS load test
+    // the fleet runner example, built here (uninstrumented) and named to them.
     let mut examples = cargo(root);
     examples.args([
         "build",
+        "-p",
+        "transcript-cli",
         "-p",
         "transcript-mcp",
         "-p",
@@ -150,7 +152,10 @@ fn llvm_cov(root: &Path, crates: &[(String, String)]) -> Result<i32, Error> {
         "--examples",
     ]);
     if !examples.status()?.success() {
-        return Err("cargo build -p transcript-mcp -p transcript-nats --examples failed".into());
+        return Err(
+            "cargo build -p transcript-cli -p transcript-mcp -p transcript-nats --examples failed"
+                .into(),
+        );
     }
     let mut cmd = cargo(root);
     cmd.env(
@@ -158,23 +163,33 @@ fn llvm_cov(root: &Path, crates: &[(String, String)]) -> Result<i32, Error> {
         root.join("target/debug/examples/fault_server"),
     );
     cmd.env(
+        "TRANSCRIPT_EXAMPLES_DIR",
+        root.join("target/debug/examples"),
+    );
+    cmd.env(
         "TRANSCRIPT_FLEET_RUNNER",
         root.join("target/debug/examples/fleet_runner"),
     );
     // The whole workspace's tests (the binary's end-to-end tests included: the
     // `transcript` processes they start are instrumented too), every one even when one
-    // fails; the table counts the library crates' lines.
+    // fails (a failed test still fails the task, after the table); the table counts the
+    // library crates' lines.
     cmd.args([
         "llvm-cov",
         "--summary-only",
-        "--no-fail-fast",
+        "--ignore-run-fail",
         "--workspace",
         "--exclude",
         "xtask",
     ]);
     let (ok, lines) = run_tee(cmd)?;
     print_table(&parse_llvm_cov(&lines, crates));
-    Ok(i32::from(!ok))
+    // `--ignore-run-fail` exits 0 after failed tests: cargo's own lines tell.
+    let failed = lines.iter().any(|l| l.starts_with("error: test failed"));
+    if failed {
+        eprintln!("coverage: some tests failed (see `error: test failed` above)");
+    }
+    Ok(i32::from(!ok || failed))
 }
 
 /// Whether `rustup component list --installed` names llvm-tools.

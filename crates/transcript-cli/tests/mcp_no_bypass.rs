@@ -35,17 +35,8 @@ use serde_json::{Value, json};
 use transcript_testkit::agent_cli::{AgentCli, AgentSandbox, CliOptions};
 use transcript_testkit::model_server::{ModelServer, Script, Turn, Usage};
 
-/// The fault server example, built by `cargo test -p transcript-cli`.
 fn fault_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .unwrap()
-        .join("examples")
-        .join("mcp_fault_server");
-    assert!(path.exists(), "{} is missing", path.display());
-    path
+    common::mcp_fault_server()
 }
 
 /// The name `cli` gives its model for MCP tool `tool` of `server`.

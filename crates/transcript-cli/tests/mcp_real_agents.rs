@@ -24,21 +24,8 @@ use transcript_testkit::model_server::{ModelServer, Provider, Script, Turn, Usag
 
 const CODEX_MODEL: &str = "gpt-5.5";
 
-/// The fault server example, built by `cargo test -p transcript-cli`.
 fn fault_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .unwrap()
-        .join("examples")
-        .join("mcp_fault_server");
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test -p transcript-cli` builds the examples",
-        path.display()
-    );
-    path
+    common::mcp_fault_server()
 }
 
 /// `mcp-server-everything` (installed by `.ci/install-agent-clis`), or `None` (skip).

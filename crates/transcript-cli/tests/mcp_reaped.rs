@@ -14,15 +14,7 @@ use transcript_testkit::agent_cli::{AgentCli, AgentSandbox, CliOptions};
 use transcript_testkit::model_server::{ModelServer, Script, Turn, Usage};
 
 fn fault_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .unwrap()
-        .join("examples")
-        .join("mcp_fault_server");
-    assert!(path.exists(), "{} is missing", path.display());
-    path
+    common::mcp_fault_server()
 }
 
 /// The pids whose command line is exactly `sleep <tag>`.

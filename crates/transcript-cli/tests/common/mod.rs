@@ -187,3 +187,26 @@ pub fn printed_run_id(stdout: &str) -> String {
         .find_map(|l| l.strip_prefix("run_id: ").map(str::to_owned))
         .unwrap()
 }
+
+/// The cli's `mcp_fault_server` example (the testkit's fault-injecting MCP server as a
+/// process): in `TRANSCRIPT_EXAMPLES_DIR` when set (`cargo xtask coverage` builds the examples
+/// apart), else beside the test, where `cargo test -p transcript-cli` builds it.
+pub fn mcp_fault_server() -> PathBuf {
+    let dir = match std::env::var_os("TRANSCRIPT_EXAMPLES_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let exe = std::env::current_exe().unwrap();
+            exe.parent()
+                .and_then(Path::parent)
+                .unwrap()
+                .join("examples")
+        }
+    };
+    let path = dir.join("mcp_fault_server");
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test -p transcript-cli` builds the examples",
+        path.display()
+    );
+    path
+}
