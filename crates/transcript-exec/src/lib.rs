@@ -351,6 +351,7 @@ pub mod template;
 mod tool;
 mod tool_error;
 pub mod tools;
+pub mod withheld_env;
 pub mod workflow;
 
 pub use agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentRunners, AgentSeam};
@@ -366,6 +367,7 @@ pub use emit::Emitter;
 pub use http_agent::{HttpAgentRunner, RetryPolicy};
 pub use plugin::{
     ExternalPlugin, PluginLimits, start_declared_plugins, start_declared_plugins_masked,
+    start_declared_plugins_with,
 };
 pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
@@ -373,6 +375,7 @@ pub use provider::AgentProvider;
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};
+pub use withheld_env::WithheldEnv;
 pub use workflow::{
     AgentSpec, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step, StepKind, Workflow,
     WorkflowError, WorkflowSet,
