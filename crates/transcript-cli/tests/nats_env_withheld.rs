@@ -15,11 +15,13 @@ mod common;
 mod nats_auth_support;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use common::{bin, text};
 use nats_auth_support::{assert_no_secret, server_with_config};
 
 const TOKEN: &str = "tok-5b2e90c7d4-runner-only";
+const PASSWORD: &str = "pw-e18c4f06ab-runner-only";
 const OWN: &str = "workflow-own-3a61";
 const CANARY: &str = "TRANSCRIPT_CANARY=present";
 const OTEL: &str = "OTEL_SERVICE_NAME=canary-otel";
@@ -101,8 +103,14 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The runner's environment for these tests: the token, a canary and an `OTEL_*` variable.
-fn runner(dir: &Path, storage: &str, workflow: &Path, ws: &Path, token: bool) -> Command {
+/// The runner's environment for these tests: `creds`, a canary and an `OTEL_*` variable.
+fn runner(
+    dir: &Path,
+    storage: &str,
+    workflow: &Path,
+    ws: &Path,
+    creds: &[(&str, &str)],
+) -> Command {
     let mut c = bin();
     for name in [
         "NATS_CREDS",
@@ -115,9 +123,7 @@ fn runner(dir: &Path, storage: &str, workflow: &Path, ws: &Path, token: bool) ->
     ] {
         c.env_remove(name);
     }
-    if token {
-        c.env("NATS_TOKEN", TOKEN);
-    }
+    c.envs(creds.iter().copied());
     c.env("TRANSCRIPT_CANARY", "present")
         .env("OTEL_SERVICE_NAME", "canary-otel")
         .current_dir(dir)
@@ -128,13 +134,12 @@ fn runner(dir: &Path, storage: &str, workflow: &Path, ws: &Path, token: bool) ->
     c
 }
 
-use std::process::Command;
-
-#[test]
-fn no_process_of_the_run_sees_the_runners_nats_token() {
+/// Runs the leaking workflow on a server configured with `conf`, the runner holding `creds`;
+/// asserts that no process of the run saw a `NATS_*` variable (but the step that set its own)
+/// and that no `secret` is in any transcript line, output or file.
+fn no_process_sees(conf: &str, creds: &[(&str, &str)], secrets: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
-    let conf = format!("authorization {{ token: \"{TOKEN}\" }}\n");
-    let Some(server) = server_with_config(tmp.path(), &conf) else {
+    let Some(server) = server_with_config(tmp.path(), conf) else {
         return;
     };
     let url = server.url();
@@ -142,16 +147,14 @@ fn no_process_of_the_run_sees_the_runners_nats_token() {
     std::fs::create_dir_all(&ws).unwrap();
     let wf = workflow(tmp.path(), &ws);
     let script = plugin_script(tmp.path());
-    let out = runner(tmp.path(), &url, &wf, &ws, true)
+    let out = runner(tmp.path(), &url, &wf, &ws, creds)
         .arg("--plugin")
         .arg(format!("sh {} flag {}", script.display(), ws.display()))
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let secret = vec![TOKEN.as_bytes().to_vec()];
-    assert_no_secret(&out.stdout, &secret, "run's stdout");
-    assert_no_secret(&out.stderr, &secret, "run's stderr");
+    let secret: Vec<Vec<u8>> = secrets.iter().map(|s| s.as_bytes().to_vec()).collect();
 
     // Every shape dumped its environment (the runner's canary and OTEL_* reached it)...
     for shape in [
@@ -161,17 +164,22 @@ fn no_process_of_the_run_sees_the_runners_nats_token() {
             .unwrap_or_else(|e| panic!("{shape}.env: {e}\n{stderr}"));
         assert!(dump.contains(CANARY), "{shape}: {dump}");
         assert!(dump.contains(OTEL), "{shape} keeps OTEL_*: {dump}");
+        let nats: Vec<&str> = dump.lines().filter(|l| l.starts_with("NATS_")).collect();
+        assert!(nats.is_empty(), "{shape} inherited {nats:?}");
     }
     // ...the MCP server too (its environment is an allowlist: no canary, but PATH).
     let mcp = std::fs::read_to_string(ws.join("mcp.env")).unwrap();
     assert!(mcp.contains("PATH="), "{mcp}");
+    assert!(!mcp.lines().any(|l| l.starts_with("NATS_")), "{mcp}");
     // The workflow author's own value is the step's.
     assert_eq!(std::fs::read_to_string(ws.join("own.txt")).unwrap(), OWN);
+    assert_no_secret(&out.stdout, &secret, "run's stdout");
+    assert_no_secret(&out.stderr, &secret, "run's stderr");
 
     // The transcript, from the stream: the dumps are in it, the token is not.
     let mirror = {
         let mut c = bin();
-        c.env("NATS_TOKEN", TOKEN)
+        c.envs(creds.iter().copied())
             .current_dir(tmp.path())
             .args(["mirror", &url, "--to"])
             .arg(tmp.path().join("mirror"));
@@ -196,7 +204,7 @@ fn no_process_of_the_run_sees_the_runners_nats_token() {
         );
     }
     for file in files(tmp.path()) {
-        // The server's own configuration holds the token by design.
+        // The server's own configuration holds the secret by design.
         if file.file_name().is_some_and(|n| n == "server.conf") {
             continue;
         }
@@ -206,6 +214,22 @@ fn no_process_of_the_run_sees_the_runners_nats_token() {
             &file.display().to_string(),
         );
     }
+}
+
+#[test]
+fn no_process_of_the_run_sees_the_runners_nats_token() {
+    let conf = format!("authorization {{ token: \"{TOKEN}\" }}\n");
+    no_process_sees(&conf, &[("NATS_TOKEN", TOKEN)], &[TOKEN]);
+}
+
+#[test]
+fn no_process_of_the_run_sees_the_runners_nats_user_and_password() {
+    let conf = format!("authorization {{ user: fleet-7d21, password: \"{PASSWORD}\" }}\n");
+    no_process_sees(
+        &conf,
+        &[("NATS_USER", "fleet-7d21"), ("NATS_PASSWORD", PASSWORD)],
+        &[PASSWORD, "NATS_USER=fleet-7d21"],
+    );
 }
 
 #[test]
@@ -220,9 +244,15 @@ fn with_file_storage_the_runner_consumes_nothing_and_a_step_sees_its_environment
     )
     .unwrap();
     let storage = tmp.path().join("storage");
-    let out = runner(tmp.path(), storage.to_str().unwrap(), &wf, &ws, true)
-        .output()
-        .unwrap();
+    let out = runner(
+        tmp.path(),
+        storage.to_str().unwrap(),
+        &wf,
+        &ws,
+        &[("NATS_TOKEN", TOKEN)],
+    )
+    .output()
+    .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(ws.join("seen.txt")).unwrap(), TOKEN);
 }
