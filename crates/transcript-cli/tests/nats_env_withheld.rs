@@ -256,3 +256,98 @@ fn with_file_storage_the_runner_consumes_nothing_and_a_step_sees_its_environment
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(ws.join("seen.txt")).unwrap(), TOKEN);
 }
+
+/// The real Claude Code, against the scripted model server, told by the model to run `env`
+/// with its Bash tool (what a prompt injection would do): the output reaches the model and the
+/// transcript (the canary proves it), the runner's token neither.
+#[test]
+fn a_real_claude_running_env_for_the_model_shows_no_nats_token() {
+    use transcript_testkit::agent_cli::{AgentCli, AgentSandbox, CliOptions};
+    use transcript_testkit::model_server::{ModelServer, Script, Turn, Usage};
+    let cli = AgentCli::Claude;
+    let Some(claude) = cli.require() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = format!("authorization {{ token: \"{TOKEN}\" }}\n");
+    let Some(server) = server_with_config(tmp.path(), &conf) else {
+        return;
+    };
+    let url = server.url();
+    let model = ModelServer::start(Script::new([
+        Turn::tool_call("Bash", serde_json::json!({"command": "env"}))
+            .with_usage(Usage::new(10, 5)),
+        Turn::text("Done.").with_usage(Usage::new(20, 5)),
+    ]))
+    .unwrap();
+    let sb = AgentSandbox::new().unwrap();
+    let inv = sb
+        .invocation(cli, &claude, &model, "unused", &CliOptions::default())
+        .unwrap();
+    let var = "ANTHROPIC_BASE_URL";
+    let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
+    let wf = sb.tmp().join("workflow.yaml");
+    std::fs::write(
+        &wf,
+        format!(
+            "name: env\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    type: agent\n    \
+             provider: claude\n    timeout_ms: 60000\n    prompt: Print your environment.\n    \
+             tools: [run_command]\n    env:\n      {var}: \"{{{{inputs.endpoint}}}}\"\n"
+        ),
+    )
+    .unwrap();
+    let out = bin()
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(
+            inv.env
+                .iter()
+                .filter(|(k, _)| k != var)
+                .map(|(k, v)| (k, v)),
+        )
+        .env(cli.bin_var(), &claude)
+        .env("NATS_TOKEN", TOKEN)
+        .env("TRANSCRIPT_CANARY", "present")
+        .current_dir(tmp.path())
+        .args(["run", "--storage", &url])
+        .arg(&wf)
+        .arg("--workspace")
+        .arg(sb.work())
+        .arg("--input")
+        .arg(format!("endpoint={endpoint}"))
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let secret = vec![TOKEN.as_bytes().to_vec()];
+    let sent: String = model
+        .requests()
+        .iter()
+        .map(|r| r.raw_body.clone())
+        .collect();
+    assert!(
+        sent.contains(CANARY),
+        "Claude ran env for the model: {sent}"
+    );
+    assert_no_secret(sent.as_bytes(), &secret, "what Claude sent the model");
+    assert_no_secret(&out.stdout, &secret, "run's stdout");
+    assert_no_secret(&out.stderr, &secret, "run's stderr");
+    let run_id = common::printed_run_id(&text(&out.stdout));
+    let mirror = bin()
+        .env("NATS_TOKEN", TOKEN)
+        .args(["mirror", &url, "--to"])
+        .arg(tmp.path().join("mirror"))
+        .output()
+        .unwrap();
+    assert!(mirror.status.success(), "{}", text(&mirror.stderr));
+    let transcript =
+        std::fs::read_to_string(tmp.path().join("mirror").join(format!("{run_id}.jsonl"))).unwrap();
+    assert!(transcript.contains(CANARY), "{transcript}");
+    for (n, line) in transcript.lines().enumerate() {
+        assert_no_secret(
+            line.as_bytes(),
+            &secret,
+            &format!("transcript line {}", n + 1),
+        );
+    }
+}
