@@ -19,6 +19,12 @@ pub fn url_of(storage: &Path) -> Result<Option<StorageUrl>, CliError> {
         .map_err(|e| CliError::Usage(e.to_string()))
 }
 
+/// The variables `NatsStore::connect` reads for credentials (transcript-nats `store.rs`): the
+/// runner's own, withheld from every process of a run (`transcript_exec::withheld_env`).
+#[rustfmt::skip]
+pub const CREDENTIAL_ENV: &[&str] =
+    &["NATS_CREDS", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CA", "NATS_CERT", "NATS_KEY"];
+
 /// Stream options from the environment (`StreamOptions::from_env`): a bad value is a usage
 /// error.
 pub fn options_from_env() -> Result<StreamOptions, CliError> {

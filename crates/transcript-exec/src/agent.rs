@@ -277,7 +277,7 @@ impl AgentSeam {
 
     /// How subprocesses the runner starts are ended and captured.
     pub fn process_limits(&self) -> crate::process::ProcessLimits {
-        self.scope.limits
+        self.scope.limits.clone()
     }
 
     /// Writes one `message.assistant` (provider filled in when missing, and

@@ -206,7 +206,14 @@ impl Tool for RunCommand {
         };
         let out = match input.get("command") {
             Some(Value::String(command)) => {
-                run_shell_env(command, &env, &ctx.workspace, &ctx.cancel, ctx.limits).await?
+                run_shell_env(
+                    command,
+                    &env,
+                    &ctx.workspace,
+                    &ctx.cancel,
+                    ctx.limits.clone(),
+                )
+                .await?
             }
             Some(Value::Array(items)) => {
                 let argv = items
@@ -216,7 +223,7 @@ impl Tool for RunCommand {
                     .ok_or_else(|| {
                         ToolError::InvalidInput("'command' list must hold strings".into())
                     })?;
-                run_argv_env(&argv, &env, &ctx.workspace, &ctx.cancel, ctx.limits).await?
+                run_argv_env(&argv, &env, &ctx.workspace, &ctx.cancel, ctx.limits.clone()).await?
             }
             _ => {
                 return Err(ToolError::InvalidInput(

@@ -11,7 +11,8 @@
 //!
 //! Without a command, a provider with a preset (`claude`, `codex`,
 //! `gemini`) runs its real CLI with the flags of [`crate::preset`]. The
-//! process inherits the runner's environment plus the step's `env:`.
+//! process inherits the runner's environment, less what the runner consumed for
+//! itself ([`crate::withheld_env`]), plus the step's `env:`.
 //!
 //! For offline runs, the command can replay a recorded provider stream:
 //! `["cat", "fixtures/agents/claude-review.jsonl"]`.
@@ -170,7 +171,7 @@ impl AgentRunner for CliAgentRunner {
             ))
         })?;
         // The preset's private directory lives until the agent ended.
-        let (mut child, group, _private) = spawn(&request)?;
+        let (mut child, group, _private) = spawn(&request, &seam.process_limits().withheld_env)?;
         let mut stdout = child
             .stdout
             .take()
@@ -220,12 +221,15 @@ impl AgentRunner for CliAgentRunner {
 /// with the prompts in its environment and its stdout and stderr piped.
 fn spawn(
     request: &AgentRequest,
+    withheld: &crate::WithheldEnv,
 ) -> Result<(tokio::process::Child, ProcessGroup, Option<PrivateDir>), AgentError> {
     let (argv, private) = command_line(request)?;
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| AgentError::Setup("agent step has no command".into()))?;
     let mut cmd = tokio::process::Command::new(program);
+    // The runner's own variables go first, so that the step's `env:` can set them.
+    withheld.apply(&mut cmd);
     cmd.args(args)
         .envs(&request.env)
         .current_dir(&request.workspace)

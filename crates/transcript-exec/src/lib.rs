@@ -267,6 +267,17 @@
 //!   (another branch, a command, a local user) has no window to exploit; a
 //!   hard link (another name for a file that may lie outside) is refused.
 //!
+//! * Environment: a process the engine starts (command step, `run_command`,
+//!   CLI agent, plugin) inherits the runner's environment, less what the
+//!   composition root consumed for itself ([`ServiceBuilder::withheld_env`],
+//!   [`PluginLimits::withheld_env`]; the CLI withholds the `NATS_*`
+//!   credentials of its `--storage nats://` connection): a step printing its
+//!   environment, or an agent told to by an injected prompt, cannot put the
+//!   fleet's credential into the transcript stored with it. The rule is what
+//!   the runner consumed, not a list of secret-looking names: the rest
+//!   (`OTEL_*` included) is passed on, and a step's own `env:` may set a
+//!   withheld name ([`withheld_env`]; cli: `nats_env_withheld.rs`).
+//!
 //! Prompts, tool inputs and outputs are recorded verbatim; masking is the
 //! recorder's opt-in `EventMask` stage.
 //!
@@ -322,7 +333,9 @@
 //! YAML workflow format, the audit record and the plugin protocol (version
 //! 1, announced in `describe`) are additive-only within a major version:
 //! new optional fields and step kinds may appear, existing ones keep their
-//! meaning.
+//! meaning. The Rust API is pre-1.0 and may change in a minor version:
+//! [`ProcessLimits`] and [`PluginLimits`] are `Clone` but no longer `Copy`
+//! since they carry the [`WithheldEnv`] names.
 #![forbid(unsafe_code)]
 
 pub mod agent;
@@ -351,6 +364,7 @@ pub mod template;
 mod tool;
 mod tool_error;
 pub mod tools;
+pub mod withheld_env;
 pub mod workflow;
 
 pub use agent::{AgentError, AgentReply, AgentRequest, AgentRunner, AgentRunners, AgentSeam};
@@ -366,6 +380,7 @@ pub use emit::Emitter;
 pub use http_agent::{HttpAgentRunner, RetryPolicy};
 pub use plugin::{
     ExternalPlugin, PluginLimits, start_declared_plugins, start_declared_plugins_masked,
+    start_declared_plugins_with,
 };
 pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
@@ -373,6 +388,7 @@ pub use provider::AgentProvider;
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};
+pub use withheld_env::WithheldEnv;
 pub use workflow::{
     AgentSpec, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step, StepKind, Workflow,
     WorkflowError, WorkflowSet,

@@ -73,7 +73,7 @@ pub const PROTOCOL_VERSION: u64 = 1;
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 << 20;
 
 /// Bounds on what a plugin may make the runner wait for or buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginLimits {
     /// How long `describe` may take (default 10 s).
     pub describe_timeout: Duration,
@@ -84,6 +84,19 @@ pub struct PluginLimits {
     /// (default 2 s; a grandchild holding the pipe open is not waited for
     /// longer).
     pub stderr_drain: Duration,
+    /// Variables of the runner's environment the plugin does not inherit (default none; see
+    /// [`crate::withheld_env`]).
+    pub withheld_env: crate::WithheldEnv,
+}
+
+impl PluginLimits {
+    /// The default limits, the plugin started without `withheld` ([`Self::withheld_env`]).
+    pub fn withholding(withheld: crate::WithheldEnv) -> Self {
+        Self {
+            withheld_env: withheld,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for PluginLimits {
@@ -92,6 +105,7 @@ impl Default for PluginLimits {
             describe_timeout: Duration::from_secs(10),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             stderr_drain: Duration::from_secs(2),
+            withheld_env: crate::WithheldEnv::default(),
         }
     }
 }
@@ -189,6 +203,7 @@ impl ExternalPlugin {
             .split_first()
             .ok_or_else(|| err("empty plugin command".into()))?;
         let mut cmd = tokio::process::Command::new(program);
+        limits.withheld_env.apply(&mut cmd);
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -539,10 +554,26 @@ pub async fn start_declared_plugins_masked(
     router: &mut crate::tools::ToolRouter,
     mask: Option<Arc<dyn TextMask>>,
 ) -> Result<usize, ToolError> {
+    start_declared_plugins_with(set, router, PluginLimits::default(), mask).await
+}
+
+/// [`start_declared_plugins_masked`] with explicit limits (and the variables the plugins do
+/// not inherit, [`PluginLimits::withheld_env`]).
+pub async fn start_declared_plugins_with(
+    set: &crate::workflow::WorkflowSet,
+    router: &mut crate::tools::ToolRouter,
+    limits: PluginLimits,
+    mask: Option<Arc<dyn TextMask>>,
+) -> Result<usize, ToolError> {
     let specs = set.plugins();
     for spec in &specs {
-        let plugin =
-            ExternalPlugin::start_masked(&spec.argv, spec.cwd.clone(), mask.clone()).await?;
+        let plugin = ExternalPlugin::start_masked_with(
+            &spec.argv,
+            spec.cwd.clone(),
+            limits.clone(),
+            mask.clone(),
+        )
+        .await?;
         router.register_plugin(std::sync::Arc::new(plugin))?;
     }
     Ok(specs.len())

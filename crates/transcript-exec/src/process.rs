@@ -28,6 +28,7 @@ use std::time::Duration;
 use rustix::process::{Pid, Signal, kill_process_group};
 
 use crate::reaper::ProcessScope;
+use crate::withheld_env::WithheldEnv;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
@@ -36,14 +37,18 @@ use crate::bounded::marker;
 use crate::tool_error::ToolError;
 use transcript_domain::text::lower_hex;
 
-/// How subprocesses are ended and how much of their output is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How subprocesses are started (without the runner's own variables), ended, and how much of
+/// their output is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessLimits {
     /// Time between `SIGTERM` to the group and `SIGKILL` to what is left
     /// (default 2 s).
     pub kill_grace: Duration,
     /// Bytes of each output stream kept, marker included (default 1 MiB).
     pub max_output_bytes: usize,
+    /// Variables of the runner's environment the process does not inherit (default none;
+    /// see [`crate::withheld_env`]).
+    pub withheld_env: WithheldEnv,
 }
 
 impl Default for ProcessLimits {
@@ -51,6 +56,7 @@ impl Default for ProcessLimits {
         Self {
             kill_grace: Duration::from_secs(2),
             max_output_bytes: crate::bounded::DEFAULT_MAX_VALUE_BYTES,
+            withheld_env: WithheldEnv::default(),
         }
     }
 }
@@ -272,6 +278,7 @@ pub async fn run_shell_env(
 ) -> Result<ShellOutput, ToolError> {
     let mut cmd = tokio::process::Command::new(SHELL);
     cmd.arg("-c").arg(command);
+    limits.withheld_env.apply(&mut cmd);
     set_env(&mut cmd, env)?;
     run_process(cmd, SHELL, cwd, cancel, limits).await
 }
@@ -331,6 +338,7 @@ pub async fn run_argv_env(
     };
     let mut cmd = tokio::process::Command::new(resolved);
     cmd.args(args);
+    limits.withheld_env.apply(&mut cmd);
     set_env(&mut cmd, env)?;
     run_process(cmd, program, cwd, cancel, limits).await
 }

@@ -226,7 +226,7 @@ impl ToolRouter {
                     workspace: scope.workspace.clone(),
                     cancel: scope.cancel.clone(),
                     call_id: call_id.clone(),
-                    limits: scope.limits,
+                    limits: scope.limits.clone(),
                 };
                 let fut = CatchUnwind::new(tool.call(&ctx, input));
                 run_to_cancellation(fut, &scope.cancel, scope.limits.kill_grace).await

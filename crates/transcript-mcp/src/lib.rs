@@ -92,7 +92,9 @@
 //! - Tool arguments and results are untrusted data: they are recorded as JSON values and
 //!   never interpreted; upstream commands are argv, never shell source.
 //! - A stdio server gets a cleared environment: [`INHERITED_ENV`] of the runner's plus its own
-//!   configured `env`, so the runner's provider keys do not leak to third-party servers.
+//!   configured `env`, so the runner's provider keys, and the `NATS_*` credentials of its
+//!   storage connection, do not leak to third-party servers (proof for the latter:
+//!   `crates/transcript-cli/tests/nats_env_withheld.rs`).
 //! - A hostile or broken server is bounded in time, result size and lifetime (invariants 3
 //!   and 4), and its `tools/list` in time, pages, tools and bytes. Server names follow
 //!   [`server_name_problem`]: `[A-Za-z0-9_-]`, no leading `-`, no `__`, no trailing `_`, so

@@ -344,11 +344,12 @@ async fn start_plugins(
 ) -> Result<ToolRouter, CliError> {
     let mut router = ToolRouter::with_builtins();
     let mask = args.redactor.clone().map(text_mask);
-    transcript_exec::start_declared_plugins_masked(set, &mut router, mask.clone())
+    let limits = transcript_exec::PluginLimits::withholding(withheld_env(args));
+    transcript_exec::start_declared_plugins_with(set, &mut router, limits.clone(), mask.clone())
         .await
         .map_err(|e| CliError::Failed(format!("{}: plugin: {e}", args.workflow.display())))?;
     for (plugin, argv) in args.plugins.iter().zip(plugin_argvs) {
-        let started = ExternalPlugin::start_masked(argv, None, mask.clone())
+        let started = ExternalPlugin::start_masked_with(argv, None, limits.clone(), mask.clone())
             .await
             .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
         router
@@ -356,6 +357,15 @@ async fn start_plugins(
             .map_err(|e| CliError::Failed(format!("plugin {plugin:?}: {e}")))?;
     }
     Ok(router)
+}
+
+/// What no process of the run inherits: the runner's NATS credentials (those it consumed).
+fn withheld_env(args: &RunArgs) -> transcript_exec::WithheldEnv {
+    let names = args
+        .nats
+        .as_ref()
+        .map_or(&[][..], |_| crate::nats_connect::CREDENTIAL_ENV);
+    transcript_exec::WithheldEnv::present(names)
 }
 
 /// The execution service: the workspace, clock and ids, the recorder factory, the audit trail
@@ -372,6 +382,7 @@ fn build_service(
     let mut builder = ExecutionService::builder(&args.workspace, clock, ids)
         .deterministic(args.deterministic)
         .kill_grace(args.kill_grace)
+        .withheld_env(withheld_env(args))
         .recorder_factory(factory)
         .audit_file(args.storage.join("audit.jsonl"))
         .router(router)

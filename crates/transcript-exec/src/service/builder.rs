@@ -186,6 +186,15 @@ impl ServiceBuilder {
         self
     }
 
+    /// Variables of the runner's environment that no process of a run inherits (command
+    /// steps, `run_command`, CLI agents): what the composition root consumed for its own
+    /// storage connection (`NATS_TOKEN`, …). A step's own `env:` may still set them. See
+    /// [`crate::withheld_env`].
+    pub fn withheld_env(mut self, names: crate::WithheldEnv) -> Self {
+        self.limits.withheld_env = names;
+        self
+    }
+
     /// Builds the service; the workspace must be an existing directory.
     pub fn build(self) -> Result<ExecutionService, ExecError> {
         let workspace = self

@@ -119,7 +119,7 @@ impl StepCtx<'_> {
             workspace: self.run.inner.workspace.clone(),
             cancel: self.cancel.clone(),
             call_counter: self.run.calls.clone(),
-            limits: self.run.inner.limits,
+            limits: self.run.inner.limits.clone(),
         }
     }
 }

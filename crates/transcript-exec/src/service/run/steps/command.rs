@@ -96,11 +96,11 @@ pub(in crate::service) async fn run(
     // only what it printed (#20).
     let (ran, resolved) = match resolve(command, scope) {
         Ok(Resolved::Shell(line)) => (
-            run_shell_env(&line, &env, ws, cancel, ctx.inner.limits).await,
+            run_shell_env(&line, &env, ws, cancel, ctx.inner.limits.clone()).await,
             Value::String(line),
         ),
         Ok(Resolved::Argv(argv)) => (
-            run_argv_env(&argv, &env, ws, cancel, ctx.inner.limits).await,
+            run_argv_env(&argv, &env, ws, cancel, ctx.inner.limits.clone()).await,
             json!(argv),
         ),
         Err(e) => (Err(e), Value::Null),
