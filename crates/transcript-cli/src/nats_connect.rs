@@ -44,7 +44,21 @@ pub async fn connect_for_run(
             }
         )));
     }
-    connect(url).await
+    let store = connect(url).await?;
+    // Every event's line must fit the servers' max_payload: refused or told here, once.
+    let (_, note) = store
+        .value_cap(transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES)
+        .map_err(|e| CliError::Storage(e.to_string()))?;
+    if let Some(note) = note {
+        crate::diag!("transcript: note: {note}");
+    }
+    Ok(store)
+}
+
+/// The per-value cap for a run on `store` (checked by [`connect_for_run`]).
+pub fn value_cap(store: &NatsStore) -> usize {
+    let wanted = transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES;
+    store.value_cap(wanted).map_or(wanted, |(cap, _)| cap)
 }
 
 /// Connects, or fails with the URL and the cause (exit 4: the storage is unreachable).

@@ -73,6 +73,7 @@ mod encode;
 mod error;
 mod index;
 mod mirror;
+pub mod payload;
 mod read;
 mod recorder;
 mod store;

@@ -217,6 +217,43 @@ impl NatsStore {
         })
     }
 
+    /// The largest message, headers included, the server this client is connected to accepts
+    /// (its `max_payload`, from its INFO). A client learns only the INFO of the server it is
+    /// connected to: the servers of a cluster are expected to share the setting, and a line
+    /// larger than another server's is refused by the client when it publishes there, with
+    /// an error naming both sizes ([`crate::payload`]).
+    pub fn max_payload(&self) -> usize {
+        self.client.server_info().max_payload
+    }
+
+    /// The per-value cap, at most `wanted`, for a run recording here ([`crate::payload`]):
+    /// `Ok((cap, None))` when `wanted` fits, `Ok((cap, Some(note)))` when it was lowered (the
+    /// note says why, naming `max_payload`, for the user), or
+    /// [`NatsError::MaxPayloadTooSmall`] when no useful cap fits.
+    pub fn value_cap(&self, wanted: usize) -> Result<(usize, Option<String>), NatsError> {
+        let max_payload = self.max_payload();
+        let Some(cap) = crate::payload::value_cap(max_payload, wanted) else {
+            return Err(NatsError::MaxPayloadTooSmall {
+                url: self.url.to_string(),
+                max_payload,
+                minimum: crate::payload::MIN_MAX_PAYLOAD,
+                wanted,
+                keeps: crate::payload::max_payload_for(wanted),
+            });
+        };
+        let note = (cap < wanted).then(|| {
+            format!(
+                "recorded values are cut at {cap} bytes instead of {wanted}: the NATS servers' \
+                 max_payload at {} is {max_payload} bytes, and an event's line (up to two \
+                 values, JSON escaping growing them up to 6x) must fit one message; \
+                 `max_payload: {}` on the servers keeps {wanted}",
+                self.url,
+                crate::payload::max_payload_for(wanted)
+            )
+        });
+        Ok((cap, note))
+    }
+
     /// The storage URL (servers and stream), for messages.
     pub fn url(&self) -> &StorageUrl {
         &self.url
