@@ -193,3 +193,85 @@ fn a_max_payload_too_small_is_refused_before_any_step_runs() {
         text(&list.stdout)
     );
 }
+
+/// The derivation's worst case, through exec's own bounding (`bound_payload`, the rule its
+/// `Emitter` applies) and a real server: the events that carry two capped values, each made of
+/// control bytes (6× once escaped), with a long step path. Every one is stored when the cap
+/// is the one the store gives for the servers' `max_payload`, including the smallest accepted.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_fully_escaped_values_at_the_cap_fit_the_servers_max_payload() {
+    use transcript_domain::{
+        ContentBlock, EventDraft, Fidelity, ManualClock, MessagePayload, Payload, RawJson,
+        RecorderFactory, Role, RunId, StepPayload, Timestamp, ToolPayload,
+    };
+    let control = "\u{1}".repeat(PRINTED);
+    let string = RawJson::from_value(&control).unwrap();
+    let path = "outer/".repeat(40) + "step";
+    let drafts = [
+        Payload::StepCompleted(
+            StepPayload::new("step", "command")
+                .with_error(control.clone())
+                .with_result(string.clone()),
+        ),
+        Payload::ToolResult(ToolPayload::result(
+            "tool",
+            "call-1",
+            string.clone(),
+            Some(control.clone()),
+            Fidelity::Router,
+        )),
+        Payload::MessageAssistant(MessagePayload::new(
+            Role::Assistant,
+            vec![
+                ContentBlock::text(Fidelity::Router, control.clone()),
+                ContentBlock::tool_use(Fidelity::Router, "tool", "call-1", string.clone()),
+            ],
+        )),
+    ];
+    for (n, config) in ["max_payload: 16KB\n", "max_payload: 64KB\n", ""]
+        .into_iter()
+        .enumerate()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("server.conf");
+        std::fs::write(&conf, config).unwrap();
+        let Some(server) = testing::single_with(&["-c", conf.to_str().unwrap()]).unwrap() else {
+            return;
+        };
+        let url = transcript_nats::StorageUrl::parse(&server.url()).unwrap();
+        let store = transcript_nats::NatsStore::connect(&url, Default::default())
+            .await
+            .unwrap();
+        let max_payload = store.max_payload();
+        let (cap, _) = store
+            .value_cap(transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES)
+            .unwrap();
+        let factory = transcript_nats::NatsRecorderFactory::new(
+            store.clone(),
+            std::sync::Arc::new(ManualClock::new(Timestamp::UNIX_EPOCH)),
+        );
+        let run = RunId::from_bytes([u8::try_from(n).unwrap() + 1; 16]);
+        let recorder = factory.create(run, None).await.unwrap();
+        recorder
+            .record(EventDraft::run_level(Payload::RunStarted(
+                StepPayload::new("w", "workflow"),
+            )))
+            .await
+            .unwrap();
+        for payload in &drafts {
+            let mut payload = payload.clone();
+            transcript_exec::bounded::bound_payload(&mut payload, cap);
+            let kind = payload.event_type();
+            recorder
+                .record(EventDraft::new(path.clone(), 0, payload))
+                .await
+                .unwrap_or_else(|e| panic!("{kind} at cap {cap}, max_payload {max_payload}: {e}"));
+        }
+        recorder.close().await.unwrap();
+        let lines = store.run_lines(run).await.unwrap();
+        assert_eq!(lines.len(), 1 + drafts.len());
+        let longest = lines.iter().map(|l| l.len()).max().unwrap();
+        assert!(longest < max_payload, "{longest} of {max_payload}");
+        eprintln!("max_payload {max_payload}: cap {cap}, longest line {longest}");
+    }
+}
