@@ -275,3 +275,44 @@ async fn two_fully_escaped_values_at_the_cap_fit_the_servers_max_payload() {
         eprintln!("max_payload {max_payload}: cap {cap}, longest line {longest}");
     }
 }
+
+/// In a cluster `max_payload` limits what a client publishes on its own connection: routes,
+/// replication and delivery to readers do not enforce it. So the cap follows the server the
+/// runner is connected to (the only INFO a client sees), and its lines, larger than the other
+/// servers' 64 KB, are replicated to them and read back from one of them by `mirror`.
+#[test]
+fn in_a_cluster_the_cap_follows_the_server_the_runner_publishes_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.conf");
+    std::fs::write(&small, "max_payload: 64KB\n").unwrap();
+    let small = vec!["-c".to_owned(), small.display().to_string()];
+    let Some(nodes) = testing::cluster_with(&[Vec::new(), small.clone(), small]).unwrap() else {
+        return;
+    };
+    std::fs::write(dir.path().join("ok.yaml"), OK_WORKFLOW).unwrap();
+    let o = bin()
+        .current_dir(dir.path())
+        .env("TRANSCRIPT_NATS_REPLICAS", "3")
+        .args(["run", "--deterministic", "--storage", &nodes[0].url()])
+        .arg(dir.path().join("ok.yaml"))
+        .arg("--workspace")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("max_payload at"), "{stderr}");
+    assert!(stderr.contains("is 1048576 bytes"), "{stderr}");
+    let mirror = dir.path().join("mirror");
+    let m = bin()
+        .args(["mirror", &nodes[1].url(), "--to"])
+        .arg(&mirror)
+        .output()
+        .unwrap();
+    assert!(m.status.success(), "{}", text(&m.stderr));
+    let lines = mirrored_lines(&mirror);
+    let longest = lines.iter().map(|(len, _)| *len).max().unwrap();
+    assert!(longest > 64 << 10, "{longest}");
+    assert!(longest < 1 << 20, "{longest}");
+    assert_eq!(lines.last().unwrap().1["type"], "run.completed");
+}

@@ -29,8 +29,8 @@
 //!   [`NatsStore::value_cap`] gives the per-value cap (`(max_payload − 4 KiB) / 12`: two
 //!   values per event, each grown up to 6× by JSON escaping; see [`payload`]) that the runner
 //!   hands exec, and refuses a `max_payload` below [`payload::MIN_MAX_PAYLOAD`] before
-//!   anything runs. The cap is read from the server the client is connected to (a client sees
-//!   no other server's INFO; a cluster's servers are expected to share the setting).
+//!   anything runs. The cap is read from the server the client is connected to: the setting
+//!   bounds what a client publishes on its own connection, not routes, replication or reads.
 //! - A line larger than `max_payload` anyway (a message of many large blocks, a step name of
 //!   kilobytes, a server reconnected to with a smaller setting) is never sent: `record` fails
 //!   at once naming both sizes (the run cannot go on), rather than retrying.

@@ -218,10 +218,12 @@ impl NatsStore {
     }
 
     /// The largest message, headers included, the server this client is connected to accepts
-    /// (its `max_payload`, from its INFO). A client learns only the INFO of the server it is
-    /// connected to: the servers of a cluster are expected to share the setting, and a line
-    /// larger than another server's is refused by the client when it publishes there, with
-    /// an error naming both sizes ([`crate::payload`]).
+    /// (its `max_payload`, from its INFO). That is the limit that matters: `max_payload`
+    /// bounds what a client publishes on its own connection, while routes, stream replication
+    /// and delivery to readers do not enforce it (a line above a 64 KB server's setting,
+    /// published through a 1 MiB one, is replicated to it and read back from it:
+    /// `transcript-cli/tests/nats_payload.rs`). After a reconnect to a server with a smaller
+    /// setting, a line above it is refused by the client with an error naming both sizes.
     pub fn max_payload(&self) -> usize {
         self.client.server_info().max_payload
     }
