@@ -153,6 +153,20 @@ fn runs_end_as_on_files(config: Option<&str>, max_payload: usize) {
                 "{}",
                 &stdout[cut..]
             );
+            // The control bytes' result: over twice the cap once escaped, so exec's stub (its
+            // size and sha256 are those of the captured result, already cut at the cap), as
+            // on files.
+            let (_, control) = lines
+                .iter()
+                .find(|(_, l)| l["type"] == "step.completed" && l["payload"]["name"] == "control")
+                .unwrap();
+            let result = &control["payload"]["result"];
+            assert_eq!(result["_truncated"], true, "{result}");
+            assert!(
+                result["original_size_bytes"].as_u64().unwrap() > 6 * 1000,
+                "{result}"
+            );
+            assert_eq!(result["sha256"].as_str().unwrap().len(), 64, "{result}");
         }
     }
 }
