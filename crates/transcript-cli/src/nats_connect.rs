@@ -50,7 +50,24 @@ pub async fn connect_for_run(
             }
         )));
     }
-    connect(url).await
+    let store = connect(url).await?;
+    // Every event's line must fit the servers' max_payload: refused or told here, once.
+    let (_, note) = store
+        .value_cap(transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES)
+        .map_err(|e| CliError::Storage(e.to_string()))?;
+    if let Some(note) = note {
+        crate::diag!("transcript: note: {note}");
+    }
+    Ok(store)
+}
+
+/// The per-value cap for a run on `store` (checked by [`connect_for_run`]; the smallest
+/// accepted one if the client has since reconnected to a server refusing every cap).
+pub fn value_cap(store: &NatsStore) -> usize {
+    use transcript_nats::payload::{MIN_MAX_PAYLOAD, value_cap};
+    let wanted = transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES;
+    let smallest = value_cap(MIN_MAX_PAYLOAD, wanted).unwrap_or(0);
+    store.value_cap(wanted).map_or(smallest, |(cap, _)| cap)
 }
 
 /// Connects, or fails with the URL and the cause (exit 4: the storage is unreachable).

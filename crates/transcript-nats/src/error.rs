@@ -60,4 +60,24 @@ pub enum NatsError {
         /// What was being done and the OS cause.
         message: String,
     },
+    /// The servers' `max_payload` is too small for a useful per-value cap
+    /// ([`crate::payload::MIN_MAX_PAYLOAD`]): a run is refused before any step runs.
+    #[error(
+        "NATS at {url}: the servers' max_payload is {max_payload} bytes, below the {minimum} a \
+         run needs (every event's line must fit one message): set `max_payload` in the \
+         servers' configuration to at least {minimum} ({keeps} keeps recorded values up to \
+         {wanted} bytes)"
+    )]
+    MaxPayloadTooSmall {
+        /// The storage URL.
+        url: String,
+        /// The connected server's `max_payload`.
+        max_payload: usize,
+        /// [`crate::payload::MIN_MAX_PAYLOAD`].
+        minimum: usize,
+        /// The per-value cap the runner wanted.
+        wanted: usize,
+        /// The `max_payload` that would keep `wanted` ([`crate::payload::max_payload_for`]).
+        keeps: usize,
+    },
 }

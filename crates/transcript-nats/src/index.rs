@@ -177,13 +177,50 @@ impl RunEntry {
 
 impl NatsStore {
     /// Writes `entry` to the runs index.
+    ///
+    /// No responders (the bucket's stream electing a leader, as right after a cluster created
+    /// it, or a server restarting) is waited out within `ack_timeout × publish_attempts`, as
+    /// an event's publish is.
     pub async fn put_run(&self, entry: &RunEntry) -> Result<(), NatsError> {
-        let value = serde_json::to_vec(entry).map_err(|e| self.js_error("encoding", e))?;
-        self.index
-            .put(entry.run_id.to_string(), value.into())
-            .await
-            .map_err(|e| self.js_error(format!("runs index: writing {}", entry.run_id), e))?;
-        Ok(())
+        let value: bytes::Bytes = serde_json::to_vec(entry)
+            .map_err(|e| self.js_error("encoding", e))?
+            .into();
+        let budget = self.options.ack_timeout * self.options.publish_attempts.max(1);
+        let deadline = tokio::time::Instant::now() + budget;
+        let mut pause = std::time::Duration::from_millis(50);
+        loop {
+            match self
+                .index
+                .put(entry.run_id.to_string(), value.clone())
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if no_responders(&e)
+                        && tokio::time::Instant::now() + pause < deadline
+                        && !self.bucket_gone().await =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(1));
+                }
+                Err(e) => {
+                    return Err(self.js_error(format!("runs index: writing {}", entry.run_id), e));
+                }
+            }
+        }
+    }
+
+    /// Whether the index bucket's stream no longer exists (deleted): then no responders is
+    /// final, not a leader being elected.
+    async fn bucket_gone(&self) -> bool {
+        use async_nats::jetstream::{ErrorCode, context::GetStreamErrorKind};
+        match self.js.get_stream(&self.index.stream_name).await {
+            Err(e) => matches!(
+                e.kind(),
+                GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND
+            ),
+            Ok(_) => false,
+        }
     }
 
     /// One run's stored index value, if it has one.
@@ -249,4 +286,14 @@ impl NatsStore {
         }
         Ok(runs)
     }
+}
+
+/// Whether a key-value put found no stream answering (JetStream's "no responders"):
+/// transient while the bucket's stream has no leader.
+fn no_responders(e: &async_nats::jetstream::kv::PutError) -> bool {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<async_nats::jetstream::context::PublishError>())
+        .is_some_and(|p| {
+            p.kind() == async_nats::jetstream::context::PublishErrorKind::StreamNotFound
+        })
 }

@@ -25,8 +25,15 @@
 //!   inside that window can lose acknowledged events. The client can neither ask for a sync
 //!   nor see the setting, so it promises no more than the ack.
 //! - `Nats-Msg-Id = <run_id>:<seq>`: a publish retried after a lost ack is stored once.
-//! - A line larger than the servers' `max_payload` (1 MiB by default) is never sent: `record`
-//!   fails at once naming both sizes (the run cannot go on), rather than retrying.
+//! - A runner's step events fit the servers' `max_payload` (1 MiB by default):
+//!   [`NatsStore::value_cap`] gives the per-value cap (`(max_payload − 4 KiB) / 12`: two
+//!   values per event, each grown up to 6× by JSON escaping; see [`payload`]) that the runner
+//!   hands exec, and refuses a `max_payload` below [`payload::MIN_MAX_PAYLOAD`] before
+//!   anything runs. The cap is read from the server the client is connected to: the setting
+//!   bounds what a client publishes on its own connection, not routes, replication or reads.
+//! - A line larger than `max_payload` anyway (a message of many large blocks, a step name of
+//!   kilobytes, a server reconnected to with a smaller setting) is never sent: `record` fails
+//!   at once naming both sizes (the run cannot go on), rather than retrying.
 //! - `Nats-Expected-Last-Subject-Sequence`: a run's events are gapless and in seq order, and a
 //!   second writer of a run is refused with `RecordError::Locked`.
 //! - A publish whose outcome stays unknown after `publish_attempts` (quorum lost, servers
@@ -73,6 +80,7 @@ mod encode;
 mod error;
 mod index;
 mod mirror;
+pub mod payload;
 mod read;
 mod recorder;
 mod store;

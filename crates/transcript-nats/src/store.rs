@@ -217,6 +217,45 @@ impl NatsStore {
         })
     }
 
+    /// The largest message, headers included, the server this client is connected to accepts
+    /// (its `max_payload`, from its INFO). That is the limit that matters: `max_payload`
+    /// bounds what a client publishes on its own connection, while routes, stream replication
+    /// and delivery to readers do not enforce it (a line above a 64 KB server's setting,
+    /// published through a 1 MiB one, is replicated to it and read back from it:
+    /// `transcript-cli/tests/nats_payload.rs`). After a reconnect to a server with a smaller
+    /// setting, a line above it is refused by the client with an error naming both sizes.
+    pub fn max_payload(&self) -> usize {
+        self.client.server_info().max_payload
+    }
+
+    /// The per-value cap, at most `wanted`, for a run recording here ([`crate::payload`]):
+    /// `Ok((cap, None))` when `wanted` fits, `Ok((cap, Some(note)))` when it was lowered (the
+    /// note says why, naming `max_payload`, for the user), or
+    /// [`NatsError::MaxPayloadTooSmall`] when no useful cap fits.
+    pub fn value_cap(&self, wanted: usize) -> Result<(usize, Option<String>), NatsError> {
+        let max_payload = self.max_payload();
+        let Some(cap) = crate::payload::value_cap(max_payload, wanted) else {
+            return Err(NatsError::MaxPayloadTooSmall {
+                url: self.url.to_string(),
+                max_payload,
+                minimum: crate::payload::MIN_MAX_PAYLOAD,
+                wanted,
+                keeps: crate::payload::max_payload_for(wanted),
+            });
+        };
+        let note = (cap < wanted).then(|| {
+            format!(
+                "recorded values are cut at {cap} bytes instead of {wanted}: the NATS servers' \
+                 max_payload at {} is {max_payload} bytes, and an event's line (up to two \
+                 values, JSON escaping growing them up to 6x) must fit one message; \
+                 `max_payload: {}` on the servers keeps {wanted}",
+                self.url,
+                crate::payload::max_payload_for(wanted)
+            )
+        });
+        Ok((cap, note))
+    }
+
     /// The storage URL (servers and stream), for messages.
     pub fn url(&self) -> &StorageUrl {
         &self.url

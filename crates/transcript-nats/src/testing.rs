@@ -197,6 +197,13 @@ pub fn single_with(extra: &[&str]) -> Result<Option<ServerNode>, ServerError> {
 /// A JetStream cluster of `size` nodes on loopback, each waiting until a metadata leader is
 /// elected.
 pub fn cluster(size: usize) -> Result<Option<Vec<ServerNode>>, ServerError> {
+    cluster_with(&vec![Vec::new(); size])
+}
+
+/// A JetStream cluster of `extra.len()` nodes on loopback, node `i` started with the extra
+/// arguments `extra[i]` (`-c server.conf`…), each waiting until a metadata leader is elected.
+pub fn cluster_with(extra: &[Vec<String>]) -> Result<Option<Vec<ServerNode>>, ServerError> {
+    let size = extra.len();
     let Some(binary) = server_binary()? else {
         return Ok(None);
     };
@@ -214,7 +221,7 @@ pub fn cluster(size: usize) -> Result<Option<Vec<ServerNode>>, ServerError> {
     for (i, cluster_port) in cluster_ports.iter().enumerate() {
         let name = format!("{tag}-n{i}");
         let store = store_dir(&name);
-        let args: Vec<String> = vec![
+        let args: Vec<String> = [
             "-a".into(),
             "127.0.0.1".into(),
             "-p".into(),
@@ -230,7 +237,10 @@ pub fn cluster(size: usize) -> Result<Option<Vec<ServerNode>>, ServerError> {
             format!("nats://127.0.0.1:{cluster_port}"),
             "--routes".into(),
             routes.clone(),
-        ];
+        ]
+        .into_iter()
+        .chain(extra[i].iter().cloned())
+        .collect();
         started.push((name, store, args, *cluster_port));
     }
     let handles: Vec<_> = started

@@ -395,6 +395,10 @@ fn build_service(
         )
         // Agent steps with `mcp_servers:` reach them through transcript-mcp's proxy.
         .mcp_gateway(Arc::new(crate::mcp_gateway::ProxyGateway));
+    // On NATS every event's line must fit the servers' max_payload (#44).
+    if let Some(store) = &args.nats {
+        builder = builder.max_value_bytes(crate::nats_connect::value_cap(store));
+    }
     // The audit trail beside the transcript is masked like it.
     if let Some(mask) = args.redactor.clone().map(text_mask) {
         builder = builder.audit_mask(mask);
