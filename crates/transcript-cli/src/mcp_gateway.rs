@@ -8,10 +8,8 @@
 //! session shuts down (or is dropped): a server that calls `setsid` or double-forks leaves
 //! nothing running past its step (#40 item 4).
 //!
-//! A stdio server starts with transcript-mcp's cleared environment (`upstream::INHERITED_ENV`
-//! plus its own `env:`), so the runner's `NATS_*` storage credentials, withheld from every
-//! other process of the run (`transcript_exec::withheld_env`), never reach it either
-//! (`tests/nats_env_withheld.rs`).
+//! A stdio server starts with transcript-mcp's cleared environment plus its own `env:`: the
+//! runner's `NATS_*` credentials never reach it (`tests/nats_env_withheld.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

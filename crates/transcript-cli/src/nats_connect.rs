@@ -19,12 +19,6 @@ pub fn url_of(storage: &Path) -> Result<Option<StorageUrl>, CliError> {
         .map_err(|e| CliError::Usage(e.to_string()))
 }
 
-/// The variables `NatsStore::connect` reads for credentials (transcript-nats `store.rs`): the
-/// runner's own, withheld from every process of a run (`transcript_exec::withheld_env`).
-#[rustfmt::skip]
-pub const CREDENTIAL_ENV: &[&str] =
-    &["NATS_CREDS", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CA", "NATS_CERT", "NATS_KEY"];
-
 /// Stream options from the environment (`StreamOptions::from_env`): a bad value is a usage
 /// error.
 pub fn options_from_env() -> Result<StreamOptions, CliError> {
@@ -59,15 +53,6 @@ pub async fn connect_for_run(
         crate::diag!("transcript: note: {note}");
     }
     Ok(store)
-}
-
-/// The per-value cap for a run on `store` (checked by [`connect_for_run`]; the smallest
-/// accepted one if the client has since reconnected to a server refusing every cap).
-pub fn value_cap(store: &NatsStore) -> usize {
-    use transcript_nats::payload::{MIN_MAX_PAYLOAD, value_cap};
-    let wanted = transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES;
-    let smallest = value_cap(MIN_MAX_PAYLOAD, wanted).unwrap_or(0);
-    store.value_cap(wanted).map_or(smallest, |(cap, _)| cap)
 }
 
 /// Connects, or fails with the URL and the cause (exit 4: the storage is unreachable).

@@ -92,7 +92,7 @@ pub use index::{BilledTurnEntry, IndexStatus, RunEntry};
 pub use mirror::{MirrorOptions, MirrorReport, mirror};
 pub use read::RunFollower;
 pub use recorder::{NatsRecorder, NatsRecorderFactory};
-pub use store::{NatsStore, SUBJECT_PREFIX, StreamOptions, run_subject};
+pub use store::{CREDENTIAL_ENV, NatsStore, SUBJECT_PREFIX, StreamOptions, run_subject};
 pub use subscription::NatsSubscription;
 pub use url::{DEFAULT_STREAM, StorageUrl};
 #[cfg(feature = "testing")]

@@ -108,6 +108,19 @@ impl std::fmt::Debug for NatsStore {
     }
 }
 
+/// The variables [`NatsStore::connect`] reads for credentials and TLS, exactly (they are read
+/// through this list): the runner's own, which a composition root withholds from the processes
+/// of a run (`transcript_exec::WithheldEnv`).
+pub const CREDENTIAL_ENV: [&str; 7] = [
+    "NATS_CREDS",
+    "NATS_USER",
+    "NATS_PASSWORD",
+    "NATS_TOKEN",
+    "NATS_CA",
+    "NATS_CERT",
+    "NATS_KEY",
+];
+
 /// The connect options the environment asks for (credentials and TLS).
 fn connect_options(
     url: &StorageUrl,
@@ -117,18 +130,19 @@ fn connect_options(
         url: url.to_string(),
         message,
     };
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let [creds, user, password, token, ca, cert, key] =
+        CREDENTIAL_ENV.map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
     let mut options = async_nats::ConnectOptions::new()
         .name("transcript")
         .connection_timeout(timeout);
-    if let Some(path) = var("NATS_CREDS") {
+    if let Some(path) = creds {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| credentials(format!("NATS_CREDS {path}: {e}")))?;
         options = options
             .credentials(&text)
             .map_err(|e| credentials(format!("NATS_CREDS {path}: {e}")))?;
     }
-    match (var("NATS_USER"), var("NATS_PASSWORD")) {
+    match (user, password) {
         (Some(user), Some(password)) => options = options.user_and_password(user, password),
         (Some(_), None) | (None, Some(_)) => {
             return Err(credentials(
@@ -137,15 +151,15 @@ fn connect_options(
         }
         (None, None) => {}
     }
-    if let Some(token) = var("NATS_TOKEN") {
+    if let Some(token) = token {
         options = options.token(token);
     }
-    if let Some(ca) = var("NATS_CA") {
+    if let Some(ca) = ca {
         options = options
             .add_root_certificates(PathBuf::from(ca))
             .require_tls(true);
     }
-    match (var("NATS_CERT"), var("NATS_KEY")) {
+    match (cert, key) {
         (Some(cert), Some(key)) => {
             options = options.add_client_certificate(PathBuf::from(cert), PathBuf::from(key));
         }
@@ -254,6 +268,14 @@ impl NatsStore {
             )
         });
         Ok((cap, note))
+    }
+
+    /// [`Self::value_cap`] for a run whose connection was checked with it: the smallest
+    /// accepted cap if the client has since reconnected to a server refusing every cap.
+    pub fn run_value_cap(&self, wanted: usize) -> usize {
+        let smallest = crate::payload::value_cap(crate::payload::MIN_MAX_PAYLOAD, wanted);
+        self.value_cap(wanted)
+            .map_or(smallest.unwrap_or(0), |(cap, _)| cap)
     }
 
     /// The storage URL (servers and stream), for messages.

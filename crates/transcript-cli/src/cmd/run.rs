@@ -361,11 +361,11 @@ async fn start_plugins(
 
 /// What no process of the run inherits: the runner's NATS credentials (those it consumed).
 fn withheld_env(args: &RunArgs) -> transcript_exec::WithheldEnv {
-    let names = args
+    let nats = args
         .nats
-        .as_ref()
-        .map_or(&[][..], |_| crate::nats_connect::CREDENTIAL_ENV);
-    transcript_exec::WithheldEnv::present(names)
+        .is_some()
+        .then_some(&transcript_nats::CREDENTIAL_ENV[..]);
+    transcript_exec::WithheldEnv::present(nats.unwrap_or_default())
 }
 
 /// The execution service: the workspace, clock and ids, the recorder factory, the audit trail
@@ -397,7 +397,8 @@ fn build_service(
         .mcp_gateway(Arc::new(crate::mcp_gateway::ProxyGateway));
     // On NATS every event's line must fit the servers' max_payload (#44).
     if let Some(store) = &args.nats {
-        builder = builder.max_value_bytes(crate::nats_connect::value_cap(store));
+        let wanted = transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES;
+        builder = builder.max_value_bytes(store.run_value_cap(wanted));
     }
     // The audit trail beside the transcript is masked like it.
     if let Some(mask) = args.redactor.clone().map(text_mask) {
