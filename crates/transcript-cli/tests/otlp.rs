@@ -10,58 +10,9 @@ use std::process::Command;
 mod common;
 
 use common::{DEMO_RUN_ID, demo_command};
-use prost::Message;
-use transcript_otel::otlp_proto::collector::trace::v1::ExportTraceServiceRequest;
 use transcript_otel::otlp_proto::trace::v1::Span;
-use wiremock::matchers::{header, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
 
-/// An OTLP/HTTP receiver: a wiremock server on 127.0.0.1 (on its own thread) that accepts
-/// every `POST /v1/traces` and keeps the requests; the runtime is only for its async API.
-struct Receiver {
-    server: MockServer,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Receiver {
-    fn start() -> Self {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = rt.block_on(async {
-            let server = MockServer::start().await;
-            Mock::given(method("POST"))
-                .and(path("/v1/traces"))
-                .and(header("content-type", "application/x-protobuf"))
-                .respond_with(ResponseTemplate::new(200))
-                .mount(&server)
-                .await;
-            server
-        });
-        Self { server, rt }
-    }
-
-    fn endpoint(&self) -> String {
-        self.server.uri()
-    }
-
-    /// Every span received (the CLI has exited: everything it sent has arrived).
-    fn spans(&self) -> Vec<Span> {
-        let requests = self.rt.block_on(self.server.received_requests()).unwrap();
-        let mut spans = Vec::new();
-        for r in requests {
-            assert_eq!(r.url.path(), "/v1/traces");
-            let request = ExportTraceServiceRequest::decode(r.body.as_slice()).unwrap();
-            for rs in request.resource_spans {
-                for ss in rs.scope_spans {
-                    spans.extend(ss.spans);
-                }
-            }
-        }
-        spans
-    }
-}
+use common::otlp_receiver::Receiver;
 
 fn names(spans: &[Span]) -> BTreeSet<String> {
     spans.iter().map(|s| s.name.clone()).collect()

@@ -9,60 +9,15 @@
 mod common;
 
 use common::demo_command;
-use prost::Message;
-use transcript_otel::otlp_proto::collector::trace::v1::ExportTraceServiceRequest;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
 
-/// An OTLP/HTTP receiver that accepts every `POST /v1/traces` and keeps the requests.
-struct Receiver {
-    server: MockServer,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Receiver {
-    fn start() -> Self {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = rt.block_on(async {
-            let server = MockServer::start().await;
-            Mock::given(method("POST"))
-                .and(path("/v1/traces"))
-                .respond_with(ResponseTemplate::new(200))
-                .mount(&server)
-                .await;
-            server
-        });
-        Self { server, rt }
-    }
-
-    /// The requests received, decoded: (resource attribute keys, span count) per request.
-    fn requests(&self) -> Vec<ExportTraceServiceRequest> {
-        let requests = self.rt.block_on(self.server.received_requests()).unwrap();
-        requests
-            .iter()
-            .map(|r| ExportTraceServiceRequest::decode(r.body.as_slice()).unwrap())
-            .collect()
-    }
-
-    fn span_count(&self) -> usize {
-        self.requests()
-            .iter()
-            .flat_map(|r| &r.resource_spans)
-            .flat_map(|rs| &rs.scope_spans)
-            .map(|ss| ss.spans.len())
-            .sum()
-    }
-}
+use common::otlp_receiver::Receiver;
 
 /// Runs the demo with live export to `receiver` (through `OTEL_EXPORTER_OTLP_ENDPOINT`) and
 /// the environment `env`; returns (exit code, stderr).
 fn run_demo(receiver: &Receiver, env: &[(&str, &str)]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = demo_command(&dir.path().join("s"), &dir.path().join("ws"));
-    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.server.uri());
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint());
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod html_page;
+pub mod otlp_receiver;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
