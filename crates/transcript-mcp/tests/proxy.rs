@@ -379,13 +379,17 @@ async fn nothing_survives_shutdown_or_drop_not_even_a_grandchild() {
         client.cancel().await.ok();
         if by_drop {
             drop(s.proxy);
-            // SIGKILL is synchronous to deliver; reaping is the OS's and tokio's.
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while (alive(child) || alive(groups[0])) && std::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
         } else {
             s.proxy.shutdown().await.unwrap();
+            // Once shutdown returned, neither can run again: each is gone, a zombie, exiting,
+            // or has a SIGKILL pending (delivered when next scheduled).
+            assert!(doomed(child), "grandchild {child} survived shutdown");
+            assert!(!alive(groups[0]), "server {} survived shutdown", groups[0]);
+        }
+        // SIGKILL is synchronous to send; dying and reaping are the OS's (and tokio's).
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while (alive(child) || alive(groups[0])) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(
             !alive(child),

@@ -198,6 +198,38 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
+/// Whether the process `pid` can never run its own code again (the kernel's word, /proc): it
+/// is gone or a zombie, or it is exiting (`PF_EXITING` in `stat`'s flags), or a `SIGKILL`
+/// is pending for it (`SigPnd`/`ShdPnd` in `status`). A group SIGKILL is queued by `kill`;
+/// the target dies when it is next scheduled, which on a loaded machine is a little later.
+pub fn doomed(pid: u32) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    const SIGKILL_BIT: u64 = 1 << (9 - 1);
+    if !alive(pid) {
+        return true;
+    }
+    let exiting = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // Fields after the ")" that closes the command name: state is the 3rd field of
+            // the line, flags the 9th, so the 1st and 7th after it.
+            let rest = stat.rsplit_once(')')?.1.to_owned();
+            rest.split_whitespace().nth(6)?.parse::<u64>().ok()
+        })
+        .is_some_and(|flags| flags & PF_EXITING != 0);
+    let killed = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("SigPnd:")
+                .or_else(|| l.strip_prefix("ShdPnd:"))
+        })
+        .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .any(|mask| mask & SIGKILL_BIT != 0);
+    // Gone between the two reads counts too.
+    exiting || killed || !alive(pid)
+}
+
 /// Every live process whose process group is `pgid` (from /proc).
 pub fn group_members(pgid: u32) -> Vec<u32> {
     let mut out = Vec::new();
