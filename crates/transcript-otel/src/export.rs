@@ -16,7 +16,7 @@ use crate::request::{resource_of, to_otlp_request, to_otlp_request_for};
 /// The exporter is created, used and dropped on a dedicated thread, so this
 /// may be called from anywhere, including from inside a tokio runtime (it
 /// blocks the calling thread; from async code call it in `spawn_blocking`).
-/// Returns [`ExportError::Incomplete`] if any request failed.
+/// Returns [`ExportError::Incomplete`] if any request failed or the receiver rejected spans.
 pub fn export_otlp_http(
     spans: Vec<SpanData>,
     config: &OtlpHttpConfig,
@@ -33,7 +33,7 @@ pub fn export_otlp_http(
     let report = worker
         .join()
         .map_err(|_| ExportError::Thread("the export thread panicked".into()))??;
-    if report.failures > 0 {
+    if report.failures > 0 || report.spans_failed > 0 {
         return Err(ExportError::Incomplete {
             failed: report.spans_failed,
             total: report.spans_failed + report.spans_sent,

@@ -435,9 +435,16 @@ fn deliver(
         };
         report.requests += 1;
         match sink.export(batch) {
-            Ok(()) => {
-                report.spans_sent += n;
-                counters.sent.fetch_add(n, Ordering::AcqRel);
+            Ok(delivered) => {
+                // Spans the receiver rejected are failed, never retried; the endpoint works.
+                let rejected = delivered.rejected_spans.min(n);
+                report.spans_sent += n - rejected;
+                report.spans_failed += rejected;
+                counters.sent.fetch_add(n - rejected, Ordering::AcqRel);
+                counters.failed.fetch_add(rejected, Ordering::AcqRel);
+                if let Some(why) = delivered.rejection {
+                    report.last_error = Some(why);
+                }
                 delivery.failure_streak = 0;
             }
             Err(error) => {

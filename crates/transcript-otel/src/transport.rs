@@ -3,7 +3,10 @@
 //! transient failures. Runs on the export threads of this crate only: reqwest's blocking
 //! client must not be created, used or dropped inside a tokio runtime.
 
+use std::io::Read;
 use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
 
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
@@ -13,11 +16,13 @@ use reqwest::blocking::Client;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
 use crate::config::{OtlpHttpConfig, Protocol, Secrets};
-use crate::outcome::{ExportError, SpanSink};
+use crate::outcome::{Delivered, ExportError, SpanSink};
 use crate::request::{resource, to_otlp_request_for};
 
 /// Longest part of a response body quoted in an error.
 const BODY_QUOTE: usize = 200;
+/// Most of a success answer's body read for its partial success.
+const ANSWER_LIMIT: u64 = 64 * 1024;
 
 /// The OTLP/HTTP protobuf exporter.
 pub(crate) struct OtlpHttpSink {
@@ -79,8 +84,12 @@ impl OtlpHttpSink {
         })
     }
 
-    /// One POST; `Err((message, retryable, retry_after))`.
-    fn attempt(&self, body: &[u8], left: Duration) -> Result<(), (String, bool, Option<Duration>)> {
+    /// One POST: what the receiver accepted, or `Err((message, retryable, retry_after))`.
+    fn attempt(
+        &self,
+        body: &[u8],
+        left: Duration,
+    ) -> Result<Delivered, (String, bool, Option<Duration>)> {
         let response = self
             .client
             .post(&self.url)
@@ -91,7 +100,7 @@ impl OtlpHttpSink {
             .map_err(|e| (describe_send_error(&e), !is_tls_error(&e), None))?;
         let status = response.status();
         if status.is_success() {
-            return Ok(());
+            return Ok(self.partial_success(response));
         }
         let retry_after = response
             .headers()
@@ -127,8 +136,40 @@ impl OtlpHttpSink {
     }
 }
 
+impl OtlpHttpSink {
+    /// What a success answer's body (an `ExportTraceServiceResponse`, protobuf or JSON as
+    /// sent; its first [`ANSWER_LIMIT`] bytes) says was rejected. An empty or unreadable
+    /// body accepted everything (receivers answer `{}` or nothing).
+    fn partial_success(&self, response: reqwest::blocking::Response) -> Delivered {
+        let mut body = Vec::new();
+        let _ = response.take(ANSWER_LIMIT).read_to_end(&mut body);
+        let (rejected, message) = match self.protocol {
+            Protocol::HttpJson => {
+                let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let partial = &answer["partialSuccess"];
+                // int64 is a string in OTLP/JSON; a number is read too.
+                let rejected = match &partial["rejectedSpans"] {
+                    serde_json::Value::String(n) => n.parse().unwrap_or(0),
+                    n => n.as_i64().unwrap_or(0),
+                };
+                let message = partial["errorMessage"].as_str().unwrap_or("").to_owned();
+                (rejected, message)
+            }
+            Protocol::HttpProtobuf | Protocol::Grpc => {
+                match ExportTraceServiceResponse::decode(body.as_slice()) {
+                    Ok(ExportTraceServiceResponse {
+                        partial_success: Some(p),
+                    }) => (p.rejected_spans, p.error_message),
+                    _ => (0, String::new()),
+                }
+            }
+        };
+        Delivered::partial(&self.shown_url, rejected, &message).masked(|m| self.secrets.mask(m))
+    }
+}
+
 impl SpanSink for OtlpHttpSink {
-    fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
+    fn export(&mut self, batch: Vec<SpanData>) -> Result<Delivered, String> {
         let request = to_otlp_request_for(batch, &self.resource);
         let body = match self.protocol {
             Protocol::HttpProtobuf | Protocol::Grpc => request.encode_to_vec(),
@@ -146,7 +187,7 @@ impl SpanSink for OtlpHttpSink {
                 self.attempt(&body, left)
             };
             match outcome {
-                Ok(()) => return Ok(()),
+                Ok(delivered) => return Ok(delivered),
                 Err((message, retryable, retry_after)) => {
                     let wait = retry_after.unwrap_or(backoff);
                     let left = deadline.saturating_duration_since(Instant::now());
