@@ -21,7 +21,7 @@ use crate::request::{resource, to_otlp_request_for};
 
 /// Longest part of a response body quoted in an error.
 const BODY_QUOTE: usize = 200;
-/// Most of a success answer's body read for its partial success.
+/// Most of an answer's body read: for a success's partial success, or an error to quote.
 const ANSWER_LIMIT: u64 = 64 * 1024;
 
 /// The OTLP/HTTP protobuf exporter.
@@ -115,7 +115,10 @@ impl OtlpHttpSink {
                 | StatusCode::SERVICE_UNAVAILABLE
                 | StatusCode::GATEWAY_TIMEOUT
         );
-        let body = response.text().unwrap_or_default();
+        // Only what can be quoted is read: a body that never ends costs no memory.
+        let mut body = Vec::new();
+        let _ = response.take(ANSWER_LIMIT).read_to_end(&mut body);
+        let body = String::from_utf8_lossy(&body);
         let mut quote: String = body.chars().take(BODY_QUOTE).collect();
         if quote.len() < body.len() {
             quote.push('…');
