@@ -6,6 +6,7 @@ use std::thread;
 use opentelemetry_sdk::trace::SpanData;
 
 use crate::config::OtlpHttpConfig;
+use crate::live::MAX_CONSECUTIVE_FAILURES;
 use crate::outcome::{ExportError, ExportReport, SpanSink};
 use crate::request::{resource_of, to_otlp_request, to_otlp_request_for};
 
@@ -44,7 +45,10 @@ pub fn export_otlp_http(
     Ok(report)
 }
 
-/// Sends `spans` through `sink` in batches of `batch_size` (at least 1).
+/// Sends `spans` through `sink` in batches of `batch_size` (at least 1). After
+/// [`MAX_CONSECUTIVE_FAILURES`] failed requests in a row it gives up, as live export does:
+/// the rest is counted as failed, unsent, so an endpoint that never answers costs at most
+/// that many timeouts, not one per batch.
 fn send_batches(
     sink: &mut dyn SpanSink,
     mut spans: Vec<SpanData>,
@@ -52,11 +56,22 @@ fn send_batches(
 ) -> ExportReport {
     let mut report = ExportReport::default();
     let batch_size = batch_size.max(1);
+    let mut streak = 0;
     while !spans.is_empty() {
+        if streak >= MAX_CONSECUTIVE_FAILURES {
+            report.spans_failed += spans.len() as u64;
+            report.gave_up = true;
+            report.last_error = report.last_error.take().map(|e| {
+                format!("{e} (gave up after {MAX_CONSECUTIVE_FAILURES} failed requests in a row)")
+            });
+            break;
+        }
         let rest = spans.split_off(spans.len().min(batch_size));
         let batch = std::mem::replace(&mut spans, rest);
         let n = batch.len();
-        report.record(n, sink.export(batch));
+        let outcome = sink.export(batch);
+        streak = if outcome.is_err() { streak + 1 } else { 0 };
+        report.record(n, outcome);
     }
     report
 }

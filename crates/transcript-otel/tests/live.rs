@@ -331,7 +331,10 @@ fn the_live_exporter_gives_up_after_consecutive_failures() {
     assert_eq!(report.failures, limit);
     assert_eq!(report.spans_failed, 12);
     assert!(report.gave_up);
-    assert_eq!(report.last_error.as_deref(), Some("refused batch 3"));
+    assert_eq!(
+        report.last_error.as_deref(),
+        Some("refused batch 3 (gave up after 3 failed requests in a row)")
+    );
 }
 
 #[test]
