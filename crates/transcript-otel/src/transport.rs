@@ -61,6 +61,7 @@ impl OtlpHttpSink {
             HeaderValue::from_static(config.protocol.content_type()),
         );
         let mut builder = Client::builder()
+            .redirect(redirect_policy())
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
             .user_agent(concat!("transcript-otel/", env!("CARGO_PKG_VERSION")));
@@ -115,6 +116,7 @@ impl OtlpHttpSink {
                 | StatusCode::SERVICE_UNAVAILABLE
                 | StatusCode::GATEWAY_TIMEOUT
         );
+        let hint = error_hint(&response);
         // Only what can be quoted is read: a body that never ends costs no memory.
         let mut body = Vec::new();
         let _ = response.take(ANSWER_LIMIT).read_to_end(&mut body);
@@ -123,12 +125,6 @@ impl OtlpHttpSink {
         if quote.len() < body.len() {
             quote.push('…');
         }
-        let hint = match status {
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                " (check the OTLP headers: --otlp-header or OTEL_EXPORTER_OTLP_HEADERS)"
-            }
-            _ => "",
-        };
         let quote = quote.split_whitespace().collect::<Vec<_>>().join(" ");
         let message = if quote.is_empty() {
             format!("HTTP {status}{hint}")
@@ -212,6 +208,47 @@ impl SpanSink for OtlpHttpSink {
             }
         }
     }
+}
+
+/// What to say after an error status: where to look for a refused header, or where an
+/// endpoint that redirects moved (see [`redirect_policy`]).
+fn error_hint(response: &reqwest::blocking::Response) -> String {
+    let status = response.status();
+    let moved = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|to| response.url().join(to).ok());
+    match (status, moved) {
+        (StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN, _) => {
+            " (check the OTLP headers: --otlp-header or OTEL_EXPORTER_OTLP_HEADERS)".to_owned()
+        }
+        (s, Some(to)) if s.is_redirection() => format!(
+            " (the endpoint redirects to {}, a redirect that would drop the spans: set that URL as the endpoint)",
+            crate::config::display_url(to.as_str())
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Redirects that keep the method and the body (`307`, `308`) are followed (at most 10);
+/// `301`, `302` and `303` are not: an HTTP client repeats a POST as a GET without its body,
+/// which delivers nothing and may still be answered `200` (a web page), so they are answered
+/// as errors naming where the endpoint moved.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+        );
+        if !keeps_body {
+            attempt.stop()
+        } else if attempt.previous().len() >= 10 {
+            attempt.error("more than 10 redirects")
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 /// An error with its causes, `a: b: c` (reqwest's own message hides the cause).
