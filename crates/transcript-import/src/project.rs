@@ -8,7 +8,7 @@
 //!
 //! 1. a Claude Code store's `projects/<project>/…` directory;
 //! 2. else the working directory the session file records ([`recorded_project`]): Codex's
-//!    `session_meta.payload.cwd`, Copilot CLI's `session.start.data.context.cwd`, Claude
+//!    `session_meta.payload.cwd` (or its first `turn_context`'s), Copilot CLI's `session.start.data.context.cwd`, Claude
 //!    Code's records' `cwd`. Codex files its rollouts by day (`sessions/YYYY/MM/DD/`) and
 //!    Copilot CLI by session (`session-state/<session>/events.jsonl`): their directories
 //!    are no project;
@@ -60,7 +60,7 @@ pub fn recorded_project(file: &Path) -> Option<String> {
         .find_map(|line| {
             let record: Value = serde_json::from_slice(&line).ok()?;
             let cwd = match record.get("type").and_then(Value::as_str) {
-                Some("session_meta") => record.pointer("/payload/cwd"),
+                Some("session_meta" | "turn_context") => record.pointer("/payload/cwd"),
                 Some("session.start") => record.pointer("/data/context/cwd"),
                 _ => record.get("cwd"),
             };
@@ -169,6 +169,14 @@ mod tests {
         let meta = r#"{"type":"session_meta","payload":{"cwd":"/w/a.b"}}"#;
         std::fs::write(&file, format!("not json\n{meta}\n")).unwrap();
         assert_eq!(recorded_project(&file).as_deref(), Some("-w-a-b"));
+        // A rollout whose session_meta names none: its first turn's context does.
+        let turn = r#"{"type":"turn_context","payload":{"cwd":"/w/t"}}"#;
+        std::fs::write(
+            &file,
+            format!("{{\"type\":\"session_meta\",\"payload\":{{}}}}\n{turn}\n"),
+        )
+        .unwrap();
+        assert_eq!(recorded_project(&file).as_deref(), Some("-w-t"));
         let late = "{}\n".repeat(RECORD_LIMIT) + meta;
         std::fs::write(&file, late).unwrap();
         assert_eq!(recorded_project(&file), None);
