@@ -168,3 +168,30 @@ fn a_store_import_prints_what_it_added_priced() {
         text(&out.stderr)
     );
 }
+
+/// A capture that names no model (Codex `exec --json`: `jq -c 'select(.model? or
+/// .item.model? or .msg.model?)'` finds none) is imported with one warning that says so and
+/// where the model is recorded, not the workflow hint "set the step's model:" (an import has
+/// no step to set).
+#[test]
+fn a_capture_without_a_model_is_warned_about_in_terms_of_the_import() {
+    let Some(capture) = real("codex", "hyperyolo-exec-json-minimal.jsonl") else {
+        return;
+    };
+    let jq = std::process::Command::new("jq")
+        .args(["-c", "select(.model? or .item.model? or .msg.model?)"])
+        .arg(&capture)
+        .output()
+        .unwrap();
+    assert!(
+        jq.status.success() && jq.stdout.is_empty(),
+        "the capture names a model"
+    );
+    let storage = tempfile::tempdir().unwrap();
+    let err = text(&import("codex", storage.path(), &[&capture]).stderr);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("some turns name no model"), "{err}");
+    assert!(!warnings[0].contains("step's model"), "{err}");
+    assert!(warnings[0].contains("~/.codex/sessions"), "{err}");
+}

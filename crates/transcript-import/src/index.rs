@@ -48,6 +48,11 @@ pub struct IndexEntry {
         deserialize_with = "digest_or_turn"
     )]
     pub tail: Option<TailDigest>,
+    /// The working directory the session file records, as a project name
+    /// ([`crate::project::recorded_project`]), read when the file was last read (absent in an
+    /// index written before, or when the file records none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// What the next import needs of the last turn a file's stream flushed, to write only what a
@@ -189,6 +194,7 @@ mod tests {
             head_len: 1,
             items_fed: 0,
             tail: None,
+            project: None,
         }
     }
 

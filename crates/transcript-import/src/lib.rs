@@ -76,6 +76,7 @@ mod error;
 mod feed;
 mod importer;
 pub mod index;
+pub mod project;
 pub mod store;
 mod summary;
 #[cfg(test)]
@@ -475,6 +476,10 @@ impl Importing<'_> {
         // file import as it reads a store import (a sub-agent's log folds into its session).
         if let Ok(source) = std::fs::canonicalize(input) {
             result["source"] = source.to_string_lossy().as_ref().into();
+        }
+        // The directory the session ran in, when it records one (`receipts --by project`).
+        if let Some(project) = project::recorded_project(input) {
+            result["project"] = project.into();
         }
         if let Some(text) = &self.seen.result_text {
             result["result"] = text.as_str().into();

@@ -11,8 +11,8 @@
 //!
 //! Every session file is one run, tracked in `<storage>/import-index.json` (path → run id,
 //! size, modification time, a hash of its first 4 KiB, how many normalizer items its
-//! content produced before the end of the stream, and the turn the end of the stream
-//! flushed):
+//! content produced before the end of the stream, the turn the end of the stream flushed,
+//! and the working directory the file records, see [`crate::project`]):
 //!
 //! - **unchanged** (same size and modification time): skipped without being opened;
 //! - **grown** (larger, same head): the run is resumed (same run id, the sequence
@@ -164,6 +164,7 @@ pub fn import_store_file(
         head_len: head.len() as u64,
         items_fed: 0,
         tail: None,
+        project: crate::project::recorded_project(input),
     };
     let resume = resumable(known, size, provider, &head);
     let import_clock = Arc::new(ImportClock::new(clock.clone()));

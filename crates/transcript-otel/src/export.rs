@@ -6,6 +6,7 @@ use std::thread;
 use opentelemetry_sdk::trace::SpanData;
 
 use crate::config::OtlpHttpConfig;
+use crate::live::MAX_CONSECUTIVE_FAILURES;
 use crate::outcome::{ExportError, ExportReport, SpanSink};
 use crate::request::{resource_of, to_otlp_request, to_otlp_request_for};
 
@@ -16,7 +17,7 @@ use crate::request::{resource_of, to_otlp_request, to_otlp_request_for};
 /// The exporter is created, used and dropped on a dedicated thread, so this
 /// may be called from anywhere, including from inside a tokio runtime (it
 /// blocks the calling thread; from async code call it in `spawn_blocking`).
-/// Returns [`ExportError::Incomplete`] if any request failed.
+/// Returns [`ExportError::Incomplete`] if any request failed or the receiver rejected spans.
 pub fn export_otlp_http(
     spans: Vec<SpanData>,
     config: &OtlpHttpConfig,
@@ -33,7 +34,7 @@ pub fn export_otlp_http(
     let report = worker
         .join()
         .map_err(|_| ExportError::Thread("the export thread panicked".into()))??;
-    if report.failures > 0 {
+    if report.failures > 0 || report.spans_failed > 0 {
         return Err(ExportError::Incomplete {
             failed: report.spans_failed,
             total: report.spans_failed + report.spans_sent,
@@ -44,7 +45,10 @@ pub fn export_otlp_http(
     Ok(report)
 }
 
-/// Sends `spans` through `sink` in batches of `batch_size` (at least 1).
+/// Sends `spans` through `sink` in batches of `batch_size` (at least 1). After
+/// [`MAX_CONSECUTIVE_FAILURES`] failed requests in a row it gives up, as live export does:
+/// the rest is counted as failed, unsent, so an endpoint that never answers costs at most
+/// that many timeouts, not one per batch.
 fn send_batches(
     sink: &mut dyn SpanSink,
     mut spans: Vec<SpanData>,
@@ -52,11 +56,22 @@ fn send_batches(
 ) -> ExportReport {
     let mut report = ExportReport::default();
     let batch_size = batch_size.max(1);
+    let mut streak = 0;
     while !spans.is_empty() {
+        if streak >= MAX_CONSECUTIVE_FAILURES {
+            report.spans_failed += spans.len() as u64;
+            report.gave_up = true;
+            report.last_error = report.last_error.take().map(|e| {
+                format!("{e} (gave up after {MAX_CONSECUTIVE_FAILURES} failed requests in a row)")
+            });
+            break;
+        }
         let rest = spans.split_off(spans.len().min(batch_size));
         let batch = std::mem::replace(&mut spans, rest);
         let n = batch.len();
-        report.record(n, sink.export(batch));
+        let outcome = sink.export(batch);
+        streak = if outcome.is_err() { streak + 1 } else { 0 };
+        report.record(n, outcome);
     }
     report
 }

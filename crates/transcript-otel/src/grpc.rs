@@ -15,7 +15,7 @@ use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::config::{OtlpHttpConfig, Secrets, display_url};
-use crate::outcome::{ExportError, SpanSink};
+use crate::outcome::{Delivered, ExportError, SpanSink};
 use crate::request::{resource, to_otlp_request_for};
 
 /// The OTLP/gRPC exporter.
@@ -83,12 +83,12 @@ impl OtlpGrpcSink {
         })
     }
 
-    /// One call; `Err((message, retryable))`.
+    /// One call: what the receiver accepted, or `Err((message, retryable))`.
     fn attempt(
         &mut self,
         request: &opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest,
         left: Duration,
-    ) -> Result<(), (String, bool)> {
+    ) -> Result<Delivered, (String, bool)> {
         let mut call = tonic::Request::new(request.clone());
         *call.metadata_mut() = self.metadata.clone();
         call.set_timeout(left);
@@ -99,16 +99,12 @@ impl OtlpGrpcSink {
                 .map_err(|_| tonic::Status::deadline_exceeded("no answer within the timeout"))?
         });
         match answer {
-            Ok(response) => match response.into_inner().partial_success {
-                Some(partial) if partial.rejected_spans > 0 => Err((
-                    format!(
-                        "the receiver rejected {} spans: {}",
-                        partial.rejected_spans, partial.error_message
-                    ),
-                    false,
-                )),
-                _ => Ok(()),
-            },
+            // A partial success is an answer (not retried): its rejected spans are counted.
+            Ok(response) => Ok(match response.into_inner().partial_success {
+                Some(p) => Delivered::partial(&self.shown_url, p.rejected_spans, &p.error_message)
+                    .masked(|m| self.secrets.mask(m)),
+                None => Delivered::all(),
+            }),
             Err(status) => Err(describe_status(&status)),
         }
     }
@@ -146,7 +142,7 @@ fn describe_status(status: &tonic::Status) -> (String, bool) {
 }
 
 impl SpanSink for OtlpGrpcSink {
-    fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
+    fn export(&mut self, batch: Vec<SpanData>) -> Result<Delivered, String> {
         let request = to_otlp_request_for(batch, &self.resource);
         let deadline = Instant::now() + self.timeout;
         let mut backoff = Duration::from_millis(100);
@@ -159,7 +155,7 @@ impl SpanSink for OtlpGrpcSink {
                 self.attempt(&request, left)
             };
             match outcome {
-                Ok(()) => return Ok(()),
+                Ok(delivered) => return Ok(delivered),
                 Err((message, retryable)) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if !retryable || tries >= self.max_retries || backoff >= left {

@@ -189,7 +189,7 @@ pub use live::{
 pub use mapping::{
     MapOptions, MapProblem, MappedTrace, Pricing, SCOPE_NAME, SpanMapper, map_run, span_time,
 };
-pub use outcome::{ExportError, ExportReport, SpanSink};
+pub use outcome::{Delivered, ExportError, ExportReport, SpanSink};
 pub use request::to_otlp_request;
 
 /// Re-exported OTLP message types (for decoding requests in tests and tools).

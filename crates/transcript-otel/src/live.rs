@@ -400,9 +400,9 @@ fn drop_late_messages(rx: &Receiver<Message>, dropped: &AtomicU64, counters: &Co
     }
 }
 
-/// Consecutive failed requests after which the live exporter stops
-/// sending (the rest of the run's spans are counted as failed), so an
-/// endpoint that hangs costs at most this many timeouts.
+/// Consecutive failed requests after which the live exporter, and an export of a stored run
+/// ([`crate::export_otlp_http`]), stop sending (the rest of the spans are counted as
+/// failed), so an endpoint that hangs costs at most this many timeouts.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 
 /// Where the worker sends, and whether it still tries.
@@ -435,9 +435,16 @@ fn deliver(
         };
         report.requests += 1;
         match sink.export(batch) {
-            Ok(()) => {
-                report.spans_sent += n;
-                counters.sent.fetch_add(n, Ordering::AcqRel);
+            Ok(delivered) => {
+                // Spans the receiver rejected are failed, never retried; the endpoint works.
+                let rejected = delivered.rejected_spans.min(n);
+                report.spans_sent += n - rejected;
+                report.spans_failed += rejected;
+                counters.sent.fetch_add(n - rejected, Ordering::AcqRel);
+                counters.failed.fetch_add(rejected, Ordering::AcqRel);
+                if let Some(why) = delivered.rejection {
+                    report.last_error = Some(why);
+                }
                 delivery.failure_streak = 0;
             }
             Err(error) => {
@@ -449,6 +456,11 @@ fn deliver(
                 if delivery.failure_streak >= MAX_CONSECUTIVE_FAILURES {
                     report.gave_up = true;
                     delivery.sink = None;
+                    report.last_error = report.last_error.take().map(|e| {
+                        format!(
+                            "{e} (gave up after {MAX_CONSECUTIVE_FAILURES} failed requests in a row)"
+                        )
+                    });
                 }
             }
         }

@@ -73,7 +73,7 @@ pub enum ExportError {
 pub struct ExportReport {
     /// Spans the endpoint accepted.
     pub spans_sent: u64,
-    /// Spans in requests that failed.
+    /// Spans in requests that failed, and spans the receiver rejected (OTLP partial success).
     pub spans_failed: u64,
     /// Requests sent (successful or not).
     pub requests: u64,
@@ -101,11 +101,20 @@ impl ExportReport {
         self.failures == 0 && self.spans_failed == 0 && self.events_dropped == 0
     }
 
-    /// Counts one request of `spans` spans and its outcome.
-    pub(crate) fn record(&mut self, spans: usize, outcome: Result<(), String>) {
+    /// Counts one request of `spans` spans and its outcome: a failed request's spans as
+    /// failed, and of an answered one those the receiver rejected (counted in `spans_failed`,
+    /// its message kept as the last error; the request itself did not fail).
+    pub(crate) fn record(&mut self, spans: usize, outcome: Result<Delivered, String>) {
         self.requests += 1;
         match outcome {
-            Ok(()) => self.spans_sent += spans as u64,
+            Ok(delivered) => {
+                let rejected = delivered.rejected_spans.min(spans as u64);
+                self.spans_sent += spans as u64 - rejected;
+                self.spans_failed += rejected;
+                if let Some(why) = delivered.rejection {
+                    self.last_error = Some(why);
+                }
+            }
             Err(error) => {
                 self.failures += 1;
                 self.spans_failed += spans as u64;
@@ -115,11 +124,58 @@ impl ExportReport {
     }
 }
 
+/// A batch the receiver answered: OTLP's partial success says how many of its spans it
+/// rejected, and why (a receiver MUST answer a partly accepted request with success and
+/// `partial_success`; the rejected spans are not to be sent again).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delivered {
+    /// Spans of the batch the receiver rejected (`partial_success.rejected_spans`; 0: all
+    /// accepted).
+    pub rejected_spans: u64,
+    /// The receiver's reason, said plainly with where it was sent (`None` when all were
+    /// accepted and it gave none).
+    pub rejection: Option<String>,
+}
+
+impl Delivered {
+    /// Every span accepted.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// What a receiver's `partial_success` (`rejected_spans`, `error_message`) says for a
+    /// batch sent to `url`: a message when it rejected spans or gave a warning.
+    pub(crate) fn partial(url: &str, rejected_spans: i64, error_message: &str) -> Self {
+        let rejected_spans = u64::try_from(rejected_spans).unwrap_or(0);
+        let message = error_message
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let rejection = match (rejected_spans, message.is_empty()) {
+            (0, true) => None,
+            (0, false) => Some(format!("{url}: the receiver warned: {message}")),
+            (n, true) => Some(format!("{url}: the receiver rejected {n} spans")),
+            (n, false) => Some(format!("{url}: the receiver rejected {n} spans: {message}")),
+        };
+        Self {
+            rejected_spans,
+            rejection,
+        }
+    }
+
+    /// The same, its message passed through `mask` (a receiver may quote a header back).
+    pub(crate) fn masked(mut self, mask: impl Fn(&str) -> String) -> Self {
+        self.rejection = self.rejection.map(|m| mask(&m));
+        self
+    }
+}
+
 /// Receives batches of finished spans on the export thread.
 ///
 /// Implemented by the OTLP/HTTP exporter; tests and other transports can
 /// supply their own through [`crate::LiveExporter::start_with_sink`].
 pub trait SpanSink {
-    /// Delivers one batch; an error is counted, never propagated to the run.
-    fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String>;
+    /// Delivers one batch: what the receiver accepted of it, or why the request failed; an
+    /// error is counted, never propagated to the run.
+    fn export(&mut self, batch: Vec<SpanData>) -> Result<Delivered, String>;
 }

@@ -3,7 +3,10 @@
 //! transient failures. Runs on the export threads of this crate only: reqwest's blocking
 //! client must not be created, used or dropped inside a tokio runtime.
 
+use std::io::Read;
 use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
 
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
@@ -13,11 +16,13 @@ use reqwest::blocking::Client;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
 use crate::config::{OtlpHttpConfig, Protocol, Secrets};
-use crate::outcome::{ExportError, SpanSink};
+use crate::outcome::{Delivered, ExportError, SpanSink};
 use crate::request::{resource, to_otlp_request_for};
 
 /// Longest part of a response body quoted in an error.
 const BODY_QUOTE: usize = 200;
+/// Most of an answer's body read: for a success's partial success, or an error to quote.
+const ANSWER_LIMIT: u64 = 64 * 1024;
 
 /// The OTLP/HTTP protobuf exporter.
 pub(crate) struct OtlpHttpSink {
@@ -56,6 +61,7 @@ impl OtlpHttpSink {
             HeaderValue::from_static(config.protocol.content_type()),
         );
         let mut builder = Client::builder()
+            .redirect(redirect_policy())
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
             .user_agent(concat!("transcript-otel/", env!("CARGO_PKG_VERSION")));
@@ -79,8 +85,12 @@ impl OtlpHttpSink {
         })
     }
 
-    /// One POST; `Err((message, retryable, retry_after))`.
-    fn attempt(&self, body: &[u8], left: Duration) -> Result<(), (String, bool, Option<Duration>)> {
+    /// One POST: what the receiver accepted, or `Err((message, retryable, retry_after))`.
+    fn attempt(
+        &self,
+        body: &[u8],
+        left: Duration,
+    ) -> Result<Delivered, (String, bool, Option<Duration>)> {
         let response = self
             .client
             .post(&self.url)
@@ -91,7 +101,7 @@ impl OtlpHttpSink {
             .map_err(|e| (describe_send_error(&e), !is_tls_error(&e), None))?;
         let status = response.status();
         if status.is_success() {
-            return Ok(());
+            return Ok(self.partial_success(response));
         }
         let retry_after = response
             .headers()
@@ -106,17 +116,15 @@ impl OtlpHttpSink {
                 | StatusCode::SERVICE_UNAVAILABLE
                 | StatusCode::GATEWAY_TIMEOUT
         );
-        let body = response.text().unwrap_or_default();
+        let hint = error_hint(&response);
+        // Only what can be quoted is read: a body that never ends costs no memory.
+        let mut body = Vec::new();
+        let _ = response.take(ANSWER_LIMIT).read_to_end(&mut body);
+        let body = String::from_utf8_lossy(&body);
         let mut quote: String = body.chars().take(BODY_QUOTE).collect();
         if quote.len() < body.len() {
             quote.push('…');
         }
-        let hint = match status {
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                " (check the OTLP headers: --otlp-header or OTEL_EXPORTER_OTLP_HEADERS)"
-            }
-            _ => "",
-        };
         let quote = quote.split_whitespace().collect::<Vec<_>>().join(" ");
         let message = if quote.is_empty() {
             format!("HTTP {status}{hint}")
@@ -127,8 +135,40 @@ impl OtlpHttpSink {
     }
 }
 
+impl OtlpHttpSink {
+    /// What a success answer's body (an `ExportTraceServiceResponse`, protobuf or JSON as
+    /// sent; its first [`ANSWER_LIMIT`] bytes) says was rejected. An empty or unreadable
+    /// body accepted everything (receivers answer `{}` or nothing).
+    fn partial_success(&self, response: reqwest::blocking::Response) -> Delivered {
+        let mut body = Vec::new();
+        let _ = response.take(ANSWER_LIMIT).read_to_end(&mut body);
+        let (rejected, message) = match self.protocol {
+            Protocol::HttpJson => {
+                let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let partial = &answer["partialSuccess"];
+                // int64 is a string in OTLP/JSON; a number is read too.
+                let rejected = match &partial["rejectedSpans"] {
+                    serde_json::Value::String(n) => n.parse().unwrap_or(0),
+                    n => n.as_i64().unwrap_or(0),
+                };
+                let message = partial["errorMessage"].as_str().unwrap_or("").to_owned();
+                (rejected, message)
+            }
+            Protocol::HttpProtobuf | Protocol::Grpc => {
+                match ExportTraceServiceResponse::decode(body.as_slice()) {
+                    Ok(ExportTraceServiceResponse {
+                        partial_success: Some(p),
+                    }) => (p.rejected_spans, p.error_message),
+                    _ => (0, String::new()),
+                }
+            }
+        };
+        Delivered::partial(&self.shown_url, rejected, &message).masked(|m| self.secrets.mask(m))
+    }
+}
+
 impl SpanSink for OtlpHttpSink {
-    fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
+    fn export(&mut self, batch: Vec<SpanData>) -> Result<Delivered, String> {
         let request = to_otlp_request_for(batch, &self.resource);
         let body = match self.protocol {
             Protocol::HttpProtobuf | Protocol::Grpc => request.encode_to_vec(),
@@ -146,7 +186,7 @@ impl SpanSink for OtlpHttpSink {
                 self.attempt(&body, left)
             };
             match outcome {
-                Ok(()) => return Ok(()),
+                Ok(delivered) => return Ok(delivered),
                 Err((message, retryable, retry_after)) => {
                     let wait = retry_after.unwrap_or(backoff);
                     let left = deadline.saturating_duration_since(Instant::now());
@@ -168,6 +208,47 @@ impl SpanSink for OtlpHttpSink {
             }
         }
     }
+}
+
+/// What to say after an error status: where to look for a refused header, or where an
+/// endpoint that redirects moved (see [`redirect_policy`]).
+fn error_hint(response: &reqwest::blocking::Response) -> String {
+    let status = response.status();
+    let moved = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|to| response.url().join(to).ok());
+    match (status, moved) {
+        (StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN, _) => {
+            " (check the OTLP headers: --otlp-header or OTEL_EXPORTER_OTLP_HEADERS)".to_owned()
+        }
+        (s, Some(to)) if s.is_redirection() => format!(
+            " (the endpoint redirects to {}, a redirect that would drop the spans: set that URL as the endpoint)",
+            crate::config::display_url(to.as_str())
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Redirects that keep the method and the body (`307`, `308`) are followed (at most 10);
+/// `301`, `302` and `303` are not: an HTTP client repeats a POST as a GET without its body,
+/// which delivers nothing and may still be answered `200` (a web page), so they are answered
+/// as errors naming where the endpoint moved.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+        );
+        if !keeps_body {
+            attempt.stop()
+        } else if attempt.previous().len() >= 10 {
+            attempt.error("more than 10 redirects")
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 /// An error with its causes, `a: b: c` (reqwest's own message hides the cause).

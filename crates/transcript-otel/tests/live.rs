@@ -10,17 +10,17 @@ use async_trait::async_trait;
 use common::*;
 use transcript_domain::{ExchangeEvent, Subscription};
 use transcript_otel::{
-    ExportError, LiveConfig, LiveExporter, MapOptions, SpanData, SpanSink, forward, ids, map_run,
-    write_otlp_json,
+    Delivered, ExportError, LiveConfig, LiveExporter, MapOptions, SpanData, SpanSink, forward, ids,
+    map_run, write_otlp_json,
 };
 
 /// Records every batch it is given.
 struct Memory(Arc<Mutex<Vec<Vec<SpanData>>>>);
 
 impl SpanSink for Memory {
-    fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
+    fn export(&mut self, batch: Vec<SpanData>) -> Result<Delivered, String> {
         self.0.lock().unwrap().push(batch);
-        Ok(())
+        Ok(Delivered::all())
     }
 }
 
@@ -28,12 +28,12 @@ impl SpanSink for Memory {
 struct Flaky(u32, bool);
 
 impl SpanSink for Flaky {
-    fn export(&mut self, _batch: Vec<SpanData>) -> Result<(), String> {
+    fn export(&mut self, _batch: Vec<SpanData>) -> Result<Delivered, String> {
         self.0 += 1;
         if self.1 || self.0 % 2 == 1 {
             Err(format!("refused batch {}", self.0))
         } else {
-            Ok(())
+            Ok(Delivered::all())
         }
     }
 }
@@ -277,9 +277,9 @@ fn otlp_json_follows_the_json_protobuf_encoding() {
 struct Notify(mpsc::Sender<usize>);
 
 impl SpanSink for Notify {
-    fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
+    fn export(&mut self, batch: Vec<SpanData>) -> Result<Delivered, String> {
         let _ = self.0.send(batch.len());
-        Ok(())
+        Ok(Delivered::all())
     }
 }
 
@@ -331,7 +331,10 @@ fn the_live_exporter_gives_up_after_consecutive_failures() {
     assert_eq!(report.failures, limit);
     assert_eq!(report.spans_failed, 12);
     assert!(report.gave_up);
-    assert_eq!(report.last_error.as_deref(), Some("refused batch 3"));
+    assert_eq!(
+        report.last_error.as_deref(),
+        Some("refused batch 3 (gave up after 3 failed requests in a row)")
+    );
 }
 
 #[test]
@@ -362,12 +365,12 @@ struct Held {
 }
 
 impl SpanSink for Held {
-    fn export(&mut self, _batch: Vec<SpanData>) -> Result<(), String> {
+    fn export(&mut self, _batch: Vec<SpanData>) -> Result<Delivered, String> {
         if let Some(entered) = self.entered.take() {
             entered.send(()).unwrap();
             self.gate.recv().unwrap();
         }
-        Ok(())
+        Ok(Delivered::all())
     }
 }
 

@@ -389,3 +389,66 @@ fn http_json_sends_the_otlp_json_encoding() {
     assert_eq!(body, want, "the OTLP JSON encoding of the same spans");
     assert!(body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"].is_string());
 }
+
+/// `http/json`: a receiver's partial success in the OTLP JSON encoding (`rejectedSpans` an
+/// int64, a string in JSON; a number read too) counts the rejected spans as failed and the
+/// rest as sent, the receiver's reason kept (header values masked); `{}` rejects none.
+#[test]
+fn http_json_partial_success_counts_the_rejected_spans() {
+    let (root, child) = demo();
+    let spans = map_run(&root.decoded(), &mut lookup(&child), MapOptions::default()).spans;
+    assert_eq!(spans.len(), 12);
+    for (answer, rejected) in [
+        (
+            r#"{"partialSuccess":{"rejectedSpans":"3","errorMessage":"too big for s3kr1t"}}"#,
+            3,
+        ),
+        (
+            r#"{"partialSuccess":{"rejectedSpans":3,"errorMessage":"too big for s3kr1t"}}"#,
+            3,
+        ),
+        ("{}", 0),
+        ("", 0),
+    ] {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt.block_on(async {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .and(path("/v1/traces"))
+                .respond_with(ResponseTemplate::new(200).set_body_string(answer))
+                .mount(&server)
+                .await;
+            server
+        });
+        let config = OtlpHttpConfig {
+            batch_size: 100,
+            protocol: transcript_otel::config::Protocol::HttpJson,
+            headers: vec![("x-api-key".into(), "s3kr1t".into())],
+            ..config(server.uri())
+        };
+        match export_otlp_http(spans.clone(), &config) {
+            Ok(report) => {
+                assert_eq!(rejected, 0, "{answer}");
+                assert_eq!(report.spans_sent, 12);
+            }
+            Err(ExportError::Incomplete {
+                failed,
+                total,
+                cause,
+                report,
+            }) => {
+                assert_eq!((failed, total), (rejected, 12), "{answer}");
+                assert_eq!(report.failures, 0, "the request itself did not fail");
+                assert!(cause.contains("rejected 3 spans: too big for"), "{cause}");
+                assert!(
+                    !cause.contains("s3kr1t"),
+                    "the header value is masked: {cause}"
+                );
+            }
+            Err(other) => panic!("{answer}: {other}"),
+        }
+    }
+}

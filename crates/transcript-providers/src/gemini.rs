@@ -178,14 +178,17 @@ fn per_model(stats: &Value, usage: fn(&Value) -> Usage) -> Vec<(String, Usage)> 
         .collect()
 }
 
-/// A `stats.models` entry of the `--output-format json` document.
+/// A `stats.models` entry of the `--output-format json` document. Its tool-use prompt tokens
+/// (`tool`, the API's `toolUsePromptTokenCount`) are outside `prompt` (`total` = `prompt` +
+/// `candidates` + `thoughts` + `tool`) and billed as input, as in the saved sessions.
 fn document_usage(m: &Value) -> Usage {
     let Some(t) = m.get("tokens") else {
         return Usage::default();
     };
     let cached = u(t, "cached");
+    let tool = u(t, "tool").unwrap_or(0);
     Usage {
-        input_tokens: minus(u(t, "prompt"), cached),
+        input_tokens: minus(u(t, "prompt"), cached).map(|i| i.saturating_add(tool)),
         output_tokens: u(t, "candidates"),
         cache_read_tokens: cached,
         cache_write_tokens: None,

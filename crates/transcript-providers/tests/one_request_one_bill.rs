@@ -214,10 +214,11 @@ fn gemini_each_model_of_stats_models_is_billed_under_its_name() {
         .collect();
     got.sort();
     // jq -c '.stats.models | to_entries | map([.key, [.value.tokens.prompt
-    //   - .value.tokens.cached, .value.tokens.candidates, .value.tokens.cached,
-    //   .value.tokens.thoughts]]) | sort' <capture>
+    //   - .value.tokens.cached + .value.tokens.tool, .value.tokens.candidates,
+    //   .value.tokens.cached, .value.tokens.thoughts]]) | sort' <capture>
+    // (`tool`, the tool-use prompt tokens, is input outside `prompt`.)
     let want = vec![
-        ("gemini-2.5-flash".to_owned(), [8965, 10, 0, 30]),
+        ("gemini-2.5-flash".to_owned(), [8993, 10, 0, 30]),
         ("gemini-2.5-pro".to_owned(), [3676, 20, 21263, 154]),
     ];
     assert_eq!(got, want);

@@ -189,7 +189,7 @@ pub fn warn(bill: &ImportBill, redactor: Option<&transcript_redact::Redactor>) {
     for m in &unpriced {
         if m == transcript_domain::bill::NO_MODEL {
             crate::diag!(
-                "transcript: warning: some turns name no model: their cost shows — (set the step's model:)"
+                "transcript: warning: some turns name no model (the capture does not say; Codex `exec --json` never does, its session in ~/.codex/sessions does): their cost shows —"
             );
             continue;
         }

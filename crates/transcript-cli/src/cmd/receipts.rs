@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 
+use transcript_import::project::session_and_project;
 use transcript_providers::Pricing;
 
 use crate::CliError;
@@ -99,53 +100,27 @@ pub enum GroupBy {
     /// Session: the imported session (a sub-agent's log counts for its parent session; a
     /// Copilot CLI session is its `session-state/<session-id>` directory), else the run.
     Session,
-    /// Project: the directory of the imported session under the store (Claude Code's
-    /// `projects/<project>`), else the workflow.
+    /// Project: the directory the imported session ran in, named like Claude Code's
+    /// `projects/<project>` (`transcript_import::project`), else the workflow.
     Project,
     /// Model of each turn: the one it is billed under (its own, else its step's), as
     /// `receipts` bills it.
     Model,
 }
 
-/// Session and project of a run imported from a store, from the import index's path.
-fn store_source(path: &str) -> (Option<String>, Option<String>) {
-    let p = Path::new(path);
-    let parts: Vec<String> = p
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    // Copilot CLI names every session's file `<session-id>/events.jsonl`: the directory is
-    // the session.
-    let copilot = p.file_name().is_some_and(|n| n == "events.jsonl");
-    let session = match parts.iter().position(|c| c == "subagents") {
-        Some(i) if i > 0 => Some(parts[i - 1].clone()),
-        _ if copilot => p
-            .parent()
-            .and_then(|d| d.file_name())
-            .map(|d| d.to_string_lossy().into_owned()),
-        _ => p.file_stem().map(|s| s.to_string_lossy().into_owned()),
-    };
-    let project = match parts.iter().position(|c| c == "projects") {
-        Some(i) => parts.get(i + 1).cloned(),
-        None => p
-            .parent()
-            .and_then(|d| d.file_name())
-            .map(|d| d.to_string_lossy().into_owned()),
-    };
-    (session, project)
-}
-
 /// The session file a run was imported from by a file import (`import auto|claude FILE`):
-/// the `source` its agent step's result names. Read like the index's path of a store import,
-/// so one session gives one answer whichever way it was imported (a sub-agent's log folds
-/// into the session that spawned it, as its spend is that session's).
-fn imported_file(doc: &transcript_export::ExportDocument) -> Option<String> {
+/// its agent step's result's `provider`, `source` and `project` (the directory it recorded).
+fn imported_file(
+    doc: &transcript_export::ExportDocument,
+) -> Option<(String, String, Option<String>)> {
     doc.run.steps.iter().find_map(|step| {
-        step.result
-            .as_ref()?
-            .get("source")?
-            .as_str()
-            .map(str::to_owned)
+        let result = step.result.as_ref()?;
+        let text = |key: &str| result.get(key)?.as_str().map(str::to_owned);
+        Some((
+            text("provider").unwrap_or_default(),
+            text("source")?,
+            text("project"),
+        ))
     })
 }
 
@@ -162,10 +137,15 @@ pub fn run_grouped(
 ) -> Result<(), CliError> {
     let table = pricing(pricing_file)?;
     let index = super::import::store::Index::load(storage)?;
-    let sources: std::collections::HashMap<String, &str> = index
+    let sources: std::collections::HashMap<&str, (&str, &str, Option<&str>)> = index
         .files
         .iter()
-        .map(|(path, e)| (e.run_id.clone(), path.as_str()))
+        .map(|(path, e)| {
+            (
+                e.run_id.as_str(),
+                (e.provider.as_str(), path.as_str(), e.project.as_deref()),
+            )
+        })
         .collect();
     let files: Vec<std::path::PathBuf> = match run {
         Some(r) => vec![source::resolve(r, storage)?],
@@ -184,9 +164,12 @@ pub fn run_grouped(
         let loaded = source::load(&file)?;
         let events = loaded.decoded();
         let doc = transcript_export::build_document(&events, &mut |_| None, &options);
-        let source = match sources.get(&doc.run.run_id) {
-            Some(path) => store_source(path),
-            None => imported_file(&doc).map_or((None, None), |path| store_source(&path)),
+        // One answer per session however it was imported (a store or files).
+        let source = match sources.get(doc.run.run_id.as_str()) {
+            Some(&(provider, path, project)) => session_and_project(provider, path, project),
+            None => imported_file(&doc).map_or((None, None), |(provider, path, project)| {
+                session_and_project(&provider, &path, project.as_deref())
+            }),
         };
         grouping.add_run(&doc, source);
     }

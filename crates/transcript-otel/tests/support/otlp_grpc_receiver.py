@@ -2,12 +2,15 @@
 (PyPI `opentelemetry-proto`) served by gRPC's own server (PyPI `grpcio`), on 127.0.0.1.
 
 Usage: otlp_grpc_receiver.py OUT_DIR [--tls CERT KEY] [--require-header NAME VALUE]
+                             [--reject-spans N MESSAGE]
 
 Binds a free loopback port and prints it on the first line of stdout. Every Export request is
 written to OUT_DIR/<n>.bin (the serialized ExportTraceServiceRequest, then its metadata in
 <n>.meta as `name: value` lines) before it is answered, so when the client has its answer the
 request is on disk. A required header that is missing or wrong is UNAUTHENTICATED and nothing
-is written. Stops on SIGTERM or when stdin closes.
+is written. With --reject-spans, every answer is a partial success rejecting N spans with
+MESSAGE (what a backend answers to spans over its limits). Stops on SIGTERM or when stdin
+closes.
 """
 
 import os
@@ -21,9 +24,10 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 
 
 class Receiver(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, out_dir, required):
+    def __init__(self, out_dir, required, reject):
         self.out_dir = out_dir
         self.required = required
+        self.reject = reject
         self.count = 0
         self.lock = threading.Lock()
 
@@ -44,6 +48,11 @@ class Receiver(trace_service_pb2_grpc.TraceServiceServicer):
         with open(base + ".bin.tmp", "wb") as f:
             f.write(request.SerializeToString())
         os.rename(base + ".bin.tmp", base + ".bin")
+        if self.reject is not None:
+            partial = trace_service_pb2.ExportTracePartialSuccess(
+                rejected_spans=self.reject[0], error_message=self.reject[1]
+            )
+            return trace_service_pb2.ExportTraceServiceResponse(partial_success=partial)
         return trace_service_pb2.ExportTraceServiceResponse()
 
 
@@ -52,16 +61,19 @@ def main():
     out_dir = args.pop(0)
     tls = None
     required = None
+    reject = None
     while args:
         flag = args.pop(0)
         if flag == "--tls":
             tls = (args.pop(0), args.pop(0))
         elif flag == "--require-header":
             required = (args.pop(0), args.pop(0))
+        elif flag == "--reject-spans":
+            reject = (int(args.pop(0)), args.pop(0))
         else:
             sys.exit("unknown argument " + flag)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Receiver(out_dir, required), server)
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Receiver(out_dir, required, reject), server)
     if tls is None:
         port = server.add_insecure_port("127.0.0.1:0")
     else:
