@@ -4,7 +4,8 @@
 //! - `run` records through `transcript_nats::NatsRecorderFactory` (see `cmd::run`); the
 //!   connection is made before anything runs, and a NATS that does not answer is an error
 //!   naming the URL (exit 4).
-//! - `list` reads the runs index (one key-value entry per run), never the stream.
+//! - `list` reads the runs index (one key-value entry per run), the stream only for runs the
+//!   index has not seen complete (`NatsStore::runs`).
 //! - `tail -f` follows the run's subject: the stored events, then the live ones.
 //! - Every other command reads the runs it names (and their child runs) from the stream into
 //!   a private local directory, removed when the command ends, and runs as on a directory:
@@ -119,11 +120,8 @@ async fn route_on(
     let whole = |arg: &str| StorageUrl::parse(arg).is_ok_and(|u| u == *url);
     match command {
         Command::List { limit, all, json } => {
-            let mut runs = Vec::new();
-            for entry in store.runs().await.map_err(storage_error)? {
-                let entry = store.refresh(entry).await.map_err(storage_error)?;
-                runs.push(summary(url, entry));
-            }
+            let runs = store.runs().await.map_err(storage_error)?;
+            let runs = runs.into_iter().map(|e| summary(url, e)).collect();
             crate::cmd::list::print(runs, *limit, *all, *json, style, out)?;
             Ok(Route::Done)
         }
