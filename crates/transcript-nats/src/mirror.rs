@@ -77,6 +77,10 @@ pub struct MirrorReport {
     pub incomplete: BTreeMap<RunId, String>,
 }
 
+/// The most run files a pass holds open: past it they are synced and closed (a fleet's
+/// stream holds far more runs than a process may open files).
+const MAX_OPEN_FILES: usize = 64;
+
 /// One run's file and the seq of its last complete line.
 struct RunFile {
     file: File,
@@ -98,6 +102,24 @@ fn line_seq(line: &[u8]) -> Option<Seq> {
     std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
+/// The offset of the last `\n` before offset `before`, read backwards in 64 KiB chunks (a
+/// run file is not read whole to resume it).
+fn rfind_newline(file: &mut File, before: u64) -> std::io::Result<Option<u64>> {
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut end = before;
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let buf = &mut chunk[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(buf)?;
+        if let Some(i) = buf.iter().rposition(|b| *b == b'\n') {
+            return Ok(Some(start + i as u64));
+        }
+        end = start;
+    }
+    Ok(None)
+}
+
 impl RunFile {
     /// Opens (or creates) the run's file, cuts a torn last line and reads its last seq.
     fn open(dir: &Path, run_id: RunId) -> Result<Self, NatsError> {
@@ -112,28 +134,34 @@ impl RunFile {
             .mode(0o600)
             .open(&path)
             .map_err(|e| io_error(&path, "cannot open the mirrored run", &e))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| io_error(&path, "cannot read the mirrored run", &e))?;
-        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        if complete < bytes.len() {
-            file.set_len(complete as u64)
+        let len = file
+            .metadata()
+            .map_err(|e| io_error(&path, "cannot read the mirrored run", &e))?
+            .len();
+        let read = |file: &mut File, before| {
+            rfind_newline(file, before)
+                .map_err(|e| io_error(&path, "cannot read the mirrored run", &e))
+        };
+        let complete = read(&mut file, len)?.map_or(0, |i| i + 1);
+        if complete < len {
+            file.set_len(complete)
                 .map_err(|e| io_error(&path, "cannot cut a torn last line", &e))?;
         }
-        file.seek(SeekFrom::Start(complete as u64))
-            .map_err(|e| io_error(&path, "cannot seek", &e))?;
-        let last_line = bytes[..complete.saturating_sub(1)]
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
         let last_seq = if complete == 0 {
             0
         } else {
-            line_seq(&bytes[last_line..complete]).ok_or_else(|| NatsError::Io {
+            let last_line = read(&mut file, complete - 1)?.map_or(0, |i| i + 1);
+            let mut head = Vec::with_capacity(32);
+            file.seek(SeekFrom::Start(last_line))
+                .and_then(|_| Read::by_ref(&mut file).take(32).read_to_end(&mut head))
+                .map_err(|e| io_error(&path, "cannot read the mirrored run", &e))?;
+            line_seq(&head).ok_or_else(|| NatsError::Io {
                 path: path.display().to_string(),
                 message: "the last line of the mirrored run has no seq".to_owned(),
             })?
         };
+        file.seek(SeekFrom::Start(complete))
+            .map_err(|e| io_error(&path, "cannot seek", &e))?;
         Ok(Self {
             file,
             path,
@@ -225,6 +253,11 @@ impl Files<'_> {
         })?;
         if self.report.incomplete.contains_key(&run_id) {
             return Ok(());
+        }
+        if !self.open.contains_key(&run_id) && self.open.len() >= MAX_OPEN_FILES {
+            // Synced before closed: what the next ack covers is on disk all the same.
+            self.sync()?;
+            self.open.clear();
         }
         let file = match self.open.entry(run_id) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
