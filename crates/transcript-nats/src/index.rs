@@ -250,7 +250,8 @@ impl NatsStore {
     /// `entry` brought up to date from the stream when the index says the run is still
     /// running (its runner may have died since the last index write, or still be writing):
     /// one message read per such run; when the stream holds events the entry has not seen,
-    /// the entry is rebuilt from every line of the run ([`Self::entry_from_stream`]).
+    /// the entry is rebuilt from every line of the run ([`Self::entry_from_stream`]), keeping
+    /// the entry's workflow and start when the stream no longer holds `run.started`.
     pub async fn refresh(&self, entry: RunEntry) -> Result<RunEntry, NatsError> {
         if entry.status != IndexStatus::Running {
             return Ok(entry);
@@ -262,7 +263,17 @@ impl NatsStore {
         if last.is_ok_and(|seq| seq <= entry.events) {
             return Ok(entry);
         }
-        Ok(self.entry_from_stream(entry.run_id).await?.unwrap_or(entry))
+        let Some(mut rebuilt) = self.entry_from_stream(entry.run_id).await? else {
+            return Ok(entry);
+        };
+        // The stream's limits removed its first events (run.started): what the index knew of
+        // them stays.
+        if rebuilt.started_at.is_none() {
+            rebuilt.workflow = entry.workflow;
+            rebuilt.started_at = entry.started_at;
+            rebuilt.parent_run_id = rebuilt.parent_run_id.or(entry.parent_run_id);
+        }
+        Ok(rebuilt)
     }
 
     /// `run_id`'s entry rebuilt from its lines in the stream, as its recorder writes it at
