@@ -171,6 +171,47 @@ fn connect_options(
     Ok(options)
 }
 
+/// Why the stream of `url` could not be opened: when another stream already takes the runs'
+/// subjects (JetStream gives a subject to one stream), that stream and the URL that reads it.
+async fn open_error(
+    js: &jetstream::Context,
+    url: &StorageUrl,
+    e: jetstream::context::CreateStreamError,
+) -> NatsError {
+    use jetstream::context::CreateStreamErrorKind;
+    let message = format!("opening stream {}: {e}", url.stream);
+    let overlap = matches!(
+        e.kind(),
+        CreateStreamErrorKind::JetStream(j)
+            if j.error_code() == jetstream::ErrorCode::STREAM_SUBJECT_OVERLAP
+    );
+    let holder = if overlap {
+        js.stream_by_subject(format!("{SUBJECT_PREFIX}>"))
+            .await
+            .ok()
+    } else {
+        None
+    };
+    let message = match holder {
+        Some(holder) => {
+            let other = StorageUrl {
+                stream: holder.clone(),
+                ..url.clone()
+            };
+            format!(
+                "{message}: stream {holder} already holds the runs' subjects \
+                 ({SUBJECT_PREFIX}>) on these servers, and a subject belongs to one stream; \
+                 read and record with --storage {other}"
+            )
+        }
+        None => message,
+    };
+    NatsError::JetStream {
+        url: url.to_string(),
+        message,
+    }
+}
+
 impl NatsStore {
     /// Connects to `url`'s servers and opens (or creates) its stream and the runs-index bucket
     /// `<STREAM>_RUNS`. Fails with an error naming the URL when no server answers within
@@ -204,8 +245,11 @@ impl NatsStore {
                 allow_direct: true,
                 ..Default::default()
             })
-            .await
-            .map_err(|e| js_error(&format!("opening stream {}", url.stream), &e))?;
+            .await;
+        let stream = match stream {
+            Ok(stream) => stream,
+            Err(e) => return Err(open_error(&js, url, e).await),
+        };
         let bucket = format!("{}_RUNS", url.stream);
         let index = match js.get_key_value(&bucket).await {
             Ok(store) => store,
