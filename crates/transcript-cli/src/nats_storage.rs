@@ -298,8 +298,8 @@ async fn copy_run(
 
 /// `tail -f` on NATS: replays the run, then follows it live. Unless `--forever`, it ends
 /// with the run as the file follower does: after the root's `run.completed` and the
-/// `run.completed` of every child run it saw (waited for, not printed), with the root's
-/// status (failed `Reported(1)`, cancelled `Reported(EXIT_CANCELLED)`).
+/// `run.completed` of every child run it saw with events (waited for, not printed), with the
+/// root's status (failed `Reported(1)`, cancelled `Reported(EXIT_CANCELLED)`).
 async fn follow(
     store: &NatsStore,
     run: RunId,
@@ -312,6 +312,15 @@ async fn follow(
     let mut root_status = None;
     let mut sink = std::io::sink();
     while let Some(next) = pending.pop() {
+        // A child with no event after its parent completed never started: not waited for.
+        match store.last_stream_seq(next).await.map_err(storage_error)? {
+            None if next != run => continue,
+            None => crate::diag!(
+                "transcript: waiting for run {run} to appear in {} (Ctrl-C to stop)…",
+                store.url()
+            ),
+            Some(_) => {}
+        }
         // The root's events are shown; its child runs are only waited for.
         let shown: &mut dyn std::io::Write = if next == run { &mut *out } else { &mut sink };
         let (status, children) = follow_one(store, next, until_complete, style, shown).await?;
@@ -340,17 +349,6 @@ async fn follow_one(
 ) -> Result<(Option<Status>, Vec<RunId>), CliError> {
     use transcript_domain::{DecodedPayload, EventKind, EventType};
     let mut follower = store.follow(run).await.map_err(storage_error)?;
-    if store
-        .last_stream_seq(run)
-        .await
-        .map_err(storage_error)?
-        .is_none()
-    {
-        crate::diag!(
-            "transcript: waiting for run {run} to appear in {} (Ctrl-C to stop)…",
-            store.url()
-        );
-    }
     let mut children = Vec::new();
     while let Some(line) = follower.next_line().await {
         let line = line.map_err(storage_error)?;
