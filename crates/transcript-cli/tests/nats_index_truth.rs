@@ -106,6 +106,10 @@ fn a_sigkilled_runners_tokens_count_in_fleet_receipts_as_on_files() {
         &["receipts", "--by", "model", "--json"][..],
         &["receipts", "--by", "day"],
         &["receipts", "--by", "project", "--json"],
+        &["receipts", "--json", "latest"],
+        &["stats", "--json", "latest"],
+        &["show", "latest"],
+        &["tree", "latest"],
     ] {
         assert_eq!(view(&nats, args), view(&files, args), "{args:?}");
     }
