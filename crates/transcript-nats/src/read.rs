@@ -58,24 +58,60 @@ pub(crate) async fn ordered_messages(
     }
 }
 
-/// A run followed live: its stored lines, then each new one as it is published.
+/// A run followed live: its stored lines, then each new one as it is published. A consumer
+/// lost on the way (a server restarted, a leader moved) is recreated from the message after
+/// the last one delivered; the follower fails only when no consumer could be made again
+/// within `ack_timeout × publish_attempts`.
 pub struct RunFollower {
     messages: pull::Ordered,
     store: NatsStore,
+    subject: String,
+    /// The stream sequence to resume from: the one after the last message delivered.
+    next: u64,
+    /// When the consumer first failed since the last message delivered.
+    failing_since: Option<tokio::time::Instant>,
 }
 
 impl std::fmt::Debug for RunFollower {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunFollower").finish()
+        f.debug_struct("RunFollower")
+            .field("subject", &self.subject)
+            .finish()
     }
 }
 
 impl RunFollower {
     /// The next line (with its `\n`), waiting for it to be published.
     pub async fn next_line(&mut self) -> Option<Result<Bytes, NatsError>> {
-        match self.messages.next().await? {
-            Ok(message) => Some(Ok(message.payload.clone())),
-            Err(e) => Some(Err(self.store.js_error("following the run", e))),
+        loop {
+            let error = match self.messages.next().await? {
+                Ok(message) => match message.info() {
+                    Ok(info) => {
+                        self.next = info.stream_sequence + 1;
+                        self.failing_since = None;
+                        return Some(Ok(message.payload.clone()));
+                    }
+                    Err(e) => e.to_string(),
+                },
+                Err(e) => e.to_string(),
+            };
+            let options = &self.store.options;
+            let budget = options.ack_timeout * options.publish_attempts.max(1);
+            let since = *self
+                .failing_since
+                .get_or_insert_with(tokio::time::Instant::now);
+            if since.elapsed() > budget {
+                return Some(Err(self.store.js_error("following the run", error)));
+            }
+            // A consumer that fails again at once is not recreated in a busy loop.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            match ordered_messages(&self.store, &self.subject, self.next).await {
+                Ok(messages) => self.messages = messages,
+                Err(again) => {
+                    let what = format!("following the run ({error})");
+                    return Some(Err(self.store.js_error(what, again)));
+                }
+            }
         }
     }
 }
@@ -133,10 +169,14 @@ impl NatsStore {
 
     /// Follows `run_id` from its first event (replay, then live).
     pub async fn follow(&self, run_id: RunId) -> Result<RunFollower, NatsError> {
-        let messages = ordered_messages(self, &run_subject(&run_id), 1).await?;
+        let subject = run_subject(&run_id);
+        let messages = ordered_messages(self, &subject, 1).await?;
         Ok(RunFollower {
             messages,
             store: self.clone(),
+            subject,
+            next: 1,
+            failing_since: None,
         })
     }
 
