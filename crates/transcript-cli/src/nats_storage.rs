@@ -4,8 +4,7 @@
 //! - `run` records through `transcript_nats::NatsRecorderFactory` (see `cmd::run`); the
 //!   connection is made before anything runs, and a NATS that does not answer is an error
 //!   naming the URL (exit 4).
-//! - `list` reads the runs index (one key-value entry per run), the stream only for runs the
-//!   index has not seen complete (`NatsStore::runs`).
+//! - `list` reads the runs index, and the stream for runs it has not seen complete.
 //! - `tail -f` follows the run's subject: the stored events, then the live ones.
 //! - Every other command reads the runs it names (and their child runs) from the stream into
 //!   a private local directory, removed when the command ends, and runs as on a directory:

@@ -35,7 +35,8 @@ pub struct MirrorOptions {
     pub dir: PathBuf,
     /// The durable consumer's name: one per mirror directory.
     pub consumer: String,
-    /// Keep going for new events instead of stopping once caught up.
+    /// Keep going for new events instead of stopping once caught up, through servers going
+    /// away for less than `ack_timeout × publish_attempts` at a time (a restart).
     pub follow: bool,
     /// Messages per fetch (and per sync).
     pub batch: usize,
@@ -286,6 +287,42 @@ impl Files<'_> {
         Ok(())
     }
 
+    /// One fetch: its lines written, synced, then acknowledged. Whether the pass is over:
+    /// caught up (without `follow`), or runs found incomplete (with it).
+    async fn batch(
+        &mut self,
+        store: &NatsStore,
+        consumer: &PullConsumer,
+        options: &MirrorOptions,
+    ) -> Result<bool, NatsError> {
+        let mut batch = consumer
+            .fetch()
+            .max_messages(options.batch)
+            .expires(Duration::from_millis(500))
+            .messages()
+            .await
+            .map_err(|e| store.js_error("fetching", e))?;
+        let mut last = None;
+        let mut pending = 0;
+        while let Some(message) = batch.next().await {
+            let message = message.map_err(|e| store.js_error("fetching", e))?;
+            self.take(message.subject.as_str(), &message.payload)?;
+            pending = message.info().map(|i| i.pending).unwrap_or(0);
+            last = Some(message);
+        }
+        // Synced before acknowledged: an acknowledged line is on disk.
+        self.sync()?;
+        let Some(message) = last else {
+            return Ok(!options.follow);
+        };
+        message
+            .double_ack_with(AckKind::Ack)
+            .await
+            .map_err(|e| store.js_error("acknowledging", e))?;
+        let caught_up = !options.follow && pending == 0;
+        Ok(caught_up || options.follow && !self.report.incomplete.is_empty())
+    }
+
     /// Syncs the files written since the last sync.
     fn sync(&mut self) -> Result<(), NatsError> {
         for run_id in std::mem::take(&mut self.touched) {
@@ -302,6 +339,8 @@ impl Files<'_> {
 /// Mirrors the stream of `store` into `options.dir` (see the module docs). Returns once caught
 /// up (no message pending); with `follow`, only when an error stops it or when a batch found
 /// runs incomplete ([`MirrorReport::incomplete`]), so the caller can say so and call again.
+/// Following, a JetStream error (the servers restarting) is retried from the consumer's ack
+/// floor until `ack_timeout × publish_attempts` passed without a batch going through.
 pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<MirrorReport, NatsError> {
     if !MirrorOptions::valid_consumer(&options.consumer) {
         return Err(store.js_error(
@@ -314,44 +353,34 @@ pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<Mirror
         .mode(0o700)
         .create(&options.dir)
         .map_err(|e| io_error(&options.dir, "cannot create the mirror directory", &e))?;
-    let consumer = open_consumer(store, options).await?;
+    let mut consumer = open_consumer(store, options).await?;
     let mut files = Files {
         dir: &options.dir,
         open: HashMap::new(),
         report: MirrorReport::default(),
         touched: BTreeSet::new(),
     };
+    let budget = store.options.ack_timeout * store.options.publish_attempts.max(1);
+    let mut failing_since = None;
     loop {
-        let mut batch = consumer
-            .fetch()
-            .max_messages(options.batch)
-            .expires(Duration::from_millis(500))
-            .messages()
-            .await
-            .map_err(|e| store.js_error("fetching", e))?;
-        let mut last = None;
-        let mut pending = 0;
-        while let Some(message) = batch.next().await {
-            let message = message.map_err(|e| store.js_error("fetching", e))?;
-            files.take(message.subject.as_str(), &message.payload)?;
-            pending = message.info().map(|i| i.pending).unwrap_or(0);
-            last = Some(message);
-        }
-        // Synced before acknowledged: an acknowledged line is on disk.
-        files.sync()?;
-        match last {
-            Some(message) => {
-                message
-                    .double_ack_with(AckKind::Ack)
-                    .await
-                    .map_err(|e| store.js_error("acknowledging", e))?;
-                let caught_up = !options.follow && pending == 0;
-                if caught_up || options.follow && !files.report.incomplete.is_empty() {
-                    return Ok(files.report);
-                }
+        let error = match files.batch(store, &consumer, options).await {
+            Ok(true) => return Ok(files.report),
+            Ok(false) => {
+                failing_since = None;
+                continue;
             }
-            None if !options.follow => return Ok(files.report),
-            None => {}
+            Err(e) => e,
+        };
+        // Following, servers going away (a restart) are waited out: the consumer is opened
+        // again at its ack floor, and the files skip the lines they hold.
+        let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+        let transient = matches!(error, NatsError::JetStream { .. });
+        if !(options.follow && transient && since.elapsed() < budget) {
+            return Err(error);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Ok(again) = open_consumer(store, options).await {
+            consumer = again;
         }
     }
 }
