@@ -1,7 +1,8 @@
 //! `tail -f` on NATS rides through a server restart (#44): the run it follows goes on (its
-//! publishes are retried within their budget), and so does the follower, from the event
-//! after the last one it printed. Before, the follower's consumer was gone with the restart
-//! and `tail -f` ended with "consumer not found" while the run was still going.
+//! publishes are retried within their budget), and so do the follower and the runner's own
+//! live view, from the event after the last one each printed. Before, their consumers were
+//! gone with the restart: `tail -f` ended with "consumer not found" while the run was still
+//! going, and the runner's live view silently stopped showing events.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -82,7 +83,12 @@ fn tail_f_follows_a_run_through_a_server_restart() {
     gate.write_all(b"go\n").unwrap();
     drop(gate);
     let o = finish(run, Duration::from_secs(60), "the run");
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let progress = text(&o.stderr);
+    assert!(o.status.success(), "{progress}");
+    // The runner's own live view (its subscription to the run) went on too: every event.
+    for event in ["after [command]", "run.completed"] {
+        assert!(progress.contains(event), "{event}: {progress}");
+    }
     let rest = std::thread::spawn(move || {
         let mut rest = String::new();
         out.read_to_string(&mut rest).unwrap();

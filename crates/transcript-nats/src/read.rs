@@ -81,6 +81,22 @@ impl std::fmt::Debug for RunFollower {
 }
 
 impl RunFollower {
+    /// Follows `subject` from stream sequence `start`.
+    pub(crate) async fn start(
+        store: &NatsStore,
+        subject: String,
+        start: u64,
+    ) -> Result<Self, NatsError> {
+        let messages = ordered_messages(store, &subject, start).await?;
+        Ok(Self {
+            messages,
+            store: store.clone(),
+            subject,
+            next: start,
+            failing_since: None,
+        })
+    }
+
     /// The next line (with its `\n`), waiting for it to be published.
     pub async fn next_line(&mut self) -> Option<Result<Bytes, NatsError>> {
         loop {
@@ -169,15 +185,7 @@ impl NatsStore {
 
     /// Follows `run_id` from its first event (replay, then live).
     pub async fn follow(&self, run_id: RunId) -> Result<RunFollower, NatsError> {
-        let subject = run_subject(&run_id);
-        let messages = ordered_messages(self, &subject, 1).await?;
-        Ok(RunFollower {
-            messages,
-            store: self.clone(),
-            subject,
-            next: 1,
-            failing_since: None,
-        })
+        RunFollower::start(self, run_subject(&run_id), 1).await
     }
 
     /// Every run with events in the stream, from the stream's subjects (not the index).
