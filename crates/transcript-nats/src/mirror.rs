@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::AckKind;
 use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull};
+use async_nats::jetstream::context::ConsumerInfoErrorKind;
 use futures_util::StreamExt;
 use transcript_domain::{RunId, Seq};
 
@@ -33,7 +34,8 @@ use crate::{NatsError, NatsStore};
 pub struct MirrorOptions {
     /// The directory the run files go to (created private to the user).
     pub dir: PathBuf,
-    /// The durable consumer's name: one per mirror directory.
+    /// The durable consumer's name: one per mirror directory (the consumer's description names
+    /// it; another directory is refused, see [`mirror`]).
     pub consumer: String,
     /// Keep going for new events instead of stopping once caught up, through servers going
     /// away for less than `ack_timeout × publish_attempts` at a time (a restart).
@@ -201,6 +203,60 @@ enum Appended {
     Gap(String),
 }
 
+/// The start of a mirror consumer's description; the directory it mirrors into follows.
+const MIRRORS_INTO: &str = "transcript mirror into ";
+
+/// Makes sure the consumer's acknowledgements describe this directory (its description names
+/// the directory it mirrors into). One that acknowledged messages for another directory is
+/// refused: those lines are not here. One that did for this directory, now without a run
+/// file (emptied, made again), is deleted, so everything comes again. One of an earlier
+/// version (no directory in its description) is used as it is.
+async fn claim_consumer(store: &NatsStore, options: &MirrorOptions) -> Result<(), NatsError> {
+    let here = mirror_dir(options)?;
+    let error =
+        |e: &dyn std::fmt::Display| store.js_error(format!("consumer {}", options.consumer), e);
+    let info = match store.stream.consumer_info(&options.consumer).await {
+        Ok(info) => info,
+        Err(e) if e.kind() == ConsumerInfoErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(error(&e)),
+    };
+    let theirs = info.config.description.as_deref();
+    match theirs.and_then(|d| d.strip_prefix(MIRRORS_INTO)) {
+        _ if info.ack_floor.stream_sequence == 0 => Ok(()),
+        Some(dir) if dir != here => Err(error(&format!(
+            "it mirrors into {dir}, and {here} holds none of what it acknowledged: mirror here \
+             with a consumer of its own (--consumer NAME), or delete consumer {} to mirror \
+             everything here",
+            options.consumer
+        ))),
+        Some(_) if !holds_a_run(&options.dir)? => store
+            .stream
+            .delete_consumer(&options.consumer)
+            .await
+            .map(drop)
+            .map_err(|e| error(&e)),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `dir` holds a run file.
+fn holds_a_run(dir: &Path) -> Result<bool, NatsError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| io_error(dir, "cannot read the mirror directory", &e))?;
+    Ok(entries
+        .filter_map(Result::ok)
+        .any(|e| RunId::from_file_name(&e.path()).is_some()))
+}
+
+/// The mirror directory's canonical path, as a consumer's description names it.
+fn mirror_dir(options: &MirrorOptions) -> Result<String, NatsError> {
+    options
+        .dir
+        .canonicalize()
+        .map(|p| p.display().to_string())
+        .map_err(|e| io_error(&options.dir, "cannot resolve the mirror directory", &e))
+}
+
 /// The durable consumer of `options`, reset to its ack floor (what a killed mirror had
 /// delivered but not acknowledged comes again, now).
 async fn open_consumer(
@@ -213,6 +269,7 @@ async fn open_consumer(
             &options.consumer,
             pull::Config {
                 durable_name: Some(options.consumer.clone()),
+                description: Some(format!("{MIRRORS_INTO}{}", mirror_dir(options)?)),
                 filter_subject: format!("{SUBJECT_PREFIX}>"),
                 deliver_policy: DeliverPolicy::All,
                 ack_policy: AckPolicy::All,
@@ -341,6 +398,8 @@ impl Files<'_> {
 /// runs incomplete ([`MirrorReport::incomplete`]), so the caller can say so and call again.
 /// Following, a JetStream error (the servers restarting) is retried from the consumer's ack
 /// floor until `ack_timeout × publish_attempts` passed without a batch going through.
+/// A consumer that acknowledged messages for another directory is refused; one whose own
+/// directory holds no run file any more is deleted first, so everything is mirrored again.
 pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<MirrorReport, NatsError> {
     if !MirrorOptions::valid_consumer(&options.consumer) {
         return Err(store.js_error(
@@ -353,6 +412,7 @@ pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<Mirror
         .mode(0o700)
         .create(&options.dir)
         .map_err(|e| io_error(&options.dir, "cannot create the mirror directory", &e))?;
+    claim_consumer(store, options).await?;
     let mut consumer = open_consumer(store, options).await?;
     let mut files = Files {
         dir: &options.dir,
