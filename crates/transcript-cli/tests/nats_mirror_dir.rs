@@ -1,8 +1,8 @@
 //! A mirror's durable consumer belongs to one directory (#44). Its acknowledgements say what
 //! that directory holds, so a directory emptied (a disk replaced, a mirror rebuilt) or a
 //! second directory on the same consumer got nothing and `mirror` said "mirrored 0 runs",
-//! exit 0. Now an emptied directory is mirrored again from the start, and another directory
-//! is refused naming the consumer's own and the way out (`--consumer`).
+//! exit 0. Now an emptied directory is mirrored again from the start, a moved one goes on, and
+//! another directory is refused naming the consumer's own and the way out (`--consumer`).
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -62,6 +62,13 @@ fn an_emptied_mirror_is_rebuilt_and_another_directory_is_refused() {
     assert_eq!(runs_in(&first), 3);
     let root = std::fs::read_to_string(first.join(format!("{DEMO_RUN_ID}.jsonl"))).unwrap();
     assert_eq!(root.lines().count(), 64);
+
+    // Moved: its run files say it is the consumer's directory.
+    let moved = tmp.path().join("moved");
+    std::fs::rename(&first, &moved).unwrap();
+    let o = mirror(&url, &moved, None);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(runs_in(&moved), 3);
 
     // Another directory on the same consumer: refused, nothing reported as mirrored.
     let second = tmp.path().join("second");

@@ -207,9 +207,9 @@ enum Appended {
 const MIRRORS_INTO: &str = "transcript mirror into ";
 
 /// Makes sure the consumer's acknowledgements describe this directory (its description names
-/// the directory it mirrors into). One that acknowledged messages for another directory is
-/// refused: those lines are not here. One that did for this directory, now without a run
-/// file (emptied, made again), is deleted, so everything comes again. One of an earlier
+/// the directory it mirrors into), when the directory holds no run file while the consumer
+/// acknowledged messages: for another directory it is refused (those lines are not here); for
+/// this one (emptied, made again) it is deleted, so everything comes again. One of an earlier
 /// version (no directory in its description) is used as it is.
 async fn claim_consumer(store: &NatsStore, options: &MirrorOptions) -> Result<(), NatsError> {
     let here = mirror_dir(options)?;
@@ -222,20 +222,20 @@ async fn claim_consumer(store: &NatsStore, options: &MirrorOptions) -> Result<()
     };
     let theirs = info.config.description.as_deref();
     match theirs.and_then(|d| d.strip_prefix(MIRRORS_INTO)) {
-        _ if info.ack_floor.stream_sequence == 0 => Ok(()),
+        // Nothing acknowledged yet, or run files here (this directory, maybe moved since).
+        _ if info.ack_floor.stream_sequence == 0 || holds_a_run(&options.dir)? => Ok(()),
         Some(dir) if dir != here => Err(error(&format!(
-            "it mirrors into {dir}, and {here} holds none of what it acknowledged: mirror here \
-             with a consumer of its own (--consumer NAME), or delete consumer {} to mirror \
-             everything here",
+            "it mirrors into {dir}, and {here} holds no run file: mirror here with a consumer \
+             of its own (--consumer NAME), or delete consumer {} to mirror everything here",
             options.consumer
         ))),
-        Some(_) if !holds_a_run(&options.dir)? => store
+        Some(_) => store
             .stream
             .delete_consumer(&options.consumer)
             .await
             .map(drop)
             .map_err(|e| error(&e)),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 
