@@ -70,6 +70,9 @@ pub struct RunFollower {
     next: u64,
     /// When the consumer first failed since the last message delivered.
     failing_since: Option<tokio::time::Instant>,
+    /// The client's (re)connections: after a reconnect the consumer is made again at once
+    /// (the client library would find it gone only after about 15 s of retries).
+    connections: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 impl std::fmt::Debug for RunFollower {
@@ -81,6 +84,14 @@ impl std::fmt::Debug for RunFollower {
 }
 
 impl RunFollower {
+    /// The client reconnected: the consumer is made again from the next message (kept as it
+    /// is when that fails; its own error then comes through `next_line`).
+    async fn reconnected(&mut self) {
+        if let Ok(messages) = ordered_messages(&self.store, &self.subject, self.next).await {
+            self.messages = messages;
+        }
+    }
+
     /// Follows `subject` from stream sequence `start`.
     pub(crate) async fn start(
         store: &NatsStore,
@@ -88,19 +99,35 @@ impl RunFollower {
         start: u64,
     ) -> Result<Self, NatsError> {
         let messages = ordered_messages(store, &subject, start).await?;
+        let mut connections = store.connections.clone();
+        connections.mark_unchanged();
         Ok(Self {
             messages,
             store: store.clone(),
             subject,
             next: start,
             failing_since: None,
+            connections: Some(connections),
         })
     }
 
     /// The next line (with its `\n`), waiting for it to be published.
     pub async fn next_line(&mut self) -> Option<Result<Bytes, NatsError>> {
         loop {
-            let error = match self.messages.next().await? {
+            let next = match self.connections.as_mut() {
+                Some(connections) => tokio::select! {
+                    next = self.messages.next() => next,
+                    changed = connections.changed() => {
+                        match changed {
+                            Ok(()) => self.reconnected().await,
+                            Err(_) => self.connections = None,
+                        }
+                        continue;
+                    }
+                },
+                None => self.messages.next().await,
+            };
+            let error = match next? {
                 Ok(message) => match message.info() {
                     Ok(info) => {
                         self.next = info.stream_sequence + 1;

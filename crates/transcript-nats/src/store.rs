@@ -100,6 +100,8 @@ pub struct NatsStore {
     pub(crate) stream: stream::Stream,
     pub(crate) index: kv::Store,
     pub(crate) options: StreamOptions,
+    /// Counts the client's (re)connections: a follower's consumer may be gone with a server.
+    pub(crate) connections: tokio::sync::watch::Receiver<u64>,
 }
 
 impl std::fmt::Debug for NatsStore {
@@ -221,7 +223,17 @@ impl NatsStore {
             url: url.to_string(),
             message,
         };
+        let (connected, connections) = tokio::sync::watch::channel(0);
+        let connected = std::sync::Arc::new(connected);
         let client = connect_options(url, options.connect_timeout)?
+            .event_callback(move |event| {
+                let connected = connected.clone();
+                async move {
+                    if matches!(event, async_nats::Event::Connected) {
+                        connected.send_modify(|n| *n += 1);
+                    }
+                }
+            })
             .connect(url.servers.clone())
             .await
             .map_err(|e| connect_error(e.to_string()))?;
@@ -272,6 +284,7 @@ impl NatsStore {
             stream,
             index,
             options,
+            connections,
         })
     }
 
