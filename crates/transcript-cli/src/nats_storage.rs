@@ -4,7 +4,7 @@
 //! - `run` records through `transcript_nats::NatsRecorderFactory` (see `cmd::run`); the
 //!   connection is made before anything runs, and a NATS that does not answer is an error
 //!   naming the URL (exit 4).
-//! - `list` reads the runs index (one key-value entry per run), never the stream.
+//! - `list` reads the runs index, and the stream for runs it has not seen complete.
 //! - `tail -f` follows the run's subject: the stored events, then the live ones.
 //! - Every other command reads the runs it names (and their child runs) from the stream into
 //!   a private local directory, removed when the command ends, and runs as on a directory:
@@ -119,11 +119,8 @@ async fn route_on(
     let whole = |arg: &str| StorageUrl::parse(arg).is_ok_and(|u| u == *url);
     match command {
         Command::List { limit, all, json } => {
-            let mut runs = Vec::new();
-            for entry in store.runs().await.map_err(storage_error)? {
-                let entry = store.refresh(entry).await.map_err(storage_error)?;
-                runs.push(summary(url, entry));
-            }
+            let runs = store.runs().await.map_err(storage_error)?;
+            let runs = runs.into_iter().map(|e| summary(url, e)).collect();
             crate::cmd::list::print(runs, *limit, *all, *json, style, out)?;
             Ok(Route::Done)
         }
@@ -300,8 +297,8 @@ async fn copy_run(
 
 /// `tail -f` on NATS: replays the run, then follows it live. Unless `--forever`, it ends
 /// with the run as the file follower does: after the root's `run.completed` and the
-/// `run.completed` of every child run it saw (waited for, not printed), with the root's
-/// status (failed `Reported(1)`, cancelled `Reported(EXIT_CANCELLED)`).
+/// `run.completed` of every child run it saw with events (waited for, not printed), with the
+/// root's status (failed `Reported(1)`, cancelled `Reported(EXIT_CANCELLED)`).
 async fn follow(
     store: &NatsStore,
     run: RunId,
@@ -314,6 +311,15 @@ async fn follow(
     let mut root_status = None;
     let mut sink = std::io::sink();
     while let Some(next) = pending.pop() {
+        // A child with no event after its parent completed never started: not waited for.
+        match store.last_stream_seq(next).await.map_err(storage_error)? {
+            None if next != run => continue,
+            None => crate::diag!(
+                "transcript: waiting for run {run} to appear in {} (Ctrl-C to stop)…",
+                store.url()
+            ),
+            Some(_) => {}
+        }
         // The root's events are shown; its child runs are only waited for.
         let shown: &mut dyn std::io::Write = if next == run { &mut *out } else { &mut sink };
         let (status, children) = follow_one(store, next, until_complete, style, shown).await?;
@@ -342,17 +348,6 @@ async fn follow_one(
 ) -> Result<(Option<Status>, Vec<RunId>), CliError> {
     use transcript_domain::{DecodedPayload, EventKind, EventType};
     let mut follower = store.follow(run).await.map_err(storage_error)?;
-    if store
-        .last_stream_seq(run)
-        .await
-        .map_err(storage_error)?
-        .is_none()
-    {
-        crate::diag!(
-            "transcript: waiting for run {run} to appear in {} (Ctrl-C to stop)…",
-            store.url()
-        );
-    }
     let mut children = Vec::new();
     while let Some(line) = follower.next_line().await {
         let line = line.map_err(storage_error)?;

@@ -20,7 +20,9 @@
 //! inputs, outputs and errors, and every text-like field of message blocks
 //! (text, thinking, stream, command, tool_use input, tool_result content).
 //! If a payload bounded that way would still not fit a line (thousands of
-//! blocks), it is bounded again from the original with smaller limits.
+//! blocks; on a storage of smaller lines, such as NATS messages, a few large
+//! blocks: [`bound_payload_within`]), it is bounded again from the original
+//! with smaller limits.
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -243,7 +245,17 @@ fn payload_len(payload: &Payload) -> usize {
 /// Bounds every large value of `payload` to `limit`; when the result would
 /// still not fit a line, bounds the original again with smaller limits.
 pub fn bound_payload(payload: &mut Payload, limit: usize) {
-    let budget = MAX_LINE_BYTES - ENVELOPE_RESERVE;
+    bound_payload_within(payload, limit, MAX_LINE_BYTES);
+}
+
+/// [`bound_payload`] for lines of at most `max_line` bytes (capped at
+/// [`MAX_LINE_BYTES`]; a storage whose messages are smaller, such as a NATS
+/// server's `max_payload`): the envelope's room (64 KiB, at most a quarter of
+/// `max_line`) is kept, and a payload of many values, each within `limit` but
+/// too large together, is bounded again with smaller limits until it fits.
+pub fn bound_payload_within(payload: &mut Payload, limit: usize, max_line: usize) {
+    let max_line = max_line.min(MAX_LINE_BYTES);
+    let budget = max_line - ENVELOPE_RESERVE.min(max_line / 4);
     let len = payload_len(payload);
     if len <= limit.min(budget) {
         return;
@@ -332,6 +344,30 @@ mod tests {
                 assert!(text.ends_with(&marker(900_000, &sha256_hex(block.as_bytes()))))
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_smaller_line_budget_cuts_many_values_that_fit_the_value_cap() {
+        // Four values at a NATS cap (1 MiB max_payload), 6x once escaped: 2 MB together.
+        let block = "\u{1}".repeat(87_040);
+        let blocks = (0..4)
+            .map(|_| ContentBlock::text(Fidelity::Router, block.clone()))
+            .collect();
+        let mut p = Payload::MessageAssistant(MessagePayload::new(Role::Assistant, blocks));
+        let mut on_files = p.clone();
+        bound_payload(&mut on_files, 87_040);
+        assert_eq!(
+            on_files, p,
+            "within the value cap and the file line: kept whole"
+        );
+        bound_payload_within(&mut p, 87_040, 1 << 20);
+        assert!(payload_len(&p) <= (1 << 20) - ENVELOPE_RESERVE);
+        for b in &p.as_message().unwrap().blocks {
+            match &b.body {
+                BlockBody::Text { text } => assert!(text.contains("…[truncated: 87040 bytes")),
+                other => panic!("{other:?}"),
+            }
         }
     }
 }

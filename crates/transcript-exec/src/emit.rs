@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use transcript_domain::{EventDraft, Payload, Recorder, RunId};
 
-use crate::bounded::{DEFAULT_MAX_VALUE_BYTES, bound_payload};
+use crate::bounded::{DEFAULT_MAX_VALUE_BYTES, bound_payload_within};
 
 /// An optional recorder shared by a run's steps, the router and the agent seam.
 #[derive(Clone)]
@@ -24,6 +24,7 @@ pub struct Emitter {
     failure: Arc<Mutex<Option<String>>>,
     stop: Option<CancellationToken>,
     max_value_bytes: usize,
+    max_line_bytes: usize,
 }
 
 impl Default for Emitter {
@@ -55,6 +56,7 @@ impl Emitter {
             failure: Arc::default(),
             stop: None,
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            max_line_bytes: transcript_domain::MAX_LINE_BYTES,
         }
     }
 
@@ -65,6 +67,13 @@ impl Emitter {
         self
     }
 
+    /// Cuts values further when an event's line would exceed `limit` bytes (default
+    /// [`transcript_domain::MAX_LINE_BYTES`]; see [`crate::bounded::bound_payload_within`]).
+    pub fn with_max_line_bytes(mut self, limit: usize) -> Self {
+        self.max_line_bytes = limit;
+        self
+    }
+
     /// Cancels `stop` (the run's token) at the first failed record. Clones
     /// share the failure and the errors.
     pub fn stopping(mut self, stop: CancellationToken) -> Self {
@@ -72,10 +81,14 @@ impl Emitter {
         self
     }
 
-    /// The wired recorder and the cap of one value, for the one adapter that records on the
-    /// run's behalf outside the emitter (an agent step's MCP proxy, [`crate::mcp`]).
-    pub(crate) fn recorder_and_cap(&self) -> (Option<Arc<dyn Recorder>>, usize) {
-        (self.recorder.clone(), self.max_value_bytes)
+    /// The wired recorder, the cap of one value and of one line, for the one adapter that
+    /// records on the run's behalf outside the emitter (an agent step's MCP proxy,
+    /// [`crate::mcp`]).
+    pub(crate) fn recorder_and_cap(&self) -> (Option<Arc<dyn Recorder>>, (usize, usize)) {
+        (
+            self.recorder.clone(),
+            (self.max_value_bytes, self.max_line_bytes),
+        )
     }
 
     /// Whether a recorder is wired.
@@ -102,7 +115,11 @@ impl Emitter {
             return;
         };
         let mut draft = draft();
-        bound_payload(&mut draft.payload, self.max_value_bytes);
+        bound_payload_within(
+            &mut draft.payload,
+            self.max_value_bytes,
+            self.max_line_bytes,
+        );
         if let Err(e) = r.record(draft).await {
             self.fail(format!("transcript write failed: {}", error_chain(&e)));
         }

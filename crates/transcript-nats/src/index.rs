@@ -1,6 +1,10 @@
 //! The runs index: one key-value entry per run (`<STREAM>_RUNS`, key = run id) written by the
 //! recorder as the run goes (at `run.started`, at `run.completed` and at close), so `list` and
-//! fleet-wide receipts read one small value per run instead of every message of the stream.
+//! fleet-wide receipts read one small value per completed run instead of every message of the
+//! stream. The index is a cache of the stream: a run not completed in the index (running, or
+//! its runner killed) is checked against its last message and rebuilt from its lines when the
+//! stream holds more, and a run of the stream with no entry is rebuilt the same way
+//! ([`NatsStore::runs`]).
 
 use std::collections::BTreeMap;
 
@@ -244,43 +248,123 @@ impl NatsStore {
     }
 
     /// `entry` brought up to date from the stream when the index says the run is still
-    /// running (its runner may have died since the last index write): the last event's seq and
-    /// time, and its status when that event is `run.completed`. One message read per such run.
-    pub async fn refresh(&self, mut entry: RunEntry) -> Result<RunEntry, NatsError> {
+    /// running (its runner may have died since the last index write, or still be writing):
+    /// one message read per such run; when the stream holds events the entry has not seen,
+    /// the entry is rebuilt from every line of the run ([`Self::entry_from_stream`]), keeping
+    /// the entry's workflow and start when the stream no longer holds `run.started`.
+    pub async fn refresh(&self, entry: RunEntry) -> Result<RunEntry, NatsError> {
         if entry.status != IndexStatus::Running {
             return Ok(entry);
         }
         let Some(line) = self.last_line(entry.run_id).await? else {
             return Ok(entry);
         };
-        if let Ok(decoded) = transcript_domain::decode_line(&line)
-            && let Ok(event) = decoded.event.to_event()
-        {
-            entry.observe(
-                (event.seq, event.timestamp),
-                (&event.path, event.iteration),
-                &event.payload,
-            );
+        let last = transcript_domain::decode_line(&line).map(|d| d.event.seq);
+        if last.is_ok_and(|seq| seq <= entry.events) {
+            return Ok(entry);
         }
-        Ok(entry)
+        let Some(mut rebuilt) = self.entry_from_stream(entry.run_id).await? else {
+            return Ok(entry);
+        };
+        // The stream's limits removed its first events (run.started): what the index knew of
+        // them stays.
+        if rebuilt.started_at.is_none() {
+            rebuilt.workflow = entry.workflow;
+            rebuilt.started_at = entry.started_at;
+            rebuilt.parent_run_id = rebuilt.parent_run_id.or(entry.parent_run_id);
+        }
+        Ok(rebuilt)
     }
 
-    /// Every run of the index (unordered). Entries that do not decode, and keys that are not
-    /// run ids, are skipped.
+    /// `run_id`'s entry rebuilt from its lines in the stream, as its recorder writes it at
+    /// close (every turn billed); `None` when the stream holds no event of the run. Lines
+    /// that do not decode are passed over.
+    pub async fn entry_from_stream(&self, run_id: RunId) -> Result<Option<RunEntry>, NatsError> {
+        let lines = match self.run_lines(run_id).await {
+            Ok(lines) => lines,
+            Err(NatsError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut entry: Option<RunEntry> = None;
+        for line in &lines {
+            if let Ok(decoded) = transcript_domain::decode_line(line)
+                && let Ok(event) = decoded.event.to_event()
+            {
+                entry
+                    .get_or_insert_with(|| RunEntry::new(run_id, event.parent_run_id))
+                    .observe(
+                        (event.seq, event.timestamp),
+                        (&event.path, event.iteration),
+                        &event.payload,
+                    );
+            }
+        }
+        Ok(entry.map(|mut entry| {
+            entry.flush(None);
+            entry
+        }))
+    }
+
+    /// Writes an entry rebuilt from the stream back to the index, only if the key is still
+    /// at `revision` (`None`: still absent), so a live recorder's own write is never
+    /// overwritten. A cache repair: a failure (a reader without write permission, a race
+    /// lost) changes nothing the caller sees.
+    async fn repair(&self, entry: &RunEntry, revision: Option<u64>) {
+        let Ok(value) = serde_json::to_vec(entry) else {
+            return;
+        };
+        let key = entry.run_id.to_string();
+        match revision {
+            Some(revision) => drop(self.index.update(key, value.into(), revision).await),
+            None => drop(self.index.create(key, value.into()).await),
+        }
+    }
+
+    /// Every run of the fleet (unordered), the stream being the truth and the index its
+    /// cache: each index entry (brought up to date from the stream while the run is not
+    /// completed: [`Self::refresh`]), and each run the stream holds with no readable entry
+    /// (the bucket deleted, an entry purged, a runner killed before its first index write),
+    /// rebuilt from its lines. Rebuilt entries are written back so the next listing reads
+    /// them from the index. Keys that are not run ids are skipped; an entry that does not
+    /// decode counts as missing.
     pub async fn runs(&self) -> Result<Vec<RunEntry>, NatsError> {
         let mut keys = self
             .index
             .keys()
             .await
             .map_err(|e| self.js_error("runs index: listing keys", e))?;
+        let mut revisions = BTreeMap::new();
         let mut runs = Vec::new();
         while let Some(key) = keys.next().await {
             let key = key.map_err(|e| self.js_error("runs index: listing keys", e))?;
+            let Ok(id) = RunId::parse(&key) else {
+                continue;
+            };
+            let Some(stored) = self
+                .index
+                .entry(key)
+                .await
+                .map_err(|e| self.js_error(format!("runs index: reading {id}"), e))?
+            else {
+                continue;
+            };
+            revisions.insert(id, stored.revision);
             // An entry another writer (or version) left unreadable does not hide the fleet.
-            if let Ok(id) = RunId::parse(&key)
-                && let Some(value) = self.entry_bytes(id).await?
-                && let Ok(entry) = serde_json::from_slice(&value)
+            if let Ok(entry) = serde_json::from_slice::<RunEntry>(&stored.value) {
+                let events = (entry.status, entry.events);
+                let entry = self.refresh(entry).await?;
+                if (entry.status, entry.events) != events {
+                    self.repair(&entry, Some(stored.revision)).await;
+                }
+                runs.push(entry);
+            }
+        }
+        let indexed: std::collections::BTreeSet<RunId> = runs.iter().map(|r| r.run_id).collect();
+        for id in self.stream_run_ids().await? {
+            if !indexed.contains(&id)
+                && let Some(entry) = self.entry_from_stream(id).await?
             {
+                self.repair(&entry, revisions.get(&id).copied()).await;
                 runs.push(entry);
             }
         }

@@ -31,9 +31,10 @@
 //!   hands exec, and refuses a `max_payload` below [`payload::MIN_MAX_PAYLOAD`] before
 //!   anything runs. The cap is read from the server the client is connected to: the setting
 //!   bounds what a client publishes on its own connection, not routes, replication or reads.
-//! - A line larger than `max_payload` anyway (a message of many large blocks, a step name of
-//!   kilobytes, a server reconnected to with a smaller setting) is never sent: `record` fails
-//!   at once naming both sizes (the run cannot go on), rather than retrying.
+//! - A line larger than `max_payload` anyway (a message of many large blocks from a runner
+//!   that did not give exec `max_payload` as its line budget, a step name of kilobytes, a
+//!   server reconnected to with a smaller setting) is never sent: `record` fails at once
+//!   naming both sizes (the run cannot go on), rather than retrying.
 //! - `Nats-Expected-Last-Subject-Sequence`: a run's events are gapless and in seq order, and a
 //!   second writer of a run is refused with `RecordError::Locked`.
 //! - A publish whose outcome stays unknown after `publish_attempts` (quorum lost, servers

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::AckKind;
 use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull};
+use async_nats::jetstream::context::ConsumerInfoErrorKind;
 use futures_util::StreamExt;
 use transcript_domain::{RunId, Seq};
 
@@ -33,9 +34,11 @@ use crate::{NatsError, NatsStore};
 pub struct MirrorOptions {
     /// The directory the run files go to (created private to the user).
     pub dir: PathBuf,
-    /// The durable consumer's name: one per mirror directory.
+    /// The durable consumer's name: one per mirror directory (the consumer's description names
+    /// it; another directory is refused, see [`mirror`]).
     pub consumer: String,
-    /// Keep going for new events instead of stopping once caught up.
+    /// Keep going for new events instead of stopping once caught up, through servers going
+    /// away for less than `ack_timeout × publish_attempts` at a time (a restart).
     pub follow: bool,
     /// Messages per fetch (and per sync).
     pub batch: usize,
@@ -77,6 +80,10 @@ pub struct MirrorReport {
     pub incomplete: BTreeMap<RunId, String>,
 }
 
+/// The most run files a pass holds open: past it they are synced and closed (a fleet's
+/// stream holds far more runs than a process may open files).
+const MAX_OPEN_FILES: usize = 64;
+
 /// One run's file and the seq of its last complete line.
 struct RunFile {
     file: File,
@@ -98,6 +105,24 @@ fn line_seq(line: &[u8]) -> Option<Seq> {
     std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
+/// The offset of the last `\n` before offset `before`, read backwards in 64 KiB chunks (a
+/// run file is not read whole to resume it).
+fn rfind_newline(file: &mut File, before: u64) -> std::io::Result<Option<u64>> {
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut end = before;
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let buf = &mut chunk[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(buf)?;
+        if let Some(i) = buf.iter().rposition(|b| *b == b'\n') {
+            return Ok(Some(start + i as u64));
+        }
+        end = start;
+    }
+    Ok(None)
+}
+
 impl RunFile {
     /// Opens (or creates) the run's file, cuts a torn last line and reads its last seq.
     fn open(dir: &Path, run_id: RunId) -> Result<Self, NatsError> {
@@ -112,28 +137,34 @@ impl RunFile {
             .mode(0o600)
             .open(&path)
             .map_err(|e| io_error(&path, "cannot open the mirrored run", &e))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| io_error(&path, "cannot read the mirrored run", &e))?;
-        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        if complete < bytes.len() {
-            file.set_len(complete as u64)
+        let len = file
+            .metadata()
+            .map_err(|e| io_error(&path, "cannot read the mirrored run", &e))?
+            .len();
+        let read = |file: &mut File, before| {
+            rfind_newline(file, before)
+                .map_err(|e| io_error(&path, "cannot read the mirrored run", &e))
+        };
+        let complete = read(&mut file, len)?.map_or(0, |i| i + 1);
+        if complete < len {
+            file.set_len(complete)
                 .map_err(|e| io_error(&path, "cannot cut a torn last line", &e))?;
         }
-        file.seek(SeekFrom::Start(complete as u64))
-            .map_err(|e| io_error(&path, "cannot seek", &e))?;
-        let last_line = bytes[..complete.saturating_sub(1)]
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
         let last_seq = if complete == 0 {
             0
         } else {
-            line_seq(&bytes[last_line..complete]).ok_or_else(|| NatsError::Io {
+            let last_line = read(&mut file, complete - 1)?.map_or(0, |i| i + 1);
+            let mut head = Vec::with_capacity(32);
+            file.seek(SeekFrom::Start(last_line))
+                .and_then(|_| Read::by_ref(&mut file).take(32).read_to_end(&mut head))
+                .map_err(|e| io_error(&path, "cannot read the mirrored run", &e))?;
+            line_seq(&head).ok_or_else(|| NatsError::Io {
                 path: path.display().to_string(),
                 message: "the last line of the mirrored run has no seq".to_owned(),
             })?
         };
+        file.seek(SeekFrom::Start(complete))
+            .map_err(|e| io_error(&path, "cannot seek", &e))?;
         Ok(Self {
             file,
             path,
@@ -172,6 +203,60 @@ enum Appended {
     Gap(String),
 }
 
+/// The start of a mirror consumer's description; the directory it mirrors into follows.
+const MIRRORS_INTO: &str = "transcript mirror into ";
+
+/// Makes sure the consumer's acknowledgements describe this directory (its description names
+/// the directory it mirrors into), when the directory holds no run file while the consumer
+/// acknowledged messages: for another directory it is refused (those lines are not here); for
+/// this one (emptied, made again) it is deleted, so everything comes again. One of an earlier
+/// version (no directory in its description) is used as it is.
+async fn claim_consumer(store: &NatsStore, options: &MirrorOptions) -> Result<(), NatsError> {
+    let here = mirror_dir(options)?;
+    let error =
+        |e: &dyn std::fmt::Display| store.js_error(format!("consumer {}", options.consumer), e);
+    let info = match store.stream.consumer_info(&options.consumer).await {
+        Ok(info) => info,
+        Err(e) if e.kind() == ConsumerInfoErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(error(&e)),
+    };
+    let theirs = info.config.description.as_deref();
+    match theirs.and_then(|d| d.strip_prefix(MIRRORS_INTO)) {
+        // Nothing acknowledged yet, or run files here (this directory, maybe moved since).
+        _ if info.ack_floor.stream_sequence == 0 || holds_a_run(&options.dir)? => Ok(()),
+        Some(dir) if dir != here => Err(error(&format!(
+            "it mirrors into {dir}, and {here} holds no run file: mirror here with a consumer \
+             of its own (--consumer NAME), or delete consumer {} to mirror everything here",
+            options.consumer
+        ))),
+        Some(_) => store
+            .stream
+            .delete_consumer(&options.consumer)
+            .await
+            .map(drop)
+            .map_err(|e| error(&e)),
+        None => Ok(()),
+    }
+}
+
+/// Whether `dir` holds a run file.
+fn holds_a_run(dir: &Path) -> Result<bool, NatsError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| io_error(dir, "cannot read the mirror directory", &e))?;
+    Ok(entries
+        .filter_map(Result::ok)
+        .any(|e| RunId::from_file_name(&e.path()).is_some()))
+}
+
+/// The mirror directory's canonical path, as a consumer's description names it.
+fn mirror_dir(options: &MirrorOptions) -> Result<String, NatsError> {
+    options
+        .dir
+        .canonicalize()
+        .map(|p| p.display().to_string())
+        .map_err(|e| io_error(&options.dir, "cannot resolve the mirror directory", &e))
+}
+
 /// The durable consumer of `options`, reset to its ack floor (what a killed mirror had
 /// delivered but not acknowledged comes again, now).
 async fn open_consumer(
@@ -184,6 +269,7 @@ async fn open_consumer(
             &options.consumer,
             pull::Config {
                 durable_name: Some(options.consumer.clone()),
+                description: Some(format!("{MIRRORS_INTO}{}", mirror_dir(options)?)),
                 filter_subject: format!("{SUBJECT_PREFIX}>"),
                 deliver_policy: DeliverPolicy::All,
                 ack_policy: AckPolicy::All,
@@ -226,6 +312,11 @@ impl Files<'_> {
         if self.report.incomplete.contains_key(&run_id) {
             return Ok(());
         }
+        if !self.open.contains_key(&run_id) && self.open.len() >= MAX_OPEN_FILES {
+            // Synced before closed: what the next ack covers is on disk all the same.
+            self.sync()?;
+            self.open.clear();
+        }
         let file = match self.open.entry(run_id) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
@@ -253,6 +344,42 @@ impl Files<'_> {
         Ok(())
     }
 
+    /// One fetch: its lines written, synced, then acknowledged. Whether the pass is over:
+    /// caught up (without `follow`), or runs found incomplete (with it).
+    async fn batch(
+        &mut self,
+        store: &NatsStore,
+        consumer: &PullConsumer,
+        options: &MirrorOptions,
+    ) -> Result<bool, NatsError> {
+        let mut batch = consumer
+            .fetch()
+            .max_messages(options.batch)
+            .expires(Duration::from_millis(500))
+            .messages()
+            .await
+            .map_err(|e| store.js_error("fetching", e))?;
+        let mut last = None;
+        let mut pending = 0;
+        while let Some(message) = batch.next().await {
+            let message = message.map_err(|e| store.js_error("fetching", e))?;
+            self.take(message.subject.as_str(), &message.payload)?;
+            pending = message.info().map(|i| i.pending).unwrap_or(0);
+            last = Some(message);
+        }
+        // Synced before acknowledged: an acknowledged line is on disk.
+        self.sync()?;
+        let Some(message) = last else {
+            return Ok(!options.follow);
+        };
+        message
+            .double_ack_with(AckKind::Ack)
+            .await
+            .map_err(|e| store.js_error("acknowledging", e))?;
+        let caught_up = !options.follow && pending == 0;
+        Ok(caught_up || options.follow && !self.report.incomplete.is_empty())
+    }
+
     /// Syncs the files written since the last sync.
     fn sync(&mut self) -> Result<(), NatsError> {
         for run_id in std::mem::take(&mut self.touched) {
@@ -269,6 +396,10 @@ impl Files<'_> {
 /// Mirrors the stream of `store` into `options.dir` (see the module docs). Returns once caught
 /// up (no message pending); with `follow`, only when an error stops it or when a batch found
 /// runs incomplete ([`MirrorReport::incomplete`]), so the caller can say so and call again.
+/// Following, a JetStream error (the servers restarting) is retried from the consumer's ack
+/// floor until `ack_timeout × publish_attempts` passed without a batch going through.
+/// A consumer that acknowledged messages for another directory is refused; one whose own
+/// directory holds no run file any more is deleted first, so everything is mirrored again.
 pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<MirrorReport, NatsError> {
     if !MirrorOptions::valid_consumer(&options.consumer) {
         return Err(store.js_error(
@@ -281,44 +412,35 @@ pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<Mirror
         .mode(0o700)
         .create(&options.dir)
         .map_err(|e| io_error(&options.dir, "cannot create the mirror directory", &e))?;
-    let consumer = open_consumer(store, options).await?;
+    claim_consumer(store, options).await?;
+    let mut consumer = open_consumer(store, options).await?;
     let mut files = Files {
         dir: &options.dir,
         open: HashMap::new(),
         report: MirrorReport::default(),
         touched: BTreeSet::new(),
     };
+    let budget = store.options.ack_timeout * store.options.publish_attempts.max(1);
+    let mut failing_since = None;
     loop {
-        let mut batch = consumer
-            .fetch()
-            .max_messages(options.batch)
-            .expires(Duration::from_millis(500))
-            .messages()
-            .await
-            .map_err(|e| store.js_error("fetching", e))?;
-        let mut last = None;
-        let mut pending = 0;
-        while let Some(message) = batch.next().await {
-            let message = message.map_err(|e| store.js_error("fetching", e))?;
-            files.take(message.subject.as_str(), &message.payload)?;
-            pending = message.info().map(|i| i.pending).unwrap_or(0);
-            last = Some(message);
-        }
-        // Synced before acknowledged: an acknowledged line is on disk.
-        files.sync()?;
-        match last {
-            Some(message) => {
-                message
-                    .double_ack_with(AckKind::Ack)
-                    .await
-                    .map_err(|e| store.js_error("acknowledging", e))?;
-                let caught_up = !options.follow && pending == 0;
-                if caught_up || options.follow && !files.report.incomplete.is_empty() {
-                    return Ok(files.report);
-                }
+        let error = match files.batch(store, &consumer, options).await {
+            Ok(true) => return Ok(files.report),
+            Ok(false) => {
+                failing_since = None;
+                continue;
             }
-            None if !options.follow => return Ok(files.report),
-            None => {}
+            Err(e) => e,
+        };
+        // Following, servers going away (a restart) are waited out: the consumer is opened
+        // again at its ack floor, and the files skip the lines they hold.
+        let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+        let transient = matches!(error, NatsError::JetStream { .. });
+        if !(options.follow && transient && since.elapsed() < budget) {
+            return Err(error);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Ok(again) = open_consumer(store, options).await {
+            consumer = again;
         }
     }
 }

@@ -17,7 +17,10 @@
 //! bounds for step and tool names of ordinary length. So [`value_cap`] is
 //! `(max_payload − ENVELOPE_RESERVE) / 12`.
 //!
-//! Where that cannot hold (a message of many large blocks, a step name of kilobytes, a
+//! A message of more than two large blocks is bounded as a whole: the runner gives exec
+//! `max_payload` as the largest line too (`ServiceBuilder::max_line_bytes` in
+//! `transcript-exec`), which cuts such a message's values further until its line fits.
+//! Where that cannot hold (a runner that does not, a step name of kilobytes, a
 //! redaction marker longer than the secret it replaces), the line over `max_payload` is
 //! never sent: `record` fails at once with an error naming both sizes.
 

@@ -58,24 +58,103 @@ pub(crate) async fn ordered_messages(
     }
 }
 
-/// A run followed live: its stored lines, then each new one as it is published.
+/// A run followed live: its stored lines, then each new one as it is published. A consumer
+/// lost on the way (a server restarted, a leader moved) is recreated from the message after
+/// the last one delivered; the follower fails only when no consumer could be made again
+/// within `ack_timeout × publish_attempts`.
 pub struct RunFollower {
     messages: pull::Ordered,
     store: NatsStore,
+    subject: String,
+    /// The stream sequence to resume from: the one after the last message delivered.
+    next: u64,
+    /// When the consumer first failed since the last message delivered.
+    failing_since: Option<tokio::time::Instant>,
+    /// The client's (re)connections: after a reconnect the consumer is made again at once
+    /// (the client library would find it gone only after about 15 s of retries).
+    connections: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 impl std::fmt::Debug for RunFollower {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunFollower").finish()
+        f.debug_struct("RunFollower")
+            .field("subject", &self.subject)
+            .finish()
     }
 }
 
 impl RunFollower {
+    /// The client reconnected: the consumer is made again from the next message (kept as it
+    /// is when that fails; its own error then comes through `next_line`).
+    async fn reconnected(&mut self) {
+        if let Ok(messages) = ordered_messages(&self.store, &self.subject, self.next).await {
+            self.messages = messages;
+        }
+    }
+
+    /// Follows `subject` from stream sequence `start`.
+    pub(crate) async fn start(
+        store: &NatsStore,
+        subject: String,
+        start: u64,
+    ) -> Result<Self, NatsError> {
+        let messages = ordered_messages(store, &subject, start).await?;
+        let mut connections = store.connections.clone();
+        connections.mark_unchanged();
+        Ok(Self {
+            messages,
+            store: store.clone(),
+            subject,
+            next: start,
+            failing_since: None,
+            connections: Some(connections),
+        })
+    }
+
     /// The next line (with its `\n`), waiting for it to be published.
     pub async fn next_line(&mut self) -> Option<Result<Bytes, NatsError>> {
-        match self.messages.next().await? {
-            Ok(message) => Some(Ok(message.payload.clone())),
-            Err(e) => Some(Err(self.store.js_error("following the run", e))),
+        loop {
+            let next = match self.connections.as_mut() {
+                Some(connections) => tokio::select! {
+                    next = self.messages.next() => next,
+                    changed = connections.changed() => {
+                        match changed {
+                            Ok(()) => self.reconnected().await,
+                            Err(_) => self.connections = None,
+                        }
+                        continue;
+                    }
+                },
+                None => self.messages.next().await,
+            };
+            let error = match next? {
+                Ok(message) => match message.info() {
+                    Ok(info) => {
+                        self.next = info.stream_sequence + 1;
+                        self.failing_since = None;
+                        return Some(Ok(message.payload.clone()));
+                    }
+                    Err(e) => e.to_string(),
+                },
+                Err(e) => e.to_string(),
+            };
+            let options = &self.store.options;
+            let budget = options.ack_timeout * options.publish_attempts.max(1);
+            let since = *self
+                .failing_since
+                .get_or_insert_with(tokio::time::Instant::now);
+            if since.elapsed() > budget {
+                return Some(Err(self.store.js_error("following the run", error)));
+            }
+            // A consumer that fails again at once is not recreated in a busy loop.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            match ordered_messages(&self.store, &self.subject, self.next).await {
+                Ok(messages) => self.messages = messages,
+                Err(again) => {
+                    let what = format!("following the run ({error})");
+                    return Some(Err(self.store.js_error(what, again)));
+                }
+            }
         }
     }
 }
@@ -133,11 +212,7 @@ impl NatsStore {
 
     /// Follows `run_id` from its first event (replay, then live).
     pub async fn follow(&self, run_id: RunId) -> Result<RunFollower, NatsError> {
-        let messages = ordered_messages(self, &run_subject(&run_id), 1).await?;
-        Ok(RunFollower {
-            messages,
-            store: self.clone(),
-        })
+        RunFollower::start(self, run_subject(&run_id), 1).await
     }
 
     /// Every run with events in the stream, from the stream's subjects (not the index).

@@ -82,7 +82,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl NatsRecorder {
     /// Opens the recorder of `run_id` on `store`. Refused ([`RecordError::Locked`]) when the
-    /// run already has events in the stream: a run has one writer, from its first event on.
+    /// run already has events in the stream: a run has one writer, from its first event on;
+    /// and ([`RecordError::Storage`]) when the existing stream keeps fewer copies of each event
+    /// than `StreamOptions::replicas` asks for.
     pub async fn open(
         store: NatsStore,
         run_id: RunId,
@@ -91,6 +93,23 @@ impl NatsRecorder {
         mask: Option<Arc<dyn EventMask>>,
     ) -> Result<Self, RecordError> {
         let subject = run_subject(&run_id);
+        // An existing stream is used as it is: one keeping fewer copies than asked for would
+        // make each ack less durable than the runner was told.
+        let kept = store.stream.cached_info().config.num_replicas;
+        if kept < store.options.replicas {
+            return Err(RecordError::Storage {
+                path: store.url.to_string(),
+                message: format!(
+                    "stream {} keeps {kept} {} of each event and TRANSCRIPT_NATS_REPLICAS asks \
+                     for {}: raise the stream's replicas (`nats stream edit {0} --replicas {2}`) \
+                     or ask for fewer",
+                    store.url.stream,
+                    if kept == 1 { "copy" } else { "copies" },
+                    store.options.replicas,
+                ),
+                source: None,
+            });
+        }
         match store.stream.get_last_raw_message_by_subject(&subject).await {
             Ok(_) => {
                 return Err(RecordError::Locked {

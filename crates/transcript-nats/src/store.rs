@@ -100,6 +100,8 @@ pub struct NatsStore {
     pub(crate) stream: stream::Stream,
     pub(crate) index: kv::Store,
     pub(crate) options: StreamOptions,
+    /// Counts the client's (re)connections: a follower's consumer may be gone with a server.
+    pub(crate) connections: tokio::sync::watch::Receiver<u64>,
 }
 
 impl std::fmt::Debug for NatsStore {
@@ -171,6 +173,47 @@ fn connect_options(
     Ok(options)
 }
 
+/// Why the stream of `url` could not be opened: when another stream already takes the runs'
+/// subjects (JetStream gives a subject to one stream), that stream and the URL that reads it.
+async fn open_error(
+    js: &jetstream::Context,
+    url: &StorageUrl,
+    e: jetstream::context::CreateStreamError,
+) -> NatsError {
+    use jetstream::context::CreateStreamErrorKind;
+    let message = format!("opening stream {}: {e}", url.stream);
+    let overlap = matches!(
+        e.kind(),
+        CreateStreamErrorKind::JetStream(j)
+            if j.error_code() == jetstream::ErrorCode::STREAM_SUBJECT_OVERLAP
+    );
+    let holder = if overlap {
+        js.stream_by_subject(format!("{SUBJECT_PREFIX}>"))
+            .await
+            .ok()
+    } else {
+        None
+    };
+    let message = match holder {
+        Some(holder) => {
+            let other = StorageUrl {
+                stream: holder.clone(),
+                ..url.clone()
+            };
+            format!(
+                "{message}: stream {holder} already holds the runs' subjects \
+                 ({SUBJECT_PREFIX}>) on these servers, and a subject belongs to one stream; \
+                 read and record with --storage {other}"
+            )
+        }
+        None => message,
+    };
+    NatsError::JetStream {
+        url: url.to_string(),
+        message,
+    }
+}
+
 impl NatsStore {
     /// Connects to `url`'s servers and opens (or creates) its stream and the runs-index bucket
     /// `<STREAM>_RUNS`. Fails with an error naming the URL when no server answers within
@@ -180,7 +223,17 @@ impl NatsStore {
             url: url.to_string(),
             message,
         };
+        let (connected, connections) = tokio::sync::watch::channel(0);
+        let connected = std::sync::Arc::new(connected);
         let client = connect_options(url, options.connect_timeout)?
+            .event_callback(move |event| {
+                let connected = connected.clone();
+                async move {
+                    if matches!(event, async_nats::Event::Connected) {
+                        connected.send_modify(|n| *n += 1);
+                    }
+                }
+            })
             .connect(url.servers.clone())
             .await
             .map_err(|e| connect_error(e.to_string()))?;
@@ -204,8 +257,11 @@ impl NatsStore {
                 allow_direct: true,
                 ..Default::default()
             })
-            .await
-            .map_err(|e| js_error(&format!("opening stream {}", url.stream), &e))?;
+            .await;
+        let stream = match stream {
+            Ok(stream) => stream,
+            Err(e) => return Err(open_error(&js, url, e).await),
+        };
         let bucket = format!("{}_RUNS", url.stream);
         let index = match js.get_key_value(&bucket).await {
             Ok(store) => store,
@@ -228,6 +284,7 @@ impl NatsStore {
             stream,
             index,
             options,
+            connections,
         })
     }
 

@@ -1,16 +1,14 @@
 //! [`NatsSubscription`]: a recorder's events read back from the stream by an ordered consumer
-//! (replay from a seq, then live), ending once the recorder is closed and its last event was
-//! delivered.
+//! (replay from a seq, then live; a consumer lost to a server restart is made again, as for
+//! [`RunFollower`]), ending once the recorder is closed and its last event was delivered.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use tokio::sync::{mpsc, watch};
 use transcript_domain::{ExchangeEvent, Seq, Subscription, decode_line};
 
-use crate::read::ordered_messages;
-use crate::{NatsError, NatsStore};
+use crate::{NatsError, NatsStore, RunFollower};
 
 /// Events delivered ahead of the subscriber (the reader waits when it is full: nothing dropped).
 const BUFFER: usize = 256;
@@ -33,7 +31,7 @@ impl NatsSubscription {
         first: Seq,
         mut closed: watch::Receiver<Option<Seq>>,
     ) -> Result<Self, NatsError> {
-        let mut messages = ordered_messages(store, subject, stream_start).await?;
+        let mut lines = RunFollower::start(store, subject.to_owned(), stream_start).await?;
         let (tx, rx) = mpsc::channel(BUFFER);
         let task = tokio::spawn(async move {
             let mut delivered = first - 1;
@@ -43,9 +41,9 @@ impl NatsSubscription {
                     break;
                 }
                 tokio::select! {
-                    message = messages.next() => {
-                        let Some(Ok(message)) = message else { break };
-                        let Ok(decoded) = decode_line(&message.payload) else { break };
+                    line = lines.next_line() => {
+                        let Some(Ok(line)) = line else { break };
+                        let Ok(decoded) = decode_line(&line) else { break };
                         let Ok(event) = decoded.event.to_event() else { break };
                         if event.seq < first {
                             continue;

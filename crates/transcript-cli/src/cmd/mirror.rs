@@ -16,7 +16,7 @@ pub struct MirrorCmd {
     /// The directory the run files go to.
     #[arg(long, value_name = "DIR")]
     pub to: PathBuf,
-    /// Keep mirroring new events (default: stop once caught up).
+    /// Keep mirroring new events, through server restarts (default: stop once caught up).
     #[arg(long)]
     pub follow: bool,
     /// The durable consumer's name (one per mirror directory).

@@ -398,7 +398,9 @@ fn build_service(
     // On NATS every event's line must fit the servers' max_payload (#44).
     if let Some(store) = &args.nats {
         let wanted = transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES;
-        builder = builder.max_value_bytes(store.run_value_cap(wanted));
+        builder = builder
+            .max_value_bytes(store.run_value_cap(wanted))
+            .max_line_bytes(store.max_payload());
     }
     // The audit trail beside the transcript is masked like it.
     if let Some(mask) = args.redactor.clone().map(text_mask) {

@@ -26,6 +26,8 @@ pub(crate) struct Target {
     pub(crate) run_id: RunId,
     /// The engine's cap of one recorded value.
     pub(crate) max_value_bytes: usize,
+    /// The engine's cap of one recorded line.
+    pub(crate) max_line_bytes: usize,
     /// The agent step's path.
     pub(crate) path: String,
     /// Its iteration.
@@ -69,6 +71,7 @@ pub(crate) async fn start(
             inner: target.recorder,
             run_id: target.run_id,
             max_value_bytes: target.max_value_bytes,
+            max_line_bytes: target.max_line_bytes,
         }),
         path: target.path,
         iteration: target.iteration,
@@ -227,6 +230,7 @@ struct StepRecorder {
     inner: Option<Arc<dyn Recorder>>,
     run_id: RunId,
     max_value_bytes: usize,
+    max_line_bytes: usize,
 }
 
 #[async_trait]
@@ -243,7 +247,11 @@ impl Recorder for StepRecorder {
         let Some(inner) = &self.inner else {
             return Ok(0);
         };
-        crate::bounded::bound_payload(&mut draft.payload, self.max_value_bytes);
+        crate::bounded::bound_payload_within(
+            &mut draft.payload,
+            self.max_value_bytes,
+            self.max_line_bytes,
+        );
         inner.record(draft).await
     }
 

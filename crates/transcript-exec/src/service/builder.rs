@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use transcript_domain::{Clock, ManualClock, RecorderFactory, RunIdGenerator, Timestamp};
+use transcript_domain::{Clock, ManualClock, Recorder, RecorderFactory, RunIdGenerator, Timestamp};
 
 use super::{ExecError, ExecutionService};
 use crate::agent::{AgentRunner, AgentRunners};
@@ -28,7 +28,17 @@ pub(super) struct Inner {
     pub(super) max_call_depth: usize,
     pub(super) cancel_grace: Duration,
     pub(super) limits: ProcessLimits,
+    pub(super) max_line_bytes: usize,
     pub(super) mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
+}
+
+impl Inner {
+    /// A run's emitter on `recorder`, its values and lines bounded as configured.
+    pub(super) fn emitter(&self, recorder: Option<Arc<dyn Recorder>>) -> crate::Emitter {
+        crate::Emitter::new(recorder)
+            .with_max_value_bytes(self.limits.max_output_bytes)
+            .with_max_line_bytes(self.max_line_bytes)
+    }
 }
 
 /// Configures an [`ExecutionService`].
@@ -47,6 +57,7 @@ pub struct ServiceBuilder {
     max_call_depth: usize,
     cancel_grace: Duration,
     limits: ProcessLimits,
+    max_line_bytes: usize,
     mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
 }
 
@@ -186,6 +197,16 @@ impl ServiceBuilder {
         self
     }
 
+    /// The largest line a recorded event may take (default and at most
+    /// [`transcript_domain::MAX_LINE_BYTES`]): a storage whose messages are smaller (a NATS
+    /// server's `max_payload`) sets it, and an event of many values, each within
+    /// [`Self::max_value_bytes`] but too large together, has its values cut further so its
+    /// line fits ([`crate::bounded::bound_payload_within`]).
+    pub fn max_line_bytes(mut self, limit: usize) -> Self {
+        self.max_line_bytes = limit;
+        self
+    }
+
     /// Variables of the runner's environment that no process of a run inherits (command
     /// steps, `run_command`, CLI agents): what the composition root consumed for its own
     /// storage connection (`NATS_TOKEN`, …). A step's own `env:` may still set them. See
@@ -238,6 +259,7 @@ impl ServiceBuilder {
                 max_call_depth: self.max_call_depth,
                 cancel_grace: self.cancel_grace,
                 limits: self.limits,
+                max_line_bytes: self.max_line_bytes,
                 mcp_gateway: self.mcp_gateway,
             }),
         })
@@ -269,6 +291,7 @@ impl ExecutionService {
             max_call_depth: 8,
             cancel_grace: Duration::from_secs(5),
             limits: ProcessLimits::default(),
+            max_line_bytes: transcript_domain::MAX_LINE_BYTES,
             mcp_gateway: None,
         }
     }

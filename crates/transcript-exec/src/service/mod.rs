@@ -184,8 +184,7 @@ impl ExecutionService {
             Some(f) => Some(f.create(run_id, None).await?),
             None => None,
         };
-        let emitter =
-            Emitter::new(recorder).with_max_value_bytes(self.inner.limits.max_output_bytes);
+        let emitter = self.inner.emitter(recorder);
         let outcome = run_workflow(
             RunRequest {
                 inner: self.inner.clone(),
@@ -214,8 +213,7 @@ impl ExecutionService {
     ) -> Result<RunOutcome, ExecError> {
         let (wf, inputs) = self.prepare(set, inputs)?;
         let run_id = recorder.run_id();
-        let emitter =
-            Emitter::new(Some(recorder)).with_max_value_bytes(self.inner.limits.max_output_bytes);
+        let emitter = self.inner.emitter(Some(recorder));
         let outcome = run_workflow(
             RunRequest {
                 inner: self.inner.clone(),

@@ -130,11 +130,12 @@ async fn start_mcp_proxy(
     if spec.mcp_servers.is_empty() && !cli_preset {
         return Ok(None);
     }
-    let (recorder, max_value_bytes) = sc.run.emitter.recorder_and_cap();
+    let (recorder, (max_value_bytes, max_line_bytes)) = sc.run.emitter.recorder_and_cap();
     let target = crate::mcp::step::Target {
         recorder,
         run_id: sc.run.run_id,
         max_value_bytes,
+        max_line_bytes,
         path: sc.path.to_owned(),
         iteration: sc.iteration,
         call_id_prefix,

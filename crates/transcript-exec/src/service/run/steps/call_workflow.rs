@@ -92,7 +92,7 @@ async fn open_child_transcript(sc: &StepCtx<'_>, child_id: RunId) -> Result<Emit
         },
         None => None,
     };
-    Ok(Emitter::new(recorder).with_max_value_bytes(ctx.inner.limits.max_output_bytes))
+    Ok(ctx.inner.emitter(recorder))
 }
 
 /// The step's end from the child run's: its outputs are the step's output
