@@ -283,3 +283,22 @@ pub fn urls(nodes: &[ServerNode]) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+/// Connects to a freshly started server or cluster once it serves JetStream. A cluster whose
+/// metadata leader was just elected may still answer JetStream requests with "temporarily
+/// unavailable" or no responders for a moment: attempts are retried (50 ms apart) until
+/// `deadline` has passed, then the last error is returned.
+pub async fn connect_when_serving(
+    url: &crate::StorageUrl,
+    options: crate::StreamOptions,
+    deadline: Duration,
+) -> Result<crate::NatsStore, crate::NatsError> {
+    let until = std::time::Instant::now() + deadline;
+    loop {
+        match crate::NatsStore::connect(url, options.clone()).await {
+            Ok(store) => return Ok(store),
+            Err(e) if std::time::Instant::now() >= until => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}

@@ -30,14 +30,9 @@ fn options() -> StreamOptions {
 async fn connect(nodes: &[ServerNode], options: StreamOptions) -> NatsStore {
     let url = StorageUrl::parse(&testing::urls(nodes)).unwrap();
     // A fresh cluster may still be electing: JetStream answers once it has a meta leader.
-    let mut last = None;
-    for _ in 0..20 {
-        match NatsStore::connect(&url, options.clone()).await {
-            Ok(store) => return store,
-            Err(e) => last = Some(e),
-        }
-    }
-    panic!("cluster never served JetStream: {last:?}")
+    testing::connect_when_serving(&url, options, Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("cluster never served JetStream: {e}"))
 }
 
 fn step(i: u64) -> EventDraft {

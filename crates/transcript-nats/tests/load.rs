@@ -5,9 +5,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use transcript_nats::testing;
-use transcript_nats::{MirrorOptions, NatsStore, StorageUrl, StreamOptions, mirror};
+use transcript_nats::{MirrorOptions, StorageUrl, StreamOptions, mirror};
 
 const RUNNERS: u32 = 8;
 const RUNS: usize = 50;
@@ -57,15 +58,13 @@ async fn eight_runners_of_fifty_runs_into_a_cluster_mirror_to_the_file_goldens()
         replicas: 3,
         ..StreamOptions::default()
     };
-    let mut store = None;
-    for _ in 0..20 {
-        if let Ok(s) = NatsStore::connect(&StorageUrl::parse(&url).unwrap(), options.clone()).await
-        {
-            store = Some(s);
-            break;
-        }
-    }
-    let store = store.expect("cluster serves JetStream");
+    let store = testing::connect_when_serving(
+        &StorageUrl::parse(&url).unwrap(),
+        options,
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("cluster serves JetStream");
 
     let tmp = tempfile::tempdir().unwrap();
     let files = tmp.path().join("files");
