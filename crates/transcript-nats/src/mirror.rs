@@ -288,6 +288,28 @@ async fn open_consumer(
     Ok(consumer)
 }
 
+/// [`open_consumer`], its JetStream errors retried (50 ms apart, doubling up to 1 s) until
+/// `ack_timeout × publish_attempts` has passed: on a cluster a consumer just created may not
+/// have its leader yet, and resetting it times out meanwhile.
+async fn open_consumer_patiently(
+    store: &NatsStore,
+    options: &MirrorOptions,
+) -> Result<PullConsumer, NatsError> {
+    let budget = store.options.ack_timeout * store.options.publish_attempts.max(1);
+    let deadline = tokio::time::Instant::now() + budget;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match open_consumer(store, options).await {
+            Ok(consumer) => return Ok(consumer),
+            Err(NatsError::JetStream { .. }) if tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The files of one mirror pass.
 struct Files<'a> {
     dir: &'a Path,
@@ -413,7 +435,7 @@ pub async fn mirror(store: &NatsStore, options: &MirrorOptions) -> Result<Mirror
         .create(&options.dir)
         .map_err(|e| io_error(&options.dir, "cannot create the mirror directory", &e))?;
     claim_consumer(store, options).await?;
-    let mut consumer = open_consumer(store, options).await?;
+    let mut consumer = open_consumer_patiently(store, options).await?;
     let mut files = Files {
         dir: &options.dir,
         open: HashMap::new(),
