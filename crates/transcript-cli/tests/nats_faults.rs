@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{bin, text};
+use common::{bin, finish, text};
 use transcript_nats::testing;
 
 /// A workflow whose second step blocks until the test writes a line to `fifo`.
@@ -49,24 +49,6 @@ fn start_run(
     c.spawn().unwrap()
 }
 
-/// Waits for the child at most `limit` (killing it past that, which fails the test).
-fn finish(child: Child, limit: Duration) -> std::process::Output {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("the run did not end within {limit:?}");
-        }
-    }
-}
-
 #[test]
 fn quorum_lost_mid_run_ends_with_exit_4_and_never_reports_success() {
     let Some(mut nodes) = testing::cluster(3).expect("nats-server cluster") else {
@@ -87,7 +69,7 @@ fn quorum_lost_mid_run_ends_with_exit_4_and_never_reports_success() {
     nodes[1].kill();
     gate.write_all(b"go\n").unwrap();
     drop(gate);
-    let o = finish(child, Duration::from_secs(60));
+    let o = finish(child, Duration::from_secs(60), "the run");
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(4), "{err}");
     assert!(!err.contains("succeeded"), "{err}");

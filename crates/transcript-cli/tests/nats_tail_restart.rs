@@ -8,29 +8,11 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{DEMO_RUN_ID, bin, text};
+use common::{DEMO_RUN_ID, bin, finish, text};
 use transcript_nats::testing;
-
-/// Waits for `child` at most `limit` (killing it past that, which fails the test).
-fn finish(child: Child, limit: Duration, what: &str) -> std::process::Output {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("{what} did not end within {limit:?}");
-        }
-    }
-}
 
 #[test]
 fn tail_f_follows_a_run_through_a_server_restart() {

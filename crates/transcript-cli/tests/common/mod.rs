@@ -211,3 +211,26 @@ pub fn mcp_fault_server() -> PathBuf {
     );
     path
 }
+
+/// Waits for `child` at most `limit`; past that it is SIGKILLed and the test fails naming
+/// `what` ("the run", "tail -f").
+pub fn finish(
+    child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{what} did not end within {limit:?}");
+        }
+    }
+}

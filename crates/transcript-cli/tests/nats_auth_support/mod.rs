@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::{DEMO_RUN_ID, bin, text};
@@ -142,24 +142,6 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Waits for the child at most `limit` (SIGKILLing it past that, which fails the test).
-fn finish(child: Child, limit: Duration) -> std::process::Output {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("the run did not end within {limit:?}");
-        }
-    }
-}
-
 /// With `env`, the store at `url` records a run and serves `list` and `mirror`; no secret in
 /// any process's argv, in any output or in any file left behind.
 pub fn accepted(url: &str, env: &[(&str, String)], secrets: &[Vec<u8>]) {
@@ -178,7 +160,7 @@ pub fn accepted(url: &str, env: &[(&str, String)], secrets: &[Vec<u8>]) {
         let _ = tx.send(std::fs::OpenOptions::new().write(true).open(&fifo_path));
     });
     let Ok(writer) = rx.recv_timeout(Duration::from_secs(60)) else {
-        let out = finish(child, Duration::from_secs(1));
+        let out = crate::common::finish(child, Duration::from_secs(1), "the run");
         panic!("the step never started: {}", text(&out.stderr));
     };
     let tree = process_tree(child.id());
@@ -192,7 +174,7 @@ pub fn accepted(url: &str, env: &[(&str, String)], secrets: &[Vec<u8>]) {
         }
     }
     writeln!(writer.unwrap(), "go").unwrap();
-    let out = finish(child, Duration::from_secs(60));
+    let out = crate::common::finish(child, Duration::from_secs(60), "the run");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         tmp.path().join("ws/ran.txt").is_file(),
@@ -253,7 +235,7 @@ pub fn refused(url: &str, env: &[(&str, String)], secrets: &[Vec<u8>]) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = finish(child, Duration::from_secs(60));
+    let out = crate::common::finish(child, Duration::from_secs(60), "the run");
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains(url), "the URL is named: {stderr}");
