@@ -30,6 +30,7 @@ pub(super) struct Inner {
     pub(super) limits: ProcessLimits,
     pub(super) max_line_bytes: usize,
     pub(super) mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
+    pub(super) replay_of: Option<String>,
 }
 
 impl Inner {
@@ -59,9 +60,17 @@ pub struct ServiceBuilder {
     limits: ProcessLimits,
     max_line_bytes: usize,
     mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
+    replay_of: Option<String>,
 }
 
 impl ServiceBuilder {
+    /// Marks every root run of the service as a replay of `run` (`run.started`'s `replay_of`,
+    /// wire decision 16); child runs do not carry it.
+    pub fn replay_of(mut self, run: transcript_domain::RunId) -> Self {
+        self.replay_of = Some(run.to_string());
+        self
+    }
+
     /// Runs parallel branches (and loop iterations, always sequential) one
     /// at a time in declaration order, for byte-stable tests and goldens.
     pub fn deterministic(mut self, on: bool) -> Self {
@@ -261,6 +270,7 @@ impl ServiceBuilder {
                 limits: self.limits,
                 max_line_bytes: self.max_line_bytes,
                 mcp_gateway: self.mcp_gateway,
+                replay_of: self.replay_of,
             }),
         })
     }
@@ -293,6 +303,7 @@ impl ExecutionService {
             limits: ProcessLimits::default(),
             max_line_bytes: transcript_domain::MAX_LINE_BYTES,
             mcp_gateway: None,
+            replay_of: None,
         }
     }
 
