@@ -105,7 +105,7 @@ fn curl_of_a_url_input_fetches_it() {
 #[test]
 fn a_for_each_over_a_literal_list_passes_its_items_as_argv() {
     let sb = Sandbox::new();
-    let wf = "name: each\nsteps:\n  - name: each\n    type: for_each\n    items: [alpha, \"two words\", \"-n\"]\n    steps:\n      - name: s\n        type: command\n        command: [\"printf\", \"[%s]\", \"{{loop.item}}\", \"{{loop.index}}\"]\n";
+    let wf = "name: each\nsteps:\n  - name: each\n    type: for_each\n    items: [alpha, \"two words\", \"a;b $(x)\"]\n    steps:\n      - name: s\n        type: command\n        command: [\"printf\", \"[%s]\", \"{{loop.item}}\", \"{{loop.index}}\"]\n";
     sb.write_workflow(wf, None);
     let out = sb.run(&[], &[]).unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -115,7 +115,7 @@ fn a_for_each_over_a_literal_list_passes_its_items_as_argv() {
         .filter(|e| e["type"] == "step.completed")
         .filter_map(|e| e["payload"]["result"]["stdout"].as_str().map(str::to_owned))
         .collect();
-    for want in ["[alpha][0]", "[two words][1]", "[-n][2]"] {
+    for want in ["[alpha][0]", "[two words][1]", "[a;b $(x)][2]"] {
         assert!(printed.iter().any(|p| p == want), "{want}: {printed:?}");
     }
 }

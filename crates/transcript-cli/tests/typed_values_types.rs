@@ -237,22 +237,22 @@ const BAD: &[Bad] = &[
     Bad {
         decl: "    type: number\n",
         value: "inf",
-        argv: r#"["sleep", "{{inputs.v}}"]"#,
+        argv: r#"["echo", "{{inputs.v}}"]"#,
     },
     Bad {
         decl: "    type: number\n",
         value: "NaN",
-        argv: r#"["sleep", "{{inputs.v}}"]"#,
+        argv: r#"["echo", "{{inputs.v}}"]"#,
     },
     Bad {
         decl: "    type: number\n",
         value: "1e999",
-        argv: r#"["sleep", "{{inputs.v}}"]"#,
+        argv: r#"["echo", "{{inputs.v}}"]"#,
     },
     Bad {
         decl: "    type: number\n",
         value: "0x1",
-        argv: r#"["sleep", "{{inputs.v}}"]"#,
+        argv: r#"["echo", "{{inputs.v}}"]"#,
     },
     Bad {
         decl: "    type: boolean\n",
