@@ -874,9 +874,7 @@ fn attack(pick: impl Fn(&Case) -> bool) -> (usize, Vec<String>) {
             if source == Source::AgentTyped && case.env.is_some() {
                 continue; // an agent step's env: has its own rule (typed_values_agent_env)
             }
-            let variants: Vec<(Ty, &str)> = if source.is_free() {
-                vec![(Ty::Path, case.free)]
-            } else if case.typed.is_empty() {
+            let variants: Vec<(Ty, &str)> = if source.is_free() || case.typed.is_empty() {
                 vec![(Ty::Path, case.free)]
             } else {
                 case.typed.to_vec()
