@@ -350,6 +350,7 @@ pub mod confined;
 pub mod custom;
 mod display;
 pub mod emit;
+pub mod file_channel;
 mod gemini_session;
 pub mod http_agent;
 pub mod mcp;
@@ -389,11 +390,11 @@ pub use provider::AgentProvider;
 
 /// What a secret input's value is recorded as, everywhere (#48, wire decision 16).
 pub const SECRET_MASK: &str = "***";
-pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
+pub use service::{ExecError, ExecNode, ExecutionService, InputSource, RunOutcome, ServiceBuilder};
 pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};
 pub use withheld_env::WithheldEnv;
 pub use workflow::{
-    AgentSpec, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step, StepKind, Workflow,
-    WorkflowError, WorkflowSet,
+    AgentSpec, CommandLine, InputDef, InputType, Items, ParallelMode, PluginSpec, Step, StepKind,
+    Workflow, WorkflowError, WorkflowSet,
 };

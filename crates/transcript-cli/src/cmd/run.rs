@@ -81,6 +81,17 @@ fn check_inputs(
         Err(transcript_exec::ExecError::MissingInput { input, .. }) => Err(CliError::Invalid(
             format!("workflow '{}' needs --input {input}=VALUE", root.name),
         )),
+        // A value without its declared shape (#48): a usage error, before anything runs.
+        Err(transcript_exec::ExecError::BadInput {
+            input, from, rule, ..
+        }) => Err(CliError::Usage(format!(
+            "workflow '{}': input 'inputs.{input}' from {} is refused: {rule}",
+            root.name,
+            match from {
+                transcript_exec::InputSource::Given => format!("--input {input}=…"),
+                transcript_exec::InputSource::Default => "its default".to_owned(),
+            }
+        ))),
         Err(e) => Err(CliError::Invalid(e.to_string())),
     }
 }

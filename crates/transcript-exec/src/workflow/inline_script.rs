@@ -467,9 +467,39 @@ pub fn code_readers(argv: &[String]) -> Vec<(usize, usize)> {
     out
 }
 
+/// Names of make (GNU make, BSD make and their relatives).
+const MAKES: &[&str] = &["make", "gmake", "bmake", "pmake", "remake", "colormake"];
+
+/// Whether a list-form command runs make: an element names it, as element 0 or behind any
+/// wrapper (every element is tried as a program, as [`code_readers`] does). make evaluates
+/// every environment variable as make code (`$(shell …)` in any value runs when a recipe
+/// expands it), so free text in `env:` never reaches it (#48). A second line: a list.
+pub fn runs_make(argv: &[String]) -> bool {
+    argv.iter().any(|e| MAKES.contains(&normalise(e)))
+}
+
+/// Whether shell source mentions make as a word (`make test`, `cd x && gmake`): the shell
+/// form's second line for [`runs_make`]. Words are split at whitespace and shell
+/// punctuation; no shell grammar is parsed, so a mention anywhere counts.
+pub fn mentions_make(source: &str) -> bool {
+    source
+        .split(|c: char| c.is_whitespace() || ";&|()<>`$'\"{}=".contains(c))
+        .any(|w| MAKES.contains(&normalise(w)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn make_is_found_behind_wrappers_and_in_shell_source() {
+        assert!(runs_make(&args(&["make", "-C", "x"])));
+        assert!(runs_make(&args(&["env", "A=1", "nice", "/usr/bin/gmake"])));
+        assert!(!runs_make(&args(&["cmake", "--build", "."])));
+        assert!(mentions_make("cd x && make test"));
+        assert!(mentions_make("timeout 5 gmake -j2"));
+        assert!(!mentions_make("cmake --build . && makeinfo x"));
+    }
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()

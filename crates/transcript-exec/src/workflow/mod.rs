@@ -12,8 +12,12 @@
 //! ```yaml
 //! name: build                      # run.* payload name
 //! inputs:                          # {{inputs.NAME}}; no default = required
-//!   - name: target
+//!   - name: target                 # type: string | integer | number | boolean | enum |
+//!     type: enum                   # path | url (none, or a string without `pattern`, is
+//!     values: [release, dev]       # free text: never an argv element, see below)
 //!     default: release
+//!   - name: token
+//!     secret: true                 # masked ("***") in every record, export and message
 //! outputs:                         # rendered into run.completed.result
 //!   binary: "{{steps.compile.output}}"
 //! steps:                           # every step: name, type, timeout_ms?, continue_on_error?
@@ -22,8 +26,9 @@
 //!     command: 'cargo build --profile "$TARGET"'  # no {{value}}; values come through env:
 //!     env: { TARGET: "{{inputs.target}}" }        # (a {{x}} in the string is refused at load)
 //!   - name: show
-//!     type: command                # a list runs without a shell, one argument per element
-//!     command: ["printf", "%s\n", "{{steps.compile.output}}"]
+//!     type: command                # a list runs without a shell, one argument per element;
+//!     command: ["tee", "--", "{{ inputs.target | path }}"]  # only typed values stand there
+//!     stdin: "{{steps.compile.output}}"  # free text goes to stdin:, env: or `| file`
 //!   - name: read
 //!     type: operation              # tool + input (string leaves templated)
 //!     tool: read_file
@@ -35,6 +40,7 @@
 //!     type: for_each               # items: a list, or a template giving a JSON array or lines
 //!     items: [a, b]
 //!     steps: [ { name: show, type: command, command: ["echo", "{{loop.index}}", "{{loop.item}}"] } ]
+//!                                  # (items of a literal list are the author's: typed)
 //!   - name: poll
 //!     type: while                  # condition: "A == B", "A != B" or a truth value; the
 //!                                  # operator is read from this text, values are data
@@ -50,7 +56,8 @@
 //!     provider: claude             # model?, max_turns?, tools? (the router tools the agent may call),
 //!     prompt: "Review {{steps.read.output}}; keep {% raw %}{{ .Values }}{% endraw %} as is"
 //!     tools: [read_file]           # env? (extra process environment, values templated);
-//!     env: { ANTHROPIC_BASE_URL: "http://127.0.0.1:8080" }  # no command: the provider's
+//!     env: { ANTHROPIC_BASE_URL: "http://127.0.0.1:8080", ANTHROPIC_API_KEY: "{{inputs.token}}" }
+//!                                  # (literals and secret inputs only); no command: the provider's
 //!                                  # preset runs the real CLI (crate::preset)
 //!   - name: stamp
 //!     type: my_custom_type         # any registered custom type; parameters under `with`
@@ -326,6 +333,7 @@ steps:
                     "{{inputs.q}}".into()
                 ]),
                 env: BTreeMap::new(),
+                stdin: None,
             }
         );
         for bad in ["[]", "[1]", "{a: b}"] {
@@ -391,7 +399,7 @@ steps:
     fn agent_env_is_parsed_templated_and_checked_and_presets_refuse_what_their_cli_lacks() {
         let text = r#"
 name: p
-inputs: [ { name: url } ]
+inputs: [ { name: key, secret: true } ]
 steps:
   - name: ask
     type: agent
@@ -399,15 +407,28 @@ steps:
     prompt: hi
     max_turns: 2
     tools: [read_file, Grep]
-    env: { ANTHROPIC_BASE_URL: "{{inputs.url}}" }
+    env: { ANTHROPIC_API_KEY: "{{inputs.key}}", ANTHROPIC_BASE_URL: "http://127.0.0.1:9" }
 "#;
         let wf = Workflow::from_yaml(text, "t.yaml").unwrap();
         let StepKind::Agent(a) = &wf.steps[0].kind else {
             panic!("an agent step")
         };
-        assert_eq!(a.env["ANTHROPIC_BASE_URL"].source(), "{{inputs.url}}");
+        assert_eq!(a.env["ANTHROPIC_API_KEY"].source(), "{{inputs.key}}");
         WorkflowSet::new("t.yaml", wf).validate(&|_| false).unwrap();
-        let bad_ref = text.replace("inputs.url", "inputs.nope");
+        // An agent's endpoint and credentials are the author's (#48): data never sets them.
+        let data_endpoint = text.replace("\"http://127.0.0.1:9\"", "\"{{inputs.key}}\"");
+        assert!(
+            yaml_err(&data_endpoint).contains("ANTHROPIC_BASE_URL"),
+            "{}",
+            yaml_err(&data_endpoint)
+        );
+        let not_secret = text.replace("secret: true", "type: string");
+        let e = yaml_err(&not_secret);
+        assert!(
+            e.contains("ANTHROPIC_API_KEY") && e.contains("prompt"),
+            "{e}"
+        );
+        let bad_ref = text.replace("inputs.key", "inputs.nope");
         assert!(yaml_err(&bad_ref).contains("env"), "{}", yaml_err(&bad_ref));
         let codex = text.replace("provider: claude", "provider: codex");
         let e = yaml_err(&codex);
@@ -465,9 +486,9 @@ mod declared_plugins_tests {
         let t = crate::template::Template::parse("{{workflow.dir}}/agents").unwrap();
         let scope = crate::template::Scope::new(serde_json::Map::new())
             .with_workflow_dir(Some(Path::new("/srv/flows")));
-        assert_eq!(t.render(&scope), "/srv/flows/agents");
+        assert_eq!(t.render(&scope).unwrap(), "/srv/flows/agents");
         let rust_built = crate::template::Scope::new(serde_json::Map::new());
-        assert_eq!(t.render(&rust_built), "/agents");
+        assert_eq!(t.render(&rust_built).unwrap(), "/agents");
     }
 }
 
@@ -567,6 +588,7 @@ mod typed_yaml_tests {
             StepKind::Command {
                 command: CommandLine::Argv(vec!["echo".into(), "1".into()]),
                 env: BTreeMap::new(),
+                stdin: None,
             }
         );
         assert_eq!(wf.steps[1].name, "1");
