@@ -105,7 +105,8 @@ fn a_secret_input_reaches_no_record_export_or_stderr_with_or_without_redact() {
         assert!(!events.is_empty(), "{label}: the run is recorded");
         let started = events.iter().find(|e| e["type"] == "run.started").unwrap();
         let started = started.to_string();
-        if !started.contains("\"***\"") {
+        // `--redact` may mask the mask itself; never the value.
+        if !started.contains("\"***\"") && !(redact && started.contains("\"token\":\"…(")) {
             failures.push(format!(
                 "{label}: run.started does not record the input as \"***\": {started}"
             ));

@@ -139,12 +139,16 @@ impl Sandbox {
         events
     }
 
-    /// The recorded stdout of step `name` (its first completion).
+    /// The recorded output of step `name` (its first completion): a command's stdout, an
+    /// agent's answer.
     pub fn stdout_of(&self, name: &str) -> Option<String> {
         self.events()
             .iter()
             .filter(|e| e["type"] == "step.completed" && e["payload"]["name"] == name)
-            .find_map(|e| e["payload"]["result"]["stdout"].as_str().map(str::to_owned))
+            .find_map(|e| {
+                let result = &e["payload"]["result"];
+                result["stdout"].as_str().or(result.as_str()).map(str::to_owned)
+            })
     }
 
     /// The run id `transcript run` printed.
