@@ -31,6 +31,7 @@
 
 use std::collections::HashSet;
 
+use crate::shape::Shape;
 use crate::template::{Reference, Segment, StepField, Template};
 
 /// Whether `reference` is data (anything but the workflow file's own directory).
@@ -45,6 +46,9 @@ pub(crate) struct Typing<'a> {
     pub(crate) typed_inputs: Option<&'a HashSet<&'a str>>,
     /// Whether `loop.item` here is an item of a literal list written in the workflow.
     pub(crate) literal_item: bool,
+    /// The inputs whose values are closed: `enum` (the author's values), `integer`,
+    /// `number`, `boolean` (`None`: none, in tests).
+    pub(crate) closed_inputs: Option<&'a HashSet<&'a str>>,
 }
 
 impl Typing<'_> {
@@ -53,7 +57,31 @@ impl Typing<'_> {
     pub(crate) const ALL: Typing<'static> = Typing {
         typed_inputs: None,
         literal_item: true,
+        closed_inputs: None,
     };
+
+    /// Whether the value of `segment` (a reference) is closed: it can only be one of the
+    /// author's values, a number or a boolean, so it is never code in any position.
+    fn closed(&self, segment: &Segment) -> bool {
+        let Segment::Ref {
+            reference, shape, ..
+        } = segment
+        else {
+            return true;
+        };
+        matches!(
+            shape,
+            Some(Shape::Enum(_) | Shape::Integer | Shape::Number | Shape::Boolean)
+        ) || match reference {
+            Reference::LoopIndex => true,
+            Reference::Step { field, .. } => *field == StepField::ExitCode,
+            Reference::Input(name) => self
+                .closed_inputs
+                .is_some_and(|closed| closed.contains(name.as_str())),
+            Reference::LoopItem(_) => self.literal_item,
+            Reference::WorkflowDir => false,
+        }
+    }
 
     /// Whether the value of `segment` (a reference) has a shape.
     pub(crate) fn typed(&self, segment: &Segment) -> bool {
@@ -152,7 +180,7 @@ pub(crate) fn check_argv<'t>(
         if !whole_or_long_option(t) {
             // In the code position of a program we know, say which program runs it.
             if let Some((_, reader)) = code.iter().find(|(k, _)| *k == i) {
-                return code_error(sources, i, *reader, t);
+                return code_error(sources, i, *reader, t, typing);
             }
             let r = unvouched(t)
                 .next()
@@ -173,7 +201,7 @@ pub(crate) fn check_argv<'t>(
     // The second line: a whole value in the code position of a program we know.
     for (i, reader) in code {
         if let Some(t) = template(i) {
-            code_error(sources, i, reader, t)?;
+            code_error(sources, i, reader, t, typing)?;
         }
     }
     Ok(())
@@ -221,8 +249,23 @@ pub(crate) fn check_literal_argv(argv: &[String]) -> Result<(), String> {
 
 /// The error of element `i` of `argv`, a code argument of the program at `reader`
 /// ([`super::inline_script`]), when it holds a value not vouched for with `| raw`.
-fn code_error(argv: &[String], i: usize, reader: usize, t: &Template) -> Result<(), String> {
-    let Some(r) = unvouched(t).next() else {
+fn code_error(
+    argv: &[String],
+    i: usize,
+    reader: usize,
+    t: &Template,
+    typing: &Typing<'_>,
+) -> Result<(), String> {
+    // A closed value (one of the author's enum values, a number, a boolean, an item of a
+    // literal list) is not code, whatever reads it.
+    let Some(r) = t.segments.iter().find_map(|s| match s {
+        Segment::Ref {
+            reference,
+            raw: false,
+            ..
+        } if is_data(reference) && !typing.closed(s) => Some(reference),
+        _ => None,
+    }) else {
         return Ok(());
     };
     Err(format!(
@@ -282,6 +325,66 @@ mod tests {
     }
 
     #[test]
+    fn a_typed_value_in_a_code_position_is_refused_unless_closed() {
+        let none = HashSet::new();
+        let untyped = Typing {
+            typed_inputs: Some(&none),
+            literal_item: false,
+            closed_inputs: None,
+        };
+        let one = |argv: &[&str]| {
+            let sources: Vec<String> = argv.iter().map(|s| (*s).to_owned()).collect();
+            let compiled: Vec<Template> =
+                argv.iter().map(|s| Template::parse(s).unwrap()).collect();
+            check_argv(&sources, |i| compiled.get(i), &untyped)
+        };
+        one(&["make", "{{ steps.s.output | enum(build, test) }}"]).unwrap();
+        one(&["split", "--filter={{ steps.s.output | int }}", "f"]).unwrap();
+        one(&[
+            "sh",
+            "-c",
+            "echo \"$1\"",
+            "sh",
+            "{{ steps.s.output | path }}",
+        ])
+        .unwrap();
+        one(&["python3", "tool.py", "{{ steps.s.output | file }}"]).unwrap();
+        for code in [
+            &["make", "-f", "m", "{{ steps.s.output | path }}"][..],
+            &["split", "--filter={{ steps.s.output | path }}", "f"],
+            &[
+                "tar",
+                "-xf",
+                "a.tar",
+                "--to-command",
+                "{{ steps.s.output | match('.+') }}",
+            ],
+            &[
+                "git",
+                "ls-remote",
+                "--upload-pack={{ steps.s.output | path }}",
+                ".",
+            ],
+            &[
+                "bash",
+                "-eo",
+                "pipefail",
+                "-c",
+                "{{ steps.s.output | path }}",
+            ],
+            &["timeout", "-vk", "1", "5", "{{ steps.s.output | path }}"],
+            &["flock", "LOCK", "{{ steps.s.output | path }}"],
+            &["python3", "-m", "{{ steps.s.output | path }}"],
+            &["perl", "-ne", "print", "{{ steps.s.output | file }}"],
+            &["bash", "{{ steps.s.output | file }}"],
+            &["nice", "python3", "{{ steps.s.output | path }}"],
+        ] {
+            let e = one(code).unwrap_err();
+            assert!(e.contains("is code that"), "{code:?}: {e}");
+        }
+    }
+
+    #[test]
     fn free_text_never_stands_in_argv() {
         let sources: Vec<String> = ["git", "log", "-1", "{{inputs.r}}"]
             .iter()
@@ -295,6 +398,7 @@ mod tests {
         let untyped = Typing {
             typed_inputs: Some(&none),
             literal_item: false,
+            closed_inputs: None,
         };
         let e = check_argv(&sources, |i| compiled.get(i), &untyped).unwrap_err();
         assert!(

@@ -173,29 +173,14 @@ fn validate_workflow(
             .map_err(|r| WorkflowError::new(key, None, format!("plugins: {r}")))?;
     }
     let inputs: HashSet<&str> = wf.inputs.iter().map(|i| i.name.as_str()).collect();
-    let mut typed_inputs = HashSet::new();
-    for i in &wf.inputs {
-        let shape = i
-            .shape()
-            .map_err(|e| WorkflowError::new(key, None, e.to_string()))?;
-        if let Some(default) = &i.default {
-            shape.check(default).map_err(|e| {
-                WorkflowError::new(
-                    key,
-                    None,
-                    format!("input '{}': the default is not a {shape}: {e}", i.name),
-                )
-            })?;
-        }
-        if shape.is_typed() {
-            typed_inputs.insert(i.name.as_str());
-        }
-    }
+    let (typed_inputs, closed_inputs) =
+        super::input::shapes(&wf.inputs).map_err(|e| WorkflowError::new(key, None, e))?;
     let mut visible = Visible::default();
     SeqCheck {
         file: key,
         inputs: &inputs,
         typed_inputs: &typed_inputs,
+        closed_inputs: &closed_inputs,
         secret_inputs: &wf
             .inputs
             .iter()
@@ -226,6 +211,8 @@ struct SeqCheck<'a> {
     typed_inputs: &'a HashSet<&'a str>,
     /// The inputs declared `secret: true`.
     secret_inputs: &'a HashSet<&'a str>,
+    /// The inputs whose values are closed (enum, integer, number, boolean).
+    closed_inputs: &'a HashSet<&'a str>,
     all: &'a HashMap<String, Arc<Workflow>>,
 }
 
@@ -271,6 +258,7 @@ impl StepCheck<'_> {
         argv_rule::Typing {
             typed_inputs: Some(self.seq.typed_inputs),
             literal_item: visible.literal_item,
+            closed_inputs: Some(self.seq.closed_inputs),
         }
     }
 
