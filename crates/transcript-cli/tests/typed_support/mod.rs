@@ -147,7 +147,10 @@ impl Sandbox {
             .filter(|e| e["type"] == "step.completed" && e["payload"]["name"] == name)
             .find_map(|e| {
                 let result = &e["payload"]["result"];
-                result["stdout"].as_str().or(result.as_str()).map(str::to_owned)
+                result["stdout"]
+                    .as_str()
+                    .or(result.as_str())
+                    .map(str::to_owned)
             })
     }
 
