@@ -63,11 +63,18 @@
 
 mod align;
 mod diff;
+mod expect;
+mod html;
 mod model;
 mod record;
 pub mod text;
 
 pub use diff::{DiffOptions, diff};
+pub use expect::{
+    ArgMatcher, ExpectError, Expectation, Expectations, Outcome, Rule, TextMatcher, check,
+    junit_xml,
+};
+pub use html::render_html;
 pub use model::{
     Change, DIFF_SCHEMA_VERSION, DiffDocument, DiffLine, DiffOptionsRecord, DiffSummary, Hunk,
     LineOp, RunDiff, Side, StepDiff, diff_schema,
