@@ -160,6 +160,17 @@ async fn route_on(
             receipts::run_grouped(store, (*by, *json), pricing.as_deref(), out).await?;
             Ok(Route::Done)
         }
+        Command::Diff { a, b, .. } => {
+            let copy = LocalCopy::create()?;
+            *a = copy_named(store, a, copy.path()).await?;
+            *b = copy_named(store, b, copy.path()).await?;
+            Ok(Route::Local(copy))
+        }
+        Command::Check { run: arg, .. } => {
+            let copy = LocalCopy::create()?;
+            *arg = copy_named(store, arg, copy.path()).await?;
+            Ok(Route::Local(copy))
+        }
         Command::Export { run: arg, .. }
         | Command::Tree { run: arg, .. }
         | Command::Show { run: arg }

@@ -270,13 +270,17 @@ fn step_rule(steps: &[&StepRecord], rule: &Rule) -> Result<String, String> {
     }
 }
 
+/// Matched against the output as a workflow's `{{steps.<name>.output}}` renders it: without
+/// one final line break.
 fn text_holds(output: &str, m: &TextMatcher) -> bool {
+    let output = output
+        .strip_suffix('\n')
+        .map(|o| o.strip_suffix('\r').unwrap_or(o))
+        .unwrap_or(output);
     match m {
         TextMatcher::Contains(t) => output.contains(t.as_str()),
         TextMatcher::Matches(r) => r.is_match(output),
-        TextMatcher::Equals(t) => {
-            output == t || output.strip_suffix('\n').is_some_and(|o| o == t.as_str())
-        }
+        TextMatcher::Equals(t) => output == t,
     }
 }
 

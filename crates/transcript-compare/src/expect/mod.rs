@@ -102,14 +102,15 @@ pub enum ArgMatcher {
     Matches(regex::Regex),
 }
 
-/// How a step's output must look.
+/// How a step's output must look. The output is matched as a workflow's
+/// `{{steps.<name>.output}}` renders it: without one final line break.
 #[derive(Debug, Clone)]
 pub enum TextMatcher {
     /// Contains this text.
     Contains(String),
     /// The regex finds a match in it.
     Matches(regex::Regex),
-    /// Equals this text (a trailing newline of the output is ignored).
+    /// Equals this text.
     Equals(String),
 }
 
