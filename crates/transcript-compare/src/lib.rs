@@ -68,6 +68,7 @@ mod html;
 mod model;
 mod record;
 pub mod text;
+mod text_view;
 
 pub use diff::{DiffOptions, diff};
 pub use expect::{
@@ -82,3 +83,4 @@ pub use model::{
 pub use record::{
     BlockRecord, CallView, RunRecord, Spend, StepRecord, ToolCallRecord, TurnRecord, output_of,
 };
+pub use text_view::{Painter, SHOWN_CHARS, render_diff_text, render_outcomes_text};
