@@ -3,7 +3,8 @@
 use serde_json::Value;
 
 use super::{ArgMatcher, Expectation, Expectations, Outcome, Rule, TextMatcher};
-use crate::record::{CallView, RunRecord, Spend, StepRecord};
+use crate::calls::CallView;
+use crate::record::{RunRecord, Spend, StepRecord};
 
 /// How much of a recorded value a detail quotes.
 const QUOTE_CHARS: usize = 200;
