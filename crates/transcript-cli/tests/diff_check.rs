@@ -622,3 +622,47 @@ fn both_commands_on_two_imported_real_session_logs() {
         text(&out.stdout)
     );
 }
+
+#[test]
+fn both_commands_work_on_nats_storage_as_on_files() {
+    let Some(server) = transcript_nats::testing::single().expect("nats-server") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let nats = format!("{}/COMPARE", server.url());
+    let ids: Vec<String> = [("wa", "greeting.txt"), ("wb", "notes.txt")]
+        .iter()
+        .map(|(name, read)| {
+            let dir = workflow_dir(tmp.path(), name, read);
+            let out = bin()
+                .arg("run")
+                .arg(dir.join("workflow.yaml"))
+                .args(["--storage", &nats, "--workspace"])
+                .arg(&dir)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            common::printed_run_id(&text(&out.stdout))
+        })
+        .collect();
+    // By full id and by prefix, child runs copied along: only the agent's Read differs.
+    let out = transcript(&["diff", &ids[0], &ids[1][..8], "--json", "--storage", &nats]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(differing(&doc), ["review"]);
+    assert_eq!(doc["summary"]["compared"], 11);
+    let out = transcript(&["diff", &ids[0], &ids[0], "--storage", &nats]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let expect = tmp.path().join("expect.yaml");
+    std::fs::write(
+        &expect,
+        "steps:\n  review:\n    tool_args: {Read: {path: {equals: notes.txt}}}\n  sub/inner:\n    status: succeeded\n",
+    )
+    .unwrap();
+    let expect = expect.to_str().unwrap();
+    let out = transcript(&["check", &ids[1], "--expect", expect, "--storage", &nats]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let out = transcript(&["check", &ids[0], "--expect", expect, "--storage", &nats]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("FAIL review: tool_args: Read"));
+}
