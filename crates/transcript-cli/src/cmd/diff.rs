@@ -87,8 +87,6 @@ pub fn run(
     }
     let text = if args.json {
         super::to_json(&doc)? + "\n"
-    } else if args.html.is_some() {
-        String::new()
     } else {
         transcript_compare::render_diff_text(&doc, (&args.a, &args.b), style)
     };
