@@ -82,6 +82,7 @@ mod md_escape;
 mod model;
 mod receipts;
 mod render_util;
+pub mod requests;
 mod truncate;
 
 pub use billed::{BilledTurn, assistant_turns, billed_turns, each_step};

@@ -433,8 +433,9 @@ mod tests {
                 turns.push(m);
             }
         }
-        let out = gemini_turns_from_session(&turns, "s-1", file("s-1", "t1", "Done.", 70).as_bytes())
-            .unwrap();
+        let out =
+            gemini_turns_from_session(&turns, "s-1", file("s-1", "t1", "Done.", 70).as_bytes())
+                .unwrap();
         let got: Vec<_> = out
             .iter()
             .map(|m| {

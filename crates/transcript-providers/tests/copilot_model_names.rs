@@ -81,7 +81,10 @@ fn every_model_name_of_the_real_copilot_captures_is_priced() {
             assert_eq!(cost.priced_as, h, "{name}");
         }
     }
-    assert!(dotted >= 2, "claude-opus-4.6 and claude-haiku-4.5: {names:?}");
+    assert!(
+        dotted >= 2,
+        "claude-opus-4.6 and claude-haiku-4.5: {names:?}"
+    );
     assert!(!turn_models.is_empty());
     for model in &turn_models {
         assert!(
@@ -97,6 +100,9 @@ fn every_model_name_of_the_real_copilot_captures_is_priced() {
     );
     assert_eq!(table.lookup("gpt-4.1").unwrap().0, "gpt-4.1");
     assert_eq!(hyphenate_versions("gpt-5-mini"), None);
-    assert_eq!(hyphenate_versions("a.b-4.6.1"), Some("a.b-4-6-1".to_owned()));
+    assert_eq!(
+        hyphenate_versions("a.b-4.6.1"),
+        Some("a.b-4-6-1".to_owned())
+    );
     assert!(table.cost("claude-nonesuch-9.9", &usage()).is_none());
 }
