@@ -12,12 +12,17 @@
 //! - the **key** is the turn's `request_id` (wire decision 17). A Claude
 //!   `<message.id>/<requestId>` is global (the same request in any run is one); any other
 //!   id (a message id alone, an OpenAI response id, a Gemini message id) is keyed within its
-//!   session ([`Requests::add`]'s `session`). A turn without a `request_id` is its own bill.
+//!   session ([`Requests::add`]'s `session`), except a message id that is the message part
+//!   of exactly one global key: a live Claude run (stream-json has no `requestId`) and the
+//!   import of its session log are one request. A turn without a `request_id` is its own
+//!   bill.
 //! - one **copy** of a request is what one run billed for it (the sum of its turns with that
 //!   key there, the ledger's split included). Of several copies, a main-chain copy wins over
 //!   a side-chain one (a sub-agent's log), then the larger usage (a streaming copy cut before
-//!   its last `output_tokens`), then the first read. The other copies' turns are set aside
-//!   and counted ([`Deduplicated::duplicates`]).
+//!   its last `output_tokens`), then the first read, compared over all the requests the
+//!   same runs hold (one run bills a shared history whole: a live run's per-request usage
+//!   is exact only in sum). The other copies' turns are set aside and counted
+//!   ([`Deduplicated::duplicates`]).
 //! - a kept request counts as **one request** however many turns carry it
 //!   ([`Kept::first`]).
 
@@ -48,6 +53,8 @@ struct Copy {
     run: String,
     sidechain: bool,
     usage: Usage,
+    /// When it was first read (its first turn's place among all turns).
+    read: usize,
 }
 
 /// Billed turns being read, each with the request it belongs to.
@@ -118,6 +125,7 @@ impl<T> Requests<T> {
                     run: run.to_owned(),
                     sidechain,
                     usage: Usage::default(),
+                    read: self.turns.len(),
                 });
                 copies.len() - 1
             }
@@ -127,8 +135,9 @@ impl<T> Requests<T> {
     }
 
     /// The turns to bill: every turn without a request id, and each request's winning copy.
-    pub fn finish(self) -> Deduplicated<T> {
-        let winners: Vec<usize> = self.copies.iter().map(|c| winner(c)).collect();
+    pub fn finish(mut self) -> Deduplicated<T> {
+        self.join_message_ids();
+        let winners = self.winners();
         let mut counted = vec![false; self.copies.len()];
         let mut out = Deduplicated {
             kept: Vec::with_capacity(self.turns.len()),
@@ -151,22 +160,95 @@ impl<T> Requests<T> {
     }
 }
 
-/// The copy that bills a request: main chain over side chain, then the larger usage, then
-/// the first read.
-fn winner(copies: &[Copy]) -> usize {
-    let mut best = 0;
-    for (i, c) in copies.iter().enumerate().skip(1) {
-        let b = &copies[best];
-        let better = match (c.sidechain, b.sidechain) {
-            (false, true) => true,
-            (true, false) => false,
-            _ => size(&c.usage) > size(&b.usage),
-        };
-        if better {
-            best = i;
+impl<T> Requests<T> {
+    /// A live Claude run's turn names its request by the message id alone (stream-json has
+    /// no `requestId`), the session log of the same run by `<message.id>/<requestId>`: a
+    /// session's message id that is the message part of exactly one global key is that
+    /// request, so a live run and the import of its session log bill it once.
+    fn join_message_ids(&mut self) {
+        let mut by_message: HashMap<&str, Option<usize>> = HashMap::new();
+        for (key, &k) in &self.keys {
+            if let Key::Global(id) = key
+                && let Some((message, _)) = id.split_once('/')
+            {
+                by_message
+                    .entry(message)
+                    .and_modify(|e| *e = None)
+                    .or_insert(Some(k));
+            }
+        }
+        let mut moved: HashMap<usize, (usize, usize)> = HashMap::new();
+        for (key, &k) in &self.keys {
+            if let Key::Session(_, id) = key
+                && let Some(&Some(global)) = by_message.get(id.as_str())
+            {
+                let offset = self.copies[global].len();
+                let copies = std::mem::take(&mut self.copies[k]);
+                self.copies[global].extend(copies);
+                moved.insert(k, (global, offset));
+            }
+        }
+        if moved.is_empty() {
+            return;
+        }
+        for (_, key) in &mut self.turns {
+            if let Some((k, c)) = key
+                && let Some(&(global, offset)) = moved.get(k)
+            {
+                *key = Some((global, offset + *c));
+            }
         }
     }
-    best
+}
+
+impl<T> Requests<T> {
+    /// Each request's winning copy (its index in the request's copies). Copies are compared
+    /// by the runs that hold them: the requests held by the same set of runs are one group
+    /// (a session and its resumed copy share its history), and one run bills the whole
+    /// group: main chain over side chain, then the larger usage summed over the group, then
+    /// the first read. Per group and not per request, because a live run's per-request
+    /// usage is exact only in sum (Claude Code's stream-json reports each message's usage
+    /// before its last token; the run's `result` settles the difference on its last turn).
+    fn winners(&self) -> Vec<usize> {
+        let mut groups: HashMap<Vec<&str>, Vec<usize>> = HashMap::new();
+        for (k, copies) in self.copies.iter().enumerate() {
+            if copies.len() > 1 {
+                let mut runs: Vec<&str> = copies.iter().map(|c| c.run.as_str()).collect();
+                runs.sort_unstable();
+                runs.dedup();
+                groups.entry(runs).or_default().push(k);
+            }
+        }
+        let mut winners = vec![0; self.copies.len()];
+        for (runs, keys) in groups {
+            // Per run: side chain, usage summed over the group, first read.
+            let mut sums: Vec<(bool, Usage, usize)> =
+                vec![(true, Usage::default(), usize::MAX); runs.len()];
+            for &k in &keys {
+                for c in &self.copies[k] {
+                    if let Ok(r) = runs.binary_search(&c.run.as_str()) {
+                        let s = &mut sums[r];
+                        s.0 &= c.sidechain;
+                        s.1.accumulate(&c.usage);
+                        s.2 = s.2.min(c.read);
+                    }
+                }
+            }
+            let best = (0..runs.len())
+                .max_by_key(|&r| {
+                    let (side, usage, read) = &sums[r];
+                    (!side, size(usage), std::cmp::Reverse(*read))
+                })
+                .unwrap_or(0);
+            for k in keys {
+                winners[k] = self.copies[k]
+                    .iter()
+                    .position(|c| c.run == runs[best])
+                    .unwrap_or(0);
+            }
+        }
+        winners
+    }
 }
 
 /// A usage's size: its token counts summed, output first on a tie.
@@ -242,6 +324,51 @@ mod tests {
         r.add("t2", Some("n/q"), ("two", "s", false), &usage(2, 2));
         let d = r.finish();
         assert_eq!(kept(&d), [("main1", true), ("main2", false), ("t1", true)]);
+        assert_eq!(d.duplicates, 2);
+    }
+
+    /// A live run's message id alone joins the session log's `<message.id>/<requestId>`.
+    #[test]
+    fn a_live_message_id_joins_its_logged_request() {
+        let mut r = Requests::new();
+        r.add(
+            "live",
+            Some("m1"),
+            ("live-run", "live-run", false),
+            &usage(5, 5),
+        );
+        r.add(
+            "logged",
+            Some("m1/r1"),
+            ("import", "s", false),
+            &usage(5, 5),
+        );
+        r.add(
+            "other",
+            Some("m2"),
+            ("live-run", "live-run", false),
+            &usage(1, 1),
+        );
+        let d = r.finish();
+        assert_eq!(kept(&d), [("live", true), ("other", true)]);
+        assert_eq!(d.duplicates, 1);
+    }
+
+    /// A live run's stream reports each message before its last tokens and settles the
+    /// difference on its last turn: compared per request, the log's first request and the
+    /// live run's last would both win (62 + 44 output tokens billed); one run bills the shared
+    /// history whole, 62.
+    #[test]
+    fn one_run_bills_a_shared_history_whole() {
+        let mut r = Requests::new();
+        r.add(1, Some("m1"), ("live", "live", false), &usage(10, 1));
+        r.add(2, Some("m2"), ("live", "live", false), &usage(10, 61));
+        r.add(3, Some("m1/r1"), ("log", "s", false), &usage(10, 45));
+        r.add(4, Some("m2/r2"), ("log", "s", false), &usage(10, 17));
+        let d = r.finish();
+        let output: u64 = d.kept.iter().map(|k| [1, 61, 45, 17][k.turn - 1]).sum();
+        assert_eq!(output, 62);
+        assert_eq!(d.kept.iter().map(|k| k.turn).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(d.duplicates, 2);
     }
 }
