@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use crate::billed;
 use crate::model::{ExportDocument, RunExport, StepExport};
 use crate::render_util::{count, duration, usd};
-use crate::requests::Requests;
+use crate::requests::{Requests, Source};
 
 /// One agent step's receipt.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -158,7 +158,12 @@ fn deduplicate(doc: &ExportDocument) -> (HashMap<(String, u64), bool>, u64) {
                 requests.add(
                     (run.run_id.clone(), t.message.seq),
                     t.message.request_id.as_deref(),
-                    (&run.run_id, &run.run_id, false),
+                    Source {
+                        run: &run.run_id,
+                        session: &run.run_id,
+                        provider: t.message.provider.as_deref().unwrap_or(""),
+                        sidechain: false,
+                    },
                     t.usage,
                 );
             }

@@ -30,21 +30,38 @@ use std::collections::HashMap;
 
 use transcript_domain::Usage;
 
-/// A request's key: global for a Claude `<message.id>/<requestId>`, else within a session.
+/// A request's key, within its provider: global for a Claude `<message.id>/<requestId>`,
+/// else within a session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
-    Global(String),
-    Session(String, String),
+    /// Provider, request id.
+    Global(String, String),
+    /// Provider, session, request id.
+    Session(String, String, String),
 }
 
 impl Key {
-    fn of(request_id: &str, session: &str) -> Self {
+    fn of(request_id: &str, source: &Source<'_>) -> Self {
+        let provider = source.provider.to_owned();
         if request_id.contains('/') {
-            Key::Global(request_id.to_owned())
+            Key::Global(provider, request_id.to_owned())
         } else {
-            Key::Session(session.to_owned(), request_id.to_owned())
+            Key::Session(provider, source.session.to_owned(), request_id.to_owned())
         }
     }
+}
+
+/// Where a billed turn was read.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// Its run (one copy of a request per run).
+    pub run: &'a str,
+    /// Its session: the imported session, else the run.
+    pub session: &'a str,
+    /// The provider that wrote the turn (`""` when unknown): request ids are its own.
+    pub provider: &'a str,
+    /// The run is a side chain (a sub-agent's log).
+    pub sidechain: bool,
 }
 
 /// What one run billed for one request.
@@ -99,21 +116,15 @@ impl<T> Requests<T> {
         Self::default()
     }
 
-    /// One billed turn of run `run` (its `session`: the imported session, else the run;
-    /// `sidechain`: the run is a sub-agent's log), with its `request_id` and `usage`.
-    pub fn add(
-        &mut self,
-        turn: T,
-        request_id: Option<&str>,
-        (run, session, sidechain): (&str, &str, bool),
-        usage: &Usage,
-    ) {
+    /// One billed turn read in `source`, with its `request_id` and `usage`.
+    pub fn add(&mut self, turn: T, request_id: Option<&str>, source: Source<'_>, usage: &Usage) {
         let Some(id) = request_id.filter(|r| !r.is_empty()) else {
             self.turns.push((turn, None));
             return;
         };
+        let (run, sidechain) = (source.run, source.sidechain);
         let next = self.copies.len();
-        let k = *self.keys.entry(Key::of(id, session)).or_insert(next);
+        let k = *self.keys.entry(Key::of(id, &source)).or_insert(next);
         if k == next {
             self.copies.push(Vec::new());
         }
@@ -166,21 +177,21 @@ impl<T> Requests<T> {
     /// session's message id that is the message part of exactly one global key is that
     /// request, so a live run and the import of its session log bill it once.
     fn join_message_ids(&mut self) {
-        let mut by_message: HashMap<&str, Option<usize>> = HashMap::new();
+        let mut by_message: HashMap<(&str, &str), Option<usize>> = HashMap::new();
         for (key, &k) in &self.keys {
-            if let Key::Global(id) = key
+            if let Key::Global(provider, id) = key
                 && let Some((message, _)) = id.split_once('/')
             {
                 by_message
-                    .entry(message)
+                    .entry((provider, message))
                     .and_modify(|e| *e = None)
                     .or_insert(Some(k));
             }
         }
         let mut moved: HashMap<usize, (usize, usize)> = HashMap::new();
         for (key, &k) in &self.keys {
-            if let Key::Session(_, id) = key
-                && let Some(&Some(global)) = by_message.get(id.as_str())
+            if let Key::Session(provider, _, id) = key
+                && let Some(&Some(global)) = by_message.get(&(provider.as_str(), id.as_str()))
             {
                 let offset = self.copies[global].len();
                 let copies = std::mem::take(&mut self.copies[k]);
@@ -280,6 +291,15 @@ mod tests {
         }
     }
 
+    fn src(run: &'static str, session: &'static str, sidechain: bool) -> Source<'static> {
+        Source {
+            run,
+            session,
+            provider: "claude",
+            sidechain,
+        }
+    }
+
     fn kept(d: &Deduplicated<&'static str>) -> Vec<(&'static str, bool)> {
         d.kept.iter().map(|k| (k.turn, k.first)).collect()
     }
@@ -289,14 +309,39 @@ mod tests {
     #[test]
     fn a_request_is_billed_once_from_its_best_copy() {
         let mut r = Requests::new();
-        r.add("a1", Some("m1/r1"), ("run-a", "s-a", false), &usage(10, 5));
-        r.add("a2", Some("m1/r1"), ("run-a", "s-a", false), &usage(0, 2));
-        r.add("b1", Some("m1/r1"), ("run-b", "s-b", false), &usage(10, 6));
-        r.add("b2", Some("m2/r2"), ("run-b", "s-b", false), &usage(3, 3));
-        r.add("c1", Some("m1/r1"), ("run-c", "s-c", false), &usage(10, 9));
-        r.add("x", None, ("run-c", "s-c", false), &usage(1, 1));
-        r.add("s1", Some("msg"), ("run-a", "s-a", false), &usage(1, 1));
-        r.add("s2", Some("msg"), ("run-b", "s-b", false), &usage(1, 1));
+        r.add(
+            "a1",
+            Some("m1/r1"),
+            src("run-a", "s-a", false),
+            &usage(10, 5),
+        );
+        r.add(
+            "a2",
+            Some("m1/r1"),
+            src("run-a", "s-a", false),
+            &usage(0, 2),
+        );
+        r.add(
+            "b1",
+            Some("m1/r1"),
+            src("run-b", "s-b", false),
+            &usage(10, 6),
+        );
+        r.add(
+            "b2",
+            Some("m2/r2"),
+            src("run-b", "s-b", false),
+            &usage(3, 3),
+        );
+        r.add(
+            "c1",
+            Some("m1/r1"),
+            src("run-c", "s-c", false),
+            &usage(10, 9),
+        );
+        r.add("x", None, src("run-c", "s-c", false), &usage(1, 1));
+        r.add("s1", Some("msg"), src("run-a", "s-a", false), &usage(1, 1));
+        r.add("s2", Some("msg"), src("run-b", "s-b", false), &usage(1, 1));
         let d = r.finish();
         // m1/r1: run-a 10+7, run-b 10+6, run-c 10+9: run-c wins.
         assert_eq!(
@@ -317,11 +362,11 @@ mod tests {
     #[test]
     fn the_main_chain_wins_then_the_first_read() {
         let mut r = Requests::new();
-        r.add("side", Some("m/r"), ("sub", "s", true), &usage(100, 100));
-        r.add("main1", Some("m/r"), ("main", "s", false), &usage(1, 1));
-        r.add("main2", Some("m/r"), ("main", "s", false), &usage(0, 1));
-        r.add("t1", Some("n/q"), ("one", "s", false), &usage(2, 2));
-        r.add("t2", Some("n/q"), ("two", "s", false), &usage(2, 2));
+        r.add("side", Some("m/r"), src("sub", "s", true), &usage(100, 100));
+        r.add("main1", Some("m/r"), src("main", "s", false), &usage(1, 1));
+        r.add("main2", Some("m/r"), src("main", "s", false), &usage(0, 1));
+        r.add("t1", Some("n/q"), src("one", "s", false), &usage(2, 2));
+        r.add("t2", Some("n/q"), src("two", "s", false), &usage(2, 2));
         let d = r.finish();
         assert_eq!(kept(&d), [("main1", true), ("main2", false), ("t1", true)]);
         assert_eq!(d.duplicates, 2);
@@ -334,19 +379,19 @@ mod tests {
         r.add(
             "live",
             Some("m1"),
-            ("live-run", "live-run", false),
+            src("live-run", "live-run", false),
             &usage(5, 5),
         );
         r.add(
             "logged",
             Some("m1/r1"),
-            ("import", "s", false),
+            src("import", "s", false),
             &usage(5, 5),
         );
         r.add(
             "other",
             Some("m2"),
-            ("live-run", "live-run", false),
+            src("live-run", "live-run", false),
             &usage(1, 1),
         );
         let d = r.finish();
@@ -361,10 +406,10 @@ mod tests {
     #[test]
     fn one_run_bills_a_shared_history_whole() {
         let mut r = Requests::new();
-        r.add(1, Some("m1"), ("live", "live", false), &usage(10, 1));
-        r.add(2, Some("m2"), ("live", "live", false), &usage(10, 61));
-        r.add(3, Some("m1/r1"), ("log", "s", false), &usage(10, 45));
-        r.add(4, Some("m2/r2"), ("log", "s", false), &usage(10, 17));
+        r.add(1, Some("m1"), src("live", "live", false), &usage(10, 1));
+        r.add(2, Some("m2"), src("live", "live", false), &usage(10, 61));
+        r.add(3, Some("m1/r1"), src("log", "s", false), &usage(10, 45));
+        r.add(4, Some("m2/r2"), src("log", "s", false), &usage(10, 17));
         let d = r.finish();
         let output: u64 = d.kept.iter().map(|k| [1, 61, 45, 17][k.turn - 1]).sum();
         assert_eq!(output, 62);

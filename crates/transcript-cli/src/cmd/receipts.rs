@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 
-use transcript_export::requests::Requests;
+use transcript_export::requests::{Requests, Source};
 use transcript_import::project::session_and_project;
 use transcript_providers::Pricing;
 
@@ -281,7 +281,12 @@ impl Grouping {
                         usage: turn.usage.clone(),
                     },
                     turn.message.request_id.as_deref(),
-                    (run_id, &scope, sidechain),
+                    Source {
+                        run: run_id,
+                        session: &scope,
+                        provider: turn.message.provider.as_deref().unwrap_or(""),
+                        sidechain,
+                    },
                     turn.usage,
                 );
             }

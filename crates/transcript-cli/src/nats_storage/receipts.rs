@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use transcript_export::requests::Requests;
+use transcript_export::requests::{Requests, Source};
 use transcript_nats::{NatsStore, RunEntry};
 
 use crate::CliError;
@@ -50,7 +50,13 @@ pub async fn run_grouped(
                     usage: turn.usage.clone(),
                 },
                 turn.request_id.as_deref(),
-                (&run_id, &run_id, false),
+                // The runs index names no provider per turn: the ids of one storage's runs.
+                Source {
+                    run: &run_id,
+                    session: &run_id,
+                    provider: "",
+                    sidechain: false,
+                },
                 &turn.usage,
             );
         }
