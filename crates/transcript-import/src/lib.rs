@@ -37,6 +37,11 @@
 //!   provider's records) writes nothing.
 //! - **One request, one bill**: a turn's usage is counted once, however many records repeat
 //!   it ([`ImportBill`] sums what was written, priced by the embedded LiteLLM table).
+//! - **Idempotent**: a source already imported (its canonical path and the hash of its first
+//!   4 KiB, or the same first 4 KiB at another path) is never imported as a second run: a
+//!   store's open run is appended to or left as it is, a file import's completed run of the
+//!   same size is left as it is ([`source`], [`ImportOutcome`]); every file import is recorded
+//!   in the [`Index`], as store imports are.
 //! - **Byte-identical appends**: the bulk writer's files are byte-identical to the live
 //!   recorder's; a grown session file is appended to its run (same run id, seqs continue) with
 //!   only what is new, byte-identical to importing the whole file through the recorder
