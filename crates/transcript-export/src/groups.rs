@@ -51,7 +51,7 @@ impl<'p> Groups<'p> {
     }
 
     /// One billed turn of `run_id` (turns of a run arrive together) in the group `key`,
-    /// priced under the model it is billed under ([`crate::billed`]: the rule `receipts`
+    /// priced under the model it is billed under ([`crate::billed_turns`]: the rule `receipts`
     /// prices by, so every grouping totals what `receipts` does).
     pub fn add(&mut self, key: String, run_id: &str, turn: &BilledTurn<'_>) {
         self.add_usage(key, run_id, (turn.model, turn.usage), true);

@@ -9,7 +9,7 @@
 //! once, by the import itself, and has no identity.
 //!
 //! What a file import does with a known source:
-//! - a run of a store import (**open**, [`crate::IndexEntry::closed`] false): the store's
+//! - a run of a store import (**open**, [`crate::index::IndexEntry::closed`] false): the store's
 //!   incremental import of that file, against its entry: unchanged (nothing written), or
 //!   grown (what is new appended to the run, the store's continuation rule);
 //! - a run of an earlier file import (**closed**: it has its `run.completed`): unchanged when
