@@ -21,11 +21,18 @@
 //! as a store, knows it.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use transcript_providers::Provider;
+use transcript_domain::{Clock, RunIdGenerator};
+use transcript_infra::{DurableBatch, Unsynced};
+use transcript_providers::{ClockSource, Provider};
 
-use crate::index::{Index, IndexEntry, sha256_hex};
+use crate::index::{self, Index, IndexEntry, sha256_hex};
+use crate::{
+    ImportBill, ImportContext, ImportError, ImportOutcome, ImportStatus, Imported, Via, import_one,
+    not_durable, store,
+};
 
 /// Bytes of a file's head its identity hashes (the store import's [`crate::store`] head).
 pub(crate) const HEAD: usize = 4096;
@@ -123,5 +130,156 @@ impl Identity {
             project: crate::project::recorded_project(input),
             closed: true,
         }
+    }
+}
+
+/// Imports every input; returns what was written, durably, and the per-file failures. A
+/// source the storage's index knows is not imported as a second run ([`crate::source`]); each new
+/// or appended source is recorded in the index once its transcript is durable.
+pub fn import_all(
+    ctx: &ImportContext,
+    inputs: &[PathBuf],
+    via: Via,
+) -> (Vec<Imported>, Vec<ImportError>) {
+    let mut index = match Index::load(&ctx.storage) {
+        Ok(index) => index,
+        Err(e) => return (Vec::new(), vec![e]),
+    };
+    let (clock, ids) = crate::clock::clock_and_ids(ctx.deterministic);
+    let mut written: Vec<Option<(Imported, Option<Keyed>)>> = Vec::new();
+    let mut failed = Vec::new();
+    let mut batch = DurableBatch::new();
+    for input in inputs {
+        match import_source(ctx, (&clock, ids.as_ref()), input, via, &index) {
+            Ok((imported, entry, file)) => {
+                if let Some(file) = file {
+                    batch.submit(written.len() as u64, file);
+                }
+                // A later input of this import that is the same source finds it.
+                if let Some((key, entry)) = &entry {
+                    index.files.insert(key.clone(), entry.clone());
+                }
+                written.push(Some((imported, entry)));
+            }
+            Err(e) => failed.push(e),
+        }
+    }
+    for (token, result) in batch.finish() {
+        if let Err(e) = result
+            && let Some(slot) = written.get_mut(token as usize)
+            && let Some((i, _)) = slot.take()
+        {
+            failed.push(not_durable(&i.input, &e));
+        }
+    }
+    // The index names only durable runs: the entries of the inputs whose runs are, added to
+    // the index as saved (read again: what this import inserted for the others is dropped).
+    let done: Vec<(Imported, Option<Keyed>)> = written.into_iter().flatten().collect();
+    if done.iter().any(|(_, e)| e.is_some()) {
+        match Index::load(&ctx.storage) {
+            Ok(mut saved) => {
+                let mut changed = false;
+                for (key, entry) in done.iter().filter_map(|(_, e)| e.as_ref()) {
+                    if saved.files.get(key) != Some(entry) {
+                        saved.files.insert(key.clone(), entry.clone());
+                        changed = true;
+                    }
+                }
+                if changed && let Err(e) = saved.save(&ctx.storage) {
+                    failed.push(e);
+                }
+            }
+            Err(e) => failed.push(e),
+        }
+    }
+    (done.into_iter().map(|(i, _)| i).collect(), failed)
+}
+
+/// An index entry under its key (the source's canonical path).
+type Keyed = (String, index::IndexEntry);
+
+/// What importing one input did: its report, the index entry to record, and its
+/// transcript's file, written but not yet durable.
+type SourceImport = (Imported, Option<Keyed>, Option<Unsynced>);
+
+/// Imports one input: through the store's incremental import when the index knows its
+/// source as an open store run ([`crate::source`]), nothing when it knows it as a completed file
+/// import of the same size, else as a new run.
+fn import_source(
+    ctx: &ImportContext,
+    (clock, ids): (&Arc<dyn Clock>, &dyn RunIdGenerator),
+    input: &Path,
+    via: Via,
+    index: &Index,
+) -> Result<SourceImport, ImportError> {
+    let identity = Identity::of(input);
+    if let Some(identity) = &identity
+        && let Some((known, provider)) = identity.known(index, ctx.provider)
+    {
+        if !known.closed {
+            let (outcome, entry, file) =
+                store::import_store_file(ctx, clock, ids, provider, input, Some(known), via)?;
+            if let Some(imported) = from_store(ctx, input, provider, outcome) {
+                let entry = entry.map(|e| (identity.key.clone(), e));
+                return Ok((imported, entry, file));
+            }
+        } else if known.size == identity.size
+            && let Ok(run_id) = transcript_domain::RunId::parse(&known.run_id)
+        {
+            // The same content a file import completed: nothing to write.
+            let imported = unchanged(ctx, input, provider, run_id, ImportStatus::Succeeded);
+            return Ok((imported, None, None));
+        }
+    }
+    let (imported, file) = import_one(ctx, clock, ids, input, via)?;
+    let entry = identity.map(|id| {
+        let entry = id.closed_entry(imported.run_id.to_string(), imported.provider, input);
+        (id.key, entry)
+    });
+    Ok((imported, entry, file))
+}
+
+/// A store import's outcome as a file import's report; `None` when it wrote no run (no
+/// agent output: the input is then imported as a new run, which says why).
+fn from_store(
+    ctx: &ImportContext,
+    input: &Path,
+    provider: Provider,
+    outcome: store::StoreOutcome,
+) -> Option<Imported> {
+    let (run, events, bill) = match outcome {
+        store::StoreOutcome::Unchanged(run) => {
+            return Some(unchanged(ctx, input, provider, run, ImportStatus::Open));
+        }
+        store::StoreOutcome::Appended(run, events, bill)
+        | store::StoreOutcome::New(run, events, bill) => (run, events, bill),
+        store::StoreOutcome::NoOutput => return None,
+    };
+    let mut imported = unchanged(ctx, input, provider, run, ImportStatus::Open);
+    imported.events = events;
+    imported.bill = bill;
+    imported.outcome = ImportOutcome::Appended;
+    Some(imported)
+}
+
+/// What an import of a known, unchanged source reports: its run, nothing written.
+fn unchanged(
+    ctx: &ImportContext,
+    input: &Path,
+    provider: Provider,
+    run_id: transcript_domain::RunId,
+    status: ImportStatus,
+) -> Imported {
+    Imported {
+        input: input.to_path_buf(),
+        run_id,
+        path: ctx.storage.join(run_id.file_name()),
+        provider,
+        events: 0,
+        diagnostics: 0,
+        clock: ClockSource::Provider,
+        status,
+        bill: ImportBill::default(),
+        outcome: ImportOutcome::Unchanged,
     }
 }
