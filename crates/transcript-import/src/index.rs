@@ -19,6 +19,10 @@ use transcript_domain::{ContentBlock, MessagePayload, Usage};
 
 use crate::ImportError;
 
+/// Bytes of a session file's head whose hash tells a grown file from a rewritten one (the
+/// store import's), and a file import's source from another ([`crate::source`]).
+pub(crate) const HEAD: usize = 4096;
+
 /// The index file, beside the transcripts.
 pub const INDEX_FILE: &str = "import-index.json";
 

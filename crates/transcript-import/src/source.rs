@@ -28,14 +28,11 @@ use transcript_domain::{Clock, RunIdGenerator};
 use transcript_infra::{DurableBatch, Unsynced};
 use transcript_providers::{ClockSource, Provider};
 
-use crate::index::{self, Index, IndexEntry, sha256_hex};
+use crate::index::{self, HEAD, Index, IndexEntry, sha256_hex};
 use crate::{
     ImportBill, ImportContext, ImportError, ImportOutcome, ImportStatus, Imported, Via, import_one,
     not_durable, store,
 };
-
-/// Bytes of a file's head its identity hashes (the store import's [`crate::store`] head).
-pub(crate) const HEAD: usize = 4096;
 
 /// An input's identity: its index key (canonical path), size, modification time and head.
 #[derive(Debug, Clone)]

@@ -54,9 +54,7 @@ pub use locate::{default_store, parse_day, session_files};
 use super::clock::ImportClock;
 use super::{ImportContext, ImportWriter, Via, bad, first_time, user_message};
 use crate::ImportError;
-
-/// Bytes of a file's head whose hash tells a grown file from a rewritten one.
-const HEAD: usize = crate::source::HEAD;
+use crate::index::HEAD;
 
 /// One session file's import, once durable (or why not).
 pub struct StoreDone {
