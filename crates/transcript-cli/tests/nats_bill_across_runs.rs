@@ -88,7 +88,9 @@ fn two_runs_replaying_one_session_bill_it_once_on_nats_as_on_files() {
             let ws = tmp.path().join(format!("ws-{}-{i}", storage.len()));
             std::fs::create_dir_all(&ws).unwrap();
             let mut c = bin();
-            c.args(["run", "--storage", storage, "--workspace"])
+            // On NATS the audit trail goes to the default directory: the test's own.
+            c.current_dir(tmp.path())
+                .args(["run", "--storage", storage, "--workspace"])
                 .arg(&ws)
                 .arg(&wf);
             ok(c);
