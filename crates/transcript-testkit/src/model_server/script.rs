@@ -142,6 +142,9 @@ pub struct Turn {
     pub usage: Usage,
     /// A failure instead of the answer (or cutting it).
     pub fault: Option<Fault>,
+    /// The model version the answer names (Gemini's `modelVersion`), when it is not the
+    /// model the request named (an alias answered by a dated version); `None`: the request's.
+    pub answered_by: Option<String>,
 }
 
 impl Turn {
@@ -185,6 +188,13 @@ impl Turn {
             name: name.into(),
             arguments,
         });
+        self
+    }
+
+    /// Names `model` as the version that answered (Gemini's `modelVersion`) instead of the
+    /// model the request named.
+    pub fn answered_by(mut self, model: impl Into<String>) -> Self {
+        self.answered_by = Some(model.into());
         self
     }
 
