@@ -1,5 +1,7 @@
 //! One module per subcommand.
 
+pub mod check;
+pub mod diff;
 pub mod export;
 pub mod import;
 pub mod list;
