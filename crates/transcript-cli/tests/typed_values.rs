@@ -1,12 +1,13 @@
 //! Issue #48, the attacker's side: whatever the program, a value whose shape the workflow has
 //! not declared (free text) never becomes an argv element, and a typed value never stands
-//! where its program reads code or a program name. Each [`CASES`] entry is one kind the issue
-//! found running its payload at 8bc675f (a whole element read as code by the program, the
-//! second line misreading options or wrappers, an environment name make or an editor reads as
-//! code), run through the binary from every value source ([`Source`]): free and typed
-//! `--input`s, a step's output plain and shaped (`| path`, `| url`, `| match(…)`), a
-//! `for_each` item shaped, a child workflow's typed input, a `while` body, an agent step's
-//! `command:` and a `run_command` list.
+//! where its program reads code. Each [`CASES`] entry is one kind the issue found running its
+//! payload at 8bc675f where a whole element is code because the program says so (harness:
+//! `typed_support::attack`; wrappers, env names and data positions are in
+//! `typed_values_wrappers.rs`, kinds beyond the issue's list in `typed_values_beyond.rs`),
+//! run through the binary from every value source: free and typed `--input`s, a step's
+//! output plain and shaped (`| path`, `| url`, `| match(…)`), a `for_each` item shaped, a
+//! child workflow's typed input, a `while` body, an agent step's `command:` and a
+//! `run_command` list.
 //!
 //! The payloads are chosen to fit the type where one can: `touch,/abs/MARK` is a lexically
 //! relative `path` that `cc -wrapper` runs, `w/abs/MARK` one that sed and vim write to, and
