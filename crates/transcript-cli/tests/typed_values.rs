@@ -9,7 +9,7 @@
 //! child workflow's typed input, a `while` body, an agent step's `command:` and a
 //! `run_command` list.
 //!
-//! The payloads are chosen to fit the type where one can: `touch,/abs/MARK` is a lexically
+//! The payloads are chosen to fit the type where one can: `mkdir,--,/abs/MARK` is a lexically
 //! relative `path` that `cc -wrapper` runs, `w/abs/MARK` one that sed and vim write to, and
 //! `http://h/?;touch${IFS}/abs/MARK` is an `http` URL as the WHATWG parser writes it and
 //! shell code for every program that hands its option to `sh -c`.
