@@ -479,7 +479,11 @@ fn diff_html_passes_the_html_exports_escaping_attack() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     // The terminal still gets the text view, escaped.
-    assert!(text(&out.stdout).contains("differ: "), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("differ: "),
+        "{}",
+        text(&out.stdout)
+    );
     let html = std::fs::read_to_string(&page).unwrap();
     let own_tags = [
         "!doctype", "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div",
