@@ -12,12 +12,15 @@
 //! - `pattern` / `match('…')`: the whole value matches the regular expression (the `regex`
 //!   crate: linear time on any data). A pattern that admits anything is the author vouching;
 //! - `path`: relative, normalized (no `.`/`..`, no empty component, no trailing `/`), so
-//!   lexically inside the workspace; each character a letter, a digit or one of `._-+@,~#%`;
+//!   lexically inside the workspace; each character a letter, a digit or one of `._-+@~#%`
+//!   (no `,`: `cc -wrapper` and others split a value at commas);
 //!   the first character a letter, a digit, `_` or `.`. So no space (a path is never a
 //!   command line with arguments), no `:` (no URL or `ext::` transport), no `=` (no `make`
 //!   assignment), no `$`, `|`, `<`, `>` (no two-argument `open`), no control character;
 //! - `url`: `http` or `https`, a host, no user info, no whitespace or control character;
-//!   written as the WHATWG URL parser (the `url` crate) serializes it.
+//!   written as the WHATWG URL parser (the `url` crate) serializes it, and that text holds
+//!   only letters, digits and `-._~:/?#[]@%+=,` (no `;`, `&`, `|`, `$`, quotes, brackets or
+//!   `!`: a URL is never shell syntax, whatever program reads it; write them `%XX`).
 //!
 //! Where the value lands in argv, [`crate::workflow`]'s argv rule adds one more: a typed value
 //! never starts with `-` or `+` unless the reference says `| option`.
@@ -212,8 +215,7 @@ fn path_problem(text: &str) -> Option<&'static str> {
         return Some("it must start with a letter, a digit, '_' or '.'");
     }
     if let Some(c) = text.chars().find(|c| {
-        !(c.is_alphanumeric()
-            || matches!(c, '.' | '_' | '-' | '+' | '@' | ',' | '~' | '#' | '%' | '/'))
+        !(c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '@' | '~' | '#' | '%' | '/'))
     }) {
         return Some(if c.is_control() {
             "it holds a control character"
@@ -222,7 +224,7 @@ fn path_problem(text: &str) -> Option<&'static str> {
                 ' ' => "it holds a space",
                 ':' => "it holds ':' (a URL or transport, not a path)",
                 '=' => "it holds '=' (an assignment, not a path)",
-                _ => "it holds a character outside letters, digits and ._-+@,~#%",
+                _ => "it holds a character outside letters, digits and ._-+@~#%",
             }
         });
     }
@@ -251,7 +253,30 @@ fn url(text: &str) -> Result<String, &'static str> {
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err("it has no host");
     }
-    Ok(parsed.to_string())
+    let written = parsed.to_string();
+    if written.chars().any(|c| {
+        !(c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                '-' | '.'
+                    | '_'
+                    | '~'
+                    | ':'
+                    | '/'
+                    | '?'
+                    | '#'
+                    | '['
+                    | ']'
+                    | '@'
+                    | '%'
+                    | '+'
+                    | '='
+                    | ','
+            ))
+    }) {
+        return Err("it holds a character of shell syntax (;&|$'\"(){}<>!*`\\); write it %XX");
+    }
+    Ok(written)
 }
 
 #[cfg(test)]
@@ -327,7 +352,7 @@ mod tests {
             "a-b/c.txt",
             ".github/x.yml",
             "_x",
-            "v1.2+build@3,4~#%",
+            "v1.2+build@3~#%",
         ] {
             assert_eq!(ok(&Shape::Path, json!(good)), good);
         }
@@ -344,6 +369,7 @@ mod tests {
             "@opts",
             "x|",
             "rm -rf / |",
+            "mkdir,--,/x",
             "<x",
             "a:b",
             "ext::sh -c id",
@@ -383,6 +409,10 @@ mod tests {
             "ext::sh",
             "http://",
             "//x",
+            "http://h/?;touch${IFS}/x",
+            "http://h/?a&b",
+            "http://h/$(id)",
+            "http://h/'x'",
         ] {
             assert!(Shape::Url.check(&json!(bad)).is_err(), "{bad:?}");
         }

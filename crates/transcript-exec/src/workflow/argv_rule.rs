@@ -62,7 +62,7 @@ impl Typing<'_> {
 
     /// Whether the value of `segment` (a reference) is closed: it can only be one of the
     /// author's values, a number or a boolean, so it is never code in any position.
-    fn closed(&self, segment: &Segment) -> bool {
+    pub(crate) fn closed(&self, segment: &Segment) -> bool {
         let Segment::Ref {
             reference, shape, ..
         } = segment

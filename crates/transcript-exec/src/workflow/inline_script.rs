@@ -169,6 +169,14 @@ fn shell_code(args: &[String]) -> Option<usize> {
     (c && j < args.len()).then_some(j)
 }
 
+/// A shell's start-up file (`bash --rcfile FILE -i`): code it runs.
+fn shell_rc(args: &[String]) -> Option<usize> {
+    args.iter()
+        .position(|a| matches!(a.as_str(), "--rcfile" | "--init-file"))
+        .map(|j| j + 1)
+        .filter(|k| *k < args.len())
+}
+
 /// The script a shell or an interpreter runs as a program (element 0, or the program a
 /// wrapper runs) when no inline code is given: its first operand (#48: data never chooses
 /// the code, a file holding it included: `[bash, "{{ x | file }}"]`).
@@ -298,8 +306,23 @@ fn sed_code(args: &[String]) -> Vec<usize> {
         if a.starts_with("--expression=") || (short_group(a) && a.contains('e')) {
             out.push(j);
         }
-        from_file |= a == "-f" || a.starts_with("--file");
-        j += if a == "-f" || a == "-l" { 2 } else { 1 };
+        // A script file is code too (`sed -f {{ x | file }}`); `-l N`, `--line-length N`
+        // take a value.
+        if a == "-f" || a == "--file" {
+            from_file = true;
+            out.push(j + 1);
+            j += 2;
+            continue;
+        }
+        if a.starts_with("--file=") {
+            from_file = true;
+            out.push(j);
+        }
+        j += if matches!(a, "-l" | "--line-length") {
+            2
+        } else {
+            1
+        };
     }
     if out.is_empty() && !from_file {
         if args.get(j).is_some_and(|a| a == "--") {
@@ -345,14 +368,15 @@ fn ssh_code(args: &[String]) -> Vec<usize> {
             .char_indices()
             .find(|(_, c)| "BbcDEeFIiJLlmOoPpQRSWw".contains(*c));
         let step = match valued {
+            // `-o` options and the `-F` config file (`ProxyCommand` there runs too).
             Some((k, c)) if k + 1 == letters.len() => {
-                if c == 'o' {
+                if c == 'o' || c == 'F' {
                     out.push(j + 1);
                 }
                 2
             }
             Some((_, c)) => {
-                if c == 'o' {
+                if c == 'o' || c == 'F' {
                     out.push(j);
                 }
                 1
@@ -526,6 +550,7 @@ pub fn code_readers(argv: &[String]) -> Vec<(usize, usize)> {
         }
         if SHELLS.contains(&name) {
             out.extend(shell_code(rest).map(at));
+            out.extend(shell_rc(rest).map(at));
         } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk") {
             out.extend(awk_code(rest).map(at));
         } else if name == "sed" || name == "gsed" {
@@ -549,6 +574,59 @@ pub fn code_readers(argv: &[String]) -> Vec<(usize, usize)> {
     out.sort_unstable();
     out.dedup_by_key(|(k, _)| *k);
     out
+}
+
+/// Programs that read their standard input as code or as commands whatever their options
+/// (`xargs` makes arguments of it, `at` and `batch` schedule it, `ed`'s `!cmd`, SQL shells'
+/// `\!` and `.shell`).
+const STDIN_READERS: &[&str] = &[
+    "xargs", "at", "batch", "ed", "sqlite", "psql", "mysql", "mariadb", "crontab", "tclsh", "wish",
+    "expect", "bc", "dc",
+];
+
+/// The program of a list-form command that would read a free-text `stdin:` as code, if one
+/// does (#48 red team: `stdin:` into `sh`, `bash -s`, `python3 -`, `perl`, `node`, `sqlite3`,
+/// `vim -es`, `make -f -`, `xargs`, `env sh`): a shell or an interpreter given no inline
+/// code and no script file (or `-`), a program of [`STDIN_READERS`], vim or ex in silent ex
+/// mode, and make, awk or sed reading their program from `-`. Element 0 and every program a
+/// wrapper runs are looked at. A second line: a list.
+pub fn reads_stdin_as_code(argv: &[String]) -> Option<&str> {
+    let mut programs = vec![0];
+    for (i, element) in argv.iter().enumerate() {
+        let name = normalise(element);
+        programs.extend(super::options::program_position(argv, i, name));
+        programs.extend(
+            program_argument(name, &argv[i + 1..])
+                .iter()
+                .map(|j| i + 1 + j),
+        );
+    }
+    programs.into_iter().find_map(|p| {
+        let element = argv.get(p)?;
+        let name = normalise(element);
+        let rest = &argv[p + 1..];
+        let dash = rest
+            .iter()
+            .any(|a| a == "-" || a == "-f-" || a == "--file=-");
+        let script = || script_operand(rest).filter(|s| rest[*s] != "-");
+        let code = if SHELLS.contains(&name) {
+            shell_code(rest).is_none() && script().is_none()
+        } else if let Some(it) = INTERPRETERS.iter().find(|it| it.name == name) {
+            interpreter_code(rest, it).is_empty() && script().is_none()
+        } else if matches!(name, "vim" | "vi" | "nvim" | "ex" | "view" | "gvim") {
+            name == "ex"
+                || rest
+                    .iter()
+                    .any(|a| matches!(a.as_str(), "-es" | "-Es" | "-e" | "-E" | "-s"))
+        } else if MAKES.contains(&name)
+            || matches!(name, "awk" | "gawk" | "mawk" | "nawk" | "sed" | "gsed")
+        {
+            dash
+        } else {
+            STDIN_READERS.contains(&name)
+        };
+        code.then_some(element.as_str())
+    })
 }
 
 /// Names of make (GNU make, BSD make and their relatives).

@@ -66,7 +66,11 @@ fn plain_programs_and_scripts_from_files_have_no_code_argument() {
         code_arguments(&args(&["bash", "--norc", "script.sh"])),
         vec![2]
     );
-    assert!(code_arguments(&args(&["awk", "-f", "prog.awk", "x"])).is_empty());
+    // awk's program file is code (a value there: `awk -f {{ x | file }}`), its operands not.
+    assert_eq!(
+        code_arguments(&args(&["awk", "-f", "prog.awk", "x"])),
+        vec![2]
+    );
 }
 
 #[test]
@@ -84,6 +88,11 @@ fn the_second_line_sees_through_names_clusters_options_and_wrappers() {
         (&["ssh", "-vo", "x", "host"], &[2]),
         (&["ssh", "-voProxyCommand=x", "host"], &[1]),
         (&["python3", "-m", "x"], &[2]),
+        // #48 red team: sed's --line-length value and script file, ssh -F, bash --rcfile.
+        (&["sed", "--line-length", "5", "x", "f"], &[3]),
+        (&["sed", "-f", "x", "f"], &[2]),
+        (&["ssh", "-F", "x", "host"], &[2]),
+        (&["bash", "--rcfile", "x", "-i"], &[2]),
         (&["git", "--git-dir", ".git", "-c", "x", "log"], &[4]),
         (&["perl", "-ne", "print", "x", "y"], &[2, 3, 4]),
         (&["perl", "-le", "x"], &[2]),
@@ -93,7 +102,8 @@ fn the_second_line_sees_through_names_clusters_options_and_wrappers() {
         (&["node", "-r", "fs", "-e", "x"], &[2, 4]),
         (&["node", "--eval=x"], &[1]),
         (&["rbash", "-c", "x"], &[2]),
-        (&["bash", "--rcfile", "/dev/null", "-c", "x"], &[4]),
+        // The rc file is code too (#48).
+        (&["bash", "--rcfile", "/dev/null", "-c", "x"], &[2, 4]),
         (&["env", "-S", "x"], &[2]),
         (&["script", "-qc", "x", "/dev/null"], &[2]),
         (&["flock", "LOCK", "-c", "x"], &[3]),
@@ -116,10 +126,43 @@ fn the_second_line_sees_through_names_clusters_options_and_wrappers() {
         assert_eq!(code_arguments(&args(argv)), want.to_vec(), "{argv:?}");
     }
     // Not code: a script file, sed from a file, git log's own -c.
-    assert!(code_arguments(&args(&["sed", "-f", "s.sed", "x"])).is_empty());
+    // sed's script file is code (#48), the file it edits is not.
+    assert_eq!(code_arguments(&args(&["sed", "-f", "s.sed", "x"])), vec![2]);
     assert!(code_arguments(&args(&["git", "log", "-c", "x"])).is_empty());
     assert_eq!(
         code_arguments(&args(&["perl", "tool.pl", "-e", "x"])),
         vec![1]
     );
+}
+
+#[test]
+fn programs_reading_their_input_as_code_are_found() {
+    for argv in [
+        &["sh"][..],
+        &["bash", "-s"],
+        &["python3", "-"],
+        &["perl"],
+        &["node"],
+        &["sqlite3", ":memory:"],
+        &["vim", "-es"],
+        &["ex", "-s"],
+        &["make", "-f", "-"],
+        &["xargs", "touch"],
+        &["env", "sh"],
+        &["timeout", "5", "bash"],
+        &["psql", "-d", "x"],
+    ] {
+        assert!(reads_stdin_as_code(&args(argv)).is_some(), "{argv:?}");
+    }
+    for argv in [
+        &["sh", "-c", "wc -c"][..],
+        &["python3", "tool.py"],
+        &["wc", "-c"],
+        &["cat"],
+        &["sed", "-e", "s/a/b/"],
+        &["gh", "issue", "comment", "7", "--body-file", "-"],
+        &["tee", "out.txt"],
+    ] {
+        assert_eq!(reads_stdin_as_code(&args(argv)), None, "{argv:?}");
+    }
 }

@@ -29,6 +29,8 @@ pub(super) struct Spec {
     /// Options are read anywhere, not only before the first operand (git's subcommands
     /// take theirs after it).
     pub(super) anywhere: bool,
+    /// Short options cluster (`-vo X`); vim's and gdb's do not (`-es` is one option).
+    pub(super) clusters: bool,
 }
 
 const fn spec(names: &'static [&'static str]) -> Spec {
@@ -41,6 +43,7 @@ const fn spec(names: &'static [&'static str]) -> Spec {
         operands_are_code: false,
         runs_after: None,
         anywhere: false,
+        clusters: true,
     }
 }
 
@@ -61,9 +64,10 @@ pub(super) const SPECS: &[Spec] = &[
     },
     Spec {
         valued: "bCfgHIKLNTVFX",
-        long_valued: &["--directory", "--file", "--exclude", "--files-from"],
-        code: "IF",
+        long_valued: &["--directory", "--file", "--exclude"],
+        code: "IFT",
         long_code: &[
+            "--files-from",
             "--checkpoint-action",
             "--to-command",
             "--use-compress-program",
@@ -96,37 +100,40 @@ pub(super) const SPECS: &[Spec] = &[
     },
     Spec {
         valued: "CfIjlOoW",
-        long_valued: &[
-            "--directory",
-            "--file",
-            "--makefile",
-            "--include-dir",
-            "--jobs",
-        ],
-        code: "E",
-        long_code: &["--eval"],
+        long_valued: &["--directory", "--include-dir", "--jobs"],
+        code: "Ef",
+        long_code: &["--eval", "--file", "--makefile"],
         operands_are_code: true,
         ..spec(&["make", "gmake", "bmake", "pmake", "remake"])
     },
     Spec {
-        valued: "pcx",
-        long_valued: &["--pid", "--core", "--directory", "--cd"],
+        long_valued: &["-p", "-c", "--pid", "--core", "--directory", "--cd", "-d"],
         long_code: &[
             "-ex",
+            "--ex",
+            "-eval-command",
             "--eval-command",
             "-iex",
+            "--iex",
+            "-init-eval-command",
             "--init-eval-command",
             "-x",
+            "--x",
+            "-command",
             "--command",
+            "-ix",
+            "--init-command",
         ],
+        clusters: false,
         ..spec(&["gdb"])
     },
     Spec {
-        valued: "crTtWsSuUiq",
-        long_valued: &["--cmd"],
-        code: "cS",
-        long_code: &["--cmd"],
-        ..spec(&["vim", "vi", "nvim", "view", "ex", "gvim", "vimdiff", "rvim"])
+        long_valued: &["-r", "-T", "-t", "-W", "-w", "-u", "-U", "-i", "-q"],
+        long_code: &["-c", "--cmd", "-S", "-s"],
+        clusters: false,
+        ..spec(&[
+            "vim", "vi", "nvim", "view", "ex", "gvim", "vimdiff", "rvim", "evim", "rview",
+        ])
     },
     Spec {
         valued: "bnPt",
@@ -155,6 +162,33 @@ pub(super) const SPECS: &[Spec] = &[
         long_code: &["--import", "--require", "--loader", "--experimental-loader"],
         code: "r",
         ..spec(&["node", "nodejs", "bun", "deno"])
+    },
+    Spec {
+        valued: "cp",
+        code: "c",
+        long_code: &["--call"],
+        long_valued: &["--package", "--workspace", "--prefix"],
+        anywhere: true,
+        ..spec(&["npm", "pnpm"])
+    },
+    Spec {
+        valued: "LSfcnstFxy",
+        operands_are_code: true,
+        anywhere: true,
+        ..spec(&["tmux"])
+    },
+    Spec {
+        valued: "oduHXxTbcAeEwmyYzrCDFQ",
+        code: "K",
+        long_code: &["--config"],
+        anywhere: true,
+        ..spec(&["curl"])
+    },
+    Spec {
+        valued: "fvF",
+        code: "f",
+        long_code: &["--file", "--exec", "--source", "--include"],
+        ..spec(&["awk", "gawk", "mawk", "nawk"])
     },
     // Wrappers: the program they run comes after their options (and fixed operands).
     Spec {
@@ -190,6 +224,12 @@ pub(super) const SPECS: &[Spec] = &[
         long_code: &["--command", "--session-command"],
         runs_after: Some(0),
         ..spec(&["runuser", "su"])
+    },
+    Spec {
+        code: "c",
+        runs_after: Some(1),
+        anywhere: true,
+        ..spec(&["sg"])
     },
     Spec {
         long_valued: &["--uname-2.6"],
@@ -237,7 +277,9 @@ pub(super) const SPECS: &[Spec] = &[
         ..spec(&["watch"])
     },
     Spec {
-        valued: "aEIdLnPs",
+        valued: "EIdLnPs",
+        code: "a",
+        long_code: &["--arg-file"],
         long_valued: &[
             "--max-args",
             "--max-lines",
@@ -245,13 +287,25 @@ pub(super) const SPECS: &[Spec] = &[
             "--max-chars",
             "--eof",
             "--delimiter",
-            "--arg-file",
             "--process-slot-var",
         ],
         runs_after: Some(0),
         ..spec(&["xargs"])
     },
 ];
+
+/// Whether `arg` names one of `options`: exactly, or as GNU getopt and git read a long
+/// option, by a prefix of at least two letters (`--to-comm` for `--to-command`); any
+/// prefix counts here, ambiguity is the program's business.
+fn names(options: &[&str], arg: &str) -> bool {
+    options.iter().any(|o| {
+        *o == arg
+            || (arg.starts_with("--")
+                && o.starts_with("--")
+                && arg.len() >= 4
+                && o.starts_with(arg))
+    })
+}
 
 /// Whether `arg` is a short option cluster (`-c`, `-eo`, `-vk`; not `--x`, not `-`).
 fn cluster(arg: &str) -> bool {
@@ -281,22 +335,22 @@ pub(super) fn read(args: &[String], spec: &Spec) -> Read {
             break;
         }
         if let Some((name, _)) = a.split_once('=').filter(|_| a.starts_with('-')) {
-            if spec.long_code.contains(&name) {
+            if names(spec.long_code, name) {
                 out.code.push(j);
             }
             j += 1;
             continue;
         }
-        if spec.long_code.contains(&a) {
+        if names(spec.long_code, a) {
             out.code.push(j + 1);
             j += 2;
             continue;
         }
-        if spec.long_valued.contains(&a) {
+        if names(spec.long_valued, a) {
             j += 2;
             continue;
         }
-        if cluster(a) && !a[1..].starts_with('-') {
+        if spec.clusters && cluster(a) && !a[1..].starts_with('-') {
             // The first letter that takes a value ends the cluster: its value is the rest,
             // or the next element when it is the last letter.
             let letters = &a[1..];
@@ -320,7 +374,7 @@ pub(super) fn read(args: &[String], spec: &Spec) -> Read {
             }
             continue;
         }
-        if a.starts_with("--") {
+        if a.starts_with("--") || (!spec.clusters && a.starts_with('-') && a.len() > 1) {
             j += 1;
             continue;
         }
@@ -398,7 +452,8 @@ mod tests {
         assert_eq!(at(&["git", "rebase", "-x", "x", "main"]), vec![3]);
         assert_eq!(at(&["git", "clone", "-u", "x", "a", "b"]), vec![3]);
         assert_eq!(at(&["git", "difftool", "--extcmd=x"]), vec![2]);
-        assert_eq!(at(&["make", "-f", "m", "x"]), vec![3]);
+        // The makefile is code too (#48 red team: `make -f {{ x | file }}`).
+        assert_eq!(at(&["make", "-f", "m", "x"]), vec![2, 3]);
         assert_eq!(at(&["make", "--eval=x"]), vec![1]);
         assert_eq!(at(&["gdb", "-ex", "x", "prog"]), vec![2]);
         assert_eq!(at(&["vim", "-c", "x", "f"]), vec![2]);
@@ -408,6 +463,24 @@ mod tests {
         assert_eq!(at(&["npx", "-c", "x"]), vec![2]);
         assert_eq!(at(&["node", "--import=x", "a.js"]), vec![1]);
         assert_eq!(at(&["watch", "-n", "1", "x", "y"]), vec![3, 4]);
+        // The red team's misses: vim's -es is one option, abbreviated long options, more
+        // programs, and the files that options read as code.
+        assert_eq!(at(&["vim", "-es", "-c", "x", "f"]), vec![3]);
+        assert_eq!(at(&["ex", "-c", "x"]), vec![2]);
+        assert_eq!(at(&["vim", "--cmd", "x"]), vec![2]);
+        assert_eq!(at(&["gdb", "-batch", "--ex", "x"]), vec![3]);
+        assert_eq!(at(&["tar", "-xf", "a", "--to-comm=x"]), vec![3]);
+        assert_eq!(at(&["split", "--filt=x", "f"]), vec![1]);
+        assert_eq!(at(&["git", "ls-remote", "--upload-p=x", "."]), vec![2]);
+        assert_eq!(at(&["git", "rebase", "--exe=x"]), vec![2]);
+        assert_eq!(at(&["npm", "exec", "-c", "x"]), vec![3]);
+        assert_eq!(at(&["sg", "root", "-c", "x"]), vec![3]);
+        assert_eq!(at(&["tmux", "new-session", "-d", "x"]), vec![1, 3]);
+        assert_eq!(at(&["curl", "-K", "x"]), vec![2]);
+        assert_eq!(at(&["make", "-f", "x"]), vec![2]);
+        assert_eq!(at(&["awk", "-f", "x", "f"]), vec![2]);
+        assert_eq!(at(&["xargs", "-a", "x", "touch"]), vec![2, 3]);
+        assert_eq!(at(&["tar", "-cf", "a.tar", "-T", "x"]), vec![4]);
     }
 
     #[test]

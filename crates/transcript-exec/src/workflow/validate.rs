@@ -330,6 +330,10 @@ impl StepCheck<'_> {
     ) -> Result<(), WorkflowError> {
         if let Some(stdin) = stdin {
             self.text(stdin, "stdin", visible)?;
+            if let CommandLine::Argv(argv) = command {
+                let sources: Vec<String> = argv.iter().map(|a| a.source().to_owned()).collect();
+                self.stdin_rule(&sources, self.compiled(stdin, "stdin")?, visible)?;
+            }
         }
         match command {
             CommandLine::Shell(command) => {
@@ -367,6 +371,34 @@ impl StepCheck<'_> {
                      a shape"
                 )));
             }
+        }
+        Ok(())
+    }
+
+    /// `stdin:` is a channel for free text only to a program that reads it as data: free
+    /// text into a program that reads its input as code (a shell, an interpreter, `xargs`,
+    /// `vim -es`, …: [`super::inline_script::reads_stdin_as_code`], a second line) is refused.
+    fn stdin_rule(
+        &self,
+        argv: &[String],
+        stdin: &Template,
+        visible: &Visible,
+    ) -> Result<(), WorkflowError> {
+        let typing = self.typing(visible);
+        let free = stdin.segments.iter().find_map(|s| match s {
+            crate::template::Segment::Ref { reference, .. }
+                if !typing.closed(s) && !matches!(reference, Reference::WorkflowDir) =>
+            {
+                Some(reference.clone())
+            }
+            _ => None,
+        });
+        if let (Some(r), Some(program)) = (free, super::inline_script::reads_stdin_as_code(argv)) {
+            return Err(self.err(format!(
+                "stdin: '{{{{{r}}}}}' is data, and `{program}` reads its standard input as code \
+                 here: give the program its code in the workflow (`[sh, -c, 'wc -c']`, \
+                 `[python3, tool.py]`) and the data on its standard input"
+            )));
         }
         Ok(())
     }
@@ -427,6 +459,9 @@ impl StepCheck<'_> {
                     &self.typing(visible),
                 )
                 .map_err(|e| self.err(format!("input: command: {e}")))?;
+                if let Some(stdin) = input.field("stdin") {
+                    self.stdin_rule(&argv, stdin, visible)?;
+                }
             }
             _ => {
                 return Err(self.err(
