@@ -44,7 +44,10 @@ pub async fn connect_for_run(
             }
         )));
     }
-    let store = connect(url).await?;
+    // `run` is a writer: it creates the stream and the runs index when they do not exist.
+    let store = NatsStore::connect(url, options_from_env()?)
+        .await
+        .map_err(|e| CliError::Storage(e.to_string()))?;
     // Every event's line must fit the servers' max_payload: refused or told here, once.
     let (_, note) = store
         .value_cap(transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES)
@@ -55,9 +58,10 @@ pub async fn connect_for_run(
     Ok(store)
 }
 
-/// Connects, or fails with the URL and the cause (exit 4: the storage is unreachable).
+/// Connects a reader, or fails with the URL and the cause (exit 4: the storage is
+/// unreachable, or holds no transcript store: readers never create one).
 pub async fn connect(url: &StorageUrl) -> Result<NatsStore, CliError> {
-    NatsStore::connect(url, options_from_env()?)
+    NatsStore::connect_existing(url, options_from_env()?)
         .await
         .map_err(|e| CliError::Storage(e.to_string()))
 }

@@ -4,6 +4,8 @@
 //! - `run` records through `transcript_nats::NatsRecorderFactory` (see `cmd::run`); the
 //!   connection is made before anything runs, and a NATS that does not answer is an error
 //!   naming the URL (exit 4).
+//! - Every other command only reads: it opens the stream and runs index as they are and never
+//!   creates them (no transcript store at the URL is exit 4; `tail -f <run-id>` waits for it).
 //! - `list` reads the runs index, and the stream for runs it has not seen complete.
 //! - `tail -f` follows the run's subject: the stored events, then the live ones.
 //! - Every other command reads the runs it names (and their child runs) from the stream into
@@ -104,9 +106,38 @@ pub fn route(
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
-        let store = connect(&url).await?;
+        let store = match command {
+            // A follower of a run named in full waits for the store as it waits for the run.
+            Command::Tail {
+                run, follow: true, ..
+            } if RunId::parse(run).is_ok() => wait_for_store(&url, run).await?,
+            _ => connect(&url).await?,
+        };
         route_on(&store, &url, command, style, out).await
     })
+}
+
+/// `tail -f <run-id>` on servers without a transcript store yet: says so once, then waits
+/// (connecting again each second) until a runner creates it. Readers never create it.
+async fn wait_for_store(url: &StorageUrl, run: &str) -> Result<NatsStore, CliError> {
+    let options = crate::nats_connect::options_from_env()?;
+    let mut said = false;
+    loop {
+        match NatsStore::connect_existing(url, options.clone()).await {
+            Ok(store) => return Ok(store),
+            Err(transcript_nats::NatsError::NoStore { .. }) => {
+                if !said {
+                    crate::diag!(
+                        "transcript: waiting for run {run} to appear in {url} (no transcript \
+                         store there yet; Ctrl-C to stop)…"
+                    );
+                    said = true;
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            Err(e) => return Err(storage_error(e)),
+        }
+    }
 }
 
 async fn route_on(

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use async_nats::jetstream::kv;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use transcript_domain::{Payload, RunId, Seq, Timestamp, Usage};
@@ -189,20 +190,17 @@ impl NatsStore {
         let value: bytes::Bytes = serde_json::to_vec(entry)
             .map_err(|e| self.js_error("encoding", e))?
             .into();
+        let index = self.writable_index()?;
         let budget = self.options.ack_timeout * self.options.publish_attempts.max(1);
         let deadline = tokio::time::Instant::now() + budget;
         let mut pause = std::time::Duration::from_millis(50);
         loop {
-            match self
-                .index
-                .put(entry.run_id.to_string(), value.clone())
-                .await
-            {
+            match index.put(entry.run_id.to_string(), value.clone()).await {
                 Ok(_) => return Ok(()),
                 Err(e)
                     if no_responders(&e)
                         && tokio::time::Instant::now() + pause < deadline
-                        && !self.bucket_gone().await =>
+                        && !self.bucket_gone(index).await =>
                 {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(1));
@@ -216,9 +214,9 @@ impl NatsStore {
 
     /// Whether the index bucket's stream no longer exists (deleted): then no responders is
     /// final, not a leader being elected.
-    async fn bucket_gone(&self) -> bool {
+    async fn bucket_gone(&self, index: &kv::Store) -> bool {
         use async_nats::jetstream::{ErrorCode, context::GetStreamErrorKind};
-        match self.js.get_stream(&self.index.stream_name).await {
+        match self.js.get_stream(&index.stream_name).await {
             Err(e) => matches!(
                 e.kind(),
                 GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND
@@ -227,9 +225,25 @@ impl NatsStore {
         }
     }
 
+    /// The runs index of a store opened for writing ([`NatsStore::connect`] makes it).
+    pub(crate) fn writable_index(&self) -> Result<&kv::Store, NatsError> {
+        self.index.as_ref().ok_or_else(|| {
+            self.js_error(
+                "runs index",
+                format!(
+                    "the bucket {}_RUNS does not exist (opened for reading)",
+                    self.url.stream
+                ),
+            )
+        })
+    }
+
     /// One run's stored index value, if it has one.
     async fn entry_bytes(&self, run_id: RunId) -> Result<Option<bytes::Bytes>, NatsError> {
-        self.index
+        let Some(index) = &self.index else {
+            return Ok(None);
+        };
+        index
             .get(run_id.to_string())
             .await
             .map_err(|e| self.js_error(format!("runs index: reading {run_id}"), e))
@@ -314,9 +328,12 @@ impl NatsStore {
             return;
         };
         let key = entry.run_id.to_string();
+        let Some(index) = &self.index else {
+            return;
+        };
         match revision {
-            Some(revision) => drop(self.index.update(key, value.into(), revision).await),
-            None => drop(self.index.create(key, value.into()).await),
+            Some(revision) => drop(index.update(key, value.into(), revision).await),
+            None => drop(index.create(key, value.into()).await),
         }
     }
 
@@ -328,20 +345,41 @@ impl NatsStore {
     /// them from the index. Keys that are not run ids are skipped; an entry that does not
     /// decode counts as missing.
     pub async fn runs(&self) -> Result<Vec<RunEntry>, NatsError> {
-        let mut keys = self
-            .index
+        let mut revisions = BTreeMap::new();
+        let mut runs = Vec::new();
+        if let Some(index) = &self.index {
+            self.indexed_runs(index, &mut revisions, &mut runs).await?;
+        }
+        let indexed: std::collections::BTreeSet<RunId> = runs.iter().map(|r| r.run_id).collect();
+        for id in self.stream_run_ids().await? {
+            if !indexed.contains(&id)
+                && let Some(entry) = self.entry_from_stream(id).await?
+            {
+                self.repair(&entry, revisions.get(&id).copied()).await;
+                runs.push(entry);
+            }
+        }
+        Ok(runs)
+    }
+
+    /// The runs of the index (each brought up to date from the stream), and each key's
+    /// revision.
+    async fn indexed_runs(
+        &self,
+        index: &kv::Store,
+        revisions: &mut BTreeMap<RunId, u64>,
+        runs: &mut Vec<RunEntry>,
+    ) -> Result<(), NatsError> {
+        let mut keys = index
             .keys()
             .await
             .map_err(|e| self.js_error("runs index: listing keys", e))?;
-        let mut revisions = BTreeMap::new();
-        let mut runs = Vec::new();
         while let Some(key) = keys.next().await {
             let key = key.map_err(|e| self.js_error("runs index: listing keys", e))?;
             let Ok(id) = RunId::parse(&key) else {
                 continue;
             };
-            let Some(stored) = self
-                .index
+            let Some(stored) = index
                 .entry(key)
                 .await
                 .map_err(|e| self.js_error(format!("runs index: reading {id}"), e))?
@@ -359,16 +397,7 @@ impl NatsStore {
                 runs.push(entry);
             }
         }
-        let indexed: std::collections::BTreeSet<RunId> = runs.iter().map(|r| r.run_id).collect();
-        for id in self.stream_run_ids().await? {
-            if !indexed.contains(&id)
-                && let Some(entry) = self.entry_from_stream(id).await?
-            {
-                self.repair(&entry, revisions.get(&id).copied()).await;
-                runs.push(entry);
-            }
-        }
-        Ok(runs)
+        Ok(())
     }
 }
 

@@ -98,7 +98,9 @@ pub struct NatsStore {
     pub(crate) client: async_nats::Client,
     pub(crate) js: jetstream::Context,
     pub(crate) stream: stream::Stream,
-    pub(crate) index: kv::Store,
+    /// The runs index; `None` when a reader found no bucket (readers never create one: the
+    /// runs are then all read from the stream).
+    pub(crate) index: Option<kv::Store>,
     pub(crate) options: StreamOptions,
     /// Counts the client's (re)connections: a follower's consumer may be gone with a server.
     pub(crate) connections: tokio::sync::watch::Receiver<u64>,
@@ -214,34 +216,85 @@ async fn open_error(
     }
 }
 
+/// The servers of `url` have no stream of its name: [`NatsError::NoStore`], naming the stream
+/// that holds the runs' subjects if one does.
+async fn no_store(js: &jetstream::Context, url: &StorageUrl) -> NatsError {
+    let holder = js
+        .stream_by_subject(format!("{SUBJECT_PREFIX}>"))
+        .await
+        .ok();
+    let reason = match holder {
+        Some(holder) => {
+            let other = StorageUrl {
+                stream: holder.clone(),
+                ..url.clone()
+            };
+            format!(
+                "the servers have no stream {}; stream {holder} holds the runs \
+                 ({SUBJECT_PREFIX}>): read with --storage {other}",
+                url.stream
+            )
+        }
+        None => format!(
+            "the servers have no stream {} and none holds the runs ({SUBJECT_PREFIX}>); \
+             `transcript run` or `transcript import` with this storage creates it",
+            url.stream
+        ),
+    };
+    NatsError::NoStore {
+        url: url.to_string(),
+        reason,
+    }
+}
+
+/// Connects a client to `url`'s servers (credentials from the environment); the receiver
+/// counts its (re)connections.
+async fn connect_client(
+    url: &StorageUrl,
+    options: &StreamOptions,
+) -> Result<(async_nats::Client, tokio::sync::watch::Receiver<u64>), NatsError> {
+    let (connected, connections) = tokio::sync::watch::channel(0);
+    let connected = std::sync::Arc::new(connected);
+    let client = connect_options(url, options.connect_timeout)?
+        .event_callback(move |event| {
+            let connected = connected.clone();
+            async move {
+                if matches!(event, async_nats::Event::Connected) {
+                    connected.send_modify(|n| *n += 1);
+                }
+            }
+        })
+        .connect(url.servers.clone())
+        .await
+        .map_err(|e| NatsError::Connect {
+            url: url.to_string(),
+            message: e.to_string(),
+        })?;
+    Ok((client, connections))
+}
+
+/// The JetStream context every store uses.
+fn context(client: &async_nats::Client, options: &StreamOptions) -> jetstream::Context {
+    jetstream::ContextBuilder::new()
+        .timeout(options.ack_timeout)
+        .max_ack_inflight(4096)
+        .backpressure_on_inflight(true)
+        .build(client.clone())
+}
+
+/// The runs-index bucket's name for `stream`.
+fn bucket_name(stream: &str) -> String {
+    format!("{stream}_RUNS")
+}
+
 impl NatsStore {
     /// Connects to `url`'s servers and opens (or creates) its stream and the runs-index bucket
-    /// `<STREAM>_RUNS`. Fails with an error naming the URL when no server answers within
-    /// `options.connect_timeout`.
+    /// `<STREAM>_RUNS`: for writers (`run`, `import`); readers use
+    /// [`Self::connect_existing`], which never creates. Fails with an error naming the URL
+    /// when no server answers within `options.connect_timeout`.
     pub async fn connect(url: &StorageUrl, options: StreamOptions) -> Result<Self, NatsError> {
-        let connect_error = |message: String| NatsError::Connect {
-            url: url.to_string(),
-            message,
-        };
-        let (connected, connections) = tokio::sync::watch::channel(0);
-        let connected = std::sync::Arc::new(connected);
-        let client = connect_options(url, options.connect_timeout)?
-            .event_callback(move |event| {
-                let connected = connected.clone();
-                async move {
-                    if matches!(event, async_nats::Event::Connected) {
-                        connected.send_modify(|n| *n += 1);
-                    }
-                }
-            })
-            .connect(url.servers.clone())
-            .await
-            .map_err(|e| connect_error(e.to_string()))?;
-        let js = jetstream::ContextBuilder::new()
-            .timeout(options.ack_timeout)
-            .max_ack_inflight(4096)
-            .backpressure_on_inflight(true)
-            .build(client.clone());
+        let (client, connections) = connect_client(url, &options).await?;
+        let js = context(&client, &options);
         let js_error = |what: &str, e: &dyn std::fmt::Display| NatsError::JetStream {
             url: url.to_string(),
             message: format!("{what}: {e}"),
@@ -262,7 +315,7 @@ impl NatsStore {
             Ok(stream) => stream,
             Err(e) => return Err(open_error(&js, url, e).await),
         };
-        let bucket = format!("{}_RUNS", url.stream);
+        let bucket = bucket_name(&url.stream);
         let index = match js.get_key_value(&bucket).await {
             Ok(store) => store,
             Err(_) => js
@@ -277,6 +330,48 @@ impl NatsStore {
                 .await
                 .map_err(|e| js_error(&format!("creating key-value bucket {bucket}"), &e))?,
         };
+        Ok(Self {
+            url: url.clone(),
+            client,
+            js,
+            stream,
+            index: Some(index),
+            options,
+            connections,
+        })
+    }
+
+    /// Connects to `url`'s servers and opens its stream and runs index as they are, for
+    /// readers: nothing is created. Servers without the stream are
+    /// [`NatsError::NoStore`], naming the stream that holds the runs' subjects when another
+    /// one does (a mistyped stream name); a stream without its bucket is read from the stream
+    /// alone.
+    pub async fn connect_existing(
+        url: &StorageUrl,
+        options: StreamOptions,
+    ) -> Result<Self, NatsError> {
+        use jetstream::context::GetStreamErrorKind;
+        let (client, connections) = connect_client(url, &options).await?;
+        let js = context(&client, &options);
+        let stream = match js.get_stream(&url.stream).await {
+            Ok(stream) => stream,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    GetStreamErrorKind::JetStream(j)
+                        if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND
+                ) =>
+            {
+                return Err(no_store(&js, url).await);
+            }
+            Err(e) => {
+                return Err(NatsError::JetStream {
+                    url: url.to_string(),
+                    message: format!("opening stream {}: {e}", url.stream),
+                });
+            }
+        };
+        let index = js.get_key_value(bucket_name(&url.stream)).await.ok();
         Ok(Self {
             url: url.clone(),
             client,
