@@ -12,7 +12,10 @@
 //!   a private local directory, removed when the command ends, and runs as on a directory:
 //!   the lines are byte-identical to the file recorder's, so every view is the same.
 //!
-//! Run arguments resolve as on a directory: a full run id, a unique prefix (against the runs
+//! A run argument that is a path (an existing file or directory, or one with a `/` or ending in
+//! `.jsonl`) is read as a file, as with a storage directory: a command whose run arguments are
+//! all paths does not connect at all. Other run arguments resolve as on a directory: a full
+//! run id, a unique prefix (against the runs
 //! index), or `latest` (the newest root run of the index). Credentials come from the
 //! environment (`NATS_CREDS`, `NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_CA`,
 //! `NATS_CERT`/`NATS_KEY`), never from argv.
@@ -95,6 +98,11 @@ pub fn route(
     if matches!(command, Command::Run(_)) {
         return Ok(Route::Record(url));
     }
+    // A transcript file (or directory) named by its path is read as a file, whatever the
+    // storage: nothing of NATS is needed, and nothing is connected to.
+    if run_args(command).is_some_and(|args| !args.is_empty() && args.iter().all(|a| is_path(a))) {
+        return Ok(Route::Directory);
+    }
     if matches!(command, Command::Import(_)) {
         return Err(CliError::Usage(
             "import writes to a storage directory: import there, then record runs to NATS"
@@ -167,7 +175,10 @@ async fn route_on(
         Command::Validate { runs, .. } => {
             let copy = LocalCopy::create()?;
             for arg in runs.iter_mut() {
-                *arg = if whole(arg) {
+                *arg = if is_path(arg) {
+                    // Read in place (the copy's directory does not hide it).
+                    continue;
+                } else if whole(arg) {
                     copy_all(store, copy.path()).await?;
                     copy.path().display().to_string()
                 } else {
@@ -205,6 +216,29 @@ async fn route_on(
             "this command does not take NATS storage".to_owned(),
         )),
     }
+}
+
+/// The run arguments of a command that takes runs (`None` for the others).
+fn run_args(command: &Command) -> Option<Vec<&str>> {
+    match command {
+        Command::Validate { runs, .. } => Some(runs.iter().map(String::as_str).collect()),
+        Command::Export { run, .. }
+        | Command::Tree { run, .. }
+        | Command::Show { run }
+        | Command::Tail { run, .. }
+        | Command::Stats { target: run, .. }
+        | Command::Receipts { run: Some(run), .. } => Some(vec![run.as_str()]),
+        _ => None,
+    }
+}
+
+/// Whether a run argument names a file or directory rather than a run of the store: an
+/// existing path (as on a storage directory, a path wins), or what no run id, prefix or
+/// `latest` can be (a `/`, or the `.jsonl` of a transcript that does not exist yet, which
+/// `tail -f` waits for and the other commands report missing by its path).
+fn is_path(arg: &str) -> bool {
+    !StorageUrl::is_nats(arg)
+        && (Path::new(arg).exists() || arg.contains('/') || arg.ends_with(".jsonl"))
 }
 
 /// A list row from an index entry.

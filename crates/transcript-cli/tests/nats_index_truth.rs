@@ -125,7 +125,7 @@ fn drop_index(url: &str, key: Option<&str>) {
         .unwrap()
         .block_on(async {
             let url = transcript_nats::StorageUrl::parse(url).unwrap();
-            let store = transcript_nats::NatsStore::connect(&url, Default::default())
+            let store = transcript_nats::NatsStore::connect_existing(&url, Default::default())
                 .await
                 .unwrap();
             let js = store.jetstream();
@@ -150,7 +150,7 @@ fn indexed(url: &str, run: &str) -> bool {
         .unwrap()
         .block_on(async {
             let url = transcript_nats::StorageUrl::parse(url).unwrap();
-            let store = transcript_nats::NatsStore::connect(&url, Default::default())
+            let store = transcript_nats::NatsStore::connect_existing(&url, Default::default())
                 .await
                 .unwrap();
             let run = transcript_domain::RunId::parse(run).unwrap();
@@ -174,8 +174,10 @@ fn runs_missing_from_the_index_are_read_from_the_stream() {
     for key in [Some(child), None] {
         drop_index(&nats, key);
         assert_eq!(listed(&nats), listed(&files), "{key:?}");
-        // Rebuilt from the stream and written back: the next listing reads the index.
-        assert!(indexed(&nats, child), "{key:?}");
+        // Rebuilt from the stream and written back (the next listing reads the index), into
+        // the bucket as it is: a deleted bucket is not made again by a reader (#52 item 5),
+        // only by the next run.
+        assert_eq!(indexed(&nats, child), key.is_some(), "{key:?}");
         for args in [
             &["receipts", "--by", "model", "--json"][..],
             &["receipts", "--by", "day"],
