@@ -104,6 +104,7 @@ impl JsonlRecorderBuilder {
             scan,
             existed,
         } = open_run_file(&self.storage_dir, self.run_id, mode)?;
+        let lease = crate::lease::WriterLease::take(&path, &file)?;
         if !existed && self.durability != Durability::None {
             // The new name must survive a power loss too.
             fs::sync_dir(&self.storage_dir)
@@ -120,6 +121,7 @@ impl JsonlRecorderBuilder {
         let room = Arc::new(Semaphore::new(self.max_queued_bytes as usize));
         let writer = Writer::new(
             WriterSetup {
+                lease,
                 sink: wrap(FileSink { file }),
                 path: path.clone(),
                 run_id: self.run_id,
