@@ -19,8 +19,12 @@ use crate::{NatsError, NatsStore};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IndexStatus {
-    /// Started, no `run.completed` yet (running, or its runner died).
+    /// Started, no `run.completed` yet; as read by [`NatsStore::runs`], its runner holds the
+    /// run's lease (alive).
     Running,
+    /// Never written: [`NatsStore::runs`] reports a run without `run.completed` whose lease
+    /// lapsed (its runner died or was killed) so.
+    Abandoned,
     /// `run.completed` without an error.
     Succeeded,
     /// `run.completed` with an error.
@@ -359,7 +363,26 @@ impl NatsStore {
                 runs.push(entry);
             }
         }
-        Ok(runs)
+        let mut settled = Vec::with_capacity(runs.len());
+        for entry in runs {
+            settled.push(self.settle(entry).await?);
+        }
+        Ok(settled)
+    }
+
+    /// A run the index (brought up to date) says is running, checked against its lease: held,
+    /// it is [`IndexStatus::Running`]; lapsed, the stream is looked at once more (the runner
+    /// records `run.completed` before it releases the lease) and the run is completed or
+    /// [`IndexStatus::Abandoned`]. Other entries are returned as they are.
+    pub async fn settle(&self, entry: RunEntry) -> Result<RunEntry, NatsError> {
+        if entry.status != IndexStatus::Running || self.lease_held(entry.run_id).await? {
+            return Ok(entry);
+        }
+        let mut entry = self.refresh(entry).await?;
+        if entry.status == IndexStatus::Running {
+            entry.status = IndexStatus::Abandoned;
+        }
+        Ok(entry)
     }
 
     /// The runs of the index (each brought up to date from the stream), and each key's

@@ -84,6 +84,7 @@
 mod encode;
 mod error;
 mod index;
+mod lease;
 mod mirror;
 pub mod payload;
 mod read;
@@ -94,6 +95,7 @@ mod url;
 
 pub use error::NatsError;
 pub use index::{BilledTurnEntry, IndexStatus, RunEntry};
+pub use lease::lease_key;
 pub use mirror::{MirrorOptions, MirrorReport, mirror};
 pub use read::RunFollower;
 pub use recorder::{NatsRecorder, NatsRecorderFactory};

@@ -49,6 +49,17 @@ struct Inner {
     index: Mutex<RunEntry>,
     /// The first runs-index write that failed (reported by `close`).
     index_error: Mutex<Option<String>>,
+    /// The task renewing the run's lease (`crate::lease`), until the close.
+    renewal: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Dropped without a close: the lease is no longer renewed and lapses.
+        if let Some(renewal) = lock(&self.renewal).take() {
+            renewal.abort();
+        }
+    }
 }
 
 /// A run's recorder on JetStream (see the module docs). Cheap to clone.
@@ -127,6 +138,16 @@ impl NatsRecorder {
                 });
             }
         }
+        // The run's lease, held from before its first event until its close.
+        store
+            .renew_lease(run_id)
+            .await
+            .map_err(|e| RecordError::Storage {
+                path: store.url.to_string(),
+                message: format!("cannot open run {run_id}: {e}"),
+                source: None,
+            })?;
+        let renewal = crate::lease::spawn_renewal(store.clone(), run_id);
         let (closed, _) = watch::channel(None);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -145,6 +166,7 @@ impl NatsRecorder {
                 closed,
                 index: Mutex::new(RunEntry::new(run_id, parent_run_id)),
                 index_error: Mutex::new(None),
+                renewal: Mutex::new(Some(renewal)),
             }),
         })
     }
@@ -367,6 +389,14 @@ impl Recorder for NatsRecorder {
         };
         if entry.events > 0 {
             self.write_index(&entry).await;
+        }
+        // Released after run.completed and the index entry: a reader finding no lease and no
+        // run.completed has seen an abandoned run, never a completing one.
+        if let Some(renewal) = lock(&self.inner.renewal).take() {
+            renewal.abort();
+        }
+        if let Err(e) = self.inner.store.release_lease(self.inner.run_id).await {
+            lock(&self.inner.index_error).get_or_insert(e.to_string());
         }
         match lock(&self.inner.index_error).take() {
             Some(e) => Err(self.storage_error(format!(

@@ -36,6 +36,9 @@ pub struct StreamOptions {
     pub publish_attempts: u32,
     /// How long connecting may take before it fails (NATS down at start).
     pub connect_timeout: Duration,
+    /// A run's lease (whole seconds, at least 1): a runner renews it every third of this, and
+    /// a run without `run.completed` whose lease lapsed reads as abandoned.
+    pub lease: Duration,
 }
 
 impl Default for StreamOptions {
@@ -47,6 +50,7 @@ impl Default for StreamOptions {
             ack_timeout: Duration::from_secs(5),
             publish_attempts: 3,
             connect_timeout: Duration::from_secs(5),
+            lease: Duration::from_secs(30),
         }
     }
 }
@@ -54,8 +58,8 @@ impl Default for StreamOptions {
 impl StreamOptions {
     /// The defaults, overridden from the environment: `TRANSCRIPT_NATS_REPLICAS`,
     /// `TRANSCRIPT_NATS_MAX_AGE_SECS`, `TRANSCRIPT_NATS_MAX_BYTES` (used when the stream is
-    /// created), `TRANSCRIPT_NATS_ACK_TIMEOUT_MS` and `TRANSCRIPT_NATS_PUBLISH_ATTEMPTS` (how
-    /// long `record` may wait before the run fails; a short ack timeout shortens the connect
+    /// created), `TRANSCRIPT_NATS_LEASE_SECS` (a run's lease), `TRANSCRIPT_NATS_ACK_TIMEOUT_MS`
+    /// and `TRANSCRIPT_NATS_PUBLISH_ATTEMPTS` (how long `record` may wait before the run fails; a short ack timeout shortens the connect
     /// timeout too, to no less than 500 ms). An empty variable is unset; a value that is not a
     /// number is [`NatsError::Setting`].
     pub fn from_env() -> Result<Self, NatsError> {
@@ -86,6 +90,9 @@ impl StreamOptions {
         }
         if let Some(n) = var("TRANSCRIPT_NATS_PUBLISH_ATTEMPTS")? {
             options.publish_attempts = n;
+        }
+        if let Some(s) = var::<u64>("TRANSCRIPT_NATS_LEASE_SECS")? {
+            options.lease = Duration::from_secs(s.max(1));
         }
         Ok(options)
     }
@@ -316,12 +323,13 @@ impl NatsStore {
             Err(e) => return Err(open_error(&js, url, e).await),
         };
         let bucket = bucket_name(&url.stream);
-        let index = match js.get_key_value(&bucket).await {
+        let mut index = match js.get_key_value(&bucket).await {
             Ok(store) => store,
             Err(_) => js
                 .create_key_value(kv::Config {
                     bucket: bucket.clone(),
-                    description: "transcript runs index (run id -> summary)".to_owned(),
+                    description: "transcript runs index (run id -> summary, runs' leases)"
+                        .to_owned(),
                     history: 1,
                     num_replicas: options.replicas,
                     storage: stream::StorageType::File,
@@ -330,6 +338,10 @@ impl NatsStore {
                 .await
                 .map_err(|e| js_error(&format!("creating key-value bucket {bucket}"), &e))?,
         };
+        // Leases expire by per-message TTL (crate::lease).
+        crate::lease::allow_ttl(&js, &mut index)
+            .await
+            .map_err(|e| js_error(&format!("allowing message TTLs in bucket {bucket}"), &e))?;
         Ok(Self {
             url: url.clone(),
             client,
