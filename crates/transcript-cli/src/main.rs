@@ -292,6 +292,10 @@ enum Command {
         /// Child runs too (by default only root runs are listed).
         #[arg(long)]
         all: bool,
+        /// Only runs of this status (`running`: its runner holds the run; `abandoned`: no
+        /// run.completed and no runner).
+        #[arg(long, value_enum)]
+        status: Option<runs::RunStatus>,
         /// Print the list as JSON.
         #[arg(long)]
         json: bool,
@@ -423,8 +427,19 @@ fn run(cli: Cli) -> Result<(), CliError> {
             pricing,
         } => cmd::stats::run(&target, &storage, json, pricing.as_deref(), &mut out),
         Command::Mirror(args) => cmd::mirror::run(&args, &mut out),
-        Command::List { limit, all, json } => {
-            cmd::list::run(&storage, limit, all, json, &style, &mut out)
+        Command::List {
+            limit,
+            all,
+            status,
+            json,
+        } => {
+            let options = cmd::list::ListOptions {
+                limit,
+                all,
+                status,
+                json,
+            };
+            cmd::list::run(&storage, options, &style, &mut out)
         }
     }
 }

@@ -157,10 +157,21 @@ async fn route_on(
 ) -> Result<Route, CliError> {
     let whole = |arg: &str| StorageUrl::parse(arg).is_ok_and(|u| u == *url);
     match command {
-        Command::List { limit, all, json } => {
+        Command::List {
+            limit,
+            all,
+            status,
+            json,
+        } => {
             let runs = store.runs().await.map_err(storage_error)?;
             let runs = runs.into_iter().map(|e| summary(url, e)).collect();
-            crate::cmd::list::print(runs, *limit, *all, *json, style, out)?;
+            let options = crate::cmd::list::ListOptions {
+                limit: *limit,
+                all: *all,
+                status: *status,
+                json: *json,
+            };
+            crate::cmd::list::print(runs, options, style, out)?;
             Ok(Route::Done)
         }
         Command::Tail {
@@ -251,7 +262,8 @@ fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
         status: match e.status {
             IndexStatus::Succeeded => RunStatus::Succeeded,
             IndexStatus::Failed => RunStatus::Failed,
-            IndexStatus::Running => RunStatus::Incomplete,
+            IndexStatus::Running => RunStatus::Running,
+            IndexStatus::Abandoned => RunStatus::Abandoned,
         },
         started_at: e.started_at,
         duration_ms: e
@@ -341,6 +353,13 @@ async fn copy_run(
         .filter_map(|l| decode_line(l).ok()?.event.child_run_id)
         .collect();
     let path = dir.join(run.file_name());
+    // A run without run.completed is running or abandoned by its lease on the servers (the
+    // copy holds no lock): looked at after its lines, then the stream once more, as `list`.
+    if !completes(&lines) {
+        let held = store.lease_held(run).await?;
+        let settled = held || completes(&[store.last_line(run).await?.unwrap_or_default()]);
+        crate::runs::set_remote_liveness(&path, settled);
+    }
     let io = |e: std::io::Error| transcript_nats::NatsError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
@@ -358,6 +377,30 @@ async fn copy_run(
     };
     std::io::Write::write_all(&mut file, &lines.concat()).map_err(io)?;
     Ok(children)
+}
+
+/// Whether the run followed up to stream sequence `position` (exclusive) looks abandoned
+/// now: its lease lapsed, and the stream holds nothing of it past what was delivered (the
+/// runner records run.completed before it releases the lease, so a completing run is never
+/// taken for an abandoned one). `false` when the servers cannot tell (a restart): the
+/// follower itself waits such faults out.
+async fn abandoned(store: &NatsStore, run: RunId, position: u64) -> bool {
+    if store.lease_held(run).await.unwrap_or(true) {
+        return false;
+    }
+    match store.last_stream_seq(run).await {
+        Ok(last) => last.is_none_or(|last| last < position),
+        Err(_) => false,
+    }
+}
+
+/// Whether the last of `lines` is a `run.completed`.
+fn completes<B: AsRef<[u8]>>(lines: &[B]) -> bool {
+    use transcript_domain::{EventKind, EventType};
+    lines.last().is_some_and(|l| {
+        decode_line(l.as_ref())
+            .is_ok_and(|d| d.event.kind == EventKind::Known(EventType::RunCompleted))
+    })
 }
 
 /// `tail -f` on NATS: replays the run, then follows it live. Unless `--forever`, it ends
@@ -414,8 +457,39 @@ async fn follow_one(
     use transcript_domain::{DecodedPayload, EventKind, EventType};
     let mut follower = store.follow(run).await.map_err(storage_error)?;
     let mut children = Vec::new();
-    while let Some(line) = follower.next_line().await {
+    let mut shown = 0u64;
+    // While no line comes, the run's lease is looked at this often.
+    let every = (store.options().lease / 3).clamp(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(2),
+    );
+    let grace = store.options().lease / 3 + std::time::Duration::from_secs(1);
+    let mut unheld_since = None;
+    loop {
+        let line = tokio::select! {
+            line = follower.next_line() => line,
+            () = tokio::time::sleep(every), if until_complete && shown > 0 => {
+                if !abandoned(store, run, follower.position()).await {
+                    unheld_since = None;
+                    continue;
+                }
+                // Seen lapsed for a whole renewal period: a live runner that was cut off
+                // from the servers (a restart) has renewed by then.
+                let since = *unheld_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= grace {
+                    return Err(CliError::Storage(format!(
+                        "run {run} in {} was abandoned: it has no run.completed and its \
+                         runner's lease lapsed (the runner died or was killed); what it \
+                         recorded is shown above",
+                        store.url()
+                    )));
+                }
+                continue;
+            }
+        };
+        let Some(line) = line else { break };
         let line = line.map_err(storage_error)?;
+        shown += 1;
         match decode_line(&line) {
             Ok(decoded) => {
                 let event = &decoded.event;

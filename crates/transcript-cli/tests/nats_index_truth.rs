@@ -77,6 +77,7 @@ fn run_and_kill(storage: &str, dir: &Path) {
         .arg("--workspace")
         .arg(dir.join("ws"))
         .current_dir(dir)
+        .env("TRANSCRIPT_NATS_LEASE_SECS", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -87,6 +88,8 @@ fn run_and_kill(storage: &str, dir: &Path) {
     child.kill().unwrap();
     child.wait().unwrap();
     drop(gate);
+    // Both storages say abandoned (on NATS once the runner's lease lapsed).
+    common::await_status(storage, "00000000-0000-4000-8000-000000000001", "abandoned");
 }
 
 #[test]
@@ -114,7 +117,7 @@ fn a_sigkilled_runners_tokens_count_in_fleet_receipts_as_on_files() {
         assert_eq!(view(&nats, args), view(&files, args), "{args:?}");
     }
     assert_eq!(listed(&nats), listed(&files));
-    assert_eq!(listed(&nats)[0]["status"], "incomplete");
+    assert_eq!(listed(&nats)[0]["status"], "abandoned");
 }
 
 /// Deletes the runs-index bucket (`FLEET_RUNS`) or one key of it.

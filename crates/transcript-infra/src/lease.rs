@@ -32,23 +32,30 @@ fn whole_file(kind: libc::c_int) -> libc::flock {
     }
 }
 
-/// The writer's hold on its run: the lease lock on the locked append handle's open file
-/// description. Dropping it releases the lease and the `flock`, before the file is closed.
+/// A writer's hold on its run: the lease lock on its append handle's open file description.
+/// Dropping it releases the lease and any `flock` of that description, before the file is
+/// closed. The recorder holds one for each run it writes; another writer of transcripts (a
+/// tool appending a run's lines as they come) holds one with [`WriterLease::hold`] so readers
+/// see its run as running.
 #[derive(Debug)]
-pub(crate) struct WriterLease {
+pub struct WriterLease {
     /// A duplicate of the append handle (the same open file description).
     file: File,
 }
 
 impl WriterLease {
-    /// Takes the lease on `file` (open for writing, its `flock` already held).
-    pub(crate) fn take(path: &Path, file: &File) -> Result<Self, RecordError> {
-        let file = file
-            .try_clone()
-            .map_err(|e| storage_error(path, "cannot hold the run's lease", Some(e)))?;
-        fcntl(&file, FcntlArg::F_OFD_SETLK(&whole_file(libc::F_WRLCK)))
-            .map_err(|e| storage_error(path, "cannot hold the run's lease", Some(e.into())))?;
+    /// Holds the lease on `file` (open for writing) until dropped. Fails when another writer
+    /// holds it (`WouldBlock`-like OS errors) or `file` is not open for writing.
+    pub fn hold(file: &File) -> io::Result<Self> {
+        let file = file.try_clone()?;
+        fcntl(&file, FcntlArg::F_OFD_SETLK(&whole_file(libc::F_WRLCK)))?;
         Ok(Self { file })
+    }
+
+    /// [`WriterLease::hold`] for the recorder (its `flock` already held), the error naming
+    /// `path`.
+    pub(crate) fn take(path: &Path, file: &File) -> Result<Self, RecordError> {
+        Self::hold(file).map_err(|e| storage_error(path, "cannot hold the run's lease", Some(e)))
     }
 }
 

@@ -326,7 +326,7 @@ pub use bulk::{BulkWriter, DurableBatch, Synced, Unsynced, replace_file_durably}
 pub use clock::{RandomRunIds, SystemClock};
 pub use factory::JsonlRecorderFactory;
 pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, SubscriberStats};
-pub use lease::writer_holds;
+pub use lease::{WriterLease, writer_holds};
 pub use loader::{LoadError, LoadedRun, load_run_tree};
 pub use reader::{
     DEFAULT_MAX_LINE_BYTES, MalformedCause, MalformedLine, ReadError, ReadEvent, ReadItem,

@@ -111,6 +111,13 @@ impl RunFollower {
         })
     }
 
+    /// The stream sequence after the last message delivered (where a consumer made again
+    /// resumes): a follower has delivered everything of its run once the run's last stream
+    /// sequence ([`NatsStore::last_stream_seq`]) is below it.
+    pub fn position(&self) -> u64 {
+        self.next
+    }
+
     /// The next line (with its `\n`), waiting for it to be published.
     pub async fn next_line(&mut self) -> Option<Result<Bytes, NatsError>> {
         loop {
