@@ -288,7 +288,11 @@
 //!   a second recorder, in this or another process, fails with
 //!   `RecordError::Locked` before writing or repairing anything. The lock is
 //!   advisory: it keeps cooperating writers apart, not a hostile process of
-//!   the same user.
+//!   the same user. Beside it the recorder holds the run's lease, an open file
+//!   description lock that readers test with [`writer_holds`] without taking
+//!   it (running or abandoned); both are unlocked on the open file description
+//!   before `close` returns, so the run is free then even while a child forked
+//!   at that instant still holds a copy of the descriptor.
 //! * **Readers** never trust the file: malformed input yields typed errors,
 //!   never a panic, and memory stays bounded.
 //!
