@@ -48,6 +48,7 @@ pub async fn connect_for_run(
     let store = NatsStore::connect(url, options_from_env()?)
         .await
         .map_err(|e| CliError::Storage(e.to_string()))?;
+    keep_credentials_to_ourselves()?;
     // Every event's line must fit the servers' max_payload: refused or told here, once.
     let (_, note) = store
         .value_cap(transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES)
@@ -64,4 +65,22 @@ pub async fn connect(url: &StorageUrl) -> Result<NatsStore, CliError> {
     NatsStore::connect_existing(url, options_from_env()?)
         .await
         .map_err(|e| CliError::Storage(e.to_string()))
+}
+
+/// The runner has read its credentials (`NATS_*`, withheld from every process of the run): it
+/// makes itself non-dumpable (`PR_SET_DUMPABLE` 0, as ssh-agent does), so its `/proc/<pid>`
+/// entries, `environ` with the variables it was started with among them, belong to root and
+/// a step of the same user can neither read them nor ptrace the runner. A program a step
+/// executes is dumpable again (execve resets the flag), so the runner's own use of its
+/// children's `/proc` entries and pidfds is unchanged, and it still reads its own. Root, or a
+/// process with `CAP_SYS_PTRACE`, still can: see README, "A fleet".
+fn keep_credentials_to_ourselves() -> Result<(), CliError> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable).map_err(
+        |e| {
+            CliError::Failed(format!(
+                "cannot keep the NATS credentials from the run's processes \
+                 (prctl PR_SET_DUMPABLE): {e}"
+            ))
+        },
+    )
 }
