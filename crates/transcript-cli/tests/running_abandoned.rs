@@ -29,6 +29,16 @@ fn gate(dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 fn start_run(storage: &str, workflow: &Path, fifo: &Path, dir: &Path) -> Child {
+    start_run_with(storage, workflow, fifo, dir, &[])
+}
+
+fn start_run_with(
+    storage: &str,
+    workflow: &Path,
+    fifo: &Path,
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> Child {
     bin()
         .args(["run", "--deterministic", "--storage", storage])
         .arg(workflow)
@@ -38,6 +48,7 @@ fn start_run(storage: &str, workflow: &Path, fifo: &Path, dir: &Path) -> Child {
         .arg(dir.join("ws"))
         .current_dir(dir)
         .env("TRANSCRIPT_NATS_LEASE_SECS", "1")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -129,4 +140,68 @@ fn on_nats_a_sigkilled_runners_run_is_abandoned_once_its_lease_lapses() {
     };
     let tmp = tempfile::tempdir().unwrap();
     a_killed_runner_leaves_an_abandoned_run(&server.url(), tmp.path());
+}
+
+/// The node leading the runs-index bucket's stream (where the lease keys live), by index.
+fn bucket_leader(nodes: &[testing::ServerNode]) -> usize {
+    let url = transcript_nats::StorageUrl::parse(&testing::urls(nodes)).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let store = transcript_nats::NatsStore::connect_existing(&url, Default::default())
+                .await
+                .unwrap();
+            let info = store
+                .jetstream()
+                .get_stream("KV_TRANSCRIPTS_RUNS")
+                .await
+                .unwrap()
+                .get_info()
+                .await
+                .unwrap();
+            let name = info.cluster.unwrap().leader.unwrap();
+            nodes.iter().position(|n| n.name == name).unwrap()
+        })
+}
+
+/// A 3-node cluster, the runs index on three replicas: the node leading the bucket that holds
+/// the lease is killed mid-run, and the run still reads as running from the other two past
+/// more than a lease (the runner renewed it through them); once the runner is SIGKILLed it
+/// reads as abandoned.
+#[test]
+fn on_a_cluster_the_lease_outlives_its_node_and_lapses_with_the_runner() {
+    let Some(mut nodes) = testing::cluster(3).expect("nats-server cluster") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = format!("{}/TRANSCRIPTS", testing::urls(&nodes));
+    let (workflow, fifo) = gate(tmp.path());
+    let env = [
+        ("TRANSCRIPT_NATS_REPLICAS", "3"),
+        // Renewed every 3.3 s: the client's reconnect and the bucket's leader election after
+        // the kill fit in the 6.7 s before it would lapse.
+        ("TRANSCRIPT_NATS_LEASE_SECS", "10"),
+    ];
+    let mut runner = start_run_with(&storage, &workflow, &fifo, tmp.path(), &env);
+    let gate = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let victim = bucket_leader(&nodes);
+    nodes[victim].kill();
+    let survivors: Vec<testing::ServerNode> = nodes
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, n)| (i != victim).then_some(n))
+        .collect();
+    let rest = format!("{}/TRANSCRIPTS", testing::urls(&survivors));
+    // Longer than the lease: a key nobody renewed since the kill would be gone (this wait is
+    // the lease's length passing, not a race being won).
+    std::thread::sleep(Duration::from_secs(11));
+    every_view_says(&rest, tmp.path(), "running");
+
+    runner.kill().unwrap();
+    runner.wait().unwrap();
+    drop(gate);
+    common::await_status(&rest, DEMO_RUN_ID, "abandoned");
+    every_view_says(&rest, tmp.path(), "abandoned");
 }

@@ -92,8 +92,9 @@ impl NatsStore {
 }
 
 /// Renews `run_id`'s lease every third of its length until aborted (the recorder's close or
-/// drop). A failed renewal is tried again at the next tick: the lease lapses only when the
-/// runner cannot reach the servers for the lease's whole length.
+/// drop), each attempt bounded by that period. A failed renewal is tried again at the next
+/// tick: the lease lapses only when the runner cannot renew it for about two thirds of its
+/// length (a server lost and a leader election in a cluster fit a 30 s lease easily).
 pub(crate) fn spawn_renewal(store: NatsStore, run_id: RunId) -> tokio::task::JoinHandle<()> {
     let every = (store.options.lease / 3).max(Duration::from_millis(200));
     tokio::spawn(async move {
@@ -102,7 +103,9 @@ pub(crate) fn spawn_renewal(store: NatsStore, run_id: RunId) -> tokio::task::Joi
         tick.tick().await;
         loop {
             tick.tick().await;
-            let _ = store.renew_lease(run_id).await;
+            // An attempt waits for its ack no longer than a tick: one stuck on a server that
+            // died must not hold the next one back until the lease has lapsed.
+            let _ = tokio::time::timeout(every, store.renew_lease(run_id)).await;
         }
     })
 }
