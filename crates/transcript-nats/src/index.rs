@@ -1,5 +1,6 @@
 //! The runs index: one key-value entry per run (`<STREAM>_RUNS`, key = run id) written by the
-//! recorder as the run goes (at `run.started`, at `run.completed` and at close), so `list` and
+//! recorder as the run goes (at `run.started`, with each lease renewal when the run recorded
+//! events since, at `run.completed` and at close), so `list` and
 //! fleet-wide receipts read one small value per completed run instead of every message of the
 //! stream. The index is a cache of the stream: a run not completed in the index (running, or
 //! its runner killed) is checked against its last message and rebuilt from its lines when the
@@ -342,8 +343,9 @@ impl NatsStore {
     }
 
     /// Every run of the fleet (unordered), the stream being the truth and the index its
-    /// cache: each index entry (brought up to date from the stream while the run is not
-    /// completed: [`Self::refresh`]), and each run the stream holds with no readable entry
+    /// cache: each index entry (a running run whose runner holds its lease as its runner last
+    /// wrote it, at most a renewal period old; a run not completed otherwise brought up to date
+    /// from the stream: [`Self::refresh`], then [`Self::settle`]), and each run the stream holds with no readable entry
     /// (the bucket deleted, an entry purged, a runner killed before its first index write),
     /// rebuilt from its lines. Rebuilt entries are written back so the next listing reads
     /// them from the index. Keys that are not run ids are skipped; an entry that does not
@@ -385,8 +387,8 @@ impl NatsStore {
         Ok(entry)
     }
 
-    /// The runs of the index (each brought up to date from the stream), and each key's
-    /// revision.
+    /// The runs of the index (each not held by its runner brought up to date from the
+    /// stream), and each key's revision.
     async fn indexed_runs(
         &self,
         index: &kv::Store,
@@ -412,6 +414,12 @@ impl NatsStore {
             revisions.insert(id, stored.revision);
             // An entry another writer (or version) left unreadable does not hide the fleet.
             if let Ok(entry) = serde_json::from_slice::<RunEntry>(&stored.value) {
+                // Its runner holds the lease and keeps the entry current with each renewal
+                // (events, last event time, usage so far): no stream message is read for it.
+                if entry.status == IndexStatus::Running && self.lease_held(id).await? {
+                    runs.push(entry);
+                    continue;
+                }
                 let events = (entry.status, entry.events);
                 let entry = self.refresh(entry).await?;
                 if (entry.status, entry.events) != events {

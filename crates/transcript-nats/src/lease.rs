@@ -92,10 +92,15 @@ impl NatsStore {
 }
 
 /// Renews `run_id`'s lease every third of its length until aborted (the recorder's close or
-/// drop), each attempt bounded by that period. A failed renewal is tried again at the next
+/// drop), each attempt bounded by that period, and writes the run's index `entry` with it when
+/// the run recorded events since its last write. A failed renewal is tried again at the next
 /// tick: the lease lapses only when the runner cannot renew it for about two thirds of its
 /// length (a server lost and a leader election in a cluster fit a 30 s lease easily).
-pub(crate) fn spawn_renewal(store: NatsStore, run_id: RunId) -> tokio::task::JoinHandle<()> {
+pub(crate) fn spawn_renewal(
+    store: NatsStore,
+    run_id: RunId,
+    entry: std::sync::Arc<crate::live_entry::LiveEntry>,
+) -> tokio::task::JoinHandle<()> {
     let every = (store.options.lease / 3).max(Duration::from_millis(200));
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
@@ -106,6 +111,8 @@ pub(crate) fn spawn_renewal(store: NatsStore, run_id: RunId) -> tokio::task::Joi
             // An attempt waits for its ack no longer than a tick: one stuck on a server that
             // died must not hold the next one back until the lease has lapsed.
             let _ = tokio::time::timeout(every, store.renew_lease(run_id)).await;
+            // What `list` shows of the running run, so it reads no stream message for it.
+            let _ = tokio::time::timeout(every, entry.write_if_grown(&store)).await;
         }
     })
 }

@@ -85,6 +85,7 @@ mod encode;
 mod error;
 mod index;
 mod lease;
+mod live_entry;
 mod mirror;
 pub mod payload;
 mod read;

@@ -23,6 +23,7 @@ use transcript_domain::{
 use crate::NatsStore;
 use crate::encode::prepare;
 use crate::index::RunEntry;
+use crate::live_entry::LiveEntry;
 use crate::store::run_subject;
 use crate::subscription::NatsSubscription;
 
@@ -46,7 +47,7 @@ struct Inner {
     state: tokio::sync::Mutex<State>,
     /// `Some(last seq)` once closed: subscriptions end after delivering it.
     closed: watch::Sender<Option<Seq>>,
-    index: Mutex<RunEntry>,
+    index: Arc<LiveEntry>,
     /// The first runs-index write that failed (reported by `close`).
     index_error: Mutex<Option<String>>,
     /// The task renewing the run's lease (`crate::lease`), until the close.
@@ -147,7 +148,8 @@ impl NatsRecorder {
                 message: format!("cannot open run {run_id}: {e}"),
                 source: None,
             })?;
-        let renewal = crate::lease::spawn_renewal(store.clone(), run_id);
+        let index = Arc::new(LiveEntry::new(RunEntry::new(run_id, parent_run_id)));
+        let renewal = crate::lease::spawn_renewal(store.clone(), run_id, index.clone());
         let (closed, _) = watch::channel(None);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -164,7 +166,7 @@ impl NatsRecorder {
                     failed: None,
                 }),
                 closed,
-                index: Mutex::new(RunEntry::new(run_id, parent_run_id)),
+                index,
                 index_error: Mutex::new(None),
                 renewal: Mutex::new(Some(renewal)),
             }),
@@ -267,23 +269,20 @@ impl NatsRecorder {
         timestamp: transcript_domain::Timestamp,
         draft: &EventDraft,
     ) {
-        let entry = {
-            let mut entry = lock(&self.inner.index);
-            entry
-                .observe(
-                    (seq, timestamp),
-                    (&draft.path, draft.iteration),
-                    &draft.payload,
-                )
-                .then(|| entry.clone())
-        };
-        if let Some(entry) = entry {
-            self.write_index(&entry).await;
+        let now = self.inner.index.update(|entry| {
+            entry.observe(
+                (seq, timestamp),
+                (&draft.path, draft.iteration),
+                &draft.payload,
+            )
+        });
+        if now {
+            self.write_index().await;
         }
     }
 
-    async fn write_index(&self, entry: &RunEntry) {
-        if let Err(e) = self.inner.store.put_run(entry).await {
+    async fn write_index(&self) {
+        if let Err(e) = self.inner.index.write(&self.inner.store).await {
             lock(&self.inner.index_error).get_or_insert(e.to_string());
         }
     }
@@ -382,13 +381,12 @@ impl Recorder for NatsRecorder {
         let last = state.next_seq - 1;
         drop(state);
         self.inner.closed.send_replace(Some(last));
-        let entry = {
-            let mut entry = lock(&self.inner.index);
+        let events = self.inner.index.update(|entry| {
             entry.flush(None);
-            entry.clone()
-        };
-        if entry.events > 0 {
-            self.write_index(&entry).await;
+            entry.events
+        });
+        if events > 0 {
+            self.write_index().await;
         }
         // Released after run.completed and the index entry: a reader finding no lease and no
         // run.completed has seen an abandoned run, never a completing one.

@@ -86,3 +86,62 @@ async fn a_closed_run_releases_its_lease_at_once_and_reads_as_completed() {
     assert!(!store.lease_held(other).await.unwrap());
     assert_eq!(status(&store, other).await, IndexStatus::Abandoned);
 }
+
+/// #52 item 4: the runner writes its index entry with each lease renewal (events, last event
+/// time, usage so far), and a listing takes a running run whose lease is held from the index
+/// alone: a message planted at the end of the run's subject, which a read of the stream would
+/// take as the run's last (seq 999, run.completed), changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_run_is_listed_from_the_index_the_runner_keeps_current() {
+    let Some(server) = common::server() else {
+        return;
+    };
+    let store = common::store(&server.url(), options()).await;
+    let run = SequentialRunIds::with_prefix(0x5274).next_run_id();
+    let factory = NatsRecorderFactory::new(store.clone(), common::clock());
+    let recorder = factory.create(run, None).await.unwrap();
+    let drafts = common::drafts(None);
+    let recorded = drafts.len() - 1;
+    for d in &drafts[..recorded] {
+        recorder.record(d.clone()).await.unwrap();
+    }
+    // The renewals (every third of a second) write the grown entry.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let entry = loop {
+        let entry = store.run_entry(run).await.unwrap().unwrap();
+        if entry.events == recorded as u64 {
+            break entry;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{entry:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(entry.status, IndexStatus::Running);
+    assert_eq!(
+        entry.usage_by_model["claude-opus-4"].output_tokens,
+        Some(400)
+    );
+    assert_eq!(
+        entry.turns.len(),
+        1,
+        "the agent step completed: its turn is billed"
+    );
+
+    let planted = format!(
+        "{{\"seq\":999,\"timestamp\":\"2026-01-02T03:04:06.000Z\",\"run_id\":\"{run}\",\
+         \"type\":\"run.completed\",\"path\":\"\",\"iteration\":0,\"payload\":{{\"name\":\"x\",\
+         \"kind\":\"workflow\"}}}}\n"
+    );
+    store
+        .jetstream()
+        .publish(
+            transcript_nats::run_subject(&run),
+            planted.into_bytes().into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let listed = store.runs().await.unwrap();
+    assert_eq!(listed, vec![entry], "read from the index only");
+    drop(recorder);
+}
