@@ -118,34 +118,13 @@ pub fn route(
             // A follower of a run named in full waits for the store as it waits for the run.
             Command::Tail {
                 run, follow: true, ..
-            } if RunId::parse(run).is_ok() => wait_for_store(&url, run).await?,
+            } if RunId::parse(run).is_ok() => {
+                crate::nats_connect::connect_waiting(&url, &format!("run {run}")).await?
+            }
             _ => connect(&url).await?,
         };
         route_on(&store, &url, command, style, out).await
     })
-}
-
-/// `tail -f <run-id>` on servers without a transcript store yet: says so once, then waits
-/// (connecting again each second) until a runner creates it. Readers never create it.
-async fn wait_for_store(url: &StorageUrl, run: &str) -> Result<NatsStore, CliError> {
-    let options = crate::nats_connect::options_from_env()?;
-    let mut said = false;
-    loop {
-        match NatsStore::connect_existing(url, options.clone()).await {
-            Ok(store) => return Ok(store),
-            Err(transcript_nats::NatsError::NoStore { .. }) => {
-                if !said {
-                    crate::diag!(
-                        "transcript: waiting for run {run} to appear in {url} (no transcript \
-                         store there yet; Ctrl-C to stop)…"
-                    );
-                    said = true;
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-            Err(e) => return Err(storage_error(e)),
-        }
-    }
 }
 
 async fn route_on(

@@ -223,13 +223,17 @@ async fn open_error(
     }
 }
 
-/// The servers of `url` have no stream of its name: [`NatsError::NoStore`], naming the stream
-/// that holds the runs' subjects if one does.
-async fn no_store(js: &jetstream::Context, url: &StorageUrl) -> NatsError {
+/// The servers of `url` had no stream of its name: [`NatsError::NoStore`], naming the stream
+/// that holds the runs' subjects if one does; `None` when that is the URL's stream itself
+/// (created since it was looked for).
+async fn no_store(js: &jetstream::Context, url: &StorageUrl) -> Option<NatsError> {
     let holder = js
         .stream_by_subject(format!("{SUBJECT_PREFIX}>"))
         .await
         .ok();
+    if holder.as_deref() == Some(url.stream.as_str()) {
+        return None;
+    }
     let reason = match holder {
         Some(holder) => {
             let other = StorageUrl {
@@ -248,10 +252,10 @@ async fn no_store(js: &jetstream::Context, url: &StorageUrl) -> NatsError {
             url.stream
         ),
     };
-    NatsError::NoStore {
+    Some(NatsError::NoStore {
         url: url.to_string(),
         reason,
-    }
+    })
 }
 
 /// Connects a client to `url`'s servers (credentials from the environment); the receiver
@@ -365,23 +369,25 @@ impl NatsStore {
         use jetstream::context::GetStreamErrorKind;
         let (client, connections) = connect_client(url, &options).await?;
         let js = context(&client, &options);
+        let not_found = |e: &jetstream::context::GetStreamError| {
+            matches!(
+                e.kind(),
+                GetStreamErrorKind::JetStream(j)
+                    if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND
+            )
+        };
+        let opening = |e: jetstream::context::GetStreamError| NatsError::JetStream {
+            url: url.to_string(),
+            message: format!("opening stream {}: {e}", url.stream),
+        };
         let stream = match js.get_stream(&url.stream).await {
             Ok(stream) => stream,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    GetStreamErrorKind::JetStream(j)
-                        if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND
-                ) =>
-            {
-                return Err(no_store(&js, url).await);
-            }
-            Err(e) => {
-                return Err(NatsError::JetStream {
-                    url: url.to_string(),
-                    message: format!("opening stream {}: {e}", url.stream),
-                });
-            }
+            Err(e) if not_found(&e) => match no_store(&js, url).await {
+                // A runner created it in between: open it.
+                None => js.get_stream(&url.stream).await.map_err(opening)?,
+                Some(e) => return Err(e),
+            },
+            Err(e) => return Err(opening(e)),
         };
         let index = js.get_key_value(bucket_name(&url.stream)).await.ok();
         Ok(Self {
