@@ -329,7 +329,7 @@ impl NatsStore {
         let bucket = bucket_name(&url.stream);
         let mut index = match js.get_key_value(&bucket).await {
             Ok(store) => store,
-            Err(_) => js
+            Err(_) => match js
                 .create_key_value(kv::Config {
                     bucket: bucket.clone(),
                     description: "transcript runs index (run id -> summary, runs' leases)"
@@ -340,7 +340,15 @@ impl NatsStore {
                     ..Default::default()
                 })
                 .await
-                .map_err(|e| js_error(&format!("creating key-value bucket {bucket}"), &e))?,
+            {
+                Ok(store) => store,
+                // Another runner made it meanwhile (and may have allowed TTLs on it already,
+                // so its configuration is no longer the one asked for): use it.
+                Err(e) => js
+                    .get_key_value(&bucket)
+                    .await
+                    .map_err(|_| js_error(&format!("creating key-value bucket {bucket}"), &e))?,
+            },
         };
         // Leases expire by per-message TTL (crate::lease).
         crate::lease::allow_ttl(&js, &mut index)
