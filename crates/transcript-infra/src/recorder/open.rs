@@ -216,8 +216,11 @@ pub(crate) fn open_run_file(
 fn open_locked(path: &Path) -> Result<std::fs::File, RecordError> {
     let file = fs::open_append(path)?;
     match fs::lock_exclusive(path, &file) {
-        // Our own recorder of this run, dropped and being released.
-        Err(RecordError::Locked { .. }) if crate::release::wait(path, RELEASE_WAIT) => {
+        // Our own recorder of this run, dropped and being released: waited for. Tried again
+        // whatever the wait says, since the release may have ended between the refusal and
+        // the wait (then nothing is listed as releasing, and the run is free).
+        Err(RecordError::Locked { .. }) => {
+            crate::release::wait(path, RELEASE_WAIT);
             fs::lock_exclusive(path, &file)?;
         }
         result => result?,
