@@ -285,21 +285,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  transcript list\n  transcript list --all --json | jq '.[] | select(.status == \"failed\")'"
     )]
-    List {
-        /// How many runs (newest first).
-        #[arg(short = 'n', long, default_value_t = 20)]
-        limit: usize,
-        /// Child runs too (by default only root runs are listed).
-        #[arg(long)]
-        all: bool,
-        /// Only runs of this status (`running`: its runner holds the run; `abandoned`: no
-        /// run.completed and no runner).
-        #[arg(long, value_enum)]
-        status: Option<runs::RunStatus>,
-        /// Print the list as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    List(cmd::list::ListOptions),
     /// Copy a NATS JetStream store into the file layout (a durable consumer; resumable and
     /// idempotent: killed and restarted, it writes the same files).
     #[command(
@@ -427,20 +413,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             pricing,
         } => cmd::stats::run(&target, &storage, json, pricing.as_deref(), &mut out),
         Command::Mirror(args) => cmd::mirror::run(&args, &mut out),
-        Command::List {
-            limit,
-            all,
-            status,
-            json,
-        } => {
-            let options = cmd::list::ListOptions {
-                limit,
-                all,
-                status,
-                json,
-            };
-            cmd::list::run(&storage, options, &style, &mut out)
-        }
+        Command::List(options) => cmd::list::run(&storage, options, &style, &mut out),
     }
 }
 

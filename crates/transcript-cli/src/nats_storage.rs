@@ -136,21 +136,10 @@ async fn route_on(
 ) -> Result<Route, CliError> {
     let whole = |arg: &str| StorageUrl::parse(arg).is_ok_and(|u| u == *url);
     match command {
-        Command::List {
-            limit,
-            all,
-            status,
-            json,
-        } => {
+        Command::List(options) => {
             let runs = store.runs().await.map_err(storage_error)?;
             let runs = runs.into_iter().map(|e| summary(url, e)).collect();
-            let options = crate::cmd::list::ListOptions {
-                limit: *limit,
-                all: *all,
-                status: *status,
-                json: *json,
-            };
-            crate::cmd::list::print(runs, options, style, out)?;
+            crate::cmd::list::print(runs, *options, style, out)?;
             Ok(Route::Done)
         }
         Command::Tail {
@@ -358,21 +347,6 @@ async fn copy_run(
     Ok(children)
 }
 
-/// Whether the run followed up to stream sequence `position` (exclusive) looks abandoned
-/// now: its lease lapsed, and the stream holds nothing of it past what was delivered (the
-/// runner records run.completed before it releases the lease, so a completing run is never
-/// taken for an abandoned one). `false` when the servers cannot tell (a restart): the
-/// follower itself waits such faults out.
-async fn abandoned(store: &NatsStore, run: RunId, position: u64) -> bool {
-    if store.lease_held(run).await.unwrap_or(true) {
-        return false;
-    }
-    match store.last_stream_seq(run).await {
-        Ok(last) => last.is_none_or(|last| last < position),
-        Err(_) => false,
-    }
-}
-
 /// Whether the last of `lines` is a `run.completed`.
 fn completes<B: AsRef<[u8]>>(lines: &[B]) -> bool {
     use transcript_domain::{EventKind, EventType};
@@ -448,7 +422,7 @@ async fn follow_one(
         let line = tokio::select! {
             line = follower.next_line() => line,
             () = tokio::time::sleep(every), if until_complete && shown > 0 => {
-                if !abandoned(store, run, follower.position()).await {
+                if !store.abandoned_after(run, follower.position()).await {
                     unheld_since = None;
                     continue;
                 }

@@ -77,6 +77,22 @@ impl NatsStore {
             .map_err(|e| self.js_error(format!("runs index: releasing the lease of {run_id}"), e))
     }
 
+    /// Whether `run_id`, followed up to stream sequence `position` (exclusive, a
+    /// [`crate::RunFollower::position`]), looks abandoned now: its lease lapsed, and the
+    /// stream holds nothing of it past what was delivered (the runner records `run.completed`
+    /// before it releases the lease, so a completing run is never taken for an abandoned
+    /// one). `false` when the servers cannot tell (a restart): a follower waits such faults
+    /// out, and confirms a lapse over a renewal period before giving up on the run.
+    pub async fn abandoned_after(&self, run_id: RunId, position: u64) -> bool {
+        if self.lease_held(run_id).await.unwrap_or(true) {
+            return false;
+        }
+        match self.last_stream_seq(run_id).await {
+            Ok(last) => last.is_none_or(|last| last < position),
+            Err(_) => false,
+        }
+    }
+
     /// Whether `run_id`'s runner holds its lease now (alive, and renewing it). `false` without
     /// a runs index.
     pub async fn lease_held(&self, run_id: RunId) -> Result<bool, NatsError> {

@@ -11,15 +11,20 @@ use crate::runs::{RunStatus, RunSummary, all_runs};
 use crate::style::{Style, clean};
 
 /// What `list` shows: how many, child runs too, only runs of one status, as JSON.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, clap::Args)]
 pub struct ListOptions {
-    /// At most this many runs.
+    /// How many runs (newest first).
+    #[arg(short = 'n', long, default_value_t = 20)]
     pub limit: usize,
-    /// Child runs too.
+    /// Child runs too (by default only root runs are listed).
+    #[arg(long)]
     pub all: bool,
-    /// Only runs with this status (`--status`).
+    /// Only runs of this status (`running`: its runner holds the run; `abandoned`: no
+    /// run.completed and no runner).
+    #[arg(long, value_enum)]
     pub status: Option<RunStatus>,
-    /// JSON instead of the table.
+    /// Print the list as JSON.
+    #[arg(long)]
     pub json: bool,
 }
 
