@@ -68,27 +68,18 @@ pub async fn connect(url: &StorageUrl) -> Result<NatsStore, CliError> {
 }
 
 /// A follower's connection (`tail -f <run-id>`, `mirror --follow`) on servers without a
-/// transcript store yet: says once that it waits for `what`, then connects again each second
-/// until a runner creates the store. Readers never create it.
+/// transcript store yet: says once that it waits for `what`, then waits for a runner to
+/// create the store (`NatsStore::connect_existing_waiting`). Readers never create it.
 pub async fn connect_waiting(url: &StorageUrl, what: &str) -> Result<NatsStore, CliError> {
-    let options = options_from_env()?;
-    let mut said = false;
-    loop {
-        match NatsStore::connect_existing(url, options.clone()).await {
-            Ok(store) => return Ok(store),
-            Err(transcript_nats::NatsError::NoStore { .. }) => {
-                if !said {
-                    crate::diag!(
-                        "transcript: waiting for {what} to appear in {url} (no transcript \
-                         store there yet; Ctrl-C to stop)…"
-                    );
-                    said = true;
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-            Err(e) => return Err(CliError::Storage(e.to_string())),
-        }
-    }
+    let waiting = || {
+        crate::diag!(
+            "transcript: waiting for {what} to appear in {url} (no transcript store there yet; \
+             Ctrl-C to stop)…"
+        );
+    };
+    NatsStore::connect_existing_waiting(url, options_from_env()?, waiting)
+        .await
+        .map_err(|e| CliError::Storage(e.to_string()))
 }
 
 /// The runner has read its credentials (`NATS_*`, withheld from every process of the run): it

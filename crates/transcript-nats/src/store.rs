@@ -409,6 +409,27 @@ impl NatsStore {
         })
     }
 
+    /// [`Self::connect_existing`] for a follower: on servers without the stream, calls
+    /// `waiting` once and connects again each second until a writer creates it.
+    pub async fn connect_existing_waiting(
+        url: &StorageUrl,
+        options: StreamOptions,
+        waiting: impl FnOnce(),
+    ) -> Result<Self, NatsError> {
+        let mut waiting = Some(waiting);
+        loop {
+            match Self::connect_existing(url, options.clone()).await {
+                Err(NatsError::NoStore { .. }) => {
+                    if let Some(say) = waiting.take() {
+                        say();
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                result => return result,
+            }
+        }
+    }
+
     /// The largest message, headers included, the server this client is connected to accepts
     /// (its `max_payload`, from its INFO). That is the limit that matters: `max_payload`
     /// bounds what a client publishes on its own connection, while routes, stream replication
