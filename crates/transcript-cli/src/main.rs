@@ -285,17 +285,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  transcript list\n  transcript list --all --json | jq '.[] | select(.status == \"failed\")'"
     )]
-    List {
-        /// How many runs (newest first).
-        #[arg(short = 'n', long, default_value_t = 20)]
-        limit: usize,
-        /// Child runs too (by default only root runs are listed).
-        #[arg(long)]
-        all: bool,
-        /// Print the list as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    List(cmd::list::ListOptions),
     /// What changed between two runs: their step trees aligned by path and iteration (child
     /// runs included), per step status, exit code, output, agent turns, tool calls, tokens
     /// and cost. Exit 0 equal, 1 different.
@@ -438,9 +428,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Diff(args) => cmd::diff::run(&args, &storage, &style, &mut out),
         Command::Check(args) => cmd::check::run(&args, &storage, &style, &mut out),
         Command::Mirror(args) => cmd::mirror::run(&args, &mut out),
-        Command::List { limit, all, json } => {
-            cmd::list::run(&storage, limit, all, json, &style, &mut out)
-        }
+        Command::List(options) => cmd::list::run(&storage, options, &style, &mut out),
     }
 }
 

@@ -44,7 +44,11 @@ pub async fn connect_for_run(
             }
         )));
     }
-    let store = connect(url).await?;
+    // `run` is a writer: it creates the stream and the runs index when they do not exist.
+    let store = NatsStore::connect(url, options_from_env()?)
+        .await
+        .map_err(|e| CliError::Storage(e.to_string()))?;
+    keep_credentials_to_ourselves()?;
     // Every event's line must fit the servers' max_payload: refused or told here, once.
     let (_, note) = store
         .value_cap(transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES)
@@ -55,9 +59,43 @@ pub async fn connect_for_run(
     Ok(store)
 }
 
-/// Connects, or fails with the URL and the cause (exit 4: the storage is unreachable).
+/// Connects a reader, or fails with the URL and the cause (exit 4: the storage is
+/// unreachable, or holds no transcript store: readers never create one).
 pub async fn connect(url: &StorageUrl) -> Result<NatsStore, CliError> {
-    NatsStore::connect(url, options_from_env()?)
+    NatsStore::connect_existing(url, options_from_env()?)
         .await
         .map_err(|e| CliError::Storage(e.to_string()))
+}
+
+/// A follower's connection (`tail -f <run-id>`, `mirror --follow`) on servers without a
+/// transcript store yet: says once that it waits for `what`, then waits for a runner to
+/// create the store (`NatsStore::connect_existing_waiting`). Readers never create it.
+pub async fn connect_waiting(url: &StorageUrl, what: &str) -> Result<NatsStore, CliError> {
+    let waiting = || {
+        crate::diag!(
+            "transcript: waiting for {what} to appear in {url} (no transcript store there yet; \
+             Ctrl-C to stop)…"
+        );
+    };
+    NatsStore::connect_existing_waiting(url, options_from_env()?, waiting)
+        .await
+        .map_err(|e| CliError::Storage(e.to_string()))
+}
+
+/// The runner has read its credentials (`NATS_*`, withheld from every process of the run): it
+/// makes itself non-dumpable (`PR_SET_DUMPABLE` 0, as ssh-agent does), so its `/proc/<pid>`
+/// entries, `environ` with the variables it was started with among them, belong to root and
+/// a step of the same user can neither read them nor ptrace the runner. A program a step
+/// executes is dumpable again (execve resets the flag), so the runner's own use of its
+/// children's `/proc` entries and pidfds is unchanged, and it still reads its own. Root, or a
+/// process with `CAP_SYS_PTRACE`, still can: see README, "A fleet".
+fn keep_credentials_to_ourselves() -> Result<(), CliError> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable).map_err(
+        |e| {
+            CliError::Failed(format!(
+                "cannot keep the NATS credentials from the run's processes \
+                 (prctl PR_SET_DUMPABLE): {e}"
+            ))
+        },
+    )
 }

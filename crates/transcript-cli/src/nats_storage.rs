@@ -4,13 +4,18 @@
 //! - `run` records through `transcript_nats::NatsRecorderFactory` (see `cmd::run`); the
 //!   connection is made before anything runs, and a NATS that does not answer is an error
 //!   naming the URL (exit 4).
+//! - Every other command only reads: it opens the stream and runs index as they are and never
+//!   creates them (no transcript store at the URL is exit 4; `tail -f <run-id>` waits for it).
 //! - `list` reads the runs index, and the stream for runs it has not seen complete.
 //! - `tail -f` follows the run's subject: the stored events, then the live ones.
 //! - Every other command reads the runs it names (and their child runs) from the stream into
 //!   a private local directory, removed when the command ends, and runs as on a directory:
 //!   the lines are byte-identical to the file recorder's, so every view is the same.
 //!
-//! Run arguments resolve as on a directory: a full run id, a unique prefix (against the runs
+//! A run argument that is a path (an existing file or directory, or one with a `/` or ending in
+//! `.jsonl`) is read as a file, as with a storage directory: a command whose run arguments are
+//! all paths does not connect at all. Other run arguments resolve as on a directory: a full
+//! run id, a unique prefix (against the runs
 //! index), or `latest` (the newest root run of the index). Credentials come from the
 //! environment (`NATS_CREDS`, `NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_CA`,
 //! `NATS_CERT`/`NATS_KEY`), never from argv.
@@ -93,6 +98,11 @@ pub fn route(
     if matches!(command, Command::Run(_)) {
         return Ok(Route::Record(url));
     }
+    // A transcript file (or directory) named by its path is read as a file, whatever the
+    // storage: nothing of NATS is needed, and nothing is connected to.
+    if run_args(command).is_some_and(|args| !args.is_empty() && args.iter().all(|a| is_path(a))) {
+        return Ok(Route::Directory);
+    }
     if matches!(command, Command::Import(_)) {
         return Err(CliError::Usage(
             "import writes to a storage directory: import there, then record runs to NATS"
@@ -104,7 +114,15 @@ pub fn route(
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
-        let store = connect(&url).await?;
+        let store = match command {
+            // A follower of a run named in full waits for the store as it waits for the run.
+            Command::Tail {
+                run, follow: true, ..
+            } if RunId::parse(run).is_ok() => {
+                crate::nats_connect::connect_waiting(&url, &format!("run {run}")).await?
+            }
+            _ => connect(&url).await?,
+        };
         route_on(&store, &url, command, style, out).await
     })
 }
@@ -118,10 +136,10 @@ async fn route_on(
 ) -> Result<Route, CliError> {
     let whole = |arg: &str| StorageUrl::parse(arg).is_ok_and(|u| u == *url);
     match command {
-        Command::List { limit, all, json } => {
+        Command::List(options) => {
             let runs = store.runs().await.map_err(storage_error)?;
             let runs = runs.into_iter().map(|e| summary(url, e)).collect();
-            crate::cmd::list::print(runs, *limit, *all, *json, style, out)?;
+            crate::cmd::list::print(runs, *options, style, out)?;
             Ok(Route::Done)
         }
         Command::Tail {
@@ -136,7 +154,10 @@ async fn route_on(
         Command::Validate { runs, .. } => {
             let copy = LocalCopy::create()?;
             for arg in runs.iter_mut() {
-                *arg = if whole(arg) {
+                *arg = if is_path(arg) {
+                    // Read in place (the copy's directory does not hide it).
+                    continue;
+                } else if whole(arg) {
                     copy_all(store, copy.path()).await?;
                     copy.path().display().to_string()
                 } else {
@@ -187,6 +208,29 @@ async fn route_on(
     }
 }
 
+/// The run arguments of a command that takes runs (`None` for the others).
+fn run_args(command: &Command) -> Option<Vec<&str>> {
+    match command {
+        Command::Validate { runs, .. } => Some(runs.iter().map(String::as_str).collect()),
+        Command::Export { run, .. }
+        | Command::Tree { run, .. }
+        | Command::Show { run }
+        | Command::Tail { run, .. }
+        | Command::Stats { target: run, .. }
+        | Command::Receipts { run: Some(run), .. } => Some(vec![run.as_str()]),
+        _ => None,
+    }
+}
+
+/// Whether a run argument names a file or directory rather than a run of the store: an
+/// existing path (as on a storage directory, a path wins), or what no run id, prefix or
+/// `latest` can be (a `/`, or the `.jsonl` of a transcript that does not exist yet, which
+/// `tail -f` waits for and the other commands report missing by its path).
+fn is_path(arg: &str) -> bool {
+    !StorageUrl::is_nats(arg)
+        && (Path::new(arg).exists() || arg.contains('/') || arg.ends_with(".jsonl"))
+}
+
 /// A list row from an index entry.
 fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
     use crate::runs::RunStatus;
@@ -197,7 +241,8 @@ fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
         status: match e.status {
             IndexStatus::Succeeded => RunStatus::Succeeded,
             IndexStatus::Failed => RunStatus::Failed,
-            IndexStatus::Running => RunStatus::Incomplete,
+            IndexStatus::Running => RunStatus::Running,
+            IndexStatus::Abandoned => RunStatus::Abandoned,
         },
         started_at: e.started_at,
         duration_ms: e
@@ -287,6 +332,13 @@ async fn copy_run(
         .filter_map(|l| decode_line(l).ok()?.event.child_run_id)
         .collect();
     let path = dir.join(run.file_name());
+    // A run without run.completed is running or abandoned by its lease on the servers (the
+    // copy holds no lock): looked at after its lines, then the stream once more, as `list`.
+    if !completes(&lines) {
+        let held = store.lease_held(run).await?;
+        let settled = held || completes(&[store.last_line(run).await?.unwrap_or_default()]);
+        crate::runs::set_remote_liveness(&path, settled);
+    }
     let io = |e: std::io::Error| transcript_nats::NatsError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
@@ -304,6 +356,15 @@ async fn copy_run(
     };
     std::io::Write::write_all(&mut file, &lines.concat()).map_err(io)?;
     Ok(children)
+}
+
+/// Whether the last of `lines` is a `run.completed`.
+fn completes<B: AsRef<[u8]>>(lines: &[B]) -> bool {
+    use transcript_domain::{EventKind, EventType};
+    lines.last().is_some_and(|l| {
+        decode_line(l.as_ref())
+            .is_ok_and(|d| d.event.kind == EventKind::Known(EventType::RunCompleted))
+    })
 }
 
 /// `tail -f` on NATS: replays the run, then follows it live. Unless `--forever`, it ends
@@ -360,8 +421,39 @@ async fn follow_one(
     use transcript_domain::{DecodedPayload, EventKind, EventType};
     let mut follower = store.follow(run).await.map_err(storage_error)?;
     let mut children = Vec::new();
-    while let Some(line) = follower.next_line().await {
+    let mut shown = 0u64;
+    // While no line comes, the run's lease is looked at this often.
+    let every = (store.options().lease / 3).clamp(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(2),
+    );
+    let grace = store.options().lease / 3 + std::time::Duration::from_secs(1);
+    let mut unheld_since = None;
+    loop {
+        let line = tokio::select! {
+            line = follower.next_line() => line,
+            () = tokio::time::sleep(every), if until_complete && shown > 0 => {
+                if !store.abandoned_after(run, follower.position()).await {
+                    unheld_since = None;
+                    continue;
+                }
+                // Seen lapsed for a whole renewal period: a live runner that was cut off
+                // from the servers (a restart) has renewed by then.
+                let since = *unheld_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= grace {
+                    return Err(CliError::Storage(format!(
+                        "run {run} in {} was abandoned: it has no run.completed and its \
+                         runner's lease lapsed (the runner died or was killed); what it \
+                         recorded is shown above",
+                        store.url()
+                    )));
+                }
+                continue;
+            }
+        };
+        let Some(line) = line else { break };
         let line = line.map_err(storage_error)?;
+        shown += 1;
         match decode_line(&line) {
             Ok(decoded) => {
                 let event = &decoded.event;

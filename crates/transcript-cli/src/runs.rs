@@ -29,31 +29,66 @@ pub fn run_files(storage: &Path) -> Vec<(RunId, PathBuf)> {
     files
 }
 
-/// How a run ended, from its last event (serialized as `succeeded`, `failed`, `incomplete`,
-/// `open`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How a run ended, from its last event, and for a run without `run.completed` whether its
+/// runner is alive (serialized as `succeeded`, `failed`, `running`, `abandoned`, `open`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     /// `run.completed` without an error.
     Succeeded,
     /// `run.completed` with an error.
     Failed,
-    /// No `run.completed` yet: running or crashed.
-    Incomplete,
+    /// No `run.completed` yet, and its runner holds the run's lease (on files the writer's
+    /// lock, on NATS the lease key it renews): still running.
+    Running,
+    /// No `run.completed`, and no runner holds the run: its runner died or was killed.
+    Abandoned,
     /// No `run.completed`, and none will come: the run mirrors a live agent-CLI session
     /// imported with `import --store` (the session may grow; the next import appends).
     Open,
 }
 
 impl RunStatus {
-    /// `succeeded`, `failed`, `incomplete` or `open`.
+    /// `succeeded`, `failed`, `running`, `abandoned` or `open`.
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Succeeded => "succeeded",
             RunStatus::Failed => "failed",
-            RunStatus::Incomplete => "incomplete",
+            RunStatus::Running => "running",
+            RunStatus::Abandoned => "abandoned",
             RunStatus::Open => "open",
         }
+    }
+}
+
+/// Runs copied from NATS storage (`crate::nats_storage`): their liveness is their lease's on
+/// the servers, not a lock on the copy.
+static REMOTE_LIVENESS: std::sync::Mutex<std::collections::BTreeMap<PathBuf, bool>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Records that the run copied to `path` had its lease `held` on the servers it was read
+/// from.
+pub fn set_remote_liveness(path: &Path, held: bool) {
+    REMOTE_LIVENESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(path.to_path_buf(), held);
+}
+
+/// A run without `run.completed` at `path`: [`RunStatus::Running`] while a runner holds its
+/// lease (tested without taking it: `transcript_infra::writer_holds`), else
+/// [`RunStatus::Abandoned`].
+pub fn liveness(path: &Path) -> RunStatus {
+    let remote = REMOTE_LIVENESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(path)
+        .copied();
+    let held = remote.unwrap_or_else(|| transcript_infra::writer_holds(path).unwrap_or(false));
+    if held {
+        RunStatus::Running
+    } else {
+        RunStatus::Abandoned
     }
 }
 
@@ -82,17 +117,19 @@ pub struct RunSummary {
 /// Summarises one transcript from its first and last events.
 pub fn summarize(run_id: RunId, path: &Path) -> RunSummary {
     let first = first_event(path);
-    let last = last_event(path);
-    let status = match &last {
-        Some(e) if e.kind == EventKind::Known(EventType::RunCompleted) => {
-            if e.step().and_then(|p| p.error.as_ref()).is_some() {
-                RunStatus::Failed
-            } else {
-                RunStatus::Succeeded
-            }
+    let mut last = last_event(path);
+    let mut status = completion(last.as_ref());
+    if status.is_none() {
+        let live = liveness(path);
+        // Not held: the runner may have completed the run since its last line was read (it
+        // writes run.completed before it releases the run), so that line is read again.
+        if live == RunStatus::Abandoned {
+            last = last_event(path);
+            status = completion(last.as_ref());
         }
-        _ => RunStatus::Incomplete,
-    };
+        status.get_or_insert(live);
+    }
+    let status = status.unwrap_or(RunStatus::Abandoned);
     RunSummary {
         run_id,
         parent_run_id: first.as_ref().and_then(|e| e.parent_run_id),
@@ -109,6 +146,16 @@ pub fn summarize(run_id: RunId, path: &Path) -> RunSummary {
         events: last.as_ref().map_or(0, |e| e.seq),
         path: path.to_path_buf(),
     }
+}
+
+/// `Succeeded` or `Failed` when `last` is `run.completed`.
+fn completion(last: Option<&DecodedEvent>) -> Option<RunStatus> {
+    let e = last.filter(|e| e.kind == EventKind::Known(EventType::RunCompleted))?;
+    Some(if e.step().and_then(|p| p.error.as_ref()).is_some() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Succeeded
+    })
 }
 
 fn first_event(path: &Path) -> Option<DecodedEvent> {
@@ -166,7 +213,7 @@ fn rfind_newline(file: &mut File, before: u64, limit: u64) -> std::io::Result<Op
 /// Every run of `storage`, newest first (runs without events last). A run of an imported
 /// session store (listed by the import index) without `run.completed` is [`RunStatus::Open`].
 pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
-    // An unreadable index only costs the distinction open/incomplete here; `import` reports it.
+    // An unreadable index only costs the distinction open/abandoned here; `import` reports it.
     let sessions = crate::import_index::Index::load(storage)
         .map(|index| index.session_runs())
         .unwrap_or_default();
@@ -174,7 +221,9 @@ pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
         .into_iter()
         .map(|(id, path)| {
             let mut run = summarize(id, &path);
-            if run.status == RunStatus::Incomplete && sessions.contains(&id) {
+            if matches!(run.status, RunStatus::Running | RunStatus::Abandoned)
+                && sessions.contains(&id)
+            {
                 run.status = RunStatus::Open;
             }
             run

@@ -52,8 +52,14 @@ fn a_durability_the_runner_cannot_honour_on_nats_is_refused_before_anything_runs
         assert!(stderr.contains("sync_interval"), "{stderr}");
         assert!(!tmp.path().join("ws/ran.txt").exists(), "no step ran");
     }
+    // Nothing was published, nor even a store made (#52: only a run that goes on creates it).
     let list = bin().args(["list", "--storage", &url]).output().unwrap();
-    assert!(list.status.success(), "{}", text(&list.stderr));
+    assert_eq!(list.status.code(), Some(4), "{}", text(&list.stderr));
+    assert!(
+        text(&list.stderr).contains("no transcript store at"),
+        "{}",
+        text(&list.stderr)
+    );
     assert!(
         !text(&list.stdout).contains(DEMO_RUN_ID),
         "nothing was published: {}",

@@ -288,7 +288,11 @@
 //!   a second recorder, in this or another process, fails with
 //!   `RecordError::Locked` before writing or repairing anything. The lock is
 //!   advisory: it keeps cooperating writers apart, not a hostile process of
-//!   the same user.
+//!   the same user. Beside it the recorder holds the run's lease, an open file
+//!   description lock that readers test with [`writer_holds`] without taking
+//!   it (running or abandoned); both are unlocked on the open file description
+//!   before `close` returns, so the run is free then even while a child forked
+//!   at that instant still holds a copy of the descriptor.
 //! * **Readers** never trust the file: malformed input yields typed errors,
 //!   never a panic, and memory stays bounded.
 //!
@@ -310,6 +314,7 @@ mod fanout;
 mod file_tail;
 mod fs;
 mod iohook;
+mod lease;
 mod lines;
 mod loader;
 mod reader;
@@ -325,6 +330,7 @@ pub use bulk::{BulkWriter, DurableBatch, Synced, Unsynced, replace_file_durably}
 pub use clock::{RandomRunIds, SystemClock};
 pub use factory::JsonlRecorderFactory;
 pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, SubscriberStats};
+pub use lease::{WriterLease, writer_holds};
 pub use loader::{LoadError, LoadedRun, load_run_tree};
 pub use reader::{
     DEFAULT_MAX_LINE_BYTES, MalformedCause, MalformedLine, ReadError, ReadEvent, ReadItem,

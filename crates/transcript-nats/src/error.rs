@@ -36,6 +36,14 @@ pub enum NatsError {
         /// Which variable is wrong and why.
         message: String,
     },
+    /// Readers never create a store: the servers have no stream of the URL's name.
+    #[error("no transcript store at {url}: {reason}")]
+    NoStore {
+        /// The storage URL.
+        url: String,
+        /// What the servers hold instead (the stream holding the runs, if any).
+        reason: String,
+    },
     /// A JetStream request (stream, consumer, key-value) failed.
     #[error("NATS JetStream at {url}: {message}")]
     JetStream {

@@ -1,5 +1,6 @@
 //! The runs index: one key-value entry per run (`<STREAM>_RUNS`, key = run id) written by the
-//! recorder as the run goes (at `run.started`, at `run.completed` and at close), so `list` and
+//! recorder as the run goes (at `run.started`, with each lease renewal when the run recorded
+//! events since, at `run.completed` and at close), so `list` and
 //! fleet-wide receipts read one small value per completed run instead of every message of the
 //! stream. The index is a cache of the stream: a run not completed in the index (running, or
 //! its runner killed) is checked against its last message and rebuilt from its lines when the
@@ -8,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use async_nats::jetstream::kv;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use transcript_domain::{Payload, RunId, Seq, Timestamp, Usage};
@@ -18,8 +20,12 @@ use crate::{NatsError, NatsStore};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IndexStatus {
-    /// Started, no `run.completed` yet (running, or its runner died).
+    /// Started, no `run.completed` yet; as read by [`NatsStore::runs`], its runner holds the
+    /// run's lease (alive).
     Running,
+    /// Never written: [`NatsStore::runs`] reports a run without `run.completed` whose lease
+    /// lapsed (its runner died or was killed) so.
+    Abandoned,
     /// `run.completed` without an error.
     Succeeded,
     /// `run.completed` with an error.
@@ -196,20 +202,17 @@ impl NatsStore {
         let value: bytes::Bytes = serde_json::to_vec(entry)
             .map_err(|e| self.js_error("encoding", e))?
             .into();
+        let index = self.writable_index()?;
         let budget = self.options.ack_timeout * self.options.publish_attempts.max(1);
         let deadline = tokio::time::Instant::now() + budget;
         let mut pause = std::time::Duration::from_millis(50);
         loop {
-            match self
-                .index
-                .put(entry.run_id.to_string(), value.clone())
-                .await
-            {
+            match index.put(entry.run_id.to_string(), value.clone()).await {
                 Ok(_) => return Ok(()),
                 Err(e)
                     if no_responders(&e)
                         && tokio::time::Instant::now() + pause < deadline
-                        && !self.bucket_gone().await =>
+                        && !self.bucket_gone(index).await =>
                 {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(1));
@@ -223,9 +226,9 @@ impl NatsStore {
 
     /// Whether the index bucket's stream no longer exists (deleted): then no responders is
     /// final, not a leader being elected.
-    async fn bucket_gone(&self) -> bool {
+    async fn bucket_gone(&self, index: &kv::Store) -> bool {
         use async_nats::jetstream::{ErrorCode, context::GetStreamErrorKind};
-        match self.js.get_stream(&self.index.stream_name).await {
+        match self.js.get_stream(&index.stream_name).await {
             Err(e) => matches!(
                 e.kind(),
                 GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND
@@ -234,9 +237,25 @@ impl NatsStore {
         }
     }
 
+    /// The runs index of a store opened for writing ([`NatsStore::connect`] makes it).
+    pub(crate) fn writable_index(&self) -> Result<&kv::Store, NatsError> {
+        self.index.as_ref().ok_or_else(|| {
+            self.js_error(
+                "runs index",
+                format!(
+                    "the bucket {}_RUNS does not exist (opened for reading)",
+                    self.url.stream
+                ),
+            )
+        })
+    }
+
     /// One run's stored index value, if it has one.
     async fn entry_bytes(&self, run_id: RunId) -> Result<Option<bytes::Bytes>, NatsError> {
-        self.index
+        let Some(index) = &self.index else {
+            return Ok(None);
+        };
+        index
             .get(run_id.to_string())
             .await
             .map_err(|e| self.js_error(format!("runs index: reading {run_id}"), e))
@@ -321,50 +340,28 @@ impl NatsStore {
             return;
         };
         let key = entry.run_id.to_string();
+        let Some(index) = &self.index else {
+            return;
+        };
         match revision {
-            Some(revision) => drop(self.index.update(key, value.into(), revision).await),
-            None => drop(self.index.create(key, value.into()).await),
+            Some(revision) => drop(index.update(key, value.into(), revision).await),
+            None => drop(index.create(key, value.into()).await),
         }
     }
 
     /// Every run of the fleet (unordered), the stream being the truth and the index its
-    /// cache: each index entry (brought up to date from the stream while the run is not
-    /// completed: [`Self::refresh`]), and each run the stream holds with no readable entry
+    /// cache: each index entry (a running run whose runner holds its lease as its runner last
+    /// wrote it, at most a renewal period old; a run not completed otherwise brought up to date
+    /// from the stream: [`Self::refresh`], then [`Self::settle`]), and each run the stream holds with no readable entry
     /// (the bucket deleted, an entry purged, a runner killed before its first index write),
     /// rebuilt from its lines. Rebuilt entries are written back so the next listing reads
     /// them from the index. Keys that are not run ids are skipped; an entry that does not
     /// decode counts as missing.
     pub async fn runs(&self) -> Result<Vec<RunEntry>, NatsError> {
-        let mut keys = self
-            .index
-            .keys()
-            .await
-            .map_err(|e| self.js_error("runs index: listing keys", e))?;
         let mut revisions = BTreeMap::new();
         let mut runs = Vec::new();
-        while let Some(key) = keys.next().await {
-            let key = key.map_err(|e| self.js_error("runs index: listing keys", e))?;
-            let Ok(id) = RunId::parse(&key) else {
-                continue;
-            };
-            let Some(stored) = self
-                .index
-                .entry(key)
-                .await
-                .map_err(|e| self.js_error(format!("runs index: reading {id}"), e))?
-            else {
-                continue;
-            };
-            revisions.insert(id, stored.revision);
-            // An entry another writer (or version) left unreadable does not hide the fleet.
-            if let Ok(entry) = serde_json::from_slice::<RunEntry>(&stored.value) {
-                let events = (entry.status, entry.events);
-                let entry = self.refresh(entry).await?;
-                if (entry.status, entry.events) != events {
-                    self.repair(&entry, Some(stored.revision)).await;
-                }
-                runs.push(entry);
-            }
+        if let Some(index) = &self.index {
+            self.indexed_runs(index, &mut revisions, &mut runs).await?;
         }
         let indexed: std::collections::BTreeSet<RunId> = runs.iter().map(|r| r.run_id).collect();
         for id in self.stream_run_ids().await? {
@@ -375,7 +372,70 @@ impl NatsStore {
                 runs.push(entry);
             }
         }
-        Ok(runs)
+        let mut settled = Vec::with_capacity(runs.len());
+        for entry in runs {
+            settled.push(self.settle(entry).await?);
+        }
+        Ok(settled)
+    }
+
+    /// A run the index (brought up to date) says is running, checked against its lease: held,
+    /// it is [`IndexStatus::Running`]; lapsed, the stream is looked at once more (the runner
+    /// records `run.completed` before it releases the lease) and the run is completed or
+    /// [`IndexStatus::Abandoned`]. Other entries are returned as they are.
+    pub async fn settle(&self, entry: RunEntry) -> Result<RunEntry, NatsError> {
+        if entry.status != IndexStatus::Running || self.lease_held(entry.run_id).await? {
+            return Ok(entry);
+        }
+        let mut entry = self.refresh(entry).await?;
+        if entry.status == IndexStatus::Running {
+            entry.status = IndexStatus::Abandoned;
+        }
+        Ok(entry)
+    }
+
+    /// The runs of the index (each not held by its runner brought up to date from the
+    /// stream), and each key's revision.
+    async fn indexed_runs(
+        &self,
+        index: &kv::Store,
+        revisions: &mut BTreeMap<RunId, u64>,
+        runs: &mut Vec<RunEntry>,
+    ) -> Result<(), NatsError> {
+        let mut keys = index
+            .keys()
+            .await
+            .map_err(|e| self.js_error("runs index: listing keys", e))?;
+        while let Some(key) = keys.next().await {
+            let key = key.map_err(|e| self.js_error("runs index: listing keys", e))?;
+            let Ok(id) = RunId::parse(&key) else {
+                continue;
+            };
+            let Some(stored) = index
+                .entry(key)
+                .await
+                .map_err(|e| self.js_error(format!("runs index: reading {id}"), e))?
+            else {
+                continue;
+            };
+            revisions.insert(id, stored.revision);
+            // An entry another writer (or version) left unreadable does not hide the fleet.
+            if let Ok(entry) = serde_json::from_slice::<RunEntry>(&stored.value) {
+                // Its runner holds the lease and keeps the entry current with each renewal
+                // (events, last event time, usage so far): no stream message is read for it.
+                if entry.status == IndexStatus::Running && self.lease_held(id).await? {
+                    runs.push(entry);
+                    continue;
+                }
+                let events = (entry.status, entry.events);
+                let entry = self.refresh(entry).await?;
+                if (entry.status, entry.events) != events {
+                    self.repair(&entry, Some(stored.revision)).await;
+                }
+                runs.push(entry);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -3,8 +3,10 @@
 //! # Model
 //!
 //! Every run is one subject, `transcript.run.<run_id>`, of one stream (default
-//! [`DEFAULT_STREAM`], created on first use with the [`StreamOptions`] given: replicas, max
-//! age, max bytes). Each message is one transcript line, byte for byte the line the file
+//! [`DEFAULT_STREAM`], created by the first writer, [`NatsStore::connect`], with the
+//! [`StreamOptions`] given: replicas, max age, max bytes; readers open it with
+//! [`NatsStore::connect_existing`], which never creates and names the stream holding the
+//! runs when the URL names another). Each message is one transcript line, byte for byte the line the file
 //! recorder of `transcript-infra` writes for the same draft, seq and timestamp (the domain's
 //! [`transcript_domain::PreEncoded`] encodes both). A key-value bucket `<STREAM>_RUNS` holds
 //! one [`RunEntry`] per run (workflow, status, parent, start, end, usage per model), written
@@ -40,6 +42,8 @@
 //! - A publish whose outcome stays unknown after `publish_attempts` (quorum lost, servers
 //!   gone) fails `record` within about `ack_timeout × publish_attempts`, and every later
 //!   `record` of that run fails too: a run never reports success past a lost event.
+//! - A reader cannot hang: [`NatsStore::run_lines`] ends naming the run when the message it
+//!   reads up to is removed mid-read, within `ack_timeout × publish_attempts` at most.
 //! - [`mirror`] writes each run's lines in seq order, acknowledges them only once they are
 //!   synced, and skips lines a file already holds: killed at any point and restarted, it
 //!   produces the same files.
@@ -80,6 +84,8 @@
 mod encode;
 mod error;
 mod index;
+mod lease;
+mod live_entry;
 mod mirror;
 pub mod payload;
 mod read;
@@ -90,6 +96,7 @@ mod url;
 
 pub use error::NatsError;
 pub use index::{BilledTurnEntry, IndexStatus, RunEntry};
+pub use lease::lease_key;
 pub use mirror::{MirrorOptions, MirrorReport, mirror};
 pub use read::RunFollower;
 pub use recorder::{NatsRecorder, NatsRecorderFactory};

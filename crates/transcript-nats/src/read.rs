@@ -111,6 +111,13 @@ impl RunFollower {
         })
     }
 
+    /// The stream sequence after the last message delivered (where a consumer made again
+    /// resumes): a follower has delivered everything of its run once the run's last stream
+    /// sequence ([`NatsStore::last_stream_seq`]) is below it.
+    pub fn position(&self) -> u64 {
+        self.next
+    }
+
     /// The next line (with its `\n`), waiting for it to be published.
     pub async fn next_line(&mut self) -> Option<Result<Bytes, NatsError>> {
         loop {
@@ -187,6 +194,8 @@ impl NatsStore {
     }
 
     /// Every stored line of `run_id`, in order (each with its `\n`): the bytes a file holds.
+    /// Reads up to the run's last message as it stands when the read starts
+    /// ([`Self::run_lines_through`]): a run still being written is read up to that point.
     pub async fn run_lines(&self, run_id: RunId) -> Result<Vec<Bytes>, NatsError> {
         let Some(last) = self.last_stream_seq(run_id).await? else {
             return Err(NatsError::NotFound {
@@ -194,20 +203,53 @@ impl NatsStore {
                 stream: self.url.stream.clone(),
             });
         };
+        self.run_lines_through(run_id, last).await
+    }
+
+    /// Every stored line of `run_id` up to its message at stream sequence `last` (the run's
+    /// last message when the reader looked), in order.
+    ///
+    /// A reader cannot hang: when that message is removed before it is delivered (deleted, or
+    /// the stream's limits), the read fails naming the run as soon as the consumer reports
+    /// nothing left before it, and in any case once no message came for
+    /// `ack_timeout × publish_attempts`.
+    pub async fn run_lines_through(
+        &self,
+        run_id: RunId,
+        last: u64,
+    ) -> Result<Vec<Bytes>, NatsError> {
+        let what = format!("reading run {run_id}");
+        let options = &self.options;
+        let budget = options.ack_timeout * options.publish_attempts.max(1);
+        let removed = |why: String| {
+            self.js_error(
+                &what,
+                format!(
+                    "its message at stream sequence {last} (the run's last when the read \
+                     started) was removed while the run was read: {why}; read it again"
+                ),
+            )
+        };
         let mut messages = ordered_messages(self, &run_subject(&run_id), 1).await?;
         let mut lines = Vec::new();
-        while let Some(message) = messages.next().await {
-            let message = message.map_err(|e| self.js_error(format!("reading run {run_id}"), e))?;
-            let at = message
-                .info()
-                .map_err(|e| self.js_error(format!("reading run {run_id}"), e))?
-                .stream_sequence;
+        loop {
+            let message = match tokio::time::timeout(budget, messages.next()).await {
+                Err(_) => return Err(removed(format!("no message came within {budget:?}"))),
+                Ok(None) => return Err(removed("the consumer ended".to_owned())),
+                Ok(Some(message)) => message.map_err(|e| self.js_error(&what, e))?,
+            };
+            let info = message.info().map_err(|e| self.js_error(&what, e))?;
+            let (at, pending) = (info.stream_sequence, info.pending);
             lines.push(message.payload.clone());
             if at >= last {
-                break;
+                return Ok(lines);
+            }
+            if pending == 0 {
+                return Err(removed(format!(
+                    "the stream holds nothing of the run after stream sequence {at}"
+                )));
             }
         }
-        Ok(lines)
     }
 
     /// Follows `run_id` from its first event (replay, then live).

@@ -23,6 +23,7 @@ use transcript_domain::{
 use crate::NatsStore;
 use crate::encode::prepare;
 use crate::index::RunEntry;
+use crate::live_entry::LiveEntry;
 use crate::store::run_subject;
 use crate::subscription::NatsSubscription;
 
@@ -46,9 +47,20 @@ struct Inner {
     state: tokio::sync::Mutex<State>,
     /// `Some(last seq)` once closed: subscriptions end after delivering it.
     closed: watch::Sender<Option<Seq>>,
-    index: Mutex<RunEntry>,
+    index: Arc<LiveEntry>,
     /// The first runs-index write that failed (reported by `close`).
     index_error: Mutex<Option<String>>,
+    /// The task renewing the run's lease (`crate::lease`), until the close.
+    renewal: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Dropped without a close: the lease is no longer renewed and lapses.
+        if let Some(renewal) = lock(&self.renewal).take() {
+            renewal.abort();
+        }
+    }
 }
 
 /// A run's recorder on JetStream (see the module docs). Cheap to clone.
@@ -127,6 +139,17 @@ impl NatsRecorder {
                 });
             }
         }
+        // The run's lease, held from before its first event until its close.
+        store
+            .renew_lease(run_id)
+            .await
+            .map_err(|e| RecordError::Storage {
+                path: store.url.to_string(),
+                message: format!("cannot open run {run_id}: {e}"),
+                source: None,
+            })?;
+        let index = Arc::new(LiveEntry::new(RunEntry::new(run_id, parent_run_id)));
+        let renewal = crate::lease::spawn_renewal(store.clone(), run_id, index.clone());
         let (closed, _) = watch::channel(None);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -143,8 +166,9 @@ impl NatsRecorder {
                     failed: None,
                 }),
                 closed,
-                index: Mutex::new(RunEntry::new(run_id, parent_run_id)),
+                index,
                 index_error: Mutex::new(None),
+                renewal: Mutex::new(Some(renewal)),
             }),
         })
     }
@@ -245,23 +269,20 @@ impl NatsRecorder {
         timestamp: transcript_domain::Timestamp,
         draft: &EventDraft,
     ) {
-        let entry = {
-            let mut entry = lock(&self.inner.index);
-            entry
-                .observe(
-                    (seq, timestamp),
-                    (&draft.path, draft.iteration),
-                    &draft.payload,
-                )
-                .then(|| entry.clone())
-        };
-        if let Some(entry) = entry {
-            self.write_index(&entry).await;
+        let now = self.inner.index.update(|entry| {
+            entry.observe(
+                (seq, timestamp),
+                (&draft.path, draft.iteration),
+                &draft.payload,
+            )
+        });
+        if now {
+            self.write_index().await;
         }
     }
 
-    async fn write_index(&self, entry: &RunEntry) {
-        if let Err(e) = self.inner.store.put_run(entry).await {
+    async fn write_index(&self) {
+        if let Err(e) = self.inner.index.write(&self.inner.store).await {
             lock(&self.inner.index_error).get_or_insert(e.to_string());
         }
     }
@@ -360,13 +381,20 @@ impl Recorder for NatsRecorder {
         let last = state.next_seq - 1;
         drop(state);
         self.inner.closed.send_replace(Some(last));
-        let entry = {
-            let mut entry = lock(&self.inner.index);
+        let events = self.inner.index.update(|entry| {
             entry.flush(None);
-            entry.clone()
-        };
-        if entry.events > 0 {
-            self.write_index(&entry).await;
+            entry.events
+        });
+        if events > 0 {
+            self.write_index().await;
+        }
+        // Released after run.completed and the index entry: a reader finding no lease and no
+        // run.completed has seen an abandoned run, never a completing one.
+        if let Some(renewal) = lock(&self.inner.renewal).take() {
+            renewal.abort();
+        }
+        if let Err(e) = self.inner.store.release_lease(self.inner.run_id).await {
+            lock(&self.inner.index_error).get_or_insert(e.to_string());
         }
         match lock(&self.inner.index_error).take() {
             Some(e) => Err(self.storage_error(format!(

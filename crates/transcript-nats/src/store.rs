@@ -36,6 +36,9 @@ pub struct StreamOptions {
     pub publish_attempts: u32,
     /// How long connecting may take before it fails (NATS down at start).
     pub connect_timeout: Duration,
+    /// A run's lease (whole seconds, at least 1): a runner renews it every third of this, and
+    /// a run without `run.completed` whose lease lapsed reads as abandoned.
+    pub lease: Duration,
 }
 
 impl Default for StreamOptions {
@@ -47,6 +50,7 @@ impl Default for StreamOptions {
             ack_timeout: Duration::from_secs(5),
             publish_attempts: 3,
             connect_timeout: Duration::from_secs(5),
+            lease: Duration::from_secs(30),
         }
     }
 }
@@ -54,8 +58,8 @@ impl Default for StreamOptions {
 impl StreamOptions {
     /// The defaults, overridden from the environment: `TRANSCRIPT_NATS_REPLICAS`,
     /// `TRANSCRIPT_NATS_MAX_AGE_SECS`, `TRANSCRIPT_NATS_MAX_BYTES` (used when the stream is
-    /// created), `TRANSCRIPT_NATS_ACK_TIMEOUT_MS` and `TRANSCRIPT_NATS_PUBLISH_ATTEMPTS` (how
-    /// long `record` may wait before the run fails; a short ack timeout shortens the connect
+    /// created), `TRANSCRIPT_NATS_LEASE_SECS` (a run's lease), `TRANSCRIPT_NATS_ACK_TIMEOUT_MS`
+    /// and `TRANSCRIPT_NATS_PUBLISH_ATTEMPTS` (how long `record` may wait before the run fails; a short ack timeout shortens the connect
     /// timeout too, to no less than 500 ms). An empty variable is unset; a value that is not a
     /// number is [`NatsError::Setting`].
     pub fn from_env() -> Result<Self, NatsError> {
@@ -87,6 +91,9 @@ impl StreamOptions {
         if let Some(n) = var("TRANSCRIPT_NATS_PUBLISH_ATTEMPTS")? {
             options.publish_attempts = n;
         }
+        if let Some(s) = var::<u64>("TRANSCRIPT_NATS_LEASE_SECS")? {
+            options.lease = Duration::from_secs(s.max(1));
+        }
         Ok(options)
     }
 }
@@ -98,7 +105,9 @@ pub struct NatsStore {
     pub(crate) client: async_nats::Client,
     pub(crate) js: jetstream::Context,
     pub(crate) stream: stream::Stream,
-    pub(crate) index: kv::Store,
+    /// The runs index; `None` when a reader found no bucket (readers never create one: the
+    /// runs are then all read from the stream).
+    pub(crate) index: Option<kv::Store>,
     pub(crate) options: StreamOptions,
     /// Counts the client's (re)connections: a follower's consumer may be gone with a server.
     pub(crate) connections: tokio::sync::watch::Receiver<u64>,
@@ -214,34 +223,89 @@ async fn open_error(
     }
 }
 
+/// The servers of `url` had no stream of its name: [`NatsError::NoStore`], naming the stream
+/// that holds the runs' subjects if one does; `None` when that is the URL's stream itself
+/// (created since it was looked for).
+async fn no_store(js: &jetstream::Context, url: &StorageUrl) -> Option<NatsError> {
+    let holder = js
+        .stream_by_subject(format!("{SUBJECT_PREFIX}>"))
+        .await
+        .ok();
+    if holder.as_deref() == Some(url.stream.as_str()) {
+        return None;
+    }
+    let reason = match holder {
+        Some(holder) => {
+            let other = StorageUrl {
+                stream: holder.clone(),
+                ..url.clone()
+            };
+            format!(
+                "the servers have no stream {}; stream {holder} holds the runs \
+                 ({SUBJECT_PREFIX}>): read with --storage {other}",
+                url.stream
+            )
+        }
+        None => format!(
+            "the servers have no stream {} and none holds the runs ({SUBJECT_PREFIX}>); \
+             `transcript run` or `transcript import` with this storage creates it",
+            url.stream
+        ),
+    };
+    Some(NatsError::NoStore {
+        url: url.to_string(),
+        reason,
+    })
+}
+
+/// Connects a client to `url`'s servers (credentials from the environment); the receiver
+/// counts its (re)connections.
+async fn connect_client(
+    url: &StorageUrl,
+    options: &StreamOptions,
+) -> Result<(async_nats::Client, tokio::sync::watch::Receiver<u64>), NatsError> {
+    let (connected, connections) = tokio::sync::watch::channel(0);
+    let connected = std::sync::Arc::new(connected);
+    let client = connect_options(url, options.connect_timeout)?
+        .event_callback(move |event| {
+            let connected = connected.clone();
+            async move {
+                if matches!(event, async_nats::Event::Connected) {
+                    connected.send_modify(|n| *n += 1);
+                }
+            }
+        })
+        .connect(url.servers.clone())
+        .await
+        .map_err(|e| NatsError::Connect {
+            url: url.to_string(),
+            message: e.to_string(),
+        })?;
+    Ok((client, connections))
+}
+
+/// The JetStream context every store uses.
+fn context(client: &async_nats::Client, options: &StreamOptions) -> jetstream::Context {
+    jetstream::ContextBuilder::new()
+        .timeout(options.ack_timeout)
+        .max_ack_inflight(4096)
+        .backpressure_on_inflight(true)
+        .build(client.clone())
+}
+
+/// The runs-index bucket's name for `stream`.
+fn bucket_name(stream: &str) -> String {
+    format!("{stream}_RUNS")
+}
+
 impl NatsStore {
     /// Connects to `url`'s servers and opens (or creates) its stream and the runs-index bucket
-    /// `<STREAM>_RUNS`. Fails with an error naming the URL when no server answers within
-    /// `options.connect_timeout`.
+    /// `<STREAM>_RUNS`: for writers (`run`, `import`); readers use
+    /// [`Self::connect_existing`], which never creates. Fails with an error naming the URL
+    /// when no server answers within `options.connect_timeout`.
     pub async fn connect(url: &StorageUrl, options: StreamOptions) -> Result<Self, NatsError> {
-        let connect_error = |message: String| NatsError::Connect {
-            url: url.to_string(),
-            message,
-        };
-        let (connected, connections) = tokio::sync::watch::channel(0);
-        let connected = std::sync::Arc::new(connected);
-        let client = connect_options(url, options.connect_timeout)?
-            .event_callback(move |event| {
-                let connected = connected.clone();
-                async move {
-                    if matches!(event, async_nats::Event::Connected) {
-                        connected.send_modify(|n| *n += 1);
-                    }
-                }
-            })
-            .connect(url.servers.clone())
-            .await
-            .map_err(|e| connect_error(e.to_string()))?;
-        let js = jetstream::ContextBuilder::new()
-            .timeout(options.ack_timeout)
-            .max_ack_inflight(4096)
-            .backpressure_on_inflight(true)
-            .build(client.clone());
+        let (client, connections) = connect_client(url, &options).await?;
+        let js = context(&client, &options);
         let js_error = |what: &str, e: &dyn std::fmt::Display| NatsError::JetStream {
             url: url.to_string(),
             message: format!("{what}: {e}"),
@@ -262,21 +326,78 @@ impl NatsStore {
             Ok(stream) => stream,
             Err(e) => return Err(open_error(&js, url, e).await),
         };
-        let bucket = format!("{}_RUNS", url.stream);
-        let index = match js.get_key_value(&bucket).await {
+        let bucket = bucket_name(&url.stream);
+        let mut index = match js.get_key_value(&bucket).await {
             Ok(store) => store,
-            Err(_) => js
+            Err(_) => match js
                 .create_key_value(kv::Config {
                     bucket: bucket.clone(),
-                    description: "transcript runs index (run id -> summary)".to_owned(),
+                    description: "transcript runs index (run id -> summary, runs' leases)"
+                        .to_owned(),
                     history: 1,
                     num_replicas: options.replicas,
                     storage: stream::StorageType::File,
                     ..Default::default()
                 })
                 .await
-                .map_err(|e| js_error(&format!("creating key-value bucket {bucket}"), &e))?,
+            {
+                Ok(store) => store,
+                // Another runner made it meanwhile (and may have allowed TTLs on it already,
+                // so its configuration is no longer the one asked for): use it.
+                Err(e) => js
+                    .get_key_value(&bucket)
+                    .await
+                    .map_err(|_| js_error(&format!("creating key-value bucket {bucket}"), &e))?,
+            },
         };
+        // Leases expire by per-message TTL (crate::lease).
+        crate::lease::allow_ttl(&js, &mut index)
+            .await
+            .map_err(|e| js_error(&format!("allowing message TTLs in bucket {bucket}"), &e))?;
+        Ok(Self {
+            url: url.clone(),
+            client,
+            js,
+            stream,
+            index: Some(index),
+            options,
+            connections,
+        })
+    }
+
+    /// Connects to `url`'s servers and opens its stream and runs index as they are, for
+    /// readers: nothing is created. Servers without the stream are
+    /// [`NatsError::NoStore`], naming the stream that holds the runs' subjects when another
+    /// one does (a mistyped stream name); a stream without its bucket is read from the stream
+    /// alone.
+    pub async fn connect_existing(
+        url: &StorageUrl,
+        options: StreamOptions,
+    ) -> Result<Self, NatsError> {
+        use jetstream::context::GetStreamErrorKind;
+        let (client, connections) = connect_client(url, &options).await?;
+        let js = context(&client, &options);
+        let not_found = |e: &jetstream::context::GetStreamError| {
+            matches!(
+                e.kind(),
+                GetStreamErrorKind::JetStream(j)
+                    if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND
+            )
+        };
+        let opening = |e: jetstream::context::GetStreamError| NatsError::JetStream {
+            url: url.to_string(),
+            message: format!("opening stream {}: {e}", url.stream),
+        };
+        let stream = match js.get_stream(&url.stream).await {
+            Ok(stream) => stream,
+            Err(e) if not_found(&e) => match no_store(&js, url).await {
+                // A runner created it in between: open it.
+                None => js.get_stream(&url.stream).await.map_err(opening)?,
+                Some(e) => return Err(e),
+            },
+            Err(e) => return Err(opening(e)),
+        };
+        let index = js.get_key_value(bucket_name(&url.stream)).await.ok();
         Ok(Self {
             url: url.clone(),
             client,
@@ -286,6 +407,27 @@ impl NatsStore {
             options,
             connections,
         })
+    }
+
+    /// [`Self::connect_existing`] for a follower: on servers without the stream, calls
+    /// `waiting` once and connects again each second until a writer creates it.
+    pub async fn connect_existing_waiting(
+        url: &StorageUrl,
+        options: StreamOptions,
+        waiting: impl FnOnce(),
+    ) -> Result<Self, NatsError> {
+        let mut waiting = Some(waiting);
+        loop {
+            match Self::connect_existing(url, options.clone()).await {
+                Err(NatsError::NoStore { .. }) => {
+                    if let Some(say) = waiting.take() {
+                        say();
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                result => return result,
+            }
+        }
     }
 
     /// The largest message, headers included, the server this client is connected to accepts

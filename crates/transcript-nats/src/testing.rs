@@ -302,3 +302,21 @@ pub async fn connect_when_serving(
         }
     }
 }
+
+/// The names of every stream on the servers of `url` (sorted), read with a bare client: what
+/// a test checks to see that a reader created nothing (the runs-index bucket is the stream
+/// `KV_<STREAM>_RUNS`).
+pub async fn stream_names(url: &str) -> Result<Vec<String>, ServerError> {
+    use futures_util::StreamExt;
+    let client = async_nats::connect(url)
+        .await
+        .map_err(|e| ServerError(format!("connecting to {url}: {e}")))?;
+    let js = async_nats::jetstream::new(client);
+    let mut names = Vec::new();
+    let mut listed = js.stream_names();
+    while let Some(name) = listed.next().await {
+        names.push(name.map_err(|e| ServerError(format!("listing streams at {url}: {e}")))?);
+    }
+    names.sort();
+    Ok(names)
+}

@@ -10,12 +10,28 @@ use crate::exit::stdout_result;
 use crate::runs::{RunStatus, RunSummary, all_runs};
 use crate::style::{Style, clean};
 
+/// What `list` shows: how many, child runs too, only runs of one status, as JSON.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct ListOptions {
+    /// How many runs (newest first).
+    #[arg(short = 'n', long, default_value_t = 20)]
+    pub limit: usize,
+    /// Child runs too (by default only root runs are listed).
+    #[arg(long)]
+    pub all: bool,
+    /// Only runs of this status (`running`: its runner holds the run; `abandoned`: no
+    /// run.completed and no runner).
+    #[arg(long, value_enum)]
+    pub status: Option<RunStatus>,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Runs `list`.
 pub fn run(
     storage: &Path,
-    limit: usize,
-    all: bool,
-    json: bool,
+    options: ListOptions,
     style: &Style,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
@@ -25,15 +41,19 @@ pub fn run(
             path: storage.to_path_buf(),
         });
     }
-    print(all_runs(storage), limit, all, json, style, out)
+    print(all_runs(storage), options, style, out)
 }
 
-/// Prints `runs` (newest first; root runs only unless `all`), at most `limit`.
+/// Prints `runs` (newest first; root runs only unless `all`; of one status with `status`), at
+/// most `limit`.
 pub fn print(
     mut runs: Vec<RunSummary>,
-    limit: usize,
-    all: bool,
-    json: bool,
+    ListOptions {
+        limit,
+        all,
+        status,
+        json,
+    }: ListOptions,
     style: &Style,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
@@ -45,6 +65,7 @@ pub fn print(
     let runs: Vec<RunSummary> = runs
         .into_iter()
         .filter(|r| all || r.parent_run_id.is_none())
+        .filter(|r| status.is_none_or(|s| r.status == s))
         .take(limit)
         .collect();
     let text = if json {
@@ -67,7 +88,8 @@ fn render(runs: &[RunSummary], style: &Style) -> String {
         let status = match r.status {
             RunStatus::Succeeded => style.green(&cell),
             RunStatus::Failed => style.red(&cell),
-            RunStatus::Incomplete | RunStatus::Open => style.yellow(&cell),
+            RunStatus::Running | RunStatus::Open => style.yellow(&cell),
+            RunStatus::Abandoned => style.red(&cell),
         };
         let workflow: String = clean(r.workflow.as_deref().unwrap_or("?"))
             .chars()

@@ -49,7 +49,12 @@ pub fn run(args: &MirrorCmd, out: &mut dyn Write) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     let report = runtime.block_on(async {
-        let store = crate::nats_connect::connect(&url).await?;
+        // A following mirror waits for the store as for new runs; once, it needs one.
+        let store = if args.follow {
+            crate::nats_connect::connect_waiting(&url, "runs").await?
+        } else {
+            crate::nats_connect::connect(&url).await?
+        };
         loop {
             let report = transcript_nats::mirror(&store, &options)
                 .await

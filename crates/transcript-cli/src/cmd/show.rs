@@ -35,6 +35,16 @@ pub fn run(
             "{}",
             style.yellow("━━ open: this run mirrors an imported agent CLI session, which may still grow; the next `transcript import --store` appends what is new")
         );
+    } else if doc.run.status == "incomplete" {
+        let line = match crate::runs::liveness(&run.path) {
+            crate::runs::RunStatus::Running => {
+                style.yellow("━━ running: its runner holds the run and is still recording it")
+            }
+            _ => style.red(
+                "━━ abandoned: no run.completed, and no runner holds the run (it died or was killed)",
+            ),
+        };
+        let _ = writeln!(text, "{line}");
     }
     let disagreements = crate::cmd::stats::mcp_disagreements(&run.events);
     if !disagreements.is_empty() {

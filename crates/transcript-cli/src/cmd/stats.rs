@@ -15,6 +15,12 @@ use crate::cmd::tree::duration;
 pub struct Stats {
     /// Runs seen.
     pub runs: usize,
+    /// Runs without `run.completed` whose runner holds them (still recording).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub running: usize,
+    /// Runs without `run.completed` that no runner holds (it died or was killed).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub abandoned: usize,
     /// Events seen.
     pub events: usize,
     /// Events per type (unknown types as written).
@@ -294,7 +300,13 @@ impl Stats {
     /// Renders the tables.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "runs: {}  events: {}", self.runs, self.events);
+        let _ = write!(out, "runs: {}  events: {}", self.runs, self.events);
+        for (n, what) in [(self.running, "running"), (self.abandoned, "abandoned")] {
+            if n > 0 {
+                let _ = write!(out, "  {what}: {n}");
+            }
+        }
+        let _ = writeln!(out);
         let _ = writeln!(out, "\nevents by type");
         for (t, n) in &self.event_types {
             let _ = writeln!(out, "  {t:<32} {n:>8}");
@@ -374,6 +386,10 @@ fn render_usage(
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// Runs `stats` on a transcript, a run id (prefix, `latest`) or a directory of transcripts,
 /// priced with `pricing_file` (LiteLLM's format) or the embedded table.
 pub fn run(
@@ -400,6 +416,15 @@ pub fn run(
         crate::source::report_read_problems(&loaded);
         let decoded = loaded.decoded();
         stats.add_run(&decoded, &price);
+        let completed = decoded
+            .iter()
+            .any(|e| e.kind == EventKind::Known(EventType::RunCompleted));
+        if !completed && !decoded.is_empty() {
+            match crate::runs::liveness(&file) {
+                crate::runs::RunStatus::Running => stats.running += 1,
+                _ => stats.abandoned += 1,
+            }
+        }
         stats.mcp_disagreements.extend(mcp_disagreements(&decoded));
     }
     let unpriced: Vec<String> = stats.unpriced_models.iter().cloned().collect();

@@ -171,6 +171,9 @@ pub fn run(
     let mut offset: u64 = 0;
     let mut lines = Lines::default();
     let mut chunk = vec![0u8; 64 * 1024];
+    // Set once no runner held the run: the file is read to its end once more, and a run
+    // still without run.completed then was abandoned.
+    let mut unheld = false;
     loop {
         let n = file.read(&mut chunk).map_err(io_err)?;
         if n == 0 {
@@ -183,10 +186,29 @@ pub fn run(
                         lines.line_no + 1,
                     );
                 }
+                if options.until_complete && lines.events > 0 {
+                    // No run.completed: say whether a runner is still at it.
+                    crate::diag!(
+                        "transcript: {}: no run.completed yet: {}",
+                        path.display(),
+                        crate::runs::liveness(path).as_str()
+                    );
+                }
                 return Ok(());
             }
             if stdout_closed() {
                 return Err(CliError::BrokenPipe);
+            }
+            if options.until_complete && lines.events > 0 {
+                if unheld {
+                    return Err(abandoned(path));
+                }
+                // The runner writes run.completed before it releases the run: what it wrote
+                // is read to the end once more before the run is called abandoned.
+                if crate::runs::liveness(path) == crate::runs::RunStatus::Abandoned {
+                    unheld = true;
+                    continue;
+                }
             }
             std::thread::sleep(POLL);
             // A recorder reopening the run truncates a torn tail away: start
@@ -214,8 +236,18 @@ pub fn run(
     }
 }
 
+/// `tail -f` on a run no runner holds any more, without `run.completed` (exit 4).
+pub fn abandoned(path: &Path) -> CliError {
+    CliError::Storage(format!(
+        "{}: the run was abandoned: it has no run.completed and no runner holds it any more \
+         (its runner died or was killed); what it recorded is shown above",
+        path.display()
+    ))
+}
+
 /// Waits until each child run in `children` whose file lies beside `path` has its
-/// `run.completed` (a child file that is not there is not waited for).
+/// `run.completed` (a child file that is not there is not waited for); a child run abandoned
+/// on the way ends the wait (exit 4).
 fn wait_for_children(path: &Path, children: &[RunId]) -> Result<(), CliError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     for id in children {
@@ -231,6 +263,12 @@ fn wait_for_children(path: &Path, children: &[RunId]) -> Result<(), CliError> {
         while !completed(&child) {
             if stdout_closed() {
                 return Err(CliError::BrokenPipe);
+            }
+            // Looked at in this order: the runner completes a run before it releases it.
+            if crate::runs::liveness(&child) == crate::runs::RunStatus::Abandoned
+                && !completed(&child)
+            {
+                return Err(abandoned(&child));
             }
             std::thread::sleep(POLL);
         }
@@ -282,6 +320,8 @@ struct Lines {
     skipping: Option<u64>,
     /// The child runs named so far, each once.
     children: Vec<RunId>,
+    /// Events shown so far.
+    events: u64,
 }
 
 impl Lines {
@@ -314,6 +354,7 @@ impl Lines {
             if body.len() > cap {
                 skipped(path, self.line_no, body.len() as u64, cap);
             } else if let Some(event) = show_line(path, self.line_no, body, style, out)? {
+                self.events += 1;
                 if let Some(child) = event.child_run_id
                     && !self.children.contains(&child)
                 {

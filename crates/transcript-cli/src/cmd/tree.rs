@@ -22,6 +22,9 @@ pub fn run(
     let tree = transcript_domain::tree::build_run_tree(&run.events, &mut run.lookup());
     let open =
         tree.status == Status::Incomplete && crate::runs::is_imported_session(storage, &run.path);
+    // A run without its completion is running (its runner holds it) or abandoned.
+    let live = (tree.status == Status::Incomplete && !open)
+        .then(|| crate::runs::liveness(&run.path).as_str());
     let text = if json {
         let mut value =
             serde_json::to_value(&tree).map_err(|e| CliError::Invalid(e.to_string()))?;
@@ -30,9 +33,17 @@ pub fn run(
             // vocabulary and says why the run has no completion.
             value["open_session"] = serde_json::Value::Bool(true);
         }
+        if let Some(live) = live {
+            value["status"] = serde_json::Value::from(live);
+        }
         super::to_json(&value)? + "\n"
     } else {
-        render(&tree, style, open)
+        let unfinished = if open {
+            "open"
+        } else {
+            live.unwrap_or("incomplete")
+        };
+        render(&tree, style, unfinished)
     };
     stdout_result(out.write_all(text.as_bytes()))?;
     run.children_read()
@@ -79,26 +90,27 @@ pub fn duration(ms: Option<i64>) -> String {
     }
 }
 
-/// `open`: the run mirrors an imported session that may still grow (see
-/// [`crate::runs::is_imported_session`]), so what has no completion yet is `open`.
-fn status(style: &Style, s: Status, open: bool) -> String {
+/// `unfinished` is what has no completion yet is called: `open` (the run mirrors an imported
+/// session that may still grow, see [`crate::runs::is_imported_session`]), `running` (its
+/// runner holds the run), `abandoned` (no runner does), or `incomplete`.
+fn status(style: &Style, s: Status, unfinished: &str) -> String {
     match s {
         Status::Succeeded => style.green("ok"),
         Status::Failed => style.red("failed"),
-        Status::Incomplete if open => style.yellow("open"),
-        Status::Incomplete => style.yellow("incomplete"),
+        Status::Incomplete if unfinished == "abandoned" => style.red(unfinished),
+        Status::Incomplete => style.yellow(unfinished),
         Status::Cancelled => style.yellow("cancelled"),
     }
 }
 
-/// Renders the tree as text; `open` as in [`status`] (for the root run only).
-pub fn render(tree: &RunTree, style: &Style, open: bool) -> String {
+/// Renders the tree as text; `unfinished` as in [`status`] (for the root run only).
+pub fn render(tree: &RunTree, style: &Style, unfinished: &str) -> String {
     let mut out = String::new();
-    render_run(tree, 0, style, open, &mut out);
+    render_run(tree, 0, style, unfinished, &mut out);
     out
 }
 
-fn render_run(tree: &RunTree, depth: usize, style: &Style, open: bool, out: &mut String) {
+fn render_run(tree: &RunTree, depth: usize, style: &Style, open: &str, out: &mut String) {
     let indent = "  ".repeat(depth);
     let _ = writeln!(
         out,
@@ -123,7 +135,7 @@ fn render_run(tree: &RunTree, depth: usize, style: &Style, open: bool, out: &mut
     }
 }
 
-fn render_step(node: &StepNode, depth: usize, style: &Style, open: bool, out: &mut String) {
+fn render_step(node: &StepNode, depth: usize, style: &Style, open: &str, out: &mut String) {
     let indent = "  ".repeat(depth);
     let _ = write!(
         out,
@@ -145,7 +157,7 @@ fn render_step(node: &StepNode, depth: usize, style: &Style, open: bool, out: &m
         let _ = writeln!(out, "{indent}  {}", style.red(&format!("error: {err}")));
     }
     if let Some(child) = &node.child {
-        render_run(child, depth + 1, style, false, out);
+        render_run(child, depth + 1, style, "incomplete", out);
     } else if let Some(id) = node.child_run_id {
         let _ = writeln!(
             out,

@@ -240,3 +240,31 @@ pub fn finish(
         }
     }
 }
+
+/// Waits (at most 30 s, listing every 100 ms) until `list --all --json` on `storage` says
+/// `status` of run `run`: a NATS run's lease lapses on the servers' clock, a lease after its
+/// runner's last renewal.
+pub fn await_status(storage: &str, run: &str, status: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let o = bin()
+            .args(["list", "--all", "--json", "--storage", storage])
+            .output()
+            .unwrap();
+        let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        let now = list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["run_id"] == run)
+            .map(|r| r["status"].clone());
+        if now.as_ref().is_some_and(|s| s == status) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "run {run} in {storage} is {now:?}, not {status}, after 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

@@ -104,6 +104,7 @@ impl JsonlRecorderBuilder {
             scan,
             existed,
         } = open_run_file(&self.storage_dir, self.run_id, mode)?;
+        let lease = crate::lease::WriterLease::take(&path, &file)?;
         if !existed && self.durability != Durability::None {
             // The new name must survive a power loss too.
             fs::sync_dir(&self.storage_dir)
@@ -120,6 +121,7 @@ impl JsonlRecorderBuilder {
         let room = Arc::new(Semaphore::new(self.max_queued_bytes as usize));
         let writer = Writer::new(
             WriterSetup {
+                lease,
                 sink: wrap(FileSink { file }),
                 path: path.clone(),
                 run_id: self.run_id,
@@ -214,8 +216,11 @@ pub(crate) fn open_run_file(
 fn open_locked(path: &Path) -> Result<std::fs::File, RecordError> {
     let file = fs::open_append(path)?;
     match fs::lock_exclusive(path, &file) {
-        // Our own recorder of this run, dropped and being released.
-        Err(RecordError::Locked { .. }) if crate::release::wait(path, RELEASE_WAIT) => {
+        // Our own recorder of this run, dropped and being released: waited for. Tried again
+        // whatever the wait says, since the release may have ended between the refusal and
+        // the wait (then nothing is listed as releasing, and the run is free).
+        Err(RecordError::Locked { .. }) => {
+            crate::release::wait(path, RELEASE_WAIT);
             fs::lock_exclusive(path, &file)?;
         }
         result => result?,

@@ -28,6 +28,9 @@ const MAX_KEPT_BUFFER: usize = 1 << 20;
 
 /// The writer thread's state; it alone touches the sink.
 pub(super) struct Writer {
+    /// The run's lease and lock, released before the file is closed (first field: dropped
+    /// first when the writer unwinds, too).
+    lease: crate::lease::WriterLease,
     sink: Box<dyn Sink>,
     path: PathBuf,
     run_id: RunId,
@@ -61,6 +64,7 @@ pub(super) struct Writer {
 /// What the opener hands a new writer: the file, the run it writes, and the state it shares
 /// with the recorder's handles.
 pub(super) struct WriterSetup {
+    pub(super) lease: crate::lease::WriterLease,
     pub(super) sink: Box<dyn Sink>,
     pub(super) path: PathBuf,
     pub(super) run_id: RunId,
@@ -86,6 +90,7 @@ impl Writer {
     /// A writer that appends to the file after `at`, with nothing in flight.
     pub(super) fn new(setup: WriterSetup, at: Resumed) -> Writer {
         let WriterSetup {
+            lease,
             sink,
             path,
             run_id,
@@ -97,6 +102,7 @@ impl Writer {
             room,
         } = setup;
         Writer {
+            lease,
             sink,
             path,
             run_id,
@@ -498,8 +504,16 @@ impl Writer {
     /// before anyone is told the recorder is closed.
     fn release(self) {
         let Writer {
-            sink, published, ..
+            lease,
+            sink,
+            published,
+            ..
         } = self;
+        // Unlocked first, on the open file description: the run is free when `close`
+        // returns, even while a child forked at this instant still holds a copy of the
+        // descriptor (tests/recorder.rs::a_second_recorder_on_the_same_run_is_locked_out_and_writes_nothing
+        // met that under load: another test was spawning `mkfifo`).
+        drop(lease);
         drop(sink);
         let mut p = lock(&published);
         p.closed = true;

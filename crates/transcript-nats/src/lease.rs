@@ -1,0 +1,134 @@
+//! A run's lease on NATS: while its recorder is alive, the key `lease.<run-id>` of the runs
+//! index holds a message with a per-message TTL (`Nats-TTL`, [`StreamOptions::lease`]) that
+//! the recorder renews every third of it. The runner SIGKILLed, the servers remove the key
+//! when the TTL runs out, and the run, still without `run.completed`, reads as abandoned. A
+//! run that completes records `run.completed` and its index entry first, then releases the
+//! key (purged, its marker itself expiring), so a reader that finds no lease and then no
+//! `run.completed` has seen an abandoned run, never a completing one.
+//!
+//! The bucket's stream must allow per-message TTLs (`allow_msg_ttl`, nats-server 2.11+): the
+//! writer's [`NatsStore::connect`] creates it so, and turns it on for a bucket made before.
+//!
+//! [`StreamOptions::lease`]: crate::StreamOptions::lease
+
+use std::time::Duration;
+
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::{self, kv};
+use transcript_domain::RunId;
+
+use crate::{NatsError, NatsStore};
+
+/// The runs-index key of `run_id`'s lease.
+pub fn lease_key(run_id: RunId) -> String {
+    format!("lease.{run_id}")
+}
+
+/// Turns per-message TTLs on for the index bucket's stream, when they are not yet.
+pub(crate) async fn allow_ttl(
+    js: &jetstream::Context,
+    index: &mut kv::Store,
+) -> Result<(), String> {
+    let info = index.stream.info().await.map_err(|e| e.to_string())?;
+    if info.config.allow_message_ttl {
+        return Ok(());
+    }
+    let mut config = info.config.clone();
+    config.allow_message_ttl = true;
+    js.update_stream(config).await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+impl NatsStore {
+    /// The lease's TTL in whole seconds (at least 1, the servers' granularity).
+    fn lease_secs(&self) -> u64 {
+        self.options.lease.as_secs().max(1)
+    }
+
+    /// Takes or renews `run_id`'s lease for [`crate::StreamOptions::lease`] from now (a
+    /// publish to the key with `Nats-TTL`, waiting for its ack).
+    pub async fn renew_lease(&self, run_id: RunId) -> Result<(), NatsError> {
+        let index = self.writable_index()?;
+        let subject = format!(
+            "{}{}",
+            index.put_prefix.as_deref().unwrap_or(&index.prefix),
+            lease_key(run_id)
+        );
+        let message = PublishMessage::build().payload(bytes::Bytes::new()).header(
+            async_nats::header::NATS_MESSAGE_TTL,
+            self.lease_secs().to_string().as_str(),
+        );
+        let what = format!("runs index: the lease of run {run_id}");
+        self.js
+            .send_publish(subject, message)
+            .await
+            .map_err(|e| self.js_error(&what, e))?
+            .await
+            .map_err(|e| self.js_error(&what, e))?;
+        Ok(())
+    }
+
+    /// Releases `run_id`'s lease (a run that completed, or whose recorder was closed): the
+    /// key is purged, the purge marker expiring in a second.
+    pub async fn release_lease(&self, run_id: RunId) -> Result<(), NatsError> {
+        self.writable_index()?
+            .purge_with_ttl(lease_key(run_id), Duration::from_secs(1))
+            .await
+            .map_err(|e| self.js_error(format!("runs index: releasing the lease of {run_id}"), e))
+    }
+
+    /// Whether `run_id`, followed up to stream sequence `position` (exclusive, a
+    /// [`crate::RunFollower::position`]), looks abandoned now: its lease lapsed, and the
+    /// stream holds nothing of it past what was delivered (the runner records `run.completed`
+    /// before it releases the lease, so a completing run is never taken for an abandoned
+    /// one). `false` when the servers cannot tell (a restart): a follower waits such faults
+    /// out, and confirms a lapse over a renewal period before giving up on the run.
+    pub async fn abandoned_after(&self, run_id: RunId, position: u64) -> bool {
+        if self.lease_held(run_id).await.unwrap_or(true) {
+            return false;
+        }
+        match self.last_stream_seq(run_id).await {
+            Ok(last) => last.is_none_or(|last| last < position),
+            Err(_) => false,
+        }
+    }
+
+    /// Whether `run_id`'s runner holds its lease now (alive, and renewing it). `false` without
+    /// a runs index.
+    pub async fn lease_held(&self, run_id: RunId) -> Result<bool, NatsError> {
+        let Some(index) = &self.index else {
+            return Ok(false);
+        };
+        index
+            .get(lease_key(run_id))
+            .await
+            .map(|value| value.is_some())
+            .map_err(|e| self.js_error(format!("runs index: the lease of {run_id}"), e))
+    }
+}
+
+/// Renews `run_id`'s lease every third of its length until aborted (the recorder's close or
+/// drop), each attempt bounded by that period, and writes the run's index `entry` with it when
+/// the run recorded events since its last write. A failed renewal is tried again at the next
+/// tick: the lease lapses only when the runner cannot renew it for about two thirds of its
+/// length (a server lost and a leader election in a cluster fit a 30 s lease easily).
+pub(crate) fn spawn_renewal(
+    store: NatsStore,
+    run_id: RunId,
+    entry: std::sync::Arc<crate::live_entry::LiveEntry>,
+) -> tokio::task::JoinHandle<()> {
+    let every = (store.options.lease / 3).max(Duration::from_millis(200));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            // An attempt waits for its ack no longer than a tick: one stuck on a server that
+            // died must not hold the next one back until the lease has lapsed.
+            let _ = tokio::time::timeout(every, store.renew_lease(run_id)).await;
+            // What `list` shows of the running run, so it reads no stream message for it.
+            let _ = tokio::time::timeout(every, entry.write_if_grown(&store)).await;
+        }
+    })
+}
