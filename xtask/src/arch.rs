@@ -70,9 +70,10 @@ pub const RULES: &[Rule] = &[
     Rule { krate: "transcript-mcp", may_depend_on: Allowed::Only(&[DOMAIN]), pure: false, text: "transcript-mcp is the MCP proxy adapter: among workspace crates it depends on transcript-domain only (no infra, no exec) and records through the Recorder port" },
     Rule { krate: "transcript-nats", may_depend_on: Allowed::Only(&[DOMAIN]), pure: false, text: "transcript-nats is the storage adapter on NATS JetStream: among workspace crates it depends on transcript-domain only (it encodes lines with the domain's PreEncoded, as the file recorder does)" },
     Rule { krate: "transcript-import", may_depend_on: Allowed::Only(&[DOMAIN, PROVIDERS, "transcript-infra"]), pure: false, text: "transcript-import turns agent logs into canonical runs: it depends on transcript-domain, transcript-providers and transcript-infra only (a mask comes in as the domain's EventMask), and it never prints" },
+    Rule { krate: "transcript-replay", may_depend_on: Allowed::Only(&[DOMAIN]), pure: false, text: "transcript-replay is the model server that plays a recorded run (or a test's script) to real agents: among workspace crates it depends on transcript-domain only; the CLI and transcript-testkit use it" },
     Rule { krate: "transcript-cli", may_depend_on: Allowed::AnyLibrary, pure: false, text: "transcript-cli is the composition root: it may depend on every library crate" },
     Rule { krate: "custom-runner", may_depend_on: Allowed::AnyLibrary, pure: false, text: "custom-runner is the example of a team's own runner: it may use every library crate, and nothing depends on it" },
-    Rule { krate: "transcript-testkit", may_depend_on: Allowed::Only(&[]), pure: false, text: "transcript-testkit is test support (the scripted model server): it depends on no workspace crate, and library crates take it as a dev-dependency only" },
+    Rule { krate: "transcript-testkit", may_depend_on: Allowed::Only(&["transcript-replay"]), pure: false, text: "transcript-testkit is test support (the real CLIs' sandboxes over transcript-replay's model server): of the workspace crates it depends on transcript-replay only, and library crates take it as a dev-dependency only" },
     Rule { krate: "xtask", may_depend_on: Allowed::AnyLibrary, pure: false, text: "xtask is dev tooling: it may depend on library crates, never on transcript-cli" },
 ];
 

@@ -5,10 +5,11 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
+use super::mismatch::{self, Mismatch};
 use super::record::{Bill, Handling, Provider, RecordedRequest};
 use super::render::{Answer, Ctx};
 use super::route::{Route, route};
-use super::script::{Fault, Script, Usage};
+use super::script::{Fault, Matching, Script, Usage};
 use super::sse::SseEvent;
 use super::{anthropic, chat, gemini, responses};
 
@@ -47,6 +48,15 @@ impl Reply {
     }
 }
 
+/// A generation request as routed.
+struct Request<'a> {
+    provider: Provider,
+    stream: bool,
+    include_usage: bool,
+    model: String,
+    body: Option<&'a Value>,
+}
+
 /// Everything the server remembers.
 #[derive(Debug)]
 pub(crate) struct State {
@@ -56,18 +66,28 @@ pub(crate) struct State {
     requests: Vec<RecordedRequest>,
     billed: HashMap<Provider, Usage>,
     bills: Vec<Bill>,
+    mismatches: Vec<Mismatch>,
+    /// Set once a strict mismatch happened (or by the script): every later generation
+    /// request is refused with it.
+    refused: Option<String>,
 }
 
 impl State {
     pub fn new(script: Script) -> Self {
         State {
-            script,
             next_turn: 0,
             seq: 0,
             requests: Vec::new(),
             billed: HashMap::new(),
             bills: Vec::new(),
+            mismatches: Vec::new(),
+            refused: script.refusal.clone(),
+            script,
         }
+    }
+
+    pub fn mismatches(&self) -> &[Mismatch] {
+        &self.mismatches
     }
 
     pub fn requests(&self) -> &[RecordedRequest] {
@@ -98,8 +118,16 @@ impl State {
                 include_usage,
                 model,
             } => {
-                let (handling, reply) =
-                    self.generate(provider, stream, include_usage, model, &incoming);
+                let (handling, reply) = self.generate(
+                    Request {
+                        provider,
+                        stream,
+                        include_usage,
+                        model,
+                        body: body.as_ref(),
+                    },
+                    &incoming,
+                );
                 (Some(provider), handling, reply)
             }
             Route::CountTokens(provider) => {
@@ -140,14 +168,20 @@ impl State {
         reply
     }
 
-    fn generate(
-        &mut self,
-        provider: Provider,
-        stream: bool,
-        include_usage: bool,
-        model: String,
-        incoming: &Incoming,
-    ) -> (Handling, Reply) {
+    fn generate(&mut self, request: Request<'_>, incoming: &Incoming) -> (Handling, Reply) {
+        let Request {
+            provider,
+            stream,
+            include_usage,
+            model,
+            body,
+        } = request;
+        if let Some(refusal) = &self.refused {
+            return (
+                Handling::Refused,
+                Reply::json(400, &error_body(Some(provider), 400, refusal)),
+            );
+        }
         let Some(turn) = self.script.turns.get(self.next_turn).cloned() else {
             return match self.script.after_end {
                 Some(fault) => (
@@ -170,13 +204,26 @@ impl State {
                 }
             };
         };
+        if let Some(expect) = &turn.expect
+            && let Some(found) = mismatch::check(provider, body, expect, self.next_turn + 1)
+        {
+            self.mismatches.push(found.clone());
+            if self.script.matching == Matching::Strict {
+                let message = format!("transcript replay: {found}");
+                self.refused = Some(message.clone());
+                return (
+                    Handling::Refused,
+                    Reply::json(400, &error_body(Some(provider), 400, &message)),
+                );
+            }
+        }
         let turn_index = self.next_turn;
         self.next_turn += 1;
         self.seq += 1;
         let named = model.clone();
         let ctx = Ctx {
             turn: &turn,
-            model,
+            model: turn.model.clone().unwrap_or(model),
             seq: self.seq,
         };
         let answer = match provider {
@@ -285,7 +332,7 @@ fn models_list() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_server::script::Turn;
+    use crate::server::script::Turn;
 
     fn post(path: &str, body: Value) -> Incoming {
         Incoming {
