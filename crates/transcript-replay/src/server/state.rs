@@ -183,39 +183,12 @@ impl State {
             );
         }
         let Some(turn) = self.script.turns.get(self.next_turn).cloned() else {
-            return match self.script.after_end {
-                Some(fault) => (
-                    Handling::AfterEnd,
-                    fault_reply(provider, fault, &[], "the script's after_end fault"),
-                ),
-                None => {
-                    let message = format!(
-                        "transcript-testkit model server: {} {} is generation request #{} but \
-                         the script has only {} turn(s); extend the test's script",
-                        incoming.method,
-                        incoming.path,
-                        self.generation_count() + 1,
-                        self.script.turns.len()
-                    );
-                    (
-                        Handling::Unscripted,
-                        Reply::json(400, &error_body(Some(provider), 400, &message)),
-                    )
-                }
-            };
+            return self.beyond(provider, incoming);
         };
         if let Some(expect) = &turn.expect
-            && let Some(found) = mismatch::check(provider, body, expect, self.next_turn + 1)
+            && let Some(refused) = self.check(provider, body, expect)
         {
-            self.mismatches.push(found.clone());
-            if self.script.matching == Matching::Strict {
-                let message = format!("transcript replay: {found}");
-                self.refused = Some(message.clone());
-                return (
-                    Handling::Refused,
-                    Reply::json(400, &error_body(Some(provider), 400, &message)),
-                );
-            }
+            return refused;
         }
         let turn_index = self.next_turn;
         self.next_turn += 1;
@@ -262,6 +235,51 @@ impl State {
             },
         };
         (Handling::Turn(turn_index), reply)
+    }
+
+    /// The answer to a generation request beyond the script's turns.
+    fn beyond(&self, provider: Provider, incoming: &Incoming) -> (Handling, Reply) {
+        match self.script.after_end {
+            Some(fault) => (
+                Handling::AfterEnd,
+                fault_reply(provider, fault, &[], "the script's after_end fault"),
+            ),
+            None => {
+                let message = format!(
+                    "transcript-testkit model server: {} {} is generation request #{} but \
+                     the script has only {} turn(s); extend the test's script",
+                    incoming.method,
+                    incoming.path,
+                    self.generation_count() + 1,
+                    self.script.turns.len()
+                );
+                (
+                    Handling::Unscripted,
+                    Reply::json(400, &error_body(Some(provider), 400, &message)),
+                )
+            }
+        }
+    }
+
+    /// Checks the request against what its turn expects: under strict matching a mismatch is
+    /// the refusal to answer, under fifo a warning kept.
+    fn check(
+        &mut self,
+        provider: Provider,
+        body: Option<&Value>,
+        expect: &super::script::Expect,
+    ) -> Option<(Handling, Reply)> {
+        let found = mismatch::check(provider, body, expect, self.next_turn + 1)?;
+        self.mismatches.push(found.clone());
+        if self.script.matching != Matching::Strict {
+            return None;
+        }
+        let message = format!("transcript replay: {found}");
+        self.refused = Some(message.clone());
+        Some((
+            Handling::Refused,
+            Reply::json(400, &error_body(Some(provider), 400, &message)),
+        ))
     }
 
     /// Bills `usage` to `provider` for the request being handled, which named `model`.
@@ -420,5 +438,72 @@ mod tests {
             ..post("/nowhere", json!(null))
         });
         assert_eq!(r.status, 404);
+    }
+
+    fn replay_script(matching: Matching) -> Script {
+        let expect = super::super::script::Expect {
+            results: vec![("toolu_1".to_owned(), "recorded text".to_owned())],
+        };
+        Script {
+            turns: vec![
+                Turn::text("first"),
+                Turn::text("second").with_expect(expect.clone()),
+                Turn::text("third").with_expect(expect),
+            ],
+            matching,
+            ..Script::default()
+        }
+    }
+
+    fn sending(result: &str) -> Incoming {
+        post(
+            "/v1/messages",
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": result}]}]}),
+        )
+    }
+
+    #[test]
+    fn strict_matching_refuses_the_first_mismatch_and_everything_after_it() {
+        let mut state = State::new(replay_script(Matching::Strict));
+        assert_eq!(state.handle(sending("x")).status, 200);
+        let refused = state.handle(sending("changed text"));
+        assert_eq!(refused.status, 400);
+        assert!(
+            refused.chunks[0].contains("turn 2: the result of tool call toolu_1 (turn 1) differs"),
+            "{}",
+            refused.chunks[0]
+        );
+        // Even a request that now matches is refused: the replay has already diverged.
+        assert_eq!(state.handle(sending("recorded text")).status, 400);
+        assert_eq!(state.mismatches().len(), 1);
+        assert_eq!(state.mismatches()[0].got.as_deref(), Some("changed text"));
+        assert_eq!(state.turns_served(), 1);
+    }
+
+    #[test]
+    fn fifo_matching_serves_in_order_and_keeps_each_mismatch() {
+        let mut state = State::new(replay_script(Matching::Fifo));
+        for result in ["x", "changed", "recorded text"] {
+            assert_eq!(state.handle(sending(result)).status, 200);
+        }
+        assert_eq!(state.turns_served(), 3);
+        assert_eq!(state.mismatches().len(), 1);
+        assert_eq!(state.mismatches()[0].turn, 2);
+        // Beyond the recording: refused whatever the matching.
+        assert_eq!(state.handle(sending("recorded text")).status, 400);
+    }
+
+    #[test]
+    fn a_refusing_script_refuses_every_generation_request_but_answers_side_requests() {
+        let mut state = State::new(Script {
+            refusal: Some("step x has no recorded execution".to_owned()),
+            ..Script::default()
+        });
+        let r = state.handle(post("/v1/responses", json!({})));
+        assert_eq!(r.status, 400);
+        assert!(r.chunks[0].contains("no recorded execution"));
+        let aux = state.handle(post("/v1/messages/count_tokens", json!({})));
+        assert_eq!(aux.status, 200);
     }
 }
