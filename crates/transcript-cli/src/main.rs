@@ -16,6 +16,7 @@ mod nats_connect;
 mod nats_storage;
 mod output_file;
 mod redaction_args;
+mod replay_endpoints;
 mod runs;
 mod source;
 mod style;
@@ -124,6 +125,31 @@ struct RunCmd {
     redaction: RedactionArgs,
 }
 
+// `transcript replay`'s arguments (no doc comment: the variant's is the command's help).
+#[derive(Debug, clap::Args)]
+struct ReplayCmd {
+    /// The recorded run: a transcript file, a run id (or unique prefix) or `latest`.
+    run: String,
+    /// The workflow to run (default: the file the recorded run names); give it for a changed
+    /// copy.
+    #[arg(long, value_name = "FILE")]
+    workflow: Option<PathBuf>,
+    /// strict: the prompt and each turn's tool results must equal the recorded ones (the first
+    /// difference fails its step); fifo: serve the recorded turns in order, differences are
+    /// warnings.
+    #[arg(long = "match", value_enum, default_value_t = cmd::replay::MatchMode::Strict)]
+    matching: cmd::replay::MatchMode,
+    /// live: command steps run again; record: they get their recorded output and exit code.
+    #[arg(long, value_enum, default_value_t = cmd::replay::CommandsMode::Live)]
+    commands: cmd::replay::CommandsMode,
+    /// Workflow input (`KEY=VALUE`), over the recorded run's; repeatable.
+    #[arg(long = "input", value_name = "KEY=VALUE", value_parser = cmd::run::parse_input)]
+    inputs: Vec<(String, String)>,
+    /// Working directory for commands and file tools (default: the current directory).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+}
+
 // `transcript import`'s arguments (no doc comment: the variant's is the command's help).
 #[derive(Debug, clap::Args)]
 struct ImportCmd {
@@ -159,6 +185,11 @@ enum Command {
         after_help = "Examples:\n  transcript run fixtures/workflows/demo.yaml --workspace storage/demo\n  transcript run review.yaml --input file=main.go --redact --durability always\n\nThe run id and transcript path are printed on stderr when the run starts (follow it with\n`transcript tail -f <id>`) and on stdout when it ends."
     )]
     Run(RunCmd),
+    /// Run a recorded run's workflow again with its transcript as the model, and compare.
+    #[command(
+        after_help = "Examples:\n  transcript replay latest\n  transcript replay 1259fec0 --workflow review-v2.yaml --match fifo\n\nEach agent step's CLI talks to a model server on 127.0.0.1 that answers with the step's\nrecorded turns; its tools, commands and files are real. Exit 0 when the replay equals the\nrecording, 1 when it differs (each difference printed), 4 on an error."
+    )]
+    Replay(ReplayCmd),
     /// Normalize raw agent logs (any supported provider format) into canonical transcripts.
     #[command(
         after_help = "Examples:\n  transcript import auto session.jsonl\n  claude -p hi --output-format stream-json --verbose > out.jsonl && transcript import claude out.jsonl"
@@ -371,6 +402,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         };
     match command {
         Command::Run(args) => run_workflow(args, (storage, nats), cli.color, &mut out),
+        Command::Replay(args) => replay(args, storage, cli.color, &mut out),
         Command::Import(args) => cmd::import::command(args, storage, &mut out),
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &storage, json, &style, &mut out)
@@ -477,6 +509,7 @@ fn run_workflow(
         otlp_flush_timeout: std::time::Duration::from_secs(otlp_flush_timeout),
         style: Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs_f64(kill_grace),
+        endpoints: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -489,6 +522,43 @@ fn run_workflow(
         }
         cmd::run::run(args, out).await
     })
+}
+
+/// `transcript replay`: the run's arguments (defaults of `run`) with the replay's own.
+fn replay(
+    cmd: ReplayCmd,
+    storage: PathBuf,
+    color: ColorChoice,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let args = cmd::run::RunArgs {
+        redactor: None,
+        workflow: PathBuf::new(),
+        inputs: cmd.inputs,
+        storage,
+        nats: None,
+        workspace: cmd.workspace.unwrap_or_else(cmd::run::default_workspace),
+        plugins: Vec::new(),
+        mask: None,
+        durability: DurabilityArg::None.policy(),
+        deterministic: false,
+        otlp: None,
+        otlp_flush_timeout: std::time::Duration::from_secs(5),
+        style: Style::for_stderr(color),
+        kill_grace: std::time::Duration::from_secs(2),
+        endpoints: None,
+    };
+    let replay = cmd::replay::ReplayArgs {
+        run: cmd.run,
+        workflow: cmd.workflow,
+        matching: cmd.matching,
+        commands: cmd.commands,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(cmd::replay::run(replay, args, out))
 }
 
 /// `transcript receipts`: one run's, or grouped with `--by`.

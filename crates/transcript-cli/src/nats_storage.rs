@@ -93,6 +93,12 @@ pub fn route(
     if matches!(command, Command::Run(_)) {
         return Ok(Route::Record(url));
     }
+    if matches!(command, Command::Replay(_)) {
+        return Err(CliError::Usage(
+            "replay reads and records in a storage directory: mirror the run there first"
+                .to_owned(),
+        ));
+    }
     if matches!(command, Command::Import(_)) {
         return Err(CliError::Usage(
             "import writes to a storage directory: import there, then record runs to NATS"

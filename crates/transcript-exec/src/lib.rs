@@ -353,6 +353,7 @@ pub mod emit;
 mod gemini_session;
 pub mod http_agent;
 pub mod mcp;
+pub mod model_endpoint;
 pub mod plugin;
 pub mod preset;
 pub mod process;

@@ -188,7 +188,8 @@ impl Tape {
                     open.insert(key, user_execution(m));
                 }
                 (EventKind::Known(EventType::MessageAssistant), DecodedPayload::Message(m)) => {
-                    open.entry(key).or_default().turns.push(assistant_turn(m));
+                    let turn = assistant_turn(m, &key);
+                    open.entry(key).or_default().turns.push(turn);
                 }
                 (
                     EventKind::Known(
@@ -248,7 +249,7 @@ fn user_execution(m: &DecodedMessage) -> Execution {
     }
 }
 
-fn assistant_turn(m: &DecodedMessage) -> RecordedTurn {
+fn assistant_turn(m: &DecodedMessage, key: &StepKey) -> RecordedTurn {
     let mut turn = RecordedTurn {
         model: m.model.clone(),
         usage: m.usage.as_ref().map(usage).unwrap_or_default(),
@@ -265,21 +266,56 @@ fn assistant_turn(m: &DecodedMessage) -> RecordedTurn {
                 tool_name,
                 tool_id,
                 tool_input,
-            } => turn.blocks.push(Block::ToolCall {
-                id: Some(tool_id.clone()),
-                name: tool_name.clone(),
-                arguments: tool_input.try_to_value().unwrap_or(Value::Null),
-            }),
+            } => {
+                let arguments = tool_input.try_to_value().unwrap_or(Value::Null);
+                let (name, arguments) = model_call(m.provider.as_deref(), tool_name, arguments);
+                turn.blocks.push(Block::ToolCall {
+                    id: Some(provider_id(key, tool_id).to_owned()),
+                    name,
+                    arguments,
+                });
+            }
             BlockBody::ToolResult {
                 tool_id,
                 tool_content,
-            } => turn
-                .results
-                .push((tool_id.clone(), result_text(&tool_content.to_value()))),
+            } => turn.results.push((
+                provider_id(key, tool_id).to_owned(),
+                result_text(&tool_content.to_value()),
+            )),
             BlockBody::Command { .. } | BlockBody::Stream { .. } => {}
         }
     }
     turn
+}
+
+/// The provider's own call id of a recorded one: the engine records `<path>#<iteration>/<id>`
+/// (`…#<iteration>~<n>/<id>` for a repeated execution) so that executions do not share ids;
+/// the agent must get back the id it would have made.
+fn provider_id<'a>(key: &StepKey, recorded: &'a str) -> &'a str {
+    let prefix = format!("{}#{}", key.path, key.iteration);
+    let Some(rest) = recorded.strip_prefix(prefix.as_str()) else {
+        return recorded;
+    };
+    let rest = match rest.strip_prefix('~') {
+        Some(n) => n.trim_start_matches(|c: char| c.is_ascii_digit()),
+        None => rest,
+    };
+    rest.strip_prefix('/').unwrap_or(recorded)
+}
+
+/// The call the model made, from the call the transcript records. Codex reports the command
+/// it ran (`command_execution`, `{"command": "/bin/bash -lc '<cmd>'"}`); its model called its
+/// shell tool `exec_command` with `{"cmd": "<cmd>"}`. Every other call is recorded as made.
+fn model_call(provider: Option<&str>, name: &str, arguments: Value) -> (String, Value) {
+    if provider != Some("codex") || name != "command_execution" {
+        return (name.to_owned(), arguments);
+    }
+    let line = arguments["command"].as_str().unwrap_or_default();
+    let cmd = match shell_words::split(line).as_deref() {
+        Ok([_shell, flag, cmd]) if flag == "-lc" || flag == "-c" => cmd.clone(),
+        _ => line.to_owned(),
+    };
+    ("exec_command".to_owned(), serde_json::json!({ "cmd": cmd }))
 }
 
 /// A recorded result's text: a string as is, content parts' `text` joined, `null` empty,
@@ -376,6 +412,34 @@ mod tests {
         assert_eq!(tape.executions(&inner).next().unwrap().prompt, "p2");
         assert_eq!(inner.to_string(), "sub > inner");
         assert_eq!(StepKey::new("loop.ask", 1).to_string(), "loop.ask[1]");
+    }
+
+    #[test]
+    fn the_engines_call_id_prefix_is_taken_off_and_codex_commands_become_its_shell_calls() {
+        let key = StepKey::new("b.ask", 2);
+        assert_eq!(provider_id(&key, "b.ask#2/toolu_1"), "toolu_1");
+        assert_eq!(provider_id(&key, "b.ask#2~1/item_0"), "item_0");
+        assert_eq!(provider_id(&key, "other#2/toolu_1"), "other#2/toolu_1");
+        assert_eq!(provider_id(&key, "toolu_1"), "toolu_1");
+        let (name, args) = model_call(
+            Some("codex"),
+            "command_execution",
+            serde_json::json!({"command": "/bin/bash -lc 'cat \"my notes.txt\" | wc -l'"}),
+        );
+        assert_eq!(name, "exec_command");
+        assert_eq!(
+            args,
+            serde_json::json!({"cmd": "cat \"my notes.txt\" | wc -l"})
+        );
+        let kept = model_call(
+            Some("claude"),
+            "Read",
+            serde_json::json!({"file_path": "a"}),
+        );
+        assert_eq!(
+            kept,
+            ("Read".to_owned(), serde_json::json!({"file_path": "a"}))
+        );
     }
 
     #[test]

@@ -7,6 +7,8 @@ pub mod mirror;
 pub mod otel;
 pub mod progress;
 pub mod receipts;
+pub mod replay;
+pub mod replay_compare;
 pub mod run;
 pub mod show;
 pub mod signals;

@@ -30,6 +30,7 @@ pub(super) struct Inner {
     pub(super) limits: ProcessLimits,
     pub(super) max_line_bytes: usize,
     pub(super) mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
+    pub(super) model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
 }
 
 impl Inner {
@@ -59,6 +60,7 @@ pub struct ServiceBuilder {
     limits: ProcessLimits,
     max_line_bytes: usize,
     mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
+    model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
 }
 
 impl ServiceBuilder {
@@ -163,6 +165,16 @@ impl ServiceBuilder {
         self
     }
 
+    /// Points every agent execution at a model endpoint of its own
+    /// ([`crate::model_endpoint`]; `transcript replay` serves a recorded run this way).
+    pub fn model_endpoints(
+        mut self,
+        endpoints: Arc<dyn crate::model_endpoint::ModelEndpoints>,
+    ) -> Self {
+        self.model_endpoints = Some(endpoints);
+        self
+    }
+
     /// Maximum `call_workflow` nesting (default 8); deeper calls fail the
     /// calling step with a clear error.
     pub fn max_call_depth(mut self, depth: usize) -> Self {
@@ -261,6 +273,7 @@ impl ServiceBuilder {
                 limits: self.limits,
                 max_line_bytes: self.max_line_bytes,
                 mcp_gateway: self.mcp_gateway,
+                model_endpoints: self.model_endpoints,
             }),
         })
     }
@@ -293,6 +306,7 @@ impl ExecutionService {
             limits: ProcessLimits::default(),
             max_line_bytes: transcript_domain::MAX_LINE_BYTES,
             mcp_gateway: None,
+            model_endpoints: None,
         }
     }
 

@@ -194,6 +194,7 @@ impl ExecutionService {
                 emitter: emitter.clone(),
                 inputs,
                 depth: 0,
+                callers: Vec::new(),
             },
             cancel,
         )
@@ -223,6 +224,7 @@ impl ExecutionService {
                 emitter: emitter.clone(),
                 inputs,
                 depth: 0,
+                callers: Vec::new(),
             },
             cancel,
         )

@@ -89,6 +89,15 @@ pub(crate) fn same_text(a: &str, b: &str) -> bool {
     a.trim_end() == b.trim_end()
 }
 
+/// Whether a result sent in `provider`'s API carries the recorded `expected` text. Codex
+/// (OpenAI Responses) sends its shell output under a header of its own (chunk id, wall time,
+/// exit code, token count, `Output:`) while the transcript records the output alone: there the
+/// sent text must end with the recorded one.
+fn carries(provider: Provider, expected: &str, got: &str) -> bool {
+    same_text(expected, got)
+        || (provider == Provider::OpenAiResponses && got.trim_end().ends_with(expected.trim_end()))
+}
+
 /// The first expected result `body` does not carry equal, as a mismatch of `turn`.
 pub(crate) fn check(
     provider: Provider,
@@ -123,7 +132,7 @@ pub(crate) fn check(
                     got: None,
                 });
             }
-            Some(r) if !same_text(expected, &r.text) => {
+            Some(r) if !carries(provider, expected, &r.text) => {
                 return Some(Mismatch {
                     turn,
                     subject,
@@ -182,6 +191,23 @@ mod tests {
         );
         assert!(text.contains("--- recorded\n+++ replay\n"), "{text}");
         assert!(text.contains("\n-b\n+B\n"), "{text}");
+    }
+
+    #[test]
+    fn codex_results_must_end_with_the_recorded_output() {
+        let sent = |output: &str| {
+            json!({"input": [{"type": "function_call_output", "call_id": "item_0",
+                "output": format!("Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n{output}")}]})
+        };
+        let e = expect(&[("item_0", "line one\nline two\n")]);
+        let equal = sent("line one\nline two\n");
+        assert_eq!(check(Provider::OpenAiResponses, Some(&equal), &e, 2), None);
+        let changed = sent("line one\nline 2\n");
+        assert!(check(Provider::OpenAiResponses, Some(&changed), &e, 2).is_some());
+        // Only Codex's API gets the header allowance.
+        let chat = json!({"messages": [{"role": "tool", "tool_call_id": "item_0",
+            "content": "header\nline one\nline two\n"}]});
+        assert!(check(Provider::OpenAiChat, Some(&chat), &e, 2).is_some());
     }
 
     #[test]

@@ -1,0 +1,283 @@
+//! `transcript replay` with the real agent CLIs (Claude Code, Codex, Gemini CLI): a run is
+//! recorded against the scripted model server (the CLI reads a file and answers), the server
+//! is stopped, and the run is replayed with its transcript as the model. The replay is equal
+//! (exit 0, the same tool calls and results per step, read from both raw files), reaches no
+//! other address (the step's recorded endpoint is a fresh server that must see no request);
+//! a changed file fails the strict replay naming the step and the differing result (exit 1);
+//! a changed prompt in a copy of the workflow fails it naming the prompt (exit 1).
+//!
+//! A missing CLI skips its test (fails it under `TRANSCRIPT_REQUIRE_AGENTS=1` or `CI=true`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use transcript_testkit::agent_cli::{AgentCli, AgentSandbox, CliOptions};
+use transcript_testkit::model_server::{ModelServer, Script, Turn, Usage};
+
+const NOTES: &str = "the launch code is 7-alpha-tango\nsecond line of notes\n";
+const PROMPT: &str = "Read notes.txt and tell me the launch code.";
+const FINAL_TEXT: &str = "The notes say the launch code is 7-alpha-tango.";
+
+/// The variable of each CLI that carries the server endpoint (or its config) in the step's
+/// `env:`; everything else of the sandbox goes in the runner's environment.
+fn step_env_var(cli: AgentCli) -> &'static str {
+    match cli {
+        AgentCli::Claude => "ANTHROPIC_BASE_URL",
+        AgentCli::Codex => "CODEX_HOME",
+        AgentCli::Gemini => "GOOGLE_GEMINI_BASE_URL",
+    }
+}
+
+fn read_call(cli: AgentCli, work: &Path) -> Turn {
+    match cli {
+        AgentCli::Claude => Turn::tool_call("Read", json!({"file_path": work.join("notes.txt")})),
+        AgentCli::Codex => Turn::tool_call("exec_command", json!({"cmd": "cat notes.txt"})),
+        AgentCli::Gemini => Turn::tool_call("read_file", json!({"file_path": "notes.txt"})),
+    }
+}
+
+fn workflow(cli: AgentCli, prompt: &str) -> String {
+    let model = match cli {
+        AgentCli::Claude => String::new(),
+        AgentCli::Codex => "    model: gpt-5.5\n".to_owned(),
+        AgentCli::Gemini => "    model: gemini-2.5-pro\n".to_owned(),
+    };
+    format!(
+        "name: replay-{name}\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    \
+         type: agent\n    provider: {name}\n    timeout_ms: 60000\n    prompt: {prompt}\n\
+         {model}    tools: [read_file, run_command]\n    env:\n      {var}: \"{{{{inputs.endpoint}}}}\"\n",
+        name = cli.executable(),
+        prompt = json!(prompt),
+        var = step_env_var(cli),
+    )
+}
+
+/// A run recorded against the scripted server, which is stopped once the run is recorded.
+struct Recording {
+    cli: AgentCli,
+    sb: AgentSandbox,
+    storage: TempDir,
+    run_id: String,
+    workflow: PathBuf,
+    env: Vec<(String, String)>,
+    bin: PathBuf,
+}
+
+impl Recording {
+    fn make(cli: AgentCli) -> Option<Recording> {
+        let bin = cli.require()?;
+        let sb = AgentSandbox::new().unwrap();
+        std::fs::write(sb.work().join("notes.txt"), NOTES).unwrap();
+        let server = ModelServer::start(Script::new([
+            read_call(cli, &sb.work()).with_usage(Usage::new(1200, 45)),
+            Turn::text(FINAL_TEXT).with_usage(Usage::new(1500, 17)),
+        ]))
+        .unwrap();
+        let inv = sb
+            .invocation(cli, &bin, &server, "unused", &CliOptions::default())
+            .unwrap();
+        let var = step_env_var(cli);
+        let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
+        let text = workflow(cli, PROMPT);
+        let (storage, run_id, output) = common::RealCliRun {
+            workflow: &text,
+            dir: &sb.tmp(),
+            workspace: &sb.work(),
+            env: &inv.env,
+            step_var: var,
+            bin: (cli.bin_var(), &bin),
+            endpoint: &endpoint,
+        }
+        .run();
+        assert!(
+            output.status.success(),
+            "recording with {cli:?} failed:\n{}",
+            common::text(&output.stderr)
+        );
+        assert_eq!(server.generation_requests().len(), 2);
+        drop(server);
+        let env = inv.env.into_iter().filter(|(k, _)| k != var).collect();
+        Some(Recording {
+            cli,
+            workflow: sb.tmp().join("workflow.yaml"),
+            sb,
+            storage,
+            run_id,
+            env,
+            bin,
+        })
+    }
+
+    /// `transcript replay <run> --workflow <wf>`, the step's endpoint input naming `endpoint`.
+    fn replay(&self, workflow: &Path, endpoint: &str, extra: &[&str]) -> Output {
+        common::bin()
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env(self.cli.bin_var(), &self.bin)
+            .arg("replay")
+            .arg(&self.run_id)
+            .arg("--workflow")
+            .arg(workflow)
+            .arg("--storage")
+            .arg(self.storage.path())
+            .arg("--workspace")
+            .arg(self.sb.work())
+            .arg("--input")
+            .arg(format!("endpoint={endpoint}"))
+            .args(extra)
+            .output()
+            .unwrap()
+    }
+
+    fn events(&self, run_id: &str) -> Vec<Value> {
+        let path = self.storage.path().join(format!("{run_id}.jsonl"));
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+/// Per step, the tool calls (name, input) and results (content) of its assistant turns, in
+/// order, read from the raw lines (as `jq '[.[] | select(.type == "message.assistant")
+/// | .payload.blocks[] | select(.type == "tool_use" or .type == "tool_result")]'` would).
+fn tool_traffic(events: &[Value]) -> Vec<(String, String, Value)> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "message.assistant")
+        .flat_map(|e| {
+            let path = e["path"].as_str().unwrap_or_default().to_owned();
+            e["payload"]["blocks"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(move |b| match b["type"].as_str() {
+                    Some("tool_use") => Some((
+                        path.clone(),
+                        format!("use {}", b["tool_name"]),
+                        b["tool_input"].clone(),
+                    )),
+                    Some("tool_result") => {
+                        Some((path.clone(), "result".to_owned(), b["tool_content"].clone()))
+                    }
+                    _ => None,
+                })
+        })
+        .collect()
+}
+
+fn printed_run_id(out: &Output) -> String {
+    common::text(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: "))
+        .unwrap_or_else(|| panic!("no run id:\n{}", describe(out)))
+        .to_owned()
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        common::text(&out.stdout),
+        common::text(&out.stderr)
+    )
+}
+
+fn replays_like_the_recording(cli: AgentCli) {
+    let Some(rec) = Recording::make(cli) else {
+        return;
+    };
+    // The step's recorded endpoint is a live server now: nothing may reach it.
+    let guard = ModelServer::start(Script::default()).unwrap();
+    let endpoint = match cli {
+        AgentCli::Codex => rec.sb.config().display().to_string(),
+        _ => guard.url(),
+    };
+    if cli == AgentCli::Codex {
+        // The recorded CODEX_HOME now points Codex at the guard.
+        let config = std::fs::read_to_string(rec.sb.config().join("config.toml")).unwrap();
+        let start = config.find("base_url = ").unwrap();
+        let end = start + config[start..].find('\n').unwrap();
+        let config = format!(
+            "{}base_url = {}{}",
+            &config[..start],
+            json!(guard.openai_base_url()),
+            &config[end..]
+        );
+        std::fs::write(rec.sb.config().join("config.toml"), config).unwrap();
+    }
+    let out = rec.replay(&rec.workflow, &endpoint, &[]);
+    let why = describe(&out);
+    assert_eq!(out.status.code(), Some(0), "{why}");
+    assert!(
+        common::text(&out.stdout).contains("replay: equal to "),
+        "{why}"
+    );
+    assert!(guard.requests().is_empty(), "{why}\n{:?}", guard.requests());
+    let replayed = printed_run_id(&out);
+    assert_ne!(replayed, rec.run_id);
+    let (before, after) = (
+        tool_traffic(&rec.events(&rec.run_id)),
+        tool_traffic(&rec.events(&replayed)),
+    );
+    assert!(before.len() >= 2, "{before:?}");
+    assert_eq!(before, after, "{why}");
+
+    // The file changed: the agent sends another result than the recorded one.
+    std::fs::write(
+        rec.sb.work().join("notes.txt"),
+        "the launch code is 9-zulu\n",
+    )
+    .unwrap();
+    let out = rec.replay(&rec.workflow, &endpoint, &[]);
+    let why = describe(&out);
+    assert_eq!(out.status.code(), Some(1), "{why}");
+    let stdout = common::text(&out.stdout);
+    assert!(
+        stdout.contains("step ask: recorded succeeded, replay failed"),
+        "{why}"
+    );
+    assert!(stdout.contains("the result of tool call"), "{why}");
+    assert!(
+        stdout.contains("7-alpha-tango") && stdout.contains("9-zulu"),
+        "{why}"
+    );
+    std::fs::write(rec.sb.work().join("notes.txt"), NOTES).unwrap();
+
+    // A copy of the workflow with another prompt.
+    let copy = rec.sb.tmp().join("workflow-v2.yaml");
+    std::fs::write(&copy, workflow(cli, "Read notes.txt and tell me the code.")).unwrap();
+    let out = rec.replay(&copy, &endpoint, &[]);
+    let why = describe(&out);
+    assert_eq!(out.status.code(), Some(1), "{why}");
+    let stdout = common::text(&out.stdout);
+    assert!(stdout.contains("turn 1: the prompt differs"), "{why}");
+    assert!(
+        stdout.contains("-Read notes.txt and tell me the launch code."),
+        "{why}"
+    );
+    assert!(guard.requests().is_empty(), "{:?}", guard.requests());
+}
+
+#[test]
+fn claude_code_replays_like_its_recording() {
+    replays_like_the_recording(AgentCli::Claude);
+}
+
+#[test]
+fn codex_replays_like_its_recording() {
+    replays_like_the_recording(AgentCli::Codex);
+}
+
+#[test]
+fn gemini_cli_replays_like_its_recording() {
+    replays_like_the_recording(AgentCli::Gemini);
+}
