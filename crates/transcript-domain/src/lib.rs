@@ -226,7 +226,9 @@ pub use decode::{
 };
 pub use event::{EncodedParts, EventDraft, ExchangeEvent, PreEncoded};
 pub use ids::{InvalidRunId, RunId, Seq};
-pub use payload::{MessagePayload, Payload, RunEdge, StepPayload, ToolPayload, Usage};
+pub use payload::{
+    MessagePayload, Payload, RunEdge, StepPayload, ToolPayload, Usage, WorkflowSource,
+};
 pub use port::{
     Clock, EventMask, ManualClock, RecordError, Recorder, RecorderFactory, RunIdGenerator,
     SequentialRunIds, Subscription,

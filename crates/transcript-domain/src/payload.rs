@@ -32,6 +32,35 @@ pub struct StepPayload {
         deserialize_with = "present_value"
     )]
     pub result: Option<RawJson>,
+    /// `run.started` only (decision 16): the workflow file as run, its path and the sha256
+    /// of its bytes; absent when unknown (a workflow built in Rust) and on every other event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<WorkflowSource>,
+    /// `run.started` only (decision 16): the run's inputs as an object, an input declared
+    /// `secret` written `"***"`; absent when unknown.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_value"
+    )]
+    pub inputs: Option<RawJson>,
+    /// `run.started` only (decision 16): the id of the run this run replays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
+}
+
+/// The workflow file a run ran (decision 16): the path as the runner was given it and the
+/// lowercase hex sha256 of the bytes it loaded, so a replay finds the file and knows whether
+/// it changed since.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
+pub struct WorkflowSource {
+    /// The file's path as given to the runner (or, for a `call_workflow` child, as resolved
+    /// from its parent's directory).
+    pub path: String,
+    /// Lowercase hex sha256 of the file's bytes.
+    pub sha256: String,
 }
 
 impl StepPayload {
@@ -54,7 +83,24 @@ impl StepPayload {
             kind: kind.into(),
             error: None,
             result: None,
+            workflow: None,
+            inputs: None,
+            replay_of: None,
         }
+    }
+
+    /// Sets the run's provenance (decision 16; `run.started` only): the workflow file, the
+    /// inputs (secret ones already masked by the caller) and the run it replays.
+    pub fn with_provenance(
+        mut self,
+        workflow: Option<WorkflowSource>,
+        inputs: Option<RawJson>,
+        replay_of: Option<String>,
+    ) -> Self {
+        self.workflow = workflow;
+        self.inputs = inputs;
+        self.replay_of = replay_of;
+        self
     }
 
     /// Sets the error (an empty message is treated as no error).

@@ -542,6 +542,9 @@ fn any_step() -> BoxedStrategy<StepPayload> {
             kind,
             error,
             result,
+            workflow: None,
+            inputs: None,
+            replay_of: None,
         })
         .boxed()
 }
@@ -834,4 +837,50 @@ proptest! {
             Err(err) => prop_assert!(!err.to_string().is_empty()),
         }
     }
+}
+
+#[test]
+fn run_provenance_decodes_typed_and_reencodes_byte_for_byte() {
+    // Wire decision 16: `workflow`, `inputs` (secret ones "***") and `replay_of` on run.started.
+    let line = envelope(
+        "run.started",
+        json!({"name": "wf", "kind": "workflow",
+               "workflow": {"path": "flows/wf.yaml", "sha256": "ab12"},
+               "inputs": {"ref": "main", "token": "***"},
+               "replay_of": RUN}),
+    );
+    let decoded = decode_str(&line).unwrap();
+    assert!(decoded.warnings.is_empty(), "{:?}", decoded.warnings);
+    let step = decoded.event.step().expect("a typed step payload").clone();
+    assert_eq!(
+        step.workflow,
+        Some(transcript_domain::WorkflowSource {
+            path: "flows/wf.yaml".into(),
+            sha256: "ab12".into()
+        })
+    );
+    assert_eq!(
+        step.inputs.unwrap().to_value(),
+        json!({"ref": "main", "token": "***"})
+    );
+    assert_eq!(step.replay_of.as_deref(), Some(RUN));
+    let event = decoded.event.to_event().unwrap();
+    let canonical = event.to_line().unwrap();
+    assert_eq!(
+        decode_str(&canonical)
+            .unwrap()
+            .event
+            .to_event()
+            .unwrap()
+            .to_line()
+            .unwrap(),
+        canonical
+    );
+    assert_eq!(
+        reencode(&line),
+        serde_json::from_str::<Value>(&line).unwrap()
+    );
+    // Absent fields stay absent: an older run.started is unchanged.
+    let old = envelope("run.started", json!({"name": "wf", "kind": "workflow"}));
+    assert_eq!(reencode(&old), serde_json::from_str::<Value>(&old).unwrap());
 }

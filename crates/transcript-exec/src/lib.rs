@@ -360,6 +360,7 @@ pub mod process;
 pub mod provider;
 pub mod reaper;
 pub mod service;
+pub mod shape;
 mod status;
 pub mod template;
 mod tool;
@@ -386,6 +387,9 @@ pub use plugin::{
 pub use preset::{Preset, PresetError};
 pub use process::{ProcessLimits, ShellOutput};
 pub use provider::AgentProvider;
+
+/// What a secret input's value is recorded as, everywhere (#48, wire decision 16).
+pub const SECRET_MASK: &str = "***";
 pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
 pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};

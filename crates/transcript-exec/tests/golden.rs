@@ -40,7 +40,9 @@ async fn demo_run(storage: &Path) -> transcript_exec::RunOutcome {
     let (_d, ws) = workspace();
     let factory =
         JsonlRecorderFactory::new(storage).with_clock(Arc::new(ManualClock::stepping(ts0(), 1)));
-    let set = WorkflowSet::load(fixtures().join("workflows/demo.yaml")).unwrap();
+    // Relative (the test runs in the crate's directory), so `run.started` records a
+    // machine-independent path (wire decision 16).
+    let set = WorkflowSet::load("../../fixtures/workflows/demo.yaml").unwrap();
     // The demo declares its plugin; start it the way a runner does.
     let mut router = transcript_exec::ToolRouter::with_builtins();
     assert_eq!(

@@ -7,6 +7,7 @@
 use transcript_domain::{
     BlockBody, ContentBlock, DecodedBlock, DecodedEvent, DecodedMessage, DecodedPayload, EventKind,
     EventMask, MessagePayload, Payload, RawJson, StepPayload, ToolPayload, UnknownBlock, Usage,
+    WorkflowSource,
 };
 
 use crate::redactor::{Privacy, Redactor};
@@ -42,15 +43,29 @@ impl Redactor {
             kind,
             error,
             result,
+            workflow,
+            inputs,
+            replay_of,
         } = step;
         self.mask_string(name);
         self.mask_string(kind);
         self.mask_error(error);
         if self.structure() {
             *result = None;
-        } else if let Some(r) = result {
-            self.mask_raw_in_place(r);
+            *inputs = None;
+        } else {
+            if let Some(r) = result {
+                self.mask_raw_in_place(r);
+            }
+            if let Some(i) = inputs {
+                self.mask_raw_in_place(i);
+            }
         }
+        if let Some(WorkflowSource { path, sha256 }) = workflow {
+            self.mask_string(path);
+            self.mask_string(sha256);
+        }
+        self.mask_opt(replay_of);
     }
 
     fn mask_tool(&self, tool: &mut ToolPayload) {

@@ -31,6 +31,7 @@ pub(super) struct Inner {
     pub(super) max_line_bytes: usize,
     pub(super) mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
     pub(super) model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
+    pub(super) replay_of: Option<String>,
 }
 
 impl Inner {
@@ -61,9 +62,17 @@ pub struct ServiceBuilder {
     max_line_bytes: usize,
     mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
     model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
+    replay_of: Option<String>,
 }
 
 impl ServiceBuilder {
+    /// Marks every root run of the service as a replay of `run` (`run.started`'s `replay_of`,
+    /// wire decision 16); child runs do not carry it.
+    pub fn replay_of(mut self, run: transcript_domain::RunId) -> Self {
+        self.replay_of = Some(run.to_string());
+        self
+    }
+
     /// Runs parallel branches (and loop iterations, always sequential) one
     /// at a time in declaration order, for byte-stable tests and goldens.
     pub fn deterministic(mut self, on: bool) -> Self {
@@ -274,6 +283,7 @@ impl ServiceBuilder {
                 max_line_bytes: self.max_line_bytes,
                 mcp_gateway: self.mcp_gateway,
                 model_endpoints: self.model_endpoints,
+                replay_of: self.replay_of,
             }),
         })
     }
@@ -307,6 +317,7 @@ impl ExecutionService {
             max_line_bytes: transcript_domain::MAX_LINE_BYTES,
             mcp_gateway: None,
             model_endpoints: None,
+            replay_of: None,
         }
     }
 

@@ -72,6 +72,7 @@
 pub(crate) mod argv_rule;
 mod env_rule;
 mod inline_script;
+mod input;
 mod mcp_servers;
 mod model;
 mod parse;
@@ -81,8 +82,8 @@ mod yaml;
 
 pub use mcp_servers::{McpServerSpec, McpTransport, check_servers, server_name_problem};
 pub use model::{
-    AgentSpec, BUILTIN_KINDS, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step,
-    StepKind, Workflow,
+    AgentSpec, BUILTIN_KINDS, CommandLine, InputDef, InputType, Items, ParallelMode, PluginSpec,
+    Step, StepKind, Workflow,
 };
 pub use set::WorkflowSet;
 

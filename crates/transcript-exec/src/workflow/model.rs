@@ -10,18 +10,9 @@ use serde_json::Value;
 
 use crate::compiled::{ConditionText, TemplateJson, TemplateText};
 use crate::provider::AgentProvider;
+use transcript_domain::WorkflowSource;
 
-/// A declared workflow input.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InputDef {
-    /// The input's name (`{{inputs.NAME}}`).
-    pub name: String,
-    /// The value used when the caller gives none; without a default the
-    /// input is required.
-    #[serde(default)]
-    pub default: Option<Value>,
-}
+pub use super::input::{InputDef, InputType};
 
 /// A workflow: named steps run in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +35,9 @@ pub struct Workflow {
     /// The directory of the workflow's file (`{{workflow.dir}}`); `None` for
     /// workflows built in Rust.
     pub dir: Option<PathBuf>,
+    /// The file the workflow was loaded from, with the sha256 of its bytes, recorded in
+    /// `run.started` (wire decision 16); `None` for workflows built in Rust.
+    pub source: Option<WorkflowSource>,
 }
 
 /// An external plugin a workflow declares: its argv and the directory it
@@ -67,6 +61,7 @@ impl Workflow {
             steps: Vec::new(),
             plugins: Vec::new(),
             dir: None,
+            source: None,
         }
     }
 
@@ -78,10 +73,7 @@ impl Workflow {
 
     /// Declares an input (with an optional default).
     pub fn input(mut self, name: impl Into<String>, default: Option<Value>) -> Self {
-        self.inputs.push(InputDef {
-            name: name.into(),
-            default,
-        });
+        self.inputs.push(InputDef::new(name, default));
         self
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
+use transcript_domain::WorkflowSource;
 
 use super::yaml::{AgentDef, ForEachDef, StepDef};
 use super::{
@@ -64,6 +65,7 @@ impl WorkflowDef {
             steps,
             plugins: self.plugins,
             dir: None,
+            source: None,
         })
     }
 }
@@ -248,11 +250,14 @@ fn agent_command(command: Option<Value>) -> Result<Vec<String>, &'static str> {
     }
 }
 
+/// Loads `path` (shown in errors and recorded in `run.started` as `shown`: the path as the
+/// runner was given it, or a child's joined to its parent's shown directory, so a relative
+/// root stays relative and byte-stable) and the files its `call_workflow` steps name.
 pub(super) fn load_file(
     path: &Path,
+    shown: String,
     workflows: &mut HashMap<String, Arc<Workflow>>,
 ) -> Result<String, WorkflowError> {
-    let shown = path.display().to_string();
     let canonical = path
         .canonicalize()
         .map_err(|e| WorkflowError::new(&shown, None, format!("cannot open: {e}")))?;
@@ -271,8 +276,21 @@ pub(super) fn load_file(
         .unwrap_or_else(|| PathBuf::from("."));
     rewrite_calls(&mut wf.steps, "", &dir, &shown, workflows)?;
     wf.dir = Some(dir);
+    wf.source = Some(WorkflowSource {
+        path: shown,
+        sha256: hex_sha256(text.as_bytes()),
+    });
     workflows.insert(key.clone(), Arc::new(wf));
     Ok(key)
+}
+
+/// Lowercase hex sha256 of `bytes`.
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn rewrite_calls(
@@ -297,7 +315,13 @@ fn rewrite_calls(
                         ),
                     ));
                 }
-                *workflow = load_file(&target, workflows)?;
+                let shown = Path::new(file)
+                    .parent()
+                    .unwrap_or_else(|| Path::new(""))
+                    .join(&*workflow)
+                    .display()
+                    .to_string();
+                *workflow = load_file(&target, shown, workflows)?;
             }
             StepKind::Parallel { branches: c, .. }
             | StepKind::ForEach { steps: c, .. }

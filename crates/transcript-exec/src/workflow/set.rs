@@ -41,7 +41,8 @@ impl WorkflowSet {
     /// with its registry before a run.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, WorkflowError> {
         let mut workflows = HashMap::new();
-        let root = load_file(path.as_ref(), &mut workflows)?;
+        let path = path.as_ref();
+        let root = load_file(path, path.display().to_string(), &mut workflows)?;
         let set = Self { root, workflows };
         set.validate_structure()?;
         Ok(set)

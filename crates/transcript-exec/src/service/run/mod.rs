@@ -64,7 +64,7 @@ pub(super) fn run_workflow(
             req.depth,
             req.callers,
         ));
-        announce_run_start(&ctx, &wf).await;
+        announce_run_start(&ctx, &wf, &req.inputs).await;
         let mut scope = Scope::new(req.inputs).with_workflow_dir(wf.dir.as_deref());
         let seq = run_seq(&ctx, &wf.steps, "", 0, &mut scope, &cancel).await;
         let ending = run_ending(seq.flow, &emitter);
@@ -111,14 +111,39 @@ fn run_audit(ctx: &RunCtx, wf: &Workflow, event: AuditEvent, ts: Timestamp) -> A
     }
 }
 
-/// `run.started`, the `run_start` audit record and the display event.
-async fn announce_run_start(ctx: &RunCtx, wf: &Workflow) {
+/// The run's inputs as `run.started` records them (wire decision 16): a secret input's
+/// value is `"***"`, whatever it holds.
+fn recorded_inputs(wf: &Workflow, inputs: &Map<String, Value>) -> Option<RawJson> {
+    let masked: Map<String, Value> = inputs
+        .iter()
+        .map(|(name, value)| {
+            let secret = wf.inputs.iter().any(|i| i.secret && i.name == *name);
+            let value = if secret {
+                Value::String(crate::SECRET_MASK.to_owned())
+            } else {
+                value.clone()
+            };
+            (name.clone(), value)
+        })
+        .collect();
+    RawJson::from_value(&masked).ok()
+}
+
+/// `run.started` (with the run's provenance), the `run_start` audit record and the display
+/// event.
+async fn announce_run_start(ctx: &RunCtx, wf: &Workflow, inputs: &Map<String, Value>) {
+    let replay_of = (ctx.depth == 0)
+        .then(|| ctx.inner.replay_of.clone())
+        .flatten();
     ctx.emitter
         .emit_draft(|| {
-            EventDraft::run_level(Payload::RunStarted(StepPayload::new(
-                wf.name.clone(),
-                "workflow",
-            )))
+            EventDraft::run_level(Payload::RunStarted(
+                StepPayload::new(wf.name.clone(), "workflow").with_provenance(
+                    wf.source.clone(),
+                    recorded_inputs(wf, inputs),
+                    replay_of.clone(),
+                ),
+            ))
         })
         .await;
     let obs = &ctx.inner.observers;
