@@ -97,4 +97,7 @@ pub use model::{
 pub use receipts::{
     ModelTotal, PriceFn, Receipt, Receipts, RunTotal, TurnCost, priced_receipts, receipts,
 };
+/// The HTML page's escaper (`& < > " '`, pulldown-cmark's), public so other pages of
+/// recorded values (transcript-compare's diff page) escape by the same rules.
+pub use render_util::escape_html;
 pub use truncate::{PREVIEW_CHARS, sha256_hex, truncate_raw, truncate_value};

@@ -1,0 +1,84 @@
+//! # transcript-compare: what changed between two runs, and did a run do what it should
+//!
+//! A transcript tells what happened. This crate answers the two questions a team asks of
+//! recorded runs in CI, offline and exactly, from the events alone: what changed between run
+//! A and run B ([`diff`]), and whether a run met its expectations ([`check`]). The CLI's
+//! `transcript diff` and `transcript check` parse arguments and print what this crate returns.
+//!
+//! ## Model
+//!
+//! * [`RunRecord::build`] reads a run: the domain's step tree
+//!   ([`transcript_domain::tree::build_run_tree`], child runs included) with, on each step
+//!   execution ([`StepRecord`]), its status, exit code, command, output ([`output_of`]),
+//!   its own messages ([`TurnRecord`]: text, thinking, tool calls and results as
+//!   [`BlockRecord`]s), its `tool.*` calls ([`ToolCallRecord`]) and its bill ([`Spend`], the
+//!   domain's one-request-one-bill [`transcript_domain::bill::Bill`], priced by the caller's
+//!   price function).
+//! * [`diff`] aligns two records level by level by path, iteration and occurrence (parallel
+//!   branches that started in another order still meet; child runs are aligned under their
+//!   `call_workflow` steps) and returns a [`DiffDocument`]: per aligned step its [`Change`]s
+//!   (the field, A's value, B's value, and for multi-line texts a line diff in [`Hunk`]s), and
+//!   the steps found on one side only. The document is the public, versioned model a team
+//!   renders; [`render_html`] is one rendering (one self-contained page, side by side).
+//! * [`Expectations::parse`] reads a YAML expectations file (run status, cost, tokens,
+//!   duration; per step path: status, tools used and not used, an ordered tool subsequence,
+//!   tool arguments, failed tools, output, turns, cost); [`check`] holds a run to them and
+//!   returns one [`Outcome`] per expectation, which [`junit_xml`] writes as JUnit XML.
+//!
+//! ## Invariants
+//!
+//! * Never compared: timestamps, durations, seqs; ids (run ids, child run ids, call ids,
+//!   block ids) only with [`DiffOptions::strict_ids`]. Two runs of one deterministic workflow
+//!   diff equal (`transcript-cli/tests/diff_check.rs`).
+//! * A difference names the step it is in and only that step
+//!   (`tests/diff.rs`, `transcript-cli/tests/diff_check.rs`).
+//! * A cost that cannot be priced is unknown, never $0: a `max_cost_usd` over an unknown cost
+//!   fails, saying why (`tests/expect.rs`).
+//! * An expectations file with an unknown key, a misspelled one included, is refused naming
+//!   the key and its line (`tests/expect.rs`); nothing is ignored silently.
+//! * Pure: depends on `transcript-domain` and `transcript-export` (its HTML escaper) only among
+//!   workspace crates, does no I/O (`cargo xtask arch-check`); the caller reads the files.
+//!
+//! ## Threat model
+//!
+//! Every recorded value is untrusted: step names, outputs, tool arguments and model text can
+//! hold markup, control characters or anything else. This crate never interprets them: the
+//! HTML page escapes every value with the export's escaper (`transcript_export::escape_html`,
+//! the same rules as `export --format html`, tested with its attack strings in
+//! `tests/html.rs`), JUnit XML is written by `quick-xml`'s writer (no hand escaping), and the
+//! diff document carries values as JSON data. Terminal escaping is the CLI's (`style::clean`).
+//! Expectations files are trusted configuration, but a regex in them is compiled by `regex`
+//! (linear time, no backtracking) and a text diff is skipped above [`text::MAX_DIFF_LINES`]
+//! lines, so neither a file nor a transcript can make the work explode.
+//!
+//! ## Versioning
+//!
+//! [`DiffDocument::schema_version`] follows semver, starting at [`DIFF_SCHEMA_VERSION`]
+//! `1.0.0`: a minor version adds optional fields or new `field` names of a [`Change`]
+//! (readers ignore what they do not know); a major version changes or removes something. The
+//! JSON Schema is checked in at `schema/diff-document.schema.json` and kept current by
+//! `tests/schema.rs`. The expectations format is versioned by its keys: new keys are added,
+//! none changes meaning.
+#![forbid(unsafe_code)]
+
+mod align;
+mod diff;
+mod expect;
+mod html;
+mod model;
+mod record;
+pub mod text;
+
+pub use diff::{DiffOptions, diff};
+pub use expect::{
+    ArgMatcher, ExpectError, Expectation, Expectations, Outcome, Rule, TextMatcher, check,
+    junit_xml,
+};
+pub use html::render_html;
+pub use model::{
+    Change, DIFF_SCHEMA_VERSION, DiffDocument, DiffLine, DiffOptionsRecord, DiffSummary, Hunk,
+    LineOp, RunDiff, Side, StepDiff, diff_schema,
+};
+pub use record::{
+    BlockRecord, CallView, RunRecord, Spend, StepRecord, ToolCallRecord, TurnRecord, output_of,
+};

@@ -1,0 +1,590 @@
+//! A run as the comparison and the expectations read it: the domain's step tree
+//! ([`transcript_domain::tree::build_run_tree`]) with, on each step execution, what it
+//! produced (status, exit code, output), its own messages and tool calls, and its bill
+//! (`StepNode::bill`: one request, one bill). Built once from the events; everything after
+//! it is pure comparison.
+//!
+//! What belongs to a step: the `message.*` and `tool.*` events of its exact path and iteration
+//! from its start event to its completion (its whole future when it never completed). A step
+//! that ran twice under one path and iteration (a retried `~n` re-run) owns the events of its
+//! own seq range only.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use transcript_domain::bill::{Bill, PriceFn};
+use transcript_domain::tree::{RunTree, Status, StepNode, build_run_tree};
+use transcript_domain::{BlockBody, DecodedBlock, DecodedEvent, EventType, RunId, Usage};
+
+/// One run, ready to compare or check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// The run id.
+    pub run_id: RunId,
+    /// Workflow name from `run.started` (an imported session: its provider's session).
+    pub workflow: Option<String>,
+    /// Outcome (incomplete without `run.completed`).
+    pub status: Status,
+    /// Error of `run.completed`.
+    pub error: Option<String>,
+    /// Milliseconds from start to completion (`None` while incomplete).
+    pub duration_ms: Option<i64>,
+    /// Tokens and cost of every step of the run and of its child runs.
+    pub spend: Spend,
+    /// Top-level step executions, in start order.
+    pub steps: Vec<StepRecord>,
+    /// Inconsistencies found while rebuilding the tree (a missing child run, …), as text.
+    pub problems: Vec<String>,
+}
+
+/// One step execution.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepRecord {
+    /// Dot-separated path.
+    pub path: String,
+    /// Step name.
+    pub name: String,
+    /// Step kind.
+    pub kind: String,
+    /// Innermost loop iteration.
+    pub iteration: u64,
+    /// Outcome.
+    pub status: Status,
+    /// Error of the completion event.
+    pub error: Option<String>,
+    /// A command step's exit code (`result.exit_code`).
+    pub exit_code: Option<i64>,
+    /// A command step's command as it ran (`result.command`: the rendered string or argv).
+    pub command: Option<Value>,
+    /// What the step produced, as text: see [`output_of`].
+    pub output: Option<String>,
+    /// The completion's `result`, verbatim (a value too deep for serde_json is a string of
+    /// its JSON text).
+    pub result: Option<Value>,
+    /// Milliseconds from start to completion.
+    pub duration_ms: Option<i64>,
+    /// The step's own messages (`message.user` prompts and `message.assistant` turns), in order.
+    pub turns: Vec<TurnRecord>,
+    /// The step's own `tool.call` / `tool.result` events paired by call id, in call order.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Tokens and cost of the step's own assistant turns.
+    pub spend: Spend,
+    /// The child run a `call_workflow` step started.
+    pub child_run_id: Option<RunId>,
+    /// That child run, when its events were found.
+    pub child: Option<Box<RunRecord>>,
+    /// Nested step executions, in start order.
+    pub steps: Vec<StepRecord>,
+}
+
+/// One message of a step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnRecord {
+    /// `user` or `assistant` (or a newer role, as written).
+    pub role: String,
+    /// Provider registry name, when reported.
+    pub provider: Option<String>,
+    /// Model, when reported.
+    pub model: Option<String>,
+    /// Usage of this request, when reported.
+    pub usage: Option<Usage>,
+    /// Its content blocks, in order.
+    pub blocks: Vec<BlockRecord>,
+}
+
+impl TurnRecord {
+    /// Whether this is an assistant turn.
+    pub fn is_assistant(&self) -> bool {
+        self.role == "assistant"
+    }
+}
+
+/// One content block of a message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BlockRecord {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Reasoning.
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+    },
+    /// A tool call the agent made.
+    ToolUse {
+        /// Tool name.
+        name: String,
+        /// Call id.
+        id: String,
+        /// Arguments.
+        input: Value,
+    },
+    /// A tool's result handed back to the agent.
+    ToolResult {
+        /// The call id it answers.
+        id: String,
+        /// The result as observed.
+        content: Value,
+    },
+    /// A resolved command.
+    Command {
+        /// The command.
+        command: String,
+    },
+    /// A stream chunk.
+    Stream {
+        /// The chunk.
+        text: String,
+    },
+    /// A block of a type this reader does not know, verbatim.
+    Unknown {
+        /// Its `type` as written.
+        block_type: String,
+        /// Its JSON.
+        raw: Value,
+    },
+}
+
+impl BlockRecord {
+    /// The block's type name (`text`, `tool_use`, …).
+    pub fn type_name(&self) -> &str {
+        match self {
+            BlockRecord::Text { .. } => "text",
+            BlockRecord::Thinking { .. } => "thinking",
+            BlockRecord::ToolUse { .. } => "tool_use",
+            BlockRecord::ToolResult { .. } => "tool_result",
+            BlockRecord::Command { .. } => "command",
+            BlockRecord::Stream { .. } => "stream",
+            BlockRecord::Unknown { block_type, .. } => block_type,
+        }
+    }
+
+    fn of(block: &DecodedBlock) -> Self {
+        let known = match block {
+            DecodedBlock::Known(b) => b,
+            DecodedBlock::Unknown(u) => {
+                return BlockRecord::Unknown {
+                    block_type: u.block_type.clone(),
+                    raw: u.raw.to_value(),
+                };
+            }
+        };
+        match &known.body {
+            BlockBody::Text { text } => BlockRecord::Text { text: text.clone() },
+            BlockBody::Thinking { thinking } => BlockRecord::Thinking {
+                thinking: thinking.clone(),
+            },
+            BlockBody::ToolUse {
+                tool_name,
+                tool_id,
+                tool_input,
+            } => BlockRecord::ToolUse {
+                name: tool_name.clone(),
+                id: tool_id.clone(),
+                input: tool_input.to_value(),
+            },
+            BlockBody::ToolResult {
+                tool_id,
+                tool_content,
+            } => BlockRecord::ToolResult {
+                id: tool_id.clone(),
+                content: tool_content.to_value(),
+            },
+            BlockBody::Command { command } => BlockRecord::Command {
+                command: command.clone(),
+            },
+            BlockBody::Stream { text } => BlockRecord::Stream { text: text.clone() },
+        }
+    }
+}
+
+/// One tool call recorded as `tool.call` / `tool.result` events.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCallRecord {
+    /// Tool name.
+    pub name: String,
+    /// Call id.
+    pub call_id: String,
+    /// `router` (the runner executed it) or `agent_emitted` (the agent reported it).
+    pub fidelity: String,
+    /// Arguments (`null` when only the result was recorded).
+    pub input: Value,
+    /// The result's output, once a `tool.result` was recorded.
+    pub output: Option<Value>,
+    /// The result's error, when the call failed.
+    pub error: Option<String>,
+    /// Whether a `tool.result` was recorded.
+    pub completed: bool,
+}
+
+/// Tokens and cost of a set of assistant turns (from the domain's [`Bill`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Spend {
+    /// Assistant turns.
+    pub turns: u64,
+    /// Turns that reported usage.
+    pub billed_turns: u64,
+    /// Their summed usage.
+    pub usage: Usage,
+    /// Their priced cost in US dollars: `Some(0.0)` with nothing billed, `None` when a billed
+    /// turn's model has no price (or no price function was given): never $0 for unknown.
+    pub cost_usd: Option<f64>,
+}
+
+impl Spend {
+    fn of(bill: &Bill) -> Self {
+        Spend {
+            turns: bill.turns,
+            billed_turns: bill.billed_turns,
+            usage: bill.usage.clone(),
+            cost_usd: if bill.billed_turns == 0 {
+                Some(0.0)
+            } else {
+                bill.cost_usd()
+            },
+        }
+    }
+
+    /// Input, output, cache-read and cache-write tokens summed (reasoning tokens are counted
+    /// within output by the providers that report them).
+    pub fn total_tokens(&self) -> u64 {
+        let u = &self.usage;
+        [
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+        ]
+        .iter()
+        .map(|t| t.unwrap_or(0))
+        .fold(0u64, u64::saturating_add)
+    }
+}
+
+/// What a step produced, as text, read from its completion's `result`:
+/// a string result itself; a command's `stdout`; an agent's `output` (a result that carries
+/// warnings); an imported session's final `result` text (its other fields, the clock, the
+/// diagnostics and the source file, are not output); any other value as pretty JSON.
+/// `None` without a result.
+pub fn output_of(result: &Value) -> Option<String> {
+    match result {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Object(map) => {
+            if map.contains_key("clock") && map.contains_key("diagnostics") {
+                return map.get("result").and_then(Value::as_str).map(str::to_owned);
+            }
+            for key in ["stdout", "output"] {
+                if let Some(Value::String(s)) = map.get(key) {
+                    return Some(s.clone());
+                }
+            }
+            serde_json::to_string_pretty(result).ok()
+        }
+        other => serde_json::to_string_pretty(other).ok(),
+    }
+}
+
+impl RunRecord {
+    /// Builds the record of a run from its events (file order) and, through `lookup`, the
+    /// events of its child runs (as [`build_run_tree`] takes them); costs are priced with
+    /// `price` when given (the providers crate's `Pricing::cost` is one).
+    pub fn build(
+        events: &[DecodedEvent],
+        lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
+        price: Option<&PriceFn<'_>>,
+    ) -> RunRecord {
+        // Every child run's events are kept as the tree asks for them, so each child's steps
+        // find their content without a second lookup.
+        let mut children: HashMap<RunId, Vec<DecodedEvent>> = HashMap::new();
+        let tree = build_run_tree(events, &mut |id| {
+            let found = lookup(id)?;
+            children.insert(id, found.clone());
+            Some(found)
+        });
+        record_run(&tree, events, &children, price)
+    }
+
+    /// Every step execution, depth first, with the name expectations use for it: its path,
+    /// prefixed by `<call path>/` for each child run it is in (`child/upper` is step `upper`
+    /// of the run the step `child` called).
+    pub fn walk(&self) -> Vec<(String, &StepRecord)> {
+        fn go<'a>(steps: &'a [StepRecord], prefix: &str, out: &mut Vec<(String, &'a StepRecord)>) {
+            for s in steps {
+                let name = format!("{prefix}{}", s.path);
+                out.push((name.clone(), s));
+                if let Some(child) = &s.child {
+                    go(&child.steps, &format!("{name}/"), out);
+                }
+                go(&s.steps, prefix, out);
+            }
+        }
+        let mut out = Vec::new();
+        go(&self.steps, "", &mut out);
+        out
+    }
+}
+
+impl StepRecord {
+    /// The assistant turns of the step itself.
+    pub fn assistant_turns(&self) -> usize {
+        self.turns.iter().filter(|t| t.is_assistant()).count()
+    }
+
+    /// Tokens and cost of the step, its nested steps and its child run.
+    pub fn total_spend(&self) -> Spend {
+        let mut bills = vec![self.spend.clone()];
+        for s in &self.steps {
+            bills.push(s.total_spend());
+        }
+        if let Some(child) = &self.child {
+            bills.push(child.spend.clone());
+        }
+        sum(&bills)
+    }
+
+    /// Every tool call of the step, its nested steps and its child run, in that order:
+    /// `(name, input, failed)`. A call is counted once: the `tool.*` events, plus the
+    /// `tool_use` blocks of calls that have no `tool.*` event (by id).
+    pub fn all_calls(&self) -> Vec<CallView<'_>> {
+        let mut out = Vec::new();
+        self.collect_calls(&mut out);
+        out
+    }
+
+    fn collect_calls<'a>(&'a self, out: &mut Vec<CallView<'a>>) {
+        let recorded: std::collections::HashSet<&str> =
+            self.tool_calls.iter().map(|c| c.call_id.as_str()).collect();
+        // The order calls were made: tool_use blocks in turn order, each followed by the
+        // event-recorded calls up to it; calls with events only keep their event order.
+        let mut by_id: HashMap<&str, &ToolCallRecord> = HashMap::new();
+        for c in &self.tool_calls {
+            by_id.entry(c.call_id.as_str()).or_insert(c);
+        }
+        let mut emitted = std::collections::HashSet::new();
+        for turn in &self.turns {
+            for block in &turn.blocks {
+                if let BlockRecord::ToolUse { name, id, input } = block {
+                    if let Some(c) = by_id.get(id.as_str()) {
+                        if emitted.insert(id.as_str()) {
+                            out.push(CallView::of_record(c));
+                        }
+                    } else if !recorded.contains(id.as_str()) {
+                        let failed = self.turns.iter().flat_map(|t| &t.blocks).any(|b| {
+                            matches!(b, BlockRecord::ToolResult { id: rid, content }
+                                if rid == id && is_error_content(content))
+                        });
+                        out.push(CallView {
+                            name,
+                            input,
+                            failed,
+                        });
+                    }
+                }
+            }
+        }
+        for c in &self.tool_calls {
+            if emitted.insert(c.call_id.as_str()) {
+                out.push(CallView::of_record(c));
+            }
+        }
+        for s in &self.steps {
+            s.collect_calls(out);
+        }
+        if let Some(child) = &self.child {
+            for s in &child.steps {
+                s.collect_calls(out);
+            }
+        }
+    }
+}
+
+/// A tool call as the expectations see it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallView<'a> {
+    /// Tool name.
+    pub name: &'a str,
+    /// Its arguments.
+    pub input: &'a Value,
+    /// Whether its result was an error.
+    pub failed: bool,
+}
+
+impl<'a> CallView<'a> {
+    fn of_record(c: &'a ToolCallRecord) -> Self {
+        CallView {
+            name: &c.name,
+            input: &c.input,
+            failed: c.error.is_some(),
+        }
+    }
+}
+
+/// A `tool_result` block's content that says it failed: `{"is_error": true, …}`.
+fn is_error_content(content: &Value) -> bool {
+    content.get("is_error").and_then(Value::as_bool) == Some(true)
+}
+
+fn sum(parts: &[Spend]) -> Spend {
+    let mut total = Spend {
+        cost_usd: Some(0.0),
+        ..Spend::default()
+    };
+    for p in parts {
+        total.turns += p.turns;
+        total.billed_turns += p.billed_turns;
+        total.usage.accumulate(&p.usage);
+        total.cost_usd = match (total.cost_usd, p.cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+    }
+    total
+}
+
+fn record_run(
+    tree: &RunTree,
+    events: &[DecodedEvent],
+    children: &HashMap<RunId, Vec<DecodedEvent>>,
+    price: Option<&PriceFn<'_>>,
+) -> RunRecord {
+    let content = Content::index(events);
+    RunRecord {
+        run_id: tree.run_id,
+        workflow: tree.workflow.clone(),
+        status: tree.status,
+        error: tree.error.clone(),
+        duration_ms: tree.duration_ms(),
+        spend: Spend::of(&tree.bill(price)),
+        steps: tree
+            .steps
+            .iter()
+            .map(|n| record_step(n, &content, children, price))
+            .collect(),
+        problems: tree.problems.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The content events of one run by (path, iteration), in file order.
+struct Content<'a> {
+    by_step: HashMap<(&'a str, u64), Vec<&'a DecodedEvent>>,
+}
+
+impl<'a> Content<'a> {
+    fn index(events: &'a [DecodedEvent]) -> Self {
+        let mut by_step: HashMap<(&str, u64), Vec<&DecodedEvent>> = HashMap::new();
+        for e in events {
+            let content = matches!(
+                e.kind.known(),
+                Some(
+                    EventType::MessageUser
+                        | EventType::MessageAssistant
+                        | EventType::ToolCall
+                        | EventType::ToolResult
+                )
+            );
+            if content {
+                by_step
+                    .entry((e.path.as_str(), e.iteration))
+                    .or_default()
+                    .push(e);
+            }
+        }
+        Self { by_step }
+    }
+
+    /// The events of `node`: its path and iteration, within its seq range.
+    fn of(&self, node: &StepNode) -> Vec<&'a DecodedEvent> {
+        let (start, end) = (node.start_seq, node.end_seq.unwrap_or(u64::MAX));
+        self.by_step
+            .get(&(node.path.as_str(), node.iteration))
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|e| e.seq > start && e.seq < end)
+            .collect()
+    }
+}
+
+fn record_step(
+    node: &StepNode,
+    content: &Content<'_>,
+    children: &HashMap<RunId, Vec<DecodedEvent>>,
+    price: Option<&PriceFn<'_>>,
+) -> StepRecord {
+    let result = node.result.as_ref().map(|r| r.to_value());
+    let field = |key: &str| result.as_ref().and_then(|r| r.get(key)).cloned();
+    let command_like = result
+        .as_ref()
+        .is_some_and(|r| r.get("exit_code").is_some());
+    let mut turns = Vec::new();
+    let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
+    for e in content.of(node) {
+        if let Some(m) = e.message() {
+            turns.push(TurnRecord {
+                role: m.role.clone(),
+                provider: m.provider.clone(),
+                model: m.model.clone(),
+                usage: m.usage.clone(),
+                blocks: m.blocks.iter().map(BlockRecord::of).collect(),
+            });
+        } else if let Some(t) = e.tool() {
+            let is_result = e.kind.known() == Some(EventType::ToolResult);
+            let open = tool_calls
+                .iter_mut()
+                .rev()
+                .find(|c| c.call_id == t.call_id && !c.completed);
+            match (is_result, open) {
+                (true, Some(call)) => {
+                    call.output = Some(t.output.to_value());
+                    call.error = t.error.clone();
+                    call.completed = true;
+                }
+                _ => tool_calls.push(ToolCallRecord {
+                    name: t.name.clone(),
+                    call_id: t.call_id.clone(),
+                    fidelity: t.fidelity.as_str().to_owned(),
+                    input: if is_result {
+                        Value::Null
+                    } else {
+                        t.input.to_value()
+                    },
+                    output: is_result.then(|| t.output.to_value()),
+                    error: if is_result { t.error.clone() } else { None },
+                    completed: is_result,
+                }),
+            }
+        }
+    }
+    let child = node.child.as_ref().map(|tree| {
+        let events = children.get(&tree.run_id).map(Vec::as_slice).unwrap_or(&[]);
+        Box::new(record_run(tree, events, children, price))
+    });
+    StepRecord {
+        path: node.path.clone(),
+        name: node.name.clone(),
+        kind: node.kind.clone(),
+        iteration: node.iteration,
+        status: node.status,
+        error: node.error.clone(),
+        exit_code: field("exit_code").and_then(|v| v.as_i64()),
+        command: if command_like { field("command") } else { None },
+        output: result.as_ref().and_then(output_of),
+        result,
+        duration_ms: node.duration_ms(),
+        turns,
+        tool_calls,
+        spend: Spend::of(&node.bill(price)),
+        child_run_id: node.child_run_id,
+        child,
+        steps: node
+            .children
+            .iter()
+            .map(|n| record_step(n, content, children, price))
+            .collect(),
+    }
+}
