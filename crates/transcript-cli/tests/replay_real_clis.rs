@@ -113,8 +113,8 @@ impl Recording {
         })
     }
 
-    /// `transcript replay <run> --workflow <wf>`, the step's endpoint input naming `endpoint`.
-    fn replay(&self, workflow: &Path, endpoint: &str, extra: &[&str]) -> Output {
+    /// `transcript replay <run> --storage S --workspace W` plus `args`.
+    fn replay(&self, args: &[&std::ffi::OsStr]) -> Output {
         common::bin()
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -122,17 +122,24 @@ impl Recording {
             .env(self.cli.bin_var(), &self.bin)
             .arg("replay")
             .arg(&self.run_id)
-            .arg("--workflow")
-            .arg(workflow)
             .arg("--storage")
             .arg(self.storage.path())
             .arg("--workspace")
             .arg(self.sb.work())
-            .arg("--input")
-            .arg(format!("endpoint={endpoint}"))
-            .args(extra)
+            .args(args)
             .output()
             .unwrap()
+    }
+
+    /// [`Recording::replay`] of `workflow` with the step's endpoint input naming `endpoint`.
+    fn replay_with(&self, workflow: &Path, endpoint: &str) -> Output {
+        let input = format!("endpoint={endpoint}");
+        self.replay(&[
+            "--workflow".as_ref(),
+            workflow.as_os_str(),
+            "--input".as_ref(),
+            input.as_ref(),
+        ])
     }
 
     fn events(&self, run_id: &str) -> Vec<Value> {
@@ -195,6 +202,31 @@ fn replays_like_the_recording(cli: AgentCli) {
     let Some(rec) = Recording::make(cli) else {
         return;
     };
+    // The workflow file and inputs from the recorded run.started (wire decision 16): the
+    // recorded endpoint is a stopped server, so an agent reaching it would fail the replay.
+    let out = rec.replay(&[]);
+    let why = describe(&out);
+    assert_eq!(out.status.code(), Some(0), "{why}");
+    assert!(
+        common::text(&out.stdout).contains("replay: equal to "),
+        "{why}"
+    );
+    let replayed = printed_run_id(&out);
+    assert_ne!(replayed, rec.run_id);
+    let events = rec.events(&replayed);
+    assert_eq!(events[0]["type"], "run.started");
+    assert_eq!(
+        events[0]["payload"]["replay_of"],
+        rec.run_id.as_str(),
+        "{why}"
+    );
+    let (before, after) = (
+        tool_traffic(&rec.events(&rec.run_id)),
+        tool_traffic(&events),
+    );
+    assert!(before.len() >= 2, "{before:?}");
+    assert_eq!(before, after, "{why}");
+
     // The step's recorded endpoint is a live server now: nothing may reach it.
     let guard = ModelServer::start(Script::default()).unwrap();
     let endpoint = match cli {
@@ -214,22 +246,9 @@ fn replays_like_the_recording(cli: AgentCli) {
         );
         std::fs::write(rec.sb.config().join("config.toml"), config).unwrap();
     }
-    let out = rec.replay(&rec.workflow, &endpoint, &[]);
-    let why = describe(&out);
-    assert_eq!(out.status.code(), Some(0), "{why}");
-    assert!(
-        common::text(&out.stdout).contains("replay: equal to "),
-        "{why}"
-    );
-    assert!(guard.requests().is_empty(), "{why}\n{:?}", guard.requests());
-    let replayed = printed_run_id(&out);
-    assert_ne!(replayed, rec.run_id);
-    let (before, after) = (
-        tool_traffic(&rec.events(&rec.run_id)),
-        tool_traffic(&rec.events(&replayed)),
-    );
-    assert!(before.len() >= 2, "{before:?}");
-    assert_eq!(before, after, "{why}");
+    let out = rec.replay_with(&rec.workflow, &endpoint);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(guard.requests().is_empty(), "{:?}", guard.requests());
 
     // The file changed: the agent sends another result than the recorded one.
     std::fs::write(
@@ -237,15 +256,15 @@ fn replays_like_the_recording(cli: AgentCli) {
         "the launch code is 9-zulu\n",
     )
     .unwrap();
-    let out = rec.replay(&rec.workflow, &endpoint, &[]);
+    let out = rec.replay_with(&rec.workflow, &endpoint);
     let why = describe(&out);
     assert_eq!(out.status.code(), Some(1), "{why}");
     let stdout = common::text(&out.stdout);
     assert!(
-        stdout.contains("step ask: recorded succeeded, replay failed"),
+        stdout.contains("step ask: status: recorded \"succeeded\", replay \"failed\""),
         "{why}"
     );
-    assert!(stdout.contains("the result of tool call"), "{why}");
+    assert!(stdout.contains("turn 2: the result of tool call"), "{why}");
     assert!(
         stdout.contains("7-alpha-tango") && stdout.contains("9-zulu"),
         "{why}"
@@ -255,7 +274,7 @@ fn replays_like_the_recording(cli: AgentCli) {
     // A copy of the workflow with another prompt.
     let copy = rec.sb.tmp().join("workflow-v2.yaml");
     std::fs::write(&copy, workflow(cli, "Read notes.txt and tell me the code.")).unwrap();
-    let out = rec.replay(&copy, &endpoint, &[]);
+    let out = rec.replay_with(&copy, &endpoint);
     let why = describe(&out);
     assert_eq!(out.status.code(), Some(1), "{why}");
     let stdout = common::text(&out.stdout);

@@ -8,7 +8,7 @@ pub mod otel;
 pub mod progress;
 pub mod receipts;
 pub mod replay;
-pub mod replay_compare;
+pub mod replay_diff;
 pub mod run;
 pub mod show;
 pub mod signals;

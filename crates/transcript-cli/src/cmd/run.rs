@@ -46,6 +46,8 @@ pub struct RunArgs {
     pub kill_grace: std::time::Duration,
     /// Each agent execution's own model endpoint (`transcript replay`), if any.
     pub endpoints: Option<Arc<dyn transcript_exec::model_endpoint::ModelEndpoints>>,
+    /// The run this run replays (`run.started`'s `replay_of`).
+    pub replay_of: Option<transcript_domain::RunId>,
 }
 
 /// Parses `k=v`.
@@ -410,6 +412,9 @@ fn build_service(
     // `transcript replay`: every agent execution talks to its recorded turns.
     if let Some(endpoints) = &args.endpoints {
         builder = builder.model_endpoints(endpoints.clone());
+    }
+    if let Some(replayed) = args.replay_of {
+        builder = builder.replay_of(replayed);
     }
     // On NATS every event's line must fit the servers' max_payload (#44).
     if let Some(store) = &args.nats {
