@@ -143,6 +143,7 @@ fn prompt_mismatch(e: &Execution, start: StepStart<'_>) -> Vec<Mismatch> {
             subject: "the prompt".to_owned(),
             expected: e.prompt.clone(),
             got: Some(start.prompt.to_owned()),
+            sent: Vec::new(),
         });
     }
     let recorded_system = e.system_prompt.as_deref().unwrap_or("");
@@ -152,6 +153,7 @@ fn prompt_mismatch(e: &Execution, start: StepStart<'_>) -> Vec<Mismatch> {
             subject: "the system prompt".to_owned(),
             expected: recorded_system.to_owned(),
             got: Some(start.system_prompt.to_owned()),
+            sent: Vec::new(),
         });
     }
     out

@@ -19,6 +19,8 @@ pub struct Mismatch {
     pub expected: String,
     /// The text the replay produced (`None` when it sent none at all).
     pub got: Option<String>,
+    /// The call ids of the results the request did send (`"?"` for one without an id).
+    pub sent: Vec<String>,
 }
 
 impl Mismatch {
@@ -54,10 +56,15 @@ impl fmt::Display for Mismatch {
         let Some(_) = &self.got else {
             return write!(
                 f,
-                "turn {}: {} is missing (recorded: {:?})",
+                "turn {}: {} is missing (recorded: {:?}; the request sent results of: {})",
                 self.turn,
                 self.subject,
-                clip(&self.expected)
+                clip(&self.expected),
+                if self.sent.is_empty() {
+                    "none".to_owned()
+                } else {
+                    self.sent.join(", ")
+                }
             );
         };
         let (expected, got) = self.first_difference();
@@ -89,6 +96,16 @@ pub(crate) fn same_text(a: &str, b: &str) -> bool {
     a.trim_end() == b.trim_end()
 }
 
+/// Whether a result sent with call id `sent` answers the call recorded as `recorded`. Gemini
+/// CLI names a call `<tool>__<id>` in its output but answers it with `<id>` alone.
+fn same_call(provider: Provider, recorded: &str, sent: &str) -> bool {
+    recorded == sent
+        || (provider == Provider::Gemini
+            && recorded
+                .strip_suffix(sent)
+                .is_some_and(|name| name.ends_with("__") && !name.contains('/')))
+}
+
 /// Whether a result sent in `provider`'s API carries the recorded `expected` text. Codex
 /// (OpenAI Responses) sends its shell output under a header of its own (chunk id, wall time,
 /// exit code, token count, `Output:`) while the transcript records the output alone: there the
@@ -106,7 +123,12 @@ pub(crate) fn check(
     turn: usize,
 ) -> Option<Mismatch> {
     let sent = body.map(|b| sent_results(provider, b)).unwrap_or_default();
-    let by_id = |id: &str| sent.iter().find(|r| r.id.as_deref() == Some(id));
+    let by_id = |id: &str| {
+        sent.iter().find(|r| {
+            r.id.as_deref()
+                .is_some_and(|sent| same_call(provider, id, sent))
+        })
+    };
     // An API without ids (some Gemini answers) pairs the expected results no id matched with
     // the last id-less results sent, in order.
     let unmatched = expect
@@ -123,6 +145,11 @@ pub(crate) fn check(
     for (id, expected) in &expect.results {
         let got = by_id(id).or_else(|| by_position.next());
         let subject = format!("the result of tool call {id} (turn {})", turn - 1);
+        let sent_ids = || {
+            sent.iter()
+                .map(|r| r.id.clone().unwrap_or_else(|| "?".to_owned()))
+                .collect()
+        };
         match got {
             None => {
                 return Some(Mismatch {
@@ -130,6 +157,7 @@ pub(crate) fn check(
                     subject,
                     expected: expected.clone(),
                     got: None,
+                    sent: sent_ids(),
                 });
             }
             Some(r) if !carries(provider, expected, &r.text) => {
@@ -138,6 +166,7 @@ pub(crate) fn check(
                     subject,
                     expected: expected.clone(),
                     got: Some(r.text.clone()),
+                    sent: sent_ids(),
                 });
             }
             Some(_) => {}
@@ -225,6 +254,9 @@ mod tests {
             {"functionResponse": {"name": "ls", "response": {"error": "denied"}}},
         ]}]});
         let e = expect(&[("g1", "file text"), ("other", "denied")]);
+        assert_eq!(check(Provider::Gemini, Some(&body), &e, 2), None);
+        // Gemini CLI records `<tool>__<id>` and answers with `<id>`.
+        let e = expect(&[("read_file__g1", "file text"), ("ls__x", "denied")]);
         assert_eq!(check(Provider::Gemini, Some(&body), &e, 2), None);
     }
 }
