@@ -286,6 +286,137 @@ fn replays_like_the_recording(cli: AgentCli) {
     assert!(guard.requests().is_empty(), "{:?}", guard.requests());
 }
 
+/// Parallel branches and loop iterations, recorded with branches one after the other
+/// (`--deterministic`), replay equal with the branches running at once: each execution gets
+/// its own turns, whatever order the requests come in.
+#[test]
+fn a_run_with_parallel_branches_and_a_loop_replays_equal() {
+    let cli = AgentCli::Claude;
+    let Some(bin) = cli.require() else {
+        return;
+    };
+    let sb = AgentSandbox::new().unwrap();
+    std::fs::write(sb.work().join("notes.txt"), NOTES).unwrap();
+    let server = ModelServer::start(Script::new([
+        read_call(cli, &sb.work()).with_usage(Usage::new(100, 5)),
+        Turn::text("left: 7-alpha-tango").with_usage(Usage::new(110, 6)),
+        Turn::text("right: hello").with_usage(Usage::new(120, 7)),
+        Turn::text("item one").with_usage(Usage::new(130, 8)),
+        Turn::text("item two").with_usage(Usage::new(140, 9)),
+    ]))
+    .unwrap();
+    let inv = sb
+        .invocation(cli, &bin, &server, "unused", &CliOptions::default())
+        .unwrap();
+    let agent = |name: &str, prompt: &str, indent: &str| {
+        format!(
+            "{indent}- name: {name}\n{indent}  type: agent\n{indent}  provider: claude\n\
+             {indent}  timeout_ms: 60000\n{indent}  prompt: {prompt}\n\
+             {indent}  tools: [read_file]\n\
+             {indent}  env: {{ ANTHROPIC_BASE_URL: \"{{{{inputs.endpoint}}}}\" }}\n",
+            prompt = json!(prompt)
+        )
+    };
+    let text = format!(
+        "name: replay-branches\ninputs:\n  - name: endpoint\nsteps:\n  - name: both\n    \
+         type: parallel\n    branches:\n{}{}  - name: each\n    type: for_each\n    \
+         items: [one, two]\n    steps:\n{}",
+        agent("left", "Read notes.txt (left).", "      "),
+        agent("right", "Say hello (right).", "      "),
+        agent("ask", "Item {{loop.item}}.", "      "),
+    );
+    let wf = sb.tmp().join("branches.yaml");
+    std::fs::write(&wf, text).unwrap();
+    let storage = TempDir::new().unwrap();
+    let env: Vec<(String, String)> = inv
+        .env
+        .into_iter()
+        .filter(|(k, _)| k != "ANTHROPIC_BASE_URL")
+        .collect();
+    let command = |args: &[&std::ffi::OsStr]| {
+        common::bin()
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env(cli.bin_var(), &bin)
+            .arg("--storage")
+            .arg(storage.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let input = format!("endpoint={}", server.url());
+    let work = sb.work();
+    let recorded = command(&[
+        "run".as_ref(),
+        "--deterministic".as_ref(),
+        wf.as_os_str(),
+        "--workspace".as_ref(),
+        work.as_os_str(),
+        "--input".as_ref(),
+        input.as_ref(),
+    ]);
+    assert!(recorded.status.success(), "{}", describe(&recorded));
+    assert_eq!(server.generation_requests().len(), 5);
+    drop(server);
+    let run_id = printed_run_id(&recorded);
+    let out = command(&[
+        "replay".as_ref(),
+        run_id.as_ref(),
+        "--workspace".as_ref(),
+        work.as_os_str(),
+    ]);
+    let why = describe(&out);
+    assert_eq!(out.status.code(), Some(0), "{why}");
+    assert!(
+        common::text(&out.stdout).contains("replay: equal to "),
+        "{why}"
+    );
+    let read = |id: &str| -> Vec<Value> {
+        std::fs::read_to_string(storage.path().join(format!("{id}.jsonl")))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let texts = |events: &[Value]| {
+        let mut t: Vec<(String, u64, String)> = events
+            .iter()
+            .filter(|e| e["type"] == "message.assistant")
+            .flat_map(|e| {
+                e["payload"]["blocks"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|b| b["type"] == "text")
+                    .map(|b| {
+                        (
+                            e["path"].as_str().unwrap().to_owned(),
+                            e["iteration"].as_u64().unwrap(),
+                            b["text"].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        t.sort();
+        t
+    };
+    let replayed = read(&printed_run_id(&out));
+    assert_eq!(texts(&read(&run_id)), texts(&replayed), "{why}");
+    assert_eq!(
+        texts(&replayed),
+        [
+            ("both.left".to_owned(), 0, "left: 7-alpha-tango".to_owned()),
+            ("both.right".to_owned(), 0, "right: hello".to_owned()),
+            ("each.ask".to_owned(), 0, "item one".to_owned()),
+            ("each.ask".to_owned(), 1, "item two".to_owned()),
+        ]
+    );
+    assert_eq!(tool_traffic(&read(&run_id)), tool_traffic(&replayed));
+}
+
 #[test]
 fn claude_code_replays_like_its_recording() {
     replays_like_the_recording(AgentCli::Claude);
