@@ -58,11 +58,13 @@
 
 #![forbid(unsafe_code)]
 
+mod recording;
 mod replayer;
 pub mod server;
 pub mod tape;
 mod wiring;
 
+pub use recording::{MASKED, Recording, RecordingError};
 pub use replayer::{ReplayError, Replayer, StepReplay, StepStart, Verdict};
 pub use server::{Matching, Mismatch};
 pub use tape::{Execution, RecordedTurn, StepKey, Tape, TapeError};

@@ -8,11 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
-use sha2::Digest as _;
 use transcript_compare::{DiffOptions, RunRecord, diff};
-use transcript_domain::{DecodedPayload, EventKind, EventType, RunId, WorkflowSource};
-use transcript_replay::{Matching, Replayer, Tape};
+use transcript_replay::{Matching, Recording, Replayer};
 
 use crate::CliError;
 use crate::cmd::run::RunArgs;
@@ -50,52 +47,28 @@ pub struct ReplayArgs {
     pub commands: CommandsMode,
 }
 
-/// The recorded run, read: its file, its id, its events and child runs as a comparison
-/// record, its tape and its provenance (wire decision 16).
-struct Recorded {
+/// A run read for a replay (the recording) or a comparison (both): its file, its record for
+/// the diff, and what the replay needs of it.
+struct Read {
     path: PathBuf,
-    run_id: RunId,
     record: RunRecord,
-    tape: Tape,
-    workflow: Option<WorkflowSource>,
-    inputs: Map<String, Value>,
+    recording: Recording,
 }
 
-fn read_run(arg: &str, storage: &Path) -> Result<Recorded, CliError> {
+fn read_run(arg: &str, storage: &Path) -> Result<Read, CliError> {
     let run = source::open_run(arg, storage, None)?;
-    let Some(first) = run.events.first() else {
-        return Err(CliError::Read {
-            path: run.path.clone(),
-            message: "no line of it is a transcript event".to_owned(),
-        });
-    };
-    let run_id = first.run_id;
-    let tape = Tape::build(&run.events, &mut run.lookup()).map_err(|e| CliError::Read {
+    let invalid = |message: String| CliError::Read {
         path: run.path.clone(),
-        message: e.to_string(),
-    })?;
+        message,
+    };
+    let recording =
+        Recording::read(&run.events, &mut run.lookup()).map_err(|e| invalid(e.to_string()))?;
     let record = RunRecord::build(&run.events, &mut run.lookup(), None);
     run.children_read()?;
-    let started = run.events.iter().find_map(|e| match (&e.kind, &e.payload) {
-        (EventKind::Known(EventType::RunStarted), DecodedPayload::Step(s)) => Some(s),
-        _ => None,
-    });
-    let workflow = started.and_then(|s| s.workflow.clone());
-    let inputs = started
-        .and_then(|s| s.inputs.as_ref())
-        .and_then(|i| i.try_to_value().ok())
-        .and_then(|v| match v {
-            Value::Object(m) => Some(m),
-            _ => None,
-        })
-        .unwrap_or_default();
-    Ok(Recorded {
+    Ok(Read {
         path: run.path,
-        run_id,
         record,
-        tape,
-        workflow,
-        inputs,
+        recording,
     })
 }
 
@@ -121,13 +94,16 @@ async fn replay_inner(
     }
     let recorded = read_run(&replay.run, &args.storage)?;
     args.workflow = workflow_file(replay.workflow, &recorded)?;
-    args.inputs = inputs(&recorded, std::mem::take(&mut args.inputs))?;
-    args.replay_of = Some(recorded.run_id);
+    args.inputs = recorded
+        .recording
+        .inputs_with(std::mem::take(&mut args.inputs))
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    args.replay_of = Some(recorded.recording.run_id);
     let matching = match replay.matching {
         MatchMode::Strict => Matching::Strict,
         MatchMode::Fifo => Matching::Fifo,
     };
-    let replayer = Replayer::new(recorded.tape.clone(), matching);
+    let replayer = Replayer::new(recorded.recording.tape.clone(), matching);
     args.endpoints = Some(Arc::new(crate::replay_endpoints::ReplayEndpoints::new(
         replayer,
     )));
@@ -155,11 +131,11 @@ async fn replay_inner(
 
 /// The workflow to run: `--workflow`, else the file the recorded run names (said on stderr
 /// when its bytes changed since).
-fn workflow_file(given: Option<PathBuf>, recorded: &Recorded) -> Result<PathBuf, CliError> {
+fn workflow_file(given: Option<PathBuf>, recorded: &Read) -> Result<PathBuf, CliError> {
     if let Some(file) = given {
         return Ok(file);
     }
-    let Some(source) = &recorded.workflow else {
+    let Some(source) = &recorded.recording.workflow else {
         return Err(CliError::Usage(format!(
             "{}: the recorded run does not name its workflow file: give --workflow FILE",
             recorded.path.display()
@@ -170,44 +146,13 @@ fn workflow_file(given: Option<PathBuf>, recorded: &Recorded) -> Result<PathBuf,
         path: file.clone(),
         message: format!("the recorded run's workflow file: {e} (give --workflow FILE)"),
     })?;
-    let now = sha2::Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>();
-    if now != source.sha256 {
+    if let Some((then, now)) = recorded.recording.workflow_changed(&bytes) {
         crate::diag!(
-            "transcript: replay: note: {} changed since the recording (sha256 {} then, {now} now)",
-            crate::style::clean(&source.path),
-            source.sha256
+            "transcript: replay: note: {} changed since the recording (sha256 {then} then, {now} now)",
+            crate::style::clean(&source.path)
         );
     }
     Ok(file)
-}
-
-/// The recorded inputs with `--input` over them; a secret one was recorded masked (`"***"`)
-/// and must be given again.
-fn inputs(
-    recorded: &Recorded,
-    given: Vec<(String, String)>,
-) -> Result<Vec<(String, String)>, CliError> {
-    let mut all: Vec<(String, String)> = Vec::new();
-    for (name, value) in &recorded.inputs {
-        if given.iter().any(|(k, _)| k == name) {
-            continue;
-        }
-        let text = match value {
-            Value::String(s) if s == "***" => {
-                return Err(CliError::Usage(format!(
-                    "input '{name}' was recorded masked (secret): give --input {name}=VALUE"
-                )));
-            }
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        all.push((name.clone(), text));
-    }
-    all.extend(given);
-    Ok(all)
 }
 
 /// Every error of a replay exits 4 (said on stderr), but a difference (1), a usage error (2),
