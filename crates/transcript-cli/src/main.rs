@@ -510,6 +510,7 @@ fn run_workflow(
         style: Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs_f64(kill_grace),
         endpoints: None,
+        recorded_commands: None,
         replay_of: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -548,6 +549,7 @@ fn replay(
         style: Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs(2),
         endpoints: None,
+        recorded_commands: None,
         replay_of: None,
     };
     let replay = cmd::replay::ReplayArgs {

@@ -1,14 +1,16 @@
 //! The engine's model-endpoint port ([`transcript_exec::model_endpoint::ModelEndpoints`]) over
 //! transcript-replay's [`Replayer`]: each agent execution of a replay gets its own server
 //! playing its recorded turns, and the execution's [`transcript_replay::Verdict`] becomes the
-//! step's failure (or, under fifo matching, its warnings).
+//! step's failure (or, under fifo matching, its warnings). With `--commands record` it also
+//! serves command steps their recorded outcome ([`RecordedCommands`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use transcript_exec::model_endpoint::{
-    EndpointOutcome, EndpointSession, EndpointStart, ModelEndpoints,
+    EndpointOutcome, EndpointSession, EndpointStart, ModelEndpoints, RecordedCommand,
+    RecordedCommands,
 };
 use transcript_replay::{Replayer, StepKey, StepReplay, StepStart};
 
@@ -51,6 +53,27 @@ impl ModelEndpoints for ReplayEndpoints {
         .map_err(|e| format!("replay: {e}"))?
         .map_err(|e| format!("replay: {e}"))?;
         Ok(Box::new(ReplaySession { step }))
+    }
+}
+
+impl RecordedCommands for ReplayEndpoints {
+    fn take(
+        &self,
+        callers: &[(String, u64)],
+        path: &str,
+        iteration: u64,
+    ) -> Option<RecordedCommand> {
+        let key = StepKey {
+            callers: callers.to_vec(),
+            path: path.to_owned(),
+            iteration,
+        };
+        let outcome = self.replayer.take_command(&key)?;
+        Some(RecordedCommand {
+            stdout: outcome.stdout,
+            exit_code: outcome.exit_code,
+            error: outcome.error,
+        })
     }
 }
 

@@ -86,3 +86,29 @@ impl StepEndpoint {
         outcome
     }
 }
+
+/// A command step's recorded outcome, served instead of running it (`transcript replay
+/// --commands record`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedCommand {
+    /// Its stdout.
+    pub stdout: String,
+    /// Its exit code.
+    pub exit_code: i64,
+    /// Its step's recorded error (a failed command's message), if any.
+    pub error: Option<String>,
+}
+
+/// Recorded command outcomes by step (set with `ServiceBuilder::recorded_commands`): a
+/// command step that has one does not run; its resolved command is recorded as usual with
+/// the recorded stdout and exit code.
+pub trait RecordedCommands: Send + Sync {
+    /// The next recorded outcome of the command step at `path` and `iteration` in the run
+    /// reached through `callers`; `None` runs the command.
+    fn take(
+        &self,
+        callers: &[(String, u64)],
+        path: &str,
+        iteration: u64,
+    ) -> Option<RecordedCommand>;
+}

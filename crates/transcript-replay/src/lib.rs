@@ -67,5 +67,5 @@ mod wiring;
 pub use recording::{MASKED, Recording, RecordingError};
 pub use replayer::{ReplayError, Replayer, StepReplay, StepStart, Verdict};
 pub use server::{Matching, Mismatch};
-pub use tape::{Execution, RecordedTurn, StepKey, Tape, TapeError};
+pub use tape::{CommandOutcome, Execution, RecordedTurn, StepKey, Tape, TapeError};
 pub use wiring::{CODEX_KEY_ENV, REPLAY_API_KEY, Wiring, wiring};

@@ -75,6 +75,14 @@ impl Replayer {
         }
     }
 
+    /// Takes the next recorded outcome of the command step at `key` (`--commands record`).
+    pub fn take_command(&self, key: &StepKey) -> Option<crate::tape::CommandOutcome> {
+        self.tape
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take_command(key)
+    }
+
     /// Starts the model server of the next recorded execution of `start.key`, and writes its
     /// wiring's files. A step the recording does not have, or whose prompt differs under
     /// strict matching, gets a server that refuses every request with the reason, so the

@@ -129,10 +129,22 @@ pub enum TapeError {
     TooDeep(RunId),
 }
 
-/// A recorded run's agent executions, child runs included.
+/// A command step's recorded outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandOutcome {
+    /// Its stdout.
+    pub stdout: String,
+    /// Its exit code.
+    pub exit_code: i64,
+    /// Its step's error, if it failed.
+    pub error: Option<String>,
+}
+
+/// A recorded run's agent executions and command outcomes, child runs included.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Tape {
     steps: BTreeMap<StepKey, VecDeque<Execution>>,
+    commands: BTreeMap<StepKey, VecDeque<CommandOutcome>>,
 }
 
 impl Tape {
@@ -164,6 +176,11 @@ impl Tape {
         self.steps.get_mut(key)?.pop_front()
     }
 
+    /// Takes the next recorded outcome of the command step at `key`.
+    pub fn take_command(&mut self, key: &StepKey) -> Option<CommandOutcome> {
+        self.commands.get_mut(key)?.pop_front()
+    }
+
     fn read(
         &mut self,
         events: &[DecodedEvent],
@@ -186,6 +203,13 @@ impl Tape {
                         self.push(key.clone(), previous);
                     }
                     open.insert(key, user_execution(m));
+                }
+                (EventKind::Known(EventType::StepCompleted), DecodedPayload::Step(s))
+                    if s.kind == "command" =>
+                {
+                    if let Some(outcome) = command_outcome(s) {
+                        self.commands.entry(key).or_default().push_back(outcome);
+                    }
                 }
                 (EventKind::Known(EventType::MessageAssistant), DecodedPayload::Message(m)) => {
                     let turn = assistant_turn(m, &key);
@@ -228,6 +252,16 @@ impl Tape {
     fn push(&mut self, key: StepKey, execution: Execution) {
         self.steps.entry(key).or_default().push_back(execution);
     }
+}
+
+/// A command step's outcome from its `step.completed` result (`stdout`, `exit_code`).
+fn command_outcome(s: &transcript_domain::StepPayload) -> Option<CommandOutcome> {
+    let result = s.result.as_ref()?.try_to_value().ok()?;
+    Some(CommandOutcome {
+        stdout: result["stdout"].as_str()?.to_owned(),
+        exit_code: result["exit_code"].as_i64()?,
+        error: s.error.clone(),
+    })
 }
 
 fn texts(m: &DecodedMessage) -> impl Iterator<Item = &str> {
@@ -390,7 +424,19 @@ mod tests {
                 "path": "sub", "iteration": 0, "timestamp": "2026-01-01T00:00:00.000Z",
                 "payload": {"name": "sub", "kind": "call_workflow"}}),
         ]);
-        let child = events(&[line(1, CHILD, "message.user", "inner", 0, user("p2"))]);
+        let child = events(&[
+            line(1, CHILD, "message.user", "inner", 0, user("p2")),
+            line(
+                2,
+                CHILD,
+                "step.completed",
+                "cmd",
+                0,
+                serde_json::json!({"name": "cmd",
+                "kind": "command", "error": "command exited with code 3",
+                "result": {"command": "false", "stdout": "out\n", "exit_code": 3}}),
+            ),
+        ]);
         let child_id: RunId = CHILD.parse().unwrap();
         let tape = Tape::build(&root, &mut |id| (id == child_id).then(|| child.clone())).unwrap();
         let ask = tape
@@ -411,6 +457,21 @@ mod tests {
         };
         assert_eq!(tape.executions(&inner).next().unwrap().prompt, "p2");
         assert_eq!(inner.to_string(), "sub > inner");
+        let mut tape = tape;
+        let cmd = StepKey {
+            callers: vec![("sub".to_owned(), 0)],
+            path: "cmd".to_owned(),
+            iteration: 0,
+        };
+        assert_eq!(
+            tape.take_command(&cmd),
+            Some(CommandOutcome {
+                stdout: "out\n".to_owned(),
+                exit_code: 3,
+                error: Some("command exited with code 3".to_owned()),
+            })
+        );
+        assert_eq!(tape.take_command(&cmd), None);
         assert_eq!(StepKey::new("loop.ask", 1).to_string(), "loop.ask[1]");
     }
 

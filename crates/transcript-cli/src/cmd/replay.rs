@@ -87,11 +87,6 @@ async fn replay_inner(
     mut args: RunArgs,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    if replay.commands == CommandsMode::Record {
-        return Err(CliError::Usage(
-            "--commands record is not supported yet: command steps run live".to_owned(),
-        ));
-    }
     let recorded = read_run(&replay.run, &args.storage)?;
     args.workflow = workflow_file(replay.workflow, &recorded)?;
     args.inputs = recorded
@@ -104,9 +99,11 @@ async fn replay_inner(
         MatchMode::Fifo => Matching::Fifo,
     };
     let replayer = Replayer::new(recorded.recording.tape.clone(), matching);
-    args.endpoints = Some(Arc::new(crate::replay_endpoints::ReplayEndpoints::new(
-        replayer,
-    )));
+    let endpoints = Arc::new(crate::replay_endpoints::ReplayEndpoints::new(replayer));
+    if replay.commands == CommandsMode::Record {
+        args.recorded_commands = Some(endpoints.clone());
+    }
+    args.endpoints = Some(endpoints);
     let storage = args.storage.clone();
     let mut started = None;
     let ran = crate::cmd::run::run_reporting(args, out, &mut started).await;

@@ -46,6 +46,9 @@ pub struct RunArgs {
     pub kill_grace: std::time::Duration,
     /// Each agent execution's own model endpoint (`transcript replay`), if any.
     pub endpoints: Option<Arc<dyn transcript_exec::model_endpoint::ModelEndpoints>>,
+    /// Command steps' recorded outcomes, served instead of running them (`replay --commands
+    /// record`).
+    pub recorded_commands: Option<Arc<dyn transcript_exec::model_endpoint::RecordedCommands>>,
     /// The run this run replays (`run.started`'s `replay_of`).
     pub replay_of: Option<transcript_domain::RunId>,
 }
@@ -412,6 +415,9 @@ fn build_service(
     // `transcript replay`: every agent execution talks to its recorded turns.
     if let Some(endpoints) = &args.endpoints {
         builder = builder.model_endpoints(endpoints.clone());
+    }
+    if let Some(commands) = &args.recorded_commands {
+        builder = builder.recorded_commands(commands.clone());
     }
     if let Some(replayed) = args.replay_of {
         builder = builder.replay_of(replayed);

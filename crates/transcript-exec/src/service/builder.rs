@@ -31,6 +31,7 @@ pub(super) struct Inner {
     pub(super) max_line_bytes: usize,
     pub(super) mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
     pub(super) model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
+    pub(super) recorded_commands: Option<Arc<dyn crate::model_endpoint::RecordedCommands>>,
     pub(super) replay_of: Option<String>,
 }
 
@@ -62,6 +63,7 @@ pub struct ServiceBuilder {
     max_line_bytes: usize,
     mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
     model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
+    recorded_commands: Option<Arc<dyn crate::model_endpoint::RecordedCommands>>,
     replay_of: Option<String>,
 }
 
@@ -184,6 +186,16 @@ impl ServiceBuilder {
         self
     }
 
+    /// Serves command steps their recorded outcome instead of running them
+    /// ([`crate::model_endpoint::RecordedCommands`]; `transcript replay --commands record`).
+    pub fn recorded_commands(
+        mut self,
+        commands: Arc<dyn crate::model_endpoint::RecordedCommands>,
+    ) -> Self {
+        self.recorded_commands = Some(commands);
+        self
+    }
+
     /// Maximum `call_workflow` nesting (default 8); deeper calls fail the
     /// calling step with a clear error.
     pub fn max_call_depth(mut self, depth: usize) -> Self {
@@ -283,6 +295,7 @@ impl ServiceBuilder {
                 max_line_bytes: self.max_line_bytes,
                 mcp_gateway: self.mcp_gateway,
                 model_endpoints: self.model_endpoints,
+                recorded_commands: self.recorded_commands,
                 replay_of: self.replay_of,
             }),
         })
@@ -317,6 +330,7 @@ impl ExecutionService {
             max_line_bytes: transcript_domain::MAX_LINE_BYTES,
             mcp_gateway: None,
             model_endpoints: None,
+            recorded_commands: None,
             replay_of: None,
         }
     }

@@ -92,6 +92,15 @@ pub(in crate::service) async fn run(
         Ok(env) => env,
         Err(e) => return KindOut::flow(Flow::Failed(format!("env: {e}"))),
     };
+    // A replay serving recorded commands: the command resolves as usual, does not run.
+    let recorded = ctx
+        .inner
+        .recorded_commands
+        .as_ref()
+        .and_then(|r| r.take(&ctx.callers, sc.path, sc.iteration));
+    if let Some(recorded) = recorded {
+        return served(command, scope, &env, recorded);
+    }
     // The resolved command is part of the result: what ran, not
     // only what it printed (#20).
     let (ran, resolved) = match resolve(command, scope) {
@@ -152,5 +161,52 @@ pub(in crate::service) async fn run(
         }
         Err(ToolError::Cancelled) => KindOut::flow(Flow::Cancelled),
         Err(e) => KindOut::flow(Flow::Failed(e.to_string())),
+    }
+}
+
+/// A command step's outcome served from its recording: its resolved command, the recorded
+/// stdout and exit code (and error), recorded in the result's usual shape.
+fn served(
+    command: &CommandLine,
+    scope: &Scope,
+    env: &[(String, String)],
+    recorded: crate::model_endpoint::RecordedCommand,
+) -> KindOut {
+    let resolved = match resolve(command, scope) {
+        Ok(Resolved::Shell(line)) => Value::String(line),
+        Ok(Resolved::Argv(argv)) => json!(argv),
+        Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
+    };
+    let mut result = json!({
+        "command": resolved,
+        "stdout": recorded.stdout,
+        "exit_code": recorded.exit_code,
+    });
+    if !env.is_empty() {
+        result["env"] = env
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+    }
+    let flow = match (recorded.exit_code, recorded.error) {
+        (0, _) => Flow::Done,
+        (_, Some(error)) => Flow::Failed(error),
+        (code, None) => Flow::Failed(format!("command exited with code {code}")),
+    };
+    KindOut {
+        value: StepValue {
+            output: Value::String(
+                recorded
+                    .stdout
+                    .strip_suffix('\n')
+                    .unwrap_or(&recorded.stdout)
+                    .to_owned(),
+            ),
+            exit_code: Some(recorded.exit_code),
+            error: None,
+        },
+        result: Some(result),
+        ..KindOut::flow(flow)
     }
 }
