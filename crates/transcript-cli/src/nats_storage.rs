@@ -201,6 +201,8 @@ fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
             .map(|(s, end)| end.millis_since(s)),
         events: e.events,
         path: PathBuf::from(format!("{url}#{}", e.run_id)),
+        // `replay` records in a storage directory only (see `route`).
+        replay_of: None,
     }
 }
 

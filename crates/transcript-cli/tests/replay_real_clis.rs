@@ -202,6 +202,17 @@ fn replays_like_the_recording(cli: AgentCli) {
     let Some(rec) = Recording::make(cli) else {
         return;
     };
+    let bill = || {
+        let out = common::bin()
+            .args(["receipts", "--by", "day", "--json", "--storage"])
+            .arg(rec.storage.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        common::text(&out.stdout)
+    };
+    let day = bill();
+    assert!(day.contains("\"input_tokens\": 2700"), "{day}");
     // The workflow file and inputs from the recorded run.started (wire decision 16): the
     // recorded endpoint is a stopped server, so an agent reaching it would fail the replay.
     let out = rec.replay(&[]);
@@ -226,6 +237,20 @@ fn replays_like_the_recording(cli: AgentCli) {
     );
     assert!(before.len() >= 2, "{before:?}");
     assert_eq!(before, after, "{why}");
+    // Replays are not spend: the day's bill is what the recording billed, and the replay's
+    // own receipts say so.
+    assert_eq!(bill(), day);
+    let receipts = common::bin()
+        .args(["receipts", &replayed, "--storage"])
+        .arg(rec.storage.path())
+        .output()
+        .unwrap();
+    assert!(
+        common::text(&receipts.stdout)
+            .contains(&format!("replayed: this run replays {}", rec.run_id)),
+        "{}",
+        describe(&receipts)
+    );
 
     // The step's recorded endpoint is a live server now: nothing may reach it.
     let guard = ModelServer::start(Script::default()).unwrap();
