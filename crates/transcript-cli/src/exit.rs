@@ -4,8 +4,8 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success |
-//! | 1 | the run failed, or a check (`validate`) found errors |
-//! | 2 | usage error (bad arguments) |
+//! | 1 | the run failed, or a check found errors (`validate`), differences (`diff`) or a failed expectation (`check`) |
+//! | 2 | usage error (bad arguments; `check`: a bad expectations file) |
 //! | 3 | not found or invalid input: missing transcript or run id, invalid workflow or `--input`, unreadable file |
 //! | 4 | storage failure: the transcript could not be written completely (disk full, I/O error) |
 //! | 5 | `tail -f`: the run it followed was cancelled |
@@ -18,8 +18,9 @@ use std::path::PathBuf;
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0    success
-  1    the run failed, or validate found errors
-  2    usage error
+  1    the run failed, validate found errors, diff found differences, or check found
+       a failed expectation
+  2    usage error (check: an unreadable or invalid expectations file)
   3    not found or invalid input (missing transcript, unknown or ambiguous run id,
        invalid workflow or --input, unreadable file)
   4    storage failure: the transcript could not be written completely (e.g. disk full)

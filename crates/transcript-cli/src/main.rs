@@ -327,6 +327,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What changed between two runs: their step trees aligned by path and iteration (child
+    /// runs included), per step status, exit code, output, agent turns, tool calls, tokens
+    /// and cost. Exit 0 equal, 1 different.
+    #[command(
+        after_help = "Examples:\n  transcript diff 1259fec0 latest\n  transcript diff a.jsonl b.jsonl --json | jq '.summary'\n  transcript diff before after --html diff.html\n\nIgnored: timestamps, durations, seqs; run ids and call ids too unless --strict-ids.\nThe JSON is a versioned document (schema/diff-document.schema.json)."
+    )]
+    Diff(cmd::diff::DiffArgs),
+    /// Hold a run to YAML expectations (status, cost, tokens, tools used and their order and
+    /// arguments, outputs, turns). Exit 0 all hold, 1 any fails, 2 a bad expectations file.
+    #[command(
+        after_help = "Examples:\n  transcript check latest --expect ci/expect.yaml\n  transcript check run.jsonl --expect expect.yaml --junit junit.xml\n\nExpectations (every key optional; an unknown key is an error):\n  run: {status: succeeded, max_cost_usd: 0.5, max_tokens: 200000, max_duration_ms: 600000}\n  steps:\n    agent:                       # a step path; path#N one iteration; call/inner a child run's step\n      status: succeeded\n      tools_used: [Bash]\n      tools_not_used: [WebFetch]\n      tool_sequence: [Read, Edit, Bash]\n      tool_args: {Bash: {command: {matches: \"cargo test\"}}}   # or equals: / subset:\n      tool_failed: false\n      output: {contains: done}   # or matches: / equals:\n      max_turns: 30\n      max_cost_usd: 0.25"
+    )]
+    Check(cmd::check::CheckArgs),
     /// Copy a NATS JetStream store into the file layout (a durable consumer; resumable and
     /// idempotent: killed and restarted, it writes the same files).
     #[command(
@@ -454,6 +467,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             json,
             pricing,
         } => cmd::stats::run(&target, &storage, json, pricing.as_deref(), &mut out),
+        Command::Diff(args) => cmd::diff::run(&args, &storage, &style, &mut out),
+        Command::Check(args) => cmd::check::run(&args, &storage, &style, &mut out),
         Command::Mirror(args) => cmd::mirror::run(&args, &mut out),
         Command::List { limit, all, json } => {
             cmd::list::run(&storage, limit, all, json, &style, &mut out)
@@ -557,6 +572,7 @@ fn replay(
         workflow: cmd.workflow,
         matching: cmd.matching,
         commands: cmd.commands,
+        style: Style::for_stdout(color),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

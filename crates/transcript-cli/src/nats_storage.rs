@@ -27,7 +27,7 @@ mod receipts;
 
 use crate::nats_connect::{connect, url_of};
 use crate::style::Style;
-use crate::{CliError, Command};
+use crate::{CliError, Command, cmd};
 
 fn storage_error(e: transcript_nats::NatsError) -> CliError {
     CliError::Storage(e.to_string())
@@ -165,6 +165,17 @@ async fn route_on(
         } => {
             receipts::run_grouped(store, (*by, *json), pricing.as_deref(), out).await?;
             Ok(Route::Done)
+        }
+        Command::Diff(args) => {
+            let copy = LocalCopy::create()?;
+            args.a = copy_named(store, &args.a, copy.path()).await?;
+            args.b = copy_named(store, &args.b, copy.path()).await?;
+            Ok(Route::Local(copy))
+        }
+        Command::Check(cmd::check::CheckArgs { run: arg, .. }) => {
+            let copy = LocalCopy::create()?;
+            *arg = copy_named(store, arg, copy.path()).await?;
+            Ok(Route::Local(copy))
         }
         Command::Export { run: arg, .. }
         | Command::Tree { run: arg, .. }

@@ -69,10 +69,12 @@ fn a_value_in_the_code_argument_of_an_interpreter_is_refused_at_load() {
 
 #[test]
 fn the_value_as_a_positional_argument_after_the_code_is_data() {
+    // Free text is never an argument (#48): the code's positional argument is the path of a
+    // private file holding it.
     let shapes = [
-        r#"["sh", "-c", "printf '%s' \"$1\"", "sh", "{{inputs.x}}"]"#,
-        r#"["bash", "-c", "printf '%s' \"$1\"", "bash", "{{inputs.x}}"]"#,
-        r#"["python3", "-c", "import sys; print(sys.argv[1], end='')", "{{inputs.x}}"]"#,
+        r#"["sh", "-c", "cat \"$1\"", "sh", "{{ inputs.x | file }}"]"#,
+        r#"["bash", "-c", "cat \"$1\"", "bash", "{{ inputs.x | file }}"]"#,
+        r#"["python3", "-c", "import sys; print(open(sys.argv[1]).read(), end='')", "{{ inputs.x | file }}"]"#,
     ];
     for shape in shapes {
         let dir = tempfile::tempdir().unwrap();

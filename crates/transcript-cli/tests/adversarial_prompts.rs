@@ -48,7 +48,7 @@ fn a_dash_prompt_reaches_the_model(cli: AgentCli) {
     let workflow = format!(
         "name: dash-{name}\ninputs:\n  - name: endpoint\n  - name: p\n  - name: s\nsteps:\n  - name: ask\n    \
          type: agent\n    provider: {name}\n    timeout_ms: 60000\n    prompt: \"{{{{inputs.p}}}}\"\n    \
-         system_prompt: \"{{{{inputs.s}}}}\"\n{model}    env:\n      {var}: \"{{{{inputs.endpoint}}}}\"\n",
+         system_prompt: \"{{{{inputs.s}}}}\"\n{model}    env:\n      {var}: \"{endpoint}\"\n",
         name = cli.executable(),
     );
     let wf = sb.tmp().join("workflow.yaml");

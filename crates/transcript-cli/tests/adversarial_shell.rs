@@ -199,14 +199,18 @@ fn build_case(steps: &str, source: Source, payload: &str) -> Case {
         Source::Input => {
             yaml.push_str("inputs: [{ name: v }]\nsteps:\n");
             inputs.push(format!("v={payload}"));
-            steps.replace("{{V}}", "{{inputs.v}}")
+            steps
+                .replace("{{V}}", "{{inputs.v}}")
+                .replace("{{ V |", "{{ inputs.v |")
         }
         Source::StepOutput => {
             std::fs::write(workspace.path().join("payload.txt"), payload).unwrap();
             yaml.push_str(
                 "steps:\n  - name: src\n    type: command\n    command: [cat, payload.txt]\n",
             );
-            steps.replace("{{V}}", "{{steps.src.output}}")
+            steps
+                .replace("{{V}}", "{{steps.src.output}}")
+                .replace("{{ V |", "{{ steps.src.output |")
         }
         Source::ForEachItem => {
             std::fs::write(
@@ -217,7 +221,12 @@ fn build_case(steps: &str, source: Source, payload: &str) -> Case {
             yaml.push_str(
                 "steps:\n  - name: src\n    type: command\n    command: [cat, items.json]\n  - name: each\n    type: for_each\n    items: \"{{steps.src.output}}\"\n    steps:\n",
             );
-            indent(&steps.replace("{{V}}", "{{loop.item.v}}"), 4)
+            indent(
+                &steps
+                    .replace("{{V}}", "{{loop.item.v}}")
+                    .replace("{{ V |", "{{ loop.item.v |"),
+                4,
+            )
         }
         Source::AgentAnswer => {
             let s = ModelServer::start(Script::new([Turn::text(payload)])).unwrap();
@@ -226,7 +235,9 @@ fn build_case(steps: &str, source: Source, payload: &str) -> Case {
                 s.openai_base_url()
             ));
             server = Some(s);
-            steps.replace("{{V}}", "{{steps.ask.output}}")
+            steps
+                .replace("{{V}}", "{{steps.ask.output}}")
+                .replace("{{ V |", "{{ steps.ask.output |")
         }
     };
     yaml.push_str(&body);
@@ -380,9 +391,16 @@ const MIGRATED: &[Migrated] = &[
         steps: "  - name: comment_nbsp\n    type: command\n    command: |\n      echo x\u{a0}# it's here\n      printf '%s\\n' \"$V\"\n    env: { V: \"{{V}}\" }\n    continue_on_error: true\n",
         echoes: false,
     },
+    // Free text is never an argv element (#48): it reaches a list-form command through
+    // its standard input or a private file.
     Migrated {
         name: "argv",
-        steps: "  - name: argv\n    type: command\n    command: [printf, '%s\\n', \"{{V}}\"]\n",
+        steps: "  - name: argv\n    type: command\n    command: [sed, -e, '$a\\']\n    stdin: \"{{V}}\"\n",
+        echoes: true,
+    },
+    Migrated {
+        name: "argv_file",
+        steps: "  - name: argv_file\n    type: command\n    command: [sed, -e, '$a\\', \"{{ V | file }}\"]\n",
         echoes: true,
     },
     // bash itself, explicitly: the value is a variable, never source.

@@ -292,7 +292,7 @@ fn a_real_claude_running_env_for_the_model_shows_no_nats_token() {
         format!(
             "name: env\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    type: agent\n    \
              provider: claude\n    timeout_ms: 60000\n    prompt: Print your environment.\n    \
-             tools: [run_command]\n    env:\n      {var}: \"{{{{inputs.endpoint}}}}\"\n"
+             tools: [run_command]\n    env:\n      {var}: \"{endpoint}\"\n"
         ),
     )
     .unwrap();

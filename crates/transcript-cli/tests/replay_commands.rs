@@ -72,7 +72,7 @@ fn recorded_commands_are_served_live_ones_run_again() {
     // Live and unchanged: equal; the command ran again.
     let out = transcript(&storage, &["replay", &run_id, "--workspace", ws]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-    assert!(common::text(&out.stdout).contains("replay: equal to "));
+    assert!(common::text(&out.stdout).contains("\nequal ("));
     assert_eq!(marker(), "ran\nran\n");
 
     // Live with the file changed: the step's output differs, named with both lines.
@@ -81,7 +81,7 @@ fn recorded_commands_are_served_live_ones_run_again() {
     let why = describe(&out);
     assert_eq!(out.status.code(), Some(1), "{why}");
     let stdout = common::text(&out.stdout);
-    assert!(stdout.contains("step read: "), "{why}");
+    assert!(stdout.contains("read [command] read"), "{why}");
     assert!(
         stdout.contains("first") && stdout.contains("second"),
         "{why}"
@@ -95,10 +95,7 @@ fn recorded_commands_are_served_live_ones_run_again() {
     );
     let why = describe(&out);
     assert_eq!(out.status.code(), Some(0), "{why}");
-    assert!(
-        common::text(&out.stdout).contains("replay: equal to "),
-        "{why}"
-    );
+    assert!(common::text(&out.stdout).contains("\nequal ("), "{why}");
     assert_eq!(marker(), before, "a recorded command ran");
 }
 

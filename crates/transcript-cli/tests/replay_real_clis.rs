@@ -218,10 +218,7 @@ fn replays_like_the_recording(cli: AgentCli) {
     let out = rec.replay(&[]);
     let why = describe(&out);
     assert_eq!(out.status.code(), Some(0), "{why}");
-    assert!(
-        common::text(&out.stdout).contains("replay: equal to "),
-        "{why}"
-    );
+    assert!(common::text(&out.stdout).contains("\nequal ("), "{why}");
     let replayed = printed_run_id(&out);
     assert_ne!(replayed, rec.run_id);
     let events = rec.events(&replayed);
@@ -271,7 +268,11 @@ fn replays_like_the_recording(cli: AgentCli) {
         );
         std::fs::write(rec.sb.config().join("config.toml"), config).unwrap();
     }
-    let out = rec.replay_with(&rec.workflow, &endpoint);
+    // An agent's endpoint is the author's, never data (#48): the workflow names it literally.
+    let guarded = rec.sb.tmp().join("workflow-guarded.yaml");
+    let at_guard = |prompt: &str| workflow(cli, prompt).replace("{{inputs.endpoint}}", &endpoint);
+    std::fs::write(&guarded, at_guard(PROMPT)).unwrap();
+    let out = rec.replay_with(&guarded, &endpoint);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     assert!(guard.requests().is_empty(), "{:?}", guard.requests());
 
@@ -281,12 +282,12 @@ fn replays_like_the_recording(cli: AgentCli) {
         "the launch code is 9-zulu\n",
     )
     .unwrap();
-    let out = rec.replay_with(&rec.workflow, &endpoint);
+    let out = rec.replay_with(&guarded, &endpoint);
     let why = describe(&out);
     assert_eq!(out.status.code(), Some(1), "{why}");
     let stdout = common::text(&out.stdout);
     assert!(
-        stdout.contains("step ask: status: recorded \"succeeded\", replay \"failed\""),
+        stdout.contains("ask [agent] ask #0\n  status: \"succeeded\" → \"failed\""),
         "{why}"
     );
     assert!(stdout.contains("turn 2: the result of tool call"), "{why}");
@@ -299,7 +300,7 @@ fn replays_like_the_recording(cli: AgentCli) {
     let input = format!("endpoint={endpoint}");
     let out = rec.replay(&[
         "--workflow".as_ref(),
-        rec.workflow.as_os_str(),
+        guarded.as_os_str(),
         "--input".as_ref(),
         input.as_ref(),
         "--match".as_ref(),
@@ -319,14 +320,14 @@ fn replays_like_the_recording(cli: AgentCli) {
         "{why}\n{warnings}"
     );
     assert!(
-        !common::text(&out.stdout).contains("replay \"failed\""),
+        !common::text(&out.stdout).contains("\"succeeded\" → \"failed\""),
         "{why}"
     );
     std::fs::write(rec.sb.work().join("notes.txt"), NOTES).unwrap();
 
     // A copy of the workflow with another prompt.
     let copy = rec.sb.tmp().join("workflow-v2.yaml");
-    std::fs::write(&copy, workflow(cli, "Read notes.txt and tell me the code.")).unwrap();
+    std::fs::write(&copy, at_guard("Read notes.txt and tell me the code.")).unwrap();
     let out = rec.replay_with(&copy, &endpoint);
     let why = describe(&out);
     assert_eq!(out.status.code(), Some(1), "{why}");
@@ -379,7 +380,8 @@ fn a_run_with_parallel_branches_and_a_loop_replays_equal() {
         agent("ask", "Item {{loop.item}}.", "      "),
     );
     let wf = sb.tmp().join("branches.yaml");
-    std::fs::write(&wf, text).unwrap();
+    // An agent's endpoint is the author's, never data (#48): named literally.
+    std::fs::write(&wf, text.replace("{{inputs.endpoint}}", &server.url())).unwrap();
     let storage = TempDir::new().unwrap();
     let env: Vec<(String, String)> = inv
         .env
@@ -421,10 +423,7 @@ fn a_run_with_parallel_branches_and_a_loop_replays_equal() {
     ]);
     let why = describe(&out);
     assert_eq!(out.status.code(), Some(0), "{why}");
-    assert!(
-        common::text(&out.stdout).contains("replay: equal to "),
-        "{why}"
-    );
+    assert!(common::text(&out.stdout).contains("\nequal ("), "{why}");
     let read = |id: &str| -> Vec<Value> {
         std::fs::read_to_string(storage.path().join(format!("{id}.jsonl")))
             .unwrap()

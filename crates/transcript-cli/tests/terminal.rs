@@ -73,6 +73,17 @@ fn hostile_content_never_reaches_the_terminal_as_control_sequences() {
     let dir = tempfile::tempdir().unwrap();
     let file = hostile_transcript(dir.path());
     let file = file.to_str().unwrap();
+    // A second hostile run for `diff` (other text and error on every side) and expectations
+    // for `check`, whose details quote recorded values.
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir(&other_dir).unwrap();
+    let other = other_dir.join(format!("{RUN}.jsonl"));
+    let body = std::fs::read_to_string(file).unwrap();
+    std::fs::write(&other, body.replace("hello", "bye").replace("boom", "bang")).unwrap();
+    let other = other.to_str().unwrap();
+    let expect = dir.path().join("expect.yaml");
+    std::fs::write(&expect, "run: {status: succeeded}\n").unwrap();
+    let expect = expect.to_str().unwrap();
     for color in ["never", "always"] {
         for args in [
             vec!["tail", file],
@@ -82,6 +93,8 @@ fn hostile_content_never_reaches_the_terminal_as_control_sequences() {
             vec!["receipts", file],
             vec!["validate", file],
             vec!["list", "--storage", dir.path().to_str().unwrap()],
+            vec!["diff", file, other],
+            vec!["check", file, "--expect", expect],
         ] {
             let out = bin().args(&args).args(["--color", color]).output().unwrap();
             let what = format!("{args:?} --color {color}");
@@ -491,6 +504,7 @@ fn help_documents_exit_codes_and_examples() {
     }
     for sub in [
         "run", "import", "validate", "export", "receipts", "tree", "show", "tail", "stats", "list",
+        "diff", "check",
     ] {
         let out = bin().args([sub, "--help"]).output().unwrap();
         assert!(text(&out.stdout).contains("Examples:"), "{sub}");

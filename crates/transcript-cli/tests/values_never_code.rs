@@ -452,9 +452,12 @@ fn attack(cases: &[Case]) -> Vec<String> {
                 .unwrap();
             let stderr = text(&out.stderr);
             let code = out.status.code();
+            // Since #48 every source here is free text (an untyped input, a step's output, an
+            // item of a templated list), and free text never stands in argv: the cases that
+            // failed at run time (option injection) are refused at load now too. Typed values
+            // meeting the run-time rule are attacked in typed_values*.rs.
             let want = match case.ends {
-                Ends::Refused => 3,
-                Ends::Fails => 1,
+                Ends::Refused | Ends::Fails => 3,
             };
             if marker.exists() {
                 failures.push(format!("{} [{source:?}]: RAN THE PAYLOAD", case.name));
@@ -517,7 +520,9 @@ fn a_value_passed_through_call_workflow_meets_the_same_rule_in_the_child() {
     );
     assert!(!dir.path().join("MARK").exists());
     // A whole value read as an option by the child's git: the child's step fails.
-    let child = "name: child\ninputs:\n  - name: x\nsteps:\n  - name: repo\n    type: command\n    command: \"git init -q . && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m m\"\n  - name: s\n    type: command\n    command: [\"git\", \"log\", \"-1\", \"{{inputs.x}}\"]\n";
+    // The child vouches for any text with a pattern that admits it (#48): the run-time rule
+    // still refuses a value starting with '-'.
+    let child = "name: child\ninputs:\n  - name: x\n    type: string\n    pattern: '.+'\nsteps:\n  - name: repo\n    type: command\n    command: \"git init -q . && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m m\"\n  - name: s\n    type: command\n    command: [\"git\", \"log\", \"-1\", \"{{inputs.x}}\"]\n";
     let (dir, out) = run_files(parent, Some(child), "--output=@M@");
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

@@ -19,11 +19,13 @@
 //!   `call_workflow` steps) and returns a [`DiffDocument`]: per aligned step its [`Change`]s
 //!   (the field, A's value, B's value, and for multi-line texts a line diff in [`Hunk`]s), and
 //!   the steps found on one side only. The document is the public, versioned model a team
-//!   renders; [`render_html`] is one rendering (one self-contained page, side by side).
+//!   renders; [`render_html`] is one rendering (one self-contained page, side by side),
+//!   [`render_diff_text`] another (a terminal: only the branches that differ).
 //! * [`Expectations::parse`] reads a YAML expectations file (run status, cost, tokens,
 //!   duration; per step path: status, tools used and not used, an ordered tool subsequence,
 //!   tool arguments, failed tools, output, turns, cost); [`check`] holds a run to them and
-//!   returns one [`Outcome`] per expectation, which [`junit_xml`] writes as JUnit XML.
+//!   returns one [`Outcome`] per expectation, which [`junit_xml`] writes as JUnit XML and
+//!   [`render_outcomes_text`] as one line each.
 //!
 //! ## Invariants
 //!
@@ -46,7 +48,10 @@
 //! HTML page escapes every value with the export's escaper (`transcript_export::escape_html`,
 //! the same rules as `export --format html`, tested with its attack strings in
 //! `tests/html.rs`), JUnit XML is written by `quick-xml`'s writer (no hand escaping), and the
-//! diff document carries values as JSON data. Terminal escaping is the CLI's (`style::clean`).
+//! diff document carries values as JSON data. The text views hand every recorded value to the
+//! caller's [`Painter`], whose contract is to make it safe for its terminal (the CLI's escapes
+//! control characters and bidirectional overrides, `style::clean`); they add no escape codes of
+//! their own.
 //! Expectations files are trusted configuration, but a regex in them is compiled by `regex`
 //! (linear time, no backtracking) and a text diff is skipped above [`text::MAX_DIFF_LINES`]
 //! lines, so neither a file nor a transcript can make the work explode.
@@ -62,13 +67,16 @@
 #![forbid(unsafe_code)]
 
 mod align;
+mod calls;
 mod diff;
 mod expect;
 mod html;
 mod model;
 mod record;
 pub mod text;
+mod text_view;
 
+pub use calls::CallView;
 pub use diff::{DiffOptions, diff};
 pub use expect::{
     ArgMatcher, ExpectError, Expectation, Expectations, Outcome, Rule, TextMatcher, check,
@@ -80,5 +88,6 @@ pub use model::{
     LineOp, RunDiff, Side, StepDiff, diff_schema,
 };
 pub use record::{
-    BlockRecord, CallView, RunRecord, Spend, StepRecord, ToolCallRecord, TurnRecord, output_of,
+    BlockRecord, RunRecord, Spend, StepRecord, ToolCallRecord, TurnRecord, output_of,
 };
+pub use text_view::{Painter, SHOWN_CHARS, render_diff_text, render_outcomes_text};

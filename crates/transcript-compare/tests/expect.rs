@@ -308,3 +308,27 @@ fn junit_xml_parses_with_one_failure_per_failed_expectation() {
     }
     assert_eq!(seen, ["a\\u{1b}b\\u{ffff}"]);
 }
+
+#[test]
+fn the_readme_and_crate_doc_examples_parse() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = &readme[readme.find("### Compare and check runs in CI").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let yaml = &section[start..start + section[start..].find("```").unwrap()];
+    let e = Expectations::parse(yaml, "README.md").unwrap();
+    assert_eq!(e.items.len(), 13);
+    let doc =
+        std::fs::read_to_string(root.join("crates/transcript-compare/src/expect/mod.rs")).unwrap();
+    let yaml: String = doc
+        .lines()
+        .skip_while(|l| *l != "//! ```yaml")
+        .skip(1)
+        .take_while(|l| *l != "//! ```")
+        .map(|l| format!("{}\n", l.strip_prefix("//! ").unwrap_or("")))
+        .collect();
+    assert_eq!(
+        Expectations::parse(&yaml, "mod.rs").unwrap().items.len(),
+        13
+    );
+}

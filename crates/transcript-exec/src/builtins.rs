@@ -9,7 +9,7 @@
 //! what exists outside.
 
 pub use crate::process::{ShellOutput, run_argv, run_shell};
-use crate::process::{run_argv_env, run_shell_env};
+use crate::process::{run_argv_input, run_shell_input};
 use crate::tool::{Tool, ToolContext};
 use crate::tool_error::ToolError;
 use async_trait::async_trait;
@@ -154,10 +154,11 @@ impl Tool for ListDir {
 /// The builtin tool that runs shell commands.
 pub const SHELL_TOOL: &str = "run_command";
 
-/// `run_command {command, env?}` → `{stdout, stderr, exit_code}`; a string
+/// `run_command {command, env?, stdin?}` → `{stdout, stderr, exit_code}`; a string
 /// runs with `/bin/sh -c`, a list of strings as an argv without a shell, in
-/// the workspace, with `env` (names to strings) added to its environment;
-/// a non-zero exit is an error that keeps the output.
+/// the workspace, with `env` (names to strings) added to its environment and `stdin`
+/// (text) written to its standard input, then closed; a non-zero exit is an error that
+/// keeps the output.
 #[derive(Debug)]
 pub struct RunCommand;
 
@@ -182,6 +183,10 @@ impl Tool for RunCommand {
                     "description": "Environment variables added to the command's process (a script reads them as \"$NAME\").",
                     "type": "object",
                     "additionalProperties": {"type": "string"}
+                },
+                "stdin": {
+                    "description": "Text written to the command's standard input, then closed.",
+                    "type": "string"
                 }
             },
             "required": ["command"],
@@ -204,11 +209,17 @@ impl Tool for RunCommand {
                 ));
             }
         };
+        let stdin = match input.get("stdin") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(crate::template::value_to_text(v)),
+        };
+        let stdin = stdin.as_deref();
         let out = match input.get("command") {
             Some(Value::String(command)) => {
-                run_shell_env(
+                run_shell_input(
                     command,
                     &env,
+                    stdin,
                     &ctx.workspace,
                     &ctx.cancel,
                     ctx.limits.clone(),
@@ -223,7 +234,15 @@ impl Tool for RunCommand {
                     .ok_or_else(|| {
                         ToolError::InvalidInput("'command' list must hold strings".into())
                     })?;
-                run_argv_env(&argv, &env, &ctx.workspace, &ctx.cancel, ctx.limits.clone()).await?
+                run_argv_input(
+                    &argv,
+                    &env,
+                    stdin,
+                    &ctx.workspace,
+                    &ctx.cancel,
+                    ctx.limits.clone(),
+                )
+                .await?
             }
             _ => {
                 return Err(ToolError::InvalidInput(

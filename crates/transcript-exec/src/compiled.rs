@@ -80,19 +80,19 @@ impl<T> Compiled<T> {
 impl TemplateText {
     /// Renders to a string ([`Template::render`]).
     pub fn render(&self, scope: &Scope) -> Result<String, TemplateError> {
-        Ok(self.get()?.render(scope))
+        self.get()?.render(scope)
     }
 
     /// Renders to a JSON value ([`Template::render_value`]).
     pub fn render_value(&self, scope: &Scope) -> Result<Value, TemplateError> {
-        Ok(self.get()?.render_value(scope))
+        self.get()?.render_value(scope)
     }
 }
 
 impl ConditionText {
     /// Evaluates the condition ([`Condition::eval`]).
     pub fn eval(&self, scope: &Scope) -> Result<bool, TemplateError> {
-        Ok(self.get()?.eval(scope))
+        self.get()?.eval(scope)
     }
 }
 
@@ -163,17 +163,21 @@ impl JsonTemplate {
 
     /// A leaf that is exactly one reference yields the referenced value
     /// itself; other leaves yield strings ([`Template::render_value`]).
-    fn render(&self, scope: &Scope) -> Value {
-        match self {
-            Self::Text(t) => t.render_value(scope),
-            Self::Array(a) => Value::Array(a.iter().map(|v| v.render(scope)).collect()),
+    fn render(&self, scope: &Scope) -> Result<Value, TemplateError> {
+        Ok(match self {
+            Self::Text(t) => t.render_value(scope)?,
+            Self::Array(a) => Value::Array(
+                a.iter()
+                    .map(|v| v.render(scope))
+                    .collect::<Result<_, _>>()?,
+            ),
             Self::Object(m) => Value::Object(
                 m.iter()
-                    .map(|(k, v)| (k.clone(), v.render(scope)))
-                    .collect::<Map<_, _>>(),
+                    .map(|(k, v)| Ok((k.clone(), v.render(scope)?)))
+                    .collect::<Result<Map<_, _>, TemplateError>>()?,
             ),
             Self::Other(v) => v.clone(),
-        }
+        })
     }
 
     fn templates<'a>(&'a self, out: &mut Vec<&'a Template>) {
@@ -241,7 +245,7 @@ impl TemplateJson {
     /// Renders every string leaf in `scope`.
     pub fn render(&self, scope: &Scope) -> Result<Value, TemplateError> {
         match &self.compiled {
-            Ok(c) => Ok(c.render(scope)),
+            Ok(c) => c.render(scope),
             Err(e) => Err(e.clone()),
         }
     }

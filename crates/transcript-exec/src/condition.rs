@@ -67,19 +67,20 @@ impl Condition {
             .chain(self.compare.iter().flat_map(|(_, r)| r.references()))
     }
 
-    /// Evaluates the condition against `scope`.
-    pub fn eval(&self, scope: &Scope) -> bool {
-        let left = self.left.render(scope);
-        match &self.compare {
+    /// Evaluates the condition against `scope`; a shaped reference whose value does not
+    /// have its shape is an error.
+    pub fn eval(&self, scope: &Scope) -> Result<bool, crate::template::TemplateError> {
+        let left = self.left.render(scope)?;
+        Ok(match &self.compare {
             Some((op, right)) => {
-                let same = left.trim() == right.render(scope).trim();
+                let same = left.trim() == right.render(scope)?.trim();
                 (*op == CmpOp::Eq) == same
             }
             None => {
                 let t = left.trim().to_ascii_lowercase();
                 !matches!(t.as_str(), "" | "false" | "0" | "no" | "null")
             }
-        }
+        })
     }
 }
 
@@ -91,7 +92,7 @@ mod tests {
     use serde_json::{Map, Value, json};
 
     fn eval_condition(text: &str, scope: &Scope) -> bool {
-        Condition::parse(text).unwrap().eval(scope)
+        Condition::parse(text).unwrap().eval(scope).unwrap()
     }
 
     fn scope_with(name: &str, value: Value) -> Scope {

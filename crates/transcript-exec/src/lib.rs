@@ -290,16 +290,36 @@
 //! a whole argv element or the value of a literal `--name=` prefix, else it is refused
 //! naming the file, step and element (whichever program reads it: a spliced value builds
 //! source text); element 0 (the program) is never templated; `{{ x | raw }}` is the
-//! author vouching for a value as code. A list of interpreters (`inline_script`) and of
-//! environment families (`env_rule`) is the second line, never the rule. Tests named
-//! `cli:` are through the binary (`crates/transcript-cli/tests/`).
+//! author vouching for a value as code. **Free text never reaches a program as an argument**
+//! (#48): whether a position is code depends on the program (`split --filter=`, `git
+//! ls-remote --upload-pack=`, `vim -c`, a make operand), so the value's declared shape
+//! decides, not the program. Only typed values stand in argv: an input declared `type:
+//! integer | number | boolean | enum | path | url` (or `string` with a whole-match
+//! `pattern`), a reference with a shape filter (`| int`, `| number`, `| bool`, `| enum(a, b)`,
+//! `| match('…')`, `| path`, `| url`: [`shape`]), `| file`, `loop.index`, `exit_code`, an item
+//! of a literal list; free text is refused at load with the fix, and goes through `stdin:`,
+//! `{{ x | file }}` (a `0600` file in the run's private directory: [`file_channel`]) or
+//! `env:`. A typed value never starts with `-` or `+` unless `| option`. A `pattern` that
+//! admits anything (`.*`) is vouching, as `| raw` is. An agent's endpoint and credentials
+//! are the author's: its `env:` takes literals and secret inputs only. A list of
+//! interpreters and wrappers that reads options as each program does (`inline_script`,
+//! `options`: clusters, `--name value`, code options, script operands, the program a
+//! wrapper runs) and of environment families (`env_rule`) is the second line, never the
+//! rule: it refuses even a typed value in a code position (a closed one, an enum value,
+//! a number or a boolean, excepted). Tests named `cli:` are through the binary
+//! (`crates/transcript-cli/tests/`).
 //!
 //! | sink | what the value becomes | guarded by |
 //! |---|---|---|
 //! | `command:` string (shell source) | nothing: refused at load unless `\| raw` (the author's own shell code, inserted verbatim) | cli: `adversarial_shell.rs` |
-//! | `command:` list (argv) | one argument per whole element (or the value of `--name=`), never split, no shell; spliced into a larger element: refused at load; element 0: refused; a whole value in a code position of a program we know (`sh -c`, `python3.11 -Ic`, `perl -le`, `node -r fs -e`, `env -S`, `script -qc`, `flock -c`, `bash --rcfile X -c`, `awk -W x`, `sed`, `sqlite3`, `ssh -o`, `python -m timeit -s`, behind `env`/`timeout`/`nice`/`setsid`/`sudo`), or the program a wrapper runs (`timeout 5 {{x}}`, `env A=1 {{x}}`, `find -exec {{x}}`): refused at load | cli: `values_never_code.rs` (`no_value_becomes_code_in_any_shape_from_any_source`), `adversarial_inline_code.rs`; unit: `argv_rule`, `inline_script` |
-//! | a whole element before a literal `--` (option injection) | at run time, a value starting with `-` fails the step before the program starts, naming the element and the value's source, unless `{{ x \| option }}` (`git log -1 {{ref}}` with `--output=/x`, `tar … {{f}}` with `--use-compress-program=…`) | cli: `values_never_code.rs` (git, tar, ssh cases) |
-//! | `env:` of a `command` step or an agent step, `env` input of `run_command` | one environment variable's value (name: `[A-Za-z_][A-Za-z0-9_]*`); never in a name of the families programs read as code, configuration or the program to run (`PERL5*`, `GIT_*`, `NODE_*`, `*_OPTIONS`, `*OPT(S)`, `TRANSCRIPT_*`, `*_BIN`, `LD_*`, `PATH`, `EDITOR`, …: `env_rule`, a second line: names are the author's); a NUL byte fails the step | cli: `values_never_code.rs` (`PERL5OPT`, `GIT_CONFIG_PARAMETERS`, `NODE_OPTIONS`, `TRANSCRIPT_CLAUDE_BIN`); unit: `env_rule` |
+//! | `command:` list (argv) | only a typed value (#48; free text: refused at load naming the element and how to pass it), one argument per whole element (or the value of `--name=`), never split, no shell; spliced into a larger element: refused at load; element 0: refused; a whole value in a code position of a program we know (`sh -c`, `python3.11 -Ic`, `perl -le`, `node -r fs -e`, `env -S`, `script -qc`, `flock -c`, `bash --rcfile X -c`, `awk -W x`, `sed`, `sqlite3`, `ssh -o`, `python -m timeit -s`, behind `env`/`timeout`/`nice`/`setsid`/`sudo`), or the program a wrapper runs (`timeout 5 {{x}}`, `env A=1 {{x}}`, `find -exec {{x}}`): refused at load | cli: `values_never_code.rs` (`no_value_becomes_code_in_any_shape_from_any_source`), `adversarial_inline_code.rs`; unit: `argv_rule`, `inline_script` |
+//! | a whole element (option injection) | at run time, a value starting with `-` or `+` fails the step before the program starts, naming the element and the value's source, unless `{{ x \| option }}` (`git log -1 {{ref}}` with `--output=/x`, `vim {{f}}` with `+cmd`) | cli: `values_never_code.rs`, `typed_values*.rs` |
+//! | an input's value (`--input`, a default, a `call_workflow` step's `inputs:`) | checked against its declared shape when the run starts (exit 2 from the binary, naming the input, the value's source and the rule; nothing runs) and at every call (the calling step fails) | unit: `shape`; cli: `typed_values*.rs` |
+//! | a shaped reference (`{{ x \| path }}`, …) | checked when rendered: a value without its shape fails the step naming the reference; nothing is spawned | unit: `template`, `shape` |
+//! | `stdin:` of a `command` step, `stdin` input of `run_command` | the process's standard input, written whole then closed: free text welcome | `tests/untrusted.rs`; cli: `adversarial_shell.rs` (`argv`) |
+//! | `{{ x \| file }}` | the path of a `0600` file holding the value in the run's private `0700` directory (never an existing one), removed when the run ends | unit: `file_channel`; `tests/untrusted.rs`; cli: `adversarial_inline_code.rs` |
+//! | `env:` of a `command` step, `env` input of `run_command` | one environment variable's value (name: `[A-Za-z_][A-Za-z0-9_]*`); never in a name of the families programs read as code, configuration, the program to run or where requests go (`PERL5*`, `GIT_*`, `NODE_*`, `*_OPTIONS`, `*OPT(S)`, `TRANSCRIPT_*`, `*_BIN`, `LD_*`, `PATH`, `EDITOR`, make's `MAKEFLAGS`/`CC`/`*FLAGS`, `*INIT`, `*_BUS_ADDRESS`, `*_BASE_URL`, `*_ENDPOINT`, `*_API_BASE`, `*_PROXY`, …: `env_rule`, a second line: names are the author's); free text never reaches make (a command that runs it, behind any wrapper or in shell source); a NUL byte fails the step |
+//! | `env:` of an agent step | literals and `secret: true` inputs only: an agent's endpoint, credentials and configuration are the author's; data reaches an agent through its prompt (#48) | unit: `workflow::tests` | cli: `values_never_code.rs` (`PERL5OPT`, `GIT_CONFIG_PARAMETERS`, `NODE_OPTIONS`, `TRANSCRIPT_CLAUDE_BIN`); unit: `env_rule` |
 //! | `run_command` `command` string (operation input) | as a `command:` string: refused at load unless `\| raw` | cli: `adversarial_inline_code.rs`, `values_never_code.rs` |
 //! | `run_command` `command` list | as a `command:` list, the same rule (structure, second line, option injection at run time) | cli: `values_never_code.rs` (`run_command list: …`) |
 //! | `run_command` whole input, or its whole `command` | nothing: the input is an object written in the workflow and its `command` a string or list written there; a template in their place is refused at load (data never chooses the program) | cli: `values_never_code.rs` (`run_command whose whole input…`, `…whose command is the value`) |
@@ -324,6 +344,14 @@
 //! ends, success included, every process it started dies, including those that `setsid`,
 //! double-fork, `nohup` or daemonize; the `transcript` runner is a child subreaper and ends
 //! every descendant left at the run's end (cli: `no_pid_survives.rs`).
+//!
+//! **Secrets.** An input declared `secret: true` is written `"***"` in `run.started`
+//! (wire decision 16); the binary adds its value to the recorder's mask, so it is masked in
+//! every record, the audit trail, the plugins' stderr and every message printed, with or
+//! without `--redact` (cli: `typed_values*.rs`). A library caller composing its own runner
+//! gives its recorder factory such a mask itself (`transcript-redact`'s
+//! `Redactor::with_secret`): this crate writes `"***"` in `run.started` and records the rest
+//! as the run gives it.
 //!
 //! # Versioning
 //!
@@ -350,6 +378,7 @@ pub mod confined;
 pub mod custom;
 mod display;
 pub mod emit;
+pub mod file_channel;
 mod gemini_session;
 pub mod http_agent;
 pub mod mcp;
@@ -390,11 +419,11 @@ pub use provider::AgentProvider;
 
 /// What a secret input's value is recorded as, everywhere (#48, wire decision 16).
 pub const SECRET_MASK: &str = "***";
-pub use service::{ExecError, ExecNode, ExecutionService, RunOutcome, ServiceBuilder};
+pub use service::{ExecError, ExecNode, ExecutionService, InputSource, RunOutcome, ServiceBuilder};
 pub use template::{Scope, StepValue, Template, TemplateError};
 pub use tools::{CallScope, Plugin, Tool, ToolContext, ToolError, ToolRouter};
 pub use withheld_env::WithheldEnv;
 pub use workflow::{
-    AgentSpec, CommandLine, InputDef, Items, ParallelMode, PluginSpec, Step, StepKind, Workflow,
-    WorkflowError, WorkflowSet,
+    AgentSpec, CommandLine, InputDef, InputType, Items, ParallelMode, PluginSpec, Step, StepKind,
+    Workflow, WorkflowError, WorkflowSet,
 };

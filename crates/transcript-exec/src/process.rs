@@ -276,11 +276,24 @@ pub async fn run_shell_env(
     cancel: &CancellationToken,
     limits: ProcessLimits,
 ) -> Result<ShellOutput, ToolError> {
+    run_shell_input(command, env, None, cwd, cancel, limits).await
+}
+
+/// [`run_shell_env`] whose process reads `stdin` (written whole, then closed; `None`:
+/// `/dev/null`): how free text reaches a program as data (#48).
+pub async fn run_shell_input(
+    command: &str,
+    env: &[(String, String)],
+    stdin: Option<&str>,
+    cwd: &Path,
+    cancel: &CancellationToken,
+    limits: ProcessLimits,
+) -> Result<ShellOutput, ToolError> {
     let mut cmd = tokio::process::Command::new(SHELL);
     cmd.arg("-c").arg(command);
     limits.withheld_env.apply(&mut cmd);
     set_env(&mut cmd, env)?;
-    run_process(cmd, SHELL, cwd, cancel, limits).await
+    run_process(cmd, SHELL, stdin, cwd, cancel, limits).await
 }
 
 /// Adds `env` to `cmd`; a value holding a NUL byte (which no environment
@@ -327,6 +340,19 @@ pub async fn run_argv_env(
     cancel: &CancellationToken,
     limits: ProcessLimits,
 ) -> Result<ShellOutput, ToolError> {
+    run_argv_input(argv, env, None, cwd, cancel, limits).await
+}
+
+/// [`run_argv_env`] whose process reads `stdin` (written whole, then closed; `None`:
+/// `/dev/null`): how free text reaches a program as data (#48).
+pub async fn run_argv_input(
+    argv: &[String],
+    env: &[(String, String)],
+    stdin: Option<&str>,
+    cwd: &Path,
+    cancel: &CancellationToken,
+    limits: ProcessLimits,
+) -> Result<ShellOutput, ToolError> {
     let Some((program, args)) = argv.split_first().filter(|(p, _)| !p.is_empty()) else {
         return Err(ToolError::InvalidInput("empty command".into()));
     };
@@ -340,18 +366,24 @@ pub async fn run_argv_env(
     cmd.args(args);
     limits.withheld_env.apply(&mut cmd);
     set_env(&mut cmd, env)?;
-    run_process(cmd, program, cwd, cancel, limits).await
+    run_process(cmd, program, stdin, cwd, cancel, limits).await
 }
 
 async fn run_process(
     mut cmd: tokio::process::Command,
     program: &str,
+    input: Option<&str>,
     cwd: &Path,
     cancel: &CancellationToken,
     limits: ProcessLimits,
 ) -> Result<ShellOutput, ToolError> {
+    let stdin = if input.is_some() {
+        std::process::Stdio::piped()
+    } else {
+        std::process::Stdio::null()
+    };
     cmd.current_dir(cwd)
-        .stdin(std::process::Stdio::null())
+        .stdin(stdin)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
@@ -359,10 +391,11 @@ async fn run_process(
         .map_err(|e| ToolError::Failed(format!("cannot start {program}: {e}")))?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
+    let feed = feed_stdin(child.stdin.take(), input.unwrap_or_default().as_bytes());
     let cap = limits.max_output_bytes;
     let finished = {
         let work = async {
-            let (out, err) = tokio::join!(capture(stdout, cap), capture(stderr, cap));
+            let (out, err, ()) = tokio::join!(capture(stdout, cap), capture(stderr, cap), feed);
             let status = child.wait().await;
             (out, err, status)
         };
@@ -384,6 +417,17 @@ async fn run_process(
         stderr: err.map_err(failed)?.into_text(),
         exit_code: status.code().map(i64::from).unwrap_or(-1),
     })
+}
+
+/// Writes `input` to the child's standard input, then closes it. A child that exits or
+/// closes its input early only stops the writing (EPIPE is not the step's failure: what the
+/// program did with its input is its exit code's business).
+async fn feed_stdin(stdin: Option<tokio::process::ChildStdin>, input: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    if let Some(mut stdin) = stdin {
+        let _ = stdin.write_all(input).await;
+        let _ = stdin.shutdown().await;
+    }
 }
 
 #[cfg(test)]

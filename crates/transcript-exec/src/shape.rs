@@ -12,10 +12,10 @@
 //! - `pattern` / `match('…')`: the whole value matches the regular expression (the `regex`
 //!   crate: linear time on any data). A pattern that admits anything is the author vouching;
 //! - `path`: relative, normalized (no `.`/`..`, no empty component, no trailing `/`), so
-//!   lexically inside the workspace; each character a letter, a digit or one of `._-+@,~#%`
-//!   and inner spaces; the first character a letter, a digit, `_` or `.`. So no `:` (no URL
-//!   or `ext::` transport), no `=` (no `make` assignment), no `$`, `|`, `<`, `>` (no
-//!   two-argument `open`), no control character;
+//!   lexically inside the workspace; each character a letter, a digit or one of `._-+@,~#%`;
+//!   the first character a letter, a digit, `_` or `.`. So no space (a path is never a
+//!   command line with arguments), no `:` (no URL or `ext::` transport), no `=` (no `make`
+//!   assignment), no `$`, `|`, `<`, `>` (no two-argument `open`), no control character;
 //! - `url`: `http` or `https`, a host, no user info, no whitespace or control character;
 //!   written as the WHATWG URL parser (the `url` crate) serializes it.
 //!
@@ -211,23 +211,18 @@ fn path_problem(text: &str) -> Option<&'static str> {
     if !(first.is_alphanumeric() || matches!(first, '_' | '.')) {
         return Some("it must start with a letter, a digit, '_' or '.'");
     }
-    if text.ends_with(' ') {
-        return Some("it ends with a space");
-    }
     if let Some(c) = text.chars().find(|c| {
         !(c.is_alphanumeric()
-            || matches!(
-                c,
-                '.' | '_' | '-' | '+' | '@' | ',' | '~' | '#' | '%' | ' ' | '/'
-            ))
+            || matches!(c, '.' | '_' | '-' | '+' | '@' | ',' | '~' | '#' | '%' | '/'))
     }) {
         return Some(if c.is_control() {
             "it holds a control character"
         } else {
             match c {
+                ' ' => "it holds a space",
                 ':' => "it holds ':' (a URL or transport, not a path)",
                 '=' => "it holds '=' (an assignment, not a path)",
-                _ => "it holds a character outside letters, digits and ._-+@,~#% and inner spaces",
+                _ => "it holds a character outside letters, digits and ._-+@,~#%",
             }
         });
     }
@@ -329,7 +324,7 @@ mod tests {
     fn paths_are_relative_normalized_and_plain() {
         for good in [
             "src/main.rs",
-            "a b/c.txt",
+            "a-b/c.txt",
             ".github/x.yml",
             "_x",
             "v1.2+build@3,4~#%",

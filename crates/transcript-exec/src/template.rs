@@ -27,6 +27,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::file_channel::FileChannel;
+use crate::shape::Shape;
+
 /// Why a template string is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("bad template {template:?}: {reason}")]
@@ -98,11 +101,15 @@ pub(crate) enum Segment {
     Lit { text: String, escaped: bool },
     /// A reference; `raw` when filtered with `| raw` (the author vouching
     /// for it as shell source), `option` with `| option` (the author meaning
-    /// a value that may start with `-` as an option of the program, #39).
+    /// a value that may start with `-` or `+` as an option of the program, #39), `shape`
+    /// with a shape filter (`| int`, `| path`, `| match('…')`, …, #48: checked when rendered),
+    /// `file` with `| file` (rendered as the path of a private file holding the value).
     Ref {
         reference: Reference,
         raw: bool,
         option: bool,
+        shape: Option<Shape>,
+        file: bool,
     },
 }
 
@@ -186,20 +193,58 @@ impl Template {
     }
 
     /// Renders to a string (non-string values as compact JSON, null as "").
-    /// No quoting: for prompts, messages, argv elements and JSON leaves.
-    pub fn render(&self, scope: &Scope) -> String {
+    /// No quoting: for prompts, messages, argv elements and JSON leaves. A shaped reference
+    /// (`| int`, `| path`, …) whose value does not have its shape is an error naming the
+    /// reference and the rule; `| file` writes the value to the run's private file channel.
+    pub fn render(&self, scope: &Scope) -> Result<String, TemplateError> {
         let mut out = String::new();
         for s in &self.segments {
             match s {
                 Segment::Lit { text, .. } => out.push_str(text),
-                Segment::Ref { reference, .. } => {
-                    out.push_str(&value_to_text(&scope.lookup(reference)))
-                }
+                Segment::Ref {
+                    reference,
+                    shape,
+                    file,
+                    ..
+                } => out.push_str(&self.render_ref(reference, shape.as_ref(), *file, scope)?),
             }
         }
-        out
+        Ok(out)
     }
 
+    /// One reference's text: its value checked against its shape, then written to a file
+    /// when the reference says `| file`.
+    fn render_ref(
+        &self,
+        reference: &Reference,
+        shape: Option<&Shape>,
+        file: bool,
+        scope: &Scope,
+    ) -> Result<String, TemplateError> {
+        let value = scope.lookup(reference);
+        let err = |reason: String| TemplateError {
+            template: self.source_hint(),
+            reason,
+        };
+        let text = match shape {
+            Some(shape) => shape
+                .check(&value)
+                .map_err(|e| err(format!("'{{{{{reference}}}}}' is not a {shape}: {e}")))?,
+            None => value_to_text(&value),
+        };
+        if !file {
+            return Ok(text);
+        }
+        let channel = scope.files.as_ref().ok_or_else(|| {
+            err(format!(
+                "'{{{{{reference} | file}}}}' needs a run: only a running workflow has a private \
+                 directory for its files"
+            ))
+        })?;
+        channel
+            .write(&text)
+            .map_err(|e| err(format!("'{{{{{reference} | file}}}}': {e}")))
+    }
     /// Checks that this template may become shell source: every reference
     /// is marked `| raw` (the author vouching for it as shell code). A plain
     /// `{{…}}` is refused with the fix: hand the value over through the
@@ -234,7 +279,7 @@ impl Template {
     /// refused, as [`Template::check_shell_source`] does at load.
     pub fn render_shell_source(&self, scope: &Scope) -> Result<String, TemplateError> {
         self.check_shell_source()?;
-        Ok(self.render(scope))
+        self.render(scope)
     }
 
     fn source_hint(&self) -> String {
@@ -252,12 +297,35 @@ impl Template {
     }
 
     /// Renders to a JSON value: a template that is exactly one reference
-    /// yields the referenced value itself (keeping numbers, arrays, objects);
-    /// anything else yields a string.
-    pub fn render_value(&self, scope: &Scope) -> Value {
+    /// yields the referenced value itself (keeping numbers, arrays, objects; a shaped one its
+    /// checked value, a `| file` one the file's path); anything else yields a string.
+    pub fn render_value(&self, scope: &Scope) -> Result<Value, TemplateError> {
         match self.segments.as_slice() {
-            [Segment::Ref { reference, .. }] => scope.lookup(reference),
-            _ => Value::String(self.render(scope)),
+            [
+                Segment::Ref {
+                    reference,
+                    shape: None,
+                    file: false,
+                    ..
+                },
+            ] => Ok(scope.lookup(reference)),
+            [
+                Segment::Ref {
+                    reference,
+                    shape,
+                    file,
+                    ..
+                },
+            ] => {
+                let text = self.render_ref(reference, shape.as_ref(), *file, scope)?;
+                Ok(match shape {
+                    Some(Shape::Integer | Shape::Number | Shape::Boolean) if !file => {
+                        serde_json::from_str(&text).unwrap_or(Value::String(text))
+                    }
+                    _ => Value::String(text),
+                })
+            }
+            _ => Ok(Value::String(self.render(scope)?)),
         }
     }
 }
@@ -328,25 +396,134 @@ fn parse_expr(inner: &str) -> Result<Segment, String> {
             escaped: true,
         });
     }
-    let (expr, filter) = match inner.split_once('|') {
-        Some((e, f)) => (e.trim(), Some(f.trim())),
-        None => (inner, None),
-    };
-    let (raw, option) = match filter {
-        None => (false, false),
-        Some("raw") => (true, false),
-        Some("option") => (false, true),
-        Some(other) => {
-            return Err(format!(
-                "unknown filter '{other}' in '{{{{{inner}}}}}' (the filters are 'raw' and 'option')"
-            ));
-        }
-    };
+    let mut parts = split_filters(inner).into_iter();
+    let expr = parts.next().unwrap_or_default();
+    let mut filters = Filters::default();
+    for filter in parts {
+        filters
+            .add(filter)
+            .map_err(|why| format!("{why} in '{{{{{inner}}}}}'"))?;
+    }
     Ok(Segment::Ref {
         reference: parse_reference(expr)?,
-        raw,
-        option,
+        raw: filters.raw,
+        option: filters.option,
+        shape: filters.shape,
+        file: filters.file,
     })
+}
+
+/// The filters of one reference.
+#[derive(Default)]
+struct Filters {
+    raw: bool,
+    option: bool,
+    file: bool,
+    shape: Option<Shape>,
+}
+
+impl Filters {
+    fn add(&mut self, filter: &str) -> Result<(), String> {
+        let (name, args) = match filter.split_once('(') {
+            Some((name, rest)) => {
+                let args = rest
+                    .trim_end()
+                    .strip_suffix(')')
+                    .ok_or_else(|| format!("filter '{filter}' lacks its ')'"))?;
+                (name.trim(), Some(args))
+            }
+            None => (filter, None),
+        };
+        let shape = match (name, args) {
+            ("raw", None) => {
+                self.raw = true;
+                None
+            }
+            ("option", None) => {
+                self.option = true;
+                None
+            }
+            ("file", None) => {
+                self.file = true;
+                None
+            }
+            ("int", None) => Some(Shape::Integer),
+            ("number", None) => Some(Shape::Number),
+            ("bool", None) => Some(Shape::Boolean),
+            ("path", None) => Some(Shape::Path),
+            ("url", None) => Some(Shape::Url),
+            ("enum", Some(args)) => {
+                let values: Vec<String> = args
+                    .split(',')
+                    .map(|v| unquote(v.trim()).to_owned())
+                    .filter(|v| !v.is_empty())
+                    .collect();
+                if values.is_empty() {
+                    return Err("enum(…) needs at least one value".to_owned());
+                }
+                Some(Shape::Enum(values))
+            }
+            ("match", Some(args)) => {
+                let source = args.trim();
+                let quoted = source.len() >= 2
+                    && (source.starts_with('\'') && source.ends_with('\'')
+                        || source.starts_with('"') && source.ends_with('"'));
+                if !quoted {
+                    return Err("match(…) takes one quoted pattern: match('[a-z]+')".to_owned());
+                }
+                Some(Shape::pattern(&source[1..source.len() - 1]).map_err(|e| e.to_string())?)
+            }
+            _ => {
+                return Err(format!(
+                    "unknown filter '{filter}' (the filters are raw, option, file, int, number, \
+                     bool, path, url, enum(a, b) and match('…'))"
+                ));
+            }
+        };
+        if let Some(shape) = shape {
+            if self.shape.is_some() {
+                return Err("a reference takes one shape".to_owned());
+            }
+            self.shape = Some(shape);
+        }
+        if self.raw && (self.shape.is_some() || self.file || self.option) {
+            return Err("'raw' stands alone: the author vouches for the value as it is".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// `'x'` or `"x"` without its quotes; anything else as it is.
+fn unquote(text: &str) -> &str {
+    for q in ['\'', '"'] {
+        if let Some(inner) = text.strip_prefix(q).and_then(|t| t.strip_suffix(q)) {
+            return inner;
+        }
+    }
+    text
+}
+
+/// `expr | filter | filter(args)` split at the `|` outside quotes and parentheses (a
+/// `match('a|b')` pattern keeps its `|`); each part trimmed.
+fn split_filters(inner: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut quote, mut start) = (0usize, None::<char>, 0usize);
+    for (i, c) in inner.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') => depth = depth.saturating_sub(1),
+            (None, '|') if depth == 0 => {
+                parts.push(inner[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(inner[start..].trim());
+    parts
 }
 
 fn parse_reference(inner: &str) -> Result<Reference, String> {
@@ -463,6 +640,8 @@ pub struct Scope {
     /// Shared like the step values: a copy of the scope inside a nested loop or a branch does
     /// not copy the outer loop's item.
     loop_frame: Option<Arc<LoopFrame>>,
+    /// Where `| file` writes (the run's private directory); none outside a run.
+    files: Option<Arc<FileChannel>>,
 }
 
 impl Scope {
@@ -473,7 +652,14 @@ impl Scope {
             inputs: Arc::new(inputs),
             steps: HashMap::new(),
             loop_frame: None,
+            files: None,
         }
+    }
+
+    /// Sets where `{{ x | file }}` writes its files.
+    pub fn with_files(mut self, files: Arc<FileChannel>) -> Self {
+        self.files = Some(files);
+        self
     }
 
     /// Sets what `{{workflow.dir}}` reads.
@@ -564,7 +750,7 @@ mod tests {
     use serde_json::json;
 
     fn render_str(text: &str, scope: &Scope) -> String {
-        Template::parse(text).unwrap().render(scope)
+        Template::parse(text).unwrap().render(scope).unwrap()
     }
 
     #[test]
@@ -585,15 +771,17 @@ mod tests {
             item: json!({"f": [5, 6]}),
             index: 2,
         });
-        assert_eq!(t.render(&s), "a X b {\"k\":1}2");
+        assert_eq!(t.render(&s).unwrap(), "a X b {\"k\":1}2");
         let v = Template::parse("{{loop.item.f.1}}")
             .unwrap()
-            .render_value(&s);
+            .render_value(&s)
+            .unwrap();
         assert_eq!(v, json!(6));
         assert_eq!(
             Template::parse("{{steps.s.exit_code}}")
                 .unwrap()
-                .render_value(&s),
+                .render_value(&s)
+                .unwrap(),
             json!(3)
         );
         assert_eq!(render_str("{{steps.s.error}}", &s), "");
@@ -652,7 +840,8 @@ mod tests {
         assert_eq!(
             Template::parse("{{ inputs.x | raw }}")
                 .unwrap()
-                .render_value(&s),
+                .render_value(&s)
+                .unwrap(),
             json!("X")
         );
     }

@@ -497,7 +497,7 @@ async fn parallel_modes_in_both_scheduling_modes() {
             ))
             .step(Step::command_argv(
                 "after",
-                ["echo", "{{steps.works.output}}"],
+                ["echo", "{{ steps.works.output | enum(fine) }}"],
             ));
         let out = run(&svc, &WorkflowSet::new("f", wf)).await;
         assert!(out.succeeded(), "{:?}", out.error);
@@ -781,7 +781,11 @@ async fn invalid_workflows_are_rejected_before_any_event() {
 #[tokio::test]
 async fn sub_workflows_nest_three_levels_and_respect_the_depth_limit() {
     let leaf = Workflow::new("leaf")
-        .input("x", None)
+        .declare(
+            transcript_exec::InputDef::new("x", None)
+                .typed(transcript_exec::InputType::Enum)
+                .values(["a", "b"]),
+        )
         .step(Step::command_argv("echo", ["echo", "leaf", "{{inputs.x}}"]))
         .output("said", "{{steps.echo.output}}");
     let mid = Workflow::new("mid")

@@ -40,9 +40,11 @@ async fn demo_run(storage: &Path) -> transcript_exec::RunOutcome {
     let (_d, ws) = workspace();
     let factory =
         JsonlRecorderFactory::new(storage).with_clock(Arc::new(ManualClock::stepping(ts0(), 1)));
-    // Relative (the test runs in the crate's directory), so `run.started` records a
-    // machine-independent path (wire decision 16).
-    let set = WorkflowSet::load("../../fixtures/workflows/demo.yaml").unwrap();
+    // Relative to the repository, as the README runs it (and the binary's golden test), so
+    // `run.started` records a machine-independent path (wire decision 16). Every test of this
+    // binary that changes directory changes it to the same place.
+    std::env::set_current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).unwrap();
+    let set = WorkflowSet::load("fixtures/workflows/demo.yaml").unwrap();
     // The demo declares its plugin; start it the way a runner does.
     let mut router = transcript_exec::ToolRouter::with_builtins();
     assert_eq!(

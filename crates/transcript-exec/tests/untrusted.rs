@@ -27,9 +27,11 @@ const PAYLOADS: &[&str] = &[
 ];
 
 /// Every way a command can use a value: an env variable quoted in the
-/// script, inside a here-document, inside "…", inside $(…), the list form
-/// (no shell), and run_command's string input with its env.
+/// script, inside a here-document, inside "…", inside $(…), standard input and a private
+/// file of a list-form command (free text is never an argument, #48), and run_command's
+/// string input with its env.
 fn sinks(value: &str) -> String {
+    let file = value.replace("}}", " | file }}");
     format!(
         r#"
   - name: bare
@@ -50,7 +52,11 @@ fn sinks(value: &str) -> String {
     env: {{ V: "{value}" }}
   - name: argv
     type: command
-    command: ["printf", "%s", "{value}"]
+    command: ["cat"]
+    stdin: "{value}"
+  - name: file
+    type: command
+    command: ["cat", "{file}"]
   - name: tool
     type: operation
     tool: run_command
@@ -103,6 +109,7 @@ fn assert_literal(ws: &Path, events: &[DecodedEvent], payload: &str) {
     assert_eq!(stdout("double"), format!("got {payload}\n"), "{payload:?}");
     assert_eq!(stdout("subst"), format!("{payload}\n"), "{payload:?}");
     assert_eq!(stdout("argv"), payload, "{payload:?}");
+    assert_eq!(stdout("file"), payload, "{payload:?}");
     assert_eq!(
         completed(events, "tool")["stdout"].as_str().unwrap(),
         payload
@@ -330,7 +337,8 @@ steps:
     steps:
       - name: probe
         type: command
-        command: ["printf", "%s", "{{inputs.data}}"]
+        command: ["cat"]
+        stdin: "{{inputs.data}}"
 "#;
         let mut inputs = Map::new();
         inputs.insert("data".into(), json!(data));

@@ -175,6 +175,22 @@ impl Redactor {
         Ok(self)
     }
 
+    /// Adds a secret value (an input declared `secret: true`, #48): every occurrence of the
+    /// literal text is masked, in its stored and decoded views like any rule's match. The
+    /// rule is named `secret:<label>`, never after the value.
+    pub fn with_secret(mut self, label: &str, value: &str) -> Result<Self, InvalidPattern> {
+        self.rules.push(Rule {
+            name: format!("secret:{label}"),
+            // An error names the label, never the value.
+            regex: Regex::new(&regex::escape(value)).map_err(|source| InvalidPattern {
+                pattern: format!("secret:{label}"),
+                source,
+            })?,
+            folds: false,
+        });
+        Ok(self)
+    }
+
     /// The privacy mode.
     pub fn privacy(&self) -> Privacy {
         self.privacy

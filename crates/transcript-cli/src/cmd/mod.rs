@@ -1,5 +1,7 @@
 //! One module per subcommand.
 
+pub mod check;
+pub mod diff;
 pub mod export;
 pub mod import;
 pub mod list;
@@ -8,7 +10,6 @@ pub mod otel;
 pub mod progress;
 pub mod receipts;
 pub mod replay;
-pub mod replay_diff;
 pub mod run;
 pub mod show;
 pub mod signals;

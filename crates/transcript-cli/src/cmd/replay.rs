@@ -45,6 +45,8 @@ pub struct ReplayArgs {
     pub matching: MatchMode,
     /// Command steps.
     pub commands: CommandsMode,
+    /// How the comparison is painted on stdout.
+    pub style: crate::style::Style,
 }
 
 /// A run read for a replay (the recording) or a comparison (both): its file, its record for
@@ -63,7 +65,10 @@ fn read_run(arg: &str, storage: &Path) -> Result<Read, CliError> {
     };
     let recording =
         Recording::read(&run.events, &mut run.lookup()).map_err(|e| invalid(e.to_string()))?;
-    let record = RunRecord::build(&run.events, &mut run.lookup(), None);
+    // Priced as `transcript diff` prices (the embedded table).
+    let table = super::receipts::pricing(None)?;
+    let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
+    let record = RunRecord::build(&run.events, &mut run.lookup(), Some(&price));
     run.children_read()?;
     Ok(Read {
         path: run.path,
@@ -116,8 +121,13 @@ async fn replay_inner(
         Err(other) => return Err(other),
     }
     let replayed = read_run(&path.display().to_string(), &storage)?;
+    // The comparison `transcript diff <recording> <replay>` prints.
     let doc = diff(&recorded.record, &replayed.record, &DiffOptions::default());
-    let text = crate::cmd::replay_diff::render(&doc, &recorded.path.display().to_string());
+    let labels = (
+        recorded.path.display().to_string(),
+        replayed.path.display().to_string(),
+    );
+    let text = transcript_compare::render_diff_text(&doc, (&labels.0, &labels.1), &replay.style);
     stdout_result(out.write_all(text.as_bytes()))?;
     if doc.equal {
         Ok(())

@@ -88,8 +88,77 @@ fn check_inputs(
         Err(transcript_exec::ExecError::MissingInput { input, .. }) => Err(CliError::Invalid(
             format!("workflow '{}' needs --input {input}=VALUE", root.name),
         )),
+        // A value without its declared shape (#48): a usage error, before anything runs.
+        Err(transcript_exec::ExecError::BadInput {
+            input, from, rule, ..
+        }) => Err(CliError::Usage(format!(
+            "workflow '{}': input 'inputs.{input}' from {} is refused: {rule}",
+            root.name,
+            match from {
+                transcript_exec::InputSource::Given => format!("--input {input}=…"),
+                transcript_exec::InputSource::Default => "its default".to_owned(),
+            }
+        ))),
         Err(e) => Err(CliError::Invalid(e.to_string())),
     }
+}
+
+/// The run's secret inputs (#48: declared `secret: true`) masked like `--redact` masks
+/// keys, with or without it: in every record (the recorder's mask), the audit trail, the
+/// plugins' stderr and every message printed about the run. `run.started` records them as
+/// `"***"` (exec); the mask catches them wherever else they travel (an env value echoed, a
+/// prompt, an error). A secret shorter than 4 characters would mask every occurrence of
+/// common text: it is refused, naming the input.
+fn with_secrets_masked(
+    mut args: RunArgs,
+    root: &transcript_exec::Workflow,
+) -> Result<RunArgs, CliError> {
+    let given: serde_json::Map<String, serde_json::Value> = args
+        .inputs
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
+    let resolved = root
+        .resolve_inputs(given)
+        .map_err(|e| CliError::Invalid(e.to_string()))?;
+    let secrets: Vec<(&str, String)> = root
+        .inputs
+        .iter()
+        .filter(|i| i.secret)
+        .filter_map(|i| {
+            let v = resolved.get(&i.name)?;
+            Some((i.name.as_str(), transcript_exec::template::value_to_text(v)))
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    if secrets.is_empty() {
+        return Ok(args);
+    }
+    if let Some((name, _)) = secrets.iter().find(|(_, v)| v.chars().count() < 4) {
+        return Err(CliError::Usage(format!(
+            "input 'inputs.{name}' is secret and shorter than 4 characters: masking it would \
+             mask every occurrence of such common text; give a real secret"
+        )));
+    }
+    // The redactor main built is shared with the mask only: drop that one, then own it.
+    args.mask = None;
+    let base = match args.redactor.take().map(Arc::try_unwrap) {
+        None => transcript_redact::Redactor::empty(),
+        Some(Ok(redactor)) => redactor,
+        Some(Err(_)) => {
+            return Err(CliError::Usage(
+                "internal: the redactor is shared before the run's secrets are added".to_owned(),
+            ));
+        }
+    };
+    let redactor = secrets
+        .iter()
+        .try_fold(base, |r, (name, value)| r.with_secret(name, value))
+        .map_err(|e| CliError::Usage(format!("secret inputs: {e}")))?;
+    let redactor = Arc::new(redactor);
+    args.mask = Some(redactor.clone() as Arc<dyn EventMask>);
+    args.redactor = Some(redactor);
+    Ok(args)
 }
 
 /// Runs the workflow. Errors carry the exit code: a failed run (1), invalid input (3), an
@@ -111,6 +180,7 @@ pub async fn run_reporting(
         CliError::Invalid(format!("{}: no root workflow", args.workflow.display()))
     })?;
     check_inputs(&root, &args.inputs)?;
+    let args = with_secrets_masked(args, &root)?;
     let plugin_argvs = plugin_argvs(&args.plugins)?;
     // Before anything is created: a signal from now on cancels the run (see `signals`).
     let cancel = CancellationToken::new();

@@ -18,23 +18,7 @@ pub fn run(
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    if std::path::Path::new(run).is_dir() {
-        return Err(not_a_transcript(
-            run.as_ref(),
-            "a directory (tree draws one run: a transcript file or a run id)",
-        ));
-    }
-    let run = source::open_run(run, storage, None)?;
-    if run.events.is_empty() {
-        // Nothing decodes: drawing a placeholder run would pass garbage for an empty run.
-        let empty = std::fs::metadata(&run.path).is_ok_and(|m| m.len() == 0);
-        let why = if empty {
-            "the file is empty"
-        } else {
-            "no line of it is a transcript event"
-        };
-        return Err(not_a_transcript(&run.path, why));
-    }
+    let run = open(run, storage)?;
     let tree = transcript_domain::tree::build_run_tree(&run.events, &mut run.lookup());
     let open =
         tree.status == Status::Incomplete && crate::runs::is_imported_session(storage, &run.path);
@@ -52,6 +36,29 @@ pub fn run(
     };
     stdout_result(out.write_all(text.as_bytes()))?;
     run.children_read()
+}
+
+/// One run to draw (or to compare: `diff`, `check`): a directory, an empty file or a file
+/// without one event is not a transcript (exit 3).
+pub fn open<'a>(run: &str, storage: &std::path::Path) -> Result<source::RunSource<'a>, CliError> {
+    if std::path::Path::new(run).is_dir() {
+        return Err(not_a_transcript(
+            run.as_ref(),
+            "a directory (name one run: a transcript file or a run id)",
+        ));
+    }
+    let run = source::open_run(run, storage, None)?;
+    if run.events.is_empty() {
+        // Nothing decodes: drawing a placeholder run would pass garbage for an empty run.
+        let empty = std::fs::metadata(&run.path).is_ok_and(|m| m.len() == 0);
+        let why = if empty {
+            "the file is empty"
+        } else {
+            "no line of it is a transcript event"
+        };
+        return Err(not_a_transcript(&run.path, why));
+    }
+    Ok(run)
 }
 
 /// `path` is not a transcript, and why (exit 3, as `validate` says of such a file).

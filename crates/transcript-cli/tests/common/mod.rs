@@ -124,7 +124,13 @@ impl RealCliRun<'_> {
     /// Panics naming the workflow and stderr when the binary prints no run id.
     pub fn run(&self) -> (tempfile::TempDir, String, std::process::Output) {
         let wf = self.dir.join("workflow.yaml");
-        std::fs::write(&wf, self.workflow).unwrap();
+        // An agent's endpoint is the author's, never data (#48): the workflow names the
+        // scripted server literally (the `endpoint` input stays declared and given).
+        std::fs::write(
+            &wf,
+            self.workflow.replace("{{inputs.endpoint}}", self.endpoint),
+        )
+        .unwrap();
         let storage = tempfile::tempdir().unwrap();
         let output = bin()
             .env_clear()

@@ -3,7 +3,8 @@
 use serde_json::Value;
 
 use super::{ArgMatcher, Expectation, Expectations, Outcome, Rule, TextMatcher};
-use crate::record::{CallView, RunRecord, Spend, StepRecord};
+use crate::calls::CallView;
+use crate::record::{RunRecord, Spend, StepRecord};
 
 /// How much of a recorded value a detail quotes.
 const QUOTE_CHARS: usize = 200;
@@ -129,7 +130,32 @@ fn names(calls: &[CallView<'_>]) -> String {
 }
 
 fn step_rule(steps: &[&StepRecord], rule: &Rule) -> Result<String, String> {
-    let calls: Vec<CallView<'_>> = steps.iter().flat_map(|s| s.all_calls()).collect();
+    match rule {
+        Rule::Status(_) | Rule::Output(_) | Rule::MaxTurns(_) => each_execution(steps, rule),
+        Rule::MaxCostUsd(max) => {
+            let mut total = 0.0;
+            for s in steps {
+                total += cost_text(&s.total_spend())?;
+            }
+            verdict(total <= *max, format!("the step cost ${total:.4}"))
+        }
+        Rule::ToolsUsed(_)
+        | Rule::ToolsNotUsed(_)
+        | Rule::ToolSequence(_)
+        | Rule::ToolArgs { .. }
+        | Rule::ToolFailed(_) => {
+            let calls: Vec<CallView<'_>> = steps.iter().flat_map(|s| s.all_calls()).collect();
+            tool_rule(&calls, rule)
+        }
+        other => Err(format!(
+            "{} applies to the run, not to a step",
+            other.describe()
+        )),
+    }
+}
+
+/// The rules every execution of a step must meet.
+fn each_execution(steps: &[&StepRecord], rule: &Rule) -> Result<String, String> {
     let runs = steps.len();
     match rule {
         Rule::Status(want) => {
@@ -150,83 +176,6 @@ fn step_rule(steps: &[&StepRecord], rule: &Rule) -> Result<String, String> {
             } else {
                 Err(off.join("; "))
             }
-        }
-        Rule::ToolsUsed(want) => {
-            let missing: Vec<&str> = want
-                .iter()
-                .filter(|t| !calls.iter().any(|c| c.name == t.as_str()))
-                .map(String::as_str)
-                .collect();
-            let called = format!("called {}", names(&calls));
-            if missing.is_empty() {
-                Ok(called)
-            } else {
-                Err(format!("never called {}; {called}", missing.join(", ")))
-            }
-        }
-        Rule::ToolsNotUsed(banned) => {
-            let used: Vec<String> = banned
-                .iter()
-                .filter_map(|t| {
-                    let n = calls.iter().filter(|c| c.name == t.as_str()).count();
-                    (n > 0).then(|| format!("{t} ({n}×)"))
-                })
-                .collect();
-            verdict(
-                used.is_empty(),
-                if used.is_empty() {
-                    format!("called {}", names(&calls))
-                } else {
-                    format!("called {}", used.join(", "))
-                },
-            )
-        }
-        Rule::ToolSequence(want) => {
-            let mut next = want.iter().peekable();
-            for c in &calls {
-                if next.peek().is_some_and(|w| w.as_str() == c.name) {
-                    next.next();
-                }
-            }
-            match next.next() {
-                None => Ok(format!("called {}", names(&calls))),
-                Some(missing) => Err(format!(
-                    "no {missing} after the earlier tools of the sequence; called {}",
-                    names(&calls)
-                )),
-            }
-        }
-        Rule::ToolArgs { tool, args } => {
-            let of_tool: Vec<&CallView<'_>> =
-                calls.iter().filter(|c| c.name == tool.as_str()).collect();
-            if of_tool.is_empty() {
-                return Err(format!("never called {tool}; called {}", names(&calls)));
-            }
-            if of_tool
-                .iter()
-                .any(|c| args.iter().all(|(name, m)| arg_holds(c.input.get(name), m)))
-            {
-                return Ok(format!("a call of {tool} matches"));
-            }
-            let shown: Vec<String> = of_tool
-                .iter()
-                .take(5)
-                .map(|c| quote(&c.input.to_string()))
-                .collect();
-            Err(format!(
-                "no call of {tool} matches; its {} call(s) had {}",
-                of_tool.len(),
-                shown.join(", ")
-            ))
-        }
-        Rule::ToolFailed(want) => {
-            let failed: Vec<&str> = calls.iter().filter(|c| c.failed).map(|c| c.name).collect();
-            let detail = if failed.is_empty() {
-                format!("no tool call failed (of {})", calls.len())
-            } else {
-                format!("failed: {}", failed.join(", "))
-            };
-            verdict(failed.is_empty() != *want, detail)
         }
         Rule::Output(m) => {
             let off: Vec<String> = steps
@@ -256,27 +205,110 @@ fn step_rule(steps: &[&StepRecord], rule: &Rule) -> Result<String, String> {
                 Err(off.join("; "))
             }
         }
-        Rule::MaxCostUsd(max) => {
-            let mut total = 0.0;
-            for s in steps {
-                total += cost_text(&s.total_spend())?;
-            }
-            verdict(total <= *max, format!("the step cost ${total:.4}"))
-        }
-        other => Err(format!(
-            "{} applies to the run, not to a step",
-            other.describe()
-        )),
+        other => Err(format!("{} is not checked per execution", other.describe())),
     }
 }
 
+/// The rules over a step's tool calls (its executions', nested steps' and child runs').
+fn tool_rule(calls: &[CallView<'_>], rule: &Rule) -> Result<String, String> {
+    match rule {
+        Rule::ToolsUsed(want) => {
+            let missing: Vec<&str> = want
+                .iter()
+                .filter(|t| !calls.iter().any(|c| c.name == t.as_str()))
+                .map(String::as_str)
+                .collect();
+            let called = format!("called {}", names(calls));
+            if missing.is_empty() {
+                Ok(called)
+            } else {
+                Err(format!("never called {}; {called}", missing.join(", ")))
+            }
+        }
+        Rule::ToolsNotUsed(banned) => {
+            let used: Vec<String> = banned
+                .iter()
+                .filter_map(|t| {
+                    let n = calls.iter().filter(|c| c.name == t.as_str()).count();
+                    (n > 0).then(|| format!("{t} ({n}×)"))
+                })
+                .collect();
+            verdict(
+                used.is_empty(),
+                if used.is_empty() {
+                    format!("called {}", names(calls))
+                } else {
+                    format!("called {}", used.join(", "))
+                },
+            )
+        }
+        Rule::ToolSequence(want) => {
+            let mut next = want.iter().peekable();
+            for c in calls {
+                if next.peek().is_some_and(|w| w.as_str() == c.name) {
+                    next.next();
+                }
+            }
+            match next.next() {
+                None => Ok(format!("called {}", names(calls))),
+                Some(missing) => Err(format!(
+                    "no {missing} after the earlier tools of the sequence; called {}",
+                    names(calls)
+                )),
+            }
+        }
+        Rule::ToolArgs { tool, args } => tool_args(calls, tool, args),
+        Rule::ToolFailed(want) => {
+            let failed: Vec<&str> = calls.iter().filter(|c| c.failed).map(|c| c.name).collect();
+            let detail = if failed.is_empty() {
+                format!("no tool call failed (of {})", calls.len())
+            } else {
+                format!("failed: {}", failed.join(", "))
+            };
+            verdict(failed.is_empty() != *want, detail)
+        }
+        other => Err(format!("{} is not a tool rule", other.describe())),
+    }
+}
+
+fn tool_args(
+    calls: &[CallView<'_>],
+    tool: &str,
+    args: &[(String, ArgMatcher)],
+) -> Result<String, String> {
+    let of_tool: Vec<&CallView<'_>> = calls.iter().filter(|c| c.name == tool).collect();
+    if of_tool.is_empty() {
+        return Err(format!("never called {tool}; called {}", names(calls)));
+    }
+    if of_tool
+        .iter()
+        .any(|c| args.iter().all(|(name, m)| arg_holds(c.input.get(name), m)))
+    {
+        return Ok(format!("a call of {tool} matches"));
+    }
+    let shown: Vec<String> = of_tool
+        .iter()
+        .take(5)
+        .map(|c| quote(&c.input.to_string()))
+        .collect();
+    Err(format!(
+        "no call of {tool} matches; its {} call(s) had {}",
+        of_tool.len(),
+        shown.join(", ")
+    ))
+}
+
+/// Matched against the output as a workflow's `{{steps.<name>.output}}` renders it: without
+/// one final line break.
 fn text_holds(output: &str, m: &TextMatcher) -> bool {
+    let output = output
+        .strip_suffix('\n')
+        .map(|o| o.strip_suffix('\r').unwrap_or(o))
+        .unwrap_or(output);
     match m {
         TextMatcher::Contains(t) => output.contains(t.as_str()),
         TextMatcher::Matches(r) => r.is_match(output),
-        TextMatcher::Equals(t) => {
-            output == t || output.strip_suffix('\n').is_some_and(|o| o == t.as_str())
-        }
+        TextMatcher::Equals(t) => output == t,
     }
 }
 

@@ -32,6 +32,8 @@ mod eval;
 mod junit;
 mod spec;
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
@@ -102,14 +104,15 @@ pub enum ArgMatcher {
     Matches(regex::Regex),
 }
 
-/// How a step's output must look.
+/// How a step's output must look. The output is matched as a workflow's
+/// `{{steps.<name>.output}}` renders it: without one final line break.
 #[derive(Debug, Clone)]
 pub enum TextMatcher {
     /// Contains this text.
     Contains(String),
     /// The regex finds a match in it.
     Matches(regex::Regex),
-    /// Equals this text (a trailing newline of the output is ignored).
+    /// Equals this text.
     Equals(String),
 }
 
@@ -219,7 +222,6 @@ fn regex(pattern: &str, line: u64, key: &str) -> Result<regex::Regex, Bad> {
 }
 
 fn step_items(path: &str, step: StepDef, out: &mut Vec<Expectation>) -> Result<(), Bad> {
-    let at = |key: &str| format!("steps.{path}.{key}");
     if let Some(s) = &step.status {
         out.push(item(path, s.referenced.line(), status(s)));
     }
@@ -233,79 +235,98 @@ fn step_items(path: &str, step: StepDef, out: &mut Vec<Expectation>) -> Result<(
         }
     }
     for (tool, args) in step.tool_args {
-        let line = args.referenced.line();
-        let mut matchers = Vec::new();
-        let mut named: Vec<(String, Spanned<ArgDef>)> = args.value.into_iter().collect();
-        named.sort_by_key(|(_, a)| a.referenced.line());
-        for (name, arg) in named {
-            let key = at(&format!("tool_args.{tool}.{name}"));
-            let l = arg.referenced.line();
-            let ArgDef {
-                equals,
-                subset,
-                matches,
-            } = arg.value;
-            let matcher = match (equals, subset, matches) {
-                (Some(v), None, None) => ArgMatcher::Equals(v),
-                (None, Some(v), None) => ArgMatcher::Subset(v),
-                (None, None, Some(p)) => ArgMatcher::Matches(regex(&p, l, &key)?),
-                _ => {
-                    return Err((
-                        l,
-                        format!("{key}: needs exactly one of `equals`, `subset`, `matches`"),
-                    ));
-                }
-            };
-            matchers.push((name, matcher));
-        }
-        if matchers.is_empty() {
-            return Err((
-                line,
-                format!("{}: no argument", at(&format!("tool_args.{tool}"))),
-            ));
-        }
-        out.push(item(
-            path,
-            line,
-            Rule::ToolArgs {
-                tool,
-                args: matchers,
-            },
-        ));
+        out.push(tool_args_item(path, tool, args)?);
     }
     if let Some(f) = &step.tool_failed {
         out.push(item(path, f.referenced.line(), Rule::ToolFailed(f.value)));
     }
     if let Some(o) = step.output {
-        let l = o.referenced.line();
-        let TextDef {
-            contains,
-            matches,
-            equals,
-        } = o.value;
-        let before = out.len();
-        if let Some(c) = contains {
-            out.push(item(path, l, Rule::Output(TextMatcher::Contains(c))));
-        }
-        if let Some(p) = matches {
-            let r = regex(&p, l, &at("output.matches"))?;
-            out.push(item(path, l, Rule::Output(TextMatcher::Matches(r))));
-        }
-        if let Some(e) = equals {
-            out.push(item(path, l, Rule::Output(TextMatcher::Equals(e))));
-        }
-        if out.len() == before {
-            return Err((
-                l,
-                format!("{}: needs `contains`, `matches` or `equals`", at("output")),
-            ));
-        }
+        output_items(path, o, out)?;
     }
     if let Some(t) = step.max_turns {
         out.push(item(path, t.referenced.line(), Rule::MaxTurns(t.value)));
     }
     if let Some(c) = step.max_cost_usd {
         out.push(item(path, c.referenced.line(), Rule::MaxCostUsd(c.value)));
+    }
+    Ok(())
+}
+
+/// One `tool_args: <tool>:` entry: each argument with exactly one matcher.
+fn tool_args_item(
+    path: &str,
+    tool: String,
+    args: Spanned<BTreeMap<String, Spanned<ArgDef>>>,
+) -> Result<Expectation, Bad> {
+    let at = |key: &str| format!("steps.{path}.{key}");
+
+    let line = args.referenced.line();
+    let mut matchers = Vec::new();
+    let mut named: Vec<(String, Spanned<ArgDef>)> = args.value.into_iter().collect();
+    named.sort_by_key(|(_, a)| a.referenced.line());
+    for (name, arg) in named {
+        let key = at(&format!("tool_args.{tool}.{name}"));
+        let l = arg.referenced.line();
+        let ArgDef {
+            equals,
+            subset,
+            matches,
+        } = arg.value;
+        let matcher = match (equals, subset, matches) {
+            (Some(v), None, None) => ArgMatcher::Equals(v),
+            (None, Some(v), None) => ArgMatcher::Subset(v),
+            (None, None, Some(p)) => ArgMatcher::Matches(regex(&p, l, &key)?),
+            _ => {
+                return Err((
+                    l,
+                    format!("{key}: needs exactly one of `equals`, `subset`, `matches`"),
+                ));
+            }
+        };
+        matchers.push((name, matcher));
+    }
+    if matchers.is_empty() {
+        return Err((
+            line,
+            format!("{}: no argument", at(&format!("tool_args.{tool}"))),
+        ));
+    }
+    Ok(item(
+        path,
+        line,
+        Rule::ToolArgs {
+            tool,
+            args: matchers,
+        },
+    ))
+}
+
+/// `output:`: one expectation per matcher, at least one.
+fn output_items(path: &str, o: Spanned<TextDef>, out: &mut Vec<Expectation>) -> Result<(), Bad> {
+    let at = |key: &str| format!("steps.{path}.{key}");
+
+    let l = o.referenced.line();
+    let TextDef {
+        contains,
+        matches,
+        equals,
+    } = o.value;
+    let before = out.len();
+    if let Some(c) = contains {
+        out.push(item(path, l, Rule::Output(TextMatcher::Contains(c))));
+    }
+    if let Some(p) = matches {
+        let r = regex(&p, l, &at("output.matches"))?;
+        out.push(item(path, l, Rule::Output(TextMatcher::Matches(r))));
+    }
+    if let Some(e) = equals {
+        out.push(item(path, l, Rule::Output(TextMatcher::Equals(e))));
+    }
+    if out.len() == before {
+        return Err((
+            l,
+            format!("{}: needs `contains`, `matches` or `equals`", at("output")),
+        ));
     }
     Ok(())
 }

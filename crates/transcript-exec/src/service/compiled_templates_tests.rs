@@ -24,8 +24,15 @@ fn workflow(items: u64) -> WorkflowSet {
             "each",
             Items::list((0..items).map(|i| json!(format!("item {i} {{{{inputs.who}}}}")))),
             vec![
-                Step::command_argv("echo", ["echo", "{{loop.item}}", "{{loop.index}}"])
-                    .with_env("WHO", "{{inputs.who}}"),
+                Step::command_argv(
+                    "echo",
+                    [
+                        "echo",
+                        "{{ loop.item | match('item [0-9]+ [a-z]+') }}",
+                        "{{loop.index}}",
+                    ],
+                )
+                .with_env("WHO", "{{inputs.who}}"),
                 Step::custom("stamp", "stamp", json!({"label": "{{steps.echo.output}}"})),
             ],
         ))

@@ -21,6 +21,7 @@ use transcript_domain::{RecordError, Recorder, RunId};
 
 use crate::audit::Status;
 use crate::emit::Emitter;
+use crate::shape::Shape;
 use crate::tools::ToolRouter;
 use crate::workflow::{StepKind, Workflow, WorkflowError, WorkflowSet};
 
@@ -51,6 +52,18 @@ pub enum ExecError {
         /// Input name.
         input: String,
     },
+    /// An input's value does not have the input's declared shape (#48).
+    #[error("workflow '{workflow}': input 'inputs.{input}' ({from}) is refused: {rule}")]
+    BadInput {
+        /// Workflow name.
+        workflow: String,
+        /// Input name.
+        input: String,
+        /// Where the value came from.
+        from: InputSource,
+        /// The rule it breaks, with (at most 60 characters of) the value.
+        rule: String,
+    },
     /// The recorder factory could not open the run's transcript.
     #[error("cannot open the transcript: {0}")]
     Recorder(#[from] RecordError),
@@ -62,6 +75,24 @@ pub enum ExecError {
         /// Why.
         message: String,
     },
+}
+
+/// Where an input's value came from, for [`ExecError::BadInput`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputSource {
+    /// Given by the caller (`--input`, a `call_workflow` step's `inputs:`).
+    Given,
+    /// The input's `default:`.
+    Default,
+}
+
+impl std::fmt::Display for InputSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InputSource::Given => "given",
+            InputSource::Default => "its default",
+        })
+    }
 }
 
 /// One executed step, as the service ran it: the tree a transcript must
@@ -297,17 +328,41 @@ fn resolve_declared(
     }
     let mut out = Map::new();
     for i in &wf.inputs {
-        match given.remove(&i.name).or_else(|| i.default.clone()) {
-            Some(v) => {
-                out.insert(i.name.clone(), v);
+        let (value, source) = match given.remove(&i.name) {
+            Some(v) => (v, InputSource::Given),
+            None => match &i.default {
+                Some(v) => (v.clone(), InputSource::Default),
+                None => {
+                    return Err(ExecError::MissingInput {
+                        workflow: wf.name.clone(),
+                        input: i.name.clone(),
+                    });
+                }
+            },
+        };
+        let bad = |rule: String| ExecError::BadInput {
+            workflow: wf.name.clone(),
+            input: i.name.clone(),
+            from: source,
+            rule,
+        };
+        // The declaration was checked when the workflow loaded; a Rust-built one may not be.
+        let shape = i.shape().map_err(|e| bad(e.to_string()))?;
+        let value = if shape.is_typed() {
+            let text = shape
+                .check(&value)
+                .map_err(|e| bad(format!("not a {shape}: {e}")))?;
+            // The value as its shape writes it (a URL as the WHATWG parser serializes it).
+            match shape {
+                Shape::Integer | Shape::Number | Shape::Boolean => {
+                    serde_json::from_str(&text).unwrap_or(Value::String(text))
+                }
+                _ => Value::String(text),
             }
-            None => {
-                return Err(ExecError::MissingInput {
-                    workflow: wf.name.clone(),
-                    input: i.name.clone(),
-                });
-            }
-        }
+        } else {
+            value
+        };
+        out.insert(i.name.clone(), value);
     }
     Ok(out)
 }

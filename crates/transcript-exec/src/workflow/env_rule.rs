@@ -41,6 +41,24 @@ const EXACT: &[&str] = &[
     "TMPDIR",
     "ZDOTDIR",
     "INPUTRC",
+    // make reads these as its own flags and programs (#48).
+    "MAKEFLAGS",
+    "GNUMAKEFLAGS",
+    "MFLAGS",
+    "MAKEFILES",
+    "MAKEOVERRIDES",
+    "CC",
+    "CXX",
+    "CPP",
+    "LD",
+    "AR",
+    "AS",
+    "FC",
+    "RANLIB",
+    "NM",
+    "STRIP",
+    "OBJCOPY",
+    "OBJDUMP",
 ];
 
 /// Name prefixes of the families programs read as code or configuration.
@@ -65,9 +83,26 @@ const PREFIXES: &[&str] = &[
     "GEM_",
 ];
 
-/// Name suffixes of the families (`NODE_OPTIONS`, `PERL5OPT`, `MAVEN_OPTS`, `CC_BIN`, …).
+/// Name suffixes of the families (`NODE_OPTIONS`, `PERL5OPT`, `MAVEN_OPTS`, `CC_BIN`, …):
+/// compiler and make flags (`CFLAGS`, `LDFLAGS`), editors' start-up commands (`VIMINIT`,
+/// `EXINIT`), D-Bus addresses (`DBUS_SESSION_BUS_ADDRESS`), and the endpoints and proxies
+/// that choose where a program's requests, and its credentials, go (`OPENAI_BASE_URL`,
+/// `AZURE_OPENAI_ENDPOINT`, `OPENAI_API_BASE`, `HTTPS_PROXY`).
 const SUFFIXES: &[&str] = &[
-    "_OPTIONS", "OPT", "OPTS", "_BIN", "_COMMAND", "_CMD", "_PROGRAM",
+    "_OPTIONS",
+    "OPT",
+    "OPTS",
+    "_BIN",
+    "_COMMAND",
+    "_CMD",
+    "_PROGRAM",
+    "FLAGS",
+    "INIT",
+    "_BUS_ADDRESS",
+    "_BASE_URL",
+    "_ENDPOINT",
+    "_API_BASE",
+    "_PROXY",
 ];
 
 /// Whether a templated value may bind to `name` (see the module docs).
@@ -133,7 +168,32 @@ mod tests {
                 check_env_entry(name, "literal").unwrap();
             }
         }
-        for name in ["VALUE", "TITLE", "REF", "MESSAGE", "OPENAI_BASE_URL"] {
+        for name in [
+            "MAKEFLAGS",
+            "GNUMAKEFLAGS",
+            "MFLAGS",
+            "CC",
+            "CXX",
+            "CPP",
+            "LD",
+            "AR",
+            "CFLAGS",
+            "LDFLAGS",
+            "VIMINIT",
+            "EXINIT",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_BASE_URL",
+            "AZURE_OPENAI_ENDPOINT",
+            "OPENAI_API_BASE",
+            "https_proxy",
+            "ALL_PROXY",
+            "NO_PROXY",
+        ] {
+            assert!(check_env_entry(name, "{{inputs.x}}").is_err(), "{name}");
+            check_env_entry(name, "literal").unwrap();
+        }
+        for name in ["VALUE", "TITLE", "REF", "MESSAGE"] {
             check_env_entry(name, "{{inputs.x}}").unwrap();
         }
     }

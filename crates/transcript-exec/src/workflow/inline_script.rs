@@ -118,7 +118,7 @@ const INTERPRETERS: &[Interpreter] = &[
 /// The program name of an argv element, normalised: its last path component
 /// (`/usr/bin/bash` → `bash`), without a version (`python3.11` → `python`, `perl5.36` →
 /// `perl`), a restricted shell as its shell (`rbash` → `bash`).
-fn normalise(element: &str) -> &str {
+pub(super) fn normalise(element: &str) -> &str {
     let name = element.rsplit('/').next().unwrap_or(element);
     let name = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
     match name {
@@ -154,6 +154,12 @@ fn shell_code(args: &[String]) -> Option<usize> {
             j += 2;
             continue;
         }
+        // A cluster ending in a letter that takes a value (`-eo pipefail`, `-xO extglob`).
+        if short_group(a) && a.ends_with(['o', 'O']) {
+            c |= a.contains('c');
+            j += 2;
+            continue;
+        }
         if !(a.starts_with('-') || a.starts_with('+')) || a == "-" {
             break;
         }
@@ -161,6 +167,28 @@ fn shell_code(args: &[String]) -> Option<usize> {
         j += 1;
     }
     (c && j < args.len()).then_some(j)
+}
+
+/// The script a shell or an interpreter runs as a program (element 0, or the program a
+/// wrapper runs) when no inline code is given: its first operand (#48: data never chooses
+/// the code, a file holding it included: `[bash, "{{ x | file }}"]`).
+fn script_operand(args: &[String]) -> Option<usize> {
+    let mut j = 0;
+    while j < args.len() {
+        let a = args[j].as_str();
+        if a == "--" {
+            return (j + 1 < args.len()).then_some(j + 1);
+        }
+        if SHELL_VALUE_OPTIONS.contains(&a) || matches!(a, "-W" | "-X" | "-I" | "-M" | "-r") {
+            j += 2;
+            continue;
+        }
+        if !a.starts_with(['-', '+']) || a == "-" {
+            return Some(j);
+        }
+        j += 1;
+    }
+    None
 }
 
 /// An interpreter's inline code, among the options before its script file: the argument
@@ -172,13 +200,13 @@ fn interpreter_code(args: &[String], it: &Interpreter) -> Vec<usize> {
     while j < args.len() {
         let a = args[j].as_str();
         if it.name == "python" && a == "-m" {
-            return match args.get(j + 1).map(String::as_str) {
-                Some("timeit") => timeit_code(&args[j + 2..])
-                    .into_iter()
-                    .map(|k| k + j + 2)
-                    .collect(),
-                _ => Vec::new(),
-            };
+            // The module chooses the program that runs (`python3 -m MODULE`).
+            let mut out = vec![j + 1];
+            if args.get(j + 1).is_some_and(|m| m == "timeit") {
+                out.extend(timeit_code(&args[j + 2..]).into_iter().map(|k| k + j + 2));
+            }
+            out.retain(|k| *k < args.len());
+            return out;
         }
         if it.valued.contains(&a) {
             j += 2;
@@ -189,7 +217,17 @@ fn interpreter_code(args: &[String], it: &Interpreter) -> Vec<usize> {
         }
         let lettered = short_group(a) && a[1..].ends_with(|c| it.letters.contains(c));
         if it.long.contains(&a) || lettered {
-            return (j + 1 < args.len()).then_some(j + 1).into_iter().collect();
+            let mut out: Vec<usize> = (j + 1 < args.len()).then_some(j + 1).into_iter().collect();
+            // perl -n/-p read their operands with `<>`, whose two-argument open runs a
+            // name ending in `|` as a command: every operand after the code is code too.
+            if it.name == "perl"
+                && args[..=j]
+                    .iter()
+                    .any(|o| short_group(o) && o.contains(['n', 'p']))
+            {
+                out.extend(j + 2..args.len());
+            }
+            return out;
         }
         if !a.starts_with('-') || a == "--" {
             // The script file: what follows is its arguments.
@@ -299,15 +337,29 @@ fn ssh_code(args: &[String]) -> Vec<usize> {
     let mut j = 0;
     while j < args.len() && args[j].starts_with('-') {
         let a = args[j].as_str();
-        if a.starts_with("-o") && a.len() > 2 {
-            out.push(j);
-        }
-        // Options that take a value (ssh(1)): skip it too.
-        let takes_value = a.len() == 2 && "BbcDEeFIiJLlmOoPpQRSWw".contains(&a[1..]);
-        if a == "-o" {
-            out.push(j + 1);
-        }
-        j += if takes_value { 2 } else { 1 };
+        // A cluster (`-vo X`, `-vp22`): the first letter that takes a value (ssh(1)) ends
+        // it, with the rest of the element or the next one as its value; `-o`'s is code
+        // (`ProxyCommand`, `LocalCommand` run programs).
+        let letters = &a[1..];
+        let valued = letters
+            .char_indices()
+            .find(|(_, c)| "BbcDEeFIiJLlmOoPpQRSWw".contains(*c));
+        let step = match valued {
+            Some((k, c)) if k + 1 == letters.len() => {
+                if c == 'o' {
+                    out.push(j + 1);
+                }
+                2
+            }
+            Some((_, c)) => {
+                if c == 'o' {
+                    out.push(j);
+                }
+                1
+            }
+            None => 1,
+        };
+        j += step;
     }
     out.extend(j + 1..args.len());
     out.retain(|k| *k < args.len());
@@ -337,7 +389,12 @@ fn wrapper_code(name: &str, args: &[String]) -> Vec<usize> {
                 None => {}
             }
         }
-        let option_value = j > 0 && matches!(args[j - 1].as_str(), "-c" | "-C");
+        // git's global options that take a separate value (`git --git-dir .git -c x`).
+        let option_value = j > 0
+            && matches!(
+                args[j - 1].as_str(),
+                "-c" | "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env"
+            );
         if name == "git" && !a.starts_with('-') && !option_value {
             break; // the git subcommand: its own options follow
         }
@@ -440,11 +497,33 @@ pub fn code_arguments(argv: &[String]) -> Vec<usize> {
 /// `nohup`, `xargs`, `busybox sh`) do not hide the program they run. `argv` holds the
 /// elements as written in the workflow (templates unrendered).
 pub fn code_readers(argv: &[String]) -> Vec<(usize, usize)> {
+    // Where a program runs: element 0, and what each wrapper runs.
+    let mut programs = vec![0];
+    for (i, element) in argv.iter().enumerate() {
+        let name = normalise(element);
+        programs.extend(super::options::program_position(argv, i, name));
+        programs.extend(
+            program_argument(name, &argv[i + 1..])
+                .iter()
+                .map(|j| i + 1 + j),
+        );
+    }
     let mut out = Vec::new();
     for (i, element) in argv.iter().enumerate() {
         let name = normalise(element);
         let rest = &argv[i + 1..];
         let at = |j: usize| (i + 1 + j, i);
+        let runs = programs.contains(&i);
+        let interpreter = INTERPRETERS.iter().any(|it| it.name == name);
+        if runs && (SHELLS.contains(&name) || interpreter) && shell_code(rest).is_none() {
+            let inline = INTERPRETERS
+                .iter()
+                .find(|it| it.name == name)
+                .is_some_and(|it| !interpreter_code(rest, it).is_empty());
+            if !inline {
+                out.extend(script_operand(rest).map(at));
+            }
+        }
         if SHELLS.contains(&name) {
             out.extend(shell_code(rest).map(at));
         } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk") {
@@ -461,106 +540,37 @@ pub fn code_readers(argv: &[String]) -> Vec<(usize, usize)> {
             out.extend(wrapper_code(name, rest).into_iter().map(at));
         }
         out.extend(program_argument(name, rest).into_iter().map(at));
+        out.extend(
+            super::options::code_positions(argv, i, name)
+                .into_iter()
+                .map(|k| (k, i)),
+        );
     }
     out.sort_unstable();
     out.dedup_by_key(|(k, _)| *k);
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Names of make (GNU make, BSD make and their relatives).
+const MAKES: &[&str] = &["make", "gmake", "bmake", "pmake", "remake", "colormake"];
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
-    }
-
-    #[test]
-    fn inline_code_is_found_behind_wrappers_and_option_groups() {
-        assert_eq!(
-            code_arguments(&args(&["sh", "-c", "x", "sh", "y"])),
-            vec![2]
-        );
-        assert_eq!(code_arguments(&args(&["/bin/bash", "-lc", "x"])), vec![2]);
-        assert_eq!(
-            code_arguments(&args(&[
-                "env", "A=1", "timeout", "5", "bash", "-e", "-c", "x"
-            ])),
-            // The programs env and timeout run (2, 4), and bash's script (7).
-            vec![2, 4, 7]
-        );
-        assert_eq!(
-            code_arguments(&args(&["bash", "-c", "-e", "x", "a0"])),
-            vec![3]
-        );
-        assert_eq!(
-            code_arguments(&args(&["sh", "-o", "errexit", "-c", "x"])),
-            vec![4]
-        );
-        assert_eq!(
-            code_arguments(&args(&["python3", "-u", "-c", "x", "y"])),
-            vec![3]
-        );
-        assert_eq!(code_arguments(&args(&["node", "--eval", "x"])), vec![2]);
-        assert_eq!(
-            code_arguments(&args(&["awk", "-F", ":", "{print}", "f"])),
-            vec![3]
-        );
-        assert_eq!(
-            code_arguments(&args(&["ssh", "-p", "22", "host", "ls", "x"])),
-            vec![4, 5]
-        );
-    }
-
-    #[test]
-    fn plain_programs_and_scripts_from_files_have_no_code_argument() {
-        assert!(code_arguments(&args(&["grep", "-c", "x", "file"])).is_empty());
-        assert!(code_arguments(&args(&["sh", "script.sh", "x"])).is_empty());
-        assert!(code_arguments(&args(&["python3", "tool.py", "-c", "x"])).is_empty());
-        assert!(code_arguments(&args(&["bash", "--norc", "script.sh"])).is_empty());
-        assert!(code_arguments(&args(&["awk", "-f", "prog.awk", "x"])).is_empty());
-    }
-
-    #[test]
-    fn the_second_line_sees_through_names_clusters_options_and_wrappers() {
-        let cases: &[(&[&str], &[usize])] = &[
-            (&["python3.11", "-c", "x"], &[2]),
-            (&["/usr/bin/python3", "-Ic", "x"], &[2]),
-            (&["python3", "-W", "ignore", "-c", "x"], &[4]),
-            (
-                &["python3", "-m", "timeit", "-n", "1", "-s", "x", "pass"],
-                &[6, 7],
-            ),
-            (&["perl", "-le", "x"], &[2]),
-            (&["perl5.36", "-ne", "x", "file"], &[2]),
-            (&["node", "-r", "fs", "-e", "x"], &[4]),
-            (&["node", "--eval=x"], &[1]),
-            (&["rbash", "-c", "x"], &[2]),
-            (&["bash", "--rcfile", "/dev/null", "-c", "x"], &[4]),
-            (&["env", "-S", "x"], &[2]),
-            (&["script", "-qc", "x", "/dev/null"], &[2]),
-            (&["flock", "LOCK", "-c", "x"], &[3]),
-            // The program a wrapper runs is a code position too (3: setsid, 4: sh).
-            (&["nice", "-n", "5", "setsid", "sh", "-c", "x"], &[3, 4, 6]),
-            (&["awk", "-W", "interactive", "x"], &[3]),
-            (&["sed", "-n", "x", "file"], &[2]),
-            (&["sed", "-e", "x", "-e", "y", "file"], &[2, 4]),
-            (&["sqlite3", ":memory:", "x", "y"], &[2, 3]),
-            (&["sqlite3", "-cmd", "x", "db"], &[2]),
-            (&["ssh", "-o", "x", "host"], &[2]),
-            (&["git", "-c", "x", "log"], &[2]),
-            (&["timeout", "-s", "KILL", "5", "x"], &[4]),
-            (&["env", "A=1", "x"], &[2]),
-            (&["sudo", "-u", "bob", "x"], &[3]),
-            (&["xargs", "-I", "{}", "x", "{}"], &[3]),
-            (&["find", ".", "-exec", "x", "{}", ";"], &[3]),
-        ];
-        for (argv, want) in cases {
-            assert_eq!(code_arguments(&args(argv)), want.to_vec(), "{argv:?}");
-        }
-        // Not code: a script file, sed from a file, git log's own -c.
-        assert!(code_arguments(&args(&["sed", "-f", "s.sed", "x"])).is_empty());
-        assert!(code_arguments(&args(&["git", "log", "-c", "x"])).is_empty());
-        assert!(code_arguments(&args(&["perl", "tool.pl", "-e", "x"])).is_empty());
-    }
+/// Whether a list-form command runs make: an element names it, as element 0 or behind any
+/// wrapper (every element is tried as a program, as [`code_readers`] does). make evaluates
+/// every environment variable as make code (`$(shell …)` in any value runs when a recipe
+/// expands it), so free text in `env:` never reaches it (#48). A second line: a list.
+pub fn runs_make(argv: &[String]) -> bool {
+    argv.iter().any(|e| MAKES.contains(&normalise(e)))
 }
+
+/// Whether shell source mentions make as a word (`make test`, `cd x && gmake`): the shell
+/// form's second line for [`runs_make`]. Words are split at whitespace and shell
+/// punctuation; no shell grammar is parsed, so a mention anywhere counts.
+pub fn mentions_make(source: &str) -> bool {
+    source
+        .split(|c: char| c.is_whitespace() || ";&|()<>`$'\"{}=".contains(c))
+        .any(|w| MAKES.contains(&normalise(w)))
+}
+
+#[cfg(test)]
+#[path = "inline_script_tests.rs"]
+mod tests;

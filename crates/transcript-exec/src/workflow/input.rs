@@ -7,6 +7,8 @@
 //! program only through its channels (`stdin:`, `{{ x | file }}`, `env:`, a prompt). The
 //! shapes themselves and their checks live in [`crate::shape`].
 
+use std::collections::HashSet;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -144,4 +146,30 @@ impl InputDef {
             Some(InputType::Url) => Shape::Url,
         })
     }
+}
+
+/// The inputs of a workflow by their shape: the typed ones (anything but free text) and
+/// the closed ones (enum, integer, number, boolean: never code in any position). Every
+/// declaration must make a shape and every default must have it; the error says which not.
+pub(super) fn shapes(inputs: &[InputDef]) -> Result<(HashSet<&str>, HashSet<&str>), String> {
+    let mut typed = HashSet::new();
+    let mut closed = HashSet::new();
+    for i in inputs {
+        let shape = i.shape().map_err(|e| e.to_string())?;
+        if let Some(default) = &i.default {
+            shape
+                .check(default)
+                .map_err(|e| format!("input '{}': the default is not a {shape}: {e}", i.name))?;
+        }
+        if shape.is_typed() {
+            typed.insert(i.name.as_str());
+        }
+        if matches!(
+            shape,
+            Shape::Enum(_) | Shape::Integer | Shape::Number | Shape::Boolean
+        ) {
+            closed.insert(i.name.as_str());
+        }
+    }
+    Ok((typed, closed))
 }

@@ -77,6 +77,12 @@ impl Workflow {
         self
     }
 
+    /// Declares an input with its shape (`type:`, `pattern`, `values`, `secret`, #48).
+    pub fn declare(mut self, input: InputDef) -> Self {
+        self.inputs.push(input);
+        self
+    }
+
     /// Declares an output template.
     pub fn output(mut self, name: impl Into<String>, template: impl Into<String>) -> Self {
         self.outputs
@@ -123,6 +129,7 @@ impl Step {
             StepKind::Command {
                 command: CommandLine::Shell(TemplateText::new(command.into())),
                 env: BTreeMap::new(),
+                stdin: None,
             },
         )
     }
@@ -144,8 +151,18 @@ impl Step {
                         .collect(),
                 ),
                 env: BTreeMap::new(),
+                stdin: None,
             },
         )
+    }
+
+    /// Sets what a `command` step's process reads on its standard input (templated): how
+    /// free text reaches a program as data (#48).
+    pub fn stdin(mut self, text: impl Into<String>) -> Self {
+        if let StepKind::Command { stdin, .. } = &mut self.kind {
+            *stdin = Some(TemplateText::new(text.into()));
+        }
+        self
     }
 
     /// Adds an environment variable (value templated) to a `command` step:
@@ -331,6 +348,9 @@ pub enum StepKind {
         /// Environment variables added to the process (values templated):
         /// how values reach a shell command as data.
         env: BTreeMap<String, TemplateText>,
+        /// What the process reads on its standard input (templated; free text welcome):
+        /// written whole, then closed (#48). `None`: standard input is `/dev/null`.
+        stdin: Option<TemplateText>,
     },
     /// A tool operation through the tools router.
     Operation {

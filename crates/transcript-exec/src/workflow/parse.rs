@@ -116,6 +116,7 @@ impl StepDef {
                     StepKind::Command {
                         command,
                         env: texts(d.env),
+                        stdin: d.stdin.map(TemplateText::new),
                     },
                 )
             }

@@ -155,6 +155,9 @@ struct Visible {
     steps: HashSet<String>,
     /// Innermost loop: Some(true) for for_each (has item), Some(false) for while.
     innermost_loop: Option<bool>,
+    /// The innermost `for_each` iterates a literal list written in the workflow (its items
+    /// are the author's, so `loop.item` is typed).
+    literal_item: bool,
 }
 
 fn validate_workflow(
@@ -170,10 +173,20 @@ fn validate_workflow(
             .map_err(|r| WorkflowError::new(key, None, format!("plugins: {r}")))?;
     }
     let inputs: HashSet<&str> = wf.inputs.iter().map(|i| i.name.as_str()).collect();
+    let (typed_inputs, closed_inputs) =
+        super::input::shapes(&wf.inputs).map_err(|e| WorkflowError::new(key, None, e))?;
     let mut visible = Visible::default();
     SeqCheck {
         file: key,
         inputs: &inputs,
+        typed_inputs: &typed_inputs,
+        closed_inputs: &closed_inputs,
+        secret_inputs: &wf
+            .inputs
+            .iter()
+            .filter(|i| i.secret)
+            .map(|i| i.name.as_str())
+            .collect(),
         all,
     }
     .seq("", &wf.steps, &mut visible)?;
@@ -194,6 +207,12 @@ fn validate_workflow(
 struct SeqCheck<'a> {
     file: &'a str,
     inputs: &'a HashSet<&'a str>,
+    /// The inputs declared with a type other than free text.
+    typed_inputs: &'a HashSet<&'a str>,
+    /// The inputs declared `secret: true`.
+    secret_inputs: &'a HashSet<&'a str>,
+    /// The inputs whose values are closed (enum, integer, number, boolean).
+    closed_inputs: &'a HashSet<&'a str>,
     all: &'a HashMap<String, Arc<Workflow>>,
 }
 
@@ -234,6 +253,15 @@ impl SeqCheck<'_> {
 }
 
 impl StepCheck<'_> {
+    /// Which references are typed by their declaration at this point (argv rule 3).
+    fn typing<'v>(&'v self, visible: &Visible) -> argv_rule::Typing<'v> {
+        argv_rule::Typing {
+            typed_inputs: Some(self.seq.typed_inputs),
+            literal_item: visible.literal_item,
+            closed_inputs: Some(self.seq.closed_inputs),
+        }
+    }
+
     fn err(&self, reason: impl Into<String>) -> WorkflowError {
         WorkflowError::new(self.seq.file, Some(&self.path), reason)
     }
@@ -271,7 +299,11 @@ impl StepCheck<'_> {
     /// Checks the step's kind.
     fn step(&self, s: &Step, visible: &mut Visible) -> Result<(), WorkflowError> {
         match &s.kind {
-            StepKind::Command { command, env } => self.command(command, env, visible),
+            StepKind::Command {
+                command,
+                env,
+                stdin,
+            } => self.command(command, env, stdin.as_ref(), visible),
             StepKind::Operation { tool, input } => self.operation(tool, input, visible),
             StepKind::Terminal { message, .. } => self.text(message, "message", visible),
             StepKind::Agent(a) => self.agent(a, visible),
@@ -293,8 +325,12 @@ impl StepCheck<'_> {
         &self,
         command: &CommandLine,
         env: &BTreeMap<String, TemplateText>,
+        stdin: Option<&TemplateText>,
         visible: &Visible,
     ) -> Result<(), WorkflowError> {
+        if let Some(stdin) = stdin {
+            self.text(stdin, "stdin", visible)?;
+        }
         match command {
             CommandLine::Shell(command) => {
                 self.text(command, "command", visible)?;
@@ -304,10 +340,33 @@ impl StepCheck<'_> {
             }
             CommandLine::Argv(argv) => self.argv(argv, visible)?,
         }
+        let make = match command {
+            CommandLine::Shell(text) => super::inline_script::mentions_make(text.source()),
+            CommandLine::Argv(argv) => super::inline_script::runs_make(
+                &argv
+                    .iter()
+                    .map(|a| a.source().to_owned())
+                    .collect::<Vec<_>>(),
+            ),
+        };
+        let typing = self.typing(visible);
         for (name, value) in env {
             self.text(value, &format!("env {name}"), visible)?;
             env_rule::check_env_entry(name, value.source())
                 .map_err(|r| self.err(format!("env: {r}")))?;
+            // make evaluates every environment variable as make code (second line).
+            let free =
+                self.compiled(value, "env")?.segments.iter().find(|s| {
+                    !typing.typed(s) && matches!(s, crate::template::Segment::Ref { .. })
+                });
+            if make && let Some(crate::template::Segment::Ref { reference, .. }) = free {
+                return Err(self.err(format!(
+                    "env: '{name}' takes '{{{{{reference}}}}}', free text, and this command runs \
+                     make, which evaluates every environment variable as make code: pass the \
+                     text through stdin: or a file ('{{{{ {reference} | file }}}}'), or give it \
+                     a shape"
+                )));
+            }
         }
         Ok(())
     }
@@ -319,8 +378,12 @@ impl StepCheck<'_> {
             self.text(arg, "command", visible)?;
         }
         let sources: Vec<String> = argv.iter().map(|a| a.source().to_owned()).collect();
-        argv_rule::check_argv(&sources, |i| argv.get(i)?.compiled().ok())
-            .map_err(|e| self.err(format!("command: {e}")))
+        argv_rule::check_argv(
+            &sources,
+            |i| argv.get(i)?.compiled().ok(),
+            &self.typing(visible),
+        )
+        .map_err(|e| self.err(format!("command: {e}")))
     }
 
     /// An operation step: a tool name and an input whose templates hold;
@@ -358,8 +421,12 @@ impl StepCheck<'_> {
                     .iter()
                     .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
                     .collect();
-                argv_rule::check_argv(&argv, |i| input.element("command", i))
-                    .map_err(|e| self.err(format!("input: command: {e}")))?;
+                argv_rule::check_argv(
+                    &argv,
+                    |i| input.element("command", i),
+                    &self.typing(visible),
+                )
+                .map_err(|e| self.err(format!("input: command: {e}")))?;
             }
             _ => {
                 return Err(self.err(
@@ -408,6 +475,21 @@ impl StepCheck<'_> {
             self.text(value, "env", visible)?;
             env_rule::check_env_entry(name, value.source())
                 .map_err(|r| self.err(format!("env: {r}")))?;
+            // An agent's endpoint and credentials are the author's (#48): no data in its
+            // environment but a secret input (a credential the caller hands over).
+            let data = self.compiled(value, "env")?.references().find(|r| match r {
+                Reference::WorkflowDir => false,
+                Reference::Input(n) => !self.seq.secret_inputs.contains(n.as_str()),
+                _ => true,
+            });
+            if let Some(r) = data {
+                return Err(self.err(format!(
+                    "env: '{name}' takes '{{{{{r}}}}}', data, and an agent's environment is the \
+                     author's (its endpoint, credentials and configuration): data reaches an \
+                     agent through its prompt; a credential through an input declared \
+                     `secret: true`"
+                )));
+            }
         }
         if a.provider.is_empty() {
             return Err(self.err("agent needs a provider"));
@@ -493,16 +575,25 @@ impl StepCheck<'_> {
         steps: &[Step],
         visible: &Visible,
     ) -> Result<(), WorkflowError> {
-        match items {
+        let literal = match items {
             Items::List(list) => {
                 for v in list {
                     self.json(v, "items", visible)?;
                 }
+                list.iter().all(|v| {
+                    v.templates()
+                        .iter()
+                        .all(|t| t.references().next().is_none())
+                })
             }
-            Items::Template(t) => self.text(t, "items", visible)?,
-        }
+            Items::Template(t) => {
+                self.text(t, "items", visible)?;
+                false
+            }
+        };
         let mut vis = visible.clone();
         vis.innermost_loop = Some(true);
+        vis.literal_item = literal;
         self.seq.seq(&self.path, steps, &mut vis)
     }
 
@@ -520,6 +611,7 @@ impl StepCheck<'_> {
         }
         let mut vis = visible.clone();
         vis.innermost_loop = Some(false);
+        vis.literal_item = false;
         let mut cond_vis = vis.clone();
         collect_names(steps, &mut cond_vis.steps);
         let cond = condition

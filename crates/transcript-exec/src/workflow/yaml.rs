@@ -44,6 +44,8 @@ step_struct!(
         command: Value,
         #[serde(default)]
         env: BTreeMap<String, String>,
+        #[serde(default)]
+        stdin: Option<String>,
     }
 );
 step_struct!(

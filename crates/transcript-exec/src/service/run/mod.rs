@@ -65,7 +65,12 @@ pub(super) fn run_workflow(
             req.callers,
         ));
         announce_run_start(&ctx, &wf, &req.inputs).await;
-        let mut scope = Scope::new(req.inputs).with_workflow_dir(wf.dir.as_deref());
+        // `{{ x | file }}` writes under the run's private directory, removed with the scope
+        // at the end of the run (crate::file_channel).
+        let files = Arc::new(crate::file_channel::FileChannel::in_temp_dir(ctx.run_id));
+        let mut scope = Scope::new(req.inputs)
+            .with_workflow_dir(wf.dir.as_deref())
+            .with_files(files);
         let seq = run_seq(&ctx, &wf.steps, "", 0, &mut scope, &cancel).await;
         let ending = run_ending(seq.flow, &emitter);
         let (ending, outputs) = match ending.status {
@@ -492,7 +497,7 @@ fn render_outputs(wf: &Workflow, scope: &Scope) -> Result<Map<String, Value>, St
 fn started_payload(sc: &StepCtx<'_>) -> StepPayload {
     let p = StepPayload::new(sc.step.name.clone(), sc.step.kind.kind_name());
     match &sc.step.kind {
-        StepKind::Command { command, env } => p.with_result(
+        StepKind::Command { command, env, .. } => p.with_result(
             RawJson::from_value(&steps::command::started_result(command, env, sc.scope))
                 .unwrap_or_default(),
         ),
@@ -503,7 +508,11 @@ fn started_payload(sc: &StepCtx<'_>) -> StepPayload {
 /// Runs the step's body: its kind's file in `steps/`.
 async fn run_kind(sc: StepCtx<'_>, child_run_id: Option<RunId>) -> KindOut {
     match &sc.step.kind {
-        StepKind::Command { command, env } => steps::command::run(&sc, command, env).await,
+        StepKind::Command {
+            command,
+            env,
+            stdin,
+        } => steps::command::run(&sc, command, env, stdin.as_ref()).await,
         StepKind::Operation { tool, input } => steps::operation::run(&sc, tool, input).await,
         StepKind::Terminal { success, message } => steps::terminal::run(&sc, *success, message),
         StepKind::Custom { type_name, params } => steps::custom::run(&sc, type_name, params).await,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::compiled::TemplateText;
-use crate::process::{run_argv_env, run_shell_env};
+use crate::process::{run_argv_input, run_shell_input};
 use crate::service::context::{Flow, KindOut, StepCtx};
 use crate::template::{Scope, StepValue, TemplateError};
 use crate::tools::ToolError;
@@ -83,14 +83,19 @@ pub(in crate::service) async fn run(
     sc: &StepCtx<'_>,
     command: &CommandLine,
     env: &BTreeMap<String, TemplateText>,
+    stdin: Option<&TemplateText>,
 ) -> KindOut {
     let (ctx, scope, cancel) = (sc.run, sc.scope, sc.cancel);
     let ws = &ctx.inner.workspace;
-    // Values reach the process as data: environment variables and argv
-    // elements, never shell source.
+    // Values reach the process as data: environment variables, typed argv
+    // elements and standard input, never shell source.
     let env = match render_env(env, scope) {
         Ok(env) => env,
         Err(e) => return KindOut::flow(Flow::Failed(format!("env: {e}"))),
+    };
+    let input = match stdin.map(|t| t.render(scope)).transpose() {
+        Ok(input) => input,
+        Err(e) => return KindOut::flow(Flow::Failed(format!("stdin: {e}"))),
     };
     // A replay serving recorded commands: the command resolves as usual, does not run.
     let recorded = ctx
@@ -105,11 +110,27 @@ pub(in crate::service) async fn run(
     // only what it printed (#20).
     let (ran, resolved) = match resolve(command, scope) {
         Ok(Resolved::Shell(line)) => (
-            run_shell_env(&line, &env, ws, cancel, ctx.inner.limits.clone()).await,
+            run_shell_input(
+                &line,
+                &env,
+                input.as_deref(),
+                ws,
+                cancel,
+                ctx.inner.limits.clone(),
+            )
+            .await,
             Value::String(line),
         ),
         Ok(Resolved::Argv(argv)) => (
-            run_argv_env(&argv, &env, ws, cancel, ctx.inner.limits.clone()).await,
+            run_argv_input(
+                &argv,
+                &env,
+                input.as_deref(),
+                ws,
+                cancel,
+                ctx.inner.limits.clone(),
+            )
+            .await,
             json!(argv),
         ),
         Err(e) => (Err(e), Value::Null),
@@ -121,6 +142,10 @@ pub(in crate::service) async fn run(
                 "stdout": out.stdout,
                 "exit_code": out.exit_code,
             });
+            // What it read on its standard input, when it read something given.
+            if let Some(input) = &input {
+                result["stdin"] = Value::String(input.clone());
+            }
             // The values the command got, when it got some: what ran is
             // the source plus its environment.
             if !env.is_empty() {

@@ -33,8 +33,12 @@ pub(in crate::service) async fn run(
             item: Value::Null,
             index: i,
         });
-        if !condition.eval(&s) {
-            break;
+        match condition.eval(&s) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                return KindOut::with_children(Flow::Failed(format!("condition: {e}")), children);
+            }
         }
         if i >= max_iterations {
             return KindOut::with_children(
