@@ -1,7 +1,8 @@
 //! `transcript replay --commands live|record` on a workflow of command steps (no agent CLI
 //! needed): live, the commands run again and a changed file shows (exit 1, the step and its
 //! output named); record, they do not run (a marker file they append to stays as it was) and
-//! get their recorded stdout and exit code, a failed one included (exit 0, equal). A run
+//! get their recorded stdout and exit code, a failed one included (exit 0, equal: the
+//! recorded run failed and so does the replay). A run
 //! without `run.started` provenance needs `--workflow`; a masked secret input must be given.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -24,16 +25,18 @@ steps:
       - name: show
         type: command
         command: ["printf", "%s\n", "{{loop.item}}"]
-  - name: guard
+  - name: both
     type: parallel
-    mode: first_success
     branches:
-      - name: flaky
+      - name: left
         type: command
-        command: "echo broken >&2; exit 3"
-      - name: fine
+        command: "echo left"
+      - name: right
         type: command
-        command: "echo fine"
+        command: "echo right"
+  - name: broken
+    type: command
+    command: "echo broken >&2; exit 3"
 "#;
 
 fn transcript(storage: &Path, args: &[&str]) -> Output {
@@ -63,8 +66,9 @@ fn recorded_commands_are_served_live_ones_run_again() {
     let wf = dir.path().join("commands.yaml");
     std::fs::write(&wf, WORKFLOW).unwrap();
     let ws = work.to_str().unwrap();
+    // The last step fails (exit 3): the run fails, and so does each replay, equally.
     let out = transcript(&storage, &["run", wf.to_str().unwrap(), "--workspace", ws]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let run_id = common::printed_run_id(&common::text(&out.stdout));
     let marker = || std::fs::read_to_string(work.join("marker.txt")).unwrap();
     assert_eq!(marker(), "ran\n");

@@ -121,6 +121,17 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
     if cancel.is_cancelled() {
         return KindOut::flow(Flow::Cancelled);
     }
+    judged_outcome(finished, lost, judged)
+}
+
+/// The outcome of an agent that was not cancelled: the endpoint's failure first (a replay
+/// that diverged), then a lost MCP observation of a step that would have succeeded, else what
+/// the agent returned, the endpoint's warnings added to a reply's.
+fn judged_outcome<P: std::fmt::Display>(
+    finished: Option<Result<Result<crate::agent::AgentReply, crate::agent::AgentError>, P>>,
+    lost: Result<(), String>,
+    judged: EndpointOutcome,
+) -> KindOut {
     if let Some(failure) = judged.failure {
         return KindOut::flow(Flow::Failed(failure));
     }
