@@ -16,7 +16,6 @@ mod nats_connect;
 mod nats_storage;
 mod output_file;
 mod redaction_args;
-mod replay_endpoints;
 mod runs;
 mod source;
 mod style;
@@ -125,31 +124,6 @@ struct RunCmd {
     redaction: RedactionArgs,
 }
 
-// `transcript replay`'s arguments (no doc comment: the variant's is the command's help).
-#[derive(Debug, clap::Args)]
-struct ReplayCmd {
-    /// The recorded run: a transcript file, a run id (or unique prefix) or `latest`.
-    run: String,
-    /// The workflow to run (default: the file the recorded run names); give it for a changed
-    /// copy.
-    #[arg(long, value_name = "FILE")]
-    workflow: Option<PathBuf>,
-    /// strict: the prompt and each turn's tool results must equal the recorded ones (the first
-    /// difference fails its step); fifo: serve the recorded turns in order, differences are
-    /// warnings.
-    #[arg(long = "match", value_enum, default_value_t = cmd::replay::MatchMode::Strict)]
-    matching: cmd::replay::MatchMode,
-    /// live: command steps run again; record: they get their recorded output and exit code.
-    #[arg(long, value_enum, default_value_t = cmd::replay::CommandsMode::Live)]
-    commands: cmd::replay::CommandsMode,
-    /// Workflow input (`KEY=VALUE`), over the recorded run's; repeatable.
-    #[arg(long = "input", value_name = "KEY=VALUE", value_parser = cmd::run::parse_input)]
-    inputs: Vec<(String, String)>,
-    /// Working directory for commands and file tools (default: the current directory).
-    #[arg(long)]
-    workspace: Option<PathBuf>,
-}
-
 // `transcript import`'s arguments (no doc comment: the variant's is the command's help).
 #[derive(Debug, clap::Args)]
 struct ImportCmd {
@@ -189,7 +163,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  transcript replay latest\n  transcript replay 1259fec0 --workflow review-v2.yaml --match fifo\n\nEach agent step's CLI talks to a model server on 127.0.0.1 that answers with the step's\nrecorded turns; its tools, commands and files are real. Exit 0 when the replay equals the\nrecording, 1 when it differs (each difference printed), 4 on an error."
     )]
-    Replay(ReplayCmd),
+    Replay(cmd::replay::ReplayCmd),
     /// Normalize raw agent logs (any supported provider format) into canonical transcripts.
     #[command(
         after_help = "Examples:\n  transcript import auto session.jsonl\n  claude -p hi --output-format stream-json --verbose > out.jsonl && transcript import claude out.jsonl"
@@ -415,7 +389,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         };
     match command {
         Command::Run(args) => run_workflow(args, (storage, nats), cli.color, &mut out),
-        Command::Replay(args) => replay(args, storage, cli.color, &mut out),
+        Command::Replay(args) => cmd::replay::command(args, storage, cli.color, &mut out),
         Command::Import(args) => cmd::import::command(args, storage, &mut out),
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &storage, json, &style, &mut out)
@@ -524,9 +498,7 @@ fn run_workflow(
         otlp_flush_timeout: std::time::Duration::from_secs(otlp_flush_timeout),
         style: Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs_f64(kill_grace),
-        endpoints: None,
-        recorded_commands: None,
-        replay_of: None,
+        replay: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -539,46 +511,6 @@ fn run_workflow(
         }
         cmd::run::run(args, out).await
     })
-}
-
-/// `transcript replay`: the run's arguments (defaults of `run`) with the replay's own.
-fn replay(
-    cmd: ReplayCmd,
-    storage: PathBuf,
-    color: ColorChoice,
-    out: &mut dyn std::io::Write,
-) -> Result<(), CliError> {
-    let args = cmd::run::RunArgs {
-        redactor: None,
-        workflow: PathBuf::new(),
-        inputs: cmd.inputs,
-        storage,
-        nats: None,
-        workspace: cmd.workspace.unwrap_or_else(cmd::run::default_workspace),
-        plugins: Vec::new(),
-        mask: None,
-        durability: DurabilityArg::None.policy(),
-        deterministic: false,
-        otlp: None,
-        otlp_flush_timeout: std::time::Duration::from_secs(5),
-        style: Style::for_stderr(color),
-        kill_grace: std::time::Duration::from_secs(2),
-        endpoints: None,
-        recorded_commands: None,
-        replay_of: None,
-    };
-    let replay = cmd::replay::ReplayArgs {
-        run: cmd.run,
-        workflow: cmd.workflow,
-        matching: cmd.matching,
-        commands: cmd.commands,
-        style: Style::for_stdout(color),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(cmd::replay::run(replay, args, out))
 }
 
 /// `transcript receipts`: one run's, or grouped with `--by`.

@@ -63,7 +63,6 @@ struct Recording {
     sb: AgentSandbox,
     storage: TempDir,
     run_id: String,
-    workflow: PathBuf,
     env: Vec<(String, String)>,
     bin: PathBuf,
 }
@@ -104,7 +103,6 @@ impl Recording {
         let env = inv.env.into_iter().filter(|(k, _)| k != var).collect();
         Some(Recording {
             cli,
-            workflow: sb.tmp().join("workflow.yaml"),
             sb,
             storage,
             run_id,

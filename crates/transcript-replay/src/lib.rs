@@ -11,7 +11,8 @@
 //! Messages, OpenAI Responses, Gemini, Chat Completions; streaming or not), and gets the
 //! [`Wiring`] that points the agent at it with its telemetry off. Side requests (token counts,
 //! model listings) get a minimal answer and are not matched. [`StepReplay::finish`] gives the
-//! execution's [`Verdict`].
+//! execution's [`Verdict`]. [`engine::ReplayEndpoints`] adapts a [`Replayer`] to the engine's
+//! ports (`transcript-exec`'s `ModelEndpoints` and `RecordedCommands`).
 //!
 //! The same server plays a test's hand-written [`server::Script`]: the workspace's tests of
 //! the real agent CLIs use it (through `transcript-testkit`).
@@ -58,6 +59,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod engine;
 mod recording;
 mod replayer;
 pub mod server;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use transcript_compare::{DiffOptions, RunRecord, diff};
+use transcript_replay::engine::ReplayEndpoints;
 use transcript_replay::{Matching, Recording, Replayer};
 
 use crate::CliError;
@@ -35,6 +36,71 @@ pub enum MatchMode {
     Fifo,
 }
 
+// `transcript replay`'s arguments (no doc comment: the variant's is the command's help).
+#[derive(Debug, clap::Args)]
+pub struct ReplayCmd {
+    /// The recorded run: a transcript file, a run id (or unique prefix) or `latest`.
+    pub run: String,
+    /// The workflow to run (default: the file the recorded run names); give it for a changed
+    /// copy.
+    #[arg(long, value_name = "FILE")]
+    pub workflow: Option<PathBuf>,
+    /// strict: the prompt and each turn's tool results must equal the recorded ones (the first
+    /// difference fails its step); fifo: serve the recorded turns in order, differences are
+    /// warnings.
+    #[arg(long = "match", value_enum, default_value_t = MatchMode::Strict)]
+    pub matching: MatchMode,
+    /// live: command steps run again; record: they get their recorded output and exit code.
+    #[arg(long, value_enum, default_value_t = CommandsMode::Live)]
+    pub commands: CommandsMode,
+    /// Workflow input (`KEY=VALUE`), over the recorded run's; repeatable.
+    #[arg(long = "input", value_name = "KEY=VALUE", value_parser = crate::cmd::run::parse_input)]
+    pub inputs: Vec<(String, String)>,
+    /// Working directory for commands and file tools (default: the current directory).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+}
+
+/// `transcript replay`: the run's arguments (defaults of `run`) with the replay's own.
+pub fn command(
+    cmd: ReplayCmd,
+    storage: PathBuf,
+    color: crate::style::ColorChoice,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let args = RunArgs {
+        redactor: None,
+        workflow: PathBuf::new(),
+        inputs: cmd.inputs,
+        storage,
+        nats: None,
+        workspace: cmd
+            .workspace
+            .unwrap_or_else(crate::cmd::run::default_workspace),
+        plugins: Vec::new(),
+        mask: None,
+        durability: transcript_infra::Durability::None,
+        deterministic: false,
+        otlp: None,
+        otlp_flush_timeout: std::time::Duration::from_secs(5),
+        style: crate::style::Style::for_stderr(color),
+        kill_grace: std::time::Duration::from_secs(2),
+        replay: None,
+    };
+    let replay = ReplayArgs {
+        run: cmd.run,
+        workflow: cmd.workflow,
+        matching: cmd.matching,
+        commands: cmd.commands,
+        style: crate::style::Style::for_stdout(color),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(run(replay, args, out))
+}
+
 /// What `replay` needs besides the run's usual arguments.
 pub struct ReplayArgs {
     /// The recorded run (file, run id, prefix or `latest`).
@@ -47,6 +113,30 @@ pub struct ReplayArgs {
     pub commands: CommandsMode,
     /// How the comparison is painted on stdout.
     pub style: crate::style::Style,
+}
+
+/// How a replay wires the engine: every agent execution on its recorded turns, command steps
+/// on their recorded outcomes with `--commands record`, the new run naming the replayed one.
+pub struct Wiring {
+    endpoints: Arc<ReplayEndpoints>,
+    commands: CommandsMode,
+    replay_of: transcript_domain::RunId,
+}
+
+impl Wiring {
+    /// `builder` wired for the replay.
+    pub fn wire(
+        &self,
+        builder: transcript_exec::ServiceBuilder,
+    ) -> transcript_exec::ServiceBuilder {
+        let builder = builder
+            .model_endpoints(self.endpoints.clone())
+            .replay_of(self.replay_of);
+        match self.commands {
+            CommandsMode::Record => builder.recorded_commands(self.endpoints.clone()),
+            CommandsMode::Live => builder,
+        }
+    }
 }
 
 /// A run read for a replay (the recording) or a comparison (both): its file, its record for
@@ -98,17 +188,16 @@ async fn replay_inner(
         .recording
         .inputs_with(std::mem::take(&mut args.inputs))
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    args.replay_of = Some(recorded.recording.run_id);
     let matching = match replay.matching {
         MatchMode::Strict => Matching::Strict,
         MatchMode::Fifo => Matching::Fifo,
     };
     let replayer = Replayer::new(recorded.recording.tape.clone(), matching);
-    let endpoints = Arc::new(crate::replay_endpoints::ReplayEndpoints::new(replayer));
-    if replay.commands == CommandsMode::Record {
-        args.recorded_commands = Some(endpoints.clone());
-    }
-    args.endpoints = Some(endpoints);
+    args.replay = Some(Wiring {
+        endpoints: Arc::new(ReplayEndpoints::new(replayer)),
+        commands: replay.commands,
+        replay_of: recorded.recording.run_id,
+    });
     let storage = args.storage.clone();
     let mut started = None;
     let ran = crate::cmd::run::run_reporting(args, out, &mut started).await;

@@ -44,13 +44,8 @@ pub struct RunArgs {
     pub style: Style,
     /// Time a cancelled command's process group gets between SIGTERM and SIGKILL.
     pub kill_grace: std::time::Duration,
-    /// Each agent execution's own model endpoint (`transcript replay`), if any.
-    pub endpoints: Option<Arc<dyn transcript_exec::model_endpoint::ModelEndpoints>>,
-    /// Command steps' recorded outcomes, served instead of running them (`replay --commands
-    /// record`).
-    pub recorded_commands: Option<Arc<dyn transcript_exec::model_endpoint::RecordedCommands>>,
-    /// The run this run replays (`run.started`'s `replay_of`).
-    pub replay_of: Option<transcript_domain::RunId>,
+    /// `transcript replay`'s wiring of the engine, if any.
+    pub replay: Option<crate::cmd::replay::Wiring>,
 }
 
 /// Parses `k=v`.
@@ -483,14 +478,8 @@ fn build_service(
         // Agent steps with `mcp_servers:` reach them through transcript-mcp's proxy.
         .mcp_gateway(Arc::new(crate::mcp_gateway::ProxyGateway));
     // `transcript replay`: every agent execution talks to its recorded turns.
-    if let Some(endpoints) = &args.endpoints {
-        builder = builder.model_endpoints(endpoints.clone());
-    }
-    if let Some(commands) = &args.recorded_commands {
-        builder = builder.recorded_commands(commands.clone());
-    }
-    if let Some(replayed) = args.replay_of {
-        builder = builder.replay_of(replayed);
+    if let Some(replay) = &args.replay {
+        builder = replay.wire(builder);
     }
     // On NATS every event's line must fit the servers' max_payload (#44).
     if let Some(store) = &args.nats {

@@ -1,18 +1,19 @@
-//! The engine's model-endpoint port ([`transcript_exec::model_endpoint::ModelEndpoints`]) over
-//! transcript-replay's [`Replayer`]: each agent execution of a replay gets its own server
-//! playing its recorded turns, and the execution's [`transcript_replay::Verdict`] becomes the
-//! step's failure (or, under fifo matching, its warnings). With `--commands record` it also
+//! The engine's replay ports ([`transcript_exec::model_endpoint::ModelEndpoints`],
+//! [`RecordedCommands`]) over a [`Replayer`]: each agent execution of a replay gets its own
+//! server playing its recorded turns, and the execution's [`crate::Verdict`] becomes the
+//! step's failure (or, under fifo matching, its warnings). A runner registers one value for
+//! both: `ServiceBuilder::model_endpoints(e.clone()).recorded_commands(e)`. With `--commands record` it also
 //! serves command steps their recorded outcome ([`RecordedCommands`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::{Replayer, StepKey, StepReplay, StepStart};
 use async_trait::async_trait;
 use transcript_exec::model_endpoint::{
     EndpointOutcome, EndpointSession, EndpointStart, ModelEndpoints, RecordedCommand,
     RecordedCommands,
 };
-use transcript_replay::{Replayer, StepKey, StepReplay, StepStart};
 
 /// Opens replay servers from one [`Replayer`].
 #[derive(Debug, Clone)]
