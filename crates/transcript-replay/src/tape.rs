@@ -215,6 +215,11 @@ impl Tape {
                     let turn = assistant_turn(m, &key);
                     open.entry(key).or_default().turns.push(turn);
                 }
+                (EventKind::Known(EventType::ToolResult), DecodedPayload::Tool(t)) => {
+                    if let Some(execution) = open.get_mut(&key) {
+                        router_result(execution, &key, t);
+                    }
+                }
                 (
                     EventKind::Known(
                         EventType::CallWorkflowStarted | EventType::CallWorkflowCompleted,
@@ -320,6 +325,26 @@ fn assistant_turn(m: &DecodedMessage, key: &StepKey) -> RecordedTurn {
         }
     }
     turn
+}
+
+/// A call the tools router ran for the agent (our HTTP agent's): its `tool.result` comes after
+/// the turn that asked for it, whose message holds no result block; it is that turn's result.
+fn router_result(execution: &mut Execution, key: &StepKey, t: &transcript_domain::ToolPayload) {
+    let id = provider_id(key, &t.call_id);
+    let Some(turn) = execution.turns.iter_mut().rev().find(|turn| {
+        turn.blocks
+            .iter()
+            .any(|b| matches!(b, Block::ToolCall { id: Some(i), .. } if i == id))
+    }) else {
+        return;
+    };
+    if turn.results.iter().all(|(i, _)| i != id) {
+        let text = match &t.error {
+            Some(error) if t.output.is_null() => error.clone(),
+            _ => result_text(&t.output.to_value()),
+        };
+        turn.results.push((id.to_owned(), text));
+    }
 }
 
 /// The provider's own call id of a recorded one: the engine records `<path>#<iteration>/<id>`
