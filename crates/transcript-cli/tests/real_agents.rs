@@ -511,6 +511,59 @@ fn claude_session_log_imports_the_same(run: &Run, server: &ModelServer) {
     let r = receipts(storage.path(), &run_id);
     let want = expected_usage(Provider::Anthropic, server.billed(Provider::Anthropic));
     assert_eq!(tokens(&r["total"]), want, "imported receipts: {r}");
+    // Wire decision 17: the live run names each billed request by its message id (stream-json
+    // has no requestId), the imported log by `<message.id>/<requestId>`, the same message.
+    let request_ids = |events: &[Value]| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["type"] == "message.assistant" && e["payload"]["usage"].is_object())
+            .map(|e| e["payload"]["request_id"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    let live = request_ids(&run.events);
+    let logged: Vec<String> = request_ids(&imported)
+        .iter()
+        .map(|r| r.split('/').next().unwrap().to_owned())
+        .collect();
+    assert!(
+        live.iter().all(|r| r.starts_with("msg_")),
+        "{live:?}\n{why}"
+    );
+    assert!(
+        request_ids(&imported).iter().all(|r| r.contains('/')),
+        "{why}"
+    );
+    let (mut a, mut b) = (live.clone(), logged);
+    a.dedup();
+    b.dedup();
+    assert_eq!(a, b, "{why}");
+    // The live run and the import of its session log in one storage: one bill (#51).
+    std::fs::copy(
+        run.storage.path().join(format!("{}.jsonl", run.run_id)),
+        storage.path().join(format!("{}.jsonl", run.run_id)),
+    )
+    .unwrap();
+    let out = common::bin()
+        .args(["receipts", "--by", "day", "--json", "--storage"])
+        .arg(storage.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let by_day: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let groups = by_day["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{by_day}");
+    assert_eq!(
+        tokens(&groups[0]["usage"]),
+        want,
+        "live + imported: {by_day}\nimported: {}\n{why}",
+        imported
+            .iter()
+            .filter(|e| e["type"] == "message.assistant")
+            .map(|e| e["payload"].to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert_eq!(by_day["duplicates"], live.len(), "{by_day}");
 }
 
 /// One turn, no tools: receipts equal the bill.

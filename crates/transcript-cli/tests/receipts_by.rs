@@ -98,13 +98,21 @@ fn receipts_totals(storage: &Path) -> (Totals, BTreeMap<String, Totals>) {
         let (r, _) = receipts(storage, &[&run]);
         assert_eq!(r["per_run"].as_array().unwrap().len(), 1, "no child runs");
         let own = &r["per_run"][0];
-        let turns: usize = r["receipts"]
+        // Requests, not records (#51): a request split over two turns counts once.
+        let turns: u64 = r["by_model"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["turns"].as_u64().unwrap())
+            .sum();
+        let records: usize = r["receipts"]
             .as_array()
             .unwrap()
             .iter()
             .map(|s| s["turn_costs"].as_array().unwrap().len())
             .sum();
-        total.add(turns as u64, &own["usage"], &own["cost_usd"]);
+        assert!(turns <= records as u64, "{r}");
+        total.add(turns, &own["usage"], &own["cost_usd"]);
         for m in r["by_model"].as_array().unwrap() {
             let model = m["model"].as_str().unwrap().to_owned();
             by_model.entry(model).or_default().add(
@@ -126,11 +134,17 @@ fn receipts_totals(storage: &Path) -> (Totals, BTreeMap<String, Totals>) {
     (total, by_model)
 }
 
-/// `receipts --by <grouping>` over `storage`: the groups' totals, and the groups by key.
+/// `receipts --by <grouping>` over `storage`: the groups' totals, and the groups by key. The
+/// turns it set aside as copies of a request another run bills (#51) are counted in the
+/// total's turns, as `receipts` of each run alone counts them (the real captures share only
+/// placeholder ids without usage: the tokens agree as they are).
 fn grouped_totals(storage: &Path, by: &str) -> (Totals, BTreeMap<String, Totals>) {
     let (g, _) = receipts(storage, &["--by", by]);
     assert_eq!(g["by"], by);
-    let mut total = Totals::default();
+    let mut total = Totals {
+        turns: g["duplicates"].as_u64().unwrap(),
+        ..Totals::default()
+    };
     let mut groups = BTreeMap::new();
     for group in g["groups"].as_array().unwrap() {
         let turns = group["turns"].as_u64().unwrap();

@@ -143,3 +143,143 @@ fn a_secret_input_reaches_no_record_export_or_stderr_with_or_without_redact() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Secrets whose bytes change when written as JSON or HTML (quotes, backslashes, `<&>`, a
+/// non-ASCII letter), so a mask matching only the raw bytes would miss them in the records.
+const AWKWARD: &[&str] = &[
+    "pa\"ss\\word-Quokka-5521",
+    "<b>&amp;-Lemur-8830</b>",
+    "zürich-Ocelot-4417-ü",
+];
+
+/// The forms of `secret` a file or an export could hold it in: raw, JSON-escaped (with and
+/// without `\u` escapes for non-ASCII), HTML-escaped.
+fn forms(secret: &str) -> Vec<String> {
+    let json = serde_json::to_string(secret).unwrap();
+    let json = json[1..json.len() - 1].to_owned();
+    let ascii: String = json
+        .chars()
+        .map(|c| {
+            if c.is_ascii() {
+                c.to_string()
+            } else {
+                format!("\\u{:04x}", c as u32)
+            }
+        })
+        .collect();
+    let html = secret
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    let mut all = vec![secret.to_owned(), json, ascii, html];
+    all.dedup();
+    all
+}
+
+/// A parent whose secret goes through a child that does not declare it secret, a typed secret
+/// standing in argv, a secret on stdin.
+fn spread_workflow(pattern: &str) -> (String, String) {
+    let parent = format!(
+        r#"name: spread
+inputs:
+  - name: token
+    secret: true
+  - name: id
+    type: string
+    pattern: '{pattern}'
+    secret: true
+steps:
+  - name: argv
+    type: command
+    command: ["printf", "id=%s\n", "{{{{inputs.id}}}}"]
+  - name: stdin
+    type: command
+    command: ["cat"]
+    stdin: "{{{{inputs.token}}}}"
+  - name: call
+    type: call_workflow
+    workflow: child.yaml
+    inputs: {{ x: "{{{{inputs.token}}}}" }}
+"#
+    );
+    let child = r#"name: child
+inputs:
+  - name: x
+steps:
+  - name: leak
+    type: command
+    command: 'printf "%s\n" "$X"; printf "%s\n" "$X" >&2; exit 5'
+    env: { X: "{{inputs.x}}" }
+"#
+    .to_owned();
+    (parent, child)
+}
+
+#[test]
+fn a_secret_in_any_encoding_through_a_child_argv_or_stdin_reaches_no_record() {
+    let mut failures = Vec::new();
+    for secret in AWKWARD {
+        for redact in [false, true] {
+            let sb = Sandbox::new();
+            let (parent, child) = spread_workflow(&regex_escape(secret));
+            sb.write_workflow(&parent, Some(&child));
+            let extra: &[&str] = if redact { &["--redact"] } else { &[] };
+            let out = sb
+                .run(&[("token", secret), ("id", secret)], extra)
+                .expect("the run hung");
+            let label = format!("{secret:?} {}", if redact { "--redact" } else { "" });
+            let stderr = text(&out.stderr);
+            if out.status.code() != Some(1) {
+                failures.push(format!(
+                    "{label}: exit {:?}, want 1 (the child fails): {stderr}",
+                    out.status.code()
+                ));
+                continue;
+            }
+            let mut places: Vec<(String, String)> = vec![
+                ("the run's stderr".into(), stderr.clone()),
+                ("the run's stdout".into(), text(&out.stdout)),
+            ];
+            for file in files(&sb.st()) {
+                let body = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+                places.push((file.display().to_string(), body));
+            }
+            let run_id = Sandbox::run_id(&out);
+            for format in ["markdown", "json", "html"] {
+                let mut cmd = common::bin();
+                cmd.args(["export", &run_id, "--format", format, "--storage"])
+                    .arg(sb.st());
+                let export = bounded(&mut cmd).expect("export hung");
+                places.push((format!("the {format} export"), text(&export.stdout)));
+            }
+            for (place, body) in &places {
+                for form in forms(secret) {
+                    if body.contains(&form) {
+                        failures.push(format!("{label}: {place} holds {form:?}"));
+                    }
+                }
+            }
+            // The value did reach the programs (masked where recorded).
+            if sb.stdout_of("argv").is_none_or(|s| s.trim() == "id=") {
+                failures.push(format!("{label}: the argv step printed no id"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `text` with every regex metacharacter escaped, so the pattern admits exactly `text`.
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if "\\.+*?()|[]{}^$#&-~".contains(c) {
+                format!("\\{c}")
+            } else if c == '\'' {
+                "''".to_owned()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}

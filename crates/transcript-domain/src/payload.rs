@@ -197,6 +197,13 @@ pub struct MessagePayload {
     /// Usage reported for this turn, deduplicated per provider message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// The provider's identity of the API request that produced this assistant turn
+    /// (decision 17): Claude `<message.id>/<requestId>` (the message id alone when the log has
+    /// no request id), OpenAI Responses the response id, Gemini the session file's message
+    /// id. Every turn of one request carries the same value; receipts bill one request once
+    /// across everything they read by this key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl MessagePayload {
@@ -208,6 +215,7 @@ impl MessagePayload {
             provider: None,
             model: None,
             usage: None,
+            request_id: None,
         }
     }
 }

@@ -57,7 +57,8 @@ pub enum InvalidDraft {
         /// The role given.
         actual: Role,
     },
-    /// `provider`, `model` or `usage` on a `message.user` (decision 10: assistant turns only).
+    /// `provider`, `model`, `usage` or `request_id` on a `message.user` (decisions 10 and 17:
+    /// assistant turns only).
     #[error("message.user must not carry payload.{field} (decision 10: assistant turns only)")]
     AgentMetadataOnUser {
         /// The payload field.
@@ -156,6 +157,8 @@ fn check_message(
             Some("model")
         } else if m.usage.is_some() {
             Some("usage")
+        } else if m.request_id.is_some() {
+            Some("request_id")
         } else {
             None
         };

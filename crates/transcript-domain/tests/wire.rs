@@ -575,14 +575,18 @@ fn any_message() -> BoxedStrategy<MessagePayload> {
         proptest::option::of(any_text()),
         proptest::option::of(any_text()),
         proptest::option::of(any_usage()),
+        proptest::option::of(any_text()),
     )
-        .prop_map(|(role, blocks, provider, model, usage)| MessagePayload {
-            role,
-            blocks,
-            provider,
-            model,
-            usage,
-        })
+        .prop_map(
+            |(role, blocks, provider, model, usage, request_id)| MessagePayload {
+                role,
+                blocks,
+                provider,
+                model,
+                usage,
+                request_id,
+            },
+        )
         .boxed()
 }
 

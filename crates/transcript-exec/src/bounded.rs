@@ -228,7 +228,7 @@ fn payload_len(payload: &Payload) -> usize {
                 }
             })
             .sum();
-        return 256 + opt(&m.provider) + opt(&m.model) + blocks;
+        return 256 + opt(&m.provider) + opt(&m.model) + opt(&m.request_id) + blocks;
     }
     if let Some(p) = payload.as_tool() {
         return 96

@@ -81,6 +81,7 @@ mod tests {
                 ..Usage::default()
             }),
             cost_usd: None,
+            request_id: None,
             blocks: Vec::new(),
         })
     }

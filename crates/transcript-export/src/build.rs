@@ -183,6 +183,7 @@ impl Entries {
             model: m.model.clone(),
             usage: m.usage.clone(),
             cost_usd: None,
+            request_id: m.request_id.clone(),
             blocks: m
                 .blocks
                 .iter()

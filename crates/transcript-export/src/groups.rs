@@ -18,7 +18,8 @@ pub struct Group {
     pub key: String,
     /// Runs with a billed turn in the group.
     pub runs: u64,
-    /// Turns that reported usage.
+    /// Requests billed (turns that reported usage, a request split over several turns
+    /// counted once: [`crate::requests`]).
     pub turns: u64,
     /// Summed usage (`cost_usd`: what the CLIs reported).
     pub usage: Usage,
@@ -50,9 +51,22 @@ impl<'p> Groups<'p> {
     }
 
     /// One billed turn of `run_id` (turns of a run arrive together) in the group `key`,
-    /// priced under the model it is billed under ([`crate::billed`]: the rule `receipts`
+    /// priced under the model it is billed under ([`crate::billed_turns`]: the rule `receipts`
     /// prices by, so every grouping totals what `receipts` does).
     pub fn add(&mut self, key: String, run_id: &str, turn: &BilledTurn<'_>) {
+        self.add_usage(key, run_id, (turn.model, turn.usage), true);
+    }
+
+    /// [`Groups::add`] of a turn's model and usage; `new_request`: whether it is the first
+    /// billed turn of its request (the turns column counts requests, not records:
+    /// [`crate::requests::Kept::first`]).
+    pub fn add_usage(
+        &mut self,
+        key: String,
+        run_id: &str,
+        (model, usage): (&str, &Usage),
+        new_request: bool,
+    ) {
         let g = self.groups.entry(key.clone()).or_insert_with(|| Group {
             key,
             ..Group::default()
@@ -61,17 +75,17 @@ impl<'p> Groups<'p> {
             g.runs += 1;
             g.last_run = run_id.to_owned();
         }
-        g.turns += 1;
-        g.usage.accumulate(turn.usage);
-        match (self.price)(turn.model, turn.usage) {
+        g.turns += u64::from(new_request);
+        g.usage.accumulate(usage);
+        match (self.price)(model, usage) {
             Some(c) => *g.cost_usd.get_or_insert(0.0) += c,
             None => {
                 g.unknown = true;
-                self.unpriced.insert(turn.model.to_owned());
+                self.unpriced.insert(model.to_owned());
             }
         }
-        if !g.models.iter().any(|m| m == turn.model) {
-            g.models.push(turn.model.to_owned());
+        if !g.models.iter().any(|m| m == model) {
+            g.models.push(model.to_owned());
         }
     }
 

@@ -28,6 +28,10 @@
 //!   [`Groups`] sums billed turns by a caller's key (day, month, session,
 //!   project, model), and [`Receipts::render`] / [`render_groups`] are the
 //!   one home of the receipts tables' layout.
+//! * [`requests`]: one request, one bill across runs (#51): the billed turns
+//!   of many runs, keyed by their `request_id` (wire decision 17), each
+//!   request billed from one copy (ccusage's rules), the others set aside and
+//!   counted; `receipts` and every `receipts --by` grouping read through it.
 //! * [`price_document`]: prices a document with the receipts' own code (one
 //!   request, one bill; the caller's price function, e.g. the providers
 //!   crate's `Pricing::cost`): each billed turn, step and run gets its
@@ -82,6 +86,7 @@ mod md_escape;
 mod model;
 mod receipts;
 mod render_util;
+pub mod requests;
 mod truncate;
 
 pub use billed::{BilledTurn, assistant_turns, billed_turns, each_step};

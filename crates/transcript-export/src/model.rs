@@ -202,6 +202,9 @@ pub struct MessageExport {
     /// Priced cost of this turn (absent when unpriced or when its model has no price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// The provider's identity of the request this turn answered (wire decision 17).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
     /// Typed content blocks.
     pub blocks: Vec<ExportBlock>,
 }

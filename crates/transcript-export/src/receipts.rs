@@ -22,9 +22,12 @@ use serde::Serialize;
 use transcript_domain::Usage;
 use transcript_domain::bill::CostSum;
 
+use std::collections::HashMap;
+
 use crate::billed;
 use crate::model::{ExportDocument, RunExport, StepExport};
 use crate::render_util::{count, duration, usd};
+use crate::requests::{Requests, Source};
 
 /// One agent step's receipt.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -49,7 +52,8 @@ pub struct Receipt {
     pub duration_ms: Option<i64>,
     /// `succeeded`, `failed` or `incomplete`.
     pub status: String,
-    /// Assistant turns.
+    /// Assistant turns, a request counted once (its turns set aside as another run's copy,
+    /// or after its first, are not counted).
     pub turns: u64,
     /// Summed usage (fields absent when no turn reported them);
     /// `usage.cost_usd` is what the CLI reported itself.
@@ -77,7 +81,7 @@ pub struct TurnCost {
 pub struct ModelTotal {
     /// The model (`(none)` for turns that name none).
     pub model: String,
-    /// Turns that reported usage.
+    /// Requests that reported usage (a request split over several turns counts once).
     pub turns: u64,
     /// Summed usage.
     pub usage: Usage,
@@ -106,6 +110,9 @@ pub struct Receipts {
     pub by_model: Vec<ModelTotal>,
     /// Models of billed turns the price table has no price for (sorted).
     pub unpriced_models: Vec<String>,
+    /// Billed turns set aside as copies of a request another run of the document bills
+    /// ([`crate::requests`]: one request, one bill across runs).
+    pub duplicates: u64,
 }
 
 /// Totals of one run.
@@ -137,6 +144,42 @@ struct Ctx<'p> {
     price: Option<&'p PriceFn<'p>>,
     models: std::collections::BTreeMap<String, (ModelTotal, CostSum)>,
     total_cost: CostSum,
+    /// The billed turns kept (run id, seq) and whether each is its request's first.
+    kept: HashMap<(String, u64), bool>,
+}
+
+/// The billed turns of the document (the run and its child runs) to bill, one request once
+/// ([`crate::requests`], each run its own session), and how many were set aside.
+fn deduplicate(doc: &ExportDocument) -> (HashMap<(String, u64), bool>, u64) {
+    fn walk(run: &RunExport, requests: &mut Requests<(String, u64)>) {
+        let mut children = Vec::new();
+        billed::each_step(run, &mut |step| {
+            for t in billed::billed_turns(step) {
+                requests.add(
+                    (run.run_id.clone(), t.message.seq),
+                    t.message.request_id.as_deref(),
+                    Source {
+                        run: &run.run_id,
+                        session: &run.run_id,
+                        provider: t.message.provider.as_deref().unwrap_or(""),
+                        sidechain: false,
+                    },
+                    t.usage,
+                );
+            }
+            if let Some(child) = &step.child_run {
+                children.push(child);
+            }
+        });
+        for child in children {
+            walk(child, requests);
+        }
+    }
+    let mut requests = Requests::new();
+    walk(&doc.run, &mut requests);
+    let d = requests.finish();
+    let kept = d.kept.into_iter().map(|k| (k.turn, k.first)).collect();
+    (kept, d.duplicates)
 }
 
 fn build(doc: &ExportDocument, price: Option<&PriceFn<'_>>) -> Receipts {
@@ -148,11 +191,15 @@ fn build(doc: &ExportDocument, price: Option<&PriceFn<'_>>) -> Receipts {
         cost_usd: None,
         by_model: Vec::new(),
         unpriced_models: Vec::new(),
+        duplicates: 0,
     };
+    let (kept, duplicates) = deduplicate(doc);
+    out.duplicates = duplicates;
     let mut ctx = Ctx {
         price,
         models: Default::default(),
         total_cost: CostSum::default(),
+        kept,
     };
     collect_run(&doc.run, &mut out, &mut ctx);
     out.cost_usd = ctx.total_cost.get();
@@ -239,8 +286,12 @@ fn agent_receipt(step: &StepExport, run_id: &str, ctx: &mut Ctx<'_>) -> (Receipt
     let mut turn_costs = Vec::new();
     // One request, one bill, under the model that served it: the one rule (`crate::billed`).
     for t in billed::billed_turns(step) {
+        let Some(&first) = ctx.kept.get(&(run_id.to_owned(), t.message.seq)) else {
+            // A copy of a request another run bills.
+            continue;
+        };
         usage.accumulate(t.usage);
-        let c = ctx.bill(t.model, t.usage);
+        let c = ctx.bill(t.model, t.usage, first);
         cost.add(c);
         turn_costs.push(TurnCost {
             seq: t.message.seq,
@@ -250,6 +301,11 @@ fn agent_receipt(step: &StepExport, run_id: &str, ctx: &mut Ctx<'_>) -> (Receipt
     }
     let mut turns = 0;
     for m in billed::assistant_turns(step) {
+        // Turns count requests: a billed turn set aside, or not its request's first, is not
+        // one more.
+        if m.usage.is_some() && ctx.kept.get(&(run_id.to_owned(), m.seq)) != Some(&true) {
+            continue;
+        }
         turns += 1;
         if let Some(p) = &m.provider
             && !providers.contains(p)
@@ -287,7 +343,7 @@ fn agent_receipt(step: &StepExport, run_id: &str, ctx: &mut Ctx<'_>) -> (Receipt
 
 impl Ctx<'_> {
     /// Prices one turn's usage under `model` and counts it toward that model's total.
-    fn bill(&mut self, model: &str, u: &Usage) -> Option<f64> {
+    fn bill(&mut self, model: &str, u: &Usage, new_request: bool) -> Option<f64> {
         let c = self.price.and_then(|p| p(model, u));
         let (mt, mc) = self.models.entry(model.to_owned()).or_insert_with(|| {
             (
@@ -300,7 +356,7 @@ impl Ctx<'_> {
                 CostSum::default(),
             )
         });
-        mt.turns += 1;
+        mt.turns += u64::from(new_request);
         mt.usage.accumulate(u);
         mc.add(c);
         c

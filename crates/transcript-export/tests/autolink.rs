@@ -132,6 +132,7 @@ fn document(v: &str) -> ExportDocument {
             model: Some(v.to_owned()),
             usage: None,
             cost_usd: None,
+            request_id: None,
             blocks: blocks.clone(),
         })
     };

@@ -112,6 +112,7 @@ fn entries(v: &str) -> Vec<Entry> {
             model: Some(v.to_owned()),
             usage: None,
             cost_usd: None,
+            request_id: None,
             blocks: blocks.clone(),
         })
     };

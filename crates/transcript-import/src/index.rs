@@ -19,6 +19,10 @@ use transcript_domain::{ContentBlock, MessagePayload, Usage};
 
 use crate::ImportError;
 
+/// Bytes of a session file's head whose hash tells a grown file from a rewritten one (the
+/// store import's), and a file import's source from another ([`crate::source`]).
+pub(crate) const HEAD: usize = 4096;
+
 /// The index file, beside the transcripts.
 pub const INDEX_FILE: &str = "import-index.json";
 
@@ -53,6 +57,11 @@ pub struct IndexEntry {
     /// index written before, or when the file records none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    /// The run was written by a file import (`import FILE`) and completed: it is never
+    /// appended to, and is no open session run ([`Index::session_runs`]); absent (false) for
+    /// a store import's open run (see [`crate::source`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
 }
 
 /// What the next import needs of the last turn a file's stream flushed, to write only what a
@@ -148,6 +157,7 @@ impl Index {
     pub fn session_runs(&self) -> std::collections::BTreeSet<transcript_domain::RunId> {
         self.files
             .values()
+            .filter(|e| !e.closed)
             .filter_map(|e| transcript_domain::RunId::parse(&e.run_id).ok())
             .collect()
     }
@@ -195,6 +205,7 @@ mod tests {
             items_fed: 0,
             tail: None,
             project: None,
+            closed: false,
         }
     }
 

@@ -37,6 +37,11 @@
 //!   provider's records) writes nothing.
 //! - **One request, one bill**: a turn's usage is counted once, however many records repeat
 //!   it ([`ImportBill`] sums what was written, priced by the embedded LiteLLM table).
+//! - **Idempotent**: a source already imported (its canonical path and the hash of its first
+//!   4 KiB, or the same first 4 KiB at another path) is never imported as a second run: a
+//!   store's open run is appended to or left as it is, a file import's completed run of the
+//!   same size is left as it is ([`source`], [`ImportOutcome`]); every file import is recorded
+//!   in the [`Index`], as store imports are.
 //! - **Byte-identical appends**: the bulk writer's files are byte-identical to the live
 //!   recorder's; a grown session file is appended to its run (same run id, seqs continue) with
 //!   only what is new, byte-identical to importing the whole file through the recorder
@@ -67,7 +72,7 @@ use transcript_domain::{
     Clock, ContentBlock, EventDraft, EventMask, Fidelity, MessagePayload, Payload, RawJson, Role,
     RunIdGenerator, Timestamp,
 };
-use transcript_infra::{DurableBatch, JsonlRecorderFactory, Unsynced};
+use transcript_infra::{JsonlRecorderFactory, Unsynced};
 use transcript_providers::{ClockSource, Fact, Item, Provider, detect};
 
 pub mod bill;
@@ -77,6 +82,7 @@ mod feed;
 mod importer;
 pub mod index;
 pub mod project;
+pub mod source;
 pub mod store;
 mod summary;
 #[cfg(test)]
@@ -88,6 +94,7 @@ pub use clock::clock_and_ids;
 pub use error::{ImportError, Notice, Progress};
 pub use importer::{Importer, Store};
 pub use index::Index;
+pub use source::import_all;
 use summary::{DiagnosticSummary, Seen};
 use writer::ImportWriter;
 pub use writer::Via;
@@ -116,6 +123,19 @@ pub struct Imported {
     pub status: ImportStatus,
     /// The tokens and priced cost of the turns written.
     pub bill: ImportBill,
+    /// Whether the input was new, or a source already imported ([`source`]).
+    pub outcome: ImportOutcome,
+}
+
+/// What a file import did with its input (#51: imports are idempotent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImportOutcome {
+    /// A new run.
+    New,
+    /// A source already imported as an open store run, grown: what is new appended to it.
+    Appended,
+    /// A source already imported, unchanged: nothing written.
+    Unchanged,
 }
 
 /// How an imported run ended (shown as `succeeded`, `failed`, or `incomplete: <why>`).
@@ -128,6 +148,9 @@ pub enum ImportStatus {
     /// The capture is not whole (no terminal record, torn last line): `incomplete: <why>`,
     /// also the agent step's error; the run has no `run.completed`.
     Incomplete(String),
+    /// A session already imported by a store import: its run stays open (no completion), as
+    /// the store's runs do.
+    Open,
 }
 
 impl std::fmt::Display for ImportStatus {
@@ -136,6 +159,7 @@ impl std::fmt::Display for ImportStatus {
             ImportStatus::Succeeded => f.write_str("succeeded"),
             ImportStatus::Failed => f.write_str("failed"),
             ImportStatus::Incomplete(why) => f.write_str(why),
+            ImportStatus::Open => f.write_str("open (imported session)"),
         }
     }
 }
@@ -171,37 +195,6 @@ impl ImportContext {
             None => factory,
         }
     }
-}
-
-/// Imports every input; returns what was written, durably, and the per-file failures.
-pub fn import_all(
-    ctx: &ImportContext,
-    inputs: &[PathBuf],
-    via: Via,
-) -> (Vec<Imported>, Vec<ImportError>) {
-    let (clock, ids) = crate::clock::clock_and_ids(ctx.deterministic);
-    let mut written: Vec<Option<Imported>> = Vec::new();
-    let mut failed = Vec::new();
-    let mut batch = DurableBatch::new();
-    for input in inputs {
-        match import_one(ctx, &clock, ids.as_ref(), input, via) {
-            Ok((imported, file)) => {
-                if let Some(file) = file {
-                    batch.submit(written.len() as u64, file);
-                }
-                written.push(Some(imported));
-            }
-            Err(e) => failed.push(e),
-        }
-    }
-    for (token, result) in batch.finish() {
-        if let Err(e) = result
-            && let Some(i) = written.get_mut(token as usize).and_then(Option::take)
-        {
-            failed.push(not_durable(&i.input, &e));
-        }
-    }
-    (written.into_iter().flatten().collect(), failed)
 }
 
 /// The error of an input whose transcript was written but could not be made durable (it was
@@ -323,6 +316,7 @@ fn import_one(
         clock: clock_source,
         status,
         bill: run.writer.bill.clone(),
+        outcome: ImportOutcome::New,
     };
     Ok((imported, written))
 }

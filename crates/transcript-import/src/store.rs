@@ -54,9 +54,7 @@ pub use locate::{default_store, parse_day, session_files};
 use super::clock::ImportClock;
 use super::{ImportContext, ImportWriter, Via, bad, first_time, user_message};
 use crate::ImportError;
-
-/// Bytes of a file's head whose hash tells a grown file from a rewritten one.
-const HEAD: usize = 4096;
+use crate::index::HEAD;
 
 /// One session file's import, once durable (or why not).
 pub struct StoreDone {
@@ -155,6 +153,10 @@ pub fn import_store_file(
         return Ok((unchanged(e), Some(e.clone()), None));
     }
     let (file, head) = read_head(input)?;
+    if let Some(e) = known.filter(|e| e.closed && e.size == size && same_head(e, &head)) {
+        // A file import's completed run of the same content (only its time changed).
+        return Ok((unchanged(e), Some(e.clone()), None));
+    }
     let mut entry = IndexEntry {
         run_id: String::new(),
         provider: provider.name().to_owned(),
@@ -165,6 +167,7 @@ pub fn import_store_file(
         items_fed: 0,
         tail: None,
         project: crate::project::recorded_project(input),
+        closed: false,
     };
     let resume = resumable(known, size, provider, &head);
     let import_clock = Arc::new(ImportClock::new(clock.clone()));
@@ -237,14 +240,21 @@ fn resumable<'a>(
     head: &[u8],
 ) -> Option<&'a IndexEntry> {
     known.filter(|e| {
+        // A file import's run is completed: never appended to (a grown file is a new run).
         !e.run_id.is_empty()
+            && !e.closed
             && size >= e.size
             && e.provider == provider.name()
-            && usize::try_from(e.head_len)
-                .ok()
-                .and_then(|n| head.get(..n))
-                .is_some_and(|h| crate::index::sha256_hex(h) == e.head)
+            && same_head(e, head)
     })
+}
+
+/// Whether `head` begins with the bytes the index entry `e` hashed.
+fn same_head(e: &IndexEntry, head: &[u8]) -> bool {
+    usize::try_from(e.head_len)
+        .ok()
+        .and_then(|n| head.get(..n))
+        .is_some_and(|h| crate::index::sha256_hex(h) == e.head)
 }
 
 /// One session file being fed into its run: the items an earlier import already recorded

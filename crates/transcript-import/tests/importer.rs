@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use transcript_import::store::StoreOutcome;
-use transcript_import::{ImportError, ImportStatus, Importer, Notice, Store};
+use transcript_import::{ImportError, ImportOutcome, ImportStatus, Importer, Notice, Store};
 use transcript_providers::Provider;
 
 fn fixture(name: &str) -> PathBuf {
@@ -119,4 +119,49 @@ fn a_store_is_imported_incrementally() {
         "{:?}",
         again[0].result
     );
+}
+
+/// #51 item 3: a source already imported is not a second run: the same file again, or a copy
+/// of it at another path (the same first 4 KiB), is reported unchanged under the first run,
+/// and the storage holds one run.
+#[test]
+fn a_source_imported_again_or_copied_is_not_a_second_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("storage");
+    let mut log = format!(
+        "{{\"type\":\"summary\",\"summary\":\"{}\"}}\n",
+        "padding ".repeat(600)
+    );
+    log.push_str(&std::fs::read_to_string(fixture("session.jsonl")).unwrap());
+    assert!(log.len() > 4096);
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("elsewhere-b.jsonl");
+    std::fs::write(&a, &log).unwrap();
+    std::fs::write(&b, &log).unwrap();
+    let importer = Importer::new(&storage);
+    let first = importer.import_file(&a, Some(Provider::Claude)).unwrap();
+    assert_eq!(first.outcome, ImportOutcome::New);
+    for again in [&a, &b] {
+        let run = importer.import_file(again, Some(Provider::Claude)).unwrap();
+        assert_eq!(run.outcome, ImportOutcome::Unchanged, "{}", again.display());
+        assert_eq!(run.run_id, first.run_id);
+        assert_eq!(run.events, 0);
+    }
+    let runs = std::fs::read_dir(&storage)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "jsonl")
+        })
+        .count();
+    assert_eq!(runs, 1);
+    // A different log is a new run.
+    let other = importer
+        .import_file(&fixture("session.jsonl"), Some(Provider::Claude))
+        .unwrap();
+    assert_eq!(other.outcome, ImportOutcome::New);
+    assert_ne!(other.run_id, first.run_id);
 }

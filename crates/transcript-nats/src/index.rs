@@ -71,6 +71,10 @@ pub struct BilledTurnEntry {
     pub model: String,
     /// Its usage.
     pub usage: Usage,
+    /// The provider's identity of its request (wire decision 17), so receipts bill a
+    /// request once across runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +83,7 @@ struct PendingTurn {
     timestamp: Timestamp,
     model: Option<String>,
     usage: Option<Usage>,
+    request_id: Option<String>,
 }
 
 impl RunEntry {
@@ -121,6 +126,7 @@ impl RunEntry {
                         )
                         .to_owned(),
                         usage: usage.clone(),
+                        request_id: t.request_id.clone(),
                     });
                 }
             }
@@ -167,6 +173,7 @@ impl RunEntry {
                         timestamp,
                         model: m.model.clone(),
                         usage: m.usage.clone(),
+                        request_id: m.request_id.clone(),
                     });
                 false
             }

@@ -144,6 +144,7 @@ mod tests {
             provider: None,
             model: None,
             usage: None,
+            request_id: None,
         }
     }
 

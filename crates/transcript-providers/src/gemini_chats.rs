@@ -217,6 +217,8 @@ impl Chats {
             provider: Some("gemini".to_owned()),
             model: s(&v, "model").filter(|m| !m.is_empty()).map(str::to_owned),
             usage,
+            // The session file's message id is the request's identity (decision 17).
+            request_id: s(&v, "id").filter(|id| !id.is_empty()).map(str::to_owned),
         }));
     }
 }

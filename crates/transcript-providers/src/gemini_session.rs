@@ -12,10 +12,15 @@
 //!
 //! The stream's turns and the file's messages are matched one to one, in order, and only
 //! when they agree (same count, same tool call ids, same text): each turn keeps the stream's
-//! blocks, gets the file's model and usage, and its thinking (the stream has none) first. What the stream's per-model totals bill
-//! beyond the file's messages (Gemini CLI's routing classifier call, which is no message)
-//! becomes a usage-only turn per model, so the run's totals stay the stream's. Anything that
-//! does not agree is a [`SessionMismatch`]: the caller keeps the stream's turns.
+//! blocks, gets the file's usage, its request identity (the message id, decision 17) and its
+//! thinking (the stream has none) first. Models are matched by token sums, not by name (#51):
+//! the file names the model the CLI asked for, the stream's per-model totals the one that
+//! answered (`modelVersion`, which differs for a `-latest` alias); each turn is named after
+//! the stream model whose total covers the sums of its file model's messages. What the
+//! stream's per-model totals bill beyond the file's messages (Gemini CLI's routing
+//! classifier call, which is no message) becomes a usage-only turn per model, so the run's
+//! totals stay the stream's. Anything that does not agree is a [`SessionMismatch`]: the
+//! caller keeps the stream's turns.
 
 use transcript_domain::{BlockBody, ContentBlock, MessagePayload, RawJson, Role, Usage};
 
@@ -116,10 +121,12 @@ pub fn gemini_turns_from_session(
                 .collect(),
             model: f.model.clone().or_else(|| s.model.clone()),
             usage: f.usage.clone(),
+            request_id: f.request_id.clone(),
             ..(*s).clone()
         });
     }
     out.extend(file_bare.iter().cloned());
+    answered_by(stream, &mut out);
     let remainders = remainders(stream, out.iter())?;
     out.extend(remainders.into_iter().map(|(model, usage)| MessagePayload {
         role: Role::Assistant,
@@ -127,6 +134,7 @@ pub fn gemini_turns_from_session(
         provider: Some(Provider::Gemini.name().to_owned()),
         model,
         usage: Some(usage),
+        request_id: None,
     }));
     Ok(out)
 }
@@ -167,6 +175,67 @@ fn with_file_result(block: &ContentBlock, file: &MessagePayload) -> ContentBlock
 /// `null` or `""`.
 fn is_empty_content(content: &RawJson) -> bool {
     content.is_null() || content.get() == "\"\""
+}
+
+/// Renames the file's models to the ones that answered, by token sums, not by name: the
+/// file names the model the CLI asked for (an alias such as `…-latest`), the stream's
+/// per-model totals the one that answered (the API's `modelVersion`). Each model the file
+/// names takes the stream model of the same name when there is one; else, of the stream
+/// models no file message names, the one with the largest total whose counts cover the
+/// sums of that model's messages (the routing classifier's small total is left to its own
+/// usage-only turn). Without stream usage, or without a covering model, the file's names stay
+/// (and [`remainders`] says what does not agree).
+fn answered_by(stream: &[MessagePayload], turns: &mut [MessagePayload]) {
+    let mut totals: Vec<(Option<String>, Usage)> = Vec::new();
+    for m in stream {
+        if let Some(u) = &m.usage {
+            add(&mut totals, &m.model, u);
+        }
+    }
+    let mut sums: Vec<(Option<String>, Usage)> = Vec::new();
+    for m in turns.iter() {
+        if let Some(u) = &m.usage {
+            add(&mut sums, &m.model, u);
+        }
+    }
+    let named = |model: &Option<String>| totals.iter().any(|(k, _)| k == model);
+    let mut taken: Vec<Option<String>> = sums
+        .iter()
+        .filter(|(k, _)| named(k))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let mut renames: Vec<(Option<String>, Option<String>)> = Vec::new();
+    for (model, sum) in sums.iter().filter(|(k, _)| !named(k)) {
+        let best = totals
+            .iter()
+            .filter(|(k, total)| !taken.contains(k) && covers(total, sum))
+            .max_by_key(|(_, total)| tokens(total));
+        if let Some((answered, _)) = best {
+            taken.push(answered.clone());
+            renames.push((model.clone(), answered.clone()));
+        }
+    }
+    for m in turns.iter_mut() {
+        if let Some((_, to)) = renames.iter().find(|(from, _)| *from == m.model) {
+            m.model = to.clone();
+        }
+    }
+}
+
+/// Whether `total` has at least `sum` of every count `sum` has.
+fn covers(total: &Usage, sum: &Usage) -> bool {
+    COUNTS.iter().all(|(_, get, _)| match get(sum) {
+        Some(n) if n > 0 => get(total).is_some_and(|t| t >= n),
+        _ => true,
+    })
+}
+
+/// The sum of a usage's token counts.
+fn tokens(u: &Usage) -> u64 {
+    COUNTS
+        .iter()
+        .map(|(_, get, _)| get(u).unwrap_or(0))
+        .fold(0, u64::saturating_add)
 }
 
 /// The `sessionId` of the file's first record (a `.jsonl` file's first line, or an older
@@ -418,5 +487,53 @@ mod tests {
             .unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].usage.as_ref().and_then(|u| u.input_tokens), Some(99));
+    }
+
+    /// #51: the file names the requested alias (`pro`), the stream's totals the version that
+    /// answered and the classifier: the turns take the answering model's name by sums, the
+    /// classifier keeps a usage-only turn, and each turn carries its file message id.
+    #[test]
+    fn the_model_that_answered_is_found_by_sums_not_by_name() {
+        let stream_text = STREAM.replace(
+            r#""models":{"pro":{"total_tokens":130,"input_tokens":120,"output_tokens":10,"cached":0}}"#,
+            r#""models":{"lite":{"total_tokens":20,"input_tokens":19,"output_tokens":1,"cached":0},"pro-002":{"total_tokens":130,"input_tokens":120,"output_tokens":10,"cached":0}}"#,
+        );
+        assert_ne!(stream_text, STREAM);
+        let mut turns = Vec::new();
+        for o in crate::normalize(Provider::Gemini, stream_text.as_bytes()) {
+            if let Output::Turn(m) = o {
+                turns.push(m);
+            }
+        }
+        let out =
+            gemini_turns_from_session(&turns, "s-1", file("s-1", "t1", "Done.", 70).as_bytes())
+                .unwrap();
+        let got: Vec<_> = out
+            .iter()
+            .map(|m| {
+                (
+                    m.model.as_deref(),
+                    m.usage.as_ref().and_then(|u| u.input_tokens),
+                    m.request_id.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some("pro-002"), Some(50), Some("a")),
+                (Some("pro-002"), Some(70), Some("b")),
+                (Some("lite"), Some(19), None),
+            ]
+        );
+        // Sums the answering model cannot cover still do not agree.
+        assert_eq!(
+            gemini_turns_from_session(&turns, "s-1", file("s-1", "t1", "Done.", 71).as_bytes())
+                .unwrap_err(),
+            SessionMismatch::Exceeds {
+                model: "pro".into(),
+                count: "of any count"
+            }
+        );
     }
 }

@@ -84,6 +84,11 @@
 //!   (later blocks go before the results), and a request resumed after
 //!   another turn was emitted (an interleaved sidechain) adds only what grew
 //!   on a later turn, never its input and cache counts again.
+//!   Each turn names its request on the wire (`request_id`, decision 17):
+//!   Claude `<message.id>/<requestId>` (the message id alone in stream-json),
+//!   an OpenAI Responses response id, a Gemini session file's message id, a
+//!   Copilot message id; every turn of one request carries the same value, so
+//!   readers of many runs bill a request once across them.
 //!   `input_tokens` excludes cache reads for every provider (OpenAI, Codex
 //!   and Gemini counts are converted by subtracting cached tokens).
 //! - **Claude Code usage is what was billed** (issue #16): its `assistant`

@@ -40,6 +40,8 @@ struct Turn {
     usage: Option<Usage>,
     /// The request identity the usage belongs to (see [`Turns::set_request_usage`]).
     request: Option<String>,
+    /// The request identity written on the wire (`request_id`, decision 17).
+    request_id: Option<String>,
 }
 
 impl Turn {
@@ -376,7 +378,19 @@ impl Turns {
         if !usage.is_empty() {
             let t = self.turn();
             t.usage = Some(usage);
+            if t.request_id.as_deref() != Some(request.as_str()) {
+                t.request_id = Some(request.clone());
+            }
             t.request = Some(request);
+        }
+    }
+
+    /// Names the API request the open turn belongs to (`request_id` on the wire, decision
+    /// 17: an OpenAI response id, a Gemini session message id), opening a turn if none is.
+    pub(crate) fn request_id(&mut self, id: &str) {
+        let t = self.turn();
+        if t.request_id.as_deref() != Some(id) {
+            t.request_id = Some(id.to_owned());
         }
     }
 
@@ -396,6 +410,13 @@ impl Turns {
         });
         if !same {
             t.request = Some(format!("{a}\u{0}{b}"));
+            // On the wire (decision 17): `<message.id>/<requestId>`, the message id alone
+            // when the record has no request id.
+            t.request_id = Some(if b.is_empty() {
+                a.to_owned()
+            } else {
+                format!("{a}/{b}")
+            });
         }
         t.usage = Some(usage);
     }
@@ -516,6 +537,7 @@ impl Turns {
                 provider: Some(self.provider.to_owned()),
                 model: t.model.or_else(|| self.default_model.clone()),
                 usage: t.usage,
+                request_id: t.request_id,
             }));
         }
     }

@@ -8,35 +8,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 use serde_json::Value;
 use transcript_providers::{Provider, Summary};
-
-fn real_root() -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is not set"
-        );
-        println!("skipped: TRANSCRIPT_REAL_FIXTURES is not set");
-        return None;
-    };
-    let mut dir = PathBuf::from(dir);
-    if dir.is_relative() {
-        // CI sets it relative to the repository root.
-        dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
-            .join(dir);
-    }
-    assert!(
-        dir.is_dir(),
-        "TRANSCRIPT_REAL_FIXTURES={} is set but is not a directory",
-        dir.display()
-    );
-    Some(dir)
-}
 
 fn count(s: &Summary, key: &str) -> u64 {
     match key {

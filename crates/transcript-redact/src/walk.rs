@@ -143,10 +143,12 @@ impl Redactor {
             provider,
             model,
             usage,
+            request_id,
         } = message;
         self.mask_blocks(blocks.iter_mut().map(Some));
         self.mask_opt(provider);
         self.mask_opt(model);
+        self.mask_opt(request_id);
         numbers_only(usage.as_ref());
     }
 
@@ -157,11 +159,13 @@ impl Redactor {
             provider,
             model,
             usage,
+            request_id,
         } = message;
         self.mask_string(role);
         self.mask_decoded_blocks(blocks);
         self.mask_opt(provider);
         self.mask_opt(model);
+        self.mask_opt(request_id);
         numbers_only(usage.as_ref());
     }
 

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 
+use transcript_export::requests::{Requests, Source};
 use transcript_import::project::session_and_project;
 use transcript_providers::Pricing;
 
@@ -80,6 +81,7 @@ pub fn run(
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let receipts = transcript_export::priced_receipts(&doc, &price);
     warn_unpriced(&receipts.unpriced_models, pricing_file, err);
+    note_duplicates(receipts.duplicates, err);
     let replay_of = source
         .events
         .first()
@@ -179,7 +181,7 @@ pub fn run_grouped(
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let mut grouping = Grouping {
         by,
-        groups: transcript_export::Groups::new(&price),
+        requests: Requests::new(),
     };
     let options = transcript_export::ExportOptions::default();
     for file in files {
@@ -187,20 +189,37 @@ pub fn run_grouped(
         let events = loaded.decoded();
         let doc = transcript_export::build_document(&events, &mut |_| None, &options);
         // One answer per session however it was imported (a store or files).
-        let source = match sources.get(doc.run.run_id.as_str()) {
-            Some(&(provider, path, project)) => session_and_project(provider, path, project),
-            None => imported_file(&doc).map_or((None, None), |(provider, path, project)| {
-                session_and_project(&provider, &path, project.as_deref())
-            }),
+        let (source, sidechain) = match sources.get(doc.run.run_id.as_str()) {
+            Some(&(provider, path, project)) => (
+                session_and_project(provider, path, project),
+                is_subagent_log(path),
+            ),
+            None => {
+                imported_file(&doc).map_or(((None, None), false), |(provider, path, project)| {
+                    (
+                        session_and_project(&provider, &path, project.as_deref()),
+                        is_subagent_log(&path),
+                    )
+                })
+            }
         };
-        grouping.add_run(&doc, source);
+        grouping.add_run(&doc, source, sidechain);
     }
-    let (groups, unpriced) = grouping.groups.finish();
+    let billed = grouping.requests.finish();
+    let mut groups = transcript_export::Groups::new(&price);
+    for kept in billed.kept {
+        let t = kept.turn;
+        groups.add_usage(t.key, &t.run_id, (&t.model, &t.usage), kept.first);
+    }
+    let (groups, unpriced) = groups.finish();
     warn_unpriced(&unpriced, pricing_file, err);
+    note_duplicates(billed.duplicates, err);
     let text = if json {
-        super::to_json(
-            &serde_json::json!({ "by": format!("{by:?}").to_lowercase(), "groups": groups }),
-        )? + "\n"
+        super::to_json(&serde_json::json!({
+            "by": format!("{by:?}").to_lowercase(),
+            "groups": groups,
+            "duplicates": billed.duplicates,
+        }))? + "\n"
     } else {
         style::clean(&transcript_export::render_groups(
             &format!("{by:?}").to_lowercase(),
@@ -210,23 +229,59 @@ pub fn run_grouped(
     stdout_result(out.write_all(text.as_bytes()))
 }
 
-/// The runs' billed turns being grouped by `by` (the sums, prices and table are the export
-/// crate's [`transcript_export::Groups`]).
-struct Grouping<'p> {
-    by: GroupBy,
-    groups: transcript_export::Groups<'p>,
+/// Whether an imported session file is a sub-agent's log (`<session>/subagents/agent-*.jsonl`):
+/// a side chain, whose copy of a request loses to the main chain's.
+fn is_subagent_log(path: &str) -> bool {
+    Path::new(path)
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == "subagents")
 }
 
-impl Grouping<'_> {
+/// Says on `err` how many billed turns were set aside as copies of a request another run
+/// bills (one request, one bill across runs: `transcript_export::requests`).
+pub fn note_duplicates(duplicates: u64, err: &mut dyn Write) {
+    if duplicates > 0 {
+        let _ = writeln!(
+            err,
+            "transcript: note: {duplicates} duplicate turn(s) set aside: copies of requests another run bills (a resumed session, a log imported twice); each request is billed once"
+        );
+    }
+}
+
+/// One billed turn waiting for the requests to be resolved: its group, run, model and usage.
+pub struct Pending {
+    /// The group it goes to.
+    pub key: String,
+    /// Its run.
+    pub run_id: String,
+    /// The model it is billed under.
+    pub model: String,
+    /// Its usage.
+    pub usage: transcript_domain::Usage,
+}
+
+/// The runs' billed turns being grouped by `by`: each with its request, so a request
+/// repeated by several runs is billed once (`transcript_export::requests`); the sums, prices
+/// and table are the export crate's [`transcript_export::Groups`].
+struct Grouping {
+    by: GroupBy,
+    requests: Requests<Pending>,
+}
+
+impl Grouping {
     /// Every billed assistant turn of a run's steps, under the model it is billed under
     /// (`transcript_export::billed_turns`, as `receipts` bills it); `(session, project)` from
-    /// the import index when the run was imported from a store.
+    /// the import index when the run was imported from a store; `sidechain`: the run is a
+    /// sub-agent's log.
     fn add_run(
         &mut self,
         doc: &transcript_export::ExportDocument,
         (session, project): (Option<String>, Option<String>),
+        sidechain: bool,
     ) {
         let run_id = &doc.run.run_id;
+        let scope = session.clone().unwrap_or_else(|| run_id.clone());
         transcript_export::each_step(&doc.run, &mut |step| {
             // The one rule every report bills by (its model, else its step's).
             for turn in transcript_export::billed_turns(step) {
@@ -240,7 +295,22 @@ impl Grouping<'_> {
                         .unwrap_or_else(|| "?".to_owned()),
                     GroupBy::Model => turn.model.to_owned(),
                 };
-                self.groups.add(key, run_id, &turn);
+                self.requests.add(
+                    Pending {
+                        key,
+                        run_id: run_id.clone(),
+                        model: turn.model.to_owned(),
+                        usage: turn.usage.clone(),
+                    },
+                    turn.message.request_id.as_deref(),
+                    Source {
+                        run: run_id,
+                        session: &scope,
+                        provider: turn.message.provider.as_deref().unwrap_or(""),
+                        sidechain,
+                    },
+                    turn.usage,
+                );
             }
         });
     }

@@ -5,11 +5,11 @@
 use std::io::Write;
 use std::path::Path;
 
-use transcript_export::{BilledTurn, MessageExport};
+use transcript_export::requests::{Requests, Source};
 use transcript_nats::{NatsStore, RunEntry};
 
 use crate::CliError;
-use crate::cmd::receipts::GroupBy;
+use crate::cmd::receipts::{GroupBy, Pending};
 use crate::exit::stdout_result;
 
 /// Prints the receipts of every run of the index grouped `by`.
@@ -27,21 +27,12 @@ pub async fn run_grouped(
     // A directory's runs are read in file-name (run id) order.
     runs.sort_by_key(|r| r.run_id);
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
-    let mut groups = transcript_export::Groups::new(&price);
+    // One request, one bill across runs (`transcript_export::requests`), as on a directory.
+    let mut requests = Requests::new();
     for run in &runs {
         let run_id = run.run_id.to_string();
         for turn in &run.turns {
             let timestamp = turn.timestamp.to_string();
-            let message = MessageExport {
-                seq: turn.seq,
-                role: "assistant".to_owned(),
-                timestamp: timestamp.clone(),
-                provider: None,
-                model: Some(turn.model.clone()),
-                usage: Some(turn.usage.clone()),
-                cost_usd: None,
-                blocks: Vec::new(),
-            };
             let key = match by {
                 GroupBy::Day => timestamp.get(..10).unwrap_or("?").to_owned(),
                 GroupBy::Month => timestamp.get(..7).unwrap_or("?").to_owned(),
@@ -51,19 +42,42 @@ pub async fn run_grouped(
                 GroupBy::Project => run.workflow.clone().unwrap_or_else(|| "?".to_owned()),
                 GroupBy::Model => turn.model.clone(),
             };
-            let billed = BilledTurn {
-                message: &message,
-                usage: &turn.usage,
-                model: &turn.model,
-            };
-            groups.add(key, &run_id, &billed);
+            requests.add(
+                Pending {
+                    key,
+                    run_id: run_id.clone(),
+                    model: turn.model.clone(),
+                    usage: turn.usage.clone(),
+                },
+                turn.request_id.as_deref(),
+                // The runs index names no provider per turn: the ids of one storage's runs.
+                Source {
+                    run: &run_id,
+                    session: &run_id,
+                    provider: "",
+                    sidechain: false,
+                },
+                &turn.usage,
+            );
         }
     }
+    let billed = requests.finish();
+    let mut groups = transcript_export::Groups::new(&price);
+    for kept in billed.kept {
+        let t = kept.turn;
+        groups.add_usage(t.key, &t.run_id, (&t.model, &t.usage), kept.first);
+    }
     let (groups, unpriced) = groups.finish();
-    crate::cmd::receipts::warn_unpriced(&unpriced, pricing_file, &mut std::io::stderr());
+    let mut err = std::io::stderr();
+    crate::cmd::receipts::warn_unpriced(&unpriced, pricing_file, &mut err);
+    crate::cmd::receipts::note_duplicates(billed.duplicates, &mut err);
     let label = format!("{by:?}").to_lowercase();
     let text = if json {
-        crate::cmd::to_json(&serde_json::json!({ "by": label, "groups": groups }))? + "\n"
+        crate::cmd::to_json(&serde_json::json!({
+            "by": label,
+            "groups": groups,
+            "duplicates": billed.duplicates,
+        }))? + "\n"
     } else {
         crate::style::clean(&transcript_export::render_groups(&label, &groups))
     };

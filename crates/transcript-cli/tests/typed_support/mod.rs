@@ -4,6 +4,8 @@
 //! what the run recorded.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod attack;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;

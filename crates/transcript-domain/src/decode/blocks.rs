@@ -13,6 +13,8 @@ struct WireMessage<'a> {
     model: Option<String>,
     #[serde(default)]
     usage: Option<Usage>,
+    #[serde(default)]
+    request_id: Option<String>,
 }
 
 pub(super) fn decode_message(
@@ -27,6 +29,7 @@ pub(super) fn decode_message(
         provider: wire.provider,
         model: wire.model,
         usage: wire.usage,
+        request_id: wire.request_id,
     })
 }
 

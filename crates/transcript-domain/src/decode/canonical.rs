@@ -132,6 +132,7 @@ impl DecodedMessage {
             provider: self.provider.clone(),
             model: self.model.clone(),
             usage: self.usage.clone(),
+            request_id: self.request_id.clone(),
         })
     }
 
@@ -158,6 +159,7 @@ impl From<ExchangeEvent> for DecodedEvent {
                     provider: m.provider,
                     model: m.model,
                     usage: m.usage,
+                    request_id: m.request_id,
                 })
             }
             Payload::ToolCall(t) | Payload::ToolResult(t) => DecodedPayload::Tool(t),
@@ -226,6 +228,9 @@ impl Serialize for DecodedMessage {
         }
         if let Some(u) = &self.usage {
             map.serialize_entry("usage", u)?;
+        }
+        if let Some(r) = &self.request_id {
+            map.serialize_entry("request_id", r)?;
         }
         map.end()
     }

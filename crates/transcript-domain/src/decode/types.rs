@@ -83,6 +83,8 @@ pub struct DecodedMessage {
     pub model: Option<String>,
     /// Usage (decision 10).
     pub usage: Option<Usage>,
+    /// The provider's request identity (decision 17).
+    pub request_id: Option<String>,
 }
 
 /// A block as decoded.

@@ -49,6 +49,7 @@ pub(super) fn continuation(new: &MessagePayload, old: &TailDigest) -> Option<Mes
         provider: new.provider.clone(),
         model: new.model.clone(),
         usage: usage.filter(|u| !zero(u)),
+        request_id: new.request_id.clone(),
     })
 }
 

@@ -29,6 +29,9 @@ fn responses_usage(v: &Value) -> Usage {
 
 pub(super) fn response(v: &Value, pos: Position, turns: &mut Turns, out: &mut Vec<Output>) {
     turns.message(ne(v, "id"), ne(v, "model"), out);
+    if let Some(id) = ne(v, "id") {
+        turns.request_id(id);
+    }
     if let Some(Value::Array(items)) = v.get("output") {
         for item in items {
             response_item(item, pos, turns, out);
@@ -61,6 +64,9 @@ pub(super) fn response_event(
             turns.expect("`response.completed`");
             if let Some(r) = v.get("response") {
                 turns.message(ne(r, "id"), ne(r, "model"), out);
+                if let Some(id) = ne(r, "id") {
+                    turns.request_id(id);
+                }
             }
             diag(out, K::Metadata, pos, t, "");
         }

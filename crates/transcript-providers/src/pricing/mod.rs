@@ -10,7 +10,9 @@
 //!
 //! - the price entry is `m` itself, else `gemini/m`, `anthropic/m`,
 //!   `openai/m`, else (for `vendor/m` names) `m` without its prefix
-//!   ([`Pricing::lookup`]). No entry: `None` (shown as `—`, never $0).
+//!   ([`Pricing::lookup`]); else the same names with each dot between two digits made a
+//!   hyphen (Copilot's `claude-opus-4.6` is the table's `claude-opus-4-6`,
+//!   [`hyphenate_versions`]: a rule, not a list). No entry: `None` (shown as `—`, never $0).
 //! - the tier: a request whose prompt (`input + cache read + cache write`
 //!   tokens) is above a threshold the entry prices
 //!   (`*_above_200k_tokens`, `*_above_272k_tokens`, …) is priced at the
@@ -280,6 +282,17 @@ impl Pricing {
     /// The entry pricing `model` and its name in the table (see the module
     /// docs for the names tried).
     pub fn lookup(&self, model: &str) -> Option<(&str, &ModelPrice)> {
+        self.lookup_exact(model).or_else(|| {
+            // A version spelled with a dot (Copilot's `claude-opus-4.6`) is the table's
+            // hyphenated name (`claude-opus-4-6`); tried only after the name as given, so a
+            // name the table spells with a dot (`gpt-4.1`) keeps its own entry.
+            let hyphenated = hyphenate_versions(model)?;
+            self.lookup_exact(&hyphenated)
+        })
+    }
+
+    /// [`Pricing::lookup`] of the name as given, with the provider prefixes.
+    fn lookup_exact(&self, model: &str) -> Option<(&str, &ModelPrice)> {
         let mut names = vec![model.to_owned()];
         for prefix in ["gemini/", "anthropic/", "openai/"] {
             names.push(format!("{prefix}{model}"));
@@ -345,6 +358,30 @@ impl Pricing {
             tier_above: tier.map(|(t, _)| *t),
         })
     }
+}
+
+/// `model` with every dot between two digits made a hyphen (`claude-opus-4.6` →
+/// `claude-opus-4-6`, the rule by which Anthropic's model names are spelled in the table);
+/// `None` when it has no such dot.
+pub fn hyphenate_versions(model: &str) -> Option<String> {
+    let bytes = model.as_bytes();
+    let mut changed = false;
+    let out: String = model
+        .char_indices()
+        .map(|(i, c)| {
+            let between_digits = c == '.'
+                && i > 0
+                && bytes.get(i - 1).is_some_and(u8::is_ascii_digit)
+                && bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
+            if between_digits {
+                changed = true;
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    changed.then_some(out)
 }
 
 #[cfg(test)]

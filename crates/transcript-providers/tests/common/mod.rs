@@ -12,6 +12,32 @@ pub fn own_fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/providers")
 }
 
+/// The folder of real captures (`$TRANSCRIPT_REAL_FIXTURES`, relative to the repository
+/// root): `None` (printed) when unset, a failure when unset under `CI=true` or not a folder.
+pub fn real_root() -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os("TRANSCRIPT_REAL_FIXTURES") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a skip is a failure: TRANSCRIPT_REAL_FIXTURES is not set"
+        );
+        println!("skipped: TRANSCRIPT_REAL_FIXTURES is not set");
+        return None;
+    };
+    let mut dir = PathBuf::from(dir);
+    if dir.is_relative() {
+        // CI sets it relative to the repository root.
+        dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(dir);
+    }
+    assert!(
+        dir.is_dir(),
+        "TRANSCRIPT_REAL_FIXTURES={} is set but is not a directory",
+        dir.display()
+    );
+    Some(dir)
+}
+
 /// Runs a normalizer over `input` split at the given chunk lengths (cycled).
 pub fn run_chunked(provider: Provider, input: &[u8], chunk_lens: &[usize]) -> Vec<Output> {
     let mut n = provider.normalizer();

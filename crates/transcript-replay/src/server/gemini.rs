@@ -63,7 +63,7 @@ fn chunk(ctx: &Ctx<'_>, parts: Vec<Value>, last: bool) -> Value {
     let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
     let mut out = json!({
         "candidates": [],
-        "modelVersion": ctx.model,
+        "modelVersion": ctx.turn.answered_by.as_deref().unwrap_or(&ctx.model),
         "responseId": ctx.id("gen"),
     });
     if last {

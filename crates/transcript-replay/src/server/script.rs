@@ -147,6 +147,9 @@ pub struct Turn {
     /// What the request for this turn must carry (a replay's recorded tool results); `None`
     /// checks nothing. See [`Script::matching`].
     pub expect: Option<Expect>,
+    /// The model version the answer names (Gemini's `modelVersion`), when it is not the
+    /// model the request named (an alias answered by a dated version); `None`: the request's.
+    pub answered_by: Option<String>,
 }
 
 /// The tool results a request must send back before it gets its turn: the recorded results
@@ -210,6 +213,13 @@ impl Turn {
             name: name.into(),
             arguments,
         });
+        self
+    }
+
+    /// Names `model` as the version that answered (Gemini's `modelVersion`) instead of the
+    /// model the request named.
+    pub fn answered_by(mut self, model: impl Into<String>) -> Self {
+        self.answered_by = Some(model.into());
         self
     }
 
