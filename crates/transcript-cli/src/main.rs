@@ -498,7 +498,7 @@ fn run_workflow(
         otlp_flush_timeout: std::time::Duration::from_secs(otlp_flush_timeout),
         style: Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs_f64(kill_grace),
-        replay: None,
+        wire: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

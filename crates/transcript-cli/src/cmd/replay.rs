@@ -85,7 +85,7 @@ pub fn command(
         otlp_flush_timeout: std::time::Duration::from_secs(5),
         style: crate::style::Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs(2),
-        replay: None,
+        wire: None,
     };
     let replay = ReplayArgs {
         run: cmd.run,
@@ -113,30 +113,6 @@ pub struct ReplayArgs {
     pub commands: CommandsMode,
     /// How the comparison is painted on stdout.
     pub style: crate::style::Style,
-}
-
-/// How a replay wires the engine: every agent execution on its recorded turns, command steps
-/// on their recorded outcomes with `--commands record`, the new run naming the replayed one.
-pub struct Wiring {
-    endpoints: Arc<ReplayEndpoints>,
-    commands: CommandsMode,
-    replay_of: transcript_domain::RunId,
-}
-
-impl Wiring {
-    /// `builder` wired for the replay.
-    pub fn wire(
-        &self,
-        builder: transcript_exec::ServiceBuilder,
-    ) -> transcript_exec::ServiceBuilder {
-        let builder = builder
-            .model_endpoints(self.endpoints.clone())
-            .replay_of(self.replay_of);
-        match self.commands {
-            CommandsMode::Record => builder.recorded_commands(self.endpoints.clone()),
-            CommandsMode::Live => builder,
-        }
-    }
 }
 
 /// A run read for a replay (the recording) or a comparison (both): its file, its record for
@@ -193,11 +169,19 @@ async fn replay_inner(
         MatchMode::Fifo => Matching::Fifo,
     };
     let replayer = Replayer::new(recorded.recording.tape.clone(), matching);
-    args.replay = Some(Wiring {
-        endpoints: Arc::new(ReplayEndpoints::new(replayer)),
-        commands: replay.commands,
-        replay_of: recorded.recording.run_id,
-    });
+    // Every agent execution on its recorded turns, command steps on their recorded outcomes
+    // with `--commands record`, the new run naming the replayed one.
+    let endpoints = Arc::new(ReplayEndpoints::new(replayer));
+    let (commands, replay_of) = (replay.commands, recorded.recording.run_id);
+    args.wire = Some(Box::new(move |builder| {
+        let builder = builder
+            .model_endpoints(endpoints.clone())
+            .replay_of(replay_of);
+        match commands {
+            CommandsMode::Record => builder.recorded_commands(endpoints.clone()),
+            CommandsMode::Live => builder,
+        }
+    }));
     let storage = args.storage.clone();
     let mut started = None;
     let ran = crate::cmd::run::run_reporting(args, out, &mut started).await;

@@ -44,9 +44,13 @@ pub struct RunArgs {
     pub style: Style,
     /// Time a cancelled command's process group gets between SIGTERM and SIGKILL.
     pub kill_grace: std::time::Duration,
-    /// `transcript replay`'s wiring of the engine, if any.
-    pub replay: Option<crate::cmd::replay::Wiring>,
+    /// More wiring of the engine (`transcript replay`'s ports), if any.
+    pub wire: Option<EngineWiring>,
 }
+
+/// A command's own wiring of the engine, applied last to the service builder.
+pub type EngineWiring =
+    Box<dyn Fn(transcript_exec::ServiceBuilder) -> transcript_exec::ServiceBuilder + Send + Sync>;
 
 /// Parses `k=v`.
 pub fn parse_input(text: &str) -> Result<(String, String), String> {
@@ -478,8 +482,8 @@ fn build_service(
         // Agent steps with `mcp_servers:` reach them through transcript-mcp's proxy.
         .mcp_gateway(Arc::new(crate::mcp_gateway::ProxyGateway));
     // `transcript replay`: every agent execution talks to its recorded turns.
-    if let Some(replay) = &args.replay {
-        builder = replay.wire(builder);
+    if let Some(wire) = &args.wire {
+        builder = wire(builder);
     }
     // On NATS every event's line must fit the servers' max_payload (#44).
     if let Some(store) = &args.nats {
