@@ -143,6 +143,22 @@ fn imported_file(
     })
 }
 
+/// The files `receipts --by` reads: the run named, else every run of `storage` but replays
+/// and their child runs (not spend: their turns were the recording's).
+fn grouped_files(run: Option<&str>, storage: &Path) -> Result<Vec<std::path::PathBuf>, CliError> {
+    Ok(match run {
+        Some(r) => vec![source::resolve(r, storage)?],
+        None => {
+            let runs = crate::runs::all_runs(storage);
+            let replays = crate::runs::replays(&runs);
+            runs.into_iter()
+                .filter(|r| !replays.contains(&r.run_id))
+                .map(|r| r.path)
+                .collect()
+        }
+    })
+}
+
 /// `transcript receipts --by <group>`: every run in `storage` (or the one named), its
 /// billed turns grouped, as a table or `--json`.
 pub fn run_grouped(
@@ -166,18 +182,7 @@ pub fn run_grouped(
             )
         })
         .collect();
-    let files: Vec<std::path::PathBuf> = match run {
-        Some(r) => vec![source::resolve(r, storage)?],
-        // Replays (and their child runs) are not spend: their turns were the recording's.
-        None => {
-            let runs = crate::runs::all_runs(storage);
-            let replays = crate::runs::replays(&runs);
-            runs.into_iter()
-                .filter(|r| !replays.contains(&r.run_id))
-                .map(|r| r.path)
-                .collect()
-        }
-    };
+    let files = grouped_files(run, storage)?;
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let mut grouping = Grouping {
         by,
