@@ -159,6 +159,11 @@ enum Command {
         after_help = "Examples:\n  transcript run fixtures/workflows/demo.yaml --workspace storage/demo\n  transcript run review.yaml --input file=main.go --redact --durability always\n\nThe run id and transcript path are printed on stderr when the run starts (follow it with\n`transcript tail -f <id>`) and on stdout when it ends."
     )]
     Run(RunCmd),
+    /// Run a recorded run's workflow again with its transcript as the model, and compare.
+    #[command(
+        after_help = "Examples:\n  transcript replay latest\n  transcript replay 1259fec0 --workflow review-v2.yaml --match fifo\n\nEach agent step's CLI talks to a model server on 127.0.0.1 that answers with the step's\nrecorded turns; its tools, commands and files are real. Exit 0 when the replay equals the\nrecording, 1 when it differs (each difference printed), 4 on an error."
+    )]
+    Replay(cmd::replay::ReplayCmd),
     /// Normalize raw agent logs (any supported provider format) into canonical transcripts.
     #[command(
         after_help = "Examples:\n  transcript import auto session.jsonl\n  claude -p hi --output-format stream-json --verbose > out.jsonl && transcript import claude out.jsonl"
@@ -374,6 +379,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         };
     match command {
         Command::Run(args) => run_workflow(args, (storage, nats), cli.color, &mut out),
+        Command::Replay(args) => cmd::replay::command(args, storage, cli.color, &mut out),
         Command::Import(args) => cmd::import::command(args, storage, &mut out),
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &storage, json, &style, &mut out)
@@ -480,6 +486,7 @@ fn run_workflow(
         otlp_flush_timeout: std::time::Duration::from_secs(otlp_flush_timeout),
         style: Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs_f64(kill_grace),
+        wire: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -103,6 +103,12 @@ pub fn route(
     if run_args(command).is_some_and(|args| !args.is_empty() && args.iter().all(|a| is_path(a))) {
         return Ok(Route::Directory);
     }
+    if matches!(command, Command::Replay(_)) {
+        return Err(CliError::Usage(
+            "replay reads and records in a storage directory: mirror the run there first"
+                .to_owned(),
+        ));
+    }
     if matches!(command, Command::Import(_)) {
         return Err(CliError::Usage(
             "import writes to a storage directory: import there, then record runs to NATS"
@@ -218,6 +224,8 @@ fn run_args(command: &Command) -> Option<Vec<&str>> {
         | Command::Tail { run, .. }
         | Command::Stats { target: run, .. }
         | Command::Receipts { run: Some(run), .. } => Some(vec![run.as_str()]),
+        Command::Diff(args) => Some(vec![args.a.as_str(), args.b.as_str()]),
+        Command::Check(args) => Some(vec![args.run.as_str()]),
         _ => None,
     }
 }
@@ -251,6 +259,8 @@ fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
             .map(|(s, end)| end.millis_since(s)),
         events: e.events,
         path: PathBuf::from(format!("{url}#{}", e.run_id)),
+        // `replay` records in a storage directory only (see `route`).
+        replay_of: None,
     }
 }
 

@@ -112,6 +112,10 @@ pub struct RunSummary {
     pub events: u64,
     /// The transcript file.
     pub path: PathBuf,
+    /// The run it replays (`run.started`'s `replay_of`): its turns were served from that
+    /// recording and are not spend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
 }
 
 /// Summarises one transcript from its first and last events.
@@ -145,6 +149,10 @@ pub fn summarize(run_id: RunId, path: &Path) -> RunSummary {
             .map(|(f, l)| l.timestamp.millis_since(f.timestamp)),
         events: last.as_ref().map_or(0, |e| e.seq),
         path: path.to_path_buf(),
+        replay_of: first
+            .as_ref()
+            .and_then(|e| e.step())
+            .and_then(|p| p.replay_of.clone()),
     }
 }
 
@@ -235,6 +243,32 @@ pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
             .then(a.run_id.cmp(&b.run_id))
     });
     runs
+}
+
+/// The runs of `runs` that are replays or child runs of one (their turns are not spend).
+pub fn replays(runs: &[RunSummary]) -> std::collections::HashSet<RunId> {
+    let parents: std::collections::HashMap<RunId, Option<RunId>> =
+        runs.iter().map(|r| (r.run_id, r.parent_run_id)).collect();
+    let roots: std::collections::HashSet<RunId> = runs
+        .iter()
+        .filter(|r| r.replay_of.is_some())
+        .map(|r| r.run_id)
+        .collect();
+    runs.iter()
+        .map(|r| r.run_id)
+        .filter(|id| {
+            // Up the parent chain (bounded: a cycle of parents ends the walk).
+            let mut at = Some(*id);
+            for _ in 0..=runs.len() {
+                match at {
+                    Some(a) if roots.contains(&a) => return true,
+                    Some(a) => at = parents.get(&a).copied().flatten(),
+                    None => return false,
+                }
+            }
+            false
+        })
+        .collect()
 }
 
 /// Whether the run file at `path` mirrors a session of an agent CLI's store (listed by the

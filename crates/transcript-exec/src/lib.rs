@@ -382,6 +382,7 @@ pub mod file_channel;
 mod gemini_session;
 pub mod http_agent;
 pub mod mcp;
+pub mod model_endpoint;
 pub mod plugin;
 pub mod preset;
 pub mod process;

@@ -22,7 +22,7 @@
 //! totals stay the stream's. Anything that does not agree is a [`SessionMismatch`]: the
 //! caller keeps the stream's turns.
 
-use transcript_domain::{BlockBody, MessagePayload, Role, Usage};
+use transcript_domain::{BlockBody, ContentBlock, MessagePayload, RawJson, Role, Usage};
 
 use crate::output::{Diagnostic, DiagnosticKind, Output};
 use crate::registry::Provider;
@@ -115,7 +115,10 @@ pub fn gemini_turns_from_session(
                     .any(|b| matches!(b.body, BlockBody::Thinking { .. }))
             });
         out.push(MessagePayload {
-            blocks: thinking.chain(&s.blocks).cloned().collect(),
+            blocks: thinking
+                .cloned()
+                .chain(s.blocks.iter().map(|b| with_file_result(b, f)))
+                .collect(),
             model: f.model.clone().or_else(|| s.model.clone()),
             usage: f.usage.clone(),
             request_id: f.request_id.clone(),
@@ -134,6 +137,44 @@ pub fn gemini_turns_from_session(
         request_id: None,
     }));
     Ok(out)
+}
+
+/// A stream block, its tool result taken from the file's message `file` when the stream's is
+/// empty (#49 item 5: Gemini CLI's `stream-json` carries an empty `output` for a successful
+/// `read_file`, while its session file holds the result in `functionResponse.response.output`).
+fn with_file_result(block: &ContentBlock, file: &MessagePayload) -> ContentBlock {
+    let BlockBody::ToolResult {
+        tool_id,
+        tool_content,
+    } = &block.body
+    else {
+        return block.clone();
+    };
+    if !is_empty_content(tool_content) {
+        return block.clone();
+    }
+    let found = file.blocks.iter().find_map(|b| match &b.body {
+        BlockBody::ToolResult {
+            tool_id: id,
+            tool_content,
+        } if id == tool_id && !is_empty_content(tool_content) => Some(tool_content),
+        _ => None,
+    });
+    match found {
+        Some(content) => ContentBlock {
+            body: BlockBody::ToolResult {
+                tool_id: tool_id.clone(),
+                tool_content: content.clone(),
+            },
+            ..block.clone()
+        },
+        None => block.clone(),
+    }
+}
+
+/// `null` or `""`.
+fn is_empty_content(content: &RawJson) -> bool {
+    content.is_null() || content.get() == "\"\""
 }
 
 /// Renames the file's models to the ones that answered, by token sums, not by name: the
@@ -373,6 +414,37 @@ mod tests {
             matches!(&out[0].blocks[0].body, BlockBody::Thinking { thinking } if thinking == "S\nD")
         );
         assert_eq!(out[0].blocks.len(), turns[0].blocks.len() + 1);
+    }
+
+    #[test]
+    fn an_empty_stream_result_is_taken_from_the_files_function_response() {
+        let empty = STREAM.replace(r#""output":"x""#, r#""output":"""#);
+        let mut turns = Vec::new();
+        for o in crate::normalize(Provider::Gemini, empty.as_bytes()) {
+            if let Output::Turn(m) = o {
+                turns.push(m);
+            }
+        }
+        let with_result = file("s-1", "t1", "Done.", 70).replace(
+            r#""args":{}}"#,
+            r#""args":{},"status":"success","result":[{"functionResponse":{"id":"t1","name":"read_file","response":{"output":"file text\n"}}}]}"#,
+        );
+        let out = gemini_turns_from_session(&turns, "s-1", with_result.as_bytes()).unwrap();
+        let results: Vec<&str> = out[0]
+            .blocks
+            .iter()
+            .filter_map(|b| match &b.body {
+                BlockBody::ToolResult { tool_content, .. } => Some(tool_content.get()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results, [r#""file text\n""#]);
+        // A result the stream did carry is kept as the stream carried it.
+        let (kept, _) = stream();
+        let out = gemini_turns_from_session(&kept, "s-1", with_result.as_bytes()).unwrap();
+        assert!(out[0].blocks.iter().any(
+            |b| matches!(&b.body, BlockBody::ToolResult { tool_content, .. } if tool_content.get() == r#""x""#)
+        ));
     }
 
     #[test]

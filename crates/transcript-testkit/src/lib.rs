@@ -1,7 +1,8 @@
 //! Test support for the `transcript` workspace. Never a normal dependency of a library crate
 //! (only `[dev-dependencies]`); `cargo xtask arch-check` enforces that.
 //!
-//! [`model_server`] is a scripted local model server: tests point the real agent CLIs (Claude
+//! [`model_server`] is the scripted local model server (production code in
+//! `transcript-replay`, re-exported here under its old name): tests point the real agent CLIs (Claude
 //! Code, Codex, Gemini CLI) or our own HTTP agent at it, script what the "model" answers turn by
 //! turn, and then assert what the agent sent and what the server billed. [`agent_cli`] finds
 //! the real CLIs and prepares the configuration, environment and arguments that point each one
@@ -12,4 +13,4 @@
 
 pub mod agent_cli;
 pub mod mcp_server;
-pub mod model_server;
+pub use transcript_replay::server as model_server;

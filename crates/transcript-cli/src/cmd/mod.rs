@@ -9,6 +9,7 @@ pub mod mirror;
 pub mod otel;
 pub mod progress;
 pub mod receipts;
+pub mod replay;
 pub mod run;
 pub mod show;
 pub mod signals;

@@ -82,11 +82,28 @@ pub fn run(
     let receipts = transcript_export::priced_receipts(&doc, &price);
     warn_unpriced(&receipts.unpriced_models, pricing_file, err);
     note_duplicates(receipts.duplicates, err);
-    let text = if json {
+    let replay_of = source
+        .events
+        .first()
+        .and_then(|e| e.step())
+        .and_then(|p| p.replay_of.clone());
+    let mut text = if json {
         super::to_json(&receipts)? + "\n"
     } else {
         style::clean(&receipts.render())
     };
+    if let Some(recorded) = replay_of {
+        let note = format!(
+            "replayed: this run replays {}; its turns were served from that recording and are \
+             not spend (receipts --by leaves them out)\n",
+            style::one_line(&recorded)
+        );
+        if json {
+            crate::diag!("transcript: {}", note.trim_end());
+        } else {
+            text.push_str(&note);
+        }
+    }
     stdout_result(out.write_all(text.as_bytes()))?;
     // A child run that exists but could not be read is an error (exit 3), not a missing child.
     source.children_read()
@@ -126,6 +143,22 @@ fn imported_file(
     })
 }
 
+/// The files `receipts --by` reads: the run named, else every run of `storage` but replays
+/// and their child runs (not spend: their turns were the recording's).
+fn grouped_files(run: Option<&str>, storage: &Path) -> Result<Vec<std::path::PathBuf>, CliError> {
+    Ok(match run {
+        Some(r) => vec![source::resolve(r, storage)?],
+        None => {
+            let runs = crate::runs::all_runs(storage);
+            let replays = crate::runs::replays(&runs);
+            runs.into_iter()
+                .filter(|r| !replays.contains(&r.run_id))
+                .map(|r| r.path)
+                .collect()
+        }
+    })
+}
+
 /// `transcript receipts --by <group>`: every run in `storage` (or the one named), its
 /// billed turns grouped, as a table or `--json`.
 pub fn run_grouped(
@@ -149,13 +182,7 @@ pub fn run_grouped(
             )
         })
         .collect();
-    let files: Vec<std::path::PathBuf> = match run {
-        Some(r) => vec![source::resolve(r, storage)?],
-        None => crate::runs::run_files(storage)
-            .into_iter()
-            .map(|(_, p)| p)
-            .collect(),
-    };
+    let files = grouped_files(run, storage)?;
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let mut grouping = Grouping {
         by,

@@ -44,7 +44,13 @@ pub struct RunArgs {
     pub style: Style,
     /// Time a cancelled command's process group gets between SIGTERM and SIGKILL.
     pub kill_grace: std::time::Duration,
+    /// More wiring of the engine (`transcript replay`'s ports), if any.
+    pub wire: Option<EngineWiring>,
 }
+
+/// A command's own wiring of the engine, applied last to the service builder.
+pub type EngineWiring =
+    Box<dyn Fn(transcript_exec::ServiceBuilder) -> transcript_exec::ServiceBuilder + Send + Sync>;
 
 /// Parses `k=v`.
 pub fn parse_input(text: &str) -> Result<(String, String), String> {
@@ -158,6 +164,15 @@ fn with_secrets_masked(
 /// incomplete transcript (4, takes precedence over success: a run whose transcript lost events
 /// never reports success) or a signal (128+N).
 pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliError> {
+    run_reporting(args, out, &mut None).await
+}
+
+/// [`run`], telling `started` the run's id and transcript path once it has them.
+pub async fn run_reporting(
+    args: RunArgs,
+    out: &mut dyn std::io::Write,
+    started: &mut Option<(transcript_domain::RunId, PathBuf)>,
+) -> Result<(), CliError> {
     let set = WorkflowSet::load(&args.workflow)
         .map_err(|e| CliError::Invalid(format!("invalid workflow: {e}")))?;
     let root = set.root().cloned().ok_or_else(|| {
@@ -198,6 +213,7 @@ pub async fn run(args: RunArgs, out: &mut dyn std::io::Write) -> Result<(), CliE
         .map_err(open_error)?;
     // The id first, so `transcript tail -f <id>` can follow the run from another terminal.
     crate::diag!("transcript: run {run_id} → {}", path.display());
+    *started = Some((run_id, path.clone()));
 
     let outcome = service
         .run_with_recorder(&set, input_values(&args.inputs), recorder.clone(), cancel)
@@ -465,6 +481,10 @@ fn build_service(
         )
         // Agent steps with `mcp_servers:` reach them through transcript-mcp's proxy.
         .mcp_gateway(Arc::new(crate::mcp_gateway::ProxyGateway));
+    // `transcript replay`: every agent execution talks to its recorded turns.
+    if let Some(wire) = &args.wire {
+        builder = wire(builder);
+    }
     // On NATS every event's line must fit the servers' max_payload (#44).
     if let Some(store) = &args.nats {
         let wanted = transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES;

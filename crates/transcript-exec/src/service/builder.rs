@@ -30,6 +30,8 @@ pub(super) struct Inner {
     pub(super) limits: ProcessLimits,
     pub(super) max_line_bytes: usize,
     pub(super) mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
+    pub(super) model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
+    pub(super) recorded_commands: Option<Arc<dyn crate::model_endpoint::RecordedCommands>>,
     pub(super) replay_of: Option<String>,
 }
 
@@ -60,6 +62,8 @@ pub struct ServiceBuilder {
     limits: ProcessLimits,
     max_line_bytes: usize,
     mcp_gateway: Option<Arc<dyn crate::mcp::McpGateway>>,
+    model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
+    recorded_commands: Option<Arc<dyn crate::model_endpoint::RecordedCommands>>,
     replay_of: Option<String>,
 }
 
@@ -172,6 +176,26 @@ impl ServiceBuilder {
         self
     }
 
+    /// Points every agent execution at a model endpoint of its own
+    /// ([`crate::model_endpoint`]; `transcript replay` serves a recorded run this way).
+    pub fn model_endpoints(
+        mut self,
+        endpoints: Arc<dyn crate::model_endpoint::ModelEndpoints>,
+    ) -> Self {
+        self.model_endpoints = Some(endpoints);
+        self
+    }
+
+    /// Serves command steps their recorded outcome instead of running them
+    /// ([`crate::model_endpoint::RecordedCommands`]; `transcript replay --commands record`).
+    pub fn recorded_commands(
+        mut self,
+        commands: Arc<dyn crate::model_endpoint::RecordedCommands>,
+    ) -> Self {
+        self.recorded_commands = Some(commands);
+        self
+    }
+
     /// Maximum `call_workflow` nesting (default 8); deeper calls fail the
     /// calling step with a clear error.
     pub fn max_call_depth(mut self, depth: usize) -> Self {
@@ -270,6 +294,8 @@ impl ServiceBuilder {
                 limits: self.limits,
                 max_line_bytes: self.max_line_bytes,
                 mcp_gateway: self.mcp_gateway,
+                model_endpoints: self.model_endpoints,
+                recorded_commands: self.recorded_commands,
                 replay_of: self.replay_of,
             }),
         })
@@ -303,6 +329,8 @@ impl ExecutionService {
             limits: ProcessLimits::default(),
             max_line_bytes: transcript_domain::MAX_LINE_BYTES,
             mcp_gateway: None,
+            model_endpoints: None,
+            recorded_commands: None,
             replay_of: None,
         }
     }

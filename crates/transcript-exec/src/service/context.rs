@@ -29,6 +29,8 @@ pub(super) struct RunCtx {
     pub(super) run_id: RunId,
     pub(super) emitter: Emitter,
     pub(super) depth: usize,
+    /// The `call_workflow` steps that led to this run, outermost first (`(path, iteration)`).
+    pub(super) callers: Vec<(String, u64)>,
     pub(super) calls: Arc<AtomicU64>,
     audit_errors: Mutex<Vec<String>>,
     /// Agent executions per `<path>#<iteration>` (call id prefixes).
@@ -36,13 +38,15 @@ pub(super) struct RunCtx {
 }
 
 impl RunCtx {
-    /// The state of run `run_id` at nesting `depth`, writing through `emitter`.
+    /// The state of run `run_id` at nesting `depth` (called by `callers`), writing through
+    /// `emitter`.
     pub(super) fn new(
         inner: Arc<Inner>,
         set: Arc<WorkflowSet>,
         run_id: RunId,
         emitter: Emitter,
         depth: usize,
+        callers: Vec<(String, u64)>,
     ) -> Self {
         Self {
             inner,
@@ -50,6 +54,7 @@ impl RunCtx {
             run_id,
             emitter,
             depth,
+            callers,
             calls: Arc::default(),
             audit_errors: Mutex::default(),
             agent_runs: Mutex::default(),

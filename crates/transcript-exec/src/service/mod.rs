@@ -225,6 +225,7 @@ impl ExecutionService {
                 emitter: emitter.clone(),
                 inputs,
                 depth: 0,
+                callers: Vec::new(),
             },
             cancel,
         )
@@ -254,6 +255,7 @@ impl ExecutionService {
                 emitter: emitter.clone(),
                 inputs,
                 depth: 0,
+                callers: Vec::new(),
             },
             cancel,
         )

@@ -35,6 +35,8 @@ pub(super) struct RunRequest {
     pub(super) emitter: Emitter,
     pub(super) inputs: Map<String, Value>,
     pub(super) depth: usize,
+    /// The `call_workflow` steps that led to this run, outermost first.
+    pub(super) callers: Vec<(String, u64)>,
 }
 
 /// How a run or a step ended, as recorded.
@@ -60,6 +62,7 @@ pub(super) fn run_workflow(
             req.run_id,
             emitter.clone(),
             req.depth,
+            req.callers,
         ));
         announce_run_start(&ctx, &wf, &req.inputs).await;
         // `{{ x | file }}` writes under the run's private directory, removed with the scope

@@ -10,6 +10,7 @@ use transcript_domain::{ContentBlock, Fidelity, MessagePayload, Payload, Role};
 
 use crate::agent::{AgentRequest, AgentRunner, AgentSeam};
 use crate::catch_unwind::CatchUnwind;
+use crate::model_endpoint::{EndpointOutcome, EndpointStart, StepEndpoint};
 use crate::service::context::{Flow, KindOut, StepCtx, with_grace};
 use crate::template::Scope;
 use crate::workflow::AgentSpec;
@@ -87,11 +88,20 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
             )));
         }
     };
+    // The runner's model endpoint (a replay's recorded turns), before the MCP wiring, which
+    // reads the homes it sets.
+    let endpoint = match open_endpoint(sc, spec, &mut request).await {
+        Ok(e) => e,
+        Err(e) => return KindOut::flow(Flow::Failed(e)),
+    };
     let prefix = ctx.agent_call_prefix(path, iteration);
     // The step's MCP proxy, when it has servers: started before the CLI, stopped after it.
     let proxy = match start_mcp_proxy(sc, spec, &mut request, prefix.clone()).await {
         Ok(p) => p,
-        Err(e) => return KindOut::flow(Flow::Failed(e)),
+        Err(e) => {
+            finish_endpoint(endpoint).await;
+            return KindOut::flow(Flow::Failed(e));
+        }
     };
     let seam = AgentSeam::new(
         sc.call_scope(),
@@ -106,13 +116,69 @@ pub(in crate::service) async fn run(sc: &StepCtx<'_>, spec: &AgentSpec) -> KindO
     // A cancelled agent is cancelled whatever it returned within the grace.
     let finished = with_grace(fut, cancel, ctx.inner.cancel_grace).await;
     // Whatever the outcome; a lost observation fails a step that would have succeeded.
-    if let Err(lost) = crate::mcp::step::finish(proxy).await
+    let lost = crate::mcp::step::finish(proxy).await;
+    let judged = finish_endpoint(endpoint).await;
+    if cancel.is_cancelled() {
+        return KindOut::flow(Flow::Cancelled);
+    }
+    judged_outcome(finished, lost, judged)
+}
+
+/// The outcome of an agent that was not cancelled: the endpoint's failure first (a replay
+/// that diverged), then a lost MCP observation of a step that would have succeeded, else what
+/// the agent returned, the endpoint's warnings added to a reply's.
+fn judged_outcome<P: std::fmt::Display>(
+    finished: Option<Result<Result<crate::agent::AgentReply, crate::agent::AgentError>, P>>,
+    lost: Result<(), String>,
+    judged: EndpointOutcome,
+) -> KindOut {
+    if let Some(failure) = judged.failure {
+        return KindOut::flow(Flow::Failed(failure));
+    }
+    if let Err(lost) = lost
         && matches!(finished, Some(Ok(Ok(_))))
-        && !cancel.is_cancelled()
     {
         return KindOut::flow(Flow::Failed(lost));
     }
-    outcome(finished.filter(|_| !cancel.is_cancelled()))
+    outcome(finished.map(|r| {
+        r.map(|r| {
+            r.map(|mut reply| {
+                reply.warnings.extend(judged.warnings);
+                reply
+            })
+        })
+    }))
+}
+
+/// Opens the runner's model endpoint for this execution, its environment added to
+/// `request`'s; `None` without one.
+async fn open_endpoint(
+    sc: &StepCtx<'_>,
+    spec: &AgentSpec,
+    request: &mut AgentRequest,
+) -> Result<Option<StepEndpoint>, String> {
+    let Some(endpoints) = &sc.run.inner.model_endpoints else {
+        return Ok(None);
+    };
+    let start = EndpointStart {
+        callers: sc.run.callers.clone(),
+        path: sc.path.to_owned(),
+        iteration: sc.iteration,
+        provider: spec.provider.name().to_owned(),
+        prompt: request.prompt.clone(),
+        system_prompt: request.system_prompt.clone(),
+        config_dir: std::path::PathBuf::new(),
+    };
+    StepEndpoint::open(endpoints.as_ref(), start, &mut request.env)
+        .await
+        .map(Some)
+}
+
+async fn finish_endpoint(endpoint: Option<StepEndpoint>) -> EndpointOutcome {
+    match endpoint {
+        Some(e) => e.finish().await,
+        None => EndpointOutcome::default(),
+    }
 }
 
 /// Starts the MCP proxy of `spec`'s servers, pointing `request` at it; for a CLI preset step

@@ -59,6 +59,12 @@ pub(in crate::service) async fn run(
             emitter: child_emitter.clone(),
             inputs: child_inputs,
             depth: ctx.depth + 1,
+            callers: ctx
+                .callers
+                .iter()
+                .cloned()
+                .chain([(sc.path.to_owned(), sc.iteration)])
+                .collect(),
         },
         cancel.child_token(),
     )

@@ -97,6 +97,15 @@ pub(in crate::service) async fn run(
         Ok(input) => input,
         Err(e) => return KindOut::flow(Flow::Failed(format!("stdin: {e}"))),
     };
+    // A replay serving recorded commands: the command resolves as usual, does not run.
+    let recorded = ctx
+        .inner
+        .recorded_commands
+        .as_ref()
+        .and_then(|r| r.take(&ctx.callers, sc.path, sc.iteration));
+    if let Some(recorded) = recorded {
+        return served(command, scope, (&env, input.as_deref()), recorded);
+    }
     // The resolved command is part of the result: what ran, not
     // only what it printed (#20).
     let (ran, resolved) = match resolve(command, scope) {
@@ -128,54 +137,111 @@ pub(in crate::service) async fn run(
     };
     match ran {
         Ok(out) => {
-            let mut result = json!({
-                "command": resolved,
-                "stdout": out.stdout,
-                "exit_code": out.exit_code,
+            let flow = exit_flow(out.exit_code, || {
+                ctx.inner.observers.mask_whole(&out.stderr).into_owned()
             });
-            // What it read on its standard input, when it read something given.
-            if let Some(input) = &input {
-                result["stdin"] = Value::String(input.clone());
-            }
-            // The values the command got, when it got some: what ran is
-            // the source plus its environment.
-            if !env.is_empty() {
-                result["env"] = env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                    .collect::<serde_json::Map<_, _>>()
-                    .into();
-            }
-            let value = StepValue {
-                output: Value::String(
-                    out.stdout
-                        .strip_suffix('\n')
-                        .unwrap_or(&out.stdout)
-                        .to_owned(),
-                ),
-                exit_code: Some(out.exit_code),
-                error: None,
+            let ran = Ran {
+                resolved,
+                stdout: out.stdout,
+                exit_code: out.exit_code,
+                env: &env,
+                input: input.as_deref(),
             };
-            let flow = if out.exit_code == 0 {
-                Flow::Done
-            } else {
-                // Masked whole first: the last line of a multi-line
-                // secret (a PEM body, a folded key) is no secret alone.
-                let stderr = ctx.inner.observers.mask_whole(&out.stderr);
-                let tail = stderr.trim_end().lines().last().unwrap_or("").to_owned();
-                Flow::Failed(if tail.is_empty() {
-                    format!("command exited with code {}", out.exit_code)
-                } else {
-                    format!("command exited with code {}: {tail}", out.exit_code)
-                })
-            };
-            KindOut {
-                value,
-                result: Some(result),
-                ..KindOut::flow(flow)
-            }
+            ran.into_out(flow)
         }
         Err(ToolError::Cancelled) => KindOut::flow(Flow::Cancelled),
         Err(e) => KindOut::flow(Flow::Failed(e.to_string())),
     }
+}
+
+/// How a command that exited with `code` ends its step: a failure names the last line of its
+/// stderr, masked whole first (the last line of a multi-line secret, a PEM body or a folded
+/// key, is no secret alone).
+fn exit_flow(code: i64, masked_stderr: impl FnOnce() -> String) -> Flow {
+    if code == 0 {
+        return Flow::Done;
+    }
+    let stderr = masked_stderr();
+    let tail = stderr.trim_end().lines().last().unwrap_or("");
+    Flow::Failed(if tail.is_empty() {
+        format!("command exited with code {code}")
+    } else {
+        format!("command exited with code {code}: {tail}")
+    })
+}
+
+/// What a command step ran (or was served) and what came of it.
+struct Ran<'a> {
+    resolved: Value,
+    stdout: String,
+    exit_code: i64,
+    env: &'a [(String, String)],
+    input: Option<&'a str>,
+}
+
+impl Ran<'_> {
+    /// The step's value and result (`command`, `stdout`, `exit_code`, and `stdin` and `env`
+    /// when it got some: what ran is the source plus its input and environment), ending as
+    /// `flow`.
+    fn into_out(self, flow: Flow) -> KindOut {
+        let mut result = json!({
+            "command": self.resolved,
+            "stdout": self.stdout,
+            "exit_code": self.exit_code,
+        });
+        if let Some(input) = self.input {
+            result["stdin"] = Value::String(input.to_owned());
+        }
+        if !self.env.is_empty() {
+            result["env"] = self
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
+        let value = StepValue {
+            output: Value::String(
+                self.stdout
+                    .strip_suffix('\n')
+                    .unwrap_or(&self.stdout)
+                    .to_owned(),
+            ),
+            exit_code: Some(self.exit_code),
+            error: None,
+        };
+        KindOut {
+            value,
+            result: Some(result),
+            ..KindOut::flow(flow)
+        }
+    }
+}
+
+/// A command step's outcome served from its recording: its resolved command, the recorded
+/// stdout and exit code (and error), recorded in the result's usual shape.
+fn served(
+    command: &CommandLine,
+    scope: &Scope,
+    (env, input): (&[(String, String)], Option<&str>),
+    recorded: crate::model_endpoint::RecordedCommand,
+) -> KindOut {
+    let resolved = match resolve(command, scope) {
+        Ok(Resolved::Shell(line)) => Value::String(line),
+        Ok(Resolved::Argv(argv)) => json!(argv),
+        Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
+    };
+    let flow = match (recorded.exit_code, recorded.error) {
+        (0, _) => Flow::Done,
+        (_, Some(error)) => Flow::Failed(error),
+        (code, None) => Flow::Failed(format!("command exited with code {code}")),
+    };
+    Ran {
+        resolved,
+        stdout: recorded.stdout,
+        exit_code: recorded.exit_code,
+        env,
+        input,
+    }
+    .into_out(flow)
 }

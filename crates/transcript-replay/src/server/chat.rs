@@ -146,8 +146,8 @@ fn events(ctx: &Ctx<'_>, include_usage: bool) -> Vec<SseEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_server::script::Turn;
-    use crate::model_server::sse;
+    use crate::server::script::Turn;
+    use crate::server::sse;
 
     fn stream(turn: &Turn, include_usage: bool) -> Vec<SseEvent> {
         let ctx = Ctx {

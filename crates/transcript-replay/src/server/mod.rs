@@ -1,4 +1,4 @@
-//! A scripted local model server for tests.
+//! The local model server: a test's script, or a replay's recorded turns.
 //!
 //! [`ModelServer::start`] binds 127.0.0.1 on a free port and plays a [`Script`]: each
 //! generation request, whatever API it speaks, gets the next [`Turn`] rendered in that API's
@@ -18,9 +18,14 @@
 //! ([`ModelServer::requests`]) and the usage of every turn served in full is billed per
 //! provider ([`ModelServer::billed`]): the independent truth a test compares receipts with.
 //!
+//! A turn may [expect](Turn::expect) the tool results its request sends back (a replay's
+//! recorded results of the turn before); a request that does not carry them is a
+//! [`Mismatch`], refused with HTTP 400 under [`Matching::Strict`] or kept as a warning under
+//! [`Matching::Fifo`] ([`ModelServer::mismatches`]).
+//!
 //! ```
 //! use serde_json::json;
-//! use transcript_testkit::model_server::{ModelServer, Provider, Script, Turn, Usage};
+//! use transcript_replay::server::{ModelServer, Provider, Script, Turn, Usage};
 //!
 //! let server = ModelServer::start(Script::new([
 //!     Turn::tool_call("Read", json!({"file_path": "/tmp/notes.txt"})).with_usage(Usage::new(10, 5)),
@@ -29,13 +34,14 @@
 //! // Point an agent at server.url(), run it, then:
 //! assert_eq!(server.billed(Provider::Anthropic), Usage::default());
 //! assert!(server.requests().is_empty());
-//! # Ok::<(), transcript_testkit::model_server::ServerError>(())
+//! # Ok::<(), transcript_replay::server::ServerError>(())
 //! ```
 
 mod anthropic;
 mod chat;
 mod gemini;
 mod http;
+mod mismatch;
 mod record;
 mod render;
 mod responses;
@@ -50,8 +56,11 @@ use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
+pub use mismatch::Mismatch;
+pub(crate) use mismatch::same_text;
+pub(crate) use record::text_of;
 pub use record::{Bill, Handling, Provider, RecordedRequest};
-pub use script::{Block, Fault, Script, Turn, Usage};
+pub use script::{Block, Expect, Fault, Matching, Script, Turn, Usage};
 
 use state::State;
 
@@ -154,6 +163,12 @@ impl ModelServer {
             .filter(|r| matches!(r.handling, Handling::Unscripted | Handling::Unknown))
             .cloned()
             .collect()
+    }
+
+    /// Every request that did not carry what its turn expected, in arrival order (under
+    /// [`Matching::Strict`] at most one: later requests are refused without a check).
+    pub fn mismatches(&self) -> Vec<Mismatch> {
+        self.state().mismatches().to_vec()
     }
 
     /// How many script turns have been consumed (faulted ones included).

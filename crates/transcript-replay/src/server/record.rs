@@ -47,6 +47,9 @@ pub enum Handling {
     AfterEnd,
     /// A generation request beyond the script: answered HTTP 400 with a readable message.
     Unscripted,
+    /// A generation request refused with HTTP 400: it did not carry what its turn expects
+    /// (strict matching), a request before it did not, or the script refuses every request.
+    Refused,
     /// A side request answered minimally (token counting, model listing, telemetry).
     Auxiliary,
     /// An endpoint the server does not know: answered HTTP 404.
@@ -103,7 +106,7 @@ impl RecordedRequest {
     pub fn is_generation(&self) -> bool {
         matches!(
             self.handling,
-            Handling::Turn(_) | Handling::AfterEnd | Handling::Unscripted
+            Handling::Turn(_) | Handling::AfterEnd | Handling::Unscripted | Handling::Refused
         )
     }
 
@@ -134,51 +137,89 @@ impl RecordedRequest {
     /// Anthropic `tool_result` blocks, Responses `function_call_output` items, Gemini
     /// `functionResponse` parts (their `response` as JSON text), Chat `tool` messages.
     pub fn tool_results(&self) -> Vec<String> {
-        let Some(body) = &self.body else {
+        let (Some(body), Some(provider)) = (&self.body, self.provider) else {
             return Vec::new();
         };
-        match self.provider {
-            Some(Provider::Anthropic) => anthropic_tool_results(body),
-            Some(Provider::OpenAiResponses) => body["input"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|i| i["type"] == "function_call_output")
-                .map(|i| text_of(&i["output"]))
-                .collect(),
-            Some(Provider::Gemini) => body["contents"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|c| c["parts"].as_array().into_iter().flatten())
-                .filter_map(|p| p.get("functionResponse"))
-                .map(|r| r["response"].to_string())
-                .collect(),
-            Some(Provider::OpenAiChat) => body["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| text_of(&m["content"]))
-                .collect(),
-            None => Vec::new(),
-        }
+        sent_results(provider, body)
+            .into_iter()
+            .map(|r| match provider {
+                Provider::Gemini => r.raw.to_string(),
+                _ => r.text,
+            })
+            .collect()
     }
 }
 
-fn anthropic_tool_results(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|m| m["content"].as_array().into_iter().flatten())
-        .filter(|b| b["type"] == "tool_result")
-        .map(|b| text_of(&b["content"]))
-        .collect()
+/// One tool result a request sends back.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SentResult {
+    /// The call id it answers, when the API carries one.
+    pub id: Option<String>,
+    /// Its text: the string content, the joined `text` of content parts, Gemini's
+    /// `response.output` (else `response.error`, else the response as JSON text).
+    pub text: String,
+    /// The value as sent.
+    pub raw: Value,
+}
+
+/// Every tool result in a request body of `provider`, in order (the whole history: callers
+/// pick the ones they expect by id).
+pub(crate) fn sent_results(provider: Provider, body: &Value) -> Vec<SentResult> {
+    let items = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    let id = |v: &Value| v.as_str().map(str::to_owned);
+    match provider {
+        Provider::Anthropic => items(&body["messages"])
+            .iter()
+            .flat_map(|m| items(&m["content"]))
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| SentResult {
+                id: id(&b["tool_use_id"]),
+                text: text_of(&b["content"]),
+                raw: b["content"].clone(),
+            })
+            .collect(),
+        Provider::OpenAiResponses => items(&body["input"])
+            .iter()
+            .filter(|i| {
+                i["type"] == "function_call_output" || i["type"] == "custom_tool_call_output"
+            })
+            .map(|i| SentResult {
+                id: id(&i["call_id"]),
+                text: text_of(&i["output"]),
+                raw: i["output"].clone(),
+            })
+            .collect(),
+        Provider::Gemini => items(&body["contents"])
+            .iter()
+            .flat_map(|c| items(&c["parts"]))
+            .filter_map(|p| p.get("functionResponse").cloned())
+            .map(|r| {
+                let response = &r["response"];
+                let text = match (&response["output"], &response["error"]) {
+                    (Value::String(s), _) | (Value::Null, Value::String(s)) => s.clone(),
+                    _ => response.to_string(),
+                };
+                SentResult {
+                    id: id(&r["id"]),
+                    text,
+                    raw: response.clone(),
+                }
+            })
+            .collect(),
+        Provider::OpenAiChat => items(&body["messages"])
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| SentResult {
+                id: id(&m["tool_call_id"]),
+                text: text_of(&m["content"]),
+                raw: m["content"].clone(),
+            })
+            .collect(),
+    }
 }
 
 /// Text of a content value: a string, or the concatenated `text` of an array of parts.
-fn text_of(v: &Value) -> String {
+pub(crate) fn text_of(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts

@@ -142,9 +142,34 @@ pub struct Turn {
     pub usage: Usage,
     /// A failure instead of the answer (or cutting it).
     pub fault: Option<Fault>,
+    /// The model the answer names; `None` echoes the model the request named.
+    pub model: Option<String>,
+    /// What the request for this turn must carry (a replay's recorded tool results); `None`
+    /// checks nothing. See [`Script::matching`].
+    pub expect: Option<Expect>,
     /// The model version the answer names (Gemini's `modelVersion`), when it is not the
     /// model the request named (an alias answered by a dated version); `None`: the request's.
     pub answered_by: Option<String>,
+}
+
+/// The tool results a request must send back before it gets its turn: the recorded results
+/// of the previous turn, paired with the request's by call id.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Expect {
+    /// `(call id, result text)` in the recorded order.
+    pub results: Vec<(String, String)>,
+}
+
+/// What the server does when a request does not carry what its turn expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Matching {
+    /// The first mismatch is answered with HTTP 400 naming it, and so is every later
+    /// generation request: the agent stops, and the mismatch fails its step.
+    #[default]
+    Strict,
+    /// Turns are served in order whatever the requests carry; mismatches are kept as
+    /// warnings.
+    Fifo,
 }
 
 impl Turn {
@@ -204,6 +229,18 @@ impl Turn {
         self
     }
 
+    /// Sets the model the answer names instead of the request's.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets what the request for this turn must carry.
+    pub fn with_expect(mut self, expect: Expect) -> Self {
+        self.expect = Some(expect);
+        self
+    }
+
     /// Sets a fault (e.g. [`Fault::CutAfterEvents`] to cut this very answer).
     pub fn with_fault(mut self, fault: Fault) -> Self {
         self.fault = Some(fault);
@@ -226,6 +263,11 @@ pub struct Script {
     /// What generation requests beyond the turns get: `None` answers a readable HTTP 400
     /// ("beyond the script"), `Some(fault)` repeats that fault forever (a provider that is down).
     pub after_end: Option<Fault>,
+    /// What a request that does not carry its turn's [`Turn::expect`] gets.
+    pub matching: Matching,
+    /// When set, every generation request is refused (HTTP 400) with this message: a replay
+    /// whose step failed before its first request (a changed prompt, a step never recorded).
+    pub refusal: Option<String>,
 }
 
 impl Script {
@@ -233,15 +275,15 @@ impl Script {
     pub fn new(turns: impl IntoIterator<Item = Turn>) -> Self {
         Script {
             turns: turns.into_iter().collect(),
-            after_end: None,
+            ..Script::default()
         }
     }
 
     /// A provider that answers every generation request with `fault`.
     pub fn always(fault: Fault) -> Self {
         Script {
-            turns: Vec::new(),
             after_end: Some(fault),
+            ..Script::default()
         }
     }
 

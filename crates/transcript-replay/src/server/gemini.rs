@@ -114,8 +114,8 @@ pub(crate) fn count_tokens(body_len: usize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_server::script::Turn;
-    use crate::model_server::sse;
+    use crate::server::script::Turn;
+    use crate::server::sse;
 
     #[test]
     fn stream_chunks_carry_parts_and_the_last_one_usage() {

@@ -244,8 +244,8 @@ pub(crate) fn error_body(status: u16, message: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_server::script::Turn;
-    use crate::model_server::sse;
+    use crate::server::script::Turn;
+    use crate::server::sse;
 
     #[test]
     fn stream_reassembles_items_and_completes_with_usage() {

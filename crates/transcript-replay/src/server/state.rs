@@ -5,10 +5,11 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
+use super::mismatch::{self, Mismatch};
 use super::record::{Bill, Handling, Provider, RecordedRequest};
 use super::render::{Answer, Ctx};
 use super::route::{Route, route};
-use super::script::{Fault, Script, Usage};
+use super::script::{Fault, Matching, Script, Usage};
 use super::sse::SseEvent;
 use super::{anthropic, chat, gemini, responses};
 
@@ -47,6 +48,15 @@ impl Reply {
     }
 }
 
+/// A generation request as routed.
+struct Request<'a> {
+    provider: Provider,
+    stream: bool,
+    include_usage: bool,
+    model: String,
+    body: Option<&'a Value>,
+}
+
 /// Everything the server remembers.
 #[derive(Debug)]
 pub(crate) struct State {
@@ -56,18 +66,28 @@ pub(crate) struct State {
     requests: Vec<RecordedRequest>,
     billed: HashMap<Provider, Usage>,
     bills: Vec<Bill>,
+    mismatches: Vec<Mismatch>,
+    /// Set once a strict mismatch happened (or by the script): every later generation
+    /// request is refused with it.
+    refused: Option<String>,
 }
 
 impl State {
     pub fn new(script: Script) -> Self {
         State {
-            script,
             next_turn: 0,
             seq: 0,
             requests: Vec::new(),
             billed: HashMap::new(),
             bills: Vec::new(),
+            mismatches: Vec::new(),
+            refused: script.refusal.clone(),
+            script,
         }
+    }
+
+    pub fn mismatches(&self) -> &[Mismatch] {
+        &self.mismatches
     }
 
     pub fn requests(&self) -> &[RecordedRequest] {
@@ -98,8 +118,16 @@ impl State {
                 include_usage,
                 model,
             } => {
-                let (handling, reply) =
-                    self.generate(provider, stream, include_usage, model, &incoming);
+                let (handling, reply) = self.generate(
+                    Request {
+                        provider,
+                        stream,
+                        include_usage,
+                        model,
+                        body: body.as_ref(),
+                    },
+                    &incoming,
+                );
                 (Some(provider), handling, reply)
             }
             Route::CountTokens(provider) => {
@@ -140,43 +168,35 @@ impl State {
         reply
     }
 
-    fn generate(
-        &mut self,
-        provider: Provider,
-        stream: bool,
-        include_usage: bool,
-        model: String,
-        incoming: &Incoming,
-    ) -> (Handling, Reply) {
+    fn generate(&mut self, request: Request<'_>, incoming: &Incoming) -> (Handling, Reply) {
+        let Request {
+            provider,
+            stream,
+            include_usage,
+            model,
+            body,
+        } = request;
+        if let Some(refusal) = &self.refused {
+            return (
+                Handling::Refused,
+                Reply::json(400, &error_body(Some(provider), 400, refusal)),
+            );
+        }
         let Some(turn) = self.script.turns.get(self.next_turn).cloned() else {
-            return match self.script.after_end {
-                Some(fault) => (
-                    Handling::AfterEnd,
-                    fault_reply(provider, fault, &[], "the script's after_end fault"),
-                ),
-                None => {
-                    let message = format!(
-                        "transcript-testkit model server: {} {} is generation request #{} but \
-                         the script has only {} turn(s); extend the test's script",
-                        incoming.method,
-                        incoming.path,
-                        self.generation_count() + 1,
-                        self.script.turns.len()
-                    );
-                    (
-                        Handling::Unscripted,
-                        Reply::json(400, &error_body(Some(provider), 400, &message)),
-                    )
-                }
-            };
+            return self.beyond(provider, incoming);
         };
+        if let Some(expect) = &turn.expect
+            && let Some(refused) = self.check(provider, body, expect)
+        {
+            return refused;
+        }
         let turn_index = self.next_turn;
         self.next_turn += 1;
         self.seq += 1;
         let named = model.clone();
         let ctx = Ctx {
             turn: &turn,
-            model,
+            model: turn.model.clone().unwrap_or(model),
             seq: self.seq,
         };
         let answer = match provider {
@@ -215,6 +235,51 @@ impl State {
             },
         };
         (Handling::Turn(turn_index), reply)
+    }
+
+    /// The answer to a generation request beyond the script's turns.
+    fn beyond(&self, provider: Provider, incoming: &Incoming) -> (Handling, Reply) {
+        match self.script.after_end {
+            Some(fault) => (
+                Handling::AfterEnd,
+                fault_reply(provider, fault, &[], "the script's after_end fault"),
+            ),
+            None => {
+                let message = format!(
+                    "transcript-testkit model server: {} {} is generation request #{} but \
+                     the script has only {} turn(s); extend the test's script",
+                    incoming.method,
+                    incoming.path,
+                    self.generation_count() + 1,
+                    self.script.turns.len()
+                );
+                (
+                    Handling::Unscripted,
+                    Reply::json(400, &error_body(Some(provider), 400, &message)),
+                )
+            }
+        }
+    }
+
+    /// Checks the request against what its turn expects: under strict matching a mismatch is
+    /// the refusal to answer, under fifo a warning kept.
+    fn check(
+        &mut self,
+        provider: Provider,
+        body: Option<&Value>,
+        expect: &super::script::Expect,
+    ) -> Option<(Handling, Reply)> {
+        let found = mismatch::check(provider, body, expect, self.next_turn + 1)?;
+        self.mismatches.push(found.clone());
+        if self.script.matching != Matching::Strict {
+            return None;
+        }
+        let message = format!("transcript replay: {found}");
+        self.refused = Some(message.clone());
+        Some((
+            Handling::Refused,
+            Reply::json(400, &error_body(Some(provider), 400, &message)),
+        ))
     }
 
     /// Bills `usage` to `provider` for the request being handled, which named `model`.
@@ -285,7 +350,7 @@ fn models_list() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_server::script::Turn;
+    use crate::server::script::Turn;
 
     fn post(path: &str, body: Value) -> Incoming {
         Incoming {
@@ -373,5 +438,72 @@ mod tests {
             ..post("/nowhere", json!(null))
         });
         assert_eq!(r.status, 404);
+    }
+
+    fn replay_script(matching: Matching) -> Script {
+        let expect = super::super::script::Expect {
+            results: vec![("toolu_1".to_owned(), "recorded text".to_owned())],
+        };
+        Script {
+            turns: vec![
+                Turn::text("first"),
+                Turn::text("second").with_expect(expect.clone()),
+                Turn::text("third").with_expect(expect),
+            ],
+            matching,
+            ..Script::default()
+        }
+    }
+
+    fn sending(result: &str) -> Incoming {
+        post(
+            "/v1/messages",
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": result}]}]}),
+        )
+    }
+
+    #[test]
+    fn strict_matching_refuses_the_first_mismatch_and_everything_after_it() {
+        let mut state = State::new(replay_script(Matching::Strict));
+        assert_eq!(state.handle(sending("x")).status, 200);
+        let refused = state.handle(sending("changed text"));
+        assert_eq!(refused.status, 400);
+        assert!(
+            refused.chunks[0].contains("turn 2: the result of tool call toolu_1 (turn 1) differs"),
+            "{}",
+            refused.chunks[0]
+        );
+        // Even a request that now matches is refused: the replay has already diverged.
+        assert_eq!(state.handle(sending("recorded text")).status, 400);
+        assert_eq!(state.mismatches().len(), 1);
+        assert_eq!(state.mismatches()[0].got.as_deref(), Some("changed text"));
+        assert_eq!(state.turns_served(), 1);
+    }
+
+    #[test]
+    fn fifo_matching_serves_in_order_and_keeps_each_mismatch() {
+        let mut state = State::new(replay_script(Matching::Fifo));
+        for result in ["x", "changed", "recorded text"] {
+            assert_eq!(state.handle(sending(result)).status, 200);
+        }
+        assert_eq!(state.turns_served(), 3);
+        assert_eq!(state.mismatches().len(), 1);
+        assert_eq!(state.mismatches()[0].turn, 2);
+        // Beyond the recording: refused whatever the matching.
+        assert_eq!(state.handle(sending("recorded text")).status, 400);
+    }
+
+    #[test]
+    fn a_refusing_script_refuses_every_generation_request_but_answers_side_requests() {
+        let mut state = State::new(Script {
+            refusal: Some("step x has no recorded execution".to_owned()),
+            ..Script::default()
+        });
+        let r = state.handle(post("/v1/responses", json!({})));
+        assert_eq!(r.status, 400);
+        assert!(r.chunks[0].contains("no recorded execution"));
+        let aux = state.handle(post("/v1/messages/count_tokens", json!({})));
+        assert_eq!(aux.status, 200);
     }
 }

@@ -3,9 +3,7 @@
 use std::io::Read;
 
 use serde_json::{Value, json};
-use transcript_testkit::model_server::{
-    Fault, Handling, ModelServer, Provider, Script, Turn, Usage, sse,
-};
+use transcript_replay::server::{Fault, Handling, ModelServer, Provider, Script, Turn, Usage, sse};
 
 /// One HTTP exchange through ureq: (status, headers as `name: value` lines in lowercase, body,
 /// ended cleanly). A cut stream keeps the bytes that arrived before the cut and reports

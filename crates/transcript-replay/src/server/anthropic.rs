@@ -169,8 +169,8 @@ pub(crate) fn count_tokens(body_len: usize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_server::script::Turn;
-    use crate::model_server::sse;
+    use crate::server::script::Turn;
+    use crate::server::sse;
 
     fn wire(events: &[SseEvent]) -> String {
         events.iter().map(SseEvent::encode).collect()

@@ -1,0 +1,257 @@
+//! `transcript replay`: runs a recorded run's workflow again with the recording as the model
+//! (transcript-replay: one model server per agent execution on 127.0.0.1, its turns matched
+//! strictly or in order), prints the new run as `run` does, then its comparison with the
+//! recording (transcript-compare's diff). Exit 0 when equal, 1 when different, 4 on an error.
+//! The workflow file and the inputs come from the recorded `run.started` (wire decision 16)
+//! unless given; the new run's `run.started` names the run it replays (`replay_of`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use transcript_compare::{DiffOptions, RunRecord, diff};
+use transcript_replay::engine::ReplayEndpoints;
+use transcript_replay::{Matching, Recording, Replayer};
+
+use crate::CliError;
+use crate::cmd::run::RunArgs;
+use crate::exit::stdout_result;
+use crate::source;
+
+/// How command steps run during a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CommandsMode {
+    /// Run them again, for real.
+    Live,
+    /// Serve their recorded output and exit code.
+    Record,
+}
+
+/// How requests are matched against the recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MatchMode {
+    /// The prompt and every turn's tool results must equal the recorded ones; the first
+    /// difference fails its step.
+    Strict,
+    /// Serve the recorded turns in order; differences are warnings.
+    Fifo,
+}
+
+// `transcript replay`'s arguments (no doc comment: the variant's is the command's help).
+#[derive(Debug, clap::Args)]
+pub struct ReplayCmd {
+    /// The recorded run: a transcript file, a run id (or unique prefix) or `latest`.
+    pub run: String,
+    /// The workflow to run (default: the file the recorded run names); give it for a changed
+    /// copy.
+    #[arg(long, value_name = "FILE")]
+    pub workflow: Option<PathBuf>,
+    /// strict: the prompt and each turn's tool results must equal the recorded ones (the first
+    /// difference fails its step); fifo: serve the recorded turns in order, differences are
+    /// warnings.
+    #[arg(long = "match", value_enum, default_value_t = MatchMode::Strict)]
+    pub matching: MatchMode,
+    /// live: command steps run again; record: they get their recorded output and exit code.
+    #[arg(long, value_enum, default_value_t = CommandsMode::Live)]
+    pub commands: CommandsMode,
+    /// Workflow input (`KEY=VALUE`), over the recorded run's; repeatable.
+    #[arg(long = "input", value_name = "KEY=VALUE", value_parser = crate::cmd::run::parse_input)]
+    pub inputs: Vec<(String, String)>,
+    /// Working directory for commands and file tools (default: the current directory).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+}
+
+/// `transcript replay`: the run's arguments (defaults of `run`) with the replay's own.
+pub fn command(
+    cmd: ReplayCmd,
+    storage: PathBuf,
+    color: crate::style::ColorChoice,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let args = RunArgs {
+        redactor: None,
+        workflow: PathBuf::new(),
+        inputs: cmd.inputs,
+        storage,
+        nats: None,
+        workspace: cmd
+            .workspace
+            .unwrap_or_else(crate::cmd::run::default_workspace),
+        plugins: Vec::new(),
+        mask: None,
+        durability: transcript_infra::Durability::None,
+        deterministic: false,
+        otlp: None,
+        otlp_flush_timeout: std::time::Duration::from_secs(5),
+        style: crate::style::Style::for_stderr(color),
+        kill_grace: std::time::Duration::from_secs(2),
+        wire: None,
+    };
+    let replay = ReplayArgs {
+        run: cmd.run,
+        workflow: cmd.workflow,
+        matching: cmd.matching,
+        commands: cmd.commands,
+        style: crate::style::Style::for_stdout(color),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(run(replay, args, out))
+}
+
+/// What `replay` needs besides the run's usual arguments.
+pub struct ReplayArgs {
+    /// The recorded run (file, run id, prefix or `latest`).
+    pub run: String,
+    /// The workflow file (default: the one the recorded run names).
+    pub workflow: Option<PathBuf>,
+    /// Matching.
+    pub matching: MatchMode,
+    /// Command steps.
+    pub commands: CommandsMode,
+    /// How the comparison is painted on stdout.
+    pub style: crate::style::Style,
+}
+
+/// A run read for a replay (the recording) or a comparison (both): its file, its record for
+/// the diff, and what the replay needs of it.
+struct Read {
+    path: PathBuf,
+    record: RunRecord,
+    recording: Recording,
+}
+
+fn read_run(arg: &str, storage: &Path) -> Result<Read, CliError> {
+    let run = source::open_run(arg, storage, None)?;
+    let invalid = |message: String| CliError::Read {
+        path: run.path.clone(),
+        message,
+    };
+    let recording =
+        Recording::read(&run.events, &mut run.lookup()).map_err(|e| invalid(e.to_string()))?;
+    // Priced as `transcript diff` prices (the embedded table).
+    let table = super::receipts::pricing(None)?;
+    let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
+    let record = RunRecord::build(&run.events, &mut run.lookup(), Some(&price));
+    run.children_read()?;
+    Ok(Read {
+        path: run.path,
+        record,
+        recording,
+    })
+}
+
+/// Replays `replay.run` with `args` (its `workflow` replaced by the one to run); the exit code
+/// follows the comparison: 0 equal, 1 different, 4 on an error (a signal keeps its own).
+pub async fn run(
+    replay: ReplayArgs,
+    args: RunArgs,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    as_replay_error(replay_inner(replay, args, out).await)
+}
+
+async fn replay_inner(
+    replay: ReplayArgs,
+    mut args: RunArgs,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let recorded = read_run(&replay.run, &args.storage)?;
+    args.workflow = workflow_file(replay.workflow, &recorded)?;
+    args.inputs = recorded
+        .recording
+        .inputs_with(std::mem::take(&mut args.inputs))
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let matching = match replay.matching {
+        MatchMode::Strict => Matching::Strict,
+        MatchMode::Fifo => Matching::Fifo,
+    };
+    let replayer = Replayer::new(recorded.recording.tape.clone(), matching);
+    // Every agent execution on its recorded turns, command steps on their recorded outcomes
+    // with `--commands record`, the new run naming the replayed one.
+    let endpoints = Arc::new(ReplayEndpoints::new(replayer));
+    let (commands, replay_of) = (replay.commands, recorded.recording.run_id);
+    args.wire = Some(Box::new(move |builder| {
+        let builder = builder
+            .model_endpoints(endpoints.clone())
+            .replay_of(replay_of);
+        match commands {
+            CommandsMode::Record => builder.recorded_commands(endpoints.clone()),
+            CommandsMode::Live => builder,
+        }
+    }));
+    let storage = args.storage.clone();
+    let mut started = None;
+    let ran = crate::cmd::run::run_reporting(args, out, &mut started).await;
+    let Some((_, path)) = started else {
+        // Nothing recorded: the run's own error says why.
+        return ran;
+    };
+    match ran {
+        Ok(()) | Err(CliError::Reported(1)) => {}
+        Err(other) => return Err(other),
+    }
+    let replayed = read_run(&path.display().to_string(), &storage)?;
+    // The comparison `transcript diff <recording> <replay>` prints.
+    let doc = diff(&recorded.record, &replayed.record, &DiffOptions::default());
+    let labels = (
+        recorded.path.display().to_string(),
+        replayed.path.display().to_string(),
+    );
+    let text = transcript_compare::render_diff_text(&doc, (&labels.0, &labels.1), &replay.style);
+    stdout_result(out.write_all(text.as_bytes()))?;
+    if doc.equal {
+        Ok(())
+    } else {
+        Err(CliError::Reported(1))
+    }
+}
+
+/// The workflow to run: `--workflow`, else the file the recorded run names (said on stderr
+/// when its bytes changed since).
+fn workflow_file(given: Option<PathBuf>, recorded: &Read) -> Result<PathBuf, CliError> {
+    if let Some(file) = given {
+        return Ok(file);
+    }
+    let Some(source) = &recorded.recording.workflow else {
+        return Err(CliError::Usage(format!(
+            "{}: the recorded run does not name its workflow file: give --workflow FILE",
+            recorded.path.display()
+        )));
+    };
+    let file = PathBuf::from(&source.path);
+    let bytes = std::fs::read(&file).map_err(|e| CliError::Read {
+        path: file.clone(),
+        message: format!("the recorded run's workflow file: {e} (give --workflow FILE)"),
+    })?;
+    if let Some((then, now)) = recorded.recording.workflow_changed(&bytes) {
+        crate::diag!(
+            "transcript: replay: note: {} changed since the recording (sha256 {then} then, {now} now)",
+            crate::style::clean(&source.path)
+        );
+    }
+    Ok(file)
+}
+
+/// Every error of a replay exits 4 (said on stderr), but a difference (1), a usage error (2),
+/// a signal and a closed stdout keep their codes.
+fn as_replay_error(result: Result<(), CliError>) -> Result<(), CliError> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(
+            e @ (CliError::Reported(_)
+            | CliError::Usage(_)
+            | CliError::Interrupted(_)
+            | CliError::BrokenPipe),
+        ) => Err(e),
+        Err(e) => {
+            crate::diag!(
+                "transcript: replay: {}",
+                crate::style::clean(&e.to_string())
+            );
+            Err(CliError::Reported(4))
+        }
+    }
+}
