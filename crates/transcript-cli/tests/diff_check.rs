@@ -60,6 +60,8 @@ const CHILD: &str = r#"
 name: child
 inputs:
   - name: text
+    type: enum
+    values: [x]
 steps:
   - name: inner
     type: command

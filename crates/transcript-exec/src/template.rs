@@ -21,14 +21,18 @@
 //! meant for the program as an option; without it such a value before a literal `--` fails
 //! its step at run time (option injection, #39; `workflow::argv_rule`).
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::file_channel::FileChannel;
+#[path = "scope.rs"]
+mod scope;
 use crate::shape::Shape;
+pub use scope::{LoopFrame, Scope, StepValue};
+
+#[path = "template_filter.rs"]
+mod filter;
+use filter::{Filters, split_filters};
 
 /// Why a template string is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -235,7 +239,7 @@ impl Template {
         if !file {
             return Ok(text);
         }
-        let channel = scope.files.as_ref().ok_or_else(|| {
+        let channel = scope.files().ok_or_else(|| {
             err(format!(
                 "'{{{{{reference} | file}}}}' needs a run: only a running workflow has a private \
                  directory for its files"
@@ -413,119 +417,6 @@ fn parse_expr(inner: &str) -> Result<Segment, String> {
     })
 }
 
-/// The filters of one reference.
-#[derive(Default)]
-struct Filters {
-    raw: bool,
-    option: bool,
-    file: bool,
-    shape: Option<Shape>,
-}
-
-impl Filters {
-    fn add(&mut self, filter: &str) -> Result<(), String> {
-        let (name, args) = match filter.split_once('(') {
-            Some((name, rest)) => {
-                let args = rest
-                    .trim_end()
-                    .strip_suffix(')')
-                    .ok_or_else(|| format!("filter '{filter}' lacks its ')'"))?;
-                (name.trim(), Some(args))
-            }
-            None => (filter, None),
-        };
-        let shape = match (name, args) {
-            ("raw", None) => {
-                self.raw = true;
-                None
-            }
-            ("option", None) => {
-                self.option = true;
-                None
-            }
-            ("file", None) => {
-                self.file = true;
-                None
-            }
-            ("int", None) => Some(Shape::Integer),
-            ("number", None) => Some(Shape::Number),
-            ("bool", None) => Some(Shape::Boolean),
-            ("path", None) => Some(Shape::Path),
-            ("url", None) => Some(Shape::Url),
-            ("enum", Some(args)) => {
-                let values: Vec<String> = args
-                    .split(',')
-                    .map(|v| unquote(v.trim()).to_owned())
-                    .filter(|v| !v.is_empty())
-                    .collect();
-                if values.is_empty() {
-                    return Err("enum(…) needs at least one value".to_owned());
-                }
-                Some(Shape::Enum(values))
-            }
-            ("match", Some(args)) => {
-                let source = args.trim();
-                let quoted = source.len() >= 2
-                    && (source.starts_with('\'') && source.ends_with('\'')
-                        || source.starts_with('"') && source.ends_with('"'));
-                if !quoted {
-                    return Err("match(…) takes one quoted pattern: match('[a-z]+')".to_owned());
-                }
-                Some(Shape::pattern(&source[1..source.len() - 1]).map_err(|e| e.to_string())?)
-            }
-            _ => {
-                return Err(format!(
-                    "unknown filter '{filter}' (the filters are raw, option, file, int, number, \
-                     bool, path, url, enum(a, b) and match('…'))"
-                ));
-            }
-        };
-        if let Some(shape) = shape {
-            if self.shape.is_some() {
-                return Err("a reference takes one shape".to_owned());
-            }
-            self.shape = Some(shape);
-        }
-        if self.raw && (self.shape.is_some() || self.file || self.option) {
-            return Err("'raw' stands alone: the author vouches for the value as it is".to_owned());
-        }
-        Ok(())
-    }
-}
-
-/// `'x'` or `"x"` without its quotes; anything else as it is.
-fn unquote(text: &str) -> &str {
-    for q in ['\'', '"'] {
-        if let Some(inner) = text.strip_prefix(q).and_then(|t| t.strip_suffix(q)) {
-            return inner;
-        }
-    }
-    text
-}
-
-/// `expr | filter | filter(args)` split at the `|` outside quotes and parentheses (a
-/// `match('a|b')` pattern keeps its `|`); each part trimmed.
-fn split_filters(inner: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut quote, mut start) = (0usize, None::<char>, 0usize);
-    for (i, c) in inner.char_indices() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '(') => depth += 1,
-            (None, ')') => depth = depth.saturating_sub(1),
-            (None, '|') if depth == 0 => {
-                parts.push(inner[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(inner[start..].trim());
-    parts
-}
-
 fn parse_reference(inner: &str) -> Result<Reference, String> {
     if inner.is_empty() {
         return Err("empty reference '{{}}'".to_owned());
@@ -607,147 +498,12 @@ pub fn value_to_text(v: &Value) -> String {
     }
 }
 
-/// What a step left for later templates.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StepValue {
-    /// `steps.NAME.output`
-    pub output: Value,
-    /// `steps.NAME.exit_code` (commands only).
-    pub exit_code: Option<i64>,
-    /// `steps.NAME.error` (failed steps that continued).
-    pub error: Option<String>,
-}
-
-/// The innermost loop's variables.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoopFrame {
-    /// `loop.item` (null in a `while` body).
-    pub item: Value,
-    /// `loop.index`
-    pub index: u64,
-}
-
-/// Values visible to templates at one point of a run. Each concurrent
-/// branch and each loop body works on its own copy, so no loop state is
-/// shared between branches; step values are shared (`Arc`) between the
-/// copies, so a copy costs one pointer per step whatever the size of the
-/// outputs (#22: a 20 MB earlier output no longer slows every iteration).
-#[derive(Debug, Clone, Default)]
-pub struct Scope {
-    workflow_dir: Option<Arc<str>>,
-    inputs: Arc<Map<String, Value>>,
-    steps: HashMap<String, Arc<StepValue>>,
-    /// Shared like the step values: a copy of the scope inside a nested loop or a branch does
-    /// not copy the outer loop's item.
-    loop_frame: Option<Arc<LoopFrame>>,
-    /// Where `| file` writes (the run's private directory); none outside a run.
-    files: Option<Arc<FileChannel>>,
-}
-
-impl Scope {
-    /// A scope with the run's inputs and nothing else.
-    pub fn new(inputs: Map<String, Value>) -> Self {
-        Self {
-            workflow_dir: None,
-            inputs: Arc::new(inputs),
-            steps: HashMap::new(),
-            loop_frame: None,
-            files: None,
-        }
-    }
-
-    /// Sets where `{{ x | file }}` writes its files.
-    pub fn with_files(mut self, files: Arc<FileChannel>) -> Self {
-        self.files = Some(files);
-        self
-    }
-
-    /// Sets what `{{workflow.dir}}` reads.
-    pub fn with_workflow_dir(mut self, dir: Option<&std::path::Path>) -> Self {
-        self.workflow_dir = dir.map(|d| Arc::from(d.display().to_string()));
-        self
-    }
-
-    /// Records a step's value.
-    pub fn set_step(&mut self, name: &str, value: StepValue) {
-        self.steps.insert(name.to_owned(), Arc::new(value));
-    }
-
-    /// Sets the innermost loop frame.
-    pub fn set_loop(&mut self, frame: LoopFrame) {
-        self.loop_frame = Some(Arc::new(frame));
-    }
-
-    /// The value of a reference; unknown values read as null (validation
-    /// has already rejected references to names that do not exist).
-    pub fn lookup(&self, r: &Reference) -> Value {
-        match r {
-            Reference::Input(n) => self.inputs.get(n).cloned().unwrap_or(Value::Null),
-            Reference::Step { step, field } => match (self.steps.get(step).map(Arc::as_ref), field)
-            {
-                (Some(v), StepField::Output) => v.output.clone(),
-                (Some(v), StepField::ExitCode) => v.exit_code.map(Value::from).unwrap_or_default(),
-                (Some(v), StepField::Error) => Value::String(v.error.clone().unwrap_or_default()),
-                (None, _) => Value::Null,
-            },
-            Reference::WorkflowDir => {
-                Value::String(self.workflow_dir.as_deref().unwrap_or_default().to_owned())
-            }
-            Reference::LoopIndex => self
-                .loop_frame
-                .as_ref()
-                .map(|f| Value::from(f.index))
-                .unwrap_or_default(),
-            Reference::LoopItem(path) => {
-                let mut v = match &self.loop_frame {
-                    Some(f) => &f.item,
-                    None => return Value::Null,
-                };
-                for p in path {
-                    v = match v {
-                        Value::Object(m) => m.get(p).unwrap_or(&Value::Null),
-                        Value::Array(a) => p
-                            .parse::<usize>()
-                            .ok()
-                            .and_then(|i| a.get(i))
-                            .unwrap_or(&Value::Null),
-                        _ => &Value::Null,
-                    };
-                }
-                v.clone()
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
 
-    #[test]
-    fn scope_copies_share_step_values() {
-        let mut scope = Scope::new(Map::new());
-        scope.set_step(
-            "big",
-            StepValue {
-                output: Value::String("x".repeat(1 << 20)),
-                ..StepValue::default()
-            },
-        );
-        // An outer loop's (large) item is shared by the copies too.
-        scope.set_loop(LoopFrame {
-            item: Value::String("y".repeat(1 << 20)),
-            index: 0,
-        });
-        let copies: Vec<Scope> = (0..100).map(|_| scope.clone()).collect();
-        let shared = scope.steps.get("big").map(Arc::strong_count);
-        assert_eq!(shared, Some(101));
-        assert_eq!(scope.loop_frame.as_ref().map(Arc::strong_count), Some(101));
-        drop(copies);
-    }
-
     use super::*;
-    use serde_json::json;
+    use serde_json::{Map, json};
 
     fn render_str(text: &str, scope: &Scope) -> String {
         Template::parse(text).unwrap().render(scope).unwrap()

@@ -129,7 +129,10 @@ pub(super) const SPECS: &[Spec] = &[
     },
     Spec {
         long_valued: &["-r", "-T", "-t", "-W", "-w", "-u", "-U", "-i", "-q"],
-        long_code: &["-c", "--cmd", "-S", "-s"],
+        // (vim's `-s FILE` outside ex mode reads keystrokes: the stdin rule's business)
+        // `-s` is silent mode in ex mode (`vim -e -s`), a script only outside it: not read
+        // as code here, or it would hide the `-c` after it.
+        long_code: &["-c", "--cmd", "-S"],
         clusters: false,
         ..spec(&[
             "vim", "vi", "nvim", "view", "ex", "gvim", "vimdiff", "rvim", "evim", "rview",
@@ -467,6 +470,8 @@ mod tests {
         // programs, and the files that options read as code.
         assert_eq!(at(&["vim", "-es", "-c", "x", "f"]), vec![3]);
         assert_eq!(at(&["ex", "-c", "x"]), vec![2]);
+        assert_eq!(at(&["vim", "-e", "-s", "-c", "x"]), vec![4]);
+        assert_eq!(at(&["ex", "-s", "-c", "x"]), vec![3]);
         assert_eq!(at(&["vim", "--cmd", "x"]), vec![2]);
         assert_eq!(at(&["gdb", "-batch", "--ex", "x"]), vec![3]);
         assert_eq!(at(&["tar", "-xf", "a", "--to-comm=x"]), vec![3]);
