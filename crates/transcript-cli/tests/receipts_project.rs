@@ -32,6 +32,13 @@ fn copy_moved(from: &Path, to: &Path, old: &str, new: &str) {
     std::fs::write(to, raw.replace(old, new)).unwrap();
 }
 
+/// Gives the log at `path` the session id `new` instead of `old`.
+fn rename_session(path: &Path, old: &str, new: &str) {
+    let raw = std::fs::read_to_string(path).unwrap();
+    assert!(raw.contains(old), "{} has no {old}", path.display());
+    std::fs::write(path, raw.replace(old, new)).unwrap();
+}
+
 /// jq: the project of one raw session file, as Claude Code would name its directory.
 fn jq_project(file: &Path) -> String {
     let filter = r#"[ (.[] | select(.type == "session_meta") | .payload.cwd),
@@ -124,10 +131,17 @@ fn a_project_is_the_directory_a_session_ran_in_for_every_store_and_file_import()
             "/work/alpha",
         ),
     ];
+    // Each copy is a session of its own (its own id): a byte-identical copy of a log is the
+    // same session, imported once (#51 item 3).
     let mut codex_files = Vec::new();
-    for (name, cwd) in rollouts {
+    for (i, (name, cwd)) in rollouts.into_iter().enumerate() {
         let to = h.join("codex/sessions").join(name);
         copy_moved(&codex, &to, "/tmp/repo", cwd);
+        rename_session(
+            &to,
+            "019fc8be-3658-7ca3-9e29-000000000000",
+            &format!("019fc8be-3658-7ca3-9e29-00000000000{i}"),
+        );
         codex_files.push(to);
     }
     // Copilot: two sessions in /work/alpha.
@@ -135,6 +149,7 @@ fn a_project_is_the_directory_a_session_ran_in_for_every_store_and_file_import()
     for id in ["s-one", "s-two"] {
         let to = h.join(format!("copilot/session-state/{id}/events.jsonl"));
         copy_moved(&copilot, &to, "/tmp/repo", "/work/alpha");
+        rename_session(&to, "copilot_stage0_small", id);
         copilot_files.push(to);
     }
     // Claude Code: one session in /work/alpha, under the directory it names it by.
