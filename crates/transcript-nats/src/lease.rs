@@ -47,6 +47,10 @@ impl NatsStore {
 
     /// Takes or renews `run_id`'s lease for [`crate::StreamOptions::lease`] from now (a
     /// publish to the key with `Nats-TTL`, waiting for its ack).
+    ///
+    /// No stream answering the subject (the bucket's stream electing its leader, as right
+    /// after a cluster created it) is waited out within `ack_timeout × publish_attempts`, as
+    /// [`NatsStore::put_run`] does: a run's first lease on a new cluster failed the run so.
     pub async fn renew_lease(&self, run_id: RunId) -> Result<(), NatsError> {
         let index = self.writable_index()?;
         let subject = format!(
@@ -54,18 +58,32 @@ impl NatsStore {
             index.put_prefix.as_deref().unwrap_or(&index.prefix),
             lease_key(run_id)
         );
-        let message = PublishMessage::build().payload(bytes::Bytes::new()).header(
-            async_nats::header::NATS_MESSAGE_TTL,
-            self.lease_secs().to_string().as_str(),
-        );
         let what = format!("runs index: the lease of run {run_id}");
-        self.js
-            .send_publish(subject, message)
-            .await
-            .map_err(|e| self.js_error(&what, e))?
-            .await
-            .map_err(|e| self.js_error(&what, e))?;
-        Ok(())
+        let budget = self.options.ack_timeout * self.options.publish_attempts.max(1);
+        let deadline = tokio::time::Instant::now() + budget;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let message = PublishMessage::build().payload(bytes::Bytes::new()).header(
+                async_nats::header::NATS_MESSAGE_TTL,
+                self.lease_secs().to_string().as_str(),
+            );
+            let acked = match self.js.send_publish(subject.clone(), message).await {
+                Ok(ack) => ack.await,
+                Err(e) => Err(e),
+            };
+            match acked {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if e.kind()
+                        == async_nats::jetstream::context::PublishErrorKind::StreamNotFound
+                        && tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => return Err(self.js_error(&what, e)),
+            }
+        }
     }
 
     /// Releases `run_id`'s lease (a run that completed, or whose recorder was closed): the
