@@ -224,6 +224,13 @@ fn tail_f_waits_for_a_child_run_that_has_not_completed() {
     let (head, last) = body.trim_end().rsplit_once('\n').unwrap();
     assert!(last.contains("run.completed"), "{last}");
     std::fs::write(&child, format!("{head}\n")).unwrap();
+    // The child is still running: its writer holds the run's lease (#52: a run without
+    // `run.completed` whose lease nobody holds is abandoned, and `tail -f` ends on it).
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&child)
+        .unwrap();
+    let lease = transcript_infra::WriterLease::hold(&f).unwrap();
     let mut tail = bin()
         .args(["tail", "-f", "--color", "never"])
         .arg(&root)
@@ -232,11 +239,8 @@ fn tail_f_waits_for_a_child_run_that_has_not_completed() {
         .spawn()
         .unwrap();
     Lines::of(tail.stderr.take().unwrap()).wait_for("waiting for child run");
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&child)
-        .unwrap();
     writeln!(f, "{last}").unwrap();
+    drop(lease);
     assert_eq!(exit_code(tail), Some(0));
 }
 
