@@ -102,6 +102,7 @@ impl Replayer {
             }
             None => Script::default(),
         };
+        script.conversation = Some(start.prompt.to_owned());
         let missing = execution.is_none();
         if missing {
             script.refusal = Some(format!(

@@ -39,6 +39,7 @@
 
 mod anthropic;
 mod chat;
+mod conversation;
 mod gemini;
 mod http;
 mod mismatch;

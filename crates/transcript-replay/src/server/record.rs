@@ -50,7 +50,8 @@ pub enum Handling {
     /// A generation request refused with HTTP 400: it did not carry what its turn expects
     /// (strict matching), a request before it did not, or the script refuses every request.
     Refused,
-    /// A side request answered minimally (token counting, model listing, telemetry).
+    /// A side request answered minimally: token counting, model listing, or a generation
+    /// request beside the step's conversation ([`crate::server::Script::conversation`]).
     Auxiliary,
     /// An endpoint the server does not know: answered HTTP 404.
     Unknown,

@@ -268,6 +268,11 @@ pub struct Script {
     /// When set, every generation request is refused (HTTP 400) with this message: a replay
     /// whose step failed before its first request (a changed prompt, a step never recorded).
     pub refusal: Option<String>,
+    /// When set (a replay sets the step's prompt), generation requests beside the
+    /// conversation that carries this prompt (a title, a classifier, a quota probe on the same
+    /// endpoint) get a minimal answer and consume no turn: see the `conversation` module.
+    /// `None`: every generation request consumes the next turn.
+    pub conversation: Option<String>,
 }
 
 impl Script {

@@ -5,11 +5,12 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
+use super::conversation::Conversation;
 use super::mismatch::{self, Mismatch};
 use super::record::{Bill, Handling, Provider, RecordedRequest};
 use super::render::{Answer, Ctx};
 use super::route::{Route, route};
-use super::script::{Fault, Matching, Script, Usage};
+use super::script::{Block, Fault, Matching, Script, Turn, Usage};
 use super::sse::SseEvent;
 use super::{anthropic, chat, gemini, responses};
 
@@ -70,6 +71,8 @@ pub(crate) struct State {
     /// Set once a strict mismatch happened (or by the script): every later generation
     /// request is refused with it.
     refused: Option<String>,
+    /// Which generation requests are the step's conversation (`None`: all of them).
+    conversation: Option<Conversation>,
 }
 
 impl State {
@@ -82,6 +85,10 @@ impl State {
             bills: Vec::new(),
             mismatches: Vec::new(),
             refused: script.refusal.clone(),
+            conversation: script
+                .conversation
+                .as_deref()
+                .map(|p| Conversation::new(Some(p))),
             script,
         }
     }
@@ -176,6 +183,11 @@ impl State {
             model,
             body,
         } = request;
+        if let Some(conversation) = &mut self.conversation
+            && !conversation.admits(provider, body)
+        {
+            return (Handling::Auxiliary, self.beside(provider, stream, model));
+        }
         if let Some(refusal) = &self.refused {
             return (
                 Handling::Refused,
@@ -235,6 +247,37 @@ impl State {
             },
         };
         (Handling::Turn(turn_index), reply)
+    }
+
+    /// The minimal answer to a generation request beside the conversation: a short text,
+    /// no usage, in the API and form (stream or not) it asked for. Not billed, not matched.
+    fn beside(&mut self, provider: Provider, stream: bool, model: String) -> Reply {
+        self.seq += 1;
+        let turn = Turn {
+            blocks: vec![Block::Text("ok".to_owned())],
+            ..Turn::default()
+        };
+        let ctx = Ctx {
+            turn: &turn,
+            model,
+            seq: self.seq,
+        };
+        let answer = match provider {
+            Provider::Anthropic => anthropic::answer(&ctx, stream),
+            Provider::OpenAiResponses => responses::answer(&ctx, stream),
+            Provider::Gemini => gemini::answer(&ctx, stream),
+            Provider::OpenAiChat => chat::answer(&ctx, stream, true),
+        };
+        match answer {
+            Answer::Stream(events) => Reply {
+                status: 200,
+                content_type: "text/event-stream",
+                headers: Vec::new(),
+                chunks: events.iter().map(SseEvent::encode).collect(),
+                cut: false,
+            },
+            Answer::Json(body) => Reply::json(200, &body),
+        }
     }
 
     /// The answer to a generation request beyond the script's turns.
@@ -505,5 +548,59 @@ mod tests {
         assert!(r.chunks[0].contains("no recorded execution"));
         let aux = state.handle(post("/v1/messages/count_tokens", json!({})));
         assert_eq!(aux.status, 200);
+    }
+
+    #[test]
+    fn requests_beside_the_conversation_get_a_minimal_answer_and_consume_no_turn() {
+        let mut script = replay_script(Matching::Strict);
+        script.conversation = Some("Read notes.txt".to_owned());
+        let mut state = State::new(script);
+        let conversation = |extra: Vec<serde_json::Value>| {
+            let mut messages = vec![json!({"role": "user", "content": "Read notes.txt"})];
+            messages.extend(extra);
+            post(
+                "/v1/messages",
+                json!({"system": "agent", "messages": messages}),
+            )
+        };
+        let probe = post(
+            "/v1/messages",
+            json!({"system": "", "messages": [{"role": "user", "content": "quota"}]}),
+        );
+        let title = post(
+            "/v1/messages",
+            json!({"system": "Write a title", "messages": [{"role": "user", "content": "Read notes.txt"}]}),
+        );
+        let side = state.handle(probe);
+        assert_eq!(side.status, 200);
+        assert!(side.chunks[0].contains("\"ok\""), "{}", side.chunks[0]);
+        let first = state.handle(conversation(vec![]));
+        assert!(first.chunks.concat().contains("first"));
+        assert_eq!(state.handle(title).status, 200);
+        let result = json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "recorded text"}]});
+        let second = state.handle(conversation(vec![result]));
+        assert!(
+            second.chunks.concat().contains("second"),
+            "{:?}",
+            second.chunks
+        );
+        assert_eq!(state.turns_served(), 2);
+        assert!(state.mismatches().is_empty());
+        assert_eq!(state.bills().len(), 2);
+        let handled: Vec<_> = state
+            .requests()
+            .iter()
+            .map(|r| r.handling.clone())
+            .collect();
+        assert_eq!(
+            handled,
+            [
+                Handling::Auxiliary,
+                Handling::Turn(0),
+                Handling::Auxiliary,
+                Handling::Turn(1)
+            ]
+        );
     }
 }
