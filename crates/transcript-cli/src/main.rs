@@ -376,10 +376,14 @@ fn run(cli: Cli) -> Result<(), CliError> {
             nats_storage::Route::Directory => (cli.storage.clone(), None, None),
             nats_storage::Route::Record(url) => (PathBuf::from(DEFAULT_STORAGE), Some(url), None),
             nats_storage::Route::Local(copy) => (copy.path().to_path_buf(), None, Some(copy)),
+            nats_storage::Route::Replay(copy, url) => match copy {
+                Some(copy) => (copy.path().to_path_buf(), Some(url), Some(copy)),
+                None => (PathBuf::from(DEFAULT_STORAGE), Some(url), None),
+            },
         };
     match command {
         Command::Run(args) => run_workflow(args, (storage, nats), cli.color, &mut out),
-        Command::Replay(args) => cmd::replay::command(args, storage, cli.color, &mut out),
+        Command::Replay(args) => cmd::replay::command(args, (storage, nats), cli.color, &mut out),
         Command::Import(args) => cmd::import::command(args, storage, &mut out),
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &storage, json, &style, &mut out)

@@ -45,7 +45,7 @@ pub struct LocalCopy {
 }
 
 impl LocalCopy {
-    fn create() -> Result<Self, CliError> {
+    pub(crate) fn create() -> Result<Self, CliError> {
         use transcript_domain::RunIdGenerator;
         let unique = transcript_infra::RandomRunIds.next_run_id();
         let dir = std::env::temp_dir().join(format!("transcript-nats-{unique}"));
@@ -79,6 +79,9 @@ pub enum Route {
     Record(StorageUrl),
     /// Run the command on this local copy (its run arguments were rewritten to full run ids).
     Local(LocalCopy),
+    /// `replay`: reads the recording from the local copy (`None`: its argument is a file) and
+    /// records the new run to this URL.
+    Replay(Option<LocalCopy>, StorageUrl),
 }
 
 /// Decides (and for `list` and `tail -f`, does) what a command does on `storage`.
@@ -98,16 +101,16 @@ pub fn route(
     if matches!(command, Command::Run(_)) {
         return Ok(Route::Record(url));
     }
+    // A replay of a transcript file reads it in place and records to NATS.
+    if let Command::Replay(replay) = command
+        && is_path(&replay.run)
+    {
+        return Ok(Route::Replay(None, url));
+    }
     // A transcript file (or directory) named by its path is read as a file, whatever the
     // storage: nothing of NATS is needed, and nothing is connected to.
     if run_args(command).is_some_and(|args| !args.is_empty() && args.iter().all(|a| is_path(a))) {
         return Ok(Route::Directory);
-    }
-    if matches!(command, Command::Replay(_)) {
-        return Err(CliError::Usage(
-            "replay reads and records in a storage directory: mirror the run there first"
-                .to_owned(),
-        ));
     }
     if matches!(command, Command::Import(_)) {
         return Err(CliError::Usage(
@@ -157,21 +160,7 @@ async fn route_on(
             follow(store, id, *until_complete, style, out).await?;
             Ok(Route::Done)
         }
-        Command::Validate { runs, .. } => {
-            let copy = LocalCopy::create()?;
-            for arg in runs.iter_mut() {
-                *arg = if is_path(arg) {
-                    // Read in place (the copy's directory does not hide it).
-                    continue;
-                } else if whole(arg) {
-                    copy_all(store, copy.path()).await?;
-                    copy.path().display().to_string()
-                } else {
-                    copy_named(store, arg, copy.path()).await?
-                };
-            }
-            Ok(Route::Local(copy))
-        }
+        Command::Validate { runs, .. } => validate_copy(store, runs, whole).await.map(Route::Local),
         Command::Stats { target: arg, .. } if whole(arg) => {
             let copy = LocalCopy::create()?;
             copy_all(store, copy.path()).await?;
@@ -193,6 +182,11 @@ async fn route_on(
             args.b = copy_named(store, &args.b, copy.path()).await?;
             Ok(Route::Local(copy))
         }
+        Command::Replay(replay) => {
+            let copy = LocalCopy::create()?;
+            replay.run = copy_named(store, &replay.run, copy.path()).await?;
+            Ok(Route::Replay(Some(copy), url.clone()))
+        }
         Command::Check(cmd::check::CheckArgs { run: arg, .. }) => {
             let copy = LocalCopy::create()?;
             *arg = copy_named(store, arg, copy.path()).await?;
@@ -212,6 +206,28 @@ async fn route_on(
             "this command does not take NATS storage".to_owned(),
         )),
     }
+}
+
+/// `validate`'s arguments read through a local copy: a path in place, the whole store's URL
+/// as the copy's directory, a run (and its children) as its id in the copy.
+async fn validate_copy(
+    store: &NatsStore,
+    runs: &mut [String],
+    whole: impl Fn(&str) -> bool,
+) -> Result<LocalCopy, CliError> {
+    let copy = LocalCopy::create()?;
+    for arg in runs.iter_mut() {
+        *arg = if is_path(arg) {
+            // Read in place (the copy's directory does not hide it).
+            continue;
+        } else if whole(arg) {
+            copy_all(store, copy.path()).await?;
+            copy.path().display().to_string()
+        } else {
+            copy_named(store, arg, copy.path()).await?
+        };
+    }
+    Ok(copy)
 }
 
 /// The run arguments of a command that takes runs (`None` for the others).
@@ -240,7 +256,7 @@ fn is_path(arg: &str) -> bool {
 }
 
 /// A list row from an index entry.
-fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
+pub(crate) fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
     use crate::runs::RunStatus;
     crate::runs::RunSummary {
         run_id: e.run_id,
@@ -259,8 +275,7 @@ fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
             .map(|(s, end)| end.millis_since(s)),
         events: e.events,
         path: PathBuf::from(format!("{url}#{}", e.run_id)),
-        // `replay` records in a storage directory only (see `route`).
-        replay_of: None,
+        replay_of: e.replay_of,
     }
 }
 
@@ -298,7 +313,11 @@ async fn resolve(store: &NatsStore, arg: &str) -> Result<RunId, CliError> {
 }
 
 /// Copies the run `arg` names and its child runs; returns its full id (the rewritten argument).
-async fn copy_named(store: &NatsStore, arg: &str, dir: &Path) -> Result<String, CliError> {
+pub(crate) async fn copy_named(
+    store: &NatsStore,
+    arg: &str,
+    dir: &Path,
+) -> Result<String, CliError> {
     let id = resolve(store, arg).await?;
     let mut pending = vec![id];
     let mut seen = BTreeSet::new();

@@ -3,13 +3,11 @@
 //! the end, so listing a storage of large transcripts stays fast), newest first, and the
 //! `latest` root run every run argument accepts.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use transcript_domain::{DecodedEvent, EventKind, EventType, RunId, Timestamp, decode_line};
-use transcript_infra::{ReadItem, TranscriptReader};
+use transcript_domain::{DecodedEvent, EventKind, EventType, RunId, Timestamp};
+use transcript_infra::{first_event, last_event};
 
 use crate::CliError;
 
@@ -166,58 +164,6 @@ fn completion(last: Option<&DecodedEvent>) -> Option<RunStatus> {
     })
 }
 
-fn first_event(path: &Path) -> Option<DecodedEvent> {
-    TranscriptReader::open(path)
-        .ok()?
-        .find_map(|item| match item {
-            Ok(ReadItem::Event(e)) => Some(e.event),
-            _ => None,
-        })
-}
-
-/// The last complete line's event: the last newline is looked for backwards from the end,
-/// past a torn tail of any length (in 64 KiB reads), then the start of the line it ends (up to
-/// the line cap).
-fn last_event(path: &Path) -> Option<DecodedEvent> {
-    let mut file = File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    // Only newline-terminated lines were acknowledged: a torn tail is not an event.
-    let end = rfind_newline(&mut file, len, len).ok()??;
-    let cap = transcript_domain::MAX_LINE_BYTES as u64;
-    let start = match rfind_newline(&mut file, end, cap + 1).ok()? {
-        Some(newline) => newline + 1,
-        None if end <= cap => 0,
-        // Longer than any reader accepts.
-        None => return None,
-    };
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut line = Vec::with_capacity(usize::try_from(end - start).ok()?);
-    Read::by_ref(&mut file)
-        .take(end - start)
-        .read_to_end(&mut line)
-        .ok()?;
-    decode_line(&line).ok().map(|d| d.event)
-}
-
-/// The offset of the last `\n` in the `limit` bytes before `before`, read backwards in
-/// 64 KiB chunks.
-fn rfind_newline(file: &mut File, before: u64, limit: u64) -> std::io::Result<Option<u64>> {
-    let floor = before.saturating_sub(limit);
-    let mut chunk = vec![0u8; 64 * 1024];
-    let mut end = before;
-    while end > floor {
-        let start = end.saturating_sub(chunk.len() as u64).max(floor);
-        let buf = &mut chunk[..(end - start) as usize];
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(buf)?;
-        if let Some(i) = memchr::memrchr(b'\n', buf) {
-            return Ok(Some(start + i as u64));
-        }
-        end = start;
-    }
-    Ok(None)
-}
-
 /// Every run of `storage`, newest first (runs without events last). A run of an imported
 /// session store (listed by the import index) without `run.completed` is [`RunStatus::Open`].
 pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
@@ -247,28 +193,10 @@ pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
 
 /// The runs of `runs` that are replays or child runs of one (their turns are not spend).
 pub fn replays(runs: &[RunSummary]) -> std::collections::HashSet<RunId> {
-    let parents: std::collections::HashMap<RunId, Option<RunId>> =
-        runs.iter().map(|r| (r.run_id, r.parent_run_id)).collect();
-    let roots: std::collections::HashSet<RunId> = runs
-        .iter()
-        .filter(|r| r.replay_of.is_some())
-        .map(|r| r.run_id)
-        .collect();
-    runs.iter()
-        .map(|r| r.run_id)
-        .filter(|id| {
-            // Up the parent chain (bounded: a cycle of parents ends the walk).
-            let mut at = Some(*id);
-            for _ in 0..=runs.len() {
-                match at {
-                    Some(a) if roots.contains(&a) => return true,
-                    Some(a) => at = parents.get(&a).copied().flatten(),
-                    None => return false,
-                }
-            }
-            false
-        })
-        .collect()
+    transcript_domain::replays::replayed_runs(
+        runs.iter()
+            .map(|r| (r.run_id, r.parent_run_id, r.replay_of.is_some())),
+    )
 }
 
 /// Whether the run file at `path` mirrors a session of an agent CLI's store (listed by the

@@ -209,6 +209,7 @@ mod ids;
 mod payload;
 mod port;
 mod raw;
+pub mod replays;
 #[cfg(feature = "schema")]
 pub mod schema;
 mod strict;

@@ -309,6 +309,7 @@
 mod bulk;
 mod chan;
 mod clock;
+mod ends;
 mod factory;
 mod fanout;
 mod file_tail;
@@ -328,6 +329,7 @@ mod verify;
 
 pub use bulk::{BulkWriter, DurableBatch, Synced, Unsynced, replace_file_durably};
 pub use clock::{RandomRunIds, SystemClock};
+pub use ends::{first_event, last_event};
 pub use factory::JsonlRecorderFactory;
 pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, SubscriberStats};
 pub use lease::{WriterLease, writer_holds};

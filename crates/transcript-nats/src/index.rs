@@ -43,6 +43,10 @@ pub struct RunEntry {
     /// The workflow name from `run.started`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<String>,
+    /// The run this run replays (`run.started`'s `replay_of`, wire decision 16): its turns
+    /// were served from that recording and are not spend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
     /// How far the run got.
     pub status: IndexStatus,
     /// `run.started`'s timestamp.
@@ -99,6 +103,7 @@ impl RunEntry {
             run_id,
             parent_run_id,
             workflow: None,
+            replay_of: None,
             status: IndexStatus::Running,
             started_at: None,
             ended_at: None,
@@ -152,6 +157,7 @@ impl RunEntry {
         match payload {
             Payload::RunStarted(p) => {
                 self.workflow = Some(p.name.clone());
+                self.replay_of = p.replay_of.clone();
                 self.started_at = Some(timestamp);
                 true
             }
@@ -296,6 +302,7 @@ impl NatsStore {
         // them stays.
         if rebuilt.started_at.is_none() {
             rebuilt.workflow = entry.workflow;
+            rebuilt.replay_of = entry.replay_of;
             rebuilt.started_at = entry.started_at;
             rebuilt.parent_run_id = rebuilt.parent_run_id.or(entry.parent_run_id);
         }

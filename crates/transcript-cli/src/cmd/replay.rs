@@ -64,11 +64,11 @@ pub struct ReplayCmd {
 /// `transcript replay`: the run's arguments (defaults of `run`) with the replay's own.
 pub fn command(
     cmd: ReplayCmd,
-    storage: PathBuf,
+    (storage, nats): (PathBuf, Option<transcript_nats::StorageUrl>),
     color: crate::style::ColorChoice,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let args = RunArgs {
+    let mut args = RunArgs {
         redactor: None,
         workflow: PathBuf::new(),
         inputs: cmd.inputs,
@@ -98,7 +98,14 @@ pub fn command(
         .enable_all()
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(run(replay, args, out))
+    runtime.block_on(async {
+        // On NATS storage the new run is recorded there; the recording was read from a
+        // private copy of its lines (or from the file named).
+        if let Some(url) = &nats {
+            args.nats = Some(crate::nats_connect::connect_for_run(url, args.durability).await?);
+        }
+        run(replay, args, out).await
+    })
 }
 
 /// What `replay` needs besides the run's usual arguments.
@@ -183,9 +190,17 @@ async fn replay_inner(
         }
     }));
     let storage = args.storage.clone();
+    let nats = args.nats.clone();
+    // The recording's name in the comparison: where it was read from.
+    let recorded_label = match &nats {
+        Some(store) if !Path::new(&replay.run).exists() => {
+            format!("{}#{}", store.url(), recorded.recording.run_id)
+        }
+        _ => recorded.path.display().to_string(),
+    };
     let mut started = None;
     let ran = crate::cmd::run::run_reporting(args, out, &mut started).await;
-    let Some((_, path)) = started else {
+    let Some((run_id, path)) = started else {
         // Nothing recorded: the run's own error says why.
         return ran;
     };
@@ -193,13 +208,20 @@ async fn replay_inner(
         Ok(()) | Err(CliError::Reported(1)) => {}
         Err(other) => return Err(other),
     }
-    let replayed = read_run(&path.display().to_string(), &storage)?;
+    let label = path.display().to_string();
+    let replayed = match &nats {
+        // Recorded to NATS: read back through a private copy, as the other commands read.
+        Some(store) => {
+            let copy = crate::nats_storage::LocalCopy::create()?;
+            let id =
+                crate::nats_storage::copy_named(store, &run_id.to_string(), copy.path()).await?;
+            read_run(&id, copy.path())?
+        }
+        None => read_run(&label, &storage)?,
+    };
     // The comparison `transcript diff <recording> <replay>` prints.
     let doc = diff(&recorded.record, &replayed.record, &DiffOptions::default());
-    let labels = (
-        recorded.path.display().to_string(),
-        replayed.path.display().to_string(),
-    );
+    let labels = (recorded_label, label);
     let text = transcript_compare::render_diff_text(&doc, (&labels.0, &labels.1), &replay.style);
     stdout_result(out.write_all(text.as_bytes()))?;
     if doc.equal {

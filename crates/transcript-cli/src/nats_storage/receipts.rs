@@ -26,6 +26,13 @@ pub async fn run_grouped(
         .map_err(|e| CliError::Storage(e.to_string()))?;
     // A directory's runs are read in file-name (run id) order.
     runs.sort_by_key(|r| r.run_id);
+    // Replays (and their child runs) were served from a recording: not spend, as on files.
+    let summaries: Vec<_> = runs
+        .iter()
+        .map(|r| super::summary(store.url(), r.clone()))
+        .collect();
+    let replays = crate::runs::replays(&summaries);
+    runs.retain(|r| !replays.contains(&r.run_id));
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     // One request, one bill across runs (`transcript_export::requests`), as on a directory.
     let mut requests = Requests::new();
