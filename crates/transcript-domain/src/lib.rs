@@ -210,6 +210,7 @@ mod payload;
 mod port;
 mod raw;
 pub mod replays;
+pub mod run_store;
 #[cfg(feature = "schema")]
 pub mod schema;
 mod strict;

@@ -322,6 +322,7 @@ mod reader;
 mod recorder;
 mod release;
 mod resume;
+mod run_dir;
 mod sink;
 mod subscription;
 mod tap;
@@ -342,6 +343,7 @@ pub use recorder::{
     DEFAULT_MAX_QUEUED_BYTES, Durability, JsonlRecorder, JsonlRecorderBuilder, WriteStats,
 };
 pub use resume::{ResumeInfo, ResumeWarning};
+pub use run_dir::{DirRunStore, run_files};
 pub use subscription::JsonlSubscription;
 pub use tap::{StartTap, TapError, TapFactory, joined};
 /// The domain's ports, re-exported so that everyday calls (`subscribe`, `close`, `next()` on a

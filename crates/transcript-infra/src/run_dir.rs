@@ -1,0 +1,254 @@
+//! The read port ([`transcript_domain::run_store::RunStore`]) on a storage directory: its
+//! transcripts are the files named `<run-id>.jsonl` (not `audit.jsonl`, not a `.torn` copy,
+//! not a symlink), each listed from its first and last lines only ([`crate::first_event`],
+//! [`crate::last_event`]), so listing a storage of large transcripts reads a few KiB per run.
+//!
+//! A run without `run.completed` is [`RunState::Running`] while its writer holds the file's
+//! lease ([`crate::writer_holds`]), else [`RunState::Abandoned`], or [`RunState::Open`] when the
+//! composition root says it mirrors an imported agent CLI session
+//! ([`DirRunStore::with_open_sessions`]).
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use transcript_domain::run_store::{RunState, RunStore, StoreReadError, StoredLines, StoredRun};
+use transcript_domain::{DecodedEvent, EventKind, EventType, RunId};
+
+use crate::{first_event, last_event, writer_holds};
+
+/// A storage directory, read through the port.
+#[derive(Debug, Clone)]
+pub struct DirRunStore {
+    dir: PathBuf,
+    open_sessions: HashSet<RunId>,
+}
+
+impl DirRunStore {
+    /// The runs of `dir` (a missing directory holds none).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        DirRunStore {
+            dir: dir.into(),
+            open_sessions: HashSet::new(),
+        }
+    }
+
+    /// Runs that mirror an imported agent CLI session (the import index knows them): without
+    /// `run.completed` they are [`RunState::Open`], not abandoned.
+    pub fn with_open_sessions(mut self, runs: impl IntoIterator<Item = RunId>) -> Self {
+        self.open_sessions.extend(runs);
+        self
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Every transcript of the directory, sorted by run id.
+    pub fn run_files(&self) -> Vec<(RunId, PathBuf)> {
+        run_files(&self.dir)
+    }
+
+    /// The transcript file of `run` (which may not exist).
+    pub fn path_of(&self, run: RunId) -> PathBuf {
+        self.dir.join(run.file_name())
+    }
+
+    /// How far the run in `path` got, from its last line and its lease.
+    pub fn state_of(&self, run: RunId, path: &Path) -> RunState {
+        state(run, path, last_event(path).as_ref(), &self.open_sessions).0
+    }
+
+    /// The list entry of the run in `path`.
+    pub fn summarize(&self, run: RunId, path: &Path) -> StoredRun {
+        let first = first_event(path);
+        let (state, last) = state(run, path, last_event(path).as_ref(), &self.open_sessions);
+        let started = first.as_ref().and_then(DecodedEvent::step);
+        StoredRun {
+            run_id: run,
+            parent_run_id: first.as_ref().and_then(|e| e.parent_run_id),
+            workflow: started.map(|p| p.name.clone()),
+            state,
+            started_at: first.as_ref().map(|e| e.timestamp),
+            ended_at: last.as_ref().map(|e| e.timestamp),
+            events: last.as_ref().map_or(0, |e| e.seq),
+            replay_of: started.and_then(|p| p.replay_of.clone()),
+            location: path.display().to_string(),
+        }
+    }
+}
+
+/// Every transcript in `dir`: regular files named `<run-id>.jsonl`, sorted by run id.
+pub fn run_files(dir: &Path) -> Vec<(RunId, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(RunId, PathBuf)> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| {
+            let id = RunId::from_file_name(&p)?;
+            let regular = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file());
+            regular.then_some((id, p))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// `Succeeded` or `Failed` when `last` is `run.completed`.
+fn completion(last: Option<&DecodedEvent>) -> Option<RunState> {
+    let e = last.filter(|e| e.kind == EventKind::Known(EventType::RunCompleted))?;
+    Some(if e.step().and_then(|p| p.error.as_ref()).is_some() {
+        RunState::Failed
+    } else {
+        RunState::Succeeded
+    })
+}
+
+/// The run's state and the last event it was decided on.
+fn state(
+    run: RunId,
+    path: &Path,
+    last: Option<&DecodedEvent>,
+    open: &HashSet<RunId>,
+) -> (RunState, Option<DecodedEvent>) {
+    if let Some(done) = completion(last) {
+        return (done, last.cloned());
+    }
+    if writer_holds(path).unwrap_or(false) {
+        return (RunState::Running, last.cloned());
+    }
+    // Not held: the runner may have completed the run since its last line was read (it
+    // writes run.completed before it releases the run), so that line is read again.
+    let last = last_event(path);
+    let state = completion(last.as_ref()).unwrap_or(if open.contains(&run) {
+        RunState::Open
+    } else {
+        RunState::Abandoned
+    });
+    (state, last)
+}
+
+impl RunStore for DirRunStore {
+    fn location(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    fn runs(&self) -> Result<Vec<StoredRun>, StoreReadError> {
+        Ok(self
+            .run_files()
+            .into_iter()
+            .map(|(id, path)| self.summarize(id, &path))
+            .collect())
+    }
+
+    fn resolve(&self, arg: &str) -> Result<RunId, StoreReadError> {
+        if let Ok(id) = RunId::parse(arg) {
+            return Ok(id);
+        }
+        if !self.dir.is_dir() {
+            return Err(StoreReadError::NotFound {
+                what: "storage directory".to_owned(),
+                location: self.location(),
+            });
+        }
+        // A prefix needs only the file names; `latest` the first lines.
+        let runs: Vec<StoredRun> = if arg == "latest" {
+            self.runs()?
+        } else {
+            self.run_files()
+                .into_iter()
+                .map(|(id, path)| StoredRun {
+                    run_id: id,
+                    parent_run_id: None,
+                    workflow: None,
+                    state: RunState::Abandoned,
+                    started_at: None,
+                    ended_at: None,
+                    events: 0,
+                    replay_of: None,
+                    location: path.display().to_string(),
+                })
+                .collect()
+        };
+        transcript_domain::run_store::resolve_among(&runs, arg, &self.location())
+    }
+
+    fn read(&self, run: RunId) -> Result<Option<StoredLines>, StoreReadError> {
+        let path = self.path_of(run);
+        let unavailable = |e: &dyn std::fmt::Display| StoreReadError::Unavailable {
+            location: path.display().to_string(),
+            message: e.to_string(),
+        };
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(unavailable(&e)),
+            Ok(_) => {}
+        }
+        let mut bytes = Vec::new();
+        crate::fs::open_read(&path)
+            .map_err(|e| unavailable(&e))?
+            .read_to_end(&mut bytes)
+            .map_err(|e| unavailable(&e))?;
+        Ok(Some(StoredLines {
+            location: path.display().to_string(),
+            state: self.state_of(run, &path),
+            bytes,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN: &str = "0b6e7c8e-3f4a-4b1c-9d2e-1a2b3c4d5e6f";
+
+    fn line(seq: u64, kind: &str, payload: &str) -> String {
+        format!(
+            "{{\"seq\":{seq},\"run_id\":\"{RUN}\",\"type\":\"{kind}\",\"path\":\"\",\
+             \"iteration\":0,\"timestamp\":\"2026-06-08T08:14:4{seq}.000Z\",\"payload\":{payload}}}\n"
+        )
+    }
+
+    #[test]
+    fn a_directory_lists_resolves_and_reads_its_runs_through_the_port() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let started = line(1, "run.started", r#"{"name":"w","kind":"workflow"}"#);
+        let text = started.clone() + &line(2, "run.completed", r#"{"name":"w","kind":"workflow"}"#);
+        std::fs::write(dir.path().join(format!("{RUN}.jsonl")), &text)
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("audit.jsonl"), "{}\n").unwrap_or_else(|e| panic!("{e}"));
+        let store = DirRunStore::new(dir.path());
+        let runs = store.runs().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].state, RunState::Succeeded);
+        assert_eq!(
+            (runs[0].events, runs[0].workflow.as_deref()),
+            (2, Some("w"))
+        );
+        let id = store.resolve("0b6e").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(store.resolve("latest").ok(), Some(id));
+        let read = store.read(id).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            read.map(|r| (r.bytes, r.state)),
+            Some((text.into_bytes(), RunState::Succeeded))
+        );
+
+        // Without run.completed and without a writer: abandoned, or open for a session.
+        std::fs::write(dir.path().join(format!("{RUN}.jsonl")), &started)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(store.state_of(id, &store.path_of(id)), RunState::Abandoned);
+        let sessions = DirRunStore::new(dir.path()).with_open_sessions([id]);
+        assert_eq!(sessions.runs().map(|r| r[0].state), Ok(RunState::Open));
+
+        let other =
+            RunId::parse("1b6e7c8e-3f4a-4b1c-9d2e-1a2b3c4d5e6f").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(store.read(other), Ok(None));
+        assert!(matches!(
+            DirRunStore::new(dir.path().join("none")).resolve("latest"),
+            Err(StoreReadError::NotFound { .. })
+        ));
+    }
+}
