@@ -23,7 +23,7 @@ async fn the_port_lists_resolves_and_reads_runs_as_recorded() {
         return;
     };
     let store = common::store(&server.url(), options()).await;
-    let mut ids = SequentialRunIds::with_prefix(0x5210);
+    let ids = SequentialRunIds::with_prefix(0x5210);
     let (done, open) = (
         ids.next_run_id(),
         SequentialRunIds::with_prefix(0x5211).next_run_id(),
