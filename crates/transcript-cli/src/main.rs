@@ -18,6 +18,7 @@ mod output_file;
 mod redaction_args;
 mod runs;
 mod source;
+mod store;
 mod style;
 
 use redaction_args::RedactionArgs;
@@ -367,8 +368,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let style = Style::for_stdout(cli.color);
-    // NATS storage (#44): `list` and `tail -f` ran there, `run` records there, the other
-    // commands read the runs they name into a private local copy.
+    // NATS storage (#44): `run` and `replay` record there; the views read through the read
+    // port (`store`); `tail -f` and `receipts --by` ran there, and `validate`, `stats` and
+    // `tail` read the runs they name into a private local copy.
     let mut command = cli.command;
     let (storage, nats, _copy) =
         match nats_storage::route(&cli.storage, &mut command, &style, &mut out)? {
@@ -376,11 +378,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
             nats_storage::Route::Directory => (cli.storage.clone(), None, None),
             nats_storage::Route::Record(url) => (PathBuf::from(DEFAULT_STORAGE), Some(url), None),
             nats_storage::Route::Local(copy) => (copy.path().to_path_buf(), None, Some(copy)),
-            nats_storage::Route::Replay(copy, url) => match copy {
-                Some(copy) => (copy.path().to_path_buf(), Some(url), Some(copy)),
-                None => (PathBuf::from(DEFAULT_STORAGE), Some(url), None),
-            },
+            nats_storage::Route::Replay(url) => (cli.storage.clone(), Some(url), None),
         };
+    let store = || store::open(&storage);
     match command {
         Command::Run(args) => run_workflow(args, (storage, nats), cli.color, &mut out),
         Command::Replay(args) => cmd::replay::command(args, (storage, nats), cli.color, &mut out),
@@ -409,7 +409,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 capture_content,
                 pricing,
             };
-            cmd::export::run(&run, &storage, &args, redaction.redactor()?, &mut out)
+            cmd::export::run(&run, &store(), &args, redaction.redactor()?, &mut out)
         }
         Command::Receipts {
             run,
@@ -417,8 +417,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             json,
             pricing,
         } => receipts(run, by, json, pricing, &storage, &mut out),
-        Command::Tree { run, json } => cmd::tree::run(&run, &storage, json, &style, &mut out),
-        Command::Show { run } => cmd::show::run(&run, &storage, &style, &mut out),
+        Command::Tree { run, json } => cmd::tree::run(&run, &store(), json, &style, &mut out),
+        Command::Show { run } => cmd::show::run(&run, &store(), &style, &mut out),
         Command::Tail {
             run,
             follow,
@@ -435,10 +435,10 @@ fn run(cli: Cli) -> Result<(), CliError> {
             json,
             pricing,
         } => cmd::stats::run(&target, &storage, json, pricing.as_deref(), &mut out),
-        Command::Diff(args) => cmd::diff::run(&args, &storage, &style, &mut out),
-        Command::Check(args) => cmd::check::run(&args, &storage, &style, &mut out),
+        Command::Diff(args) => cmd::diff::run(&args, &store(), &style, &mut out),
+        Command::Check(args) => cmd::check::run(&args, &store(), &style, &mut out),
         Command::Mirror(args) => cmd::mirror::run(&args, &mut out),
-        Command::List(options) => cmd::list::run(&storage, options, &style, &mut out),
+        Command::List(options) => cmd::list::run(&store(), options, &style, &mut out),
     }
 }
 
@@ -526,7 +526,7 @@ fn receipts(
         ),
         (None, Some(run)) => cmd::receipts::run(
             &run,
-            storage,
+            &store::open(storage),
             json,
             pricing.as_deref(),
             out,

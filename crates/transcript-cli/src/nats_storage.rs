@@ -26,13 +26,13 @@ use std::path::{Path, PathBuf};
 
 use transcript_domain::tree::Status;
 use transcript_domain::{RunId, decode_line};
-use transcript_nats::{IndexStatus, NatsStore, RunEntry, StorageUrl};
+use transcript_nats::{NatsStore, StorageUrl};
 
 mod receipts;
 
 use crate::nats_connect::{connect, url_of};
 use crate::style::Style;
-use crate::{CliError, Command, cmd};
+use crate::{CliError, Command};
 
 fn storage_error(e: transcript_nats::NatsError) -> CliError {
     CliError::Storage(e.to_string())
@@ -79,9 +79,9 @@ pub enum Route {
     Record(StorageUrl),
     /// Run the command on this local copy (its run arguments were rewritten to full run ids).
     Local(LocalCopy),
-    /// `replay`: reads the recording from the local copy (`None`: its argument is a file) and
-    /// records the new run to this URL.
-    Replay(Option<LocalCopy>, StorageUrl),
+    /// `replay`: reads the recording through the read port and records the new run to this
+    /// URL.
+    Replay(StorageUrl),
 }
 
 /// Decides (and for `list` and `tail -f`, does) what a command does on `storage`.
@@ -101,11 +101,12 @@ pub fn route(
     if matches!(command, Command::Run(_)) {
         return Ok(Route::Record(url));
     }
-    // A replay of a transcript file reads it in place and records to NATS.
-    if let Command::Replay(replay) = command
-        && is_path(&replay.run)
-    {
-        return Ok(Route::Replay(None, url));
+    if matches!(command, Command::Replay(_)) {
+        return Ok(Route::Replay(url));
+    }
+    // The views on the read port: `crate::store` connects when a run of the store is read.
+    if on_port(command) {
+        return Ok(Route::Directory);
     }
     // A transcript file (or directory) named by its path is read as a file, whatever the
     // storage: nothing of NATS is needed, and nothing is connected to.
@@ -145,12 +146,6 @@ async fn route_on(
 ) -> Result<Route, CliError> {
     let whole = |arg: &str| StorageUrl::parse(arg).is_ok_and(|u| u == *url);
     match command {
-        Command::List(options) => {
-            let runs = store.runs().await.map_err(storage_error)?;
-            let runs = runs.into_iter().map(|e| summary(url, e)).collect();
-            crate::cmd::list::print(runs, *options, style, out)?;
-            Ok(Route::Done)
-        }
         Command::Tail {
             run,
             follow: true,
@@ -176,26 +171,7 @@ async fn route_on(
             receipts::run_grouped(store, (*by, *json), pricing.as_deref(), out).await?;
             Ok(Route::Done)
         }
-        Command::Diff(args) => {
-            let copy = LocalCopy::create()?;
-            args.a = copy_named(store, &args.a, copy.path()).await?;
-            args.b = copy_named(store, &args.b, copy.path()).await?;
-            Ok(Route::Local(copy))
-        }
-        Command::Replay(replay) => {
-            let copy = LocalCopy::create()?;
-            replay.run = copy_named(store, &replay.run, copy.path()).await?;
-            Ok(Route::Replay(Some(copy), url.clone()))
-        }
-        Command::Check(cmd::check::CheckArgs { run: arg, .. }) => {
-            let copy = LocalCopy::create()?;
-            *arg = copy_named(store, arg, copy.path()).await?;
-            Ok(Route::Local(copy))
-        }
-        Command::Export { run: arg, .. }
-        | Command::Tree { run: arg, .. }
-        | Command::Show { run: arg }
-        | Command::Tail { run: arg, .. }
+        Command::Tail { run: arg, .. }
         | Command::Stats { target: arg, .. }
         | Command::Receipts { run: Some(arg), .. } => {
             let copy = LocalCopy::create()?;
@@ -230,6 +206,24 @@ async fn validate_copy(
     Ok(copy)
 }
 
+/// Whether the command reads its runs through the read port (`crate::store`), on any storage.
+fn on_port(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::List(_)
+            | Command::Export { .. }
+            | Command::Tree { .. }
+            | Command::Show { .. }
+            | Command::Diff(_)
+            | Command::Check(_)
+            | Command::Receipts {
+                run: Some(_),
+                by: None,
+                ..
+            }
+    )
+}
+
 /// The run arguments of a command that takes runs (`None` for the others).
 fn run_args(command: &Command) -> Option<Vec<&str>> {
     match command {
@@ -253,30 +247,6 @@ fn run_args(command: &Command) -> Option<Vec<&str>> {
 fn is_path(arg: &str) -> bool {
     !StorageUrl::is_nats(arg)
         && (Path::new(arg).exists() || arg.contains('/') || arg.ends_with(".jsonl"))
-}
-
-/// A list row from an index entry.
-pub(crate) fn summary(url: &StorageUrl, e: RunEntry) -> crate::runs::RunSummary {
-    use crate::runs::RunStatus;
-    crate::runs::RunSummary {
-        run_id: e.run_id,
-        parent_run_id: e.parent_run_id,
-        workflow: e.workflow,
-        status: match e.status {
-            IndexStatus::Succeeded => RunStatus::Succeeded,
-            IndexStatus::Failed => RunStatus::Failed,
-            IndexStatus::Running => RunStatus::Running,
-            IndexStatus::Abandoned => RunStatus::Abandoned,
-        },
-        started_at: e.started_at,
-        duration_ms: e
-            .started_at
-            .zip(e.ended_at)
-            .map(|(s, end)| end.millis_since(s)),
-        events: e.events,
-        path: PathBuf::from(format!("{url}#{}", e.run_id)),
-        replay_of: e.replay_of,
-    }
 }
 
 /// A run argument against the runs index: a full run id, a unique prefix, or `latest`.

@@ -1,31 +1,14 @@
-//! The runs of a storage directory: its transcripts (files named after their run ids), each
-//! summarised from its first and last lines only (the last one found by reading backwards from
-//! the end, so listing a storage of large transcripts stays fast), newest first, and the
-//! `latest` root run every run argument accepts.
+//! The runs of a store as `list` shows them ([`RunSummary`], from the read port's
+//! [`StoredRun`]), newest first, and what the file-based commands (`tail`, `stats`,
+//! `validate`) still ask of a run file directly: its liveness.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use transcript_domain::{DecodedEvent, EventKind, EventType, RunId, Timestamp};
-use transcript_infra::{first_event, last_event};
+use transcript_domain::RunId;
+use transcript_domain::run_store::{RunState, RunStore, StoredRun};
 
 use crate::CliError;
-
-/// Every transcript in `storage`: files named `<run-id>.jsonl` (not `audit.jsonl`, not `.torn`).
-pub fn run_files(storage: &Path) -> Vec<(RunId, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(storage) else {
-        return Vec::new();
-    };
-    let mut files: Vec<(RunId, PathBuf)> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter_map(|p| {
-            let id = RunId::from_file_name(&p)?;
-            p.is_file().then_some((id, p))
-        })
-        .collect();
-    files.sort();
-    files
-}
 
 /// How a run ended, from its last event, and for a run without `run.completed` whether its
 /// runner is alive (serialized as `succeeded`, `failed`, `running`, `abandoned`, `open`).
@@ -49,18 +32,36 @@ pub enum RunStatus {
 impl RunStatus {
     /// `succeeded`, `failed`, `running`, `abandoned` or `open`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Succeeded => "succeeded",
-            RunStatus::Failed => "failed",
-            RunStatus::Running => "running",
-            RunStatus::Abandoned => "abandoned",
-            RunStatus::Open => "open",
+        RunState::from(self).as_str()
+    }
+}
+
+impl From<RunState> for RunStatus {
+    fn from(state: RunState) -> Self {
+        match state {
+            RunState::Succeeded => RunStatus::Succeeded,
+            RunState::Failed => RunStatus::Failed,
+            RunState::Running => RunStatus::Running,
+            RunState::Abandoned => RunStatus::Abandoned,
+            RunState::Open => RunStatus::Open,
         }
     }
 }
 
-/// Runs copied from NATS storage (`crate::nats_storage`): their liveness is their lease's on
-/// the servers, not a lock on the copy.
+impl From<RunStatus> for RunState {
+    fn from(status: RunStatus) -> Self {
+        match status {
+            RunStatus::Succeeded => RunState::Succeeded,
+            RunStatus::Failed => RunState::Failed,
+            RunStatus::Running => RunState::Running,
+            RunStatus::Abandoned => RunState::Abandoned,
+            RunStatus::Open => RunState::Open,
+        }
+    }
+}
+
+/// Runs copied from NATS storage (`crate::nats_storage`, for the commands not on the read
+/// port yet): their liveness is their lease's on the servers, not a lock on the copy.
 static REMOTE_LIVENESS: std::sync::Mutex<std::collections::BTreeMap<PathBuf, bool>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 
@@ -103,12 +104,12 @@ pub struct RunSummary {
     /// How the run ended.
     pub status: RunStatus,
     /// Time of the first event.
-    pub started_at: Option<Timestamp>,
+    pub started_at: Option<transcript_domain::Timestamp>,
     /// Milliseconds from the first to the last event.
     pub duration_ms: Option<i64>,
     /// Events in the file (the last line's seq).
     pub events: u64,
-    /// The transcript file.
+    /// Where the run is: its file, or `nats://…#<run-id>`.
     pub path: PathBuf,
     /// The run it replays (`run.started`'s `replay_of`): its turns were served from that
     /// recording and are not spend.
@@ -116,79 +117,36 @@ pub struct RunSummary {
     pub replay_of: Option<String>,
 }
 
-/// Summarises one transcript from its first and last events.
-pub fn summarize(run_id: RunId, path: &Path) -> RunSummary {
-    let first = first_event(path);
-    let mut last = last_event(path);
-    let mut status = completion(last.as_ref());
-    if status.is_none() {
-        let live = liveness(path);
-        // Not held: the runner may have completed the run since its last line was read (it
-        // writes run.completed before it releases the run), so that line is read again.
-        if live == RunStatus::Abandoned {
-            last = last_event(path);
-            status = completion(last.as_ref());
+impl From<StoredRun> for RunSummary {
+    fn from(r: StoredRun) -> Self {
+        RunSummary {
+            run_id: r.run_id,
+            parent_run_id: r.parent_run_id,
+            workflow: r.workflow,
+            status: r.state.into(),
+            started_at: r.started_at,
+            duration_ms: r.started_at.zip(r.ended_at).map(|(s, e)| e.millis_since(s)),
+            events: r.events,
+            path: PathBuf::from(r.location),
+            replay_of: r.replay_of,
         }
-        status.get_or_insert(live);
-    }
-    let status = status.unwrap_or(RunStatus::Abandoned);
-    RunSummary {
-        run_id,
-        parent_run_id: first.as_ref().and_then(|e| e.parent_run_id),
-        workflow: first
-            .as_ref()
-            .and_then(|e| e.step())
-            .map(|p| p.name.clone()),
-        status,
-        started_at: first.as_ref().map(|e| e.timestamp),
-        duration_ms: first
-            .as_ref()
-            .zip(last.as_ref())
-            .map(|(f, l)| l.timestamp.millis_since(f.timestamp)),
-        events: last.as_ref().map_or(0, |e| e.seq),
-        path: path.to_path_buf(),
-        replay_of: first
-            .as_ref()
-            .and_then(|e| e.step())
-            .and_then(|p| p.replay_of.clone()),
     }
 }
 
-/// `Succeeded` or `Failed` when `last` is `run.completed`.
-fn completion(last: Option<&DecodedEvent>) -> Option<RunStatus> {
-    let e = last.filter(|e| e.kind == EventKind::Known(EventType::RunCompleted))?;
-    Some(if e.step().and_then(|p| p.error.as_ref()).is_some() {
-        RunStatus::Failed
-    } else {
-        RunStatus::Succeeded
-    })
-}
-
-/// Every run of `storage`, newest first (runs without events last). A run of an imported
-/// session store (listed by the import index) without `run.completed` is [`RunStatus::Open`].
-pub fn all_runs(storage: &Path) -> Vec<RunSummary> {
-    // An unreadable index only costs the distinction open/abandoned here; `import` reports it.
-    let sessions = crate::import_index::Index::load(storage)
-        .map(|index| index.session_runs())
-        .unwrap_or_default();
-    let mut runs: Vec<RunSummary> = run_files(storage)
+/// Every run of `store`, newest first (runs without events last).
+pub fn all_runs(store: &dyn RunStore) -> Result<Vec<RunSummary>, CliError> {
+    let mut runs: Vec<RunSummary> = store
+        .runs()
+        .map_err(crate::store::error)?
         .into_iter()
-        .map(|(id, path)| {
-            let mut run = summarize(id, &path);
-            if matches!(run.status, RunStatus::Running | RunStatus::Abandoned)
-                && sessions.contains(&id)
-            {
-                run.status = RunStatus::Open;
-            }
-            run
-        })
+        .map(RunSummary::from)
         .collect();
     runs.sort_by(|a, b| {
         b.started_at
             .cmp(&a.started_at)
             .then(a.run_id.cmp(&b.run_id))
     });
-    runs
+    Ok(runs)
 }
 
 /// The runs of `runs` that are replays or child runs of one (their turns are not spend).
@@ -197,28 +155,4 @@ pub fn replays(runs: &[RunSummary]) -> std::collections::HashSet<RunId> {
         runs.iter()
             .map(|r| (r.run_id, r.parent_run_id, r.replay_of.is_some())),
     )
-}
-
-/// Whether the run file at `path` mirrors a session of an agent CLI's store (listed by the
-/// import index of `storage`): such a run without `run.completed` is open, not incomplete
-/// (the CLI may append to the session, and the next import appends to the run).
-pub fn is_imported_session(storage: &Path, path: &Path) -> bool {
-    let Some(id) = RunId::from_file_name(path) else {
-        return false;
-    };
-    crate::import_index::Index::load(storage).is_ok_and(|index| index.session_runs().contains(&id))
-}
-
-/// The most recently started root run.
-pub fn latest(storage: &Path) -> Result<Option<PathBuf>, CliError> {
-    if !storage.is_dir() {
-        return Err(CliError::NotFound {
-            what: "storage directory".to_owned(),
-            path: storage.to_path_buf(),
-        });
-    }
-    Ok(all_runs(storage)
-        .into_iter()
-        .find(|r| r.parent_run_id.is_none() && r.started_at.is_some())
-        .map(|r| r.path))
 }

@@ -2,7 +2,9 @@
 //! infra reader, keeping every diagnostic with its file and line.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use transcript_domain::run_store::{RunState, RunStore, StoredLines};
 use transcript_domain::{DecodedEvent, RunId};
 use transcript_infra::{MalformedLine, ReadError, ReadItem, ReadWarning, TranscriptReader};
 
@@ -29,48 +31,15 @@ pub fn resolve(arg: &str, storage: &Path) -> Result<PathBuf, CliError> {
             path,
         });
     }
-    if arg == "latest" {
-        return crate::runs::latest(storage)?.ok_or_else(|| CliError::NotFound {
-            what: "any run (for `latest`)".to_owned(),
-            path: storage.to_path_buf(),
-        });
-    }
-    if is_id_prefix(arg) {
-        let prefix = arg.to_ascii_lowercase();
-        let mut matches: Vec<(RunId, PathBuf)> = crate::runs::run_files(storage)
-            .into_iter()
-            .filter(|(id, _)| id.to_string().starts_with(&prefix))
-            .collect();
-        return match matches.len() {
-            1 => Ok(matches.remove(0).1),
-            0 => Err(CliError::NotFound {
-                what: format!("run with id prefix {prefix:?}"),
-                path: storage.to_path_buf(),
-            }),
-            n => {
-                matches.sort_by_key(|(id, _)| id.to_string());
-                let shown: Vec<String> = matches
-                    .iter()
-                    .take(5)
-                    .map(|(id, _)| id.to_string())
-                    .collect();
-                Err(CliError::Invalid(format!(
-                    "run id prefix {prefix:?} is ambiguous: {n} runs match ({}{})",
-                    shown.join(", "),
-                    if n > 5 { ", …" } else { "" }
-                )))
-            }
-        };
+    if arg == "latest" || transcript_domain::run_store::is_id_prefix(arg) {
+        let store = crate::store::directory(storage);
+        let id = store.resolve(arg).map_err(crate::store::error)?;
+        return Ok(store.path_of(id));
     }
     Err(CliError::NotFound {
         what: "transcript".to_owned(),
         path: as_path,
     })
-}
-
-/// Whether `arg` can be the start of a run id: 4 to 35 characters of hex digits and hyphens.
-fn is_id_prefix(arg: &str) -> bool {
-    (4..36).contains(&arg.len()) && arg.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
 }
 
 /// One transcript file, read completely and tolerantly.
@@ -100,6 +69,19 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
+    collect(reader, path)
+}
+
+/// Decodes a transcript a store read (diagnostics name `lines.location` and the line).
+pub fn decode(lines: &StoredLines) -> Result<Loaded, CliError> {
+    let reader = TranscriptReader::new(lines.bytes.as_slice()).with_path(&lines.location);
+    collect(reader, Path::new(&lines.location))
+}
+
+fn collect<R: std::io::BufRead>(
+    reader: TranscriptReader<R>,
+    path: &Path,
+) -> Result<Loaded, CliError> {
     let mut loaded = Loaded {
         path: path.to_path_buf(),
         ..Loaded::default()
@@ -118,24 +100,6 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
         }
     }
     Ok(loaded)
-}
-
-/// A child run's events: `<dir of the parent>/<child>.jsonl`, decoded tolerantly (malformed
-/// lines are skipped; `validate` reports them). `Ok(None)` when there is no such file; a file
-/// that exists but cannot be read is an error, not a missing child.
-pub fn read_child(dir: &Path, child: RunId) -> Result<Option<Vec<DecodedEvent>>, CliError> {
-    let path = dir.join(child.file_name());
-    match std::fs::symlink_metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(CliError::Read {
-                path,
-                message: format!("cannot read the child run: {e}"),
-            });
-        }
-        Ok(_) => {}
-    }
-    Ok(Some(load(&path)?.decoded()))
 }
 
 /// The directory holding a transcript (for resolving its child runs).
@@ -162,48 +126,87 @@ pub fn report_read_problems(loaded: &Loaded) {
     }
 }
 
-/// A run opened for a view: its events (masked when a redactor is given)
-/// and access to its child runs, masked the same way.
+/// A run opened for a view: its events (masked when a redactor is given), how far it got, and
+/// its child runs, read from the same store and masked the same way.
 pub struct RunSource<'a> {
-    /// The run's file.
+    /// Where it was read: the file, or `nats://…#<run-id>`.
     pub path: PathBuf,
     /// Its events, masked when asked.
     pub events: Vec<DecodedEvent>,
+    /// How far it got when it was read.
+    pub state: RunState,
+    store: Arc<dyn RunStore>,
     redactor: Option<&'a transcript_redact::Redactor>,
     /// Child runs that exist but could not be read, met by [`RunSource::lookup`].
     child_errors: std::cell::RefCell<Vec<CliError>>,
 }
 
-/// Resolves, reads (reporting bad lines on stderr) and masks a run.
+/// Whether a run argument names a file rather than a run of the store: an existing path (a
+/// path wins), or what no run id, prefix or `latest` can be (a `/`, or a `.jsonl` name).
+pub fn is_path(arg: &str) -> bool {
+    !transcript_nats::StorageUrl::is_nats(arg)
+        && (Path::new(arg).exists() || arg.contains('/') || arg.ends_with(".jsonl"))
+}
+
+/// Resolves `arg` in `store` (or reads the file it names, its child runs beside it), reads
+/// it (reporting bad lines on stderr) and masks it.
 pub fn open_run<'a>(
     arg: &str,
-    storage: &Path,
+    store: &Arc<dyn RunStore>,
     redactor: Option<&'a transcript_redact::Redactor>,
 ) -> Result<RunSource<'a>, CliError> {
-    let path = resolve(arg, storage)?;
-    let loaded = load(&path)?;
+    let (store, loaded, state) = if is_path(arg) {
+        let path = PathBuf::from(arg);
+        if !path.exists() {
+            return Err(CliError::NotFound {
+                what: "transcript".to_owned(),
+                path,
+            });
+        }
+        let dir = crate::store::directory(&dir_of(&path));
+        let loaded = load(&path)?;
+        let run = loaded.events.first().map(|e| e.event.run_id);
+        let state = run.map_or(RunState::Abandoned, |run| dir.state_of(run, &path));
+        (Arc::new(dir) as Arc<dyn RunStore>, loaded, state)
+    } else {
+        let id = store.resolve(arg).map_err(crate::store::error)?;
+        let lines = store
+            .read(id)
+            .map_err(crate::store::error)?
+            .ok_or_else(|| CliError::NotFound {
+                what: format!("run {id}"),
+                path: store.location().into(),
+            })?;
+        (store.clone(), decode(&lines)?, lines.state)
+    };
     report_read_problems(&loaded);
     let mut events = loaded.decoded();
     if let Some(r) = redactor {
         events.iter_mut().for_each(|e| r.mask_decoded(e));
     }
     Ok(RunSource {
-        path,
+        path: loaded.path,
         events,
+        state,
+        store,
         redactor,
         child_errors: Default::default(),
     })
 }
 
 impl RunSource<'_> {
-    /// The child-run lookup the pure views take (files beside this run's).
-    /// A child file that exists but cannot be read is shown as missing by the views (their
+    /// The child-run lookup the pure views take (from the run's store).
+    /// A child run that exists but cannot be read is shown as missing by the views (their
     /// lookup has no error channel) and kept for [`RunSource::children_read`].
     pub fn lookup(&self) -> impl FnMut(RunId) -> Option<Vec<DecodedEvent>> + '_ {
-        let dir = dir_of(&self.path);
         move |id| {
-            let mut events = match read_child(&dir, id) {
-                Ok(events) => events?,
+            let read = self
+                .store
+                .read(id)
+                .map_err(crate::store::error)
+                .and_then(|lines| lines.map(|l| decode(&l)).transpose());
+            let mut events = match read {
+                Ok(loaded) => loaded?.decoded(),
                 Err(e) => {
                     self.child_errors.borrow_mut().push(e);
                     return None;

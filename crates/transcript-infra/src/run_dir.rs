@@ -136,6 +136,12 @@ impl RunStore for DirRunStore {
     }
 
     fn runs(&self) -> Result<Vec<StoredRun>, StoreReadError> {
+        if !self.dir.is_dir() {
+            return Err(StoreReadError::NotFound {
+                what: "storage directory".to_owned(),
+                location: self.location(),
+            });
+        }
         Ok(self
             .run_files()
             .into_iter()

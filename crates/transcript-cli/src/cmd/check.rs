@@ -6,7 +6,7 @@
 //! unknown key: the message names its line and key), 3 for a run not found.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use transcript_compare::Expectations;
 
@@ -33,7 +33,7 @@ pub struct CheckArgs {
 /// Runs `check`: the expectations first (a bad file is exit 2 whatever the run), then the run.
 pub fn run(
     args: &CheckArgs,
-    storage: &Path,
+    store: &crate::store::Store,
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
@@ -42,7 +42,7 @@ pub fn run(
         .map_err(|e| CliError::Usage(format!("{file}: cannot read the expectations: {e}")))?;
     let expectations =
         Expectations::parse(&text, &file).map_err(|e| CliError::Usage(e.to_string()))?;
-    let record = super::diff::record(&args.run, storage, args.pricing.as_deref())?;
+    let record = super::diff::record(&args.run, store, args.pricing.as_deref())?;
     let outcomes = transcript_compare::check(&record, &expectations);
     if let Some(path) = &args.junit {
         let xml = transcript_compare::junit_xml(&record.run_id.to_string(), &file, &outcomes);

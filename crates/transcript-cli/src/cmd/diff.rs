@@ -59,10 +59,14 @@ impl Painter for Style {
 }
 
 /// One run read and priced (child runs from the files beside it).
-pub fn record(arg: &str, storage: &Path, pricing: Option<&Path>) -> Result<RunRecord, CliError> {
+pub fn record(
+    arg: &str,
+    store: &crate::store::Store,
+    pricing: Option<&Path>,
+) -> Result<RunRecord, CliError> {
     let table = super::receipts::pricing(pricing)?;
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
-    let run = super::tree::open(arg, storage)?;
+    let run = super::tree::open(arg, store)?;
     let record = RunRecord::build(&run.events, &mut run.lookup(), Some(&price));
     run.children_read()?;
     Ok(record)
@@ -71,12 +75,12 @@ pub fn record(arg: &str, storage: &Path, pricing: Option<&Path>) -> Result<RunRe
 /// Runs `diff`.
 pub fn run(
     args: &DiffArgs,
-    storage: &Path,
+    store: &crate::store::Store,
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let a = record(&args.a, storage, args.pricing.as_deref())?;
-    let b = record(&args.b, storage, args.pricing.as_deref())?;
+    let a = record(&args.a, store, args.pricing.as_deref())?;
+    let b = record(&args.b, store, args.pricing.as_deref())?;
     let options = DiffOptions {
         strict_ids: args.strict_ids,
     };

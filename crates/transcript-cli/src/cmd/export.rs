@@ -54,12 +54,12 @@ pub struct ExportArgs {
 /// Exports `run` (resolved in `storage`, masked by `redactor` when given) as `args` say.
 pub fn run(
     run: &str,
-    storage: &Path,
+    store: &crate::store::Store,
     args: &ExportArgs,
     redactor: Option<Redactor>,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let run = source::open_run(run, storage, redactor.as_ref())?;
+    let run = source::open_run(run, store, redactor.as_ref())?;
     let pricing = super::receipts::pricing(args.pricing.as_deref())?;
     let result = match args.format {
         ExportFormat::Otlp | ExportFormat::OtlpJson => {

@@ -1,9 +1,8 @@
-//! `transcript list`: the recent runs of a storage directory, newest first (summarised by
-//! [`crate::runs`]).
+//! `transcript list`: the recent runs of a store, newest first, as the read port lists them
+//! (a directory's from each file's first and last lines, NATS's from the runs index).
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::Path;
 
 use crate::CliError;
 use crate::exit::stdout_result;
@@ -28,20 +27,14 @@ pub struct ListOptions {
     pub json: bool,
 }
 
-/// Runs `list`.
+/// Runs `list` on `store`.
 pub fn run(
-    storage: &Path,
+    store: &crate::store::Store,
     options: ListOptions,
     style: &Style,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    if !storage.is_dir() {
-        return Err(CliError::NotFound {
-            what: "storage directory".to_owned(),
-            path: storage.to_path_buf(),
-        });
-    }
-    print(all_runs(storage), options, style, out)
+    print(all_runs(store.as_ref())?, options, style, out)
 }
 
 /// Prints `runs` (newest first; root runs only unless `all`; of one status with `status`), at

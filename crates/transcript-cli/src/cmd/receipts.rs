@@ -69,14 +69,14 @@ pub fn warn_unpriced(models: &[String], file: Option<&Path>, err: &mut dyn Write
 /// `pricing_file` or the embedded table; unpriced models are warned on `err`.
 pub fn run(
     run: &str,
-    storage: &Path,
+    store: &crate::store::Store,
     json: bool,
     pricing_file: Option<&Path>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
     let table = pricing(pricing_file)?;
-    let source = source::open_run(run, storage, None)?;
+    let source = source::open_run(run, store, None)?;
     let doc = source.document(&transcript_export::ExportOptions::default());
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let receipts = transcript_export::priced_receipts(&doc, &price);
@@ -149,7 +149,8 @@ fn grouped_files(run: Option<&str>, storage: &Path) -> Result<Vec<std::path::Pat
     Ok(match run {
         Some(r) => vec![source::resolve(r, storage)?],
         None => {
-            let runs = crate::runs::all_runs(storage);
+            // A missing storage holds no runs (nothing to bill).
+            let runs = crate::runs::all_runs(&crate::store::directory(storage)).unwrap_or_default();
             let replays = crate::runs::replays(&runs);
             runs.into_iter()
                 .filter(|r| !replays.contains(&r.run_id))

@@ -5,7 +5,7 @@
 //! The workflow file and the inputs come from the recorded `run.started` (wire decision 16)
 //! unless given; the new run's `run.started` names the run it replays (`replay_of`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use transcript_compare::{DiffOptions, RunRecord, diff};
@@ -68,11 +68,16 @@ pub fn command(
     color: crate::style::ColorChoice,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
+    let store = crate::store::open(&storage);
     let mut args = RunArgs {
         redactor: None,
         workflow: PathBuf::new(),
         inputs: cmd.inputs,
-        storage,
+        // On NATS the run records there (its audit trail in the default directory, as `run`).
+        storage: match nats {
+            Some(_) => PathBuf::from(crate::source::DEFAULT_STORAGE),
+            None => storage,
+        },
         nats: None,
         workspace: cmd
             .workspace
@@ -93,6 +98,7 @@ pub fn command(
         matching: cmd.matching,
         commands: cmd.commands,
         style: crate::style::Style::for_stdout(color),
+        store,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -120,6 +126,8 @@ pub struct ReplayArgs {
     pub commands: CommandsMode,
     /// How the comparison is painted on stdout.
     pub style: crate::style::Style,
+    /// Where the recording is read, and the replay read back after it ran.
+    pub store: crate::store::Store,
 }
 
 /// A run read for a replay (the recording) or a comparison (both): its file, its record for
@@ -130,8 +138,8 @@ struct Read {
     recording: Recording,
 }
 
-fn read_run(arg: &str, storage: &Path) -> Result<Read, CliError> {
-    let run = source::open_run(arg, storage, None)?;
+fn read_run(arg: &str, store: &crate::store::Store) -> Result<Read, CliError> {
+    let run = source::open_run(arg, store, None)?;
     let invalid = |message: String| CliError::Read {
         path: run.path.clone(),
         message,
@@ -165,7 +173,7 @@ async fn replay_inner(
     mut args: RunArgs,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let recorded = read_run(&replay.run, &args.storage)?;
+    let recorded = read_run(&replay.run, &replay.store)?;
     args.workflow = workflow_file(replay.workflow, &recorded)?;
     args.inputs = recorded
         .recording
@@ -189,18 +197,9 @@ async fn replay_inner(
             CommandsMode::Live => builder,
         }
     }));
-    let storage = args.storage.clone();
-    let nats = args.nats.clone();
-    // The recording's name in the comparison: where it was read from.
-    let recorded_label = match &nats {
-        Some(store) if !Path::new(&replay.run).exists() => {
-            format!("{}#{}", store.url(), recorded.recording.run_id)
-        }
-        _ => recorded.path.display().to_string(),
-    };
     let mut started = None;
     let ran = crate::cmd::run::run_reporting(args, out, &mut started).await;
-    let Some((run_id, path)) = started else {
+    let Some((run_id, _)) = started else {
         // Nothing recorded: the run's own error says why.
         return ran;
     };
@@ -208,20 +207,14 @@ async fn replay_inner(
         Ok(()) | Err(CliError::Reported(1)) => {}
         Err(other) => return Err(other),
     }
-    let label = path.display().to_string();
-    let replayed = match &nats {
-        // Recorded to NATS: read back through a private copy, as the other commands read.
-        Some(store) => {
-            let copy = crate::nats_storage::LocalCopy::create()?;
-            let id =
-                crate::nats_storage::copy_named(store, &run_id.to_string(), copy.path()).await?;
-            read_run(&id, copy.path())?
-        }
-        None => read_run(&label, &storage)?,
-    };
+    // Read back from the store it was recorded to (the directory, or NATS).
+    let replayed = read_run(&run_id.to_string(), &replay.store)?;
     // The comparison `transcript diff <recording> <replay>` prints.
     let doc = diff(&recorded.record, &replayed.record, &DiffOptions::default());
-    let labels = (recorded_label, label);
+    let labels = (
+        recorded.path.display().to_string(),
+        replayed.path.display().to_string(),
+    );
     let text = transcript_compare::render_diff_text(&doc, (&labels.0, &labels.1), &replay.style);
     stdout_result(out.write_all(text.as_bytes()))?;
     if doc.equal {

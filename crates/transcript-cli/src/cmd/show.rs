@@ -18,17 +18,18 @@ use crate::exit::stdout_result;
 use crate::source;
 use crate::style::{Style, clean};
 
-/// Prints `run` (resolved in `storage`) as a conversation.
+/// Prints `run` (resolved in `store`) as a conversation.
 pub fn run(
     run: &str,
-    storage: &std::path::Path,
+    store: &crate::store::Store,
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let run = source::open_run(run, storage, None)?;
+    let run = source::open_run(run, store, None)?;
     let doc = run.document(&transcript_export::ExportOptions::default());
     let mut text = render(&doc, style);
-    if doc.run.status == "incomplete" && crate::runs::is_imported_session(storage, &run.path) {
+    let open = run.state == transcript_domain::run_store::RunState::Open;
+    if doc.run.status == "incomplete" && open {
         // `list` says `open` for such a run: say why it has no completion.
         let _ = writeln!(
             text,
@@ -36,8 +37,8 @@ pub fn run(
             style.yellow("━━ open: this run mirrors an imported agent CLI session, which may still grow; the next `transcript import --store` appends what is new")
         );
     } else if doc.run.status == "incomplete" {
-        let line = match crate::runs::liveness(&run.path) {
-            crate::runs::RunStatus::Running => {
+        let line = match run.state {
+            transcript_domain::run_store::RunState::Running => {
                 style.yellow("━━ running: its runner holds the run and is still recording it")
             }
             _ => style.red(

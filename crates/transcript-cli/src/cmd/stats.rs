@@ -404,7 +404,7 @@ pub fn run(
     let mut stats = Stats::default();
     let dir = std::path::Path::new(target);
     let files: Vec<std::path::PathBuf> = if dir.is_dir() {
-        crate::runs::run_files(dir)
+        transcript_infra::run_files(dir)
             .into_iter()
             .map(|(_, p)| p)
             .collect()

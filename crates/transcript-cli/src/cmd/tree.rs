@@ -10,21 +10,20 @@ use crate::exit::stdout_result;
 use crate::source;
 use crate::style::{Style, clean};
 
-/// Prints the step tree of `run` (resolved in `storage`), as text or `--json`.
+/// Prints the step tree of `run` (resolved in `store`), as text or `--json`.
 pub fn run(
     run: &str,
-    storage: &std::path::Path,
+    store: &crate::store::Store,
     json: bool,
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let run = open(run, storage)?;
+    let run = open(run, store)?;
     let tree = transcript_domain::tree::build_run_tree(&run.events, &mut run.lookup());
-    let open =
-        tree.status == Status::Incomplete && crate::runs::is_imported_session(storage, &run.path);
+    let open = tree.status == Status::Incomplete
+        && run.state == transcript_domain::run_store::RunState::Open;
     // A run without its completion is running (its runner holds it) or abandoned.
-    let live = (tree.status == Status::Incomplete && !open)
-        .then(|| crate::runs::liveness(&run.path).as_str());
+    let live = (tree.status == Status::Incomplete && !open).then(|| run.state.as_str());
     let text = if json {
         let mut value =
             serde_json::to_value(&tree).map_err(|e| CliError::Invalid(e.to_string()))?;
@@ -51,14 +50,14 @@ pub fn run(
 
 /// One run to draw (or to compare: `diff`, `check`): a directory, an empty file or a file
 /// without one event is not a transcript (exit 3).
-pub fn open<'a>(run: &str, storage: &std::path::Path) -> Result<source::RunSource<'a>, CliError> {
+pub fn open<'a>(run: &str, store: &crate::store::Store) -> Result<source::RunSource<'a>, CliError> {
     if std::path::Path::new(run).is_dir() {
         return Err(not_a_transcript(
             run.as_ref(),
             "a directory (name one run: a transcript file or a run id)",
         ));
     }
-    let run = source::open_run(run, storage, None)?;
+    let run = source::open_run(run, store, None)?;
     if run.events.is_empty() {
         // Nothing decodes: drawing a placeholder run would pass garbage for an empty run.
         let empty = std::fs::metadata(&run.path).is_ok_and(|m| m.len() == 0);
@@ -91,7 +90,7 @@ pub fn duration(ms: Option<i64>) -> String {
 }
 
 /// `unfinished` is what has no completion yet is called: `open` (the run mirrors an imported
-/// session that may still grow, see [`crate::runs::is_imported_session`]), `running` (its
+/// session that may still grow, see `transcript_infra::DirRunStore::with_open_sessions`), `running` (its
 /// runner holds the run), `abandoned` (no runner does), or `incomplete`.
 fn status(style: &Style, s: Status, unfinished: &str) -> String {
     match s {

@@ -155,12 +155,14 @@ pub fn run(
 }
 
 fn verify_dir(dir: &Path) -> Vec<Report> {
-    let files = crate::runs::run_files(dir);
+    let files = transcript_infra::run_files(dir);
     let mut reached = std::collections::HashSet::new();
     let mut reports = Vec::new();
     let roots: Vec<_> = files
         .iter()
-        .filter(|(id, path)| crate::runs::summarize(*id, path).parent_run_id.is_none())
+        .filter(|(_, path)| {
+            transcript_infra::first_event(path).is_none_or(|e| e.parent_run_id.is_none())
+        })
         .collect();
     for (id, _) in &roots {
         let report = verify_run(dir, *id);

@@ -27,9 +27,9 @@ pub async fn run_grouped(
     // A directory's runs are read in file-name (run id) order.
     runs.sort_by_key(|r| r.run_id);
     // Replays (and their child runs) were served from a recording: not spend, as on files.
-    let summaries: Vec<_> = runs
+    let summaries: Vec<crate::runs::RunSummary> = runs
         .iter()
-        .map(|r| super::summary(store.url(), r.clone()))
+        .map(|r| transcript_nats::stored_run(store.url(), r.clone()).into())
         .collect();
     let replays = crate::runs::replays(&summaries);
     runs.retain(|r| !replays.contains(&r.run_id));
