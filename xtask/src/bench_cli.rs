@@ -18,6 +18,7 @@
 //! `.ci/install-ccusage`; when it cannot be, the comparison is skipped and says so loudly
 //! (`skipped:`), and ours is still measured.
 
+mod duplicates;
 mod measure;
 
 use std::path::{Path, PathBuf};
@@ -114,6 +115,14 @@ pub fn bench_cli(root: &Path, rounds: usize) -> Result<Outcome, Error> {
     }
     let report = Report::new(&results, ccusage.is_some());
     print!("{}", report.render(&results, rounds));
+    // One request, one bill across a store with duplicates (#51), beside ccusage and jq.
+    let duplicates = duplicates::run(
+        &work.0.join("duplicates"),
+        &fixtures,
+        &transcript,
+        ccusage.as_deref(),
+    )?;
+    print!("{}", duplicates.render());
     // The machine is shared and noisy: the figures mean little without it.
     println!(
         "bench-cli: load average (1, 5, 15 min) before: {load_before}; after: {}",
@@ -124,7 +133,7 @@ pub fn bench_cli(root: &Path, rounds: usize) -> Result<Outcome, Error> {
         println!("!!!!!!!! {why} !!!!!!!!");
     }
     Ok(Outcome {
-        code: i32::from(!report.pass()),
+        code: i32::from(!report.pass() || !duplicates.pass()),
         skipped,
     })
 }
