@@ -434,7 +434,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             target,
             json,
             pricing,
-        } => cmd::stats::run(&target, &storage, json, pricing.as_deref(), &mut out),
+        } => cmd::stats::run(&target, &store(), json, pricing.as_deref(), &mut out),
         Command::Diff(args) => cmd::diff::run(&args, &store(), &style, &mut out),
         Command::Check(args) => cmd::check::run(&args, &store(), &style, &mut out),
         Command::Mirror(args) => cmd::mirror::run(&args, &mut out),

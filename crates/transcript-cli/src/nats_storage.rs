@@ -156,12 +156,6 @@ async fn route_on(
             Ok(Route::Done)
         }
         Command::Validate { runs, .. } => validate_copy(store, runs, whole).await.map(Route::Local),
-        Command::Stats { target: arg, .. } if whole(arg) => {
-            let copy = LocalCopy::create()?;
-            copy_all(store, copy.path()).await?;
-            *arg = copy.path().display().to_string();
-            Ok(Route::Local(copy))
-        }
         Command::Receipts {
             run: None,
             by: Some(by),
@@ -171,9 +165,7 @@ async fn route_on(
             receipts::run_grouped(store, (*by, *json), pricing.as_deref(), out).await?;
             Ok(Route::Done)
         }
-        Command::Tail { run: arg, .. }
-        | Command::Stats { target: arg, .. }
-        | Command::Receipts { run: Some(arg), .. } => {
+        Command::Tail { run: arg, .. } | Command::Receipts { run: Some(arg), .. } => {
             let copy = LocalCopy::create()?;
             *arg = copy_named(store, arg, copy.path()).await?;
             Ok(Route::Local(copy))
@@ -216,6 +208,7 @@ fn on_port(command: &Command) -> bool {
             | Command::Show { .. }
             | Command::Diff(_)
             | Command::Check(_)
+            | Command::Stats { .. }
             | Command::Receipts {
                 run: Some(_),
                 by: None,

@@ -98,6 +98,11 @@ fn the_demo_on_nats_equals_the_demo_on_files_mirror_and_views_included() {
     ] {
         assert_eq!(view(&nats, args), view(&files, args), "{args:?}");
     }
+    // The whole store, named by its URL as a directory is by its path (the read port).
+    assert_eq!(
+        view(&nats, &["stats", "--json", &nats]),
+        view(&files, &["stats", "--json", &files])
+    );
     let mut c = bin();
     c.args(["validate", "latest", &nats, "--storage", &nats]);
     ok(c);

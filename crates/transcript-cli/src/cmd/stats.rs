@@ -394,38 +394,53 @@ fn is_zero(n: &usize) -> bool {
 /// priced with `pricing_file` (LiteLLM's format) or the embedded table.
 pub fn run(
     target: &str,
-    storage: &std::path::Path,
+    store: &crate::store::Store,
     json: bool,
     pricing_file: Option<&std::path::Path>,
     out: &mut dyn std::io::Write,
 ) -> Result<(), crate::CliError> {
+    use transcript_domain::run_store::RunState;
     let table = crate::cmd::receipts::pricing(pricing_file)?;
     let price = |model: &str, u: &Usage| table.cost(model, u).map(|c| c.usd);
     let mut stats = Stats::default();
-    let dir = std::path::Path::new(target);
-    let files: Vec<std::path::PathBuf> = if dir.is_dir() {
-        transcript_infra::run_files(dir)
-            .into_iter()
-            .map(|(_, p)| p)
-            .collect()
-    } else {
-        vec![crate::source::resolve(target, storage)?]
-    };
-    for file in files {
-        let loaded = crate::source::load(&file)?;
-        crate::source::report_read_problems(&loaded);
-        let decoded = loaded.decoded();
+    let mut add = |decoded: Vec<DecodedEvent>, state: RunState| {
         stats.add_run(&decoded, &price);
         let completed = decoded
             .iter()
             .any(|e| e.kind == EventKind::Known(EventType::RunCompleted));
         if !completed && !decoded.is_empty() {
-            match crate::runs::liveness(&file) {
-                crate::runs::RunStatus::Running => stats.running += 1,
+            match state {
+                RunState::Running => stats.running += 1,
                 _ => stats.abandoned += 1,
             }
         }
         stats.mcp_disagreements.extend(mcp_disagreements(&decoded));
+    };
+    // A directory, or a store named by its URL: every run of it, through the read port.
+    let whole = if std::path::Path::new(target).is_dir() {
+        let dir = crate::store::directory(std::path::Path::new(target));
+        Some(std::sync::Arc::new(dir) as crate::store::Store)
+    } else {
+        transcript_nats::StorageUrl::is_nats(target)
+            .then(|| crate::store::open(std::path::Path::new(target)))
+    };
+    match whole {
+        Some(whole) => {
+            let mut runs = whole.runs().map_err(crate::store::error)?;
+            runs.sort_by_key(|r| r.run_id);
+            for run in runs {
+                let Some(lines) = whole.read(run.run_id).map_err(crate::store::error)? else {
+                    continue;
+                };
+                let loaded = crate::source::decode(&lines)?;
+                crate::source::report_read_problems(&loaded);
+                add(loaded.decoded(), lines.state);
+            }
+        }
+        None => {
+            let run = crate::source::open_run(target, store, None)?;
+            add(run.events, run.state);
+        }
     }
     let unpriced: Vec<String> = stats.unpriced_models.iter().cloned().collect();
     crate::cmd::receipts::warn_unpriced(&unpriced, pricing_file, &mut std::io::stderr());
