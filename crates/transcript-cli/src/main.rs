@@ -368,18 +368,16 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let style = Style::for_stdout(cli.color);
-    // NATS storage (#44): `run` and `replay` record there; the views read through the read
-    // port (`store`); `tail -f` and `receipts --by` ran there, and `validate`, `stats` and
-    // `tail` read the runs they name into a private local copy.
+    // NATS storage (#44): `run` and `replay` record there, the views read through the read
+    // port (`store`), `receipts --by` ran there, `validate` reads a private local copy.
     let mut command = cli.command;
-    let (storage, nats, _copy) =
-        match nats_storage::route(&cli.storage, &mut command, &style, &mut out)? {
-            nats_storage::Route::Done => return Ok(()),
-            nats_storage::Route::Directory => (cli.storage.clone(), None, None),
-            nats_storage::Route::Record(url) => (PathBuf::from(DEFAULT_STORAGE), Some(url), None),
-            nats_storage::Route::Local(copy) => (copy.path().to_path_buf(), None, Some(copy)),
-            nats_storage::Route::Replay(url) => (cli.storage.clone(), Some(url), None),
-        };
+    let (storage, nats, _copy) = match nats_storage::route(&cli.storage, &mut command, &mut out)? {
+        nats_storage::Route::Done => return Ok(()),
+        nats_storage::Route::Directory => (cli.storage.clone(), None, None),
+        nats_storage::Route::Record(url) => (PathBuf::from(DEFAULT_STORAGE), Some(url), None),
+        nats_storage::Route::Local(copy) => (copy.path().to_path_buf(), None, Some(copy)),
+        nats_storage::Route::Replay(url) => (cli.storage.clone(), Some(url), None),
+    };
     let store = || store::open(&storage);
     match command {
         Command::Run(args) => run_workflow(args, (storage, nats), cli.color, &mut out),
@@ -428,7 +426,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 follow,
                 until_complete,
             };
-            cmd::tail::run_arg(&run, &storage, options, &style, &mut out)
+            let store = store::for_tail(&storage, &run, follow);
+            cmd::tail::run_arg(&run, &store, options, &style, &mut out)
         }
         Command::Stats {
             target,

@@ -4,13 +4,16 @@
 //! - `run` records through `transcript_nats::NatsRecorderFactory` (see `cmd::run`); the
 //!   connection is made before anything runs, and a NATS that does not answer is an error
 //!   naming the URL (exit 4).
+//! - `replay` reads through the read port and records to the URL.
 //! - Every other command only reads: it opens the stream and runs index as they are and never
-//!   creates them (no transcript store at the URL is exit 4; `tail -f <run-id>` waits for it).
-//! - `list` reads the runs index, and the stream for runs it has not seen complete.
-//! - `tail -f` follows the run's subject: the stored events, then the live ones.
-//! - Every other command reads the runs it names (and their child runs) from the stream into
-//!   a private local directory, removed when the command ends, and runs as on a directory:
-//!   the lines are byte-identical to the file recorder's, so every view is the same.
+//!   creates them (no transcript store at the URL is exit 4; `tail -f` waits for it).
+//! - `list`, `show`, `tree`, `stats`, `tail`, `export`, `receipts <run>`, `diff` and `check`
+//!   read through the read port (`crate::store`, `transcript_nats::NatsRunStore`): nothing is
+//!   done here but letting them through.
+//! - `receipts --by` reads the runs index (the billed turns of every run).
+//! - `validate`, and `receipts --by` of one run, read the runs they name (and their child
+//!   runs) into a private local directory, removed when the command ends, and run as on a
+//!   directory: the lines are byte-identical to the file recorder's.
 //!
 //! A run argument that is a path (an existing file or directory, or one with a `/` or ending in
 //! `.jsonl`) is read as a file, as with a storage directory: a command whose run arguments are
@@ -24,14 +27,12 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use transcript_domain::tree::Status;
 use transcript_domain::{RunId, decode_line};
 use transcript_nats::{NatsStore, StorageUrl};
 
 mod receipts;
 
 use crate::nats_connect::{connect, url_of};
-use crate::style::Style;
 use crate::{CliError, Command};
 
 fn storage_error(e: transcript_nats::NatsError) -> CliError {
@@ -84,11 +85,10 @@ pub enum Route {
     Replay(StorageUrl),
 }
 
-/// Decides (and for `list` and `tail -f`, does) what a command does on `storage`.
+/// Decides (and for `receipts --by`, does) what a command does on `storage`.
 pub fn route(
     storage: &Path,
     command: &mut Command,
-    style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<Route, CliError> {
     // `mirror` names its source itself.
@@ -124,16 +124,8 @@ pub fn route(
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
-        let store = match command {
-            // A follower of a run named in full waits for the store as it waits for the run.
-            Command::Tail {
-                run, follow: true, ..
-            } if RunId::parse(run).is_ok() => {
-                crate::nats_connect::connect_waiting(&url, &format!("run {run}")).await?
-            }
-            _ => connect(&url).await?,
-        };
-        route_on(&store, &url, command, style, out).await
+        let store = connect(&url).await?;
+        route_on(&store, &url, command, out).await
     })
 }
 
@@ -141,20 +133,10 @@ async fn route_on(
     store: &NatsStore,
     url: &StorageUrl,
     command: &mut Command,
-    style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<Route, CliError> {
     let whole = |arg: &str| StorageUrl::parse(arg).is_ok_and(|u| u == *url);
     match command {
-        Command::Tail {
-            run,
-            follow: true,
-            until_complete,
-        } => {
-            let id = resolve(store, run).await?;
-            follow(store, id, *until_complete, style, out).await?;
-            Ok(Route::Done)
-        }
         Command::Validate { runs, .. } => validate_copy(store, runs, whole).await.map(Route::Local),
         Command::Receipts {
             run: None,
@@ -165,7 +147,7 @@ async fn route_on(
             receipts::run_grouped(store, (*by, *json), pricing.as_deref(), out).await?;
             Ok(Route::Done)
         }
-        Command::Tail { run: arg, .. } | Command::Receipts { run: Some(arg), .. } => {
+        Command::Receipts { run: Some(arg), .. } => {
             let copy = LocalCopy::create()?;
             *arg = copy_named(store, arg, copy.path()).await?;
             Ok(Route::Local(copy))
@@ -209,6 +191,7 @@ fn on_port(command: &Command) -> bool {
             | Command::Diff(_)
             | Command::Check(_)
             | Command::Stats { .. }
+            | Command::Tail { .. }
             | Command::Receipts {
                 run: Some(_),
                 by: None,
@@ -357,119 +340,4 @@ fn completes<B: AsRef<[u8]>>(lines: &[B]) -> bool {
         decode_line(l.as_ref())
             .is_ok_and(|d| d.event.kind == EventKind::Known(EventType::RunCompleted))
     })
-}
-
-/// `tail -f` on NATS: replays the run, then follows it live. Unless `--forever`, it ends
-/// with the run as the file follower does: after the root's `run.completed` and the
-/// `run.completed` of every child run it saw with events (waited for, not printed), with the
-/// root's status (failed `Reported(1)`, cancelled `Reported(EXIT_CANCELLED)`).
-async fn follow(
-    store: &NatsStore,
-    run: RunId,
-    until_complete: bool,
-    style: &Style,
-    out: &mut dyn std::io::Write,
-) -> Result<(), CliError> {
-    use crate::cmd::tail::EXIT_CANCELLED;
-    let mut pending = vec![run];
-    let mut root_status = None;
-    let mut sink = std::io::sink();
-    while let Some(next) = pending.pop() {
-        // A child with no event after its parent completed never started: not waited for.
-        match store.last_stream_seq(next).await.map_err(storage_error)? {
-            None if next != run => continue,
-            None => crate::diag!(
-                "transcript: waiting for run {run} to appear in {} (Ctrl-C to stop)…",
-                store.url()
-            ),
-            Some(_) => {}
-        }
-        // The root's events are shown; its child runs are only waited for.
-        let shown: &mut dyn std::io::Write = if next == run { &mut *out } else { &mut sink };
-        let (status, children) = follow_one(store, next, until_complete, style, shown).await?;
-        // A run that never completes (--forever, or a stream that ended) ends the command.
-        let Some(status) = status else {
-            return Ok(());
-        };
-        root_status.get_or_insert(status);
-        pending.extend(children);
-    }
-    match root_status {
-        Some(Status::Failed) => Err(CliError::Reported(1)),
-        Some(Status::Cancelled) => Err(CliError::Reported(EXIT_CANCELLED)),
-        _ => Ok(()),
-    }
-}
-
-/// Writes one run's events to `out` until its `run.completed` (with `until_complete`);
-/// returns its status then, and the child runs it named.
-async fn follow_one(
-    store: &NatsStore,
-    run: RunId,
-    until_complete: bool,
-    style: &Style,
-    out: &mut dyn std::io::Write,
-) -> Result<(Option<Status>, Vec<RunId>), CliError> {
-    use transcript_domain::{DecodedPayload, EventKind, EventType};
-    let mut follower = store.follow(run).await.map_err(storage_error)?;
-    let mut children = Vec::new();
-    let mut shown = 0u64;
-    // While no line comes, the run's lease is looked at this often.
-    let every = (store.options().lease / 3).clamp(
-        std::time::Duration::from_millis(200),
-        std::time::Duration::from_secs(2),
-    );
-    let grace = store.options().lease / 3 + std::time::Duration::from_secs(1);
-    let mut unheld_since = None;
-    loop {
-        let line = tokio::select! {
-            line = follower.next_line() => line,
-            () = tokio::time::sleep(every), if until_complete && shown > 0 => {
-                if !store.abandoned_after(run, follower.position()).await {
-                    unheld_since = None;
-                    continue;
-                }
-                // Seen lapsed for a whole renewal period: a live runner that was cut off
-                // from the servers (a restart) has renewed by then.
-                let since = *unheld_since.get_or_insert_with(tokio::time::Instant::now);
-                if since.elapsed() >= grace {
-                    return Err(CliError::Storage(format!(
-                        "run {run} in {} was abandoned: it has no run.completed and its \
-                         runner's lease lapsed (the runner died or was killed); what it \
-                         recorded is shown above",
-                        store.url()
-                    )));
-                }
-                continue;
-            }
-        };
-        let Some(line) = line else { break };
-        let line = line.map_err(storage_error)?;
-        shown += 1;
-        match decode_line(&line) {
-            Ok(decoded) => {
-                let event = &decoded.event;
-                crate::exit::stdout_result(writeln!(
-                    out,
-                    "{}",
-                    crate::cmd::tail::summary(event, style)
-                ))?;
-                crate::exit::stdout_result(out.flush())?;
-                if let Some(child) = event.child_run_id
-                    && !children.contains(&child)
-                {
-                    children.push(child);
-                }
-                if until_complete && event.kind == EventKind::Known(EventType::RunCompleted) {
-                    let error = match &event.payload {
-                        DecodedPayload::Step(s) => s.error.as_deref(),
-                        _ => None,
-                    };
-                    return Ok((Some(Status::of_completion(error)), children));
-                }
-            }
-            Err(e) => crate::diag!("{} run {run}: malformed: {e}", store.url()),
-        }
-    }
-    Ok((None, children))
 }

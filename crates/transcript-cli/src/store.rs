@@ -17,9 +17,27 @@ pub type Store = Arc<dyn RunStore>;
 /// nothing created, at its first use: a command whose runs are all files never connects),
 /// else the directory, whose imported agent-CLI sessions are open runs.
 pub fn open(storage: &Path) -> Store {
+    open_with(storage, None)
+}
+
+/// [`open`] for `tail`; following (`-f`), on NATS servers without a transcript store yet, it
+/// says so once and waits for a runner to create it (readers never create it).
+pub fn for_tail(storage: &Path, run: &str, follow: bool) -> Store {
+    if !follow {
+        return open(storage);
+    }
+    let what = match transcript_domain::RunId::parse(run) {
+        Ok(id) => format!("run {id}"),
+        Err(_) => "a transcript store".to_owned(),
+    };
+    open_with(storage, Some(what))
+}
+
+fn open_with(storage: &Path, wait: Option<String>) -> Store {
     match crate::nats_connect::url_of(storage) {
         Ok(Some(url)) => Arc::new(Lazy {
             url,
+            wait,
             store: OnceLock::new(),
         }),
         _ => Arc::new(directory(storage)),
@@ -29,6 +47,8 @@ pub fn open(storage: &Path) -> Store {
 /// A NATS store connected at its first use.
 struct Lazy {
     url: transcript_nats::StorageUrl,
+    /// Wait for the store to be created (a follower), saying it waits for this.
+    wait: Option<String>,
     store: OnceLock<Result<transcript_nats::NatsRunStore, String>>,
 }
 
@@ -36,7 +56,20 @@ impl Lazy {
     fn get(&self) -> Result<&transcript_nats::NatsRunStore, StoreReadError> {
         let connected = self.store.get_or_init(|| {
             let options = transcript_nats::StreamOptions::from_env().map_err(|e| e.to_string())?;
-            transcript_nats::NatsRunStore::connect(&self.url, options).map_err(|e| e.to_string())
+            let connected = match &self.wait {
+                Some(what) => {
+                    let (url, what) = (self.url.clone(), what.clone());
+                    let waiting = move || {
+                        crate::diag!(
+                            "transcript: waiting for {what} to appear in {url} (no transcript \
+                             store there yet; Ctrl-C to stop)…"
+                        );
+                    };
+                    transcript_nats::NatsRunStore::connect_waiting(&self.url, options, waiting)
+                }
+                None => transcript_nats::NatsRunStore::connect(&self.url, options),
+            };
+            connected.map_err(|e| e.to_string())
         });
         connected
             .as_ref()
@@ -65,6 +98,21 @@ impl RunStore for Lazy {
         run: transcript_domain::RunId,
     ) -> Result<Option<transcript_domain::run_store::StoredLines>, StoreReadError> {
         self.get()?.read(run)
+    }
+
+    fn contains(&self, run: transcript_domain::RunId) -> Result<bool, StoreReadError> {
+        self.get()?.contains(run)
+    }
+
+    fn follow(
+        &self,
+        run: transcript_domain::RunId,
+        watch_lease: bool,
+        each: &mut dyn FnMut(
+            transcript_domain::run_store::FollowItem<'_>,
+        ) -> std::ops::ControlFlow<()>,
+    ) -> Result<transcript_domain::run_store::FollowEnd, StoreReadError> {
+        self.get()?.follow(run, watch_lease, each)
     }
 }
 

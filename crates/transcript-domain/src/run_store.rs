@@ -5,8 +5,8 @@
 //! child run is read by its id from the same store. Two adapters implement it: a storage
 //! directory (`transcript_infra::DirRunStore`) and the fleet's JetStream store
 //! (`transcript_nats::NatsRunStore`), so a view is written once and reads either without
-//! copying. Following a run as it grows (`tail -f`) is not part of the port yet: each storage
-//! follows in its own way.
+//! copying. [`RunStore::follow`] follows a run as it grows (`tail -f`): its lines as they are
+//! stored, until the caller stops or the run is abandoned.
 //!
 //! The port is synchronous: the views that use it are. An adapter whose client is
 //! asynchronous runs it on a runtime of its own and waits for the answer, so the port can be
@@ -125,6 +125,36 @@ fn shown(matches: &[RunId], count: usize) -> String {
     format!("{}{more}", ids.join(", "))
 }
 
+/// What a follower hands its caller ([`RunStore::follow`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowItem<'a> {
+    /// One complete line of the run, in order, without its `\n`.
+    Line(&'a [u8]),
+    /// A line longer than the store's line cap, skipped (not buffered): its 1-based number
+    /// and length.
+    Skipped {
+        /// The line's number.
+        line: u64,
+        /// Its length in bytes.
+        len: u64,
+    },
+    /// Nothing new for a moment (the run has not appeared yet, or has no new line): the
+    /// caller may stop here (its reader went away, a deadline).
+    Idle,
+}
+
+/// How a follow ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowEnd {
+    /// The caller stopped (it saw what it waited for).
+    Stopped,
+    /// No runner holds the run any more, and every line it stored was delivered (only when
+    /// the follow watches the lease).
+    Abandoned,
+    /// The store ended the follow (a stream that cannot continue).
+    Ended,
+}
+
 /// The runs of a storage, read-only.
 pub trait RunStore: Send + Sync {
     /// Where the store is (a directory, a NATS URL), for messages.
@@ -145,6 +175,25 @@ pub trait RunStore: Send + Sync {
 
     /// The run's transcript as recorded; `Ok(None)` when the store has no such run.
     fn read(&self, run: RunId) -> Result<Option<StoredLines>, StoreReadError>;
+
+    /// Whether the store holds `run` (it has recorded at least one byte of it). The default
+    /// reads it.
+    fn contains(&self, run: RunId) -> Result<bool, StoreReadError> {
+        Ok(self.read(run)?.is_some())
+    }
+
+    /// Follows `run` from its first line: hands `each` every line as it is stored (waiting for
+    /// the run to appear, then for new lines, with [`FollowItem::Idle`] while waiting) until
+    /// `each` breaks ([`FollowEnd::Stopped`]). With `watch_lease`, a run whose runner no longer
+    /// holds it ends the follow once everything it stored was delivered
+    /// ([`FollowEnd::Abandoned`]): the runner records `run.completed` before it releases the
+    /// run, so a completed run is never called abandoned.
+    fn follow(
+        &self,
+        run: RunId,
+        watch_lease: bool,
+        each: &mut dyn FnMut(FollowItem<'_>) -> std::ops::ControlFlow<()>,
+    ) -> Result<FollowEnd, StoreReadError>;
 }
 
 /// Whether `arg` can be the start of a run id: 4 to 35 hex digits and hyphens.

@@ -313,6 +313,7 @@ mod ends;
 mod factory;
 mod fanout;
 mod file_tail;
+mod follow_file;
 mod fs;
 mod iohook;
 mod lease;
@@ -333,6 +334,7 @@ pub use clock::{RandomRunIds, SystemClock};
 pub use ends::{first_event, last_event};
 pub use factory::JsonlRecorderFactory;
 pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, SubscriberStats};
+pub use follow_file::follow_file;
 pub use lease::{WriterLease, writer_holds};
 pub use loader::{LoadError, LoadedRun, load_run_tree};
 pub use reader::{

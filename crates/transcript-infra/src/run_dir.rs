@@ -12,7 +12,9 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use transcript_domain::run_store::{RunState, RunStore, StoreReadError, StoredLines, StoredRun};
+use transcript_domain::run_store::{
+    FollowEnd, FollowItem, RunState, RunStore, StoreReadError, StoredLines, StoredRun,
+};
 use transcript_domain::{DecodedEvent, EventKind, EventType, RunId};
 
 use crate::{first_event, last_event, writer_holds};
@@ -179,6 +181,19 @@ impl RunStore for DirRunStore {
                 .collect()
         };
         transcript_domain::run_store::resolve_among(&runs, arg, &self.location())
+    }
+
+    fn contains(&self, run: RunId) -> Result<bool, StoreReadError> {
+        Ok(std::fs::symlink_metadata(self.path_of(run)).is_ok())
+    }
+
+    fn follow(
+        &self,
+        run: RunId,
+        watch_lease: bool,
+        each: &mut dyn FnMut(FollowItem<'_>) -> std::ops::ControlFlow<()>,
+    ) -> Result<FollowEnd, StoreReadError> {
+        crate::follow_file(&self.path_of(run), watch_lease, each)
     }
 
     fn read(&self, run: RunId) -> Result<Option<StoredLines>, StoreReadError> {

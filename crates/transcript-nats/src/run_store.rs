@@ -12,7 +12,13 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use transcript_domain::run_store::{RunState, RunStore, StoreReadError, StoredLines, StoredRun};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use transcript_domain::run_store::{
+    FollowEnd, FollowItem, RunState, RunStore, StoreReadError, StoredLines, StoredRun,
+};
 use transcript_domain::{EventKind, EventType, RunId, decode_line};
 
 use crate::{IndexStatus, NatsError, NatsStore, RunEntry, StorageUrl, StreamOptions};
@@ -31,6 +37,24 @@ impl NatsRunStore {
     /// Connects to `url`'s existing store ([`NatsStore::connect_existing`]: nothing is
     /// created) on a thread of its own.
     pub fn connect(url: &StorageUrl, options: StreamOptions) -> Result<Self, NatsError> {
+        Self::start(url, options, None)
+    }
+
+    /// [`Self::connect`] for a follower: on servers without the store yet, calls `waiting`
+    /// once and waits for a writer to create it ([`NatsStore::connect_existing_waiting`]).
+    pub fn connect_waiting(
+        url: &StorageUrl,
+        options: StreamOptions,
+        waiting: impl FnOnce() + Send + 'static,
+    ) -> Result<Self, NatsError> {
+        Self::start(url, options, Some(Box::new(waiting)))
+    }
+
+    fn start(
+        url: &StorageUrl,
+        options: StreamOptions,
+        waiting: Option<Box<dyn FnOnce() + Send>>,
+    ) -> Result<Self, NatsError> {
         let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<Job>();
         let (ready, connected) = std::sync::mpsc::channel();
         let url = url.clone();
@@ -52,10 +76,17 @@ impl NatsRunStore {
                     }
                 };
                 runtime.block_on(async move {
-                    let _ = ready.send(NatsStore::connect_existing(&url, options).await);
-                    // Jobs one after the other; the client's tasks run meanwhile.
+                    let connected = match waiting {
+                        Some(waiting) => {
+                            NatsStore::connect_existing_waiting(&url, options, waiting).await
+                        }
+                        None => NatsStore::connect_existing(&url, options).await,
+                    };
+                    let _ = ready.send(connected);
+                    // Each job a task of its own (a follow may last), the client's tasks
+                    // beside them.
                     while let Some(job) = queue.recv().await {
-                        job.await;
+                        tokio::spawn(job);
                     }
                 });
             })
@@ -118,6 +149,62 @@ impl Drop for NatsRunStore {
     }
 }
 
+/// What the follower hands the caller's thread.
+enum Followed {
+    Line(Bytes),
+    Idle,
+    End(Result<FollowEnd, NatsError>),
+}
+
+/// Follows `run` (replay, then live), sending its lines, and an idle tick whenever none came
+/// for a while. Watching the lease, a run seen lapsed (every stored line delivered) for a
+/// whole renewal period is abandoned: a live runner cut off from the servers (a restart) has
+/// renewed by then.
+async fn follow_run(
+    store: &NatsStore,
+    run: RunId,
+    watch_lease: bool,
+    lines: &std::sync::mpsc::SyncSender<Followed>,
+) -> Result<FollowEnd, NatsError> {
+    let mut follower = store.follow(run).await?;
+    let lease = store.options().lease;
+    let every = (lease / 3).clamp(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(2),
+    );
+    let grace = lease / 3 + std::time::Duration::from_secs(1);
+    let (mut shown, mut unheld_since) = (0u64, None);
+    loop {
+        tokio::select! {
+            line = follower.next_line() => match line {
+                None => return Ok(FollowEnd::Ended),
+                Some(line) => {
+                    shown += 1;
+                    if lines.send(Followed::Line(line?)).is_err() {
+                        return Ok(FollowEnd::Stopped);
+                    }
+                }
+            },
+            () = tokio::time::sleep(every) => {
+                if lines.send(Followed::Idle).is_err() {
+                    return Ok(FollowEnd::Stopped);
+                }
+                if !watch_lease || shown == 0 {
+                    continue;
+                }
+                if !store.abandoned_after(run, follower.position()).await {
+                    unheld_since = None;
+                    continue;
+                }
+                let since = *unheld_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= grace {
+                    return Ok(FollowEnd::Abandoned);
+                }
+            }
+        }
+    }
+}
+
 /// A list entry from a runs-index entry.
 pub fn stored_run(url: &StorageUrl, e: RunEntry) -> StoredRun {
     StoredRun {
@@ -162,6 +249,58 @@ impl RunStore for NatsRunStore {
             .call(|store| async move { store.runs().await })?
             .map_err(|e| self.unavailable(&e))?;
         Ok(entries.into_iter().map(|e| stored_run(&url, e)).collect())
+    }
+
+    fn contains(&self, run: RunId) -> Result<bool, StoreReadError> {
+        self.call(move |store| async move { store.last_stream_seq(run).await })?
+            .map(|last| last.is_some())
+            .map_err(|e| self.unavailable(&e))
+    }
+
+    fn follow(
+        &self,
+        run: RunId,
+        watch_lease: bool,
+        each: &mut dyn FnMut(FollowItem<'_>) -> ControlFlow<()>,
+    ) -> Result<FollowEnd, StoreReadError> {
+        // The follower runs on the reader's thread and hands its lines over a bounded
+        // channel; the caller's `each` runs here. Stopping wakes the follower, which ends.
+        let (lines, received) = std::sync::mpsc::sync_channel::<Followed>(256);
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let stopped = stop.clone();
+        let store = self.store.clone();
+        let job: Job = Box::pin(async move {
+            let end = tokio::select! {
+                end = follow_run(&store, run, watch_lease, &lines) => end,
+                () = stopped.notified() => Ok(FollowEnd::Stopped),
+            };
+            let _ = lines.send(Followed::End(end));
+        });
+        let sent = self
+            .jobs
+            .as_ref()
+            .is_some_and(|jobs| jobs.send(job).is_ok());
+        let gone = || StoreReadError::Unavailable {
+            location: self.location(),
+            message: "the NATS reader's thread has ended".to_owned(),
+        };
+        if !sent {
+            return Err(gone());
+        }
+        loop {
+            let flow = match received.recv().map_err(|_| gone())? {
+                Followed::Line(line) => {
+                    let line = line.strip_suffix(b"\n").unwrap_or(&line);
+                    each(FollowItem::Line(line))
+                }
+                Followed::Idle => each(FollowItem::Idle),
+                Followed::End(end) => return end.map_err(|e| self.unavailable(&e)),
+            };
+            if flow.is_break() {
+                stop.notify_one();
+                return Ok(FollowEnd::Stopped);
+            }
+        }
     }
 
     fn read(&self, run: RunId) -> Result<Option<StoredLines>, StoreReadError> {

@@ -8,11 +8,12 @@
 //! run's status, like `gh run watch --exit-status`: 0 succeeded, 1 failed,
 //! [`EXIT_CANCELLED`] cancelled. `--forever` keeps following past the end.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
-use std::time::Duration;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use transcript_domain::run_store::{FollowEnd, FollowItem};
 use transcript_domain::tree::Status;
 use transcript_domain::{DecodedEvent, DecodedPayload, EventKind, EventType, RunId, decode_line};
 
@@ -20,9 +21,6 @@ use crate::CliError;
 use crate::cmd::show::short;
 use crate::exit::stdout_result;
 use crate::style::{Style, one_line};
-
-/// How often a follower looks for new bytes.
-const POLL: Duration = Duration::from_millis(100);
 
 /// Options of `tail`.
 #[derive(Debug, Clone, Copy)]
@@ -117,278 +115,333 @@ pub fn summary(event: &DecodedEvent, style: &Style) -> String {
     )
 }
 
-/// Resolves `tail`'s argument (a file, run id, prefix or `latest`; with `-f` a run id or path
-/// that does not exist yet is waited for, saying so) and runs it.
+/// What `tail` reads: a transcript file named by its path (its child runs beside it), or a
+/// run of the store (through the read port).
+struct Target {
+    /// The store its child runs are read from.
+    store: crate::store::Store,
+    /// The file, for a path argument.
+    path: Option<PathBuf>,
+    /// The run, for a run argument.
+    run: Option<RunId>,
+    /// Where it is, for messages.
+    location: String,
+}
+
+impl Target {
+    /// Resolves `tail`'s argument (a file, run id, prefix or `latest`; with `-f` a run id or
+    /// path that does not exist yet is waited for).
+    fn of(arg: &str, store: &crate::store::Store, follow: bool) -> Result<Self, CliError> {
+        if crate::source::is_path(arg) {
+            let path = PathBuf::from(arg);
+            if path.is_dir() {
+                // One run has one end and one status to exit with; `list` shows a directory's.
+                return Err(CliError::Read {
+                    path,
+                    message: "a directory: tail follows one run (a transcript file, a run id \
+                              or prefix, or `latest`)"
+                        .to_owned(),
+                });
+            }
+            if !follow && !path.exists() {
+                return Err(CliError::NotFound {
+                    what: "transcript".to_owned(),
+                    path,
+                });
+            }
+            let dir = crate::store::directory(&crate::source::dir_of(&path));
+            return Ok(Target {
+                store: Arc::new(dir),
+                location: path.display().to_string(),
+                path: Some(path),
+                run: None,
+            });
+        }
+        let run = match store.resolve(arg) {
+            Ok(run) => run,
+            Err(e) => return Err(crate::store::error(e)),
+        };
+        let location = match store.location() {
+            l if l.starts_with("nats://") => format!("{l}#{run}"),
+            dir => Path::new(&dir).join(run.file_name()).display().to_string(),
+        };
+        Ok(Target {
+            store: store.clone(),
+            path: None,
+            run: Some(run),
+            location,
+        })
+    }
+
+    /// The bytes stored so far, and how far the run got (`None`: no such run).
+    fn read(&self) -> Result<Option<(Vec<u8>, &'static str)>, CliError> {
+        match (&self.path, self.run) {
+            (Some(path), _) => {
+                let bytes = std::fs::read(path).map_err(|e| CliError::Read {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
+                Ok(Some((bytes, crate::runs::liveness(path).as_str())))
+            }
+            (None, Some(run)) => Ok(self
+                .store
+                .read(run)
+                .map_err(crate::store::error)?
+                .map(|l| (l.bytes, l.state.as_str()))),
+            (None, None) => Ok(None),
+        }
+    }
+
+    fn follow(
+        &self,
+        watch_lease: bool,
+        each: &mut dyn FnMut(FollowItem<'_>) -> ControlFlow<()>,
+    ) -> Result<FollowEnd, CliError> {
+        match (&self.path, self.run) {
+            (Some(path), _) => transcript_infra::follow_file(path, watch_lease, each),
+            (None, Some(run)) => self.store.follow(run, watch_lease, each),
+            (None, None) => Ok(FollowEnd::Ended),
+        }
+        .map_err(crate::store::error)
+    }
+}
+
+/// Runs `tail` on `arg` (resolved in `store`). Without `-f` it prints what is stored (up to
+/// `run.completed` unless `--forever`); with `-f` it follows the run, and unless `--forever`
+/// ends after its `run.completed` and the completion of every child run it named, with the
+/// run's status: a failed run is `Reported(1)`, a cancelled one `Reported(EXIT_CANCELLED)`,
+/// an abandoned one (no runner, no `run.completed`) a storage error (exit 4).
 pub fn run_arg(
     arg: &str,
-    storage: &Path,
+    store: &crate::store::Store,
     options: TailOptions,
     style: &Style,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let path = match crate::source::resolve(arg, storage) {
-        Ok(p) => p,
-        Err(e) if options.follow => match transcript_domain::RunId::parse(arg) {
-            Ok(id) => storage.join(id.file_name()),
-            Err(_) if arg.ends_with(".jsonl") => std::path::PathBuf::from(arg),
-            Err(_) => return Err(e),
-        },
-        Err(e) => return Err(e),
-    };
-    if path.is_dir() {
-        // One run has one end and one status to exit with; `list` shows a directory's runs.
-        return Err(CliError::Read {
-            path,
-            message: "a directory: tail follows one run (a transcript file, a run id or \
-                      prefix, or `latest`)"
-                .to_owned(),
-        });
+    let target = Target::of(arg, store, options.follow)?;
+    if !options.follow {
+        return print_stored(&target, options, style, out);
     }
-    if options.follow && !path.exists() {
+    let waiting = match (&target.path, target.run) {
+        (Some(path), _) => !path.exists(),
+        (None, Some(run)) => !target.store.contains(run).map_err(crate::store::error)?,
+        (None, None) => false,
+    };
+    if waiting {
+        let what = match (&target.path, target.run) {
+            (None, Some(run)) if target.location.starts_with("nats://") => {
+                format!("run {run} to appear in {}", target.store.location())
+            }
+            _ => format!("{} to appear", target.location),
+        };
+        crate::diag!("transcript: waiting for {what} (Ctrl-C to stop)…");
+    }
+    let mut shown = Shown::default();
+    let end = target.follow(options.until_complete, &mut |item| {
+        shown.take(item, &target.location, options, style, out)
+    })?;
+    if let Some(e) = shown.error {
+        return Err(e);
+    }
+    let Some(status) = shown.status else {
+        return match end {
+            FollowEnd::Abandoned => Err(abandoned(&target.location)),
+            // `--forever`, or a store that ended the follow.
+            _ => Ok(()),
+        };
+    };
+    wait_for_children(&target.store, shown.children)?;
+    match status {
+        Status::Succeeded | Status::Incomplete => Ok(()),
+        Status::Failed => Err(CliError::Reported(1)),
+        Status::Cancelled => Err(CliError::Reported(EXIT_CANCELLED)),
+    }
+}
+
+/// `tail` without `-f`: what is stored, a torn final line warned about.
+fn print_stored(
+    target: &Target,
+    options: TailOptions,
+    style: &Style,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let Some((bytes, state)) = target.read()? else {
+        return Err(CliError::NotFound {
+            what: "run".to_owned(),
+            path: target.location.clone().into(),
+        });
+    };
+    let mut shown = Shown::default();
+    let complete = bytes.len() - bytes.iter().rev().take_while(|b| **b != b'\n').count();
+    let cap = transcript_domain::MAX_LINE_BYTES;
+    for line in bytes[..complete].split_inclusive(|b| *b == b'\n') {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let item = if line.len() > cap {
+            FollowItem::Skipped {
+                line: shown.line_no + 1,
+                len: line.len() as u64,
+            }
+        } else {
+            FollowItem::Line(line)
+        };
+        if shown
+            .take(item, &target.location, options, style, out)
+            .is_break()
+        {
+            break;
+        }
+    }
+    if let Some(e) = shown.error {
+        return Err(e);
+    }
+    if shown.status.is_some() {
+        return Ok(());
+    }
+    let torn = bytes.len() - complete;
+    if torn > 0 {
         crate::diag!(
-            "transcript: waiting for {} to appear (Ctrl-C to stop)…",
-            path.display()
+            "{}: line {}: warning: unterminated final line ({torn} bytes)",
+            target.location,
+            shown.line_no + 1,
         );
     }
-    run(&path, options, style, out)
-}
-
-/// Runs `tail`. Returns when the file is exhausted (no `-f`), when
-/// `run.completed` was shown (unless `--forever`), or on an I/O error. Following a run to its
-/// end, the result is the run's status: a failed run is `Reported(1)`, a cancelled one
-/// `Reported(EXIT_CANCELLED)`.
-pub fn run(
-    path: &Path,
-    options: TailOptions,
-    style: &Style,
-    out: &mut dyn Write,
-) -> Result<(), CliError> {
-    let io_err = |e: std::io::Error| CliError::Read {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    let mut file = open_when_it_appears(path, options.follow)?;
-    let mut offset: u64 = 0;
-    let mut lines = Lines::default();
-    let mut chunk = vec![0u8; 64 * 1024];
-    // Set once no runner held the run: the file is read to its end once more, and a run
-    // still without run.completed then was abandoned.
-    let mut unheld = false;
-    loop {
-        let n = file.read(&mut chunk).map_err(io_err)?;
-        if n == 0 {
-            if !options.follow {
-                let torn = lines.skipping.unwrap_or(lines.pending.len() as u64);
-                if torn > 0 {
-                    crate::diag!(
-                        "{}: line {}: warning: unterminated final line ({torn} bytes)",
-                        path.display(),
-                        lines.line_no + 1,
-                    );
-                }
-                if options.until_complete && lines.events > 0 {
-                    // No run.completed: say whether a runner is still at it.
-                    crate::diag!(
-                        "transcript: {}: no run.completed yet: {}",
-                        path.display(),
-                        crate::runs::liveness(path).as_str()
-                    );
-                }
-                return Ok(());
-            }
-            if stdout_closed() {
-                return Err(CliError::BrokenPipe);
-            }
-            if options.until_complete && lines.events > 0 {
-                if unheld {
-                    return Err(abandoned(path));
-                }
-                // The runner writes run.completed before it releases the run: what it wrote
-                // is read to the end once more before the run is called abandoned.
-                if crate::runs::liveness(path) == crate::runs::RunStatus::Abandoned {
-                    unheld = true;
-                    continue;
-                }
-            }
-            std::thread::sleep(POLL);
-            // A recorder reopening the run truncates a torn tail away: start
-            // the partial line over from the new end.
-            let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(offset);
-            if len < offset {
-                lines.pending.clear();
-                lines.skipping = None;
-                offset = file.seek(SeekFrom::Start(len)).map_err(io_err)?;
-            }
-            continue;
-        }
-        offset += n as u64;
-        if let Some(status) = lines.feed(&chunk[..n], path, options, style, out)? {
-            if !options.follow {
-                return Ok(());
-            }
-            wait_for_children(path, &lines.children)?;
-            return match status {
-                Status::Succeeded | Status::Incomplete => Ok(()),
-                Status::Failed => Err(CliError::Reported(1)),
-                Status::Cancelled => Err(CliError::Reported(EXIT_CANCELLED)),
-            };
-        }
-    }
-}
-
-/// `tail -f` on a run no runner holds any more, without `run.completed` (exit 4).
-pub fn abandoned(path: &Path) -> CliError {
-    CliError::Storage(format!(
-        "{}: the run was abandoned: it has no run.completed and no runner holds it any more \
-         (its runner died or was killed); what it recorded is shown above",
-        path.display()
-    ))
-}
-
-/// Waits until each child run in `children` whose file lies beside `path` has its
-/// `run.completed` (a child file that is not there is not waited for); a child run abandoned
-/// on the way ends the wait (exit 4).
-fn wait_for_children(path: &Path, children: &[RunId]) -> Result<(), CliError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    for id in children {
-        let child = dir.join(id.file_name());
-        if !child.exists() {
-            // A copied root without its children, or children stored elsewhere: nothing here
-            // will ever complete them (quietly: `tree` names missing children).
-            continue;
-        }
-        if !completed(&child) {
-            crate::diag!("transcript: waiting for child run {id} to complete…");
-        }
-        while !completed(&child) {
-            if stdout_closed() {
-                return Err(CliError::BrokenPipe);
-            }
-            // Looked at in this order: the runner completes a run before it releases it.
-            if crate::runs::liveness(&child) == crate::runs::RunStatus::Abandoned
-                && !completed(&child)
-            {
-                return Err(abandoned(&child));
-            }
-            std::thread::sleep(POLL);
-        }
+    if options.until_complete && shown.events > 0 {
+        // No run.completed: say whether a runner is still at it.
+        crate::diag!(
+            "transcript: {}: no run.completed yet: {state}",
+            target.location
+        );
     }
     Ok(())
 }
 
-/// Whether the transcript at `path` holds its `run.completed`.
-fn completed(path: &Path) -> bool {
-    let Ok(bytes) = std::fs::read(path) else {
-        return false;
-    };
-    bytes.split(|b| *b == b'\n').rev().any(|line| {
-        decode_line(line).is_ok_and(|d| d.event.kind == EventKind::Known(EventType::RunCompleted))
-    })
+/// `tail -f` on a run no runner holds any more, without `run.completed` (exit 4).
+pub fn abandoned(location: &str) -> CliError {
+    CliError::Storage(format!(
+        "{location}: the run was abandoned: it has no run.completed and no runner holds it any \
+         more (its runner died or was killed); what it recorded is shown above"
+    ))
 }
 
-/// Opens the transcript; with `--follow`, waits for a run that has not started yet.
-fn open_when_it_appears(path: &Path, follow: bool) -> Result<File, CliError> {
-    loop {
-        match File::open(path) {
-            Ok(f) => return Ok(f),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && follow => {
-                // `tail -f R | head -1` for a run that never starts: nothing will fail a
-                // write, so look at the pipe.
-                if stdout_closed() {
-                    return Err(CliError::BrokenPipe);
-                }
-                std::thread::sleep(POLL);
-            }
-            Err(e) => {
-                return Err(CliError::Read {
-                    path: path.to_path_buf(),
-                    message: e.to_string(),
-                });
-            }
+/// Waits until each child run in `children` that `store` holds has its `run.completed`,
+/// following it silently (its own child runs too); a child run abandoned on the way ends the
+/// wait (exit 4). A child the store does not hold is not waited for: nothing there will ever
+/// complete it (`tree` names missing children).
+fn wait_for_children(
+    store: &crate::store::Store,
+    mut children: Vec<RunId>,
+) -> Result<(), CliError> {
+    let mut seen = Vec::new();
+    while let Some(id) = children.pop() {
+        if seen.contains(&id) || !store.contains(id).map_err(crate::store::error)? {
+            continue;
         }
+        seen.push(id);
+        let done = store
+            .read(id)
+            .map_err(crate::store::error)?
+            .is_some_and(|l| l.state.is_complete());
+        if !done {
+            crate::diag!("transcript: waiting for child run {id} to complete…");
+        }
+        let mut silent = Shown::default();
+        let options = TailOptions {
+            follow: true,
+            until_complete: true,
+        };
+        let location = format!("child run {id}");
+        let end = store
+            .follow(id, true, &mut |item| {
+                silent.take(
+                    item,
+                    &location,
+                    options,
+                    &Style::plain(),
+                    &mut std::io::sink(),
+                )
+            })
+            .map_err(crate::store::error)?;
+        if let Some(e) = silent.error {
+            return Err(e);
+        }
+        if silent.status.is_none() && end == FollowEnd::Abandoned {
+            return Err(abandoned(&format!("child run {id}")));
+        }
+        children.extend(silent.children);
     }
+    Ok(())
 }
 
-/// The lines of the bytes read so far, at most [`transcript_domain::MAX_LINE_BYTES`] each
-/// (a longer one is skipped, not buffered).
+/// What a tail has shown of one run.
 #[derive(Default)]
-struct Lines {
+struct Shown {
     line_no: u64,
-    /// The start of the current line when it spans reads; never more than the line cap.
-    pending: Vec<u8>,
-    /// Length so far of an over-long line being skipped (not buffered).
-    skipping: Option<u64>,
-    /// The child runs named so far, each once.
-    children: Vec<RunId>,
     /// Events shown so far.
     events: u64,
+    /// The child runs named so far, each once.
+    children: Vec<RunId>,
+    /// The run's status, once its `run.completed` was shown (with `until_complete`).
+    status: Option<Status>,
+    /// Why the tail stopped early (stdout closed, a write failed).
+    error: Option<CliError>,
 }
 
-impl Lines {
-    /// Shows every line `data` completes; returns the run's status when `tail` should stop.
-    fn feed(
+impl Shown {
+    /// Shows one item; breaks at `run.completed` (with `until_complete`) or on an error.
+    fn take(
         &mut self,
-        data: &[u8],
-        path: &Path,
+        item: FollowItem<'_>,
+        location: &str,
         options: TailOptions,
         style: &Style,
         out: &mut dyn Write,
-    ) -> Result<Option<Status>, CliError> {
-        let cap = transcript_domain::MAX_LINE_BYTES;
-        let mut start = 0;
-        // Each byte is looked at once (memchr), so a 40 MB line costs what 40 MB of short lines do.
-        for newline in memchr::memchr_iter(b'\n', data) {
-            let piece = &data[start..newline];
-            start = newline + 1;
-            self.line_no += 1;
-            if let Some(len) = self.skipping.take() {
-                skipped(path, self.line_no, len + piece.len() as u64, cap);
-                continue;
+    ) -> ControlFlow<()> {
+        let body = match item {
+            FollowItem::Idle if stdout_closed() => {
+                self.error = Some(CliError::BrokenPipe);
+                return ControlFlow::Break(());
             }
-            let body: &[u8] = if self.pending.is_empty() {
-                piece
-            } else {
-                self.pending.extend_from_slice(piece);
-                &self.pending
+            FollowItem::Idle => return ControlFlow::Continue(()),
+            FollowItem::Skipped { line, len } => {
+                self.line_no = line;
+                crate::diag!(
+                    "{location}: line {line}: skipped: {len} bytes is over the {}-byte line cap",
+                    transcript_domain::MAX_LINE_BYTES
+                );
+                return ControlFlow::Continue(());
+            }
+            FollowItem::Line(body) => body,
+        };
+        self.line_no += 1;
+        let event = match show_line(location, self.line_no, body, style, out) {
+            Ok(Some(event)) => event,
+            Ok(None) => return ControlFlow::Continue(()),
+            Err(e) => {
+                self.error = Some(e);
+                return ControlFlow::Break(());
+            }
+        };
+        self.events += 1;
+        if let Some(child) = event.child_run_id
+            && !self.children.contains(&child)
+        {
+            self.children.push(child);
+        }
+        if options.until_complete && event.kind == EventKind::Known(EventType::RunCompleted) {
+            let error = match &event.payload {
+                DecodedPayload::Step(s) => s.error.as_deref(),
+                _ => None,
             };
-            if body.len() > cap {
-                skipped(path, self.line_no, body.len() as u64, cap);
-            } else if let Some(event) = show_line(path, self.line_no, body, style, out)? {
-                self.events += 1;
-                if let Some(child) = event.child_run_id
-                    && !self.children.contains(&child)
-                {
-                    self.children.push(child);
-                }
-                if options.until_complete && event.kind == EventKind::Known(EventType::RunCompleted)
-                {
-                    let error = match &event.payload {
-                        DecodedPayload::Step(s) => s.error.as_deref(),
-                        _ => None,
-                    };
-                    return Ok(Some(Status::of_completion(error)));
-                }
-            }
-            self.pending.clear();
+            self.status = Some(Status::of_completion(error));
+            return ControlFlow::Break(());
         }
-        let rest = &data[start..];
-        match self.skipping.as_mut() {
-            Some(len) => *len += rest.len() as u64,
-            None => {
-                self.pending.extend_from_slice(rest);
-                if self.pending.len() > cap {
-                    self.skipping = Some(self.pending.len() as u64);
-                    self.pending = Vec::new();
-                }
-            }
-        }
-        Ok(None)
+        ControlFlow::Continue(())
     }
 }
 
 /// Renders one complete line; returns its event (none for a blank or malformed line).
 fn show_line(
-    path: &Path,
+    location: &str,
     line_no: u64,
     body: &[u8],
     style: &Style,
@@ -406,20 +459,12 @@ fn show_line(
         }
         Err(e) => {
             crate::diag!(
-                "{}: line {line_no}: malformed: {}",
-                path.display(),
+                "{location}: line {line_no}: malformed: {}",
                 crate::style::one_line(&e.to_string())
             );
             Ok(None)
         }
     }
-}
-
-fn skipped(path: &Path, line_no: u64, len: u64, cap: usize) {
-    crate::diag!(
-        "{}: line {line_no}: skipped: {len} bytes is over the {cap}-byte line cap",
-        path.display()
-    );
 }
 
 /// Whether stdout is a pipe whose reader has gone: checked while `tail -f` waits, so
