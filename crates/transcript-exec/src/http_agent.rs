@@ -212,24 +212,29 @@ impl HttpAgentRunner {
     }
 
     fn client(&self) -> Result<reqwest::Client, AgentError> {
-        // reqwest is built without a default crypto provider: ring, once per process (an
-        // error only means one is installed already).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(self.timeout)
-            .build()
-            .map_err(|e| AgentError::Setup(format!("cannot build the HTTP client: {e}")))
+        http_client(self.timeout)
     }
 }
 
+/// An HTTP client with a 10 s connect timeout and `timeout` per request.
+pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, AgentError> {
+    // reqwest is built without a default crypto provider: ring, once per process (an
+    // error only means one is installed already).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(timeout)
+        .build()
+        .map_err(|e| AgentError::Setup(format!("cannot build the HTTP client: {e}")))
+}
+
 /// One model turn as the normalizer read it.
-struct Reply {
-    turn: Option<MessagePayload>,
-    errors: Vec<String>,
-    incomplete: Vec<String>,
+pub(crate) struct Reply {
+    pub(crate) turn: Option<MessagePayload>,
+    pub(crate) errors: Vec<String>,
+    pub(crate) incomplete: Vec<String>,
     /// What the model refused, in its words (its text is also in the turn).
-    refusals: Vec<String>,
+    pub(crate) refusals: Vec<String>,
 }
 
 #[async_trait]
@@ -433,28 +438,42 @@ impl HttpAgentRunner {
         body: &Value,
         seam: &AgentSeam,
     ) -> Result<Reply, AgentError> {
-        let err = |m: String| AgentError::Transport(format!("POST {url}: {m}"));
-        let mut response = send(client, (url, key), retry, body, seam).await?;
-        let mut normalizer = Provider::OpenAi.normalizer();
-        let mut outputs = Vec::new();
-        let mut received = 0usize;
-        loop {
-            match response.chunk().await {
-                Ok(Some(bytes)) => {
-                    received += bytes.len();
-                    if received > self.max_body_bytes {
-                        return Err(err(format!(
-                            "response body exceeds {} bytes",
-                            self.max_body_bytes
-                        )));
-                    }
-                    normalizer.feed(&bytes, &mut outputs);
+        let response = send(client, (url, key), retry, body, &|| seam.now()).await?;
+        read_reply(response, url, self.max_body_bytes).await
+    }
+}
+
+/// A response body, streamed or not, read through the providers crate's OpenAI normalizer
+/// (at most `max_body_bytes`).
+pub(crate) async fn read_reply(
+    mut response: reqwest::Response,
+    url: &str,
+    max_body_bytes: usize,
+) -> Result<Reply, AgentError> {
+    let err = |m: String| AgentError::Transport(format!("POST {url}: {m}"));
+    let mut normalizer = Provider::OpenAi.normalizer();
+    let mut outputs = Vec::new();
+    let mut received = 0usize;
+    loop {
+        match response.chunk().await {
+            Ok(Some(bytes)) => {
+                received += bytes.len();
+                if received > max_body_bytes {
+                    return Err(err(format!("response body exceeds {max_body_bytes} bytes")));
                 }
-                Ok(None) => break,
-                Err(e) => return Err(err(format!("response cut: {}", error_chain(&e)))),
+                normalizer.feed(&bytes, &mut outputs);
             }
+            Ok(None) => break,
+            Err(e) => return Err(err(format!("response cut: {}", error_chain(&e)))),
         }
-        normalizer.finish(&mut outputs);
+    }
+    normalizer.finish(&mut outputs);
+    Ok(Reply::of(outputs))
+}
+
+impl Reply {
+    /// The turn, errors, incomplete answers and refusals of a normalizer's outputs.
+    fn of(outputs: Vec<Output>) -> Reply {
         let mut reply = Reply {
             turn: None,
             errors: Vec::new(),
@@ -491,18 +510,18 @@ impl HttpAgentRunner {
                 Output::ToolCall(_) | Output::ToolResult(_) => {}
             }
         }
-        Ok(reply)
+        reply
     }
 }
 
 /// POSTs `body`, retrying 429, 5xx and connection failures per `policy`
-/// (a `Retry-After` date is read against the `seam`'s clock).
-async fn send(
+/// (a `Retry-After` date is read against `now`, the seam's clock when it has one).
+pub(crate) async fn send(
     client: &reqwest::Client,
     (url, key): (&str, Option<&str>),
     policy: RetryPolicy,
     body: &Value,
-    seam: &AgentSeam,
+    now: &(dyn Fn() -> Option<Timestamp> + Send + Sync),
 ) -> Result<reqwest::Response, AgentError> {
     let err = |m: String| AgentError::Transport(format!("POST {url}: {m}"));
     let payload = serde_json::to_vec(body).map_err(|e| err(e.to_string()))?;
@@ -523,7 +542,7 @@ async fn send(
                     .headers()
                     .get(reqwest::header::RETRY_AFTER)
                     .and_then(|v| v.to_str().ok())
-                    .and_then(|v| retry_after(v, seam.now()));
+                    .and_then(|v| retry_after(v, now()));
                 let message = error_message(r).await;
                 let failure = format!("HTTP {}: {message}", status.as_u16());
                 if !(status.as_u16() == 429 || status.is_server_error()) {

@@ -371,6 +371,7 @@ pub mod audit;
 pub mod bounded;
 pub mod builtins;
 mod catch_unwind;
+pub mod chat_client;
 pub mod cli_agent;
 pub mod compiled;
 pub mod condition;
@@ -403,6 +404,7 @@ pub use audit::{
     AuditEvent, AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status,
     TextMask,
 };
+pub use chat_client::{ChatAnswer, ChatClient, ChatError};
 pub use cli_agent::CliAgentRunner;
 pub use compiled::{Compiled, ConditionText, TemplateJson, TemplateText};
 pub use condition::Condition;
