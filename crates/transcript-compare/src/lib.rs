@@ -86,6 +86,7 @@ mod diff;
 mod expect;
 mod html;
 pub mod judge;
+mod judge_settings;
 mod model;
 mod record;
 pub mod text;

@@ -23,7 +23,8 @@ use serde_json::json;
 use transcript_domain::{BlockBody, Usage};
 
 use crate::agent::AgentError;
-use crate::http_agent::{DEFAULT_BASE_URL, RetryPolicy, http_client, read_reply, send};
+use crate::http_agent::DEFAULT_BASE_URL;
+use crate::http_transport::{Reply, RetryPolicy, http_client, read_reply, send};
 
 /// The variable the key is read from unless [`ChatClient::with_api_key_env`] names another.
 pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -215,7 +216,7 @@ impl ChatClient {
 
 /// The text of a reply that answered; a provider error, an incomplete answer, a refusal or
 /// a reply without a message is an error.
-fn answer(reply: crate::http_agent::Reply, url: &str) -> Result<ChatAnswer, AgentError> {
+fn answer(reply: Reply, url: &str) -> Result<ChatAnswer, AgentError> {
     if let Some(e) = reply.errors.first() {
         return Err(AgentError::Provider(format!("POST {url}: {e}")));
     }

@@ -48,7 +48,7 @@ pub use eval::check;
 pub(crate) use eval::{errored, outcome, select};
 pub use junit::junit_xml;
 
-use crate::judge::JudgeSettings;
+use crate::judge_settings::JudgeSettings;
 use spec::{ArgDef, FileDef, JudgeDef, RunDef, StatusDef, StepDef, TextDef};
 
 /// A parsed, compiled expectations file.
