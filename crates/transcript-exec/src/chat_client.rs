@@ -121,16 +121,7 @@ impl ChatClient {
 
     /// The URL requests go to, without a user or password it may hold.
     pub fn endpoint(&self) -> String {
-        let base = self
-            .base_url
-            .clone()
-            .or_else(|| {
-                std::env::var("OPENAI_BASE_URL")
-                    .ok()
-                    .filter(|v| !v.is_empty())
-            })
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+        let url = self.url();
         match reqwest::Url::parse(&url) {
             Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
                 let _ = u.set_username("");
@@ -141,34 +132,42 @@ impl ChatClient {
         }
     }
 
-    fn url_and_key(&self) -> (String, Option<String>) {
+    /// `<base>/chat/completions`, the base as given, else `OPENAI_BASE_URL`, else the default.
+    fn url(&self) -> String {
         let base = self
             .base_url
             .clone()
-            .or_else(|| {
-                std::env::var("OPENAI_BASE_URL")
-                    .ok()
-                    .filter(|v| !v.is_empty())
-            })
+            .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+            .filter(|v| !v.is_empty())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        let key = std::env::var(&self.api_key_env)
+        format!("{}/chat/completions", base.trim_end_matches('/'))
+    }
+
+    /// What no message may show: the key, and a password in the URL.
+    fn secrets(&self, url: &str) -> Vec<String> {
+        let key = std::env::var(&self.api_key_env).ok();
+        let password = reqwest::Url::parse(url)
             .ok()
-            .filter(|v| !v.is_empty());
-        (
-            format!("{}/chat/completions", base.trim_end_matches('/')),
-            key,
-        )
+            .and_then(|u| u.password().map(str::to_owned));
+        key.into_iter()
+            .chain(password)
+            .filter(|s| !s.is_empty())
+            .collect()
     }
 
     /// Sends a system and a user message and returns the answer's text. The errors name the
     /// endpoint and the cause, with the key masked.
     pub async fn complete(&self, system: &str, user: &str) -> Result<ChatAnswer, ChatError> {
-        let (url, key) = self.url_and_key();
+        let url = self.url();
         let shown = self.endpoint();
+        let secrets = self.secrets(&url);
+        let key = std::env::var(&self.api_key_env)
+            .ok()
+            .filter(|k| !k.is_empty());
         let mask = |e: AgentError| {
             let mut message = e.to_string().replace(&url, &shown);
-            if let Some(k) = key.as_deref() {
-                message = message.replace(k, "***");
+            for secret in &secrets {
+                message = message.replace(secret.as_str(), "***");
             }
             ChatError { message }
         };
@@ -246,4 +245,45 @@ fn answer(reply: Reply, url: &str) -> Result<ChatAnswer, AgentError> {
         model: turn.model.clone(),
         usage: turn.usage.clone(),
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_endpoint_shown_holds_no_user_or_password() {
+        let c = ChatClient::new("m").with_base_url(Some("http://u:pw@127.0.0.1:9/v1/".into()));
+        assert_eq!(c.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(c.secrets(&c.url()).last().map(String::as_str), Some("pw"));
+        let c = ChatClient::new("m").with_base_url(Some("http://127.0.0.1:9/v1".into()));
+        assert_eq!(c.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
+        // The client holds the variable's name, never a key.
+        let shown = format!("{:?}", c.with_api_key_env("JUDGE_KEY_VAR"));
+        assert!(shown.contains("JUDGE_KEY_VAR"), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn a_password_in_the_base_url_is_masked_in_errors() {
+        // A port nothing listens on (bound, then closed): the connection is refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let c = ChatClient::new("m")
+            .with_base_url(Some(format!(
+                "http://user:hunter2secret@127.0.0.1:{port}/v1"
+            )))
+            .with_max_retries(0);
+        let e = c.complete("s", "u").await.unwrap_err();
+        assert!(!e.message.contains("hunter2secret"), "{e}");
+        assert!(
+            e.message.starts_with(&format!(
+                "POST http://127.0.0.1:{port}/v1/chat/completions: "
+            )),
+            "{e}"
+        );
+    }
 }
