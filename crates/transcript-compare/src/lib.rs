@@ -23,8 +23,9 @@
 //!   [`render_diff_text`] another (a terminal: only the branches that differ).
 //! * [`Expectations::parse`] reads a YAML expectations file (run status, cost, tokens,
 //!   duration; per step path: status, tools used and not used, an ordered tool subsequence,
-//!   tool arguments, failed tools, output, turns, cost); [`check`] holds a run to them and
-//!   returns one [`Outcome`] per expectation, which [`junit_xml`] writes as JUnit XML and
+//!   tool arguments, failed tools, output, turns, cost; on either, a judge's rubric);
+//!   [`check`] holds a run to them and returns one [`Outcome`] per expectation (passed,
+//!   failed, or errored: not decided), which [`junit_xml`] writes as JUnit XML and
 //!   [`render_outcomes_text`] as one line each.
 //! * [`judge`]: `judge: {rubric: "…"}` on the run or a step asks a model to grade what the
 //!   transcript shows. [`check_judged`] builds the prompts, cuts a transcript larger than the

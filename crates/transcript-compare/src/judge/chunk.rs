@@ -28,8 +28,9 @@ pub fn estimate_tokens(text: &str) -> u64 {
 pub(crate) enum PlanError {
     /// The instructions and rubric leave too little room (tokens left, the context).
     NoRoom(u64, u64),
-    /// It needs more parts than allowed (estimated tokens, parts it needs, parts allowed).
-    TooLarge(u64, usize, u32),
+    /// It needs more parts than allowed (estimated tokens, parts it needs, `None` when no
+    /// part would hold anything beside the notes, parts allowed).
+    TooLarge(u64, Option<usize>, u32),
 }
 
 /// The parts `transcript` is graded in: one when it fits with `overhead` tokens (instructions,
@@ -52,17 +53,13 @@ pub(crate) fn plan(
     }
     let room = whole_room.saturating_sub(NOTES_TOKENS);
     if max_parts <= 1 || room < MIN_PART_TOKENS {
-        let needed = if room < MIN_PART_TOKENS {
-            usize::MAX
-        } else {
-            tokens.div_ceil(room) as usize
-        };
+        let needed = (room >= MIN_PART_TOKENS).then(|| tokens.div_ceil(room) as usize);
         return Err(PlanError::TooLarge(tokens, needed, max_parts));
     }
     let max_bytes = usize::try_from(room * BYTES_PER_TOKEN).unwrap_or(usize::MAX);
     let parts = split(transcript, max_bytes);
     if parts.len() > max_parts as usize {
-        return Err(PlanError::TooLarge(tokens, parts.len(), max_parts));
+        return Err(PlanError::TooLarge(tokens, Some(parts.len()), max_parts));
     }
     Ok(parts)
 }
@@ -115,11 +112,11 @@ mod tests {
         assert_eq!(plan(&big, 500, 2000, 8).unwrap().len(), 3);
         assert_eq!(
             plan(&"x".repeat(6000), 500, 2000, 2),
-            Err(PlanError::TooLarge(2000, 3, 2))
+            Err(PlanError::TooLarge(2000, Some(3), 2))
         );
         assert_eq!(
             plan(&"x".repeat(6000), 500, 2000, 1),
-            Err(PlanError::TooLarge(2000, 3, 1))
+            Err(PlanError::TooLarge(2000, Some(3), 1))
         );
         assert_eq!(plan(&text, 900, 1000, 8), Err(PlanError::NoRoom(100, 1000)));
     }

@@ -139,11 +139,7 @@ async fn judge(
             );
         }
         Err(PlanError::TooLarge(tokens, needed, allowed)) => {
-            let needed = if needed == usize::MAX {
-                "more".to_owned()
-            } else {
-                needed.to_string()
-            };
+            let needed = needed.map_or_else(|| "more".to_owned(), |n| n.to_string());
             return errored(
                 e,
                 format!(
