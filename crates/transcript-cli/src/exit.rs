@@ -7,7 +7,7 @@
 //! | 1 | the run failed, or a check found errors (`validate`), differences (`diff`) or a failed expectation (`check`) |
 //! | 2 | usage error (bad arguments; `check`: a bad expectations file) |
 //! | 3 | not found or invalid input: missing transcript or run id, invalid workflow or `--input`, unreadable file |
-//! | 4 | storage failure: the transcript could not be written completely (disk full, I/O error) |
+//! | 4 | storage failure: the transcript could not be written completely (disk full, I/O error); `check`: a judge could not grade (its endpoint failed, its answer was no verdict, the transcript too large) |
 //! | 5 | `tail -f`: the run it followed was cancelled |
 //! | 128+N | interrupted by signal N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP |
 //! | 141 | stdout closed early (EPIPE), quietly, as a process killed by SIGPIPE would |
@@ -23,7 +23,7 @@ Exit codes:
   2    usage error (check: an unreadable or invalid expectations file)
   3    not found or invalid input (missing transcript, unknown or ambiguous run id,
        invalid workflow or --input, unreadable file)
-  4    storage failure: the transcript could not be written completely (e.g. disk full)
+  4    storage failure: the transcript could not be written completely (e.g. disk full); check: a judge could not grade
   5    tail -f: the run it followed was cancelled
   130  interrupted (SIGINT); 143 SIGTERM, 129 SIGHUP (128 + signal)
   141  stdout was closed early (e.g. piped into head)";

@@ -3,7 +3,9 @@
 //! a changed tool argument in an agent turn shows both values; `check` holds, fails naming the
 //! step, writes JUnit XML that parses with one failure per failed expectation, and refuses a
 //! misspelled key naming it and its line; `diff --html` passes the HTML export's escaping
-//! attack; both commands on two imported real session logs, with jq over the raw captures as
+//! attack (`fixtures/hostile/markup.json` in every field of both runs), parsed, and rendered
+//! in headless Chromium: no script runs, nothing loads (a listener the values point at sees
+//! no connection), every value shows as text; both commands on two imported real session logs, with jq over the raw captures as
 //! the truth.
 #![allow(clippy::unwrap_used)]
 
@@ -348,34 +350,21 @@ fn check_holds_fails_naming_the_step_writes_junit_and_refuses_a_misspelled_key()
     assert_eq!(transcript(&["diff", &run_file]).status.code(), Some(2));
 }
 
-/// The hostile values of the HTML export's attack tests (tests/html_timeline_attack.rs and
-/// transcript-export's tests/injection.rs).
-const HOSTILE: &[&str] = &[
-    "<script>alert(1)</script>",
-    "\"><a href=\"https://evil.example/\">x</a>",
-    "' onfocus='alert(1)' x='",
-    "<img src=x onerror=alert(1)>",
-    "javascript:alert(1)",
-    "https://evil.example/phish",
-    "&lt;b&gt;bold&lt;/b&gt;",
-    "</style><a href=#n1>y</a><style>",
-    "--><!--<a href=x>",
-    "<svg/onload=alert(1)>",
-    "<!-- c --> <?php x ?> <![CDATA[x]]> <a href=\"javascript:alert(1)\">a</a>",
-    "\n\n<div onmouseover=\"alert(1)\">\n\nhi</div>",
-    "\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}",
-];
+/// The hostile values of every attack test of a rendered view (`fixtures/hostile/markup.json`).
+fn hostile() -> Vec<String> {
+    serde_json::from_str(include_str!("../../../fixtures/hostile/markup.json")).unwrap()
+}
 
-/// A hand-written run `id` in `storage` whose every field holds a hostile value, `tag` added
+/// A hand-written run `id` in `storage` whose every field holds one of `values`, `tag` added
 /// to each so that A and B differ everywhere.
-fn hostile_run(storage: &Path, id: &str, tag: &str) {
+fn hostile_run(storage: &Path, id: &str, tag: &str, values: &[String]) {
     std::fs::create_dir_all(storage).unwrap();
     let mut events = vec![(
         "run.started",
         String::new(),
-        json!({"name": format!("{}{tag}", HOSTILE[0]), "kind": "workflow"}),
+        json!({"name": format!("{}{tag}", values[0]), "kind": "workflow"}),
     )];
-    for (i, h) in HOSTILE.iter().enumerate() {
+    for (i, h) in values.iter().enumerate() {
         let h = format!("{h}{tag}");
         let path = format!("s{i}");
         events.push(("step.started", path.clone(), json!({"name": h, "kind": h})));
@@ -409,12 +398,12 @@ fn hostile_run(storage: &Path, id: &str, tag: &str) {
     events.push((
         "step.started",
         format!("only{tag}"),
-        json!({"name": HOSTILE[3], "kind": "x"}),
+        json!({"name": values[3], "kind": "x"}),
     ));
     events.push((
         "run.completed",
         String::new(),
-        json!({"name": "w", "kind": "workflow", "error": HOSTILE[1]}),
+        json!({"name": "w", "kind": "workflow", "error": values[1]}),
     ));
     let mut lines = String::new();
     for (seq, (ty, path, payload)) in events.into_iter().enumerate() {
@@ -469,8 +458,9 @@ fn diff_html_passes_the_html_exports_escaping_attack() {
         "0000abcd-0000-4000-8000-00000000000a",
         "0000abcd-0000-4000-8000-00000000000b",
     );
-    hostile_run(&storage, a, "");
-    hostile_run(&storage, b, "<b>!</b>");
+    let values = hostile();
+    hostile_run(&storage, a, "", &values);
+    hostile_run(&storage, b, "<b>!</b>", &values);
     let page = tmp.path().join("diff.html");
     let out = bin()
         .args(["diff", a, b, "--html"])
@@ -519,7 +509,7 @@ fn diff_html_passes_the_html_exports_escaping_attack() {
         }
     }
     // Every hostile value is on the page as text, on both sides.
-    for h in HOSTILE.iter().filter(|h| !h.contains('\n')) {
+    for h in values.iter().filter(|h| !h.contains('\n')) {
         let escaped = h
             .replace('&', "&amp;")
             .replace('<', "&lt;")
@@ -541,6 +531,112 @@ fn diff_html_passes_the_html_exports_escaping_attack() {
         assert!(!shown.contains(c), "{c:?} reached the terminal:\n{shown}");
     }
     assert!(shown.contains("\\u{1b}[2J"), "{shown}");
+}
+
+/// The page's own elements, as Chromium's DOM serializes them.
+const PAGE_ELEMENTS: &[&str] = &[
+    "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "section", "strong",
+    "span", "pre",
+];
+
+#[test]
+fn diff_html_in_chromium_runs_nothing_loads_nothing_and_shows_hostile_values_as_text() {
+    let Some(browser) = common::html_page::browser_or_skip() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = tmp.path().join("s");
+    // Every value that would load something points at this listener: a connection is a load.
+    let trap = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    trap.set_nonblocking(true).unwrap();
+    let at = format!("http://{}", trap.local_addr().unwrap());
+    let mut values = hostile();
+    values.extend([
+        format!("<img src={at}/img.png>"),
+        format!("<script src={at}/x.js></script>"),
+        format!("<link rel=stylesheet href={at}/x.css>"),
+        format!("<iframe src={at}/frame></iframe>"),
+        format!(
+            "</style><style>@import url({at}/i.css);body{{background:url({at}/b.png)}}</style>"
+        ),
+        format!("\"><img src={at}/attr.png>"),
+        format!("<meta http-equiv=refresh content=\"0;url={at}/go\">"),
+        format!("<video src={at}/v.mp4 autoplay></video><object data={at}/o></object>"),
+    ]);
+    let (a, b) = (
+        "0000abcd-0000-4000-8000-00000000000a",
+        "0000abcd-0000-4000-8000-00000000000b",
+    );
+    hostile_run(&storage, a, "", &values);
+    hostile_run(&storage, b, "<b>!</b>", &values);
+    let page = tmp.path().join("diff.html");
+    let out = bin()
+        .args(["diff", a, b, "--html"])
+        .arg(&page)
+        .arg("--storage")
+        .arg(&storage)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let dom = common::html_page::headless(&browser, &tmp.path().join("profile"))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(dom.status.success(), "{}", text(&dom.stderr));
+    // No script ran into an error or was refused, nothing was blocked or failed to load...
+    let log = text(&dom.stderr);
+    for bad in [
+        "Uncaught",
+        "Refused to",
+        "net::ERR_",
+        "Failed to load",
+        "CONSOLE",
+    ] {
+        assert!(
+            !log.lines()
+                .any(|l| l.contains(bad) && l.contains("diff.html")),
+            "{bad} in the browser log:\n{log}"
+        );
+    }
+    // ...and nothing asked for anything: the listener saw no connection.
+    match trap.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        Ok((_, peer)) => panic!("the page loaded something from {at} (peer {peer})"),
+        Err(e) => panic!("{e}"),
+    }
+    let dom = text(&dom.stdout);
+    // Only the page's own elements; no handler ran (it would have marked the body or title).
+    let elements: Vec<String> = dom
+        .match_indices('<')
+        .filter_map(|(i, _)| {
+            let name: String = dom[i + 1..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect();
+            (!name.is_empty()).then(|| name.to_ascii_lowercase())
+        })
+        .collect();
+    assert!(elements.len() > 100, "{dom}");
+    for name in &elements {
+        assert!(
+            PAGE_ELEMENTS.contains(&name.as_str()),
+            "<{name}> in the DOM"
+        );
+    }
+    assert!(!dom.contains("data-pwned=\""), "a handler ran");
+    let title = &dom[dom.find("<title>").unwrap()..dom.find("</title>").unwrap()];
+    assert!(!title.contains("pwned"), "a script ran: {title}");
+    // Every value is there as text (Chromium escapes `&`, `<` and `>` in text), on both sides.
+    for h in values.iter().filter(|h| !h.contains(['\n', '\r'])) {
+        let shown = h
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        let tagged = format!("{shown}&lt;b&gt;!&lt;/b&gt;");
+        assert!(dom.contains(&shown), "{h:?} not shown as text");
+        assert!(dom.contains(&tagged), "{h:?} not shown as text on B's side");
+    }
 }
 
 /// jq over a raw Claude capture: the names of the tools its assistant messages called.

@@ -23,9 +23,15 @@
 //!   [`render_diff_text`] another (a terminal: only the branches that differ).
 //! * [`Expectations::parse`] reads a YAML expectations file (run status, cost, tokens,
 //!   duration; per step path: status, tools used and not used, an ordered tool subsequence,
-//!   tool arguments, failed tools, output, turns, cost); [`check`] holds a run to them and
-//!   returns one [`Outcome`] per expectation, which [`junit_xml`] writes as JUnit XML and
+//!   tool arguments, failed tools, output, turns, cost; on either, a judge's rubric);
+//!   [`check`] holds a run to them and returns one [`Outcome`] per expectation (passed,
+//!   failed, or errored: not decided), which [`junit_xml`] writes as JUnit XML and
 //!   [`render_outcomes_text`] as one line each.
+//! * [`judge`]: `judge: {rubric: "…"}` on the run or a step asks a model to grade what the
+//!   transcript shows. [`check_judged`] builds the prompts, cuts a transcript larger than the
+//!   model's context into chunks (graded in order, notes carried, "graded in N chunks") or
+//!   reports it too large, and reads the strict JSON verdict; the model is behind the
+//!   [`Grader`] port (the CLI composes transcript-exec's Chat Completions client).
 //!
 //! ## Invariants
 //!
@@ -38,8 +44,12 @@
 //!   fails, saying why (`tests/expect.rs`).
 //! * An expectations file with an unknown key, a misspelled one included, is refused naming
 //!   the key and its line (`tests/expect.rs`); nothing is ignored silently.
+//! * A judge never passes what it did not grade: a failed request, an answer that is not
+//!   exactly the verdict object, or a transcript too large for `max_chunks` chunks is an
+//!   error outcome ([`Outcome::errored`]) naming the judge and the cause (`tests/judge.rs`).
 //! * Pure: depends on `transcript-domain` and `transcript-export` (its HTML escaper) only among
-//!   workspace crates, does no I/O (`cargo xtask arch-check`); the caller reads the files.
+//!   workspace crates, does no I/O (`cargo xtask arch-check`); the caller reads the files and
+//!   the [`Grader`] talks to the model.
 //!
 //! ## Threat model
 //!
@@ -52,6 +62,11 @@
 //! caller's [`Painter`], whose contract is to make it safe for its terminal (the CLI's escapes
 //! control characters and bidirectional overrides, `style::clean`); they add no escape codes of
 //! their own.
+//! A judge's model reads recorded text, which can try to instruct it (prompt injection): the
+//! transcript goes only into the user message, between fence lines it does not contain, as
+//! data; the rubric and the instructions are the system message; only the exact verdict
+//! object counts. No model is immune: a judge's pass is an opinion, never a guarantee
+//! ([`judge`]). The API key is the grader's business and never reaches this crate.
 //! Expectations files are trusted configuration, but a regex in them is compiled by `regex`
 //! (linear time, no backtracking) and a text diff is skipped above [`text::MAX_DIFF_LINES`]
 //! lines, so neither a file nor a transcript can make the work explode.
@@ -71,6 +86,8 @@ mod calls;
 mod diff;
 mod expect;
 mod html;
+pub mod judge;
+mod judge_settings;
 mod model;
 mod record;
 pub mod text;
@@ -79,10 +96,11 @@ mod text_view;
 pub use calls::CallView;
 pub use diff::{DiffOptions, diff};
 pub use expect::{
-    ArgMatcher, ExpectError, Expectation, Expectations, Outcome, Rule, TextMatcher, check,
+    ArgMatcher, ExpectError, Expectation, Expectations, Outcome, Rule, Summary, TextMatcher, check,
     junit_xml,
 };
 pub use html::render_html;
+pub use judge::{GradePrompt, Grader, JudgeSettings, check_judged};
 pub use model::{
     Change, DIFF_SCHEMA_VERSION, DiffDocument, DiffLine, DiffOptionsRecord, DiffSummary, Hunk,
     LineOp, RunDiff, Side, StepDiff, diff_schema,
@@ -90,4 +108,4 @@ pub use model::{
 pub use record::{
     BlockRecord, RunRecord, Spend, StepRecord, ToolCallRecord, TurnRecord, output_of,
 };
-pub use text_view::{Painter, SHOWN_CHARS, render_diff_text, render_outcomes_text};
+pub use text_view::{Painter, SHOWN_CHARS, Tone, render_diff_text, render_outcomes_text};

@@ -13,20 +13,47 @@ use crate::model::{Change, DiffDocument, LineOp, RunDiff, Side, StepDiff};
 /// return it safe to show: the CLI's `style` escapes control characters and bidirectional
 /// overrides before it colors anything.
 pub trait Painter {
-    /// Removed, failed (A's side).
-    fn red(&self, text: &str) -> String;
-    /// Added, held (B's side).
-    fn green(&self, text: &str) -> String;
-    /// Headings.
-    fn bold(&self, text: &str) -> String;
-    /// Secondary text.
-    fn dim(&self, text: &str) -> String;
-    /// Hunk headers.
-    fn cyan(&self, text: &str) -> String;
+    /// `text` in `tone` (made safe for the terminal as [`Painter::one_line`] does).
+    fn paint(&self, tone: Tone, text: &str) -> String;
     /// Uncolored text that may span lines (newlines and tabs kept).
     fn clean(&self, text: &str) -> String;
     /// Uncolored text for one line (newlines and tabs escaped too).
     fn one_line(&self, text: &str) -> String;
+    /// Removed, failed (A's side).
+    fn red(&self, text: &str) -> String {
+        self.paint(Tone::Red, text)
+    }
+    /// Added, held (B's side).
+    fn green(&self, text: &str) -> String {
+        self.paint(Tone::Green, text)
+    }
+    /// Headings.
+    fn bold(&self, text: &str) -> String {
+        self.paint(Tone::Bold, text)
+    }
+    /// Secondary text.
+    fn dim(&self, text: &str) -> String {
+        self.paint(Tone::Dim, text)
+    }
+    /// Hunk headers.
+    fn cyan(&self, text: &str) -> String {
+        self.paint(Tone::Cyan, text)
+    }
+}
+
+/// How a [`Painter`] shows a piece of text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    /// Removed, failed (A's side).
+    Red,
+    /// Added, held (B's side).
+    Green,
+    /// Headings.
+    Bold,
+    /// Secondary text.
+    Dim,
+    /// Hunk headers.
+    Cyan,
 }
 
 /// A displayed value is cut after this many characters (the JSON document has it whole).
@@ -202,13 +229,16 @@ fn render_change(c: &Change, depth: usize, p: &dyn Painter, out: &mut String) {
     }
 }
 
-/// The terminal view of a check: `ok` or `FAIL`, the scope, the expectation with its
+/// The terminal view of a check: `ok`, `FAIL` or `ERR ` (not decided: a judge that could not
+/// grade), the scope, the expectation with its
 /// `file:line`, what the run did; then the count.
 pub fn render_outcomes_text(outcomes: &[Outcome], file: &str, p: &dyn Painter) -> String {
     let mut out = String::new();
     for o in outcomes {
         let (mark, detail) = if o.passed {
             (p.green("ok  "), p.dim(&p.one_line(&o.detail)))
+        } else if o.errored {
+            (p.red("ERR "), p.one_line(&o.detail))
         } else {
             (p.red("FAIL"), p.one_line(&o.detail))
         };
@@ -222,11 +252,16 @@ pub fn render_outcomes_text(outcomes: &[Outcome], file: &str, p: &dyn Painter) -
         );
     }
     let failed = outcomes.iter().filter(|o| !o.passed).count();
-    let summary = format!(
-        "{} of {} expectations hold, {failed} failed",
+    let errors = outcomes.iter().filter(|o| o.errored).count();
+    let mut summary = format!(
+        "{} of {} expectations hold, {} failed",
         outcomes.len() - failed,
-        outcomes.len()
+        outcomes.len(),
+        failed - errors
     );
+    if errors > 0 {
+        summary.push_str(&format!(", {errors} not graded (error)"));
+    }
     let _ = writeln!(
         out,
         "{}",

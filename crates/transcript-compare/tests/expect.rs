@@ -232,7 +232,29 @@ fn bad_files_are_refused_naming_the_key_and_its_line() {
         ("steps:\n  a: {}\n", 2, "steps.a: no expectation"),
         ("run:\n  max_tokens: -1\n", 2, ""),
         ("", 1, "no expectation"),
-        ("judge: {rubric: x}\n", 1, "unknown field `judge`"),
+        // The top-level `judge:` configures the model; a rubric goes on the run or a step.
+        ("judge: {rubric: x}\n", 1, "unknown field `rubric`"),
+        (
+            "run:\n  judge: {rubric: x, weight: 2}\n",
+            2,
+            "unknown field `weight`",
+        ),
+        (
+            "steps:\n  a:\n    judge: {rubrik: x}\n",
+            3,
+            "unknown field `rubrik`",
+        ),
+        // A key is never in the file, only the name of its variable.
+        (
+            "judge:\n  model: m\n  api_key: sk-secret\nrun: {status: succeeded}\n",
+            3,
+            "unknown field `api_key`",
+        ),
+        (
+            "judge:\n  max_chunks: 0\nrun: {status: succeeded}\n",
+            2,
+            "judge.max_chunks: must be at least 1",
+        ),
     ];
     for (yaml, line, message) in cases {
         let e = Expectations::parse(yaml, "ci/expect.yaml").unwrap_err();
@@ -293,6 +315,7 @@ fn junit_xml_parses_with_one_failure_per_failed_expectation() {
         expectation: "x".to_owned(),
         line: 1,
         passed: false,
+        errored: false,
         detail: "a\u{1b}b\u{ffff}".to_owned(),
     };
     let xml = junit_xml("r", "e", &[raw]);
@@ -317,7 +340,7 @@ fn the_readme_and_crate_doc_examples_parse() {
     let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
     let yaml = &section[start..start + section[start..].find("```").unwrap()];
     let e = Expectations::parse(yaml, "README.md").unwrap();
-    assert_eq!(e.items.len(), 13);
+    assert_eq!(e.items.len(), 14);
     let doc =
         std::fs::read_to_string(root.join("crates/transcript-compare/src/expect/mod.rs")).unwrap();
     let yaml: String = doc
@@ -329,6 +352,6 @@ fn the_readme_and_crate_doc_examples_parse() {
         .collect();
     assert_eq!(
         Expectations::parse(&yaml, "mod.rs").unwrap().items.len(),
-        13
+        14
     );
 }

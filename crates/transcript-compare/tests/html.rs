@@ -1,5 +1,5 @@
-//! The diff page under the HTML export's escaping attack: the hostile values of
-//! transcript-export's `tests/injection.rs` in every recorded field of two runs (step paths,
+//! The diff page under the HTML export's escaping attack: the hostile values of every
+//! rendered view's attack test (`fixtures/hostile/markup.json`) in every recorded field of two runs (step paths,
 //! names, kinds, outputs, errors, agent text, thinking, tool names, arguments and results,
 //! workflow names) never become a tag or an attribute; the page has only its own tags, no
 //! link, no script, and each value shows as text.
@@ -11,23 +11,10 @@ use common::*;
 use serde_json::json;
 use transcript_compare::{DiffOptions, diff, render_html};
 
-/// transcript-export's tests/injection.rs HOSTILE values, plus the timeline attack's.
-const HOSTILE: &[&str] = &[
-    "<img src=x onerror=alert(1)>",
-    "x` <img src=x onerror=alert(1)> `y",
-    "``` <script>alert(1)</script>",
-    "![p](http://evil.example/p.png) [c](javascript:alert(1)) <http://evil.example>",
-    "&lt;script&gt; &#60;img src=x onerror=alert(1)&#62; &amp;",
-    "<!-- c --> <?php x ?> <![CDATA[x]]> <a href=\"javascript:alert(1)\">a</a>",
-    "javascript:alert(1)",
-    "\n\n<div onmouseover=\"alert(1)\">\n\nhi</div>",
-    "\r<img src=x onerror=alert(1)>\r\n<script>alert(1)</script>",
-    "\"><a href=\"https://evil.example/\">x</a>",
-    "' onfocus='alert(1)' x='",
-    "</style><a href=#n1>y</a><style>",
-    "--><!--<a href=x>",
-    "<svg/onload=alert(1)>",
-];
+/// The hostile values of every attack test of a rendered view (`fixtures/hostile/markup.json`).
+fn hostile() -> Vec<String> {
+    serde_json::from_str(include_str!("../../../fixtures/hostile/markup.json")).unwrap()
+}
 
 /// A run whose every recorded field carries `v` (B gets `v` plus a suffix, so every field
 /// differs and is shown on both sides).
@@ -194,7 +181,7 @@ const PAGE_CLASSES: &[&str] = &[
 
 #[test]
 fn hostile_values_in_every_field_stay_text_on_the_diff_page() {
-    for v in HOSTILE {
+    for v in &hostile() {
         let a = hostile_run(A, v, "");
         let b = hostile_run(B, v, "!");
         let doc = diff(
@@ -221,7 +208,7 @@ fn hostile_values_in_every_field_stay_text_on_the_diff_page() {
         }
         assert!(!page.to_ascii_lowercase().contains("<script"));
         assert!(!page.contains("<a "), "a link from {v:?}");
-        if v.contains("<img") {
+        if v.contains("<img src=x onerror=alert(1)>") {
             assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;"));
         }
     }

@@ -99,6 +99,11 @@
 //! `{{ "{{" }}` writes `{{`, and `{% raw %}…{% endraw %}` keeps a block
 //! verbatim ([`template`]).
 //!
+//! Outside workflows, [`ChatClient`] makes single Chat Completions requests on the HTTP
+//! agent's transport (endpoint and key as the HTTP agent takes them, the key named by an
+//! environment variable and masked in errors): `transcript check` grades its `judge:`
+//! expectations with it, through transcript-compare's `Grader` port.
+//!
 //! # Event emission
 //!
 //! * `run.started` / `run.completed` bracket every run with a `StepPayload`
@@ -371,6 +376,7 @@ pub mod audit;
 pub mod bounded;
 pub mod builtins;
 mod catch_unwind;
+pub mod chat_client;
 pub mod cli_agent;
 pub mod compiled;
 pub mod condition;
@@ -381,6 +387,7 @@ pub mod emit;
 pub mod file_channel;
 mod gemini_session;
 pub mod http_agent;
+mod http_transport;
 pub mod mcp;
 pub mod model_endpoint;
 pub mod plugin;
@@ -403,6 +410,7 @@ pub use audit::{
     AuditEvent, AuditRecord, AuditTrail, CollectDisplay, DisplayEvent, DisplaySink, Status,
     TextMask,
 };
+pub use chat_client::{ChatAnswer, ChatClient, ChatError};
 pub use cli_agent::CliAgentRunner;
 pub use compiled::{Compiled, ConditionText, TemplateJson, TemplateText};
 pub use condition::Condition;

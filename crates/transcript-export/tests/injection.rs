@@ -16,28 +16,10 @@ use transcript_export::{
     RunExport, StepExport, ToolCallExport, to_html, to_markdown,
 };
 
-/// Values an agent, a tool or an input could put into a transcript.
-const HOSTILE: &[&str] = &[
-    "<img src=x onerror=alert(1)>",
-    "x` <img src=x onerror=alert(1)> `y",
-    "``` <script>alert(1)</script>",
-    "`",
-    "![p](http://evil.example/p.png) [c](javascript:alert(1)) <http://evil.example>",
-    "&lt;script&gt; &#60;img src=x onerror=alert(1)&#62; &amp;",
-    "*em* _u_ ~~s~~ $m$ ^sup^ [^f] [[wiki]] \\<b\\> {#id onclick=alert(1)}",
-    "<!-- c --> <?php x ?> <![CDATA[x]]> <a href=\"javascript:alert(1)\">a</a>",
-    "javascript:alert(1)",
-    "\n\n<div onmouseover=\"alert(1)\">\n\nhi</div>",
-    "    <iframe src=x></iframe>",
-    "# h {onclick=alert(1)}\n---\n1. x\n- y\n> q\n| a | b |\n|---|---|\n: def",
-    "`````\n<script>alert(1)</script>\n`````\n~~~\n<img src=x onerror=alert(1)>",
-    "\r<img src=x onerror=alert(1)>\r\n<script>alert(1)</script>",
-    "[x]: http://evil.example\n[x]\n\n<style>body{}</style>",
-    "trailing\\\n<img src=x onerror=alert(1)>\\",
-    "snake_case __init__ a_b_c",
-    " a ",
-    "",
-];
+/// The hostile values of every attack test of a rendered view (`fixtures/hostile/markup.json`).
+fn hostile() -> Vec<String> {
+    serde_json::from_str(include_str!("../../../fixtures/hostile/markup.json")).unwrap()
+}
 
 fn step(v: &str, path: String, child: Option<RunExport>, entries: Vec<Entry>) -> StepExport {
     StepExport {
@@ -243,7 +225,7 @@ fn markdown_options() -> [(&'static str, Options); 2] {
 
 #[test]
 fn markdown_renders_hostile_values_as_text_only() {
-    for v in HOSTILE {
+    for v in &hostile() {
         let md = to_markdown(&hostile_document(v));
         for (label, options) in markdown_options() {
             let mut text = String::new();
@@ -358,7 +340,7 @@ const HTML_ATTRS: &[&str] = &[
 
 #[test]
 fn html_export_escapes_hostile_values_in_every_field() {
-    for v in HOSTILE {
+    for v in &hostile() {
         let html = to_html(&hostile_document(v));
         for tag in tags(&html) {
             assert!(
@@ -384,7 +366,7 @@ fn html_export_escapes_hostile_values_in_every_field() {
                 }
             }
         }
-        if v.contains("<img") {
+        if v.contains("<img src=x onerror=alert(1)>") {
             assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
         }
     }

@@ -1,14 +1,14 @@
-//! `transcript check <RUN> --expect FILE [--junit FILE]`: a run held to YAML expectations
-//! (transcript-compare's `Expectations` and `check`). One line per expectation (`ok` or
-//! `FAIL`, the step, the expectation and its line, what the run did), a summary, and with
-//! `--junit` a JUnit XML file (0o600, as `export -o`), one test case per expectation. Exit 0
-//! when all hold, 1 when any fails, 2 for a bad expectations file (unreadable, not YAML, an
-//! unknown key: the message names its line and key), 3 for a run not found.
+//! `transcript check <RUN> --expect FILE [--junit FILE]`: transcript-compare's `check_judged`
+//! (judges graded by transcript-exec's `ChatClient` as the file's `judge:` says). One line per
+//! expectation (`ok`/`FAIL`/`ERR`, step, expectation and line, what the run did), a summary;
+//! `--junit`: JUnit XML (0o600, as `export -o`). Exit 0 all hold, 1 any fails, 2 a bad file
+//! (naming the line and key), 3 a run not found, 4 a judge could not grade.
 
-use std::io::Write as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use transcript_compare::Expectations;
+use transcript_compare::{Expectations, GradePrompt, Summary, check_judged};
+use transcript_exec::ChatClient;
 
 use crate::CliError;
 use crate::exit::stdout_result;
@@ -43,19 +43,25 @@ pub fn run(
     let expectations =
         Expectations::parse(&text, &file).map_err(|e| CliError::Usage(e.to_string()))?;
     let record = super::diff::record(&args.run, store, args.pricing.as_deref())?;
-    let outcomes = transcript_compare::check(&record, &expectations);
+    let j = &expectations.judge;
+    let chat = ChatClient::new(&j.model)
+        .with_base_url(j.base_url.clone())
+        .with_api_key_env(&j.api_key_env)
+        .with_max_retries(j.max_retries)
+        .with_timeout(Duration::from_secs(j.timeout_s))
+        .json_object(true);
+    let grader = |p: GradePrompt| chat.ask(p.system, p.user);
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| CliError::Failed(e.to_string()))?;
+    let outcomes = runtime.block_on(check_judged(&record, &expectations, &grader));
     if let Some(path) = &args.junit {
         let xml = transcript_compare::junit_xml(&record.run_id.to_string(), &file, &outcomes);
-        let mut junit = crate::output_file::create_private(path)?;
-        junit
-            .write_all(xml.as_bytes())
-            .map_err(|e| crate::output_file::write_error(path, &e.to_string()))?;
+        super::export::write_output(Some(path), &xml, out)?;
     }
     let text = transcript_compare::render_outcomes_text(&outcomes, &file, style);
     stdout_result(out.write_all(text.as_bytes()))?;
-    if outcomes.iter().all(|o| o.passed) {
-        Ok(())
-    } else {
-        Err(CliError::Reported(1))
+    match Summary::of(&outcomes) {
+        Summary::Held => Ok(()),
+        Summary::Failed => Err(CliError::Reported(1)),
+        Summary::Errored => Err(CliError::Reported(4)),
     }
 }

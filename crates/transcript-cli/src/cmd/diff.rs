@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use transcript_compare::{DiffOptions, Painter, RunRecord};
+use transcript_compare::{DiffOptions, Painter, RunRecord, Tone};
 
 use crate::CliError;
 use crate::exit::stdout_result;
@@ -35,20 +35,14 @@ pub struct DiffArgs {
 
 /// The CLI's colors and escaping for transcript-compare's text views.
 impl Painter for Style {
-    fn red(&self, text: &str) -> String {
-        Style::red(self, text)
-    }
-    fn green(&self, text: &str) -> String {
-        Style::green(self, text)
-    }
-    fn bold(&self, text: &str) -> String {
-        Style::bold(self, text)
-    }
-    fn dim(&self, text: &str) -> String {
-        Style::dim(self, text)
-    }
-    fn cyan(&self, text: &str) -> String {
-        Style::cyan(self, text)
+    fn paint(&self, tone: Tone, text: &str) -> String {
+        match tone {
+            Tone::Red => self.red(text),
+            Tone::Green => self.green(text),
+            Tone::Bold => self.bold(text),
+            Tone::Dim => self.dim(text),
+            Tone::Cyan => self.cyan(text),
+        }
     }
     fn clean(&self, text: &str) -> String {
         clean(text)

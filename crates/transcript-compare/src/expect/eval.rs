@@ -9,13 +9,18 @@ use crate::record::{RunRecord, Spend, StepRecord};
 /// How much of a recorded value a detail quotes.
 const QUOTE_CHARS: usize = 200;
 
-/// Checks `run` against every expectation, in order.
+/// Checks `run` against every expectation, in order. A `judge:` expectation needs a model:
+/// here it is an error outcome ("not graded"); [`crate::check_judged`] grades it.
 pub fn check(run: &RunRecord, expectations: &Expectations) -> Vec<Outcome> {
     let steps = run.walk();
     expectations
         .items
         .iter()
         .map(|e| {
+            if matches!(e.rule, Rule::Judge { .. }) {
+                let why = "not graded: no judge model was given (transcript_compare::check_judged grades it)";
+                return errored(e, why.to_owned());
+            }
             let result = if e.scope == "run" {
                 run_rule(run, &e.rule)
             } else {
@@ -31,7 +36,8 @@ pub fn check(run: &RunRecord, expectations: &Expectations) -> Vec<Outcome> {
         .collect()
 }
 
-fn outcome(e: &Expectation, result: Result<String, String>) -> Outcome {
+/// The outcome of `e`: `Ok(detail)` holds, `Err(detail)` does not.
+pub(crate) fn outcome(e: &Expectation, result: Result<String, String>) -> Outcome {
     let (passed, detail) = match result {
         Ok(d) => (true, d),
         Err(d) => (false, d),
@@ -41,12 +47,21 @@ fn outcome(e: &Expectation, result: Result<String, String>) -> Outcome {
         expectation: e.rule.describe(),
         line: e.line,
         passed,
+        errored: false,
         detail,
     }
 }
 
+/// The outcome of an expectation that could not be decided.
+pub(crate) fn errored(e: &Expectation, detail: String) -> Outcome {
+    Outcome {
+        errored: true,
+        ..outcome(e, Err(detail))
+    }
+}
+
 /// The executions a scope names: `path` every one, `path#N` those of iteration N.
-fn select<'a>(steps: &[(String, &'a StepRecord)], scope: &str) -> Vec<&'a StepRecord> {
+pub(crate) fn select<'a>(steps: &[(String, &'a StepRecord)], scope: &str) -> Vec<&'a StepRecord> {
     let by_iteration = scope
         .rsplit_once('#')
         .and_then(|(p, n)| Some((p, n.parse::<u64>().ok()?)));

@@ -1,5 +1,7 @@
-//! JUnit XML of a check: one `<testcase>` per expectation, a `<failure>` in each that does
-//! not hold. Written by quick-xml's writer, which escapes every name, attribute and text;
+//! JUnit XML of a check: one `<testcase>` per expectation (one per `judge:` too), a
+//! `<failure>` in each that does not hold, an `<error>` in each that could not be decided (a
+//! judge that could not grade), and what the run did as `<system-out>` of each that holds
+//! (a judge's reason). Written by quick-xml's writer, which escapes every name, attribute and text;
 //! characters XML 1.0 cannot carry at all (most C0 controls) are shown as `\u{..}` first.
 
 use quick_xml::Writer;
@@ -24,13 +26,19 @@ fn write(
 ) -> std::io::Result<()> {
     w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
     let tests = outcomes.len().to_string();
-    let failures = outcomes.iter().filter(|o| !o.passed).count().to_string();
+    let failures = outcomes
+        .iter()
+        .filter(|o| !o.passed && !o.errored)
+        .count()
+        .to_string();
+    let errors = outcomes.iter().filter(|o| o.errored).count().to_string();
     let suite = xml_chars(&format!("transcript check {run} against {expectations}"));
     w.create_element("testsuites")
         .with_attributes([
             ("name", suite.as_str()),
             ("tests", tests.as_str()),
             ("failures", failures.as_str()),
+            ("errors", errors.as_str()),
         ])
         .write_inner_content(|w| {
             w.create_element("testsuite")
@@ -38,7 +46,7 @@ fn write(
                     ("name", suite.as_str()),
                     ("tests", tests.as_str()),
                     ("failures", failures.as_str()),
-                    ("errors", "0"),
+                    ("errors", errors.as_str()),
                 ])
                 .write_inner_content(|w| {
                     for o in outcomes {
@@ -57,14 +65,20 @@ fn testcase(w: &mut Writer<Vec<u8>>, expectations: &str, o: &Outcome) -> std::io
     let case = w
         .create_element("testcase")
         .with_attributes([("classname", classname.as_str()), ("name", name.as_str())]);
-    if o.passed {
-        case.write_empty()?;
-        return Ok(());
-    }
     let detail = xml_chars(&o.detail);
     case.write_inner_content(|w| {
-        w.create_element("failure")
-            .with_attributes([("message", detail.as_str()), ("type", "expectation")])
+        if o.passed {
+            w.create_element("system-out")
+                .write_text_content(BytesText::new(&detail))?;
+            return Ok(());
+        }
+        let (element, kind) = if o.errored {
+            ("error", "not graded")
+        } else {
+            ("failure", "expectation")
+        };
+        w.create_element(element)
+            .with_attributes([("message", detail.as_str()), ("type", kind)])
             .write_text_content(BytesText::new(&detail))?;
         Ok(())
     })?;

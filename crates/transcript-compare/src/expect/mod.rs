@@ -21,7 +21,14 @@
 //!     output: {contains: "done"}          # and/or matches: regex, equals: text
 //!     max_turns: 30
 //!     max_cost_usd: 0.25
+//!     judge: {rubric: "The agent ran the tests before it committed."}
 //! ```
+//!
+//! `judge: {rubric}` (on `run:` or a step) asks a model to grade what the transcript shows
+//! against the rubric; the file's top-level `judge:` configures that model (see
+//! [`crate::judge`]): `model`, `base_url`, `api_key_env` (the variable holding the key, never
+//! the key), `max_context_tokens`, `max_chunks`, `max_retries`, `timeout_s`. [`check`] leaves
+//! judge expectations ungraded (an error outcome); [`crate::check_judged`] grades them.
 //!
 //! A step path names every execution of it (each iteration, each re-run): `status`, `output`
 //! and `max_turns` must hold for each; the tool expectations read the calls of all of them,
@@ -38,15 +45,20 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 pub use eval::check;
+pub(crate) use eval::{errored, outcome, select};
 pub use junit::junit_xml;
 
-use spec::{ArgDef, FileDef, RunDef, StatusDef, StepDef, TextDef};
+use crate::judge_settings::JudgeSettings;
+use spec::{ArgDef, FileDef, JudgeDef, RunDef, StatusDef, StepDef, TextDef};
 
 /// A parsed, compiled expectations file.
 #[derive(Debug, Clone)]
 pub struct Expectations {
     /// Every expectation, in the order of the file (run first, then steps by line).
     pub items: Vec<Expectation>,
+    /// The model that grades the `judge:` expectations (the file's top-level `judge:`, else
+    /// the defaults).
+    pub judge: JudgeSettings,
 }
 
 /// One expectation: where it applies, what it says, the line it is on.
@@ -90,6 +102,12 @@ pub enum Rule {
     Output(TextMatcher),
     /// Each execution has at most this many assistant turns.
     MaxTurns(u64),
+    /// A model grades what the transcript shows of the run or the step against this rubric
+    /// ([`crate::check_judged`]).
+    Judge {
+        /// What the run or step should have done, in words.
+        rubric: String,
+    },
 }
 
 /// How one tool argument must look.
@@ -154,6 +172,7 @@ impl Expectations {
             line,
             message,
         };
+        let judge = judge_settings(def.judge).map_err(|(l, m)| bad(l, m))?;
         let mut items = Vec::new();
         if let Some(run) = def.run {
             items.extend(run_items(run));
@@ -178,7 +197,7 @@ impl Expectations {
             ));
         }
         items.sort_by_key(|e| (e.scope != "run", e.line));
-        Ok(Expectations { items })
+        Ok(Expectations { items, judge })
     }
 }
 
@@ -212,7 +231,51 @@ fn run_items(run: RunDef) -> Vec<Expectation> {
             Rule::MaxDurationMs(d.value),
         ));
     }
+    if let Some(j) = run.judge {
+        out.push(judge_item("run", j));
+    }
     out
+}
+
+fn judge_item(scope: &str, j: Spanned<spec::RubricDef>) -> Expectation {
+    let rubric = j.value.rubric;
+    item(scope, j.referenced.line(), Rule::Judge { rubric })
+}
+
+/// The top-level `judge:` over the defaults; a bound of 0 is refused.
+fn judge_settings(def: Option<JudgeDef>) -> Result<JudgeSettings, Bad> {
+    let mut s = JudgeSettings::default();
+    let Some(d) = def else {
+        return Ok(s);
+    };
+    if let Some(m) = d.model {
+        s.model = m;
+    }
+    s.base_url = d.base_url.filter(|b| !b.is_empty());
+    if let Some(k) = d.api_key_env {
+        s.api_key_env = k;
+    }
+    if let Some(t) = d.max_context_tokens {
+        if t.value == 0 {
+            return Err((
+                t.referenced.line(),
+                "judge.max_context_tokens: must be more than 0".to_owned(),
+            ));
+        }
+        s.max_context_tokens = t.value;
+    }
+    if let Some(c) = d.max_chunks {
+        if c.value == 0 {
+            return Err((
+                c.referenced.line(),
+                "judge.max_chunks: must be at least 1".to_owned(),
+            ));
+        }
+        s.max_chunks = c.value;
+    }
+    s.max_retries = d.max_retries.unwrap_or(s.max_retries);
+    s.timeout_s = d.timeout_s.unwrap_or(s.timeout_s);
+    Ok(s)
 }
 
 type Bad = (u64, String);
@@ -248,6 +311,9 @@ fn step_items(path: &str, step: StepDef, out: &mut Vec<Expectation>) -> Result<(
     }
     if let Some(c) = step.max_cost_usd {
         out.push(item(path, c.referenced.line(), Rule::MaxCostUsd(c.value)));
+    }
+    if let Some(j) = step.judge {
+        out.push(judge_item(path, j));
     }
     Ok(())
 }
@@ -359,6 +425,13 @@ impl Rule {
             Rule::Output(TextMatcher::Matches(r)) => format!("output matches /{}/", r.as_str()),
             Rule::Output(TextMatcher::Equals(t)) => format!("output equals {t:?}"),
             Rule::MaxTurns(n) => format!("max_turns: {n}"),
+            Rule::Judge { rubric } => {
+                let mut shown: String = rubric.chars().take(80).collect();
+                if rubric.chars().count() > 80 {
+                    shown.push('…');
+                }
+                format!("judge: {shown:?}")
+            }
         }
     }
 }
@@ -374,6 +447,35 @@ pub struct Outcome {
     pub line: u64,
     /// Whether it holds.
     pub passed: bool,
-    /// What the run did (for a failure: why it does not hold).
+    /// Whether it could not be decided (never passed): a judge whose endpoint failed, whose
+    /// answer was not a verdict, or that was given a transcript too large to grade. JUnit
+    /// calls it an error, the CLI exits 4.
+    pub errored: bool,
+    /// What the run did (for a failure: why it does not hold; for an error: its cause).
     pub detail: String,
+}
+
+/// What the outcomes of a check add up to (the CLI's exit code: 0, 1, 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Summary {
+    /// Every expectation holds.
+    Held,
+    /// Some expectation does not hold, and every one was decided.
+    Failed,
+    /// Some expectation could not be decided (a judge that could not grade), whatever the
+    /// others did: the check is incomplete.
+    Errored,
+}
+
+impl Summary {
+    /// The summary of `outcomes`.
+    pub fn of(outcomes: &[Outcome]) -> Summary {
+        if outcomes.iter().any(|o| o.errored) {
+            Summary::Errored
+        } else if outcomes.iter().all(|o| o.passed) {
+            Summary::Held
+        } else {
+            Summary::Failed
+        }
+    }
 }

@@ -13,6 +13,8 @@ use serde_saphyr::Spanned;
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileDef {
     #[serde(default)]
+    pub judge: Option<JudgeDef>,
+    #[serde(default)]
     pub run: Option<RunDef>,
     #[serde(default)]
     pub steps: BTreeMap<String, Spanned<StepDef>>,
@@ -51,6 +53,8 @@ pub(crate) struct RunDef {
     pub max_tokens: Option<Spanned<u64>>,
     #[serde(default)]
     pub max_duration_ms: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub judge: Option<Spanned<RubricDef>>,
 }
 
 /// `steps: <path>:`.
@@ -75,6 +79,36 @@ pub(crate) struct StepDef {
     pub max_turns: Option<Spanned<u64>>,
     #[serde(default)]
     pub max_cost_usd: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub judge: Option<Spanned<RubricDef>>,
+}
+
+/// `judge:` on the run or a step: what the model grades against.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RubricDef {
+    pub rubric: String,
+}
+
+/// The file's top-level `judge:`: the model that grades (every key optional; no key: the
+/// API key is only ever named, by its environment variable).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JudgeDef {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub max_context_tokens: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub max_chunks: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
 }
 
 /// One argument of `tool_args`: exactly one of the three.
