@@ -368,15 +368,14 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let style = Style::for_stdout(cli.color);
-    // NATS storage (#44): `run` and `replay` record there, the views read through the read
-    // port (`store`), `receipts --by` ran there, `validate` reads a private local copy.
+    // NATS storage (#44): `run` and `replay` record there, `receipts --by` ran there, every
+    // view reads through the read port (`store`).
     let mut command = cli.command;
-    let (storage, nats, _copy) = match nats_storage::route(&cli.storage, &mut command, &mut out)? {
+    let (storage, nats) = match nats_storage::route(&cli.storage, &mut command, &mut out)? {
         nats_storage::Route::Done => return Ok(()),
-        nats_storage::Route::Directory => (cli.storage.clone(), None, None),
-        nats_storage::Route::Record(url) => (PathBuf::from(DEFAULT_STORAGE), Some(url), None),
-        nats_storage::Route::Local(copy) => (copy.path().to_path_buf(), None, Some(copy)),
-        nats_storage::Route::Replay(url) => (cli.storage.clone(), Some(url), None),
+        nats_storage::Route::Directory => (cli.storage.clone(), None),
+        nats_storage::Route::Record(url) => (PathBuf::from(DEFAULT_STORAGE), Some(url)),
+        nats_storage::Route::Replay(url) => (cli.storage.clone(), Some(url)),
     };
     let store = || store::open(&storage);
     match command {
@@ -384,7 +383,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Replay(args) => cmd::replay::command(args, (storage, nats), cli.color, &mut out),
         Command::Import(args) => cmd::import::command(args, storage, &mut out),
         Command::Validate { runs, json } => {
-            cmd::validate::run(&runs, &storage, json, &style, &mut out)
+            cmd::validate::run(&runs, &store(), json, &style, &mut out)
         }
         Command::Export {
             run,
@@ -516,7 +515,7 @@ fn receipts(
     match (by, run) {
         (Some(by), run) => cmd::receipts::run_grouped(
             run.as_deref(),
-            storage,
+            (storage, &store::open(storage)),
             by,
             json,
             pricing.as_deref(),

@@ -1,6 +1,5 @@
 //! The runs of a store as `list` shows them ([`RunSummary`], from the read port's
-//! [`StoredRun`]), newest first, and what the file-based commands (`tail`, `stats`,
-//! `validate`) still ask of a run file directly: its liveness.
+//! [`StoredRun`]), newest first, and the liveness of a transcript file named by its path.
 
 use std::path::{Path, PathBuf};
 
@@ -60,31 +59,11 @@ impl From<RunStatus> for RunState {
     }
 }
 
-/// Runs copied from NATS storage (`crate::nats_storage`, for the commands not on the read
-/// port yet): their liveness is their lease's on the servers, not a lock on the copy.
-static REMOTE_LIVENESS: std::sync::Mutex<std::collections::BTreeMap<PathBuf, bool>> =
-    std::sync::Mutex::new(std::collections::BTreeMap::new());
-
-/// Records that the run copied to `path` had its lease `held` on the servers it was read
-/// from.
-pub fn set_remote_liveness(path: &Path, held: bool) {
-    REMOTE_LIVENESS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(path.to_path_buf(), held);
-}
-
 /// A run without `run.completed` at `path`: [`RunStatus::Running`] while a runner holds its
 /// lease (tested without taking it: `transcript_infra::writer_holds`), else
 /// [`RunStatus::Abandoned`].
 pub fn liveness(path: &Path) -> RunStatus {
-    let remote = REMOTE_LIVENESS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(path)
-        .copied();
-    let held = remote.unwrap_or_else(|| transcript_infra::writer_holds(path).unwrap_or(false));
-    if held {
+    if transcript_infra::writer_holds(path).unwrap_or(false) {
         RunStatus::Running
     } else {
         RunStatus::Abandoned

@@ -13,35 +13,6 @@ use crate::CliError;
 /// The default storage directory, relative to the working directory.
 pub const DEFAULT_STORAGE: &str = "storage/transcripts";
 
-/// Resolves a `<file|run-id>` argument: an existing path wins; otherwise a full run id names
-/// `<storage>/<run-id>.jsonl`, a unique prefix of a run id (at least 4 hex digits) names the one
-/// run it starts, and `latest` names the most recently started root run.
-pub fn resolve(arg: &str, storage: &Path) -> Result<PathBuf, CliError> {
-    let as_path = PathBuf::from(arg);
-    if as_path.exists() {
-        return Ok(as_path);
-    }
-    if let Ok(run_id) = RunId::parse(arg) {
-        let path = storage.join(run_id.file_name());
-        if path.exists() {
-            return Ok(path);
-        }
-        return Err(CliError::NotFound {
-            what: format!("run {run_id}"),
-            path,
-        });
-    }
-    if arg == "latest" || transcript_domain::run_store::is_id_prefix(arg) {
-        let store = crate::store::directory(storage);
-        let id = store.resolve(arg).map_err(crate::store::error)?;
-        return Ok(store.path_of(id));
-    }
-    Err(CliError::NotFound {
-        what: "transcript".to_owned(),
-        path: as_path,
-    })
-}
-
 /// One transcript file, read completely and tolerantly.
 #[derive(Debug, Default)]
 pub struct Loaded {
@@ -72,9 +43,11 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
     collect(reader, path)
 }
 
-/// Decodes a transcript a store read (diagnostics name `lines.location` and the line).
-pub fn decode(lines: &StoredLines) -> Result<Loaded, CliError> {
-    let reader = TranscriptReader::new(lines.bytes.as_slice()).with_path(&lines.location);
+/// Decodes a transcript a store read, as a stream (diagnostics name `lines.location` and the
+/// line).
+pub fn decode(lines: StoredLines) -> Result<Loaded, CliError> {
+    let body = std::io::BufReader::new(lines.body);
+    let reader = TranscriptReader::new(body).with_path(&lines.location);
     collect(reader, Path::new(&lines.location))
 }
 
@@ -177,7 +150,8 @@ pub fn open_run<'a>(
                 what: format!("run {id}"),
                 path: store.location().into(),
             })?;
-        (store.clone(), decode(&lines)?, lines.state)
+        let state = lines.state;
+        (store.clone(), decode(lines)?, state)
     };
     report_read_problems(&loaded);
     let mut events = loaded.decoded();
@@ -204,7 +178,7 @@ impl RunSource<'_> {
                 .store
                 .read(id)
                 .map_err(crate::store::error)
-                .and_then(|lines| lines.map(|l| decode(&l)).transpose());
+                .and_then(|lines| lines.map(decode).transpose());
             let mut events = match read {
                 Ok(loaded) => loaded?.decoded(),
                 Err(e) => {

@@ -76,15 +76,33 @@ pub struct StoredRun {
 }
 
 /// A run's transcript as recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredLines {
     /// Where it was read: a file path, or `nats://…#<run-id>` (diagnostics name it with the
     /// line number).
     pub location: String,
-    /// The JSONL bytes, every line as written.
-    pub bytes: Vec<u8>,
+    /// The JSONL bytes, every line as written, to be read as a stream: a file's are not held
+    /// in memory, so a transcript with a line of gigabytes costs a reader its line cap only.
+    pub body: Box<dyn std::io::Read + Send>,
     /// How far the run got when it was read.
     pub state: RunState,
+}
+
+impl std::fmt::Debug for StoredLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredLines")
+            .field("location", &self.location)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoredLines {
+    /// The whole body in memory.
+    pub fn into_bytes(mut self) -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.body.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
 }
 
 /// Why a store could not answer.

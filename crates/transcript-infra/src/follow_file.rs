@@ -85,6 +85,29 @@ pub fn follow_file(
     }
 }
 
+/// Hands `each` the complete lines of `reader` as [`FollowItem::Line`] (a line over the cap as
+/// [`FollowItem::Skipped`], never buffered) until its end or until `each` breaks; returns the
+/// length of a torn final line (bytes after the last newline), 0 when there is none or when
+/// `each` broke.
+pub fn read_lines(
+    mut reader: impl Read,
+    each: &mut dyn FnMut(FollowItem<'_>) -> ControlFlow<()>,
+) -> std::io::Result<u64> {
+    let mut lines = Assembler::default();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(lines.skipping.unwrap_or(lines.pending.len() as u64)),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if lines.feed(&chunk[..n], each).is_break() {
+            return Ok(0);
+        }
+    }
+}
+
 /// Complete lines out of the bytes read so far, at most the line cap each.
 #[derive(Default)]
 struct Assembler {

@@ -334,7 +334,7 @@ pub use clock::{RandomRunIds, SystemClock};
 pub use ends::{first_event, last_event};
 pub use factory::JsonlRecorderFactory;
 pub use fanout::{DEFAULT_SUBSCRIBER_BUFFER, FanOutStats, SubscriberStats};
-pub use follow_file::follow_file;
+pub use follow_file::{follow_file, read_lines};
 pub use lease::{WriterLease, writer_holds};
 pub use loader::{LoadError, LoadedRun, load_run_tree};
 pub use reader::{
@@ -353,4 +353,5 @@ pub use tap::{StartTap, TapError, TapFactory, joined};
 pub use transcript_domain::{Recorder, RecorderFactory, RunIdGenerator, Subscription};
 pub use verify::{
     FileReport, Finding, FindingCode, RunReport, verify_file, verify_reader, verify_run,
+    verify_run_in,
 };

@@ -328,7 +328,7 @@ impl RunStore for NatsRunStore {
         };
         Ok(Some(StoredLines {
             location: format!("{}#{run}", self.location()),
-            bytes,
+            body: Box::new(std::io::Cursor::new(bytes)),
             state,
         }))
     }

@@ -143,28 +143,37 @@ fn imported_file(
     })
 }
 
-/// The files `receipts --by` reads: the run named, else every run of `storage` but replays
-/// and their child runs (not spend: their turns were the recording's).
-fn grouped_files(run: Option<&str>, storage: &Path) -> Result<Vec<std::path::PathBuf>, CliError> {
-    Ok(match run {
-        Some(r) => vec![source::resolve(r, storage)?],
+/// The runs `receipts --by` reads, each loaded in its turn: the run named (through the read
+/// port), else every file of `storage` but replays and their child runs (not spend: their
+/// turns were the recording's).
+fn grouped_runs(run: Option<&str>, storage: &Path) -> Vec<Grouped> {
+    match run {
+        Some(r) => vec![Grouped::Run(r.to_owned())],
         None => {
             // A missing storage holds no runs (nothing to bill).
             let runs = crate::runs::all_runs(&crate::store::directory(storage)).unwrap_or_default();
             let replays = crate::runs::replays(&runs);
             runs.into_iter()
                 .filter(|r| !replays.contains(&r.run_id))
-                .map(|r| r.path)
+                .map(|r| Grouped::File(r.path))
                 .collect()
         }
-    })
+    }
+}
+
+/// One run `receipts --by` bills.
+enum Grouped {
+    /// A transcript file of the storage directory.
+    File(std::path::PathBuf),
+    /// The run argument given.
+    Run(String),
 }
 
 /// `transcript receipts --by <group>`: every run in `storage` (or the one named), its
 /// billed turns grouped, as a table or `--json`.
 pub fn run_grouped(
     run: Option<&str>,
-    storage: &Path,
+    (storage, store): (&Path, &crate::store::Store),
     by: GroupBy,
     json: bool,
     pricing_file: Option<&Path>,
@@ -172,7 +181,11 @@ pub fn run_grouped(
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
     let table = pricing(pricing_file)?;
-    let index = super::import::store::Index::load(storage)?;
+    // The import index of a storage directory (a NATS store keeps none).
+    let index = match crate::nats_connect::url_of(storage)? {
+        Some(_) => Default::default(),
+        None => super::import::store::Index::load(storage)?,
+    };
     let sources: std::collections::HashMap<&str, (&str, &str, Option<&str>)> = index
         .files
         .iter()
@@ -183,16 +196,18 @@ pub fn run_grouped(
             )
         })
         .collect();
-    let files = grouped_files(run, storage)?;
+    let runs = grouped_runs(run, storage);
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let mut grouping = Grouping {
         by,
         requests: Requests::new(),
     };
     let options = transcript_export::ExportOptions::default();
-    for file in files {
-        let loaded = source::load(&file)?;
-        let events = loaded.decoded();
+    for run in runs {
+        let events = match run {
+            Grouped::File(file) => source::load(&file)?.decoded(),
+            Grouped::Run(arg) => source::open_run(&arg, store, None)?.events,
+        };
         let doc = transcript_export::build_document(&events, &mut |_| None, &options);
         // One answer per session however it was imported (a store or files).
         let (source, sidechain) = match sources.get(doc.run.run_id.as_str()) {

@@ -432,9 +432,10 @@ pub fn run(
                 let Some(lines) = whole.read(run.run_id).map_err(crate::store::error)? else {
                     continue;
                 };
-                let loaded = crate::source::decode(&lines)?;
+                let state = lines.state;
+                let loaded = crate::source::decode(lines)?;
                 crate::source::report_read_problems(&loaded);
-                add(loaded.decoded(), lines.state);
+                add(loaded.decoded(), state);
             }
         }
         None => {

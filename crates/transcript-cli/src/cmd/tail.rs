@@ -13,7 +13,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use transcript_domain::run_store::{FollowEnd, FollowItem};
+use transcript_domain::run_store::{FollowEnd, FollowItem, StoredLines};
 use transcript_domain::tree::Status;
 use transcript_domain::{DecodedEvent, DecodedPayload, EventKind, EventType, RunId, decode_line};
 
@@ -173,21 +173,21 @@ impl Target {
         })
     }
 
-    /// The bytes stored so far, and how far the run got (`None`: no such run).
-    fn read(&self) -> Result<Option<(Vec<u8>, &'static str)>, CliError> {
+    /// What is stored so far, as a stream, and how far the run got (`None`: no such run).
+    fn read(&self) -> Result<Option<StoredLines>, CliError> {
         match (&self.path, self.run) {
             (Some(path), _) => {
-                let bytes = std::fs::read(path).map_err(|e| CliError::Read {
+                let file = std::fs::File::open(path).map_err(|e| CliError::Read {
                     path: path.clone(),
                     message: e.to_string(),
                 })?;
-                Ok(Some((bytes, crate::runs::liveness(path).as_str())))
+                Ok(Some(StoredLines {
+                    location: self.location.clone(),
+                    body: Box::new(file),
+                    state: crate::runs::liveness(path).into(),
+                }))
             }
-            (None, Some(run)) => Ok(self
-                .store
-                .read(run)
-                .map_err(crate::store::error)?
-                .map(|l| (l.bytes, l.state.as_str()))),
+            (None, Some(run)) => self.store.read(run).map_err(crate::store::error),
             (None, None) => Ok(None),
         }
     }
@@ -265,39 +265,26 @@ fn print_stored(
     style: &Style,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let Some((bytes, state)) = target.read()? else {
+    let Some(StoredLines { body, state, .. }) = target.read()? else {
         return Err(CliError::NotFound {
             what: "run".to_owned(),
             path: target.location.clone().into(),
         });
     };
     let mut shown = Shown::default();
-    let complete = bytes.len() - bytes.iter().rev().take_while(|b| **b != b'\n').count();
-    let cap = transcript_domain::MAX_LINE_BYTES;
-    for line in bytes[..complete].split_inclusive(|b| *b == b'\n') {
-        let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let item = if line.len() > cap {
-            FollowItem::Skipped {
-                line: shown.line_no + 1,
-                len: line.len() as u64,
-            }
-        } else {
-            FollowItem::Line(line)
-        };
-        if shown
-            .take(item, &target.location, options, style, out)
-            .is_break()
-        {
-            break;
-        }
-    }
+    let torn = transcript_infra::read_lines(body, &mut |item| {
+        shown.take(item, &target.location, options, style, out)
+    })
+    .map_err(|e| CliError::Read {
+        path: target.location.clone().into(),
+        message: e.to_string(),
+    })?;
     if let Some(e) = shown.error {
         return Err(e);
     }
     if shown.status.is_some() {
         return Ok(());
     }
-    let torn = bytes.len() - complete;
     if torn > 0 {
         crate::diag!(
             "{}: line {}: warning: unterminated final line ({torn} bytes)",
@@ -308,8 +295,9 @@ fn print_stored(
     if options.until_complete && shown.events > 0 {
         // No run.completed: say whether a runner is still at it.
         crate::diag!(
-            "transcript: {}: no run.completed yet: {state}",
-            target.location
+            "transcript: {}: no run.completed yet: {}",
+            target.location,
+            state.as_str()
         );
     }
     Ok(())

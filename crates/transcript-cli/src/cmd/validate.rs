@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
-use transcript_infra::{FileReport, Finding, RunReport, verify_file, verify_run};
+use transcript_infra::{FileReport, Finding, RunReport, verify_file, verify_run, verify_run_in};
 
 use crate::style::Style;
 
@@ -117,7 +117,7 @@ pub fn render(report: &Report, style: &Style) -> String {
 /// from a root run on its own, so every transcript is checked once.
 pub fn run(
     args: &[String],
-    storage: &Path,
+    store: &crate::store::Store,
     json: bool,
     style: &Style,
     out: &mut dyn std::io::Write,
@@ -127,9 +127,26 @@ pub fn run(
         let dir = Path::new(arg);
         if dir.is_dir() {
             reports.extend(verify_dir(dir));
+        } else if transcript_nats::StorageUrl::is_nats(arg) {
+            // A whole store named by its URL, as a directory by its path.
+            reports.extend(verify_store(&crate::store::open(dir))?);
+        } else if crate::source::is_path(arg) {
+            if !dir.exists() {
+                return Err(crate::CliError::NotFound {
+                    what: "transcript".to_owned(),
+                    path: dir.to_path_buf(),
+                });
+            }
+            reports.push(verify(dir));
         } else {
-            let path = crate::source::resolve(arg, storage)?;
-            reports.push(verify(&path));
+            let id = store.resolve(arg).map_err(crate::store::error)?;
+            if !store.contains(id).map_err(crate::store::error)? {
+                return Err(crate::CliError::NotFound {
+                    what: format!("run {id}"),
+                    path: store.location().into(),
+                });
+            }
+            reports.push(Report::Run(verify_run_in(store.as_ref(), id)));
         }
     }
     let text = if json {
@@ -152,6 +169,25 @@ pub fn run(
         )));
     }
     Ok(())
+}
+
+/// Every run of a store: each root run with its children, then any run not reached from one.
+fn verify_store(store: &crate::store::Store) -> Result<Vec<Report>, crate::CliError> {
+    let mut runs = store.runs().map_err(crate::store::error)?;
+    runs.sort_by_key(|r| r.run_id);
+    let mut reached = std::collections::HashSet::new();
+    let mut reports = Vec::new();
+    let roots = runs.iter().filter(|r| r.parent_run_id.is_none());
+    let others = runs.iter().filter(|r| r.parent_run_id.is_some());
+    for run in roots.chain(others) {
+        if reached.contains(&run.run_id) {
+            continue;
+        }
+        let report = verify_run_in(store.as_ref(), run.run_id);
+        reached.extend(report.files.iter().filter_map(|f| f.run_id));
+        reports.push(Report::Run(report));
+    }
+    Ok(reports)
 }
 
 fn verify_dir(dir: &Path) -> Vec<Report> {

@@ -1,6 +1,8 @@
 //! `verify`: structural checks of transcript files, as a serializable
 //! report (used by `transcript validate`).
 
+mod in_store;
+pub use in_store::verify_run_in;
 mod seq;
 mod tools;
 
@@ -474,18 +476,36 @@ impl RunReport {
 /// checking that each child file exists and names its caller as parent.
 pub fn verify_run(storage_dir: impl AsRef<Path>, run_id: RunId) -> RunReport {
     let dir = storage_dir.as_ref();
+    let open = |run: RunId| -> Opened {
+        let path = dir.join(run.file_name());
+        if path.exists() {
+            Ok(verify_file(&path))
+        } else {
+            let missing = format!("child run {run} has no file {}", path.display());
+            Err(Box::new((missing, verify_file(&path))))
+        }
+    };
+    verify_linked(run_id, &open)
+}
+
+/// What opening one run of a linked verification gives: its report, or (it is missing) what a
+/// missing child is called and the report a missing root gets.
+pub(crate) type Opened = Result<FileReport, Box<(String, FileReport)>>;
+
+/// The run and its child runs, each opened by `open`.
+pub(crate) fn verify_linked(run_id: RunId, open: &dyn Fn(RunId) -> Opened) -> RunReport {
     let mut report = RunReport {
         run_id,
         files: Vec::new(),
         links: Vec::new(),
     };
     let mut seen = HashSet::new();
-    visit(dir, run_id, None, 0, &mut seen, &mut report);
+    visit(open, run_id, None, 0, &mut seen, &mut report);
     report
 }
 
 fn visit(
-    dir: &Path,
+    open: &dyn Fn(RunId) -> Opened,
     run: RunId,
     caller: Option<RunId>,
     depth: usize,
@@ -508,15 +528,18 @@ fn visit(
         ));
         return;
     }
-    let path = dir.join(run.file_name());
-    if caller.is_some() && !path.exists() {
-        report.links.push(Finding::file(
-            FindingCode::ChildMissing,
-            format!("child run {run} has no file {}", path.display()),
-        ));
-        return;
-    }
-    let file = verify_file(&path);
+    let file = match open(run) {
+        Ok(file) => file,
+        Err(missing) if caller.is_some() => {
+            let (missing, _) = *missing;
+            report
+                .links
+                .push(Finding::file(FindingCode::ChildMissing, missing));
+            return;
+        }
+        // The root itself: what verifying it says (no such file, unreadable).
+        Err(missing) => missing.1,
+    };
     if let Some(caller) = caller
         && file.events > 0
         && file.parent_run_id != Some(caller)
@@ -532,6 +555,6 @@ fn visit(
     let children = file.child_run_ids.clone();
     report.files.push(file);
     for child in children {
-        visit(dir, child, Some(run), depth + 1, seen, report);
+        visit(open, child, Some(run), depth + 1, seen, report);
     }
 }
