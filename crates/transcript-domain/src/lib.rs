@@ -165,6 +165,12 @@
 //! * [`Clock`] and [`RunIdGenerator`], with [`ManualClock`] and
 //!   [`SequentialRunIds`] for byte-stable goldens (real implementations live
 //!   in `transcript-infra`).
+//! * [`run_store::RunStore`], the read port (synchronous, object safe): list a storage's
+//!   runs, resolve a run argument (full id, unique prefix, `latest`), read a run as
+//!   recorded (a stream of its bytes and its [`run_store::RunState`]), follow it as it
+//!   grows. Adapters: a directory (`transcript-infra`), the JetStream store
+//!   (`transcript-nats`). [`replays::replayed_runs`] says which runs are replays (not
+//!   spend).
 //!
 //! ## One home for shared rules
 //!

@@ -6,7 +6,7 @@
 
 mod common;
 
-use transcript_domain::run_store::{RunState, RunStore};
+use transcript_domain::run_store::{FollowEnd, FollowItem, RunState, RunStore};
 use transcript_domain::{RecorderFactory, RunIdGenerator, SequentialRunIds};
 use transcript_nats::{NatsRecorderFactory, NatsRunStore, StreamOptions};
 
@@ -98,4 +98,61 @@ fn a_url_without_a_store_is_refused_and_creates_nothing() {
     let url = transcript_nats::StorageUrl::parse(&format!("{}/NOSUCH", server.url())).unwrap();
     let err = NatsRunStore::connect(&url, options()).unwrap_err();
     assert!(err.to_string().contains("no transcript store"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_port_follows_a_run_live_and_says_when_its_runner_is_gone() {
+    let Some(server) = common::server() else {
+        return;
+    };
+    // The runner's lease is long (its renewals never come during the test: the test releases
+    // it itself); the follower's is short, so it confirms a lapse within about a second.
+    let store = common::store(&server.url(), options()).await;
+    let options = StreamOptions {
+        lease: std::time::Duration::from_secs(1),
+        ..StreamOptions::default()
+    };
+    let run = SequentialRunIds::with_prefix(0x5212).next_run_id();
+    let factory = NatsRecorderFactory::new(store.clone(), common::clock());
+    let recorder = factory.create(run, None).await.unwrap();
+    let drafts = common::drafts(None);
+    recorder.record(drafts[0].clone()).await.unwrap();
+
+    let port = std::sync::Arc::new(NatsRunStore::connect(store.url(), options).unwrap());
+    assert!(port.contains(run).unwrap());
+    // The follower runs on a plain thread; it tells us each line it gets.
+    let (seen, lines) = std::sync::mpsc::channel();
+    let follower = {
+        let port = port.clone();
+        std::thread::spawn(move || {
+            port.follow(run, true, &mut |item| {
+                if let FollowItem::Line(l) = item {
+                    let _ = seen.send(String::from_utf8_lossy(l).into_owned());
+                }
+                std::ops::ControlFlow::Continue(())
+            })
+        })
+    };
+    let first = lines.recv().unwrap();
+    assert!(first.contains("\"seq\":1"), "{first}");
+    // Live: a line recorded after the follower started reaches it.
+    recorder.record(drafts[1].clone()).await.unwrap();
+    let second = lines.recv().unwrap();
+    assert!(second.contains("\"seq\":2"), "{second}");
+    assert!(!second.ends_with('\n'));
+    // The runner is gone without run.completed: the follow ends, abandoned.
+    store.release_lease(run).await.unwrap();
+    let end = tokio::task::spawn_blocking(move || follower.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(end, Ok(FollowEnd::Abandoned));
+
+    // A caller that stops is let go at once, and the store keeps answering.
+    let end = port.follow(run, false, &mut |item| match item {
+        FollowItem::Line(_) => std::ops::ControlFlow::Break(()),
+        _ => std::ops::ControlFlow::Continue(()),
+    });
+    assert_eq!(end, Ok(FollowEnd::Stopped));
+    assert_eq!(port.runs().unwrap().len(), 1);
+    drop(recorder);
 }
