@@ -383,7 +383,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Replay(args) => cmd::replay::command(args, (storage, nats), cli.color, &mut out),
         Command::Import(args) => cmd::import::command(args, storage, &mut out),
         Command::Validate { runs, json } => {
-            cmd::validate::run(&runs, &store(), json, &style, &mut out)
+            cmd::validate::run(&runs, &store()?, json, &style, &mut out)
         }
         Command::Export {
             run,
@@ -406,7 +406,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 capture_content,
                 pricing,
             };
-            cmd::export::run(&run, &store(), &args, redaction.redactor()?, &mut out)
+            cmd::export::run(&run, &store()?, &args, redaction.redactor()?, &mut out)
         }
         Command::Receipts {
             run,
@@ -414,8 +414,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             json,
             pricing,
         } => receipts(run, by, json, pricing, &storage, &mut out),
-        Command::Tree { run, json } => cmd::tree::run(&run, &store(), json, &style, &mut out),
-        Command::Show { run } => cmd::show::run(&run, &store(), &style, &mut out),
+        Command::Tree { run, json } => cmd::tree::run(&run, &store()?, json, &style, &mut out),
+        Command::Show { run } => cmd::show::run(&run, &store()?, &style, &mut out),
         Command::Tail {
             run,
             follow,
@@ -425,18 +425,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 follow,
                 until_complete,
             };
-            let store = store::for_tail(&storage, &run, follow);
+            let store = store::for_tail(&storage, &run, follow)?;
             cmd::tail::run_arg(&run, &store, options, &style, &mut out)
         }
         Command::Stats {
             target,
             json,
             pricing,
-        } => cmd::stats::run(&target, &store(), json, pricing.as_deref(), &mut out),
-        Command::Diff(args) => cmd::diff::run(&args, &store(), &style, &mut out),
-        Command::Check(args) => cmd::check::run(&args, &store(), &style, &mut out),
+        } => cmd::stats::run(&target, &store()?, json, pricing.as_deref(), &mut out),
+        Command::Diff(args) => cmd::diff::run(&args, &store()?, &style, &mut out),
+        Command::Check(args) => cmd::check::run(&args, &store()?, &style, &mut out),
         Command::Mirror(args) => cmd::mirror::run(&args, &mut out),
-        Command::List(options) => cmd::list::run(&store(), options, &style, &mut out),
+        Command::List(options) => cmd::list::run(&store()?, options, &style, &mut out),
     }
 }
 
@@ -515,7 +515,7 @@ fn receipts(
     match (by, run) {
         (Some(by), run) => cmd::receipts::run_grouped(
             run.as_deref(),
-            (storage, &store::open(storage)),
+            (storage, &store::open(storage)?),
             by,
             json,
             pricing.as_deref(),
@@ -524,7 +524,7 @@ fn receipts(
         ),
         (None, Some(run)) => cmd::receipts::run(
             &run,
-            &store::open(storage),
+            &store::open(storage)?,
             json,
             pricing.as_deref(),
             out,

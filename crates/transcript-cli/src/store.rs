@@ -15,14 +15,15 @@ pub type Store = Arc<dyn RunStore>;
 
 /// The store `storage` names: the JetStream store at a `nats://` URL (connected as a reader,
 /// nothing created, at its first use: a command whose runs are all files never connects),
-/// else the directory, whose imported agent-CLI sessions are open runs.
-pub fn open(storage: &Path) -> Store {
+/// else the directory, whose imported agent-CLI sessions are open runs. A malformed URL or
+/// stream setting in the environment is a usage error (exit 2).
+pub fn open(storage: &Path) -> Result<Store, CliError> {
     open_with(storage, None)
 }
 
 /// [`open`] for `tail`; following (`-f`), on NATS servers without a transcript store yet, it
 /// says so once and waits for a runner to create it (readers never create it).
-pub fn for_tail(storage: &Path, run: &str, follow: bool) -> Store {
+pub fn for_tail(storage: &Path, run: &str, follow: bool) -> Result<Store, CliError> {
     if !follow {
         return open(storage);
     }
@@ -33,20 +34,22 @@ pub fn for_tail(storage: &Path, run: &str, follow: bool) -> Store {
     open_with(storage, Some(what))
 }
 
-fn open_with(storage: &Path, wait: Option<String>) -> Store {
-    match crate::nats_connect::url_of(storage) {
-        Ok(Some(url)) => Arc::new(Lazy {
+fn open_with(storage: &Path, wait: Option<String>) -> Result<Store, CliError> {
+    Ok(match crate::nats_connect::url_of(storage)? {
+        Some(url) => Arc::new(Lazy {
             url,
+            options: crate::nats_connect::options_from_env()?,
             wait,
             store: OnceLock::new(),
         }),
-        _ => Arc::new(directory(storage)),
-    }
+        None => Arc::new(directory(storage)),
+    })
 }
 
 /// A NATS store connected at its first use.
 struct Lazy {
     url: transcript_nats::StorageUrl,
+    options: transcript_nats::StreamOptions,
     /// Wait for the store to be created (a follower), saying it waits for this.
     wait: Option<String>,
     store: OnceLock<Result<transcript_nats::NatsRunStore, String>>,
@@ -55,7 +58,7 @@ struct Lazy {
 impl Lazy {
     fn get(&self) -> Result<&transcript_nats::NatsRunStore, StoreReadError> {
         let connected = self.store.get_or_init(|| {
-            let options = transcript_nats::StreamOptions::from_env().map_err(|e| e.to_string())?;
+            let options = self.options.clone();
             let connected = match &self.wait {
                 Some(what) => {
                     let (url, what) = (self.url.clone(), what.clone());

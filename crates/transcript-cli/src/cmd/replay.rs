@@ -68,7 +68,7 @@ pub fn command(
     color: crate::style::ColorChoice,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let store = crate::store::open(&storage);
+    let store = crate::store::open(&storage)?;
     let mut args = RunArgs {
         redactor: None,
         workflow: PathBuf::new(),

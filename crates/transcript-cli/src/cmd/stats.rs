@@ -423,6 +423,7 @@ pub fn run(
     } else {
         transcript_nats::StorageUrl::is_nats(target)
             .then(|| crate::store::open(std::path::Path::new(target)))
+            .transpose()?
     };
     match whole {
         Some(whole) => {

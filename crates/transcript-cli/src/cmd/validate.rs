@@ -129,7 +129,7 @@ pub fn run(
             reports.extend(verify_dir(dir));
         } else if transcript_nats::StorageUrl::is_nats(arg) {
             // A whole store named by its URL, as a directory by its path.
-            reports.extend(verify_store(&crate::store::open(dir))?);
+            reports.extend(verify_store(&crate::store::open(dir)?)?);
         } else if crate::source::is_path(arg) {
             if !dir.exists() {
                 return Err(crate::CliError::NotFound {
