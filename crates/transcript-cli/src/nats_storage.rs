@@ -28,6 +28,7 @@ use transcript_domain::tree::Status;
 use transcript_domain::{RunId, decode_line};
 use transcript_nats::{IndexStatus, NatsStore, RunEntry, StorageUrl};
 
+mod import;
 mod receipts;
 
 use crate::nats_connect::{connect, url_of};
@@ -109,11 +110,8 @@ pub fn route(
                 .to_owned(),
         ));
     }
-    if matches!(command, Command::Import(_)) {
-        return Err(CliError::Usage(
-            "import writes to a storage directory: import there, then record runs to NATS"
-                .to_owned(),
-        ));
+    if let Command::Import(cmd) = command {
+        return import::run(&url, cmd.clone(), out).map(|()| Route::Done);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

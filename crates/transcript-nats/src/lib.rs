@@ -88,8 +88,10 @@ mod lease;
 mod live_entry;
 mod mirror;
 pub mod payload;
+mod publish;
 mod read;
 mod recorder;
+mod staging;
 mod store;
 mod subscription;
 mod url;
@@ -98,8 +100,12 @@ pub use error::NatsError;
 pub use index::{BilledTurnEntry, IndexStatus, RunEntry};
 pub use lease::lease_key;
 pub use mirror::{MirrorOptions, MirrorReport, mirror};
+pub use publish::{DEFAULT_WINDOW, PipelinedPublisher, Published};
 pub use read::RunFollower;
 pub use recorder::{NatsRecorder, NatsRecorderFactory};
+pub use staging::{
+    BlockingStaging, IMPORT_INDEX_FILE, IMPORT_INDEX_KEY, ImportStaging, StagedImport,
+};
 pub use store::{CREDENTIAL_ENV, NatsStore, SUBJECT_PREFIX, StreamOptions, run_subject};
 pub use subscription::NatsSubscription;
 pub use url::{DEFAULT_STREAM, StorageUrl};

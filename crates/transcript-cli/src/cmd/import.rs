@@ -61,12 +61,17 @@ fn print_notice(notice: Notice<'_>) {
     }
 }
 
+/// What an import does once its runs are written and indexed, before it says so (NATS storage
+/// publishes them); `Ok(())` on a directory.
+pub type Commit<'a> = &'a mut dyn FnMut() -> Result<(), CliError>;
+
 /// `transcript import`: session files one run each, or session stores and directories
 /// (incremental).
 pub fn command(
     cmd: crate::ImportCmd,
     storage: PathBuf,
     out: &mut dyn std::io::Write,
+    commit: Commit<'_>,
 ) -> Result<(), CliError> {
     let crate::ImportCmd {
         provider,
@@ -92,7 +97,7 @@ pub fn command(
                 "import: --since applies to session stores and directories".to_owned(),
             ));
         }
-        return run(&ctx, &logs, redactor.as_deref(), out);
+        return run(&ctx, &logs, (redactor.as_deref(), commit), out);
     }
     if dirs != logs.len() {
         return Err(CliError::Usage(
@@ -109,7 +114,7 @@ pub fn command(
         roots.push(store::default_store(p)?);
     }
     let since = since.as_deref().map(store::parse_day).transpose()?;
-    store::run_store(&ctx, &roots, since, redactor.as_deref(), out)
+    store::run_store(&ctx, (&roots, since), (redactor.as_deref(), commit), out)
 }
 
 /// Parses the `<provider|auto>` argument.
@@ -129,10 +134,11 @@ pub fn parse_provider(text: &str) -> Result<Option<Provider>, CliError> {
 pub fn run(
     ctx: &ImportContext,
     logs: &[PathBuf],
-    redactor: Option<&transcript_redact::Redactor>,
+    (redactor, commit): (Option<&transcript_redact::Redactor>, Commit<'_>),
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
     let (done, failed) = Importer::from(ctx.clone()).import_files(logs, ctx.provider);
+    commit()?;
     let mut total = ImportBill::default();
     for i in &done {
         total.merge(&i.bill);
