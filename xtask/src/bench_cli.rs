@@ -19,6 +19,7 @@
 //! (`skipped:`), and ours is still measured.
 
 mod measure;
+pub mod nats_import;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

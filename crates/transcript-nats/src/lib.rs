@@ -100,7 +100,7 @@ pub use error::NatsError;
 pub use index::{BilledTurnEntry, IndexStatus, RunEntry};
 pub use lease::lease_key;
 pub use mirror::{MirrorOptions, MirrorReport, mirror};
-pub use publish::{DEFAULT_WINDOW, PipelinedPublisher, Published};
+pub use publish::{DEFAULT_WINDOW, MAX_WINDOW, PipelinedPublisher, Published};
 pub use read::RunFollower;
 pub use recorder::{NatsRecorder, NatsRecorderFactory};
 pub use staging::{

@@ -39,6 +39,10 @@ use crate::{NatsError, NatsStore};
 /// failure leaves little to retry.
 pub const DEFAULT_WINDOW: usize = 1024;
 
+/// The largest window: below the client context's 4,096 acks in flight (`NatsStore`'s
+/// JetStream context), past which a publish would wait for an ack nobody awaits.
+pub const MAX_WINDOW: usize = 4000;
+
 /// What [`PipelinedPublisher::finish`] reports: per run, its last event's seq and stream
 /// sequence, all acknowledged.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,11 +88,12 @@ impl std::fmt::Debug for PipelinedPublisher {
 }
 
 impl PipelinedPublisher {
-    /// A publisher on `store` with up to `window` acks in flight (at least 1).
+    /// A publisher on `store` with up to `window` acks in flight (at least 1, at most
+    /// [`MAX_WINDOW`]).
     pub fn new(store: NatsStore, window: usize) -> Self {
         Self {
             store,
-            window: window.max(1),
+            window: window.clamp(1, MAX_WINDOW),
             in_flight: VecDeque::new(),
             runs: BTreeMap::new(),
             published: Published::default(),
