@@ -108,9 +108,18 @@ async fn writer(case: Case, store: &NatsStore, dir: &Path, run: RunId, events: u
             }
         }
         Case::Pipelined => {
-            let mut acks = Vec::with_capacity(events);
+            // The client allows 4,096 acks in flight across the connection: a writer holding
+            // more than its share un-awaited while the others do too would wait forever for a
+            // permit (64 writers x 100 did, now and then), so each awaits its oldest past it.
+            let share = RAW_WINDOW / RUNS;
+            let mut acks = std::collections::VecDeque::with_capacity(events);
             for _ in 0..events {
-                acks.push(js.publish(run_subject(&run), line.clone()).await.unwrap());
+                if acks.len() == share {
+                    let ack: async_nats::jetstream::context::PublishAckFuture =
+                        acks.pop_front().unwrap();
+                    ack.await.unwrap();
+                }
+                acks.push_back(js.publish(run_subject(&run), line.clone()).await.unwrap());
             }
             for ack in acks {
                 ack.await.unwrap();

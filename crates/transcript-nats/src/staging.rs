@@ -176,21 +176,23 @@ impl ImportStaging {
             if event.seq <= after {
                 continue;
             }
-            if !entries.contains_key(&run) {
-                let entry = match self.store.run_entry(run).await? {
-                    Some(entry) if after > 0 => entry,
-                    _ => RunEntry::new(run, event.parent_run_id),
-                };
-                entries.insert(run, (entry, 0));
-            }
-            if let Some((entry, last)) = entries.get_mut(&run) {
-                entry.observe(
-                    (event.seq, event.timestamp),
-                    (&event.path, event.iteration),
-                    &event.payload,
-                );
-                *last = event.seq;
-            }
+            let (entry, last) = match entries.entry(run) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    // An appended run goes on from its entry; a new one starts empty.
+                    let entry = match self.store.run_entry(run).await? {
+                        Some(entry) if after > 0 => entry,
+                        _ => RunEntry::new(run, event.parent_run_id),
+                    };
+                    slot.insert((entry, 0))
+                }
+            };
+            entry.observe(
+                (event.seq, event.timestamp),
+                (&event.path, event.iteration),
+                &event.payload,
+            );
+            *last = event.seq;
             publisher.publish(run, event.seq, line).await?;
         }
         Ok(())

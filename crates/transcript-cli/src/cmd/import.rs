@@ -6,9 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use transcript_import::{
-    ImportBill, ImportContext, ImportError, ImportOutcome, Importer, Notice, Progress,
-};
+use transcript_import::{ImportBill, ImportContext, ImportError, Importer, Notice, Progress};
 use transcript_providers::{Pricing, Provider};
 
 use crate::CliError;
@@ -149,34 +147,7 @@ pub fn run(
             i.provider,
             i.path.display()
         ))?;
-        match i.outcome {
-            ImportOutcome::New => crate::diag!(
-                "transcript: imported {} ({}): {} events, {} diagnostics, times from the {} clock; run {}; {}",
-                i.input.display(),
-                i.provider,
-                i.events,
-                i.diagnostics,
-                i.clock.as_str(),
-                i.status,
-                i.bill.describe()
-            ),
-            ImportOutcome::Unchanged => crate::diag!(
-                "transcript: {} ({}): already imported as run {}, unchanged: nothing written (run {})",
-                i.input.display(),
-                i.provider,
-                i.run_id,
-                i.status
-            ),
-            ImportOutcome::Appended => crate::diag!(
-                "transcript: {} ({}): already imported as run {}, grown: {} events appended (run {}); {}",
-                i.input.display(),
-                i.provider,
-                i.run_id,
-                i.events,
-                i.status,
-                i.bill.describe()
-            ),
-        }
+        crate::diag!("transcript: {}", i.describe());
     }
     if done.len() > 1 {
         crate::diag!(

@@ -10,10 +10,8 @@ pub fn run(
     cmd: crate::ImportCmd,
     out: &mut dyn std::io::Write,
 ) -> Result<(), crate::CliError> {
-    let (dir, options) = (
-        LocalCopy::create()?,
-        crate::nats_connect::options_from_env()?,
-    );
+    let dir = LocalCopy::create()?;
+    let options = crate::nats_connect::options_from_env()?;
     let mut staging =
         transcript_nats::BlockingStaging::open(url, options, dir.path()).map_err(storage_error)?;
     let mut printed = Vec::new();
