@@ -108,16 +108,30 @@ impl PipelinedPublisher {
         let state = match self.runs.entry(run) {
             std::collections::btree_map::Entry::Occupied(state) => state.into_mut(),
             std::collections::btree_map::Entry::Vacant(slot) => {
-                let last = self.store.last_stream_seq(run).await?.unwrap_or(0);
+                // The run's last stored event: the first published must follow it.
+                let (stored, last) = match self.store.last_message(run).await? {
+                    Some((line, at)) => match transcript_domain::decode_line(&line) {
+                        Ok(decoded) => (decoded.event.seq, at),
+                        Err(e) => {
+                            let why = format!("the run's last stored event does not decode: {e}");
+                            return Err(self.failure(run, seq, why));
+                        }
+                    },
+                    None => (0, 0),
+                };
                 slot.insert(RunState {
                     first_seq: seq,
-                    next_seq: seq,
+                    next_seq: stored + 1,
                     last_stream_seq: last,
                 })
             }
         };
         if seq != state.next_seq {
-            let why = format!("expected event {}", state.next_seq);
+            let why = format!(
+                "the run's next event is {} (the stream holds it up to {})",
+                state.next_seq,
+                state.next_seq - 1
+            );
             return Err(self.failure(run, seq, why));
         }
         state.next_seq += 1;
