@@ -20,6 +20,7 @@
 
 mod duplicates;
 mod measure;
+pub mod nats_import;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

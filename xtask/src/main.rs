@@ -15,6 +15,7 @@ commands:
   schema [--check]                   write (or check) schema/exchange-event.schema.json
   bench [-p PKG] [-- ARGS]           run every bench target (release); without -p, bench-cli too
   bench-cli [--rounds N]             transcript import + receipts vs ccusage 17 on ~25 and ~100 MB
+  bench-nats-import [--rounds N]     import --store of ~100 MB into NATS beside files
                                      of real Claude Code session logs (default 5 rounds)
   stress [--trials N]                run the infra kill test N times (default 100, release)
   faults                             the fault suite, long variants: full disks, huge lines,
@@ -91,6 +92,10 @@ fn dispatch(args: &[String]) -> Result<u8> {
                 None => xtask::bench_cli::ROUNDS,
             };
             xtask::bench_cli::bench_cli(&root, rounds)?.code
+        }
+        "bench-nats-import" => {
+            let rounds = flag_value(rest, "--rounds")?.unwrap_or("3").parse()?;
+            xtask::bench_cli::nats_import::bench(&root, rounds)?.code
         }
         "stress" => {
             let trials = flag_value(rest, "--trials")?.unwrap_or("100").parse()?;

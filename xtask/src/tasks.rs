@@ -142,7 +142,12 @@ pub fn bench(root: &Path, package: Option<&str>, args: &[String]) -> Result<i32,
         failed.push("bench-cli".to_owned());
     }
     skipped.extend(cli.iter().flat_map(|c| c.skipped.clone()));
-    let run = targets.len() + usize::from(cli.is_some());
+    let nats = match cli {
+        Some(_) => Some(crate::bench_cli::nats_import::bench(root, 3)?),
+        None => None,
+    };
+    skipped.extend(nats.iter().flat_map(|c| c.skipped.clone()));
+    let run = targets.len() + usize::from(cli.is_some()) + usize::from(nats.is_some());
     eprintln!(
         "bench: {run} target(s) run, {} failed{}",
         failed.len(),

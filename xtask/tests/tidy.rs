@@ -324,7 +324,10 @@ fn known_circles_are_still_there() {
 /// path arguments), receipts across runs (+~40) and the run's secret inputs in the mask
 /// (+60). The way back down is #52 item 0, the read port: every read command written once
 /// against a library port instead of the NATS copying in `nats_storage.rs`.
-const CLI_NON_TEST_LINE_CEILING: usize = 6_851;
+/// Lowered to 6,600 when that port landed (#52 item 0, with the judge of #50 and `import`
+/// into NATS of #52 item 3 merged beside it): 6,571 lines, every read command written once
+/// against `transcript_domain::run_store::RunStore`, the NATS copies gone.
+const CLI_NON_TEST_LINE_CEILING: usize = 6_600;
 
 /// What only a library drives: the providers' normalizers and infra's bulk writing. The CLI
 /// calls the libraries that use them (`transcript-import`, `transcript-exec`).

@@ -126,7 +126,7 @@ struct RunCmd {
 }
 
 // `transcript import`'s arguments (no doc comment: the variant's is the command's help).
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 struct ImportCmd {
     /// The provider (claude, codex, gemini, copilot, openai, anthropic) or `auto`.
     provider: String,
@@ -381,7 +381,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
     match command {
         Command::Run(args) => run_workflow(args, (storage, nats), cli.color, &mut out),
         Command::Replay(args) => cmd::replay::command(args, (storage, nats), cli.color, &mut out),
-        Command::Import(args) => cmd::import::command(args, storage, &mut out),
+        Command::Import(args) => cmd::import::command(args, storage, &mut out, &mut || Ok(())),
         Command::Validate { runs, json } => {
             cmd::validate::run(&runs, &store()?, json, &style, &mut out)
         }

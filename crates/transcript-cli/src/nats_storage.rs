@@ -22,6 +22,7 @@ use std::path::Path;
 
 use transcript_nats::StorageUrl;
 
+mod import;
 mod receipts;
 
 use crate::nats_connect::{connect, url_of};
@@ -56,10 +57,7 @@ pub fn route(
     match command {
         Command::Run(_) => Ok(Route::Record(url)),
         Command::Replay(_) => Ok(Route::Replay(url)),
-        Command::Import(_) => Err(CliError::Usage(
-            "import writes to a storage directory: import there, then record runs to NATS"
-                .to_owned(),
-        )),
+        Command::Import(cmd) => import::run(&url, cmd.clone(), out).map(|()| Route::Done),
         Command::Receipts {
             run: None,
             by: Some(by),

@@ -127,6 +127,35 @@ pub struct Imported {
     pub outcome: ImportOutcome,
 }
 
+impl Imported {
+    /// What the import did, as one sentence for the operator (input, provider, outcome,
+    /// events, status and what the written turns cost).
+    pub fn describe(&self) -> String {
+        let (input, provider) = (self.input.display(), self.provider);
+        match self.outcome {
+            ImportOutcome::New => format!(
+                "imported {input} ({provider}): {} events, {} diagnostics, times from the {} clock; run {}; {}",
+                self.events,
+                self.diagnostics,
+                self.clock.as_str(),
+                self.status,
+                self.bill.describe()
+            ),
+            ImportOutcome::Unchanged => format!(
+                "{input} ({provider}): already imported as run {}, unchanged: nothing written (run {})",
+                self.run_id, self.status
+            ),
+            ImportOutcome::Appended => format!(
+                "{input} ({provider}): already imported as run {}, grown: {} events appended (run {}); {}",
+                self.run_id,
+                self.events,
+                self.status,
+                self.bill.describe()
+            ),
+        }
+    }
+}
+
 /// What a file import did with its input (#51: imports are idempotent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImportOutcome {

@@ -9,6 +9,11 @@
 //! interleaved; a ratio is the median of each round's paired ratio. Target: ≥ 0.5× the raw
 //! publish rate at 64 runs. Pipelined raw publishes (every ack awaited at the end) are shown
 //! for reference: what a recorder that did not wait for each ack could reach.
+//!
+//! Imports (#52 item 3): [`PipelinedPublisher`] publishing [`IMPORT_RUNS`] runs of
+//! [`IMPORT_PER_RUN`] events one after the other (as `transcript import` publishes a staged
+//! import), against raw pipelined publishes of the same lines (all sent, then every ack
+//! awaited), in the same interleaved rounds. Target: ≥ 0.5× the raw pipelined rate.
 #![allow(clippy::unwrap_used, clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
@@ -21,7 +26,10 @@ use transcript_domain::{
     Timestamp, ToolPayload,
 };
 use transcript_nats::testing::{self, ServerNode};
-use transcript_nats::{NatsRecorderFactory, NatsStore, StorageUrl, StreamOptions, run_subject};
+use transcript_nats::{
+    DEFAULT_WINDOW, NatsRecorderFactory, NatsStore, PipelinedPublisher, StorageUrl, StreamOptions,
+    run_subject,
+};
 
 const ROUNDS: usize = 3;
 /// Events of the one-run case, and per run of the 64-run case.
@@ -29,6 +37,11 @@ const ONE_RUN: usize = 2000;
 const RUNS: usize = 64;
 const PER_RUN: usize = 100;
 const TARGET: f64 = 0.5;
+/// Runs of the import case, and events per run.
+const IMPORT_RUNS: usize = 20;
+const IMPORT_PER_RUN: usize = 2000;
+/// Raw pipelined publishes' acks in flight (the client context's limit in `NatsStore`).
+const RAW_WINDOW: usize = 4000;
 
 fn draft() -> EventDraft {
     let input = RawJson::from_value(&serde_json::json!({
@@ -95,9 +108,18 @@ async fn writer(case: Case, store: &NatsStore, dir: &Path, run: RunId, events: u
             }
         }
         Case::Pipelined => {
-            let mut acks = Vec::with_capacity(events);
+            // The client allows 4,096 acks in flight across the connection: a writer holding
+            // more than its share un-awaited while the others do too would wait forever for a
+            // permit (64 writers x 100 did, now and then), so each awaits its oldest past it.
+            let share = RAW_WINDOW / RUNS;
+            let mut acks = std::collections::VecDeque::with_capacity(events);
             for _ in 0..events {
-                acks.push(js.publish(run_subject(&run), line.clone()).await.unwrap());
+                if acks.len() == share {
+                    let ack: async_nats::jetstream::context::PublishAckFuture =
+                        acks.pop_front().unwrap();
+                    ack.await.unwrap();
+                }
+                acks.push_back(js.publish(run_subject(&run), line.clone()).await.unwrap());
             }
             for ack in acks {
                 ack.await.unwrap();
@@ -116,6 +138,65 @@ async fn writer(case: Case, store: &NatsStore, dir: &Path, run: RunId, events: u
             recorder.close().await.unwrap();
         }
     }
+}
+
+/// Events/s of an import of `IMPORT_RUNS` × `IMPORT_PER_RUN` events: through the
+/// [`PipelinedPublisher`] (`ours`), or raw pipelined publishes of the same lines.
+async fn import(ours: bool, store: &NatsStore) -> f64 {
+    let line = line();
+    let runs: Vec<RunId> = (0..IMPORT_RUNS)
+        .map(|_| transcript_infra::RandomRunIds.next_run_id())
+        .collect();
+    let started = Instant::now();
+    if ours {
+        let mut publisher = PipelinedPublisher::new(store.clone(), DEFAULT_WINDOW);
+        for run in &runs {
+            for seq in 1..=IMPORT_PER_RUN as u64 {
+                publisher.publish(*run, seq, line.clone()).await.unwrap();
+            }
+        }
+        let done = publisher.finish().await.unwrap();
+        assert_eq!(done.events as usize, IMPORT_RUNS * IMPORT_PER_RUN);
+    } else {
+        // As many acks in flight as the client allows (its context's 4,096), the oldest
+        // awaited first: what an import that checks nothing could reach.
+        let js = store.jetstream();
+        let mut acks: std::collections::VecDeque<async_nats::jetstream::context::PublishAckFuture> =
+            std::collections::VecDeque::with_capacity(RAW_WINDOW);
+        for run in &runs {
+            for _ in 0..IMPORT_PER_RUN {
+                if acks.len() == RAW_WINDOW {
+                    acks.pop_front().unwrap().await.unwrap();
+                }
+                acks.push_back(js.publish(run_subject(run), line.clone()).await.unwrap());
+            }
+        }
+        for ack in acks {
+            ack.await.unwrap();
+        }
+    }
+    (IMPORT_RUNS * IMPORT_PER_RUN) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The import case of one topology; returns whether the target held.
+async fn import_case(name: &str, store: &NatsStore) -> bool {
+    let (mut ours, mut raw, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let r = import(false, store).await;
+        let o = import(true, store).await;
+        ours.push(o);
+        raw.push(r);
+        ratio.push(o / r);
+    }
+    let ratio = median(ratio);
+    let ok = ratio >= TARGET;
+    println!(
+        "{name:<7} import   pipelined publisher {:>9.0} ev/s | raw pipelined {:>9.0} | publisher/raw {ratio:>5.2}x (target >= {TARGET}: {})",
+        median(ours),
+        median(raw),
+        if ok { "ok" } else { "MISS" }
+    );
+    ok
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -170,7 +251,7 @@ async fn topology(name: &str, url: &str, replicas: usize, dir: &Path) -> bool {
             },
         );
     }
-    pass
+    pass & import_case(name, &store).await
 }
 
 fn bench_dir() -> PathBuf {

@@ -367,8 +367,10 @@ impl NatsStore {
     pub async fn runs(&self) -> Result<Vec<RunEntry>, NatsError> {
         let mut revisions = BTreeMap::new();
         let mut runs = Vec::new();
+        let mut held = std::collections::BTreeSet::new();
         if let Some(index) = &self.index {
-            self.indexed_runs(index, &mut revisions, &mut runs).await?;
+            self.indexed_runs(index, (&mut revisions, &mut held), &mut runs)
+                .await?;
         }
         let indexed: std::collections::BTreeSet<RunId> = runs.iter().map(|r| r.run_id).collect();
         for id in self.stream_run_ids().await? {
@@ -381,6 +383,11 @@ impl NatsStore {
         }
         let mut settled = Vec::with_capacity(runs.len());
         for entry in runs {
+            // Held when the keys were listed: as its runner last wrote it, nothing more read.
+            if held.contains(&entry.run_id) {
+                settled.push(entry);
+                continue;
+            }
             settled.push(self.settle(entry).await?);
         }
         Ok(settled)
@@ -402,19 +409,31 @@ impl NatsStore {
     }
 
     /// The runs of the index (each not held by its runner brought up to date from the
-    /// stream), and each key's revision.
+    /// stream), each key's revision, and the running runs whose lease is held. The leases
+    /// are keys of the same bucket: one listing of its keys says which are held, with no
+    /// read per running run.
     async fn indexed_runs(
         &self,
         index: &kv::Store,
-        revisions: &mut BTreeMap<RunId, u64>,
+        (revisions, held): (
+            &mut BTreeMap<RunId, u64>,
+            &mut std::collections::BTreeSet<RunId>,
+        ),
         runs: &mut Vec<RunEntry>,
     ) -> Result<(), NatsError> {
-        let mut keys = index
+        let mut listing = index
             .keys()
             .await
             .map_err(|e| self.js_error("runs index: listing keys", e))?;
-        while let Some(key) = keys.next().await {
-            let key = key.map_err(|e| self.js_error("runs index: listing keys", e))?;
+        let mut keys = Vec::new();
+        while let Some(key) = listing.next().await {
+            keys.push(key.map_err(|e| self.js_error("runs index: listing keys", e))?);
+        }
+        let leases: std::collections::BTreeSet<RunId> = keys
+            .iter()
+            .filter_map(|k| RunId::parse(k.strip_prefix("lease.")?).ok())
+            .collect();
+        for key in keys {
             let Ok(id) = RunId::parse(&key) else {
                 continue;
             };
@@ -430,7 +449,8 @@ impl NatsStore {
             if let Ok(entry) = serde_json::from_slice::<RunEntry>(&stored.value) {
                 // Its runner holds the lease and keeps the entry current with each renewal
                 // (events, last event time, usage so far): no stream message is read for it.
-                if entry.status == IndexStatus::Running && self.lease_held(id).await? {
+                if entry.status == IndexStatus::Running && leases.contains(&id) {
+                    held.insert(id);
                     runs.push(entry);
                     continue;
                 }

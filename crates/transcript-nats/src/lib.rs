@@ -15,7 +15,9 @@
 //! [`NatsRecorderFactory`] opens a [`NatsRecorder`] per run (root and child runs);
 //! [`NatsStore`] reads runs back ([`NatsStore::run_lines`], [`NatsStore::follow`],
 //! [`NatsStore::runs`]); [`mirror`] copies the stream into the file layout with a durable
-//! consumer.
+//! consumer. Imports publish through a [`PipelinedPublisher`] (a bounded window of acks in
+//! flight instead of one ack per event), staged by [`ImportStaging`]: the file importer runs
+//! on a private directory filled from the store, and what it wrote is published back.
 //!
 //! # Invariants
 //!
@@ -39,6 +41,11 @@
 //!   naming both sizes (the run cannot go on), rather than retrying.
 //! - `Nats-Expected-Last-Subject-Sequence`: a run's events are gapless and in seq order, and a
 //!   second writer of a run is refused with `RecordError::Locked`.
+//! - An import ([`PipelinedPublisher`]) is gapless and in seq order per run too: each
+//!   message carries `Nats-Msg-Id`, a run's first carries
+//!   `Nats-Expected-Last-Subject-Sequence`, a failed ack is retried under the same id against
+//!   the run's previous stream sequence, every ack must follow the run's order, and
+//!   [`PipelinedPublisher::finish`] returns only once every ack arrived.
 //! - A publish whose outcome stays unknown after `publish_attempts` (quorum lost, servers
 //!   gone) fails `record` within about `ack_timeout × publish_attempts`, and every later
 //!   `record` of that run fails too: a run never reports success past a lost event.
@@ -88,9 +95,11 @@ mod lease;
 mod live_entry;
 mod mirror;
 pub mod payload;
+mod publish;
 mod read;
 mod recorder;
 mod run_store;
+mod staging;
 mod store;
 mod subscription;
 mod url;
@@ -99,9 +108,13 @@ pub use error::NatsError;
 pub use index::{BilledTurnEntry, IndexStatus, RunEntry};
 pub use lease::lease_key;
 pub use mirror::{MirrorOptions, MirrorReport, mirror};
+pub use publish::{DEFAULT_WINDOW, MAX_WINDOW, PipelinedPublisher, Published};
 pub use read::RunFollower;
 pub use recorder::{NatsRecorder, NatsRecorderFactory};
 pub use run_store::{NatsRunStore, stored_run};
+pub use staging::{
+    BlockingStaging, IMPORT_INDEX_FILE, IMPORT_INDEX_KEY, ImportStaging, StagedImport,
+};
 pub use store::{CREDENTIAL_ENV, NatsStore, SUBJECT_PREFIX, StreamOptions, run_subject};
 pub use subscription::NatsSubscription;
 pub use url::{DEFAULT_STREAM, StorageUrl};

@@ -180,6 +180,19 @@ impl NatsStore {
         }
     }
 
+    /// The last stored line of `run_id` and its stream sequence, `None` when it has none.
+    pub async fn last_message(&self, run_id: RunId) -> Result<Option<(Bytes, u64)>, NatsError> {
+        match self
+            .stream
+            .get_last_raw_message_by_subject(&run_subject(&run_id))
+            .await
+        {
+            Ok(message) => Ok(Some((message.payload, message.sequence))),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(self.js_error(format!("reading run {run_id}"), e)),
+        }
+    }
+
     /// The last stored line of `run_id`, `None` when it has none.
     pub async fn last_line(&self, run_id: RunId) -> Result<Option<Bytes>, NatsError> {
         match self

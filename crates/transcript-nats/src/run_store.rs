@@ -245,10 +245,22 @@ impl RunStore for NatsRunStore {
 
     fn runs(&self) -> Result<Vec<StoredRun>, StoreReadError> {
         let url = self.store.url().clone();
-        let entries = self
-            .call(|store| async move { store.runs().await })?
+        let (entries, open) = self
+            .call(|store| async move {
+                let open = crate::staging::imported_open_runs(&store).await?;
+                Ok::<_, NatsError>((store.runs().await?, open))
+            })?
             .map_err(|e| self.unavailable(&e))?;
-        Ok(entries.into_iter().map(|e| stored_run(&url, e)).collect())
+        Ok(entries
+            .into_iter()
+            .map(|e| stored_run(&url, e))
+            .map(|mut r| {
+                if r.state == RunState::Abandoned && open.contains(&r.run_id) {
+                    r.state = RunState::Open;
+                }
+                r
+            })
+            .collect())
     }
 
     fn contains(&self, run: RunId) -> Result<bool, StoreReadError> {
@@ -318,7 +330,12 @@ impl RunStore for NatsRunStore {
                     RunState::Running
                 } else {
                     let last = store.last_line(run).await?;
-                    completion(last.as_deref()).unwrap_or(RunState::Abandoned)
+                    let open = crate::staging::imported_open_runs(&store).await?;
+                    completion(last.as_deref()).unwrap_or(if open.contains(&run) {
+                        RunState::Open
+                    } else {
+                        RunState::Abandoned
+                    })
                 });
             }
             Ok(Some((lines.concat(), state.unwrap_or(RunState::Abandoned))))

@@ -6,9 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use transcript_import::{
-    ImportBill, ImportContext, ImportError, ImportOutcome, Importer, Notice, Progress,
-};
+use transcript_import::{ImportBill, ImportContext, ImportError, Importer, Notice, Progress};
 use transcript_providers::{Pricing, Provider};
 
 use crate::CliError;
@@ -61,12 +59,17 @@ fn print_notice(notice: Notice<'_>) {
     }
 }
 
+/// What an import does once its runs are written and indexed, before it says so (NATS storage
+/// publishes them); `Ok(())` on a directory.
+pub type Commit<'a> = &'a mut dyn FnMut() -> Result<(), CliError>;
+
 /// `transcript import`: session files one run each, or session stores and directories
 /// (incremental).
 pub fn command(
     cmd: crate::ImportCmd,
     storage: PathBuf,
     out: &mut dyn std::io::Write,
+    commit: Commit<'_>,
 ) -> Result<(), CliError> {
     let crate::ImportCmd {
         provider,
@@ -92,7 +95,7 @@ pub fn command(
                 "import: --since applies to session stores and directories".to_owned(),
             ));
         }
-        return run(&ctx, &logs, redactor.as_deref(), out);
+        return run(&ctx, &logs, (redactor.as_deref(), commit), out);
     }
     if dirs != logs.len() {
         return Err(CliError::Usage(
@@ -109,7 +112,7 @@ pub fn command(
         roots.push(store::default_store(p)?);
     }
     let since = since.as_deref().map(store::parse_day).transpose()?;
-    store::run_store(&ctx, &roots, since, redactor.as_deref(), out)
+    store::run_store(&ctx, (&roots, since), (redactor.as_deref(), commit), out)
 }
 
 /// Parses the `<provider|auto>` argument.
@@ -129,10 +132,11 @@ pub fn parse_provider(text: &str) -> Result<Option<Provider>, CliError> {
 pub fn run(
     ctx: &ImportContext,
     logs: &[PathBuf],
-    redactor: Option<&transcript_redact::Redactor>,
+    (redactor, commit): (Option<&transcript_redact::Redactor>, Commit<'_>),
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
     let (done, failed) = Importer::from(ctx.clone()).import_files(logs, ctx.provider);
+    commit()?;
     let mut total = ImportBill::default();
     for i in &done {
         total.merge(&i.bill);
@@ -143,34 +147,7 @@ pub fn run(
             i.provider,
             i.path.display()
         ))?;
-        match i.outcome {
-            ImportOutcome::New => crate::diag!(
-                "transcript: imported {} ({}): {} events, {} diagnostics, times from the {} clock; run {}; {}",
-                i.input.display(),
-                i.provider,
-                i.events,
-                i.diagnostics,
-                i.clock.as_str(),
-                i.status,
-                i.bill.describe()
-            ),
-            ImportOutcome::Unchanged => crate::diag!(
-                "transcript: {} ({}): already imported as run {}, unchanged: nothing written (run {})",
-                i.input.display(),
-                i.provider,
-                i.run_id,
-                i.status
-            ),
-            ImportOutcome::Appended => crate::diag!(
-                "transcript: {} ({}): already imported as run {}, grown: {} events appended (run {}); {}",
-                i.input.display(),
-                i.provider,
-                i.run_id,
-                i.events,
-                i.status,
-                i.bill.describe()
-            ),
-        }
+        crate::diag!("transcript: {}", i.describe());
     }
     if done.len() > 1 {
         crate::diag!(

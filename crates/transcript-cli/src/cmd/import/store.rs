@@ -19,9 +19,8 @@ use crate::CliError;
 /// transcripts are.
 pub fn run_store(
     ctx: &ImportContext,
-    dirs: &[PathBuf],
-    since: Option<i64>,
-    redactor: Option<&transcript_redact::Redactor>,
+    (dirs, since): (&[PathBuf], Option<i64>),
+    (redactor, commit): (Option<&transcript_redact::Redactor>, super::Commit<'_>),
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
     let Some(provider) = ctx.provider else {
@@ -37,7 +36,12 @@ pub fn run_store(
         dirs: dirs.to_vec(),
     };
     let outcomes = importer.import_store_with(&store, since, &index)?;
-    let changed = index.record(&outcomes);
+    if index.record(&outcomes) {
+        // Nothing new: the index on disk already says all of it (a repeated import writes
+        // and syncs nothing).
+        index.save(&ctx.storage)?;
+    }
+    commit()?;
     let mut counts = Counts::default();
     for done in outcomes {
         match done.result {
@@ -49,11 +53,6 @@ pub fn run_store(
         }
     }
     counts.seen = counts.new + counts.appended + counts.unchanged + counts.failed + counts.empty;
-    if changed {
-        // Nothing new: the index on disk already says all of it (a repeated import writes
-        // and syncs nothing).
-        index.save(&ctx.storage)?;
-    }
     let (failed, seen) = (counts.failed, counts.seen);
     counts.report(index.session_runs().len(), redactor);
     if failed > 0 {
