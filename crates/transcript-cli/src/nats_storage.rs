@@ -4,6 +4,8 @@
 //! - `run` records through `transcript_nats::NatsRecorderFactory` (see `cmd::run`); the
 //!   connection is made before anything runs, and a NATS that does not answer is an error
 //!   naming the URL (exit 4). `replay` reads through the read port and records to the URL.
+//!   `import` imports on a private staging directory that `transcript_nats::BlockingStaging`
+//!   fills from the store and publishes back, pipelined (`nats_storage/import.rs`).
 //! - Every other command only reads, through the read port (`crate::store`,
 //!   `transcript_nats::NatsRunStore`): it opens the stream and runs index as they are and never
 //!   creates them (no transcript store at the URL is exit 4; `tail -f` waits for it). Nothing

@@ -105,8 +105,8 @@ pub fn command(
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
-        // On NATS storage the new run is recorded there; the recording was read from a
-        // private copy of its lines (or from the file named).
+        // On NATS storage the new run is recorded there; the recording is read through the
+        // read port (from the store, or the file named).
         if let Some(url) = &nats {
             args.nats = Some(crate::nats_connect::connect_for_run(url, args.durability).await?);
         }
