@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::describe;
+
 use std::path::Path;
 use std::process::Output;
 
@@ -46,15 +48,6 @@ fn transcript(storage: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        common::text(&out.stdout),
-        common::text(&out.stderr)
-    )
 }
 
 #[test]

@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::describe;
+
 use std::path::Path;
 use std::process::Output;
 
@@ -42,15 +44,6 @@ fn transcript(storage: &str, work: &Path, args: &[&str]) -> Output {
         .args(["--storage", storage])
         .output()
         .unwrap()
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        common::text(&out.stdout),
-        common::text(&out.stderr)
-    )
 }
 
 /// The first line (`run.started`) of a run, read back through `mirror` (the store's bytes).

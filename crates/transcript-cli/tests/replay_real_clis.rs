@@ -11,6 +11,8 @@
 
 mod common;
 
+use common::describe;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -185,15 +187,6 @@ fn printed_run_id(out: &Output) -> String {
         .find_map(|l| l.strip_prefix("run_id: "))
         .unwrap_or_else(|| panic!("no run id:\n{}", describe(out)))
         .to_owned()
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        common::text(&out.stdout),
-        common::text(&out.stderr)
-    )
 }
 
 fn replays_like_the_recording(cli: AgentCli) {

@@ -8,6 +8,16 @@ pub mod otlp_receiver;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A finished command as a failing assertion shows it: exit code, stdout, stderr.
+pub fn describe(out: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    )
+}
+
 /// The built `transcript` binary, with the environment the tests control.
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_transcript"));
