@@ -121,6 +121,9 @@ struct RunCmd {
     /// SIGTERM and SIGKILL (a second Ctrl-C kills at once).
     #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = parse_secs)]
     kill_grace: f64,
+    /// `off`: run every process without the kernel's confinement (Landlock), warned once.
+    #[arg(long, value_name = "on|off", default_value_t = transcript_exec::sandbox::SandboxMode::Confined)]
+    sandbox: transcript_exec::sandbox::SandboxMode,
     #[command(flatten)]
     redaction: RedactionArgs,
 }
@@ -460,6 +463,7 @@ fn run_workflow(
         capture_content,
         otlp_flush_timeout,
         kill_grace,
+        sandbox,
         redaction,
     } = cmd;
     let otlp = cmd::otel::resolve(otlp.flags(otlp_endpoint))?;
@@ -489,6 +493,7 @@ fn run_workflow(
         style: Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs_f64(kill_grace),
         wire: None,
+        sandbox,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -50,11 +50,21 @@ impl McpGateway for ProxyGateway {
             iteration: start.iteration,
             call_id_prefix: start.call_id_prefix,
         };
-        let proxy = McpProxy::start(
+        // The stdio servers run in the step's confinement (#56), each with its own private
+        // temporary directory, kept until the server is stopped.
+        let launch: Option<transcript_mcp::Launch> = start.confinement.clone().map(|c| {
+            let launch: transcript_mcp::Launch = std::sync::Arc::new(move |cmd| {
+                let (child, tmp) = transcript_exec::sandbox::spawn(cmd, &c)?;
+                Ok((child, Box::new(tmp) as transcript_mcp::LaunchGuard))
+            });
+            launch
+        });
+        let proxy = McpProxy::start_launching(
             &servers,
             Allowlist::from_step_tools(&start.tools),
             target,
             limits,
+            launch,
             start.cancel,
         )
         .await

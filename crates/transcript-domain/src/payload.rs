@@ -47,6 +47,10 @@ pub struct StepPayload {
     /// `run.started` only (decision 16): the id of the run this run replays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<String>,
+    /// `step.started` only (decision 18, #56): `"off"` when the step's processes run without
+    /// the kernel's confinement (`sandbox: off` or `--sandbox off`); absent when confined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// The workflow file a run ran (decision 16): the path as the runner was given it and the
@@ -86,6 +90,7 @@ impl StepPayload {
             workflow: None,
             inputs: None,
             replay_of: None,
+            sandbox: None,
         }
     }
 

@@ -545,6 +545,7 @@ fn any_step() -> BoxedStrategy<StepPayload> {
             workflow: None,
             inputs: None,
             replay_of: None,
+            sandbox: None,
         })
         .boxed()
 }

@@ -60,6 +60,9 @@ pub struct AgentRequest {
     pub env: BTreeMap<String, String>,
     /// The run's workspace.
     pub workspace: PathBuf,
+    /// Directories the runner made for this execution (its MCP wiring, its model endpoint's
+    /// files): a confined CLI reads and writes them like its workspace ([`crate::sandbox`]).
+    pub private_dirs: Vec<PathBuf>,
 }
 
 /// What an agent run produced.

@@ -171,7 +171,8 @@ impl AgentRunner for CliAgentRunner {
             ))
         })?;
         // The preset's private directory lives until the agent ended.
-        let (mut child, group, _private) = spawn(&request, &seam.process_limits().withheld_env)?;
+        let limits = seam.process_limits();
+        let (mut child, group, _private) = spawn(&request, &limits)?;
         let mut stdout = child
             .stdout
             .take()
@@ -221,8 +222,9 @@ impl AgentRunner for CliAgentRunner {
 /// with the prompts in its environment and its stdout and stderr piped.
 fn spawn(
     request: &AgentRequest,
-    withheld: &crate::WithheldEnv,
+    limits: &crate::process::ProcessLimits,
 ) -> Result<(tokio::process::Child, ProcessGroup, Option<PrivateDir>), AgentError> {
+    let withheld = &limits.withheld_env;
     let (argv, private) = command_line(request)?;
     let (program, args) = argv
         .split_first()
@@ -239,7 +241,15 @@ fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let (child, group) = ProcessGroup::spawn(&mut cmd)
+    // Confined like a command step, plus the CLI's own state and the runner's files for it.
+    let confinement = limits.confinement.as_ref().map(|c| {
+        let c = crate::sandbox::agent_state::grant(c.clone(), request);
+        match &private {
+            Some(dir) => c.write(&dir.path),
+            None => c,
+        }
+    });
+    let (child, group) = ProcessGroup::spawn_confined(&mut cmd, confinement.as_ref())
         .map_err(|e| AgentError::Setup(format!("cannot start agent '{program}': {e}")))?;
     Ok((child, group, private))
 }

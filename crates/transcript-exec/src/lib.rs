@@ -395,6 +395,7 @@ pub mod preset;
 pub mod process;
 pub mod provider;
 pub mod reaper;
+pub mod sandbox;
 pub mod service;
 pub mod shape;
 mod status;

@@ -79,6 +79,11 @@ impl StepEndpoint {
         Ok(StepEndpoint { session, dir })
     }
 
+    /// The private directory of the endpoint's files.
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        &self.dir.path
+    }
+
     /// Closes the endpoint, then removes its directory.
     pub(crate) async fn finish(self) -> EndpointOutcome {
         let outcome = self.session.finish().await;

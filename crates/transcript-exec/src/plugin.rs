@@ -87,6 +87,10 @@ pub struct PluginLimits {
     /// Variables of the runner's environment the plugin does not inherit (default none; see
     /// [`crate::withheld_env`]).
     pub withheld_env: crate::WithheldEnv,
+    /// The kernel confinement of the plugin process and all it starts (#56, see
+    /// [`crate::sandbox`]); `None`: unconfined (the default here; `transcript run` confines
+    /// its plugins to the workspace unless `--sandbox off`).
+    pub confinement: Option<crate::sandbox::Confinement>,
 }
 
 impl PluginLimits {
@@ -106,6 +110,7 @@ impl Default for PluginLimits {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             stderr_drain: Duration::from_secs(2),
             withheld_env: crate::WithheldEnv::default(),
+            confinement: None,
         }
     }
 }
@@ -130,6 +135,8 @@ struct Io {
     stderr_done: Option<mpsc::Receiver<()>>,
     stderr_drain: Duration,
     child: Child,
+    /// A confined plugin's private temporary directory, removed with it.
+    _tmp: Option<crate::sandbox::PrivateTmp>,
 }
 
 impl Drop for Io {
@@ -216,7 +223,17 @@ impl ExternalPlugin {
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
-        let mut child = cmd.spawn().map_err(|e| err(format!("cannot start: {e}")))?;
+        let (mut child, tmp) = match &limits.confinement {
+            Some(c) => {
+                let (child, tmp) = crate::sandbox::spawn(&mut cmd, c)
+                    .map_err(|e| err(format!("cannot start: {e}")))?;
+                (child, Some(tmp))
+            }
+            None => (
+                cmd.spawn().map_err(|e| err(format!("cannot start: {e}")))?,
+                None,
+            ),
+        };
         let stderr_done = match (mask, child.stderr.take()) {
             (Some(mask), Some(stderr)) => Some(
                 spawn_masked_copy(stderr, mask)
@@ -243,6 +260,7 @@ impl ExternalPlugin {
             stderr_done,
             stderr_drain: limits.stderr_drain,
             child,
+            _tmp: tmp,
         };
         // A plugin that never answers is dropped (and so killed) here.
         let described = tokio::time::timeout(

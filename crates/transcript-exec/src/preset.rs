@@ -415,6 +415,7 @@ mod tests {
             tools: vec![],
             env: BTreeMap::new(),
             workspace: PathBuf::from("/w"),
+            private_dirs: vec![],
         }
     }
 

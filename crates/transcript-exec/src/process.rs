@@ -28,6 +28,7 @@ use std::time::Duration;
 use rustix::process::{Pid, Signal, kill_process_group};
 
 use crate::reaper::ProcessScope;
+use crate::sandbox::{Confinement, PrivateTmp};
 use crate::withheld_env::WithheldEnv;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -49,6 +50,10 @@ pub struct ProcessLimits {
     /// Variables of the runner's environment the process does not inherit (default none;
     /// see [`crate::withheld_env`]).
     pub withheld_env: WithheldEnv,
+    /// The kernel confinement of every process started with these limits (#56, see
+    /// [`crate::sandbox`]); `None`: unconfined (the default of these low-level helpers; the
+    /// [`crate::ExecutionService`] confines every step unless told otherwise).
+    pub confinement: Option<Confinement>,
 }
 
 impl Default for ProcessLimits {
@@ -57,6 +62,7 @@ impl Default for ProcessLimits {
             kill_grace: Duration::from_secs(2),
             max_output_bytes: crate::bounded::DEFAULT_MAX_VALUE_BYTES,
             withheld_env: WithheldEnv::default(),
+            confinement: None,
         }
     }
 }
@@ -161,6 +167,8 @@ async fn capture(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> std::io:
 pub struct ProcessGroup {
     pgid: Option<Pid>,
     scope: Option<ProcessScope>,
+    /// A confined process's private temporary directory: removed once the scope ended.
+    tmp: Option<PrivateTmp>,
 }
 
 impl ProcessGroup {
@@ -170,23 +178,44 @@ impl ProcessGroup {
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .and_then(Pid::from_raw);
-        Self { pgid, scope: None }
+        Self {
+            pgid,
+            scope: None,
+            tmp: None,
+        }
     }
 
     /// Spawns `cmd` leading its own process group, in a new [`ProcessScope`] (every
-    /// descendant, wherever it escapes, is ended with the step: see [`crate::reaper`]).
+    /// descendant, wherever it escapes, is ended with the step: see [`crate::reaper`]),
+    /// unconfined.
     pub fn spawn(
         cmd: &mut tokio::process::Command,
+    ) -> std::io::Result<(tokio::process::Child, Self)> {
+        Self::spawn_confined(cmd, None)
+    }
+
+    /// [`ProcessGroup::spawn`] confined by `confinement` when given ([`crate::sandbox`]):
+    /// the process gets a private temporary directory, removed once its scope has ended.
+    pub fn spawn_confined(
+        cmd: &mut tokio::process::Command,
+        confinement: Option<&Confinement>,
     ) -> std::io::Result<(tokio::process::Child, Self)> {
         let mut scope = ProcessScope::new();
         own_group(cmd);
         scope.mark(cmd);
-        let child = cmd.spawn()?;
+        let (child, tmp) = match confinement {
+            Some(c) => {
+                let (child, tmp) = crate::sandbox::spawn(cmd, c)?;
+                (child, Some(tmp))
+            }
+            None => (cmd.spawn()?, None),
+        };
         if let Some(pid) = child.id() {
             scope.started(pid);
         }
         let mut group = Self::of(&child);
         group.scope = Some(scope);
+        group.tmp = tmp;
         Ok((child, group))
     }
 
@@ -217,6 +246,8 @@ impl ProcessGroup {
         if let Some(scope) = self.scope.take() {
             scope.end(pgid).await;
         }
+        // Nothing of the scope is left to write in it.
+        drop(self.tmp.take());
     }
 
     /// Forgets the group and its scope without signalling them.
@@ -387,7 +418,7 @@ async fn run_process(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
-    let (mut child, group) = ProcessGroup::spawn(&mut cmd)
+    let (mut child, group) = ProcessGroup::spawn_confined(&mut cmd, limits.confinement.as_ref())
         .map_err(|e| ToolError::Failed(format!("cannot start {program}: {e}")))?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();

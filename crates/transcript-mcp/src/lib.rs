@@ -149,3 +149,14 @@ pub use proxy::LIST_DIAGNOSTIC;
 pub use record::RecordTarget;
 pub use serve::{McpProxy, SECRET_HEADER};
 pub use upstream::INHERITED_ENV;
+
+/// What a [`Launch`] keeps alive as long as the server it started runs (dropped after it).
+pub type LaunchGuard = Box<dyn std::any::Any + Send + Sync>;
+
+/// Starts a stdio server's prepared command (its own process group, pipes and environment
+/// already set): the composition root's hook to confine it ([`McpProxy::start_launching`]).
+pub type Launch = std::sync::Arc<
+    dyn Fn(&mut tokio::process::Command) -> std::io::Result<(tokio::process::Child, LaunchGuard)>
+        + Send
+        + Sync,
+>;

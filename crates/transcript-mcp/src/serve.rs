@@ -67,11 +67,24 @@ impl McpProxy {
         limits: ProxyLimits,
         cancel: CancellationToken,
     ) -> Result<Self, ProxyError> {
+        Self::start_launching(servers, allowlist, target, limits, None, cancel).await
+    }
+
+    /// [`McpProxy::start`] whose stdio servers are started by `launch` when given (the
+    /// composition root confines them with the kernel, #56) instead of a plain spawn.
+    pub async fn start_launching(
+        servers: &[McpServer],
+        allowlist: Allowlist,
+        target: RecordTarget,
+        limits: ProxyLimits,
+        launch: Option<crate::Launch>,
+        cancel: CancellationToken,
+    ) -> Result<Self, ProxyError> {
         validate_servers(servers)?;
         limits.check()?;
         let mut upstreams = Vec::new();
         for server in servers {
-            match Upstream::connect(server, limits.start_deadline).await {
+            match Upstream::connect(server, limits.start_deadline, launch.as_ref()).await {
                 Ok(u) => upstreams.push(Arc::new(u)),
                 Err(e) => {
                     stop_all(upstreams, limits).await;

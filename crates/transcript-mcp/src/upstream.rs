@@ -51,6 +51,7 @@ impl Upstream {
     pub(crate) async fn connect(
         server: &McpServer,
         deadline: Duration,
+        launch: Option<&crate::Launch>,
     ) -> Result<Self, ProxyError> {
         let name = server.name.clone();
         let start_failed = |cause: String| ProxyError::Start {
@@ -62,8 +63,8 @@ impl Upstream {
                 let inherited = INHERITED_ENV
                     .iter()
                     .filter_map(|k| std::env::var_os(k).map(|v| (*k, v)));
-                let mut child = Command::new(command)
-                    .args(args)
+                let mut cmd = Command::new(command);
+                cmd.args(args)
                     .env_clear()
                     .envs(inherited)
                     .envs(env)
@@ -71,13 +72,17 @@ impl Upstream {
                     .stdout(Stdio::piped())
                     .stderr(Stdio::null())
                     .process_group(0)
-                    .kill_on_drop(true)
-                    .spawn()
-                    .map_err(|e| start_failed(format!("cannot start {command:?}: {e}")))?;
+                    .kill_on_drop(true);
+                let (mut child, guard) = match launch {
+                    Some(launch) => launch(&mut cmd),
+                    None => cmd.spawn().map(|c| (c, Box::new(()) as crate::LaunchGuard)),
+                }
+                .map_err(|e| start_failed(format!("cannot start {command:?}: {e}")))?;
                 let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                     return Err(start_failed("no stdio pipes".into()));
                 };
-                let group = ChildGroup::new(child);
+                let mut group = ChildGroup::new(child);
+                group.guard = Some(guard);
                 let pgid = Some(group.pgid);
                 let service = tokio::time::timeout(deadline, ().serve((stdout, stdin)))
                     .await
@@ -218,6 +223,9 @@ pub(crate) struct ChildGroup {
     /// The leader until it is reaped.
     leader: std::sync::Arc<std::sync::Mutex<Option<Child>>>,
     live: bool,
+    /// What the launcher keeps alive as long as the server (a confined server's private
+    /// temporary directory).
+    guard: Option<crate::LaunchGuard>,
 }
 
 impl ChildGroup {
@@ -253,6 +261,7 @@ impl ChildGroup {
             exited,
             leader,
             live: true,
+            guard: None,
         }
     }
 

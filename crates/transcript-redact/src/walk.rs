@@ -46,6 +46,7 @@ impl Redactor {
             workflow,
             inputs,
             replay_of,
+            sandbox: _,
         } = step;
         self.mask_string(name);
         self.mask_string(kind);

@@ -59,6 +59,9 @@ pub struct ReplayCmd {
     /// Working directory for commands and file tools (default: the current directory).
     #[arg(long)]
     pub workspace: Option<PathBuf>,
+    /// `off`: run every process without the kernel's confinement (Landlock), warned once.
+    #[arg(long, value_name = "on|off", default_value_t = transcript_exec::sandbox::SandboxMode::Confined)]
+    pub sandbox: transcript_exec::sandbox::SandboxMode,
 }
 
 /// `transcript replay`: the run's arguments (defaults of `run`) with the replay's own.
@@ -91,6 +94,7 @@ pub fn command(
         style: crate::style::Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs(2),
         wire: None,
+        sandbox: cmd.sandbox,
     };
     let replay = ReplayArgs {
         run: cmd.run,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use transcript_domain::{EventMask, RecorderFactory};
+use transcript_exec::sandbox::SandboxPolicy;
 use transcript_exec::{ExecutionService, ExternalPlugin, ToolRouter, WorkflowSet};
 use transcript_infra::{Durability, JsonlRecorderFactory};
 
@@ -46,6 +47,8 @@ pub struct RunArgs {
     pub kill_grace: std::time::Duration,
     /// More wiring of the engine (`transcript replay`'s ports), if any.
     pub wire: Option<EngineWiring>,
+    /// Whether the run's processes are confined by the kernel (#56).
+    pub sandbox: transcript_exec::sandbox::SandboxMode,
 }
 
 /// A command's own wiring of the engine, applied last to the service builder.
@@ -179,6 +182,12 @@ pub async fn run_reporting(
         CliError::Invalid(format!("{}: no root workflow", args.workflow.display()))
     })?;
     check_inputs(&root, &args.inputs)?;
+    // Before anything starts: a kernel that cannot confine refuses the run (exit 2).
+    let sandbox =
+        SandboxPolicy::for_runner(args.sandbox, &args.storage).map_err(CliError::Usage)?;
+    for warning in sandbox.warnings(&set, &args.workspace) {
+        crate::diag!("{warning}");
+    }
     let args = with_secrets_masked(args, &root)?;
     let plugin_argvs = plugin_argvs(&args.plugins)?;
     // Before anything is created: a signal from now on cancels the run (see `signals`).
@@ -188,8 +197,11 @@ pub async fn run_reporting(
 
     let (clock, ids) = crate::source::clock_and_ids(args.deterministic);
     let views = Views::wire(&args, clock.clone())?;
-    let router = start_plugins(&args, &set, &plugin_argvs).await?;
-    let service = build_service(&args, (clock, ids.clone()), views.factory.clone(), router)?;
+    let router = start_plugins(&args, &set, &plugin_argvs, &sandbox).await?;
+    let service = build_service(&args, (clock, ids.clone()), views.factory.clone(), router)?
+        .sandbox(sandbox)
+        .build()
+        .map_err(|e| CliError::Failed(e.to_string()))?;
 
     // Reject an invalid workflow before anything is recorded: no run id is
     // spent and no transcript file is created for a run that never starts.
@@ -427,10 +439,12 @@ async fn start_plugins(
     args: &RunArgs,
     set: &WorkflowSet,
     plugin_argvs: &[Vec<String>],
+    sandbox: &SandboxPolicy,
 ) -> Result<ToolRouter, CliError> {
     let mut router = ToolRouter::with_builtins();
     let mask = args.redactor.clone().map(text_mask);
-    let limits = transcript_exec::PluginLimits::withholding(withheld_env(args));
+    let mut limits = transcript_exec::PluginLimits::withholding(withheld_env(args));
+    limits.confinement = sandbox.for_plugins(&args.workspace);
     transcript_exec::start_declared_plugins_with(set, &mut router, limits.clone(), mask.clone())
         .await
         .map_err(|e| CliError::Failed(format!("{}: plugin: {e}", args.workflow.display())))?;
@@ -464,7 +478,7 @@ fn build_service(
     ),
     factory: Arc<dyn RecorderFactory>,
     router: ToolRouter,
-) -> Result<ExecutionService, CliError> {
+) -> Result<transcript_exec::ServiceBuilder, CliError> {
     let mut builder = ExecutionService::builder(&args.workspace, clock, ids)
         .deterministic(args.deterministic)
         .kill_grace(args.kill_grace)
@@ -496,10 +510,7 @@ fn build_service(
     if let Some(mask) = args.redactor.clone().map(text_mask) {
         builder = builder.audit_mask(mask);
     }
-    crate::demo::register_demo_steps(builder)
-        .map_err(CliError::Failed)?
-        .build()
-        .map_err(|e| CliError::Failed(e.to_string()))
+    crate::demo::register_demo_steps(builder).map_err(CliError::Failed)
 }
 
 /// A transcript that cannot be opened: a run id that already has one (`--deterministic` twice

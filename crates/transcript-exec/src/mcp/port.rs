@@ -44,6 +44,9 @@ pub struct McpStart {
     /// The CLI's working directory (the step's workspace), whose own configuration the
     /// gateway inspects.
     pub workspace: PathBuf,
+    /// How the step's processes are confined (#56): the gateway starts the stdio servers
+    /// inside it ([`crate::sandbox::spawn`]); `None`: unconfined.
+    pub confinement: Option<crate::sandbox::Confinement>,
 }
 
 impl std::fmt::Debug for McpStart {

@@ -34,6 +34,8 @@ pub(crate) struct Target {
     pub(crate) iteration: u64,
     /// The agent execution's call id prefix.
     pub(crate) call_id_prefix: String,
+    /// The step's confinement, for the stdio servers the proxy starts.
+    pub(crate) confinement: Option<crate::sandbox::Confinement>,
 }
 
 /// A running proxy and the private directory of its wiring.
@@ -80,6 +82,7 @@ pub(crate) async fn start(
         cancel: cancel.clone(),
         env: request.env.clone(),
         workspace: request.workspace.clone(),
+        confinement: target.confinement,
     };
     let session = gateway.start(start).await.map_err(|e| e.to_string())?;
     let proxy = StepProxy { session, dir };
@@ -123,6 +126,7 @@ fn wire(request: &mut AgentRequest, wiring: &McpWiring, dir: &Path) -> Result<()
         write_private(file, dir).map_err(|e| format!("MCP proxy: {e}"))?;
     }
     request.env.extend(wiring.env.clone());
+    request.private_dirs.push(dir.to_path_buf());
     let bin = preset.locate(&request.env).map_err(|e| e.to_string())?;
     let mut args = preset_args(preset, request, dir)?;
     let at = args.iter().position(|a| a == "--").unwrap_or(args.len());

@@ -33,6 +33,7 @@ pub(super) struct Inner {
     pub(super) model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
     pub(super) recorded_commands: Option<Arc<dyn crate::model_endpoint::RecordedCommands>>,
     pub(super) replay_of: Option<String>,
+    pub(super) sandbox: crate::sandbox::SandboxPolicy,
 }
 
 impl Inner {
@@ -65,9 +66,20 @@ pub struct ServiceBuilder {
     model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
     recorded_commands: Option<Arc<dyn crate::model_endpoint::RecordedCommands>>,
     replay_of: Option<String>,
+    sandbox: crate::sandbox::SandboxPolicy,
 }
 
 impl ServiceBuilder {
+    /// How the run's processes are confined (#56, [`crate::sandbox`]): by default every
+    /// process of every step is confined by Landlock, the audit file hidden from them; the
+    /// composition root hides its storage too, or turns confinement off
+    /// ([`crate::sandbox::SandboxPolicy::off`]). A confined service refuses to build on a
+    /// kernel without Landlock ([`ExecError::Sandbox`]).
+    pub fn sandbox(mut self, policy: crate::sandbox::SandboxPolicy) -> Self {
+        self.sandbox = policy;
+        self
+    }
+
     /// Marks every root run of the service as a replay of `run` (`run.started`'s `replay_of`,
     /// wire decision 16); child runs do not carry it.
     pub fn replay_of(mut self, run: transcript_domain::RunId) -> Self {
@@ -258,6 +270,13 @@ impl ServiceBuilder {
                 path: self.workspace.display().to_string(),
                 message: e.to_string(),
             })?;
+        let mut sandbox = self.sandbox.clone();
+        if sandbox.mode == crate::sandbox::SandboxMode::Confined {
+            crate::sandbox::probe().map_err(ExecError::Sandbox)?;
+            if let Some(audit) = &self.audit_path {
+                sandbox = sandbox.hide(audit);
+            }
+        }
         if !workspace.is_dir() {
             return Err(ExecError::Workspace {
                 path: workspace.display().to_string(),
@@ -297,6 +316,7 @@ impl ServiceBuilder {
                 model_endpoints: self.model_endpoints,
                 recorded_commands: self.recorded_commands,
                 replay_of: self.replay_of,
+                sandbox,
             }),
         })
     }
@@ -332,6 +352,7 @@ impl ExecutionService {
             model_endpoints: None,
             recorded_commands: None,
             replay_of: None,
+            sandbox: crate::sandbox::SandboxPolicy::confined(),
         }
     }
 

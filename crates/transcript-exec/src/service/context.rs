@@ -124,8 +124,22 @@ impl StepCtx<'_> {
             workspace: self.run.inner.workspace.clone(),
             cancel: self.cancel.clone(),
             call_counter: self.run.calls.clone(),
-            limits: self.run.inner.limits.clone(),
+            limits: self.limits(),
         }
+    }
+
+    /// The process limits of the step's processes: the run's, confined as the run and the
+    /// step's `sandbox:` say ([`crate::sandbox`]).
+    pub(super) fn limits(&self) -> crate::process::ProcessLimits {
+        let inner = &self.run.inner;
+        let mut limits = inner.limits.clone();
+        limits.confinement = inner.sandbox.for_step(&inner.workspace, &self.step.sandbox);
+        limits
+    }
+
+    /// Whether the step's processes run unconfined (`sandbox: off`, or the run's).
+    pub(super) fn unconfined(&self) -> bool {
+        self.run.inner.sandbox.mode == crate::sandbox::SandboxMode::Off || self.step.sandbox.off
     }
 }
 

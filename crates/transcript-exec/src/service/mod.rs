@@ -67,6 +67,10 @@ pub enum ExecError {
     /// The recorder factory could not open the run's transcript.
     #[error("cannot open the transcript: {0}")]
     Recorder(#[from] RecordError),
+    /// The run's processes are to be confined but the kernel cannot (#56): the message names
+    /// the kernel and the opt-out.
+    #[error("{0}")]
+    Sandbox(String),
     /// The workspace directory is not usable.
     #[error("workspace {path}: {message}")]
     Workspace {

@@ -84,6 +84,7 @@ mod mcp_servers;
 mod model;
 mod options;
 mod parse;
+mod sandbox_def;
 mod set;
 mod validate;
 mod yaml;

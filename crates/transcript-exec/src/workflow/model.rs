@@ -102,6 +102,9 @@ pub struct Step {
     pub timeout: Option<Duration>,
     /// When true, a failure is recorded but the enclosing sequence goes on.
     pub continue_on_error: bool,
+    /// What the step's processes may reach beyond the default bounds, or `off`
+    /// (`sandbox:`, #56; see [`crate::sandbox`]).
+    pub sandbox: crate::sandbox::StepSandbox,
 }
 
 impl Step {
@@ -112,6 +115,7 @@ impl Step {
             kind,
             timeout: None,
             continue_on_error: false,
+            sandbox: crate::sandbox::StepSandbox::default(),
         }
     }
 
@@ -262,6 +266,12 @@ impl Step {
     /// Lets the enclosing sequence continue after this step fails.
     pub fn continue_on_error(mut self) -> Self {
         self.continue_on_error = true;
+        self
+    }
+
+    /// Sets what the step's processes may reach (`sandbox:`, see [`crate::sandbox`]).
+    pub fn with_sandbox(mut self, sandbox: crate::sandbox::StepSandbox) -> Self {
+        self.sandbox = sandbox;
         self
     }
 }

@@ -77,6 +77,7 @@ fn common(name: String, timeout_ms: Option<u64>, continue_on_error: bool, kind: 
         kind,
         timeout: timeout_ms.map(Duration::from_millis),
         continue_on_error,
+        sandbox: crate::sandbox::StepSandbox::default(),
     }
 }
 
@@ -102,7 +103,31 @@ fn strings(v: Vec<Value>) -> Option<Vec<String>> {
 }
 
 impl StepDef {
-    fn into_step(self, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
+    fn into_step(mut self, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
+        let (name, sandbox) = self.take_sandbox();
+        let sandbox = super::sandbox_def::parse(sandbox)
+            .map_err(|r| WorkflowError::new(file, Some(&join_path(prefix, &name)), r))?;
+        let mut step = self.into_step_of_kind(file, prefix)?;
+        step.sandbox = sandbox;
+        Ok(step)
+    }
+
+    /// The step's name and its `sandbox:` as written, taken out.
+    fn take_sandbox(&mut self) -> (String, Option<Value>) {
+        match self {
+            StepDef::Command(d) => (d.name.clone(), d.sandbox.take()),
+            StepDef::Operation(d) => (d.name.clone(), d.sandbox.take()),
+            StepDef::Terminal(d) => (d.name.clone(), d.sandbox.take()),
+            StepDef::Parallel(d) => (d.name.clone(), d.sandbox.take()),
+            StepDef::ForEach(d) => (d.name.clone(), d.sandbox.take()),
+            StepDef::While(d) => (d.name.clone(), d.sandbox.take()),
+            StepDef::CallWorkflow(d) => (d.name.clone(), d.sandbox.take()),
+            StepDef::Agent(d) => (d.name.clone(), d.sandbox.take()),
+            StepDef::Custom(_, d) => (d.name.clone(), d.sandbox.take()),
+        }
+    }
+
+    fn into_step_of_kind(self, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
         let err = |name: &str, reason: &str| {
             WorkflowError::new(file, Some(&join_path(prefix, name)), reason)
         };

@@ -69,6 +69,13 @@ impl WorkflowSet {
         out
     }
 
+    /// Every workflow's key, sorted.
+    pub fn keys(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> = self.workflows.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        keys
+    }
+
     /// The root workflow's key.
     pub fn root_key(&self) -> &str {
         &self.root

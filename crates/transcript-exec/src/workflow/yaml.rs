@@ -33,6 +33,8 @@ macro_rules! step_struct {
             pub(super) timeout_ms: Option<u64>,
             #[serde(default)]
             pub(super) continue_on_error: bool,
+            #[serde(default)]
+            pub(super) sandbox: Option<Value>,
             $($(#[$fm])* pub(super) $field: $ty,)*
         }
     };

@@ -495,7 +495,11 @@ fn render_outputs(wf: &Workflow, scope: &Scope) -> Result<Map<String, Value>, St
 /// The payload of a step's `step.started`: a command step's carries what
 /// it is about to run as its `result` (see `steps::command::started_result`).
 fn started_payload(sc: &StepCtx<'_>) -> StepPayload {
-    let p = StepPayload::new(sc.step.name.clone(), sc.step.kind.kind_name());
+    let mut p = StepPayload::new(sc.step.name.clone(), sc.step.kind.kind_name());
+    // Decision 18: a step whose processes run unconfined says so.
+    if sc.unconfined() && starts_processes(&sc.step.kind) {
+        p.sandbox = Some("off".to_owned());
+    }
     match &sc.step.kind {
         StepKind::Command { command, env, .. } => p.with_result(
             RawJson::from_value(&steps::command::started_result(command, env, sc.scope))
@@ -503,6 +507,18 @@ fn started_payload(sc: &StepCtx<'_>) -> StepPayload {
         ),
         _ => p,
     }
+}
+
+/// Whether a step of `kind` may start processes itself (composite steps, calls and terminal
+/// steps start none of their own).
+fn starts_processes(kind: &StepKind) -> bool {
+    matches!(
+        kind,
+        StepKind::Command { .. }
+            | StepKind::Agent(_)
+            | StepKind::Operation { .. }
+            | StepKind::Custom { .. }
+    )
 }
 
 /// Runs the step's body: its kind's file in `steps/`.

@@ -52,6 +52,7 @@ fn request(sc: &StepCtx<'_>, spec: &AgentSpec) -> Result<AgentRequest, String> {
         tools: spec.tools.clone(),
         env,
         workspace: sc.run.inner.workspace.clone(),
+        private_dirs: Vec::new(),
     })
 }
 
@@ -169,9 +170,9 @@ async fn open_endpoint(
         system_prompt: request.system_prompt.clone(),
         config_dir: std::path::PathBuf::new(),
     };
-    StepEndpoint::open(endpoints.as_ref(), start, &mut request.env)
-        .await
-        .map(Some)
+    let endpoint = StepEndpoint::open(endpoints.as_ref(), start, &mut request.env).await?;
+    request.private_dirs.push(endpoint.dir().to_path_buf());
+    Ok(Some(endpoint))
 }
 
 async fn finish_endpoint(endpoint: Option<StepEndpoint>) -> EndpointOutcome {
@@ -205,6 +206,7 @@ async fn start_mcp_proxy(
         path: sc.path.to_owned(),
         iteration: sc.iteration,
         call_id_prefix,
+        confinement: sc.limits().confinement,
     };
     let gateway = sc.run.inner.mcp_gateway.as_ref();
     crate::mcp::step::start(

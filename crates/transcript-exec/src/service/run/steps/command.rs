@@ -108,29 +108,15 @@ pub(in crate::service) async fn run(
     }
     // The resolved command is part of the result: what ran, not
     // only what it printed (#20).
+    let limits = sc.limits();
+    let confined = limits.confinement.is_some();
     let (ran, resolved) = match resolve(command, scope) {
         Ok(Resolved::Shell(line)) => (
-            run_shell_input(
-                &line,
-                &env,
-                input.as_deref(),
-                ws,
-                cancel,
-                ctx.inner.limits.clone(),
-            )
-            .await,
+            run_shell_input(&line, &env, input.as_deref(), ws, cancel, limits.clone()).await,
             Value::String(line),
         ),
         Ok(Resolved::Argv(argv)) => (
-            run_argv_input(
-                &argv,
-                &env,
-                input.as_deref(),
-                ws,
-                cancel,
-                ctx.inner.limits.clone(),
-            )
-            .await,
+            run_argv_input(&argv, &env, input.as_deref(), ws, cancel, limits.clone()).await,
             json!(argv),
         ),
         Err(e) => (Err(e), Value::Null),
@@ -146,6 +132,7 @@ pub(in crate::service) async fn run(
                 exit_code: out.exit_code,
                 env: &env,
                 input: input.as_deref(),
+                confined,
             };
             ran.into_out(flow)
         }
@@ -177,6 +164,8 @@ struct Ran<'a> {
     exit_code: i64,
     env: &'a [(String, String)],
     input: Option<&'a str>,
+    /// It ran confined by the kernel (#56): the result says so.
+    confined: bool,
 }
 
 impl Ran<'_> {
@@ -191,6 +180,9 @@ impl Ran<'_> {
         });
         if let Some(input) = self.input {
             result["stdin"] = Value::String(input.to_owned());
+        }
+        if self.confined {
+            result["confined"] = Value::Bool(true);
         }
         if !self.env.is_empty() {
             result["env"] = self
@@ -242,6 +234,7 @@ fn served(
         exit_code: recorded.exit_code,
         env,
         input,
+        confined: false,
     }
     .into_out(flow)
 }

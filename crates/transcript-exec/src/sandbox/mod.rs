@@ -1,0 +1,353 @@
+//! Every process a run starts is confined by the kernel (#56): Landlock bounds what any code
+//! a step runs can read, write and execute, whatever program it is and whatever its data says.
+//!
+//! # Model
+//!
+//! * **Who is confined.** Command steps, `run_command`, plugins, the MCP servers the proxy
+//!   starts and agent CLIs, and everything each of them starts: a Landlock domain is
+//!   inherited across `fork` and `exec` and can never be left (`no_new_privs` is set with it,
+//!   so no set-uid program regains rights either).
+//! * **What a confined process may do** ([`Confinement`]):
+//!   - **write** (create, remove, rename, truncate) only beneath the workspace, its private
+//!     temporary directory (`TMPDIR`, `TMP` and `TEMP` point at it; mode `0o700`, a random
+//!     name, removed when the process and everything it left have ended), what the step
+//!     declares (`sandbox: { write: [...] }`) and, for an agent CLI, its own state directory;
+//!     plus the character devices every program expects (`/dev/null`, `/dev/zero`,
+//!     `/dev/full`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`, `/dev/random`, `/dev/urandom`);
+//!   - **read and execute** only the system ([`SYSTEM_READ`]: `/usr`, `/bin`, `/sbin`,
+//!     `/lib*`, `/etc`, `/opt`, `/proc`, `/sys`, `/dev`, `/run`), the directories on the
+//!     process's `PATH` (for a version manager's `shims` directory, its whole tree: pyenv's
+//!     `~/.pyenv`), the package tree its program resolves into (the outermost
+//!     `node_modules` of a CLI installed by npm, else the program's directory), the
+//!     workspace, the private temporary directory and what the step declares
+//!     (`sandbox: { read: [...] }`). Never the rest of the home directory, the transcript
+//!     storage, other runs' files or the runner's configuration ([`SandboxPolicy::hide`]).
+//!   - A `PATH` directory, a program directory or a state directory that is `/`, the home
+//!     directory or an ancestor of either or of a hidden path is never granted whole (a
+//!     `PATH=/root:…` would otherwise open the home): only the program file itself is.
+//! * **Hidden paths beneath a granted tree.** Landlock only allows: a rule on a directory
+//!   covers everything beneath it. When a hidden path (the storage, say `./storage` inside
+//!   the workspace) lies beneath a granted tree, that tree is granted entry by entry instead,
+//!   every entry beside the hidden path whole, and the directories on the way down only
+//!   listable: the hidden path's content is neither readable nor writable, and no new entry
+//!   can be made directly in those directories (only inside their existing subdirectories).
+//!   [`Confinement::carved`] says which directories lost that, so the runner can say so.
+//!   Symbolic links among those entries are never followed to grant their target.
+//! * **Scopes.** Where the kernel has them (Landlock ABI 6), a confined process can neither
+//!   signal a process outside its domain (the runner, another step) nor connect to an
+//!   abstract Unix socket made outside it.
+//! * **How it is applied.** Landlock restricts the calling *thread* and everything it starts
+//!   afterwards; so each confined spawn happens on a short-lived thread that first restricts
+//!   itself, then forks and execs the program ([`spawn`]): the runner itself is never
+//!   restricted, and no `unsafe` `pre_exec` hook is needed. A spawn whose restriction the
+//!   kernel did not enforce fails; it never runs unconfined.
+//! * **Opting out.** `sandbox: off` on a step, or [`SandboxMode::Off`] for the run
+//!   (`--sandbox off`), starts the step's processes unconfined; the step's `step.started`
+//!   says `"sandbox": "off"`, and the CLI warns once.
+//!
+//! # Threat model
+//!
+//! What a step's data can make a program do (an interpreter fed free text on stdin, a
+//! configuration file named by data, an agent's tool call after a prompt injection) is
+//! bounded by these rules, not by any list of programs or options: the load-time refusals
+//! of known interpreters are a lint. A denied access is the program's own `EACCES`. Not
+//! bounded here: the network (a separate issue), what the step may legitimately write in
+//! the workspace, and reads of the system directories (which hold no user data).
+//!
+//! # Versioning
+//!
+//! The rights requested are every right of the newest Landlock ABI the `landlock` crate
+//! knows; on an older kernel the crate keeps those the kernel has (best effort). A kernel
+//! without Landlock at all refuses confined runs ([`probe`]).
+
+pub mod agent_state;
+mod program;
+mod rules;
+mod runner;
+mod spawn;
+
+use std::path::{Path, PathBuf};
+
+pub use program::resolve_program;
+pub use rules::{Grant, Rights, SYSTEM_READ};
+pub use spawn::{PrivateTmp, probe, spawn};
+
+/// Whether a run's processes are confined.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// Every process is confined (the default).
+    #[default]
+    Confined,
+    /// Nothing is confined (`--sandbox off`): every step's `step.started` says so.
+    Off,
+}
+
+/// What a workflow step declares under `sandbox:`: `off`, or more paths to read or write
+/// (literal, relative to the workspace or absolute, `~/` for the runner's home).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepSandbox {
+    /// `sandbox: off`: the step's processes run unconfined.
+    pub off: bool,
+    /// `sandbox: { read: [...] }`: more trees the step may read and execute.
+    pub read: Vec<PathBuf>,
+    /// `sandbox: { write: [...] }`: more trees the step may write (and read).
+    pub write: Vec<PathBuf>,
+}
+
+impl StepSandbox {
+    /// `sandbox: off`.
+    pub fn off() -> Self {
+        Self {
+            off: true,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the step declares anything.
+    pub fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
+}
+
+/// The run's confinement settings: on or off, and the paths no step may reach even beneath a
+/// granted tree (the transcript storage, the runner's configuration).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// On or off for the whole run.
+    pub mode: SandboxMode,
+    hidden: Vec<PathBuf>,
+}
+
+impl SandboxPolicy {
+    /// Confinement on, nothing hidden beyond what is never granted.
+    pub fn confined() -> Self {
+        Self::default()
+    }
+
+    /// Confinement off for the whole run.
+    pub fn off() -> Self {
+        Self {
+            mode: SandboxMode::Off,
+            hidden: Vec::new(),
+        }
+    }
+
+    /// Hides `path` (a file or a directory, existing or not) from every step, even where it
+    /// lies beneath the workspace or a declared path.
+    pub fn hide(mut self, path: impl Into<PathBuf>) -> Self {
+        self.hidden.push(absolute(&path.into()));
+        self
+    }
+
+    /// The hidden paths (absolute, symbolic links of their existing part resolved).
+    pub fn hidden(&self) -> &[PathBuf] {
+        &self.hidden
+    }
+
+    /// The confinement of a process started for a step declaring `step` in `workspace`;
+    /// `None` when the run or the step is unconfined.
+    pub fn for_step(&self, workspace: &Path, step: &StepSandbox) -> Option<Confinement> {
+        if self.mode == SandboxMode::Off || step.off {
+            return None;
+        }
+        let workspace = absolute(workspace);
+        let resolve = |p: &PathBuf| absolute(&expand(p, &workspace));
+        Some(Confinement {
+            read: step.read.iter().map(resolve).collect(),
+            write: step.write.iter().map(resolve).collect(),
+            hidden: self.hidden.clone(),
+            workspace,
+        })
+    }
+}
+
+/// What one confined process may reach, before its program and private temporary directory
+/// are known (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confinement {
+    workspace: PathBuf,
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+    hidden: Vec<PathBuf>,
+}
+
+impl Confinement {
+    /// A confinement to `workspace` with nothing declared and nothing hidden.
+    pub fn new(workspace: &Path) -> Self {
+        Self {
+            workspace: absolute(workspace),
+            read: Vec::new(),
+            write: Vec::new(),
+            hidden: Vec::new(),
+        }
+    }
+
+    /// Adds a tree the process may read and execute.
+    pub fn read(mut self, path: impl AsRef<Path>) -> Self {
+        self.read.push(absolute(path.as_ref()));
+        self
+    }
+
+    /// Adds a tree the process may write (and read).
+    pub fn write(mut self, path: impl AsRef<Path>) -> Self {
+        self.write.push(absolute(path.as_ref()));
+        self
+    }
+
+    /// Hides `path` from the process, even beneath a granted tree.
+    pub fn hide(mut self, path: impl AsRef<Path>) -> Self {
+        self.hidden.push(absolute(path.as_ref()));
+        self
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The state directory of an agent CLI: written like the workspace unless it is `/`, the
+    /// home directory or an ancestor of it or of a hidden path (then nothing is granted).
+    pub fn state_dir(self, path: impl AsRef<Path>) -> Self {
+        let path = absolute(path.as_ref());
+        if rules::too_wide(&path, &self.hidden) {
+            return self;
+        }
+        self.write(path)
+    }
+
+    /// The directories granted entry by entry because a hidden path lies beneath them: no
+    /// new entry can be made directly in them (see the module docs).
+    pub fn carved(&self) -> Vec<PathBuf> {
+        let mut carved = Vec::new();
+        for root in std::iter::once(&self.workspace).chain(&self.write) {
+            for hidden in &self.hidden {
+                if hidden != root && hidden.starts_with(root) {
+                    let mut dir = hidden.parent();
+                    while let Some(d) = dir {
+                        if !d.starts_with(root) {
+                            break;
+                        }
+                        if !carved.iter().any(|c: &PathBuf| c == d) {
+                            carved.push(d.to_path_buf());
+                        }
+                        dir = d.parent();
+                    }
+                }
+            }
+        }
+        carved
+    }
+
+    /// Every rule for a process running `program` (resolved) with `path_env` as its `PATH`
+    /// and `tmp` as its private temporary directory.
+    pub fn grants(&self, program: Option<&Path>, path_env: Option<&str>, tmp: &Path) -> Vec<Grant> {
+        rules::grants(self, program, path_env, tmp)
+    }
+}
+
+/// `~/x` under the runner's home, a relative path under `workspace`.
+fn expand(path: &Path, workspace: &Path) -> PathBuf {
+    if let Ok(rest) = path.strip_prefix("~")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return Path::new(&home).join(rest);
+    }
+    if path.is_relative() {
+        workspace.join(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// `path` made absolute and lexically clean, with the symbolic links of its longest existing
+/// prefix resolved (what Landlock will see once a rule is opened on it).
+pub(crate) fn absolute(path: &Path) -> PathBuf {
+    let path = if path.is_relative() {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    } else {
+        path.to_path_buf()
+    };
+    let mut clean = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            std::path::Component::Normal(n) => clean.push(n),
+            _ => {}
+        }
+    }
+    // Resolve the longest existing prefix; keep the rest as written.
+    let mut existing = clean.clone();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&existing) {
+            let mut out = real;
+            for n in rest.iter().rev() {
+                out.push(n);
+            }
+            return out;
+        }
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return clean,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_paths_are_relative_to_the_workspace_and_literal() {
+        let ws = tempfile::tempdir().unwrap();
+        let step = StepSandbox {
+            off: false,
+            read: vec![PathBuf::from("/usr/share")],
+            write: vec![PathBuf::from("build/out")],
+        };
+        let c = SandboxPolicy::confined()
+            .for_step(ws.path(), &step)
+            .unwrap();
+        let ws_real = std::fs::canonicalize(ws.path()).unwrap();
+        assert_eq!(c.write, vec![ws_real.join("build/out")]);
+        assert_eq!(c.read, vec![PathBuf::from("/usr/share")]);
+        assert!(SandboxPolicy::off().for_step(ws.path(), &step).is_none());
+        assert!(
+            SandboxPolicy::confined()
+                .for_step(ws.path(), &StepSandbox::off())
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn absolute_resolves_the_existing_prefix_and_cleans_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink(&real, real.join("link")).unwrap();
+        assert_eq!(
+            absolute(&real.join("link/a/../b/c")),
+            real.join("b/c"),
+            "the link resolved, `..` removed lexically past it"
+        );
+    }
+
+    #[test]
+    fn carved_names_the_directories_on_the_way_to_a_hidden_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let c = Confinement::new(&ws).hide(ws.join("storage/transcripts"));
+        assert_eq!(c.carved(), vec![ws.join("storage"), ws.clone()]);
+        assert!(Confinement::new(&ws).hide("/var/x").carved().is_empty());
+    }
+}

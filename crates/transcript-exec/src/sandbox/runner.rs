@@ -1,0 +1,106 @@
+//! What a runner (the `transcript` CLI, or any composition root) says and sets up around
+//! confinement: the mode as an argument, the policy hiding the runner's own files, and the
+//! one-time warnings (opted out, a storage inside the workspace).
+
+use std::path::Path;
+
+use super::{Confinement, SandboxMode, SandboxPolicy};
+use crate::workflow::{Step, WorkflowSet};
+
+impl std::str::FromStr for SandboxMode {
+    type Err = String;
+
+    /// `on` (confined) or `off`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "on" => Ok(SandboxMode::Confined),
+            "off" => Ok(SandboxMode::Off),
+            other => Err(format!("expected `on` or `off`, not {other:?}")),
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SandboxMode::Confined => "on",
+            SandboxMode::Off => "off",
+        })
+    }
+}
+
+impl SandboxPolicy {
+    /// A runner's policy in `mode`: confined runs hide the runner's `storage` directory (its
+    /// transcripts and audit trail) and the NATS credentials file it was given
+    /// (`NATS_CREDS`), and are refused on a kernel without Landlock ([`super::probe`]).
+    ///
+    /// # Errors
+    /// The kernel cannot confine (the message names it and the opt-out).
+    pub fn for_runner(mode: SandboxMode, storage: &Path) -> Result<Self, String> {
+        if mode == SandboxMode::Off {
+            return Ok(Self::off());
+        }
+        super::probe()?;
+        let mut policy = Self::confined().hide(storage);
+        if let Some(creds) = std::env::var_os("NATS_CREDS").filter(|c| !c.is_empty()) {
+            policy = policy.hide(creds);
+        }
+        Ok(policy)
+    }
+
+    /// The confinement of a runner's plugins: the workspace, nothing declared; `None` when
+    /// the run is unconfined.
+    pub fn for_plugins(&self, workspace: &Path) -> Option<Confinement> {
+        self.for_step(workspace, &super::StepSandbox::default())
+    }
+
+    /// What to tell the person starting a run in `workspace`, once: the run or steps running
+    /// unconfined, and directories where no new entry can be made because a hidden path lies
+    /// beneath them ([`Confinement::carved`]).
+    pub fn warnings(&self, set: &WorkflowSet, workspace: &Path) -> Vec<String> {
+        if self.mode == SandboxMode::Off {
+            return vec![
+                "warning: --sandbox off: every process of this run runs without the kernel's \
+                 confinement (each step.started says \"sandbox\": \"off\")"
+                    .to_owned(),
+            ];
+        }
+        let mut out = Vec::new();
+        let mut off = Vec::new();
+        for key in set.keys() {
+            if let Some(wf) = set.get(key) {
+                unconfined(&wf.steps, "", &mut off);
+            }
+        }
+        if !off.is_empty() {
+            out.push(format!(
+                "warning: sandbox: off: step(s) {} run without the kernel's confinement",
+                off.join(", ")
+            ));
+        }
+        if let Some(c) = self.for_plugins(workspace) {
+            let carved = c.carved();
+            if !carved.is_empty() {
+                let names: Vec<String> = carved.iter().map(|p| p.display().to_string()).collect();
+                out.push(format!(
+                    "warning: the storage lies inside the workspace, hidden from every step: \
+                     steps cannot create entries directly in {} (only inside their \
+                     subdirectories); give --workspace or --storage outside the other",
+                    names.join(", ")
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// The paths of the steps under `steps` declaring `sandbox: off`.
+fn unconfined(steps: &[Step], prefix: &str, out: &mut Vec<String>) {
+    for step in steps {
+        let path = crate::workflow::join_path(prefix, &step.name);
+        if step.sandbox.off {
+            out.push(path.clone());
+        }
+        unconfined(step.kind.children(), &path, out);
+    }
+}

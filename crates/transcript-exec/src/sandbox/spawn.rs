@@ -1,0 +1,178 @@
+//! Starting a process inside its Landlock domain: on a short-lived thread that restricts
+//! itself and then spawns (the child inherits the thread's domain across `fork` and `exec`),
+//! so the runner's own threads are never restricted and no `pre_exec` hook is needed.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use landlock::{
+    ABI, Access, AccessFs, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, Scope,
+};
+
+use super::{Confinement, Grant, Rights};
+
+/// The newest Landlock ABI the crate knows: every right of it is requested, and the crate
+/// keeps those the running kernel has (best effort).
+const ABI_WANTED: ABI = ABI::V10;
+
+/// Set (to anything) in the runner's environment, makes [`probe`] answer as on a kernel
+/// without Landlock: how the refusal is tested on a kernel that has it. It can only make
+/// runs refuse to start, never run unconfined.
+pub const PRETEND_NO_LANDLOCK_ENV: &str = "TRANSCRIPT_SANDBOX_PRETEND_NO_LANDLOCK";
+
+/// The private temporary directory of one confined process (mode `0o700`, a random name
+/// under the runner's temporary directory); removed when dropped.
+#[derive(Debug)]
+pub struct PrivateTmp(tempfile::TempDir);
+
+impl PrivateTmp {
+    fn create() -> std::io::Result<Self> {
+        tempfile::Builder::new()
+            .prefix("transcript-step-")
+            .tempdir()
+            .map(Self)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// Whether this kernel confines processes with Landlock (asked once per runner, by
+/// restricting a throwaway thread); the error names the kernel and the opt-out.
+///
+/// # Errors
+/// The kernel has no Landlock, or it is not enabled.
+pub fn probe() -> Result<(), String> {
+    static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
+    if std::env::var_os(PRETEND_NO_LANDLOCK_ENV).is_some() {
+        return Err(no_landlock());
+    }
+    PROBED
+        .get_or_init(|| {
+            let enforced = std::thread::spawn(|| {
+                Ruleset::default()
+                    .handle_access(AccessFs::Execute)
+                    .and_then(|r| r.create())
+                    .and_then(|r| r.restrict_self())
+                    .map(|s| s.ruleset != RulesetStatus::NotEnforced)
+                    .unwrap_or(false)
+            })
+            .join()
+            .unwrap_or(false);
+            if enforced { Ok(()) } else { Err(no_landlock()) }
+        })
+        .clone()
+}
+
+fn no_landlock() -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|r| r.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into());
+    format!(
+        "this kernel (Linux {release}) does not confine processes with Landlock (Linux 5.13 or \
+         later, built with CONFIG_SECURITY_LANDLOCK and `landlock` in its `lsm=` list): a run \
+         is never started unconfined silently; `--sandbox off` (or `sandbox: off` on a step) \
+         runs it without confinement"
+    )
+}
+
+/// Spawns `cmd` confined by `confinement`, in a fresh private temporary directory (`TMPDIR`,
+/// `TMP` and `TEMP` point at it), and returns the child and that directory (keep it until
+/// the process and what it left have ended).
+///
+/// # Errors
+/// The program cannot start (as unconfined), a rule cannot be made, or the kernel did not
+/// enforce the restriction (then nothing was started).
+pub fn spawn(
+    cmd: &mut tokio::process::Command,
+    confinement: &Confinement,
+) -> std::io::Result<(tokio::process::Child, PrivateTmp)> {
+    let tmp = PrivateTmp::create()?;
+    for var in ["TMPDIR", "TMP", "TEMP"] {
+        cmd.env(var, tmp.path());
+    }
+    let std_cmd = cmd.as_std();
+    let path_env = std_cmd
+        .get_envs()
+        .find(|(k, _)| *k == "PATH")
+        .map(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| std::env::var("PATH").ok());
+    let cwd = std_cmd
+        .get_current_dir()
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let program =
+        super::resolve_program(Path::new(std_cmd.get_program()), &cwd, path_env.as_deref());
+    let grants = confinement.grants(program.as_deref(), path_env.as_deref(), tmp.path());
+    let handle = tokio::runtime::Handle::try_current().ok();
+    let child = std::thread::scope(|s| {
+        s.spawn(|| {
+            // The child's reaper registers with the runtime that awaits it.
+            let _entered = handle.as_ref().map(|h| h.enter());
+            restrict(&grants)?;
+            cmd.spawn()
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the confined spawn's thread panicked",
+            ))
+        })
+    })?;
+    Ok((child, tmp))
+}
+
+/// The Landlock rights of `rights` on a path of that kind.
+fn access(rights: Rights, is_dir: bool) -> BitFlags<AccessFs> {
+    let all = AccessFs::from_all(ABI_WANTED);
+    let wanted = match rights {
+        Rights::Read => AccessFs::from_read(ABI_WANTED) | AccessFs::ResolveUnix,
+        Rights::ReadWrite => all,
+        Rights::List => AccessFs::ReadDir.into(),
+        Rights::Device => {
+            AccessFs::ReadFile
+                | AccessFs::WriteFile
+                | AccessFs::IoctlDev
+                | AccessFs::Truncate
+                | AccessFs::ReadDir
+        }
+    };
+    if is_dir {
+        wanted
+    } else {
+        wanted & AccessFs::from_file(ABI_WANTED)
+    }
+}
+
+/// Restricts the calling thread (and what it starts from now on) to `grants`.
+fn restrict(grants: &[Grant]) -> std::io::Result<()> {
+    let failed = |what: &str, e: &dyn std::fmt::Display| {
+        std::io::Error::other(format!("confinement: {what}: {e}"))
+    };
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(ABI_WANTED))
+        .and_then(|r| r.scope(Scope::from_all(ABI_WANTED)))
+        .and_then(|r| r.create())
+        .map_err(|e| failed("ruleset", &e))?;
+    for grant in grants {
+        // A path that vanished since the rules were made is simply not granted.
+        let Ok(fd) = PathFd::new(&grant.path) else {
+            continue;
+        };
+        let is_dir = std::fs::metadata(&grant.path).is_ok_and(|m| m.is_dir());
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(fd, access(grant.rights, is_dir)))
+            .map_err(|e| failed(&grant.path.display().to_string(), &e))?;
+    }
+    let status = ruleset
+        .restrict_self()
+        .map_err(|e| failed("restrict", &e))?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err(std::io::Error::other(no_landlock()));
+    }
+    Ok(())
+}
