@@ -16,7 +16,17 @@ use transcript_exec::{
 
 use support::*;
 
+/// An agent step; confined (#56), it reads the fixtures and the tests' temporary files.
 fn agent(name: &str, provider: &str, command: Vec<String>, prompt: &str) -> Step {
+    agent_unconfined(name, provider, command, prompt).with_sandbox(
+        transcript_exec::sandbox::StepSandbox {
+            read: vec![fixtures(), std::env::temp_dir()],
+            ..Default::default()
+        },
+    )
+}
+
+fn agent_unconfined(name: &str, provider: &str, command: Vec<String>, prompt: &str) -> Step {
     Step::new(
         name,
         StepKind::Agent(AgentSpec {

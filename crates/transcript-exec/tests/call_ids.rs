@@ -74,8 +74,9 @@ async fn two_codex_steps_and_a_loop_give_every_call_its_result() {
     let replay = fixtures().join("agents/codex-summary.jsonl");
     let agent = |name: &str, indent: &str| {
         format!(
-            "{indent}- name: {name}\n{indent}  type: agent\n{indent}  provider: codex\n{indent}  prompt: count\n{indent}  command: [\"cat\", \"{}\"]\n",
-            replay.display()
+            "{indent}- name: {name}\n{indent}  type: agent\n{indent}  provider: codex\n{indent}  prompt: count\n{indent}  command: [\"cat\", \"{}\"]\n{indent}  sandbox: {{ read: [\"{}\"] }}\n",
+            replay.display(),
+            replay.parent().unwrap().display()
         )
     };
     let yaml = format!(

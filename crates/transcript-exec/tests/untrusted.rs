@@ -155,6 +155,7 @@ async fn payload_through_an_agents_answer_stays_data() {
         let (_d, ws) = workspace();
         let stream = tempfile::tempdir().unwrap();
         let file = replay_agent_answering(stream.path(), payload);
+        let dir = stream.path().display().to_string();
         let yaml = format!(
             r#"name: via_agent
 steps:
@@ -162,6 +163,7 @@ steps:
     type: agent
     provider: claude
     command: ["cat", {file:?}]
+    sandbox: {{ read: [{dir:?}] }}
     prompt: "Say something."{}"#,
             sinks("{{steps.ask.output}}")
         );
@@ -278,6 +280,7 @@ async fn literal_braces_in_prompts_and_nested_json_in_commands() {
     let (_d, ws) = workspace();
     let stream = tempfile::tempdir().unwrap();
     let file = replay_agent_answering(stream.path(), "ok");
+    let dir = stream.path().display().to_string();
     let yaml = format!(
         r#"name: braces
 inputs: [{{ name: n, default: 7 }}]
@@ -286,6 +289,7 @@ steps:
     type: agent
     provider: claude
     command: ["cat", {file:?}]
+    sandbox: {{ read: [{dir:?}] }}
     prompt: "Explain {{% raw %}}{{{{ .Values.image.tag }}}}{{% endraw %}} and {{{{ '{{{{' }}}} end }}}} for {{{{inputs.n}}}}."
   - name: json
     type: command

@@ -133,7 +133,14 @@ impl StepCtx<'_> {
     pub(super) fn limits(&self) -> crate::process::ProcessLimits {
         let inner = &self.run.inner;
         let mut limits = inner.limits.clone();
-        limits.confinement = inner.sandbox.for_step(&inner.workspace, &self.step.sandbox);
+        limits.confinement = inner
+            .sandbox
+            .for_step(&inner.workspace, &self.step.sandbox)
+            // The run's `| file` values are the step's to read.
+            .map(|c| match self.scope.files().and_then(|f| f.dir()) {
+                Some(dir) => c.read(dir),
+                None => c,
+            });
         limits
     }
 

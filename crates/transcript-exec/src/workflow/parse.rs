@@ -105,7 +105,7 @@ fn strings(v: Vec<Value>) -> Option<Vec<String>> {
 impl StepDef {
     fn into_step(mut self, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
         let (name, sandbox) = self.take_sandbox();
-        let sandbox = super::sandbox_def::parse(sandbox)
+        let sandbox = super::sandbox_def::parse(sandbox, file)
             .map_err(|r| WorkflowError::new(file, Some(&join_path(prefix, &name)), r))?;
         let mut step = self.into_step_of_kind(file, prefix)?;
         step.sandbox = sandbox;

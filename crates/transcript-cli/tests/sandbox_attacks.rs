@@ -1,0 +1,506 @@
+//! The attacker's suite of issue #56 item 1, through the `transcript` binary: data that a
+//! step's program executes (free text on `stdin:` or in a `| file` to an interpreter, in
+//! forms no load-time list knows; `env:` reaching `make`; a configuration directory named by
+//! a typed `path`; a symlink already in the workspace; a `call_workflow` child; a
+//! `run_command` operation) runs, but inside the kernel's bounds: a secret file outside the
+//! workspace is never read (0 bytes of it anywhere the run wrote) and no marker appears
+//! outside it. The legitimate uses keep working, and `sandbox: off` / `--sandbox off` are
+//! written in `step.started` and warned about.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{bin, describe, text};
+use serde_json::Value;
+
+/// A run's layout: the workspace, the storage and an outside directory holding the secret,
+/// side by side in one temporary directory.
+struct Layout {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    storage: PathBuf,
+    outside: PathBuf,
+}
+
+const SECRET: &str = "TOPSECRET-4f9a1c-do-not-leak";
+
+impl Layout {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().canonicalize().unwrap();
+        let (ws, storage, outside) = (base.join("ws"), base.join("storage"), base.join("outside"));
+        for d in [&ws, &storage, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(outside.join("secret.txt"), SECRET).unwrap();
+        Self {
+            _root: root,
+            ws,
+            storage,
+            outside,
+        }
+    }
+
+    fn secret(&self) -> String {
+        self.outside.join("secret.txt").display().to_string()
+    }
+
+    fn marker(&self) -> String {
+        self.outside.join("MARKER").display().to_string()
+    }
+
+    /// Runs `workflow` (written into the workspace's parent) with `args`.
+    fn run(&self, workflow: &str, args: &[&str]) -> Output {
+        let file = self.ws.parent().unwrap().join("wf.yaml");
+        std::fs::write(&file, workflow).unwrap();
+        bin()
+            .current_dir(&self.ws)
+            .arg("run")
+            .arg(&file)
+            .arg("--storage")
+            .arg(&self.storage)
+            .arg("--workspace")
+            .arg(&self.ws)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Every byte the run wrote: the storage (transcripts, audit), the workspace, stdout and
+    /// stderr.
+    fn everything(&self, out: &Output) -> String {
+        let mut all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        for dir in [&self.storage, &self.ws] {
+            for entry in walk(dir) {
+                all.push_str(&String::from_utf8_lossy(
+                    &std::fs::read(entry).unwrap_or_default(),
+                ));
+            }
+        }
+        all
+    }
+
+    /// The run left nothing outside and read nothing of the secret.
+    fn assert_contained(&self, what: &str, out: &Output) {
+        assert!(
+            !Path::new(&self.marker()).exists(),
+            "{what}: a marker was written outside the workspace\n{}",
+            describe(out)
+        );
+        let all = self.everything(out);
+        assert!(
+            !all.contains(SECRET) && !all.contains(&SECRET[..12]),
+            "{what}: the secret outside the workspace was read\n{}",
+            describe(out)
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let kind = e.file_type().unwrap();
+        if kind.is_dir() {
+            out.extend(walk(&p));
+        } else if kind.is_file() {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The shell payload: copy the secret into the workspace and touch the marker outside.
+fn sh_payload(l: &Layout) -> String {
+    format!(
+        "cat {s} > leak.txt; cat {s}; touch {m}; cp {s} {m} ; echo ran",
+        s = l.secret(),
+        m = l.marker()
+    )
+}
+
+/// Quotes `s` as a YAML double-quoted scalar.
+fn yq(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+#[test]
+fn data_that_a_program_executes_stays_inside_the_kernels_bounds() {
+    let cases: Vec<(&str, Box<dyn Fn(&Layout) -> (String, Vec<String>)>)> = vec![
+        (
+            "stdin to sh -s -- x",
+            Box::new(|l| {
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [sh, -s, --, x]\n    stdin: \"{{ inputs.v }}\"\n".into(),
+                    vec![format!("v={}", sh_payload(l))],
+                )
+            }),
+        ),
+        (
+            "stdin to bash -euo pipefail",
+            Box::new(|l| {
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [bash, -euo, pipefail]\n    stdin: \"{{ inputs.v }}\"\n".into(),
+                    vec![format!("v={}", sh_payload(l))],
+                )
+            }),
+        ),
+        (
+            "| file to bash -eo pipefail FILE",
+            Box::new(|l| {
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [bash, -eo, pipefail, \"{{ inputs.v | file }}\"]\n".into(),
+                    vec![format!("v={}", sh_payload(l))],
+                )
+            }),
+        ),
+        (
+            "stdin to python3 -X dev /dev/fd/0",
+            Box::new(|l| {
+                let py = format!(
+                    "import shutil\ntry:\n  print(open('{s}').read()); shutil.copy('{s}', 'leak.txt')\nexcept Exception as e: print(type(e).__name__)\ntry:\n  open('{m}','w').write('x')\nexcept Exception as e: print(type(e).__name__)\n",
+                    s = l.secret(),
+                    m = l.marker()
+                );
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [python3, -X, dev, /dev/fd/0]\n    stdin: \"{{ inputs.v }}\"\n".into(),
+                    vec![format!("v={py}")],
+                )
+            }),
+        ),
+        (
+            "| file to node -C dev FILE",
+            Box::new(|l| {
+                let js = format!(
+                    "const fs=require('fs');try{{console.log(fs.readFileSync('{s}','utf8'));fs.copyFileSync('{s}','leak.txt')}}catch(e){{console.log(e.code)}}try{{fs.writeFileSync('{m}','x')}}catch(e){{console.log(e.code)}}",
+                    s = l.secret(),
+                    m = l.marker()
+                );
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [node, -C, dev, \"{{ inputs.v | file }}\"]\n".into(),
+                    vec![format!("v={js}")],
+                )
+            }),
+        ),
+        (
+            "env: free text reaching make through sh -c",
+            Box::new(|l| {
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: mk\n    type: command\n    command: \"printf 'all:\\\\n\\\\t@echo $(V)\\\\n' > Makefile && make\"\n    env: { V: \"{{ inputs.v }}\" }\n".into(),
+                    vec![format!("v=$(shell {})", sh_payload(l).replace(';', " &&"))],
+                )
+            }),
+        ),
+        (
+            "a configuration file in the workspace named by a typed path (CURL_HOME-like)",
+            Box::new(|l| {
+                // The data chose a directory whose rc file runs code: here a shell rc given
+                // to `sh` through ENV, the POSIX shell's own startup file.
+                std::fs::create_dir_all(l.ws.join("cfg")).unwrap();
+                std::fs::write(l.ws.join("cfg/rc"), sh_payload(l)).unwrap();
+                (
+                    "inputs: [{name: d, type: path}]\nsteps:\n  - name: s\n    type: command\n    command: [sh, -i, -c, \"echo hi\"]\n    env: { ENV: \"{{ inputs.d }}/rc\" }\n".into(),
+                    vec!["d=cfg".into()],
+                )
+            }),
+        ),
+        (
+            "a symlink in the workspace leading outside",
+            Box::new(|l| {
+                std::os::unix::fs::symlink(&l.outside, l.ws.join("out")).unwrap();
+                (
+                    "inputs: [{name: p, type: path}]\nsteps:\n  - name: read\n    type: command\n    command: [cat, \"{{ inputs.p }}\"]\n    continue_on_error: true\n  - name: write\n    type: command\n    command: \"cp out/secret.txt leak.txt; echo x > out/MARKER\"\n".into(),
+                    vec!["p=out/secret.txt".into()],
+                )
+            }),
+        ),
+        (
+            "a call_workflow child",
+            Box::new(|l| {
+                let child = "name: child\ninputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [sh, -s, --, x]\n    stdin: \"{{ inputs.v }}\"\n";
+                std::fs::write(l.ws.parent().unwrap().join("child.yaml"), child).unwrap();
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: c\n    type: call_workflow\n    workflow: child.yaml\n    inputs: { v: \"{{ inputs.v }}\" }\n".into(),
+                    vec![format!("v={}", sh_payload(l))],
+                )
+            }),
+        ),
+        (
+            "a run_command operation",
+            Box::new(|l| {
+                (
+                    format!(
+                        "steps:\n  - name: op\n    type: operation\n    tool: run_command\n    input: {{ command: {} }}\n",
+                        yq(&sh_payload(l))
+                    ),
+                    vec![],
+                )
+            }),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, case) in &cases {
+        let l = Layout::new();
+        let (workflow, inputs) = case(&l);
+        let workflow = format!("name: attack\n{workflow}");
+        let mut args: Vec<String> = Vec::new();
+        for i in &inputs {
+            args.push("--input".into());
+            args.push(i.clone());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = l.run(&workflow, &args);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            l.assert_contained(name, &out)
+        }));
+        if result.is_err() {
+            failures.push(name.to_string());
+        }
+        // The payload did run (the test proves the bounds, not a refusal at load): each
+        // attack's run got past validation.
+        assert!(
+            !text(&out.stderr).contains("invalid workflow"),
+            "{name}: refused at load, so the attack proves nothing\n{}",
+            describe(&out)
+        );
+    }
+    assert!(failures.is_empty(), "escaped: {failures:?}");
+}
+
+/// The same attack with `--sandbox off` does reach the secret: the suite above can fail.
+#[test]
+fn unconfined_the_same_payload_reads_the_secret_and_step_started_says_off() {
+    let l = Layout::new();
+    let workflow = "name: off\ninputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [sh, -s, --, x]\n    stdin: \"{{ inputs.v }}\"\n";
+    let input = format!("v={}", sh_payload(&l));
+    let out = l.run(workflow, &["--input", &input, "--sandbox", "off"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(Path::new(&l.marker()).exists(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("--sandbox off"),
+        "warned once: {}",
+        describe(&out)
+    );
+    let started = step_started(&l.storage, "s");
+    assert_eq!(started["payload"]["sandbox"], "off", "{started}");
+}
+
+/// `sandbox: off` on one step: that step is unconfined and says so; the other is not.
+#[test]
+fn sandbox_off_on_a_step_is_that_steps_only() {
+    let l = Layout::new();
+    let workflow = format!(
+        "name: mixed\nsteps:\n  - name: free\n    type: command\n    sandbox: off\n    command: \"touch {m}\"\n  - name: bound\n    type: command\n    command: \"cat {s}\"\n    continue_on_error: true\n",
+        m = l.marker(),
+        s = l.secret()
+    );
+    let out = l.run(&workflow, &[]);
+    assert!(Path::new(&l.marker()).exists(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("sandbox: off: step(s) free"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        step_started(&l.storage, "free")["payload"]["sandbox"],
+        "off"
+    );
+    assert!(
+        step_started(&l.storage, "bound")["payload"]
+            .get("sandbox")
+            .is_none()
+    );
+    let done = step_completed(&l.storage, "bound");
+    assert_eq!(done["payload"]["result"]["confined"], true, "{done}");
+    assert!(
+        done["payload"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "the program's own EACCES: {done}"
+    );
+}
+
+/// What a workflow legitimately does keeps working confined.
+#[test]
+fn legitimate_uses_keep_working_confined() {
+    let l = Layout::new();
+    std::fs::write(l.ws.join("notes.txt"), "three words here\n").unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(&l.ws)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "-c",
+        "user.email=a@b",
+        "-c",
+        "user.name=a",
+        "add",
+        "notes.txt",
+    ]);
+    git(&[
+        "-c",
+        "user.email=a@b",
+        "-c",
+        "user.name=a",
+        "commit",
+        "-qm",
+        "first",
+    ]);
+    let workflow = "name: legit\ninputs:\n  - {name: ref, type: string, pattern: '[A-Za-z0-9._/-]+'}\n  - {name: p, type: path}\n  - {name: who}\nsteps:\n  - name: log\n    type: command\n    command: [git, log, --oneline, -1, \"{{ inputs.ref }}\"]\n  - name: cat\n    type: command\n    command: [cat, \"{{ inputs.p }}\"]\n  - name: wc\n    type: command\n    command: [wc, -w]\n    stdin: \"{{ inputs.who }}\"\n  - name: file\n    type: command\n    command: [cat, \"{{ inputs.who | file }}\"]\n  - name: env\n    type: command\n    command: 'printf \"%s\\n\" \"$WHO\" > greeting.txt && cat greeting.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"'\n    env: { WHO: \"{{ inputs.who }}\" }\n  - name: build\n    type: command\n    sandbox: { write: [build/cache] }\n    command: 'mkdir -p build/cache && echo cached > build/cache/x && python3 -c \"print(open(\\\"build/cache/x\\\").read().strip())\"'\n";
+    let out = l.run(
+        workflow,
+        &[
+            "--input",
+            "ref=HEAD",
+            "--input",
+            "p=notes.txt",
+            "--input",
+            "who=a b c d",
+        ],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let stdout = |step: &str| {
+        step_completed(&l.storage, step)["payload"]["result"]["stdout"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(stdout("log").contains("first"));
+    assert_eq!(stdout("cat"), "three words here\n");
+    assert_eq!(stdout("wc").trim(), "4");
+    assert_eq!(stdout("file"), "a b c d");
+    assert_eq!(stdout("env"), "a b c d\ntmp\n");
+    assert_eq!(stdout("build"), "cached\n");
+}
+
+/// A declared write outside the workspace is writable; an undeclared sibling is not; a
+/// template in `sandbox:` is refused at load.
+#[test]
+fn declared_paths_are_literal_and_exactly_what_is_granted() {
+    let l = Layout::new();
+    let cache = l.outside.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let workflow = format!(
+        "name: decl\nsteps:\n  - name: s\n    type: command\n    sandbox: {{ write: [{c}] }}\n    command: \"echo ok > {c}/x && cat {c}/x && (echo no > {m} || echo refused)\"\n",
+        c = cache.display(),
+        m = l.marker()
+    );
+    let out = l.run(&workflow, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        step_completed(&l.storage, "s")["payload"]["result"]["stdout"],
+        "ok\nrefused\n"
+    );
+    assert!(!Path::new(&l.marker()).exists());
+    let templated = "name: t\ninputs: [{name: d}]\nsteps:\n  - name: s\n    type: command\n    sandbox: { write: [\"{{ inputs.d }}\"] }\n    command: \"true\"\n";
+    let out = l.run(templated, &["--input", "d=/"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("literal"), "{}", describe(&out));
+}
+
+/// A kernel without Landlock refuses the run before any step starts (exit 2, naming the
+/// kernel and the opt-out); `--sandbox off` runs it.
+#[test]
+fn a_kernel_without_landlock_refuses_the_run() {
+    let l = Layout::new();
+    let workflow = format!(
+        "name: k\nsteps:\n  - name: s\n    type: command\n    command: \"touch {m}\"\n",
+        m = l.marker()
+    );
+    let file = l.ws.parent().unwrap().join("wf.yaml");
+    std::fs::write(&file, &workflow).unwrap();
+    let out = bin()
+        .env("TRANSCRIPT_SANDBOX_PRETEND_NO_LANDLOCK", "1")
+        .arg("run")
+        .arg(&file)
+        .arg("--storage")
+        .arg(&l.storage)
+        .arg("--workspace")
+        .arg(&l.ws)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let err = text(&out.stderr);
+    assert!(err.contains("Landlock") && err.contains("--sandbox off") && err.contains("Linux"));
+    assert!(!Path::new(&l.marker()).exists(), "nothing ran");
+    assert!(
+        walk(&l.storage)
+            .iter()
+            .all(|p| p.extension().is_none_or(|e| e != "jsonl"))
+    );
+}
+
+/// The storage inside the workspace stays hidden from the steps: they cannot read another
+/// run's transcript.
+#[test]
+fn the_storage_inside_the_workspace_is_hidden_from_steps() {
+    let l = Layout::new();
+    let storage = l.ws.join("storage");
+    let first = "name: one\nsteps:\n  - name: s\n    type: command\n    command: \"echo first-run-content\"\n";
+    let file = l.ws.parent().unwrap().join("wf.yaml");
+    let run = |wf: &str| {
+        std::fs::write(&file, wf).unwrap();
+        bin()
+            .current_dir(&l.ws)
+            .arg("run")
+            .arg(&file)
+            .arg("--storage")
+            .arg(&storage)
+            .output()
+            .unwrap()
+    };
+    let out = run(first);
+    assert!(out.status.success(), "{}", describe(&out));
+    let spy = "name: two\nsteps:\n  - name: s\n    type: command\n    command: \"cat storage/transcripts/*.jsonl storage/audit.jsonl > sub/copy.txt 2>&1; echo done > sub/ok\"\n";
+    std::fs::create_dir_all(l.ws.join("sub")).unwrap();
+    let out = run(spy);
+    let copy = std::fs::read_to_string(l.ws.join("sub/copy.txt")).unwrap_or_default();
+    assert!(!copy.contains("first-run-content"), "{copy}");
+    assert!(
+        text(&out.stderr).contains("storage lies inside the workspace"),
+        "{}",
+        describe(&out)
+    );
+    assert!(l.ws.join("sub/ok").exists(), "subdirectories stay writable");
+}
+
+fn events(storage: &Path) -> Vec<Value> {
+    walk(&storage.join("transcripts"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn step_event(storage: &Path, step: &str, kind: &str) -> Value {
+    events(storage)
+        .into_iter()
+        .find(|e| e["type"] == kind && e["path"] == step)
+        .unwrap_or_else(|| panic!("no {kind} for {step}"))
+}
+
+fn step_started(storage: &Path, step: &str) -> Value {
+    step_event(storage, step, "step.started")
+}
+
+fn step_completed(storage: &Path, step: &str) -> Value {
+    step_event(storage, step, "step.completed")
+}
