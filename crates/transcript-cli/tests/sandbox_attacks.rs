@@ -189,10 +189,12 @@ fn data_that_a_program_executes_stays_inside_the_kernels_bounds() {
             }),
         ),
         (
-            "env: free text reaching make through sh -c",
+            "env: free text reaching make through a script",
             Box::new(|l| {
+                std::fs::write(l.ws.join("Makefile"), "all:\n\t@echo $(V)\n").unwrap();
+                std::fs::write(l.ws.join("build.sh"), "make -s\n").unwrap();
                 (
-                    "inputs: [{name: v}]\nsteps:\n  - name: mk\n    type: command\n    command: \"printf 'all:\\\\n\\\\t@echo $(V)\\\\n' > Makefile && make\"\n    env: { V: \"{{ inputs.v }}\" }\n".into(),
+                    "inputs: [{name: v}]\nsteps:\n  - name: mk\n    type: command\n    command: [sh, build.sh]\n    env: { V: \"{{ inputs.v }}\" }\n".into(),
                     vec![format!("v=$(shell {})", sh_payload(l).replace(';', " &&"))],
                 )
             }),
@@ -200,12 +202,16 @@ fn data_that_a_program_executes_stays_inside_the_kernels_bounds() {
         (
             "a configuration file in the workspace named by a typed path (CURL_HOME-like)",
             Box::new(|l| {
-                // The data chose a directory whose rc file runs code: here a shell rc given
-                // to `sh` through ENV, the POSIX shell's own startup file.
-                std::fs::create_dir_all(l.ws.join("cfg")).unwrap();
-                std::fs::write(l.ws.join("cfg/rc"), sh_payload(l)).unwrap();
+                // The data chose the configuration directory; git's alias there runs code.
+                std::fs::create_dir_all(l.ws.join("cfg/git")).unwrap();
+                let alias = sh_payload(l).replace('"', "'");
+                std::fs::write(
+                    l.ws.join("cfg/git/config"),
+                    format!("[alias]\n\tx = \"!{alias}\"\n"),
+                )
+                .unwrap();
                 (
-                    "inputs: [{name: d, type: path}]\nsteps:\n  - name: s\n    type: command\n    command: [sh, -i, -c, \"echo hi\"]\n    env: { ENV: \"{{ inputs.d }}/rc\" }\n".into(),
+                    "inputs: [{name: d, type: path}]\nsteps:\n  - name: s\n    type: command\n    command: [git, x]\n    env: { XDG_CONFIG_HOME: \"{{ inputs.d }}\" }\n".into(),
                     vec!["d=cfg".into()],
                 )
             }),
@@ -358,7 +364,7 @@ fn legitimate_uses_keep_working_confined() {
         "-qm",
         "first",
     ]);
-    let workflow = "name: legit\ninputs:\n  - {name: ref, type: string, pattern: '[A-Za-z0-9._/-]+'}\n  - {name: p, type: path}\n  - {name: who}\nsteps:\n  - name: log\n    type: command\n    command: [git, log, --oneline, -1, \"{{ inputs.ref }}\"]\n  - name: cat\n    type: command\n    command: [cat, \"{{ inputs.p }}\"]\n  - name: wc\n    type: command\n    command: [wc, -w]\n    stdin: \"{{ inputs.who }}\"\n  - name: file\n    type: command\n    command: [cat, \"{{ inputs.who | file }}\"]\n  - name: env\n    type: command\n    command: 'printf \"%s\\n\" \"$WHO\" > greeting.txt && cat greeting.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"'\n    env: { WHO: \"{{ inputs.who }}\" }\n  - name: build\n    type: command\n    sandbox: { write: [build/cache] }\n    command: 'mkdir -p build/cache && echo cached > build/cache/x && python3 -c \"print(open(\\\"build/cache/x\\\").read().strip())\"'\n";
+    let workflow = "name: legit\ninputs:\n  - {name: ref, type: string, pattern: '[A-Za-z0-9._/-]+'}\n  - {name: p, type: path}\n  - {name: who}\nsteps:\n  - name: log\n    type: command\n    command: [git, log, --oneline, \"-1\", \"{{ inputs.ref }}\"]\n  - name: cat\n    type: command\n    command: [cat, \"{{ inputs.p }}\"]\n  - name: wc\n    type: command\n    command: [wc, -w]\n    stdin: \"{{ inputs.who }}\"\n  - name: file\n    type: command\n    command: [cat, \"{{ inputs.who | file }}\"]\n  - name: env\n    type: command\n    command: 'printf \"%s\\n\" \"$WHO\" > greeting.txt && cat greeting.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"'\n    env: { WHO: \"{{ inputs.who }}\" }\n  - name: build\n    type: command\n    sandbox: { write: [build/cache] }\n    command: 'mkdir -p build/cache && echo cached > build/cache/x && python3 -c \"print(open(\\\"build/cache/x\\\").read().strip())\"'\n";
     let out = l.run(
         workflow,
         &[
@@ -477,7 +483,7 @@ fn the_storage_inside_the_workspace_is_hidden_from_steps() {
 }
 
 fn events(storage: &Path) -> Vec<Value> {
-    walk(&storage.join("transcripts"))
+    walk(storage)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .flat_map(|p| {

@@ -31,7 +31,7 @@ pub fn grant(base: Confinement, request: &AgentRequest) -> Confinement {
             .map(PathBuf::from)
     };
     let home = var("HOME");
-    let mut c = base;
+    let mut c = base.keep_home();
     for dir in &request.private_dirs {
         c = c.state_dir(dir);
     }

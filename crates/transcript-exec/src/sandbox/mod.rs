@@ -9,8 +9,9 @@
 //!   so no set-uid program regains rights either).
 //! * **What a confined process may do** ([`Confinement`]):
 //!   - **write** (create, remove, rename, truncate) only beneath the workspace, its private
-//!     temporary directory (`TMPDIR`, `TMP` and `TEMP` point at it; mode `0o700`, a random
-//!     name, removed when the process and everything it left have ended), what the step
+//!     temporary directory (`TMPDIR`, `TMP` and `TEMP` point at it, and `HOME` too unless the
+//!     step sets one or it is an agent CLI; mode `0o700`, a random name, removed when the
+//!     process and everything it left have ended), what the step
 //!     declares (`sandbox: { write: [...] }`) and, for an agent CLI, its own state directory;
 //!     plus the character devices every program expects (`/dev/null`, `/dev/zero`,
 //!     `/dev/full`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`, `/dev/random`, `/dev/urandom`);
@@ -157,6 +158,7 @@ impl SandboxPolicy {
             write: step.write.iter().map(resolve).collect(),
             hidden: self.hidden.clone(),
             workspace,
+            private_home: true,
         })
     }
 }
@@ -169,6 +171,9 @@ pub struct Confinement {
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
     hidden: Vec<PathBuf>,
+    /// `HOME` points at the private temporary directory unless the command sets its own
+    /// (every process but an agent CLI, whose state lives in its home).
+    private_home: bool,
 }
 
 impl Confinement {
@@ -179,7 +184,22 @@ impl Confinement {
             read: Vec::new(),
             write: Vec::new(),
             hidden: Vec::new(),
+            private_home: true,
         }
+    }
+
+    /// Keeps the runner's `HOME` (an agent CLI's state lives there; only its state directory
+    /// is granted). Otherwise a confined process whose command sets no `HOME` gets its
+    /// private temporary directory as `HOME`: a program then finds no configuration of the
+    /// runner's user (`git` reading `~/.gitconfig`) instead of failing on a denied one.
+    pub fn keep_home(mut self) -> Self {
+        self.private_home = false;
+        self
+    }
+
+    /// Whether `HOME` is the private temporary directory (see [`Confinement::keep_home`]).
+    pub fn private_home(&self) -> bool {
+        self.private_home
     }
 
     /// Adds a tree the process may read and execute.

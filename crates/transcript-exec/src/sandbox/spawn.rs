@@ -94,6 +94,9 @@ pub fn spawn(
     for var in ["TMPDIR", "TMP", "TEMP"] {
         cmd.env(var, tmp.path());
     }
+    if confinement.private_home() && !cmd.as_std().get_envs().any(|(k, _)| k == "HOME") {
+        cmd.env("HOME", tmp.path());
+    }
     let std_cmd = cmd.as_std();
     let path_env = std_cmd
         .get_envs()
