@@ -96,7 +96,7 @@ mod tests {
         assert!(parse_at(Some(json!("off"))).unwrap().off);
         assert!(parse_at(Some(json!(false))).unwrap().off);
         assert!(parse_at(None).unwrap().is_default());
-        let s = parse(Some(
+        let s = parse_at(Some(
             json!({"read": ["/opt/x"], "write": ["build/out", "~/.cache/x"]}),
         ))
         .unwrap();
