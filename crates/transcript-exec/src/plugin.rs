@@ -220,12 +220,22 @@ impl ExternalPlugin {
                 Stdio::inherit()
             })
             .kill_on_drop(true);
-        if let Some(cwd) = cwd {
+        if let Some(cwd) = &cwd {
             cmd.current_dir(cwd);
         }
         let (mut child, tmp) = match &limits.confinement {
             Some(c) => {
-                let (child, tmp) = crate::sandbox::spawn(&mut cmd, c)
+                // A plugin's command line is the author's (literal): it may read the files
+                // and directories it names (its script), and its working directory.
+                let base = cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+                let mut c = c.clone().read(&base);
+                for arg in args {
+                    let named = base.join(arg);
+                    if named.exists() {
+                        c = c.read(named);
+                    }
+                }
+                let (child, tmp) = crate::sandbox::spawn(&mut cmd, &c)
                     .map_err(|e| err(format!("cannot start: {e}")))?;
                 (child, Some(tmp))
             }
