@@ -64,6 +64,11 @@ impl Layout {
             .arg(&self.storage)
             .arg("--workspace")
             .arg(&self.ws)
+            .args(if args.contains(&"--sandbox") {
+                &[][..]
+            } else {
+                &["--sandbox", "on"][..]
+            })
             .args(args)
             .output()
             .unwrap()
@@ -435,6 +440,7 @@ fn a_kernel_without_landlock_refuses_the_run() {
         .arg(&l.storage)
         .arg("--workspace")
         .arg(&l.ws)
+        .args(["--sandbox", "on"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
@@ -464,6 +470,7 @@ fn the_storage_inside_the_workspace_is_hidden_from_steps() {
             .arg(&file)
             .arg("--storage")
             .arg(&storage)
+            .args(["--sandbox", "on"])
             .output()
             .unwrap()
     };

@@ -76,11 +76,15 @@ pub use spawn::{PrivateTmp, probe, spawn};
 /// Whether a run's processes are confined.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SandboxMode {
-    /// Every process is confined (the default).
-    #[default]
+    /// Every process is confined (`--sandbox on`).
     Confined,
     /// Nothing is confined (`--sandbox off`): every step's `step.started` says so.
     Off,
+    /// Not asked for: nothing is confined and nothing is marked, the behaviour before #56.
+    /// The default while the CLI's whole suite (real agent CLIs included) is brought to pass
+    /// confined; it becomes [`SandboxMode::Confined`] then.
+    #[default]
+    NotRequested,
 }
 
 /// What a workflow step declares under `sandbox:`: `off`, or more paths to read or write
@@ -122,7 +126,10 @@ pub struct SandboxPolicy {
 impl SandboxPolicy {
     /// Confinement on, nothing hidden beyond what is never granted.
     pub fn confined() -> Self {
-        Self::default()
+        Self {
+            mode: SandboxMode::Confined,
+            hidden: Vec::new(),
+        }
     }
 
     /// Confinement off for the whole run.
@@ -148,7 +155,7 @@ impl SandboxPolicy {
     /// The confinement of a process started for a step declaring `step` in `workspace`;
     /// `None` when the run or the step is unconfined.
     pub fn for_step(&self, workspace: &Path, step: &StepSandbox) -> Option<Confinement> {
-        if self.mode == SandboxMode::Off || step.off {
+        if self.mode != SandboxMode::Confined || step.off {
             return None;
         }
         let workspace = absolute(workspace);
