@@ -135,9 +135,12 @@ fn yq(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
 
+/// One attack: the workflow's steps (after `name:`) and its `--input`s, for a layout.
+type Case = Box<dyn Fn(&Layout) -> (String, Vec<String>)>;
+
 #[test]
 fn data_that_a_program_executes_stays_inside_the_kernels_bounds() {
-    let cases: Vec<(&str, Box<dyn Fn(&Layout) -> (String, Vec<String>)>)> = vec![
+    let cases: Vec<(&str, Case)> = vec![
         (
             "stdin to sh -s -- x",
             Box::new(|l| {
