@@ -243,7 +243,7 @@ fn spawn(
         .kill_on_drop(true);
     // Confined like a command step, plus the CLI's own state and the runner's files for it.
     let confinement = limits.confinement.as_ref().map(|c| {
-        let c = crate::sandbox::agent_state::grant(c.clone(), request);
+        let c = crate::agent_sandbox::grant(c.clone(), request);
         match &private {
             Some(dir) => c.write(&dir.path),
             None => c,

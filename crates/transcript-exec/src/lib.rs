@@ -372,6 +372,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod agent_sandbox;
 pub mod audit;
 pub mod bounded;
 pub mod builtins;
@@ -396,6 +397,7 @@ pub mod process;
 pub mod provider;
 pub mod reaper;
 pub mod sandbox;
+mod sandbox_runner;
 pub mod service;
 pub mod shape;
 mod status;

@@ -61,10 +61,9 @@
 //! knows; on an older kernel the crate keeps those the kernel has (best effort). A kernel
 //! without Landlock at all refuses confined runs ([`probe`]).
 
-pub mod agent_state;
 mod program;
 mod rules;
-mod runner;
+
 mod spawn;
 
 use std::path::{Path, PathBuf};

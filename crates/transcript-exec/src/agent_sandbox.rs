@@ -12,12 +12,12 @@
 //! runner's. A `HOME` the step's environment sets to another directory than the runner's
 //! (a private home made by the MCP wiring) is granted too. A directory that is `/`, the home
 //! directory or an ancestor of either or of a hidden path is never granted
-//! ([`super::Confinement::state_dir`]).
+//! ([`crate::sandbox::Confinement::state_dir`]).
 
 use std::path::{Path, PathBuf};
 
-use super::Confinement;
 use crate::agent::AgentRequest;
+use crate::sandbox::Confinement;
 
 /// `base` plus what `request`'s CLI needs to write (see the module docs).
 pub fn grant(base: Confinement, request: &AgentRequest) -> Confinement {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{Confinement, SandboxMode, SandboxPolicy};
+use crate::sandbox::{Confinement, SandboxMode, SandboxPolicy, StepSandbox};
 use crate::workflow::{Step, WorkflowSet};
 
 impl std::str::FromStr for SandboxMode {
@@ -34,7 +34,7 @@ impl std::fmt::Display for SandboxMode {
 impl SandboxPolicy {
     /// A runner's policy in `mode`: confined runs hide the runner's `storage` directory (its
     /// transcripts and audit trail) and the NATS credentials file it was given
-    /// (`NATS_CREDS`), and are refused on a kernel without Landlock ([`super::probe`]).
+    /// (`NATS_CREDS`), and are refused on a kernel without Landlock ([`crate::sandbox::probe`]).
     ///
     /// # Errors
     /// The kernel cannot confine (the message names it and the opt-out).
@@ -44,7 +44,7 @@ impl SandboxPolicy {
             SandboxMode::NotRequested => return Ok(Self::default()),
             SandboxMode::Confined => {}
         }
-        super::probe()?;
+        crate::sandbox::probe()?;
         let mut policy = Self::confined().hide(storage);
         if let Some(creds) = std::env::var_os("NATS_CREDS").filter(|c| !c.is_empty()) {
             policy = policy.hide(creds);
@@ -55,7 +55,7 @@ impl SandboxPolicy {
     /// The confinement of a runner's plugins: the workspace, nothing declared; `None` when
     /// the run is unconfined.
     pub fn for_plugins(&self, workspace: &Path) -> Option<Confinement> {
-        self.for_step(workspace, &super::StepSandbox::default())
+        self.for_step(workspace, &StepSandbox::default())
     }
 
     /// What to tell the person starting a run in `workspace`, once: the run or steps running
