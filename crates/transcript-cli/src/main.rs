@@ -121,9 +121,9 @@ struct RunCmd {
     /// SIGTERM and SIGKILL (a second Ctrl-C kills at once).
     #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = parse_secs)]
     kill_grace: f64,
-    /// `on`: confine every process of the run with the kernel (Landlock); `off`: say in each
-    /// step.started that it ran unconfined (warned once); default: unconfined, unmarked.
-    #[arg(long, value_name = "on|off", default_value_t = transcript_exec::sandbox::SandboxMode::NotRequested)]
+    /// `off`: run every process without the kernel's confinement (Landlock), warned once and
+    /// written in each step.started.
+    #[arg(long, value_name = "on|off", default_value_t = transcript_exec::sandbox::SandboxMode::Confined)]
     sandbox: transcript_exec::sandbox::SandboxMode,
     #[command(flatten)]
     redaction: RedactionArgs,

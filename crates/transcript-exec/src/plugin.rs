@@ -228,11 +228,11 @@ impl ExternalPlugin {
                 // A plugin's command line is the author's (literal): it may read the files
                 // and directories it names (its script), and its working directory.
                 let base = cwd.clone().unwrap_or_else(|| PathBuf::from("."));
-                let mut c = c.clone().read(&base);
+                let mut c = c.clone().read_named(&base);
                 for arg in args {
                     let named = base.join(arg);
                     if named.exists() {
-                        c = c.read(named);
+                        c = c.read_named(named);
                     }
                 }
                 let (child, tmp) = crate::sandbox::spawn(&mut cmd, &c)

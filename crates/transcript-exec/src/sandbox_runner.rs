@@ -15,7 +15,6 @@ impl std::str::FromStr for SandboxMode {
         match s {
             "on" => Ok(SandboxMode::Confined),
             "off" => Ok(SandboxMode::Off),
-            "default" => Ok(SandboxMode::NotRequested),
             other => Err(format!("expected `on` or `off`, not {other:?}")),
         }
     }
@@ -26,7 +25,6 @@ impl std::fmt::Display for SandboxMode {
         f.write_str(match self {
             SandboxMode::Confined => "on",
             SandboxMode::Off => "off",
-            SandboxMode::NotRequested => "default",
         })
     }
 }
@@ -39,10 +37,8 @@ impl SandboxPolicy {
     /// # Errors
     /// The kernel cannot confine (the message names it and the opt-out).
     pub fn for_runner(mode: SandboxMode, storage: &Path) -> Result<Self, String> {
-        match mode {
-            SandboxMode::Off => return Ok(Self::off()),
-            SandboxMode::NotRequested => return Ok(Self::default()),
-            SandboxMode::Confined => {}
+        if mode == SandboxMode::Off {
+            return Ok(Self::off());
         }
         crate::sandbox::probe()?;
         let mut policy = Self::confined().hide(storage);
@@ -62,9 +58,6 @@ impl SandboxPolicy {
     /// unconfined, and directories where no new entry can be made because a hidden path lies
     /// beneath them ([`Confinement::carved`]).
     pub fn warnings(&self, set: &WorkflowSet, workspace: &Path) -> Vec<String> {
-        if self.mode == SandboxMode::NotRequested {
-            return Vec::new();
-        }
         if self.mode == SandboxMode::Off {
             return vec![
                 "warning: --sandbox off: every process of this run runs without the kernel's \

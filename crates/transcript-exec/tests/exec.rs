@@ -107,7 +107,7 @@ async fn kinds_fixture_runs_every_non_agent_kind_and_tree_matches() {
     let greet = step_completed(&events, "greet");
     assert_eq!(
         greet.result.as_ref().unwrap().to_value(),
-        json!({"command": "printf '%s world\\n' \"$GREETING\"", "env": {"GREETING": "hello"}, "stdout": "hello world\n", "exit_code": 0})
+        json!({"command": "printf '%s world\\n' \"$GREETING\"", "env": {"GREETING": "hello"}, "stdout": "hello world\n", "exit_code": 0, "confined": true})
     );
     // Custom step: its serialized return value.
     assert_eq!(
@@ -453,7 +453,7 @@ async fn command_failure_and_terminal_failure() {
     );
     assert_eq!(
         bad.result.as_ref().unwrap().to_value(),
-        json!({"command": "echo out; echo oops >&2; exit 3", "stdout": "out\n", "exit_code": 3})
+        json!({"command": "echo out; echo oops >&2; exit 3", "stdout": "out\n", "exit_code": 3, "confined": true})
     );
 
     let wf = Workflow::new("term")

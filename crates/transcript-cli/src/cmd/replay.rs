@@ -59,9 +59,9 @@ pub struct ReplayCmd {
     /// Working directory for commands and file tools (default: the current directory).
     #[arg(long)]
     pub workspace: Option<PathBuf>,
-    /// `on`: confine every process of the run with the kernel (Landlock); `off`: say in each
-    /// step.started that it ran unconfined (warned once); default: unconfined, unmarked.
-    #[arg(long, value_name = "on|off", default_value_t = transcript_exec::sandbox::SandboxMode::NotRequested)]
+    /// `off`: run every process without the kernel's confinement (Landlock), warned once and
+    /// written in each step.started.
+    #[arg(long, value_name = "on|off", default_value_t = transcript_exec::sandbox::SandboxMode::Confined)]
     pub sandbox: transcript_exec::sandbox::SandboxMode,
 }
 

@@ -20,8 +20,11 @@
 //!     process's `PATH` (for a version manager's `shims` directory, its whole tree: pyenv's
 //!     `~/.pyenv`), the package tree its program resolves into (the outermost
 //!     `node_modules` of a CLI installed by npm, else the program's directory), the
-//!     workspace, the private temporary directory and what the step declares
-//!     (`sandbox: { read: [...] }`). Never the rest of the home directory, the transcript
+//!     workspace, the private temporary directory, what the step declares
+//!     (`sandbox: { read: [...] }`) and the existing files outside the workspace a command
+//!     line names literally in the workflow (an absolute argv element or agent `command:`
+//!     element without a template but `{{workflow.dir}}`, a plugin's script: the author's,
+//!     never data's). Never the rest of the home directory, the transcript
 //!     storage, other runs' files or the runner's configuration ([`SandboxPolicy::hide`]).
 //!   - A `PATH` directory, a program directory or a state directory that is `/`, the home
 //!     directory or an ancestor of either or of a hidden path is never granted whole (a
@@ -75,15 +78,11 @@ pub use spawn::{PrivateTmp, probe, spawn};
 /// Whether a run's processes are confined.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SandboxMode {
-    /// Every process is confined (`--sandbox on`).
+    /// Every process is confined (the default, `--sandbox on`).
+    #[default]
     Confined,
     /// Nothing is confined (`--sandbox off`): every step's `step.started` says so.
     Off,
-    /// Not asked for: nothing is confined and nothing is marked, the behaviour before #56.
-    /// The default while the CLI's whole suite (real agent CLIs included) is brought to pass
-    /// confined; it becomes [`SandboxMode::Confined`] then.
-    #[default]
-    NotRequested,
 }
 
 /// What a workflow step declares under `sandbox:`: `off`, or more paths to read or write
@@ -125,10 +124,7 @@ pub struct SandboxPolicy {
 impl SandboxPolicy {
     /// Confinement on, nothing hidden beyond what is never granted.
     pub fn confined() -> Self {
-        Self {
-            mode: SandboxMode::Confined,
-            hidden: Vec::new(),
-        }
+        Self::default()
     }
 
     /// Confinement off for the whole run.
@@ -154,7 +150,7 @@ impl SandboxPolicy {
     /// The confinement of a process started for a step declaring `step` in `workspace`;
     /// `None` when the run or the step is unconfined.
     pub fn for_step(&self, workspace: &Path, step: &StepSandbox) -> Option<Confinement> {
-        if self.mode != SandboxMode::Confined || step.off {
+        if self.mode == SandboxMode::Off || step.off {
             return None;
         }
         let workspace = absolute(workspace);
@@ -239,6 +235,17 @@ impl Confinement {
             return self;
         }
         self.write(path)
+    }
+
+    /// A file or directory the workflow's author named literally in a command line (an argv
+    /// element, a plugin's script): readable, unless it is `/`, the home directory or an
+    /// ancestor of either or of a hidden path (then nothing is granted).
+    pub fn read_named(self, path: impl AsRef<Path>) -> Self {
+        let path = absolute(path.as_ref());
+        if rules::too_wide(&path, &self.hidden) {
+            return self;
+        }
+        self.read(path)
     }
 
     /// The directories granted entry by entry because a hidden path lies beneath them: no

@@ -352,7 +352,7 @@ impl ExecutionService {
             model_endpoints: None,
             recorded_commands: None,
             replay_of: None,
-            sandbox: crate::sandbox::SandboxPolicy::default(),
+            sandbox: crate::sandbox::SandboxPolicy::confined(),
         }
     }
 

@@ -140,8 +140,43 @@ impl StepCtx<'_> {
             .map(|c| match self.scope.files().and_then(|f| f.dir()) {
                 Some(dir) => c.read(dir),
                 None => c,
+            })
+            .map(|c| {
+                self.literal_paths()
+                    .into_iter()
+                    .fold(c, |c, p| c.read_named(p))
             });
         limits
+    }
+
+    /// The existing files and directories outside the workspace the step's argv (a
+    /// command's, an agent's `command:`) names literally: absolute elements without a
+    /// template but `{{workflow.dir}}`. The author's, never data's: readable when confined.
+    /// (A relative element is inside the workspace, already granted, where data may have
+    /// planted a symbolic link: it is never resolved into a grant.)
+    fn literal_paths(&self) -> Vec<std::path::PathBuf> {
+        use crate::workflow::{CommandLine, StepKind};
+        let argv = match &self.step.kind {
+            StepKind::Command {
+                command: CommandLine::Argv(argv),
+                ..
+            } => argv,
+            StepKind::Agent(spec) => &spec.command,
+            _ => return Vec::new(),
+        };
+        argv.iter()
+            .filter_map(|t| {
+                let rest = t
+                    .source()
+                    .replace("{{workflow.dir}}", "")
+                    .replace("{{ workflow.dir }}", "");
+                if rest.contains("{{") || rest.contains("{%") {
+                    return None;
+                }
+                let path = std::path::PathBuf::from(t.render(self.scope).ok()?);
+                (path.is_absolute() && path.exists()).then_some(path)
+            })
+            .collect()
     }
 
     /// Whether the step's processes run unconfined (`sandbox: off`, or the run's).
