@@ -231,9 +231,14 @@ impl Template {
             reason,
         };
         let text = match shape {
-            Some(shape) => shape
-                .check(&value)
-                .map_err(|e| err(format!("'{{{{{reference}}}}}' is not a {shape}: {e}")))?,
+            // The value is masked whole before the message cuts it (#56); a `path` is resolved
+            // beneath the run's workspace by the kernel.
+            Some(shape) => shape.check_in(&value, scope.workspace()).map_err(|e| {
+                err(format!(
+                    "'{{{{{reference}}}}}' is not a {shape}: {}",
+                    e.masked(&|t: &str| scope.mask_text(t))
+                ))
+            })?,
             None => value_to_text(&value),
         };
         if !file {

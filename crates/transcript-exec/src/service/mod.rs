@@ -61,7 +61,8 @@ pub enum ExecError {
         input: String,
         /// Where the value came from.
         from: InputSource,
-        /// The rule it breaks, with (at most 60 characters of) the value.
+        /// The rule it breaks, with (at most 60 characters of) the value; a `secret: true`
+        /// input's rule only.
         rule: String,
     },
     /// The recorder factory could not open the run's transcript.
@@ -274,7 +275,7 @@ impl ExecutionService {
             step: None,
             reason: "root workflow missing".into(),
         })?;
-        let inputs = resolve_inputs(&wf, inputs)?;
+        let inputs = resolve_inputs(&wf, inputs, &self.inner)?;
         Ok((wf, inputs))
     }
 }
@@ -293,11 +294,16 @@ fn with_transcript_errors(mut outcome: RunOutcome, emitter: &Emitter) -> RunOutc
     outcome
 }
 
+/// The inputs of a run of `wf` by this service: each `path` resolved beneath its workspace,
+/// each value masked whole by its mask before an error shows part of it (a secret handed to
+/// a child that does not declare it secret).
 fn resolve_inputs(
     wf: &Workflow,
     given: Map<String, Value>,
+    inner: &Inner,
 ) -> Result<Map<String, Value>, ExecError> {
-    wf.resolve_inputs(given)
+    let mask = |t: &str| inner.observers.mask_whole(t).into_owned();
+    resolve_declared(wf, given, Some(&inner.workspace), &mask)
 }
 
 impl Workflow {
@@ -309,13 +315,26 @@ impl Workflow {
         &self,
         given: Map<String, Value>,
     ) -> Result<Map<String, Value>, ExecError> {
-        resolve_declared(self, given)
+        resolve_declared(self, given, None, &|t: &str| t.to_owned())
+    }
+
+    /// [`Workflow::resolve_inputs`], with each `path` input also resolved beneath
+    /// `workspace` by the kernel (#56, [`Shape::check_in`]): a symlink on it is refused,
+    /// naming the input.
+    pub fn resolve_inputs_in(
+        &self,
+        given: Map<String, Value>,
+        workspace: &Path,
+    ) -> Result<Map<String, Value>, ExecError> {
+        resolve_declared(self, given, Some(workspace), &|t: &str| t.to_owned())
     }
 }
 
 fn resolve_declared(
     wf: &Workflow,
     mut given: Map<String, Value>,
+    workspace: Option<&Path>,
+    mask: &dyn Fn(&str) -> String,
 ) -> Result<Map<String, Value>, ExecError> {
     if let Some(unknown) = given
         .keys()
@@ -349,9 +368,14 @@ fn resolve_declared(
         // The declaration was checked when the workflow loaded; a Rust-built one may not be.
         let shape = i.shape().map_err(|e| bad(e.to_string()))?;
         let value = if shape.is_typed() {
-            let text = shape
-                .check(&value)
-                .map_err(|e| bad(format!("not a {shape}: {e}")))?;
+            // A secret's value is never shown, not even cut (#56): its rule only.
+            let text = shape.check_in(&value, workspace).map_err(|e| {
+                bad(if i.secret {
+                    format!("not a {shape}: {}", e.without_value())
+                } else {
+                    format!("not a {shape}: {}", e.masked(mask))
+                })
+            })?;
             // The value as its shape writes it (a URL as the WHATWG parser serializes it).
             match shape {
                 Shape::Integer | Shape::Number | Shape::Boolean => {
