@@ -489,6 +489,15 @@ impl Redactor {
                 }
                 changed
             }
+            // A secret made of digits travels as a JSON number (a PIN handed to a child
+            // workflow, #56): masked as its text would be, it becomes that text.
+            Value::Number(n) => match self.mask_text(&n.to_string()) {
+                Cow::Owned(masked) => {
+                    *value = Value::String(masked);
+                    true
+                }
+                Cow::Borrowed(_) => false,
+            },
             _ => false,
         }
     }
