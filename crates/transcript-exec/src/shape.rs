@@ -307,8 +307,8 @@ fn path_problem(text: &str, hidden: bool) -> Option<&'static str> {
             "." | ".." => return Some("it has a '.' or '..' component"),
             c if c.starts_with('.') && !hidden => {
                 return Some(
-                    "it names a hidden file or directory (a name starting with '.'); an input \
-                     declared `hidden: true` may",
+                    "it names a hidden file or directory, a name starting with '.', which only \
+                     an input declared `hidden: true` may",
                 );
             }
             _ => {}
