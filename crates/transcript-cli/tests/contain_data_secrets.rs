@@ -239,6 +239,9 @@ fn no_byte_a_run_writes_holds_a_secret_its_eight_characters_or_its_sha256() {
 fn a_secret_input_failing_its_own_shape_is_named_with_its_rule_never_shown() {
     let typed = r#"name: typed
 inputs:
+  - name: count
+    type: integer
+    default: 1
   - name: token
     secret: true
     type: string
@@ -273,6 +276,24 @@ steps:
         for leak in leaks(&places, &needles(secret)) {
             failures.push(format!("{}-character secret: {leak}", secret.len()));
         }
+    }
+    // A secret given again as another input's value, which fails its shape: masked there too.
+    let sb = Sandbox::new();
+    sb.write_workflow(typed, None);
+    let out = sb
+        .run(&[("token", LONG), ("count", LONG)], &[])
+        .expect("the run hung");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", common::describe(&out));
+    assert!(
+        stderr.contains("inputs.count") && stderr.contains("an integer"),
+        "{stderr}"
+    );
+    for leak in leaks(
+        &[("run stderr".to_owned(), out.stderr.clone())],
+        &needles(LONG),
+    ) {
+        failures.push(format!("a secret given twice: {leak}"));
     }
     // An integer secret that is not one.
     let sb = Sandbox::new();

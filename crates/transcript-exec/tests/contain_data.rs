@@ -331,3 +331,38 @@ async fn run_command_env_to_a_program_that_quotes_it_still_runs() {
         assert!(!ws.join("PWNED").exists());
     }
 }
+
+#[tokio::test]
+async fn a_childs_path_input_is_resolved_beneath_the_workspace_too() {
+    let p = places();
+    let child = Workflow::from_yaml(CAT_PATH, "child.yaml").unwrap();
+    let parent = Workflow::from_yaml(
+        r#"name: parent
+inputs: [{ name: f }]
+steps:
+  - name: call
+    type: call_workflow
+    workflow: child.yaml
+    inputs: { p: "{{inputs.f}}" }
+"#,
+        "parent.yaml",
+    )
+    .unwrap();
+    let set = WorkflowSet::new("parent.yaml", parent).with("child.yaml", child);
+    let svc = ExecutionService::deterministic_builder(&p.ws, ts0())
+        .build()
+        .unwrap();
+    for (value, ok) in [("link/secret.txt", false), ("notes/a.txt", true)] {
+        let mut inputs = Map::new();
+        inputs.insert("f".into(), json!(value));
+        let out = svc
+            .run(&set, inputs, CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(out.succeeded(), ok, "{value}: {:?}", out.error);
+        if !ok {
+            let e = out.error.unwrap_or_default();
+            assert!(e.contains("inputs.p") && e.contains("symlink"), "{e}");
+        }
+    }
+}

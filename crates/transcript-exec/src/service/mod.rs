@@ -345,6 +345,21 @@ fn resolve_declared(
             input: unknown.clone(),
         });
     }
+    // The run's own secrets are masked in what an error shows of another input's value, as
+    // the caller's mask (built from them, later) would: a secret given twice is still one.
+    let secrets: Vec<String> = wf
+        .inputs
+        .iter()
+        .filter(|i| i.secret)
+        .filter_map(|i| given.get(&i.name).or(i.default.as_ref()))
+        .map(crate::template::value_to_text)
+        .filter(|t| t.chars().count() >= 4)
+        .collect();
+    let mask_all = |text: &str| {
+        secrets
+            .iter()
+            .fold(mask(text), |t, s| t.replace(s.as_str(), crate::SECRET_MASK))
+    };
     let mut out = Map::new();
     for i in &wf.inputs {
         let (value, source) = match given.remove(&i.name) {
@@ -373,7 +388,7 @@ fn resolve_declared(
                 bad(if i.secret {
                     format!("not a {shape}: {}", e.without_value())
                 } else {
-                    format!("not a {shape}: {}", e.masked(mask))
+                    format!("not a {shape}: {}", e.masked(&mask_all))
                 })
             })?;
             // The value as its shape writes it (a URL as the WHATWG parser serializes it).
