@@ -490,14 +490,23 @@ impl Redactor {
                 changed
             }
             // A secret made of digits travels as a JSON number (a PIN handed to a child
-            // workflow, #56): masked as its text would be, it becomes that text.
-            Value::Number(n) => match self.mask_text(&n.to_string()) {
-                Cow::Owned(masked) => {
-                    *value = Value::String(masked);
-                    true
+            // workflow, #56): a number holding a secret input's value becomes its masked
+            // text. Other rules leave numbers alone (a `--redact-pattern` of digits never
+            // turns a count or an exit code into a string).
+            Value::Number(n) => {
+                let text = n.to_string();
+                let secret = self
+                    .rules
+                    .iter()
+                    .any(|r| r.name.starts_with("secret:") && r.regex.is_match(&text));
+                match self.mask_text(&text) {
+                    Cow::Owned(masked) if secret => {
+                        *value = Value::String(masked);
+                        true
+                    }
+                    _ => false,
                 }
-                Cow::Borrowed(_) => false,
-            },
+            }
             _ => false,
         }
     }
