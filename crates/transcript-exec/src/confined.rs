@@ -20,6 +20,9 @@
 //! than one link is refused for reading and writing alike: a hard link
 //! inside the workspace may name a file outside it. `read_file` reads at
 //! most its cap (the stat size says how much was left).
+//!
+//! A workflow's typed `path` values (#56) are checked by the same lookup
+//! ([`resolve_beneath`]): see [`crate::shape`].
 
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
@@ -159,6 +162,53 @@ fn open_regular(
         return Err(io_err(op, rel, "the file changed while it was opened"));
     }
     Ok(fd)
+}
+
+/// Why a typed `path` is not beneath the workspace ([`resolve_beneath`]). The messages never
+/// say what lies outside the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BeneathError {
+    /// A component is a symlink (leading out or not), or the path climbs out.
+    #[error("it goes through a symlink or out of the workspace")]
+    Escapes,
+    /// A component before the last is not a directory.
+    #[error("a component before the last is not a directory")]
+    NotADirectory,
+    /// The kernel has no `openat2` (Linux 5.6+): never a fallback to a check by hand.
+    #[error("this kernel has no openat2 (Linux 5.6+), which checks a path beneath the workspace")]
+    NoOpenat2,
+    /// The workspace or the lookup failed otherwise.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Resolves `rel` beneath `workspace` by the kernel (`openat2` with `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`, opening `O_PATH`: no side effect on a FIFO
+/// or a device): a symlink anywhere on the path, a `..` climbing out and an absolute path
+/// are refused. A path that does not exist yet (a file to be written) is checked through
+/// its longest existing parent, with the same flags; what does not exist holds no symlink.
+pub fn resolve_beneath(workspace: &Path, rel: &str) -> Result<(), BeneathError> {
+    let root = rustix::fs::open(
+        workspace,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| BeneathError::Io(format!("workspace: {}", std::io::Error::from(e))))?;
+    let mut prefix = rel;
+    loop {
+        match open_beneath_raw(&root, prefix, OFlags::PATH, Mode::empty()) {
+            Ok(_) => return Ok(()),
+            Err(Errno::NOENT) => match prefix.rsplit_once('/') {
+                Some((parent, _)) => prefix = parent,
+                // Not even the first component exists: its parent is the workspace.
+                None => return Ok(()),
+            },
+            Err(Errno::LOOP | Errno::XDEV) => return Err(BeneathError::Escapes),
+            Err(Errno::NOTDIR) => return Err(BeneathError::NotADirectory),
+            Err(Errno::NOSYS) => return Err(BeneathError::NoOpenat2),
+            Err(e) => return Err(BeneathError::Io(std::io::Error::from(e).to_string())),
+        }
+    }
 }
 
 /// What [`read_text`] read.

@@ -5,13 +5,17 @@
 //! `["gh", "issue", "comment", "7", "--body-file", "{{ steps.summary.output | file }}"]`
 //! posts an agent's answer without it ever being an argument.
 //!
-//! Files are named by the sha256 of their content: rendering the same value twice (the
-//! step's `step.started` record, then its run) gives the same file. The directory and its
-//! files are removed when the run's last scope drops it, at the end of the run (a run killed
-//! with SIGKILL leaves it behind, `0700`, in the temporary directory).
+//! Files get random names (128 bits from `/dev/urandom`, #56): the path is recorded in the
+//! transcript, so nothing in it may be derived from the content (a name after the content's
+//! sha256 gave a 6-digit PIN away). Rendering the same value twice in a run (the step's
+//! `step.started` record, then its run) gives the same file: the channel remembers, in
+//! memory only, which file holds which content. The directory and its files are removed when
+//! the run's last scope drops it, at the end of the run (a run killed with SIGKILL leaves it
+//! behind, `0700`, in the temporary directory).
 
+use std::collections::HashMap;
 use std::fmt;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -26,14 +30,22 @@ static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
 pub struct FileChannel {
     base: PathBuf,
     run: RunId,
-    /// The directory, once the first file made it.
-    dir: Mutex<Option<PathBuf>>,
+    /// The directory, once the first file made it, and the files written in it by content
+    /// (in memory only).
+    dir: Mutex<Option<Written>>,
+}
+
+/// The run's directory and its files.
+struct Written {
+    dir: PathBuf,
+    /// The path of the file holding each content written so far.
+    files: HashMap<String, PathBuf>,
 }
 
 impl fmt::Debug for FileChannel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FileChannel")
-            .field("dir", &self.dir.lock().ok().and_then(|d| d.clone()))
+            .field("dir", &self.dir())
             .finish()
     }
 }
@@ -55,7 +67,10 @@ impl FileChannel {
 
     /// The directory, if a file was written.
     pub fn dir(&self) -> Option<PathBuf> {
-        self.dir.lock().ok().and_then(|d| d.clone())
+        self.dir
+            .lock()
+            .ok()
+            .and_then(|d| d.as_ref().map(|w| w.dir.clone()))
     }
 
     /// Makes the run's directory, `transcript-run-<run id>-<pid>-<n>`: a name already taken
@@ -92,20 +107,32 @@ impl FileChannel {
             .dir
             .lock()
             .map_err(|_| "the run's file channel is unusable".to_owned())?;
-        let dir = match &*guard {
-            Some(dir) => dir.clone(),
-            None => {
-                let dir = self.make_dir()?;
-                *guard = Some(dir.clone());
-                dir
-            }
-        };
-        let path = dir.join(crate::bounded::sha256_hex(text.as_bytes()));
-        if !path.exists() {
-            write_new(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        if guard.is_none() {
+            *guard = Some(Written {
+                dir: self.make_dir()?,
+                files: HashMap::new(),
+            });
         }
+        let Some(written) = guard.as_mut() else {
+            return Err("the run's file channel is unusable".to_owned());
+        };
+        if let Some(path) = written.files.get(text) {
+            return Ok(path.display().to_string());
+        }
+        let path = written.dir.join(random_name()?);
+        write_new(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        written.files.insert(text.to_owned(), path.clone());
         Ok(path.display().to_string())
     }
+}
+
+/// 32 hex digits from `/dev/urandom`: a name that says nothing of the content.
+fn random_name() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| format!("cannot name a private file: /dev/urandom: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// A new `0600` file holding `text` (never an existing one: `create_new`).
@@ -121,9 +148,9 @@ fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
 
 impl Drop for FileChannel {
     fn drop(&mut self) {
-        if let Some(dir) = self.dir.get_mut().ok().and_then(Option::take) {
+        if let Some(written) = self.dir.get_mut().ok().and_then(Option::take) {
             // Best effort: nothing to report to at the end of a run.
-            let _ = std::fs::remove_dir_all(dir);
+            let _ = std::fs::remove_dir_all(written.dir);
         }
     }
 }
@@ -152,6 +179,22 @@ mod tests {
         assert_eq!(
             channel.write("; rm -rf / #\n-- not an option").unwrap(),
             path
+        );
+        // A name says nothing of the content: not its sha256, and another value, another name.
+        let name = Path::new(&path).file_name().unwrap().to_str().unwrap();
+        assert_ne!(
+            name,
+            crate::bounded::sha256_hex(b"; rm -rf / #\n-- not an option")
+        );
+        assert_eq!(name.len(), 32);
+        let other = channel.write("482913").unwrap();
+        assert_ne!(other, path);
+        assert!(!other.contains(&crate::bounded::sha256_hex(b"482913")[..16]));
+        // A second channel names the same content differently.
+        let again = FileChannel::new(base.path(), run);
+        assert_ne!(
+            Path::new(&again.write("482913").unwrap()).file_name(),
+            Path::new(&other).file_name()
         );
         drop(channel);
         assert!(!dir.exists());

@@ -1,6 +1,8 @@
 //! What templates read at one point of a run ([`Scope`]): the run's inputs, the values the
 //! steps before left ([`StepValue`]), the innermost loop's item and index ([`LoopFrame`]),
-//! the workflow's directory and, for `{{ x | file }}`, the run's private file channel.
+//! the workflow's directory and, for `{{ x | file }}`, the run's private file channel; in a
+//! run, the workspace (where `| path` is resolved, #56) and the run's secret mask (applied to
+//! a value before a shape error cuts it).
 //! Rendering ([`crate::template`]) reads it; the engine writes it as steps run.
 
 use std::collections::HashMap;
@@ -9,6 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{Reference, StepField};
+use crate::audit::TextMask;
 use crate::file_channel::FileChannel;
 
 /// What a step left for later templates.
@@ -46,6 +49,20 @@ pub struct Scope {
     loop_frame: Option<Arc<LoopFrame>>,
     /// Where `| file` writes (the run's private directory); none outside a run.
     files: Option<Arc<FileChannel>>,
+    /// The run's workspace, where a `| path` value is resolved; none outside a run.
+    workspace: Option<Arc<std::path::Path>>,
+    /// The run's secret mask; none when the run has no mask.
+    mask: Option<RunMask>,
+}
+
+/// The run's [`TextMask`], shared by every copy of the scope.
+#[derive(Clone)]
+struct RunMask(Arc<dyn TextMask>);
+
+impl std::fmt::Debug for RunMask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunMask")
+    }
 }
 
 impl Scope {
@@ -57,6 +74,33 @@ impl Scope {
             steps: HashMap::new(),
             loop_frame: None,
             files: None,
+            workspace: None,
+            mask: None,
+        }
+    }
+
+    /// Sets the workspace a `| path` value is resolved beneath (#56).
+    pub fn with_workspace(mut self, workspace: &std::path::Path) -> Self {
+        self.workspace = Some(Arc::from(workspace));
+        self
+    }
+
+    /// The workspace a `| path` value is resolved beneath, in a run.
+    pub fn workspace(&self) -> Option<&std::path::Path> {
+        self.workspace.as_deref()
+    }
+
+    /// Sets the mask applied to a value before a message shows (part of) it.
+    pub fn with_mask(mut self, mask: Option<Arc<dyn TextMask>>) -> Self {
+        self.mask = mask.map(RunMask);
+        self
+    }
+
+    /// `text` with the run's secrets masked (as it is without a mask).
+    pub fn mask_text(&self, text: &str) -> String {
+        match &self.mask {
+            Some(RunMask(m)) => m.mask(text),
+            None => text.to_owned(),
         }
     }
 

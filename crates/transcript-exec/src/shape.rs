@@ -16,29 +16,79 @@
 //!   (no `,`: `cc -wrapper` and others split a value at commas);
 //!   the first character a letter, a digit, `_` or `.`. So no space (a path is never a
 //!   command line with arguments), no `:` (no URL or `ext::` transport), no `=` (no `make`
-//!   assignment), no `$`, `|`, `<`, `>` (no two-argument `open`), no control character;
+//!   assignment), no `$`, `|`, `<`, `>` (no two-argument `open`), no control character; no
+//!   hidden component (a name starting with `.`: `.git`, `.github`, `.envrc`, `.npmrc`)
+//!   unless the input declares `hidden: true`. In a run, the path is then resolved beneath
+//!   the workspace by the kernel when it is checked ([`Shape::check_in`]: `openat2` with
+//!   `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`, as the file tools do): a symlink anywhere on it
+//!   is refused, so is a path through a file; a path that does not exist yet is checked
+//!   through its longest existing parent. (That is the state when the value is checked: a
+//!   symlink made afterwards, by a step, is not seen here.);
 //! - `url`: `http` or `https`, a host, no user info, no whitespace or control character;
 //!   written as the WHATWG URL parser (the `url` crate) serializes it, and that text holds
 //!   only letters, digits and `-._~:/?#[]@%+=,` (no `;`, `&`, `|`, `$`, quotes, brackets or
 //!   `!`: a URL is never shell syntax, whatever program reads it; write them `%XX`).
 //!
+//! An error shows at most 60 characters of the value, **masked whole first**
+//! ([`ShapeError::masked`]: a secret cut before the mask sees it is no longer recognisable),
+//! and none of a `secret: true` input's ([`ShapeError::without_value`]).
+//!
 //! Where the value lands in argv, [`crate::workflow`]'s argv rule adds one more: a typed value
 //! never starts with `-` or `+` unless the reference says `| option`.
 
 use std::fmt;
+use std::path::Path;
 
 use regex::Regex;
 use serde_json::Value;
 
 /// Why a value does not have its declared shape, or a declaration is not a shape.
+///
+/// The value is kept apart from the rule it breaks, so a message is made only once the
+/// value has been masked whole ([`ShapeError::masked`]) or left out
+/// ([`ShapeError::without_value`], for a `secret: true` input): a cut made before the mask
+/// would leave a secret's first characters unrecognisable to it (#56).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ShapeError(String);
+#[error("{}", self.masked(&|t: &str| t.to_owned()))]
+pub struct ShapeError {
+    /// The whole text of the value that broke the rule, when the error is about one.
+    value: Option<String>,
+    /// The rule, as "… is not RULE" completes it (or the whole message without a value).
+    rule: String,
+}
 
 impl ShapeError {
-    /// An error saying `message`.
+    /// An error saying `message` (about no value).
     pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
+        Self {
+            value: None,
+            rule: message.into(),
+        }
+    }
+
+    /// `value` is not `rule`.
+    fn about(value: &str, rule: impl Into<String>) -> Self {
+        Self {
+            value: Some(value.to_owned()),
+            rule: rule.into(),
+        }
+    }
+
+    /// The message with the value masked whole by `mask` first, then cut to at most 60
+    /// characters.
+    pub fn masked(&self, mask: &dyn Fn(&str) -> String) -> String {
+        match &self.value {
+            Some(value) => format!("{} is not {}", shown(&mask(value)), self.rule),
+            None => self.rule.clone(),
+        }
+    }
+
+    /// The message naming the rule only, never the value (a secret's shape error).
+    pub fn without_value(&self) -> String {
+        match &self.value {
+            Some(_) => format!("the value is not {}", self.rule),
+            None => self.rule.clone(),
+        }
     }
 }
 
@@ -62,8 +112,12 @@ pub enum Shape {
     Boolean,
     /// One of these values.
     Enum(Vec<String>),
-    /// A relative, normalized path inside the workspace.
-    Path,
+    /// A relative, normalized path inside the workspace; a component starting with `.`
+    /// (`.git`, `.envrc`) only when `hidden` (an input declared `hidden: true`).
+    Path {
+        /// Whether a hidden component is allowed.
+        hidden: bool,
+    },
     /// An `http(s)` URL without user info.
     Url,
 }
@@ -73,6 +127,7 @@ impl PartialEq for Shape {
         match (self, other) {
             (Shape::Pattern { source: a, .. }, Shape::Pattern { source: b, .. }) => a == b,
             (Shape::Enum(a), Shape::Enum(b)) => a == b,
+            (Shape::Path { hidden: a }, Shape::Path { hidden: b }) => a == b,
             _ => std::mem::discriminant(self) == std::mem::discriminant(other),
         }
     }
@@ -89,7 +144,8 @@ impl fmt::Display for Shape {
             Shape::Number => f.write_str("number"),
             Shape::Boolean => f.write_str("boolean"),
             Shape::Enum(values) => write!(f, "enum({})", values.join(", ")),
-            Shape::Path => f.write_str("path"),
+            Shape::Path { hidden: false } => f.write_str("path"),
+            Shape::Path { hidden: true } => f.write_str("path (hidden allowed)"),
             Shape::Url => f.write_str("url"),
         }
     }
@@ -124,7 +180,9 @@ impl Shape {
     }
 
     /// Checks `value` against the shape and gives the text it is written as; the error says
-    /// which rule the value breaks (showing at most 60 characters of it).
+    /// which rule the value breaks (its message shows at most 60 characters of the value,
+    /// masked first: [`ShapeError::masked`]). A `path` is checked as text only: see
+    /// [`Shape::check_in`] for the check against the workspace.
     pub fn check(&self, value: &Value) -> Result<String, ShapeError> {
         let text = match value {
             Value::String(s) => s.clone(),
@@ -139,7 +197,7 @@ impl Shape {
                 )));
             }
         };
-        let bad = |rule: &str| Err(ShapeError::new(format!("{} is not {rule}", shown(&text))));
+        let bad = |rule: &str| Err(ShapeError::about(&text, rule));
         match self {
             Shape::Text => Ok(text),
             Shape::Pattern { source, regex } => {
@@ -162,17 +220,31 @@ impl Shape {
                     bad(&format!("one of {}", values.join(", ")))
                 }
             }
-            Shape::Path => match path_problem(&text) {
+            Shape::Path { hidden } => match path_problem(&text, *hidden) {
                 None => Ok(text),
                 Some(why) => bad(&format!("a relative path inside the workspace ({why})")),
             },
             Shape::Url => url(&text).map_err(|why| {
-                ShapeError::new(format!(
-                    "{} is not an http(s) URL without user info ({why})",
-                    shown(&text)
-                ))
+                ShapeError::about(&text, format!("an http(s) URL without user info ({why})"))
             }),
         }
+    }
+}
+
+impl Shape {
+    /// [`Shape::check`], then, for a `path` when a workspace is given, the kernel's word:
+    /// the path is resolved beneath `workspace` with `openat2(RESOLVE_BENEATH |
+    /// RESOLVE_NO_SYMLINKS)` ([`crate::confined::resolve_beneath`]), so a symlink anywhere
+    /// on it (leading out or not) and a path through a file are refused. A path that does not
+    /// exist yet (to be written) is checked through its longest existing parent.
+    pub fn check_in(&self, value: &Value, workspace: Option<&Path>) -> Result<String, ShapeError> {
+        let text = self.check(value)?;
+        if let (Shape::Path { .. }, Some(workspace)) = (self, workspace) {
+            crate::confined::resolve_beneath(workspace, &text).map_err(|e| {
+                ShapeError::about(&text, format!("a path beneath the workspace ({e})"))
+            })?;
+        }
+        Ok(text)
     }
 }
 
@@ -207,7 +279,8 @@ fn number(value: &Value, text: &str) -> Option<String> {
 }
 
 /// Why `text` is not a relative, normalized path inside the workspace; `None` when it is.
-fn path_problem(text: &str) -> Option<&'static str> {
+/// A hidden component (a name starting with `.`) is one unless `hidden`.
+fn path_problem(text: &str, hidden: bool) -> Option<&'static str> {
     let Some(first) = text.chars().next() else {
         return Some("it is empty");
     };
@@ -232,6 +305,12 @@ fn path_problem(text: &str) -> Option<&'static str> {
         match component {
             "" => return Some("it is absolute, has an empty component or ends with '/'"),
             "." | ".." => return Some("it has a '.' or '..' component"),
+            c if c.starts_with('.') && !hidden => {
+                return Some(
+                    "it names a hidden file or directory, a name starting with '.', which only \
+                     an input declared `hidden: true` may",
+                );
+            }
             _ => {}
         }
     }
@@ -345,16 +424,20 @@ mod tests {
         );
     }
 
+    const PATH: Shape = Shape::Path { hidden: false };
+    const HIDDEN: Shape = Shape::Path { hidden: true };
+
     #[test]
     fn paths_are_relative_normalized_and_plain() {
         for good in [
             "src/main.rs",
             "a-b/c.txt",
-            ".github/x.yml",
             "_x",
             "v1.2+build@3~#%",
+            "a.b/c.",
         ] {
-            assert_eq!(ok(&Shape::Path, json!(good)), good);
+            assert_eq!(ok(&PATH, json!(good)), good);
+            assert_eq!(ok(&HIDDEN, json!(good)), good);
         }
         for bad in [
             "/etc/passwd",
@@ -384,8 +467,49 @@ mod tests {
             "a\\b",
             "*",
         ] {
-            assert!(Shape::Path.check(&json!(bad)).is_err(), "{bad:?}");
+            assert!(PATH.check(&json!(bad)).is_err(), "{bad:?}");
+            assert!(HIDDEN.check(&json!(bad)).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_hidden_component_only_where_the_input_declares_it() {
+        for hidden in [
+            ".git/config",
+            ".envrc",
+            "src/.npmrc",
+            ".github/workflows/x.yml",
+            "a/.b/c",
+        ] {
+            let e = err(&PATH, json!(hidden));
+            assert!(e.contains("hidden"), "{hidden}: {e}");
+            assert_eq!(ok(&HIDDEN, json!(hidden)), hidden);
+        }
+        assert!(HIDDEN.check(&json!("../.git")).is_err());
+    }
+
+    #[test]
+    fn a_shape_error_masks_the_whole_value_before_cutting_it() {
+        let secret = "s3cr3t-".repeat(11);
+        let e = Shape::Integer.check(&json!(secret)).unwrap_err();
+        // Cut first, the mask would never see the whole secret: 60 characters of it leak.
+        assert!(e.to_string().contains(&secret[..60]));
+        let mask = |t: &str| t.replace(&secret, "***");
+        let masked = e.masked(&mask);
+        assert_eq!(masked, "\"***\" is not an integer");
+        for start in 0..secret.len() - 8 {
+            assert!(!masked.contains(&secret[start..start + 8]), "{masked}");
+        }
+        let withheld = e.without_value();
+        assert_eq!(withheld, "the value is not an integer");
+        let url = Shape::Url
+            .check(&json!(format!("ftp://{secret}")))
+            .unwrap_err();
+        assert!(
+            !url.without_value().contains("s3cr3t"),
+            "{}",
+            url.without_value()
+        );
     }
 
     #[test]
@@ -422,7 +546,7 @@ mod tests {
     fn free_text_takes_anything_and_lists_are_not_scalars() {
         assert_eq!(ok(&Shape::Text, json!("; rm -rf /")), "; rm -rf /");
         assert_eq!(ok(&Shape::Text, json!([1])), "[1]");
-        assert!(err(&Shape::Path, json!(["a"])).contains("list"));
+        assert!(err(&PATH, json!(["a"])).contains("list"));
         assert!(!Shape::Text.is_typed() && Shape::Url.is_typed());
     }
 }

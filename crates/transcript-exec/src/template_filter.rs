@@ -1,6 +1,8 @@
 //! The filters of a `{{ reference | filter | … }}`: `raw` (the author vouching), `option`
 //! (a value meant as an option), `file` (the path of a private file holding the value) and
 //! one shape (`int`, `number`, `bool`, `path`, `url`, `enum(a, b)`, `match('…')`, #48).
+//! `| path` never admits a hidden component (`.git`, `.envrc`): only an input declared
+//! `type: path` with `hidden: true` does (#56).
 
 use crate::shape::Shape;
 
@@ -41,7 +43,8 @@ impl Filters {
             ("int", None) => Some(Shape::Integer),
             ("number", None) => Some(Shape::Number),
             ("bool", None) => Some(Shape::Boolean),
-            ("path", None) => Some(Shape::Path),
+            // A filter declares nothing more: no hidden component (#56).
+            ("path", None) => Some(Shape::Path { hidden: false }),
             ("url", None) => Some(Shape::Url),
             ("enum", Some(args)) => {
                 let values: Vec<String> = args

@@ -489,6 +489,24 @@ impl Redactor {
                 }
                 changed
             }
+            // A secret made of digits travels as a JSON number (a PIN handed to a child
+            // workflow, #56): a number holding a secret input's value becomes its masked
+            // text. Other rules leave numbers alone (a `--redact-pattern` of digits never
+            // turns a count or an exit code into a string).
+            Value::Number(n) => {
+                let text = n.to_string();
+                let secret = self
+                    .rules
+                    .iter()
+                    .any(|r| r.name.starts_with("secret:") && r.regex.is_match(&text));
+                match self.mask_text(&text) {
+                    Cow::Owned(masked) if secret => {
+                        *value = Value::String(masked);
+                        true
+                    }
+                    _ => false,
+                }
+            }
             _ => false,
         }
     }

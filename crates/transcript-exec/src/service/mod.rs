@@ -61,7 +61,8 @@ pub enum ExecError {
         input: String,
         /// Where the value came from.
         from: InputSource,
-        /// The rule it breaks, with (at most 60 characters of) the value.
+        /// The rule it breaks, with (at most 60 characters of) the value; a `secret: true`
+        /// input's rule only.
         rule: String,
     },
     /// The recorder factory could not open the run's transcript.
@@ -278,7 +279,7 @@ impl ExecutionService {
             step: None,
             reason: "root workflow missing".into(),
         })?;
-        let inputs = resolve_inputs(&wf, inputs)?;
+        let inputs = resolve_inputs(&wf, inputs, &self.inner)?;
         Ok((wf, inputs))
     }
 }
@@ -297,11 +298,16 @@ fn with_transcript_errors(mut outcome: RunOutcome, emitter: &Emitter) -> RunOutc
     outcome
 }
 
+/// The inputs of a run of `wf` by this service: each `path` resolved beneath its workspace,
+/// each value masked whole by its mask before an error shows part of it (a secret handed to
+/// a child that does not declare it secret).
 fn resolve_inputs(
     wf: &Workflow,
     given: Map<String, Value>,
+    inner: &Inner,
 ) -> Result<Map<String, Value>, ExecError> {
-    wf.resolve_inputs(given)
+    let mask = |t: &str| inner.observers.mask_whole(t).into_owned();
+    resolve_declared(wf, given, Some(&inner.workspace), &mask)
 }
 
 impl Workflow {
@@ -313,13 +319,26 @@ impl Workflow {
         &self,
         given: Map<String, Value>,
     ) -> Result<Map<String, Value>, ExecError> {
-        resolve_declared(self, given)
+        resolve_declared(self, given, None, &|t: &str| t.to_owned())
+    }
+
+    /// [`Workflow::resolve_inputs`], with each `path` input also resolved beneath
+    /// `workspace` by the kernel (#56, [`Shape::check_in`]): a symlink on it is refused,
+    /// naming the input.
+    pub fn resolve_inputs_in(
+        &self,
+        given: Map<String, Value>,
+        workspace: &Path,
+    ) -> Result<Map<String, Value>, ExecError> {
+        resolve_declared(self, given, Some(workspace), &|t: &str| t.to_owned())
     }
 }
 
 fn resolve_declared(
     wf: &Workflow,
     mut given: Map<String, Value>,
+    workspace: Option<&Path>,
+    mask: &dyn Fn(&str) -> String,
 ) -> Result<Map<String, Value>, ExecError> {
     if let Some(unknown) = given
         .keys()
@@ -330,6 +349,21 @@ fn resolve_declared(
             input: unknown.clone(),
         });
     }
+    // The run's own secrets are masked in what an error shows of another input's value, as
+    // the caller's mask (built from them, later) would: a secret given twice is still one.
+    let secrets: Vec<String> = wf
+        .inputs
+        .iter()
+        .filter(|i| i.secret)
+        .filter_map(|i| given.get(&i.name).or(i.default.as_ref()))
+        .map(crate::template::value_to_text)
+        .filter(|t| t.chars().count() >= 4)
+        .collect();
+    let mask_all = |text: &str| {
+        secrets
+            .iter()
+            .fold(mask(text), |t, s| t.replace(s.as_str(), crate::SECRET_MASK))
+    };
     let mut out = Map::new();
     for i in &wf.inputs {
         let (value, source) = match given.remove(&i.name) {
@@ -353,9 +387,14 @@ fn resolve_declared(
         // The declaration was checked when the workflow loaded; a Rust-built one may not be.
         let shape = i.shape().map_err(|e| bad(e.to_string()))?;
         let value = if shape.is_typed() {
-            let text = shape
-                .check(&value)
-                .map_err(|e| bad(format!("not a {shape}: {e}")))?;
+            // A secret's value is never shown, not even cut (#56): its rule only.
+            let text = shape.check_in(&value, workspace).map_err(|e| {
+                bad(if i.secret {
+                    format!("not a {shape}: {}", e.without_value())
+                } else {
+                    format!("not a {shape}: {}", e.masked(&mask_all))
+                })
+            })?;
             // The value as its shape writes it (a URL as the WHATWG parser serializes it).
             match shape {
                 Shape::Integer | Shape::Number | Shape::Boolean => {

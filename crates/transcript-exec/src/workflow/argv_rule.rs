@@ -301,10 +301,11 @@ pub(crate) fn check_options<'t>(
             continue;
         };
         if is_data(reference) && value.starts_with(['-', '+']) {
-            let shown: String = value.chars().take(60).collect();
+            // The value is not shown: a cut of it (a secret's first characters) is nothing a
+            // mask could recognise later (#56).
             let lead = &value[..1];
             return Err(format!(
-                "element {i}: the value of '{{{{{reference}}}}}' ({shown:?}) starts with '{lead}' \
+                "element {i}: the value of '{{{{{reference}}}}}' starts with '{lead}' \
                  and would be read as an option by `{}`; mark it '{{{{ {reference} | option }}}}' \
                  if an option is meant",
                 rendered[0]

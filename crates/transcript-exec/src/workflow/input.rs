@@ -1,6 +1,11 @@
 //! A workflow's declared inputs (#48): a name, a default, and the value's **shape**
 //! (`type: string | integer | number | boolean | enum | path | url`, with `pattern` for
-//! strings and `values` for enums), and whether it is `secret`.
+//! strings, `values` for enums and `hidden` for paths), and whether it is `secret`.
+//!
+//! A `path` input never names a hidden component (`.git`, `.github`, `.envrc`, `.npmrc`)
+//! unless it declares `hidden: true`; in a run its value is resolved beneath the workspace
+//! by the kernel when it is checked (#56, [`crate::shape`]). A `secret: true` input that
+//! fails its shape check is named with its rule, never shown.
 //!
 //! The shape decides where a value may stand: a typed input may be a whole argv element; an
 //! input without a type, or a `string` without a `pattern`, is free text and reaches a
@@ -28,7 +33,8 @@ pub enum InputType {
     Boolean,
     /// One of `values`.
     Enum,
-    /// A relative, normalized path inside the workspace ([`crate::shape`]).
+    /// A relative, normalized path inside the workspace, without a hidden component unless
+    /// `hidden: true` ([`crate::shape`]).
     Path,
     /// An `http(s)` URL without user info.
     Url,
@@ -62,6 +68,10 @@ pub struct InputDef {
     /// and span, with or without `--redact`.
     #[serde(default)]
     pub secret: bool,
+    /// For `type: path`: the value may name a hidden component (a name starting with `.`:
+    /// `.git/config`, `.envrc`), which a path never does otherwise (#56).
+    #[serde(default)]
+    pub hidden: bool,
 }
 
 impl InputDef {
@@ -75,6 +85,7 @@ impl InputDef {
             pattern: None,
             values: None,
             secret: false,
+            hidden: false,
         }
     }
 
@@ -96,6 +107,13 @@ impl InputDef {
     #[must_use]
     pub fn values<S: Into<String>>(mut self, values: impl IntoIterator<Item = S>) -> Self {
         self.values = Some(values.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Lets a `path` input name a hidden component (`hidden: true`).
+    #[must_use]
+    pub fn hidden(mut self) -> Self {
+        self.hidden = true;
         self
     }
 
@@ -123,6 +141,9 @@ impl InputDef {
         if self.values.is_some() && !matches!(self.kind, Some(InputType::Enum)) {
             return misplaced("values");
         }
+        if self.hidden && !matches!(self.kind, Some(InputType::Path)) {
+            return misplaced("hidden");
+        }
         Ok(match self.kind {
             None => Shape::Text,
             Some(InputType::String) => match &self.pattern {
@@ -142,7 +163,9 @@ impl InputDef {
                     )));
                 }
             },
-            Some(InputType::Path) => Shape::Path,
+            Some(InputType::Path) => Shape::Path {
+                hidden: self.hidden,
+            },
             Some(InputType::Url) => Shape::Url,
         })
     }

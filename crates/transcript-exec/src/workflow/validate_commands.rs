@@ -1,7 +1,9 @@
 //! Validation of the places a command or an agent is written (#39, #48): a command step's
 //! shell source or argv, its `env:` and `stdin:`, `run_command`'s input, an agent step's
 //! prompt, `command:`, `env:` and MCP servers. The rules themselves live in `argv_rule`,
-//! `env_rule` and `inline_script`; this file applies them to each step.
+//! `env_rule` and `inline_script`; this file applies them to each step. `run_command`'s
+//! `env` input takes a command step's rules (#56): the same names, and no free text when the
+//! command runs make (`make`, `[sh, -c, "make …"]`, a shell string mentioning make).
 
 use std::collections::BTreeMap;
 
@@ -42,33 +44,42 @@ impl StepCheck<'_> {
             CommandLine::Shell(text) => {
                 crate::workflow::inline_script::mentions_make(text.source())
             }
-            CommandLine::Argv(argv) => crate::workflow::inline_script::runs_make(
+            CommandLine::Argv(argv) => argv_runs_make(
                 &argv
                     .iter()
                     .map(|a| a.source().to_owned())
                     .collect::<Vec<_>>(),
             ),
         };
-        let typing = self.typing(visible);
         for (name, value) in env {
             self.text(value, &format!("env {name}"), visible)?;
             env_rule::check_env_entry(name, value.source())
                 .map_err(|r| self.err(format!("env: {r}")))?;
-            // make evaluates every environment variable as make code (second line).
-            let free =
-                self.compiled(value, "env")?.segments.iter().find(|s| {
-                    !typing.typed(s) && matches!(s, crate::template::Segment::Ref { .. })
-                });
-            if make && let Some(crate::template::Segment::Ref { reference, .. }) = free {
-                return Err(self.err(format!(
-                    "env: '{name}' takes '{{{{{reference}}}}}', free text, and this command runs \
-                     make, which evaluates every environment variable as make code: pass the \
-                     text through stdin: or a file ('{{{{ {reference} | file }}}}'), or give it \
-                     a shape"
-                )));
+            if make {
+                self.make_env(name, self.compiled(value, "env")?, visible)
+                    .map_err(|r| self.err(format!("env: {r}")))?;
             }
         }
         Ok(())
+    }
+
+    /// make evaluates every environment variable as make code (`$(shell …)` in any value
+    /// runs when a recipe expands it): in the `env:` of a command that runs make (a command
+    /// step's or `run_command`'s, #56), a value holds no free text (a second line).
+    fn make_env(&self, name: &str, value: &Template, visible: &Visible) -> Result<(), String> {
+        let typing = self.typing(visible);
+        let free = value.segments.iter().find_map(|s| match s {
+            crate::template::Segment::Ref { reference, .. } if !typing.typed(s) => Some(reference),
+            _ => None,
+        });
+        match free {
+            Some(reference) => Err(format!(
+                "'{name}' takes '{{{{{reference}}}}}', free text, and this command runs make, \
+                 which evaluates every environment variable as make code: pass the text \
+                 through stdin: or a file ('{{{{ {reference} | file }}}}'), or give it a shape"
+            )),
+            None => Ok(()),
+        }
     }
 
     /// `stdin:` is a channel for free text only to a program that reads it as data: free
@@ -140,12 +151,13 @@ impl StepCheck<'_> {
                  `command`), never a template: data never chooses the program",
             ));
         };
-        match fields.get("command") {
-            Some(Value::String(_)) => {
+        let make = match fields.get("command") {
+            Some(Value::String(source)) => {
                 if let Some(line) = input.field("command") {
                     line.check_shell_source()
                         .map_err(|e| self.err(format!("input: command: {e}")))?;
                 }
+                crate::workflow::inline_script::mentions_make(source)
             }
             Some(Value::Array(items)) => {
                 let argv: Vec<String> = items
@@ -161,19 +173,26 @@ impl StepCheck<'_> {
                 if let Some(stdin) = input.field("stdin") {
                     self.stdin_rule(&argv, stdin, visible)?;
                 }
+                argv_runs_make(&argv)
             }
             _ => {
                 return Err(self.err(
                     "input: run_command needs `command`, a string or a list written in the workflow",
                 ));
             }
-        }
-        self.shell_env(fields.get("env"))
+        };
+        self.shell_env(fields.get("env"), make, visible)
     }
 
-    /// `run_command`'s `env` input: a mapping of portable names to
-    /// strings, numbers or booleans.
-    fn shell_env(&self, env: Option<&Value>) -> Result<(), WorkflowError> {
+    /// `run_command`'s `env` input: a mapping of portable names to strings, numbers or
+    /// booleans, under a command step's rules (#56): [`env_rule`]'s names, and no free text
+    /// when the command runs make.
+    fn shell_env(
+        &self,
+        env: Option<&Value>,
+        make: bool,
+        visible: &Visible,
+    ) -> Result<(), WorkflowError> {
         let map = match env {
             None => return Ok(()),
             Some(Value::Object(map)) => map,
@@ -192,6 +211,13 @@ impl StepCheck<'_> {
             };
             env_rule::check_env_entry(name, text)
                 .map_err(|r| self.err(format!("input: env: {r}")))?;
+            if make && text.contains("{{") {
+                // Load time: the operation's input was compiled whole; this one leaf again.
+                let value = Template::parse(text)
+                    .map_err(|e| self.err(format!("input: env: '{name}': {e}")))?;
+                self.make_env(name, &value, visible)
+                    .map_err(|r| self.err(format!("input: env: {r}")))?;
+            }
         }
         Ok(())
     }
@@ -247,4 +273,16 @@ impl StepCheck<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether a list-form command runs make: an element names it
+/// ([`crate::workflow::inline_script::runs_make`]) or mentions it as a word
+/// ([`crate::workflow::inline_script::mentions_make`]: the code of `[sh, -c, "make all"]`,
+/// `[bash, -lc, "cd x && make"]`). A second line: the command as written, never a script it
+/// runs.
+fn argv_runs_make(argv: &[String]) -> bool {
+    crate::workflow::inline_script::runs_make(argv)
+        || argv
+            .iter()
+            .any(|e| crate::workflow::inline_script::mentions_make(e))
 }

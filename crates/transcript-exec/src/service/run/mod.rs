@@ -70,7 +70,9 @@ pub(super) fn run_workflow(
         let files = Arc::new(crate::file_channel::FileChannel::in_temp_dir(ctx.run_id));
         let mut scope = Scope::new(req.inputs)
             .with_workflow_dir(wf.dir.as_deref())
-            .with_files(files);
+            .with_files(files)
+            .with_workspace(&ctx.inner.workspace)
+            .with_mask(ctx.inner.observers.mask.clone());
         let seq = run_seq(&ctx, &wf.steps, "", 0, &mut scope, &cancel).await;
         let ending = run_ending(seq.flow, &emitter);
         let (ending, outputs) = match ending.status {

@@ -42,7 +42,7 @@ pub(in crate::service) async fn run(
         Ok(given) => given,
         Err(e) => return KindOut::flow(Flow::Failed(format!("inputs: {e}"))),
     };
-    let child_inputs = match resolve_inputs(&target, given) {
+    let child_inputs = match resolve_inputs(&target, given, &ctx.inner) {
         Ok(i) => i,
         Err(e) => return KindOut::flow(Flow::Failed(e.to_string())),
     };
