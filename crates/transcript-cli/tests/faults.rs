@@ -376,6 +376,9 @@ fn sigterm_leaves_no_process_of_the_run_behind() {
     use std::io::BufRead;
     let started = std::time::Instant::now();
     let dir = tempfile::tempdir().unwrap();
+    // The storage beside the workspace, not in it (a confined step cannot create entries
+    // directly in a workspace that holds the storage).
+    let store = tempfile::tempdir().unwrap();
     let wf = dir.path().join("tree.yaml");
     std::fs::write(
         &wf,
@@ -393,7 +396,7 @@ fn sigterm_leaves_no_process_of_the_run_behind() {
     );
     let mut child = bin()
         .args(["run", "--color", "never", "--storage"])
-        .arg(dir.path().join("s"))
+        .arg(store.path())
         .arg("--workspace")
         .arg(dir.path())
         .arg(&wf)

@@ -63,8 +63,19 @@ fn run(confine: &dyn Fn(&std::path::Path) -> Vec<String>) -> Option<(AgentSandbo
     let workflow = format!(
         "name: policy\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    type: agent\n    \
          provider: gemini\n    timeout_ms: 120000\n    prompt: Run it.\n    command: {}\n    \
-         env:\n      GOOGLE_GEMINI_BASE_URL: \"{{{{inputs.endpoint}}}}\"\n",
-        json!(command)
+         env:\n      GOOGLE_GEMINI_BASE_URL: \"{{{{inputs.endpoint}}}}\"\n    \
+         sandbox: {{ write: [{}], read: [{}] }}\n",
+        json!(command),
+        // The wrapper's stderr log and the policy file live in the sandbox's tmp, and the
+        // wrapper runs the CLI from its npm tree (#56: the step declares both).
+        json!(sb.tmp().display().to_string()),
+        json!(
+            bin.parent()
+                .and_then(|b| b.parent())
+                .unwrap()
+                .display()
+                .to_string()
+        )
     );
     let endpoint = server.url();
     let (storage, run_id, output) = common::RealCliRun {

@@ -75,11 +75,13 @@ fn a_stdio_server_that_escapes_its_group_is_killed_at_step_end() {
         "name: escape\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    type: agent\n    \
          provider: gemini\n    model: gemini-2.5-pro\n    timeout_ms: 120000\n    \
          prompt: Say done.\n    tools: [mcp__fault__echo]\n    env:\n      \
-         {var}: \"{{{{inputs.endpoint}}}}\"\n    mcp_servers: [{{name: fault, command: {}}}]\n  \
+         {var}: \"{{{{inputs.endpoint}}}}\"\n    mcp_servers: [{{name: fault, command: {}}}]\n    \
+         sandbox: {{ read: [{}] }}\n  \
          - name: gone\n    type: command\n    command: [\"sh\", \"-c\", \"for t in \\\"$@\\\"; do \
          if pgrep -xf \\\"sleep $t\\\" >/dev/null; then echo \\\"sleep $t survived its step\\\" >&2; \
          exit 1; fi; done\", \"sh\", \"{}\", \"{}\"]\n",
         json!(wrapper.display().to_string()),
+        json!(fault_server().parent().unwrap().display().to_string()),
         tags[0],
         tags[1],
     );

@@ -9,7 +9,9 @@
 //! | `gemini` | `$GEMINI_CLI_HOME` (its `.gemini`), else `~/.gemini` |
 //!
 //! Each variable is read from the step's environment first (as the CLI sees it), then the
-//! runner's. A `HOME` the step's environment sets to another directory than the runner's
+//! runner's. What the symbolic links in the runner's private directories for the execution
+//! lead to (the MCP wiring's private home links the user's own sessions and credentials) is
+//! granted too. A `HOME` the step's environment sets to another directory than the runner's
 //! (a private home made by the MCP wiring) is granted too. A directory that is `/`, the home
 //! directory or an ancestor of either or of a hidden path is never granted
 //! ([`crate::sandbox::Confinement::state_dir`]).
@@ -34,6 +36,11 @@ pub fn grant(base: Confinement, request: &AgentRequest) -> Confinement {
     let mut c = base.keep_home();
     for dir in &request.private_dirs {
         c = c.state_dir(dir);
+        // The wiring's private home links the user's own state into it (sessions, credentials):
+        // what those links lead to is the CLI's state too.
+        for target in link_targets(dir, 3) {
+            c = c.state_dir(target);
+        }
     }
     let runner_home = std::env::var_os("HOME").map(PathBuf::from);
     if let Some(h) = &home
@@ -65,6 +72,28 @@ pub fn grant(base: Confinement, request: &AgentRequest) -> Confinement {
         c = c.state_dir(ensure(&d));
     }
     c
+}
+
+/// The targets of the symbolic links the runner made in `dir` (its wiring), `depth` levels
+/// down.
+fn link_targets(dir: &Path, depth: usize) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
+            if let Ok(target) = std::fs::canonicalize(entry.path()) {
+                out.push(target);
+            }
+        } else if kind.is_dir() && depth > 1 {
+            out.extend(link_targets(&entry.path(), depth - 1));
+        }
+    }
+    out
 }
 
 /// Makes a missing state directory (mode `0o700`) so that it can be granted: a CLI's first
