@@ -49,6 +49,10 @@ fn workflow(dir: &Path) -> std::path::PathBuf {
 /// `transcript run` of the peeking workflow into `storage`, holding `NATS_TOKEN`, as `nobody`
 /// when the tests run as root.
 fn run(dir: &Path, storage: &str) -> std::process::Output {
+    run_with(dir, storage, &[])
+}
+
+fn run_with(dir: &Path, storage: &str, extra: &[&str]) -> std::process::Output {
     let root = rustix::process::geteuid().is_root();
     let mut c = if root {
         let mut c = Command::new("setpriv");
@@ -70,7 +74,8 @@ fn run(dir: &Path, storage: &str) -> std::process::Output {
         .args(["run", "--deterministic", "--storage", storage])
         .arg(workflow(dir))
         .arg("--workspace")
-        .arg(&ws);
+        .arg(&ws)
+        .args(extra);
     c.output().unwrap()
 }
 
@@ -112,7 +117,8 @@ fn with_file_storage_the_runner_stays_readable_so_the_check_can_fail() {
     let dir = tmp.path().join("run");
     std::fs::create_dir_all(&dir).unwrap();
     let storage = dir.join("storage");
-    let out = run(&dir, storage.to_str().unwrap());
+    // Unconfined (#56 opted out), a step of the same user reads the runner's environment.
+    let out = run_with(&dir, storage.to_str().unwrap(), &["--sandbox", "off"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let ws = dir.join("ws");
     for shape in ["step", "tool", "agent"] {
@@ -122,5 +128,20 @@ fn with_file_storage_the_runner_stays_readable_so_the_check_can_fail() {
             "{shape}: {env}"
         );
         assert!(env.contains("TRANSCRIPT_CANARY=present"), "{shape}");
+    }
+    // Confined (the default), Landlock forbids reading a process outside the step's domain:
+    // the runner's environment is out of reach on files too.
+    let storage = dir.join("storage-confined");
+    for shape in ["step", "tool", "agent"] {
+        let _ = std::fs::remove_file(ws.join(format!("{shape}.env")));
+    }
+    let out = run(&dir, storage.to_str().unwrap());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for shape in ["step", "tool", "agent"] {
+        let env = read(&ws, &format!("{shape}.env"));
+        assert!(
+            !env.contains(TOKEN),
+            "{shape} read the runner's token: {env}"
+        );
     }
 }

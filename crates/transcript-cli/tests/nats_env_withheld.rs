@@ -77,12 +77,14 @@ fn workflow(dir: &Path, ws: &Path) -> PathBuf {
          command: [\"sh\", \"-c\", \"env > agent.env; env >&2; exit 3\"]\n    continue_on_error: true\n\
          \x20 - name: mcp\n    type: agent\n    provider: claude\n    prompt: Use the tool.\n    \
          tools: [mcp__dump__echo]\n    env: {{ TRANSCRIPT_CLAUDE_BIN: {fake} }}\n    continue_on_error: true\n    \
-         mcp_servers: [{{name: dump, command: sh, args: [\"-c\", {mcp}]}}]\n\
+         mcp_servers: [{{name: dump, command: sh, args: [\"-c\", {mcp}]}}]\n    \
+         sandbox: {{ read: [{server_dir}] }}\n\
          \x20 - name: own\n    type: command\n    env: {{ NATS_TOKEN: {OWN} }}\n    command: 'printf %s \"$NATS_TOKEN\" > own.txt'\n",
         script = q(&script),
         fake = q(&fake),
         ws = q(ws),
         mcp = serde_json::to_string(&mcp).unwrap(),
+        server_dir = q(fault_server().parent().unwrap()),
     );
     let path = dir.join("leak.yaml");
     std::fs::write(&path, yaml).unwrap();

@@ -31,7 +31,9 @@ pub fn server_with_config(dir: &Path, conf: &str) -> Option<ServerNode> {
 /// A workflow: `first` writes `ran.txt` into the workspace (through the tools router, so the
 /// local audit trail records it), `wait` blocks until the test writes a line to `fifo`.
 fn gate(dir: &Path) -> (PathBuf, PathBuf) {
-    let fifo = dir.join("gate.fifo");
+    // In the workspace: a confined step (#56) opens nothing outside it.
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    let fifo = dir.join("ws").join("gate.fifo");
     assert!(
         Command::new("mkfifo")
             .arg(&fifo)
