@@ -520,3 +520,21 @@ fn step_started(storage: &Path, step: &str) -> Value {
 fn step_completed(storage: &Path, step: &str) -> Value {
     step_event(storage, step, "step.completed")
 }
+
+/// A typed `path` input through a symlink that leads out is refused when the run starts (the
+/// kernel resolves it beneath the workspace, #56 item 2): exit 2 naming the input, nothing
+/// recorded, nothing run.
+#[test]
+fn a_typed_path_through_a_symlink_is_refused_before_anything_runs() {
+    let l = Layout::new();
+    std::os::unix::fs::symlink(&l.outside, l.ws.join("out")).unwrap();
+    let workflow = format!(
+        "name: link\ninputs: [{{name: p, type: path}}]\nsteps:\n  - name: s\n    type: command\n    command: [cp, \"{{{{ inputs.p }}}}\", {}]\n",
+        yq(&l.marker())
+    );
+    let out = l.run(&workflow, &["--input", "p=out/secret.txt"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(text(&out.stderr).contains("inputs.p"), "{}", describe(&out));
+    assert!(walk(&l.storage).is_empty(), "nothing recorded");
+    assert!(!Path::new(&l.marker()).exists());
+}

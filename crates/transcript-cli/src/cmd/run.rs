@@ -68,12 +68,14 @@ pub fn parse_input(text: &str) -> Result<(String, String), String> {
 fn check_inputs(
     root: &transcript_exec::Workflow,
     inputs: &[(String, String)],
+    workspace: &Path,
 ) -> Result<(), CliError> {
     let given = inputs
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
         .collect();
-    match root.resolve_inputs(given) {
+    // Typed paths resolved beneath the workspace by the kernel (#56 item 2), before anything.
+    match root.resolve_inputs_in(given, workspace) {
         Ok(_) => Ok(()),
         Err(transcript_exec::ExecError::UnknownInput { input, .. }) => {
             let declared: Vec<&str> = root.inputs.iter().map(|i| i.name.as_str()).collect();
@@ -181,7 +183,7 @@ pub async fn run_reporting(
     let root = set.root().cloned().ok_or_else(|| {
         CliError::Invalid(format!("{}: no root workflow", args.workflow.display()))
     })?;
-    check_inputs(&root, &args.inputs)?;
+    check_inputs(&root, &args.inputs, &args.workspace)?;
     // Before anything starts: a kernel that cannot confine refuses the run (exit 2).
     let sandbox =
         SandboxPolicy::for_runner(args.sandbox, &args.storage).map_err(CliError::Usage)?;
