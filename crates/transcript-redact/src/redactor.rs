@@ -72,7 +72,14 @@ pub struct Redactor {
     marker: Option<Regex>,
     privacy: Privacy,
     masks: AtomicU64,
+    /// The secret values ([`Redactor::with_secret`]): a text cut inside one (a bounded
+    /// output's prefix, right before its truncation marker) ends with a part of it that no
+    /// whole-value rule matches (#56 item 3).
+    secrets: Vec<String>,
 }
+
+/// How a cut text's truncation marker starts (`transcript_domain::truncate`).
+const CUT_MARKER: &str = "…[truncated: ";
 
 /// Upper bound on extra masking passes (see [`Redactor::mask_text`]).
 const MAX_PASSES: usize = 16;
@@ -136,6 +143,7 @@ impl Redactor {
             marker: MARKER_REGEX.as_ref().ok().cloned(),
             privacy: Privacy::MaskSecrets,
             masks: AtomicU64::new(0),
+            secrets: Vec::new(),
         }
     }
 
@@ -188,7 +196,32 @@ impl Redactor {
             })?,
             folds: false,
         });
+        self.secrets.push(value.to_owned());
         Ok(self)
+    }
+
+    /// Where a secret was cut: the text right before each truncation marker that ends with
+    /// the start of a secret (its first 4 characters at least), in `text`'s bytes.
+    fn cut_secrets(&self, text: &str) -> Vec<Range<usize>> {
+        let mut out = Vec::new();
+        for (at, _) in text.match_indices(CUT_MARKER) {
+            let before = &text[..at];
+            for secret in &self.secrets {
+                // The longest start of the secret the text before the marker ends with.
+                let longest = secret
+                    .char_indices()
+                    .map(|(i, c)| i + c.len_utf8())
+                    .filter(|&end| end < secret.len())
+                    .rev()
+                    .find(|&end| before.ends_with(&secret[..end]));
+                if let Some(end) = longest
+                    && secret[..end].chars().count() >= 4
+                {
+                    out.push(at - end..at);
+                }
+            }
+        }
+        out
     }
 
     /// The privacy mode.
@@ -269,6 +302,7 @@ impl Redactor {
                     .map(source),
             );
         }
+        spans.extend(self.cut_secrets(text));
         if spans.is_empty() {
             return spans;
         }
