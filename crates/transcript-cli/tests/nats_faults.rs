@@ -16,7 +16,9 @@ use transcript_nats::testing;
 
 /// A workflow whose second step blocks until the test writes a line to `fifo`.
 fn gate(dir: &Path) -> (PathBuf, PathBuf) {
-    let fifo = dir.join("gate.fifo");
+    // In the workspace: a confined step (#56) opens nothing outside it.
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    let fifo = dir.join("ws").join("gate.fifo");
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
     let workflow = dir.join("gate.yaml");

@@ -44,7 +44,9 @@ fn listed(storage: &str) -> serde_json::Value {
 
 /// An agent step (a recorded Claude stream with usage), then a step blocked on a FIFO.
 fn agent_then_gate(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let fifo = dir.join("gate.fifo");
+    // In the workspace: a confined step (#56) opens nothing outside it.
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    let fifo = dir.join("ws").join("gate.fifo");
     assert!(
         Command::new("mkfifo")
             .arg(&fifo)

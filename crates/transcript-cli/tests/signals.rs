@@ -15,6 +15,11 @@ use common::{DEMO_RUN_ID, bin, text};
 /// A bound on every wait of these tests (they fail instead of hanging).
 const BOUND: Duration = Duration::from_secs(60);
 
+/// The workspace of the runs started in `dir`.
+fn ws(dir: &Path) -> PathBuf {
+    dir.join("w")
+}
+
 /// A `transcript run` of `workflow` whose stderr lines arrive on a channel.
 struct Run {
     child: Child,
@@ -24,6 +29,7 @@ struct Run {
 
 impl Run {
     fn start(dir: &Path, workflow: &str, extra: &[&str]) -> Self {
+        std::fs::create_dir_all(ws(dir)).unwrap();
         let wf = dir.join("wf.yaml");
         std::fs::write(&wf, workflow).unwrap();
         let mut child = bin()
@@ -31,8 +37,10 @@ impl Run {
             .args(extra)
             .arg("--storage")
             .arg(dir.join("s"))
+            // The workspace beside the storage, not around it (#56: a confined step cannot
+            // create entries directly in a workspace that holds the storage).
             .arg("--workspace")
-            .arg(dir)
+            .arg(ws(dir))
             .arg(&wf)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -107,6 +115,7 @@ impl Run {
 /// Lines written to the FIFO `path` by the run's commands, on a channel: the tests wait on
 /// what the commands say they did, not on time.
 fn fifo_lines(path: &Path) -> mpsc::Receiver<String> {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
     let (tx, rx) = mpsc::channel();
     let path = path.to_path_buf();
@@ -200,14 +209,14 @@ const TERM_IGNORING: &str = "name: stubborn\nsteps:\n  - name: wait\n    type: p
 #[test]
 fn a_second_ctrl_c_kills_every_process_group_of_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let ready = fifo_lines(&dir.path().join("ready"));
+    let ready = fifo_lines(&ws(dir.path()).join("ready"));
     let mut run = Run::start(dir.path(), TERM_IGNORING, &["--kill-grace", "3600"]);
     for _ in 0..2 {
         ready
             .recv_timeout(BOUND)
             .expect("both commands announce their processes");
     }
-    let pids = pids(&dir.path().join("pids"));
+    let pids = pids(&ws(dir.path()).join("pids"));
     assert_eq!(pids.len(), 4, "{pids:?}");
     let _reaper = Reaper(pids.clone());
     run.signal("INT");
@@ -230,7 +239,7 @@ fn a_second_ctrl_c_kills_every_process_group_of_the_run() {
 fn sigterm_and_sighup_cancel_the_run_cleanly() {
     for (signal, code) in [("TERM", 143), ("HUP", 129), ("INT", 130)] {
         let dir = tempfile::tempdir().unwrap();
-        let ready = fifo_lines(&dir.path().join("ready"));
+        let ready = fifo_lines(&ws(dir.path()).join("ready"));
         let branch = |name: &str| {
             format!(
                 "      - name: {name}\n        type: command\n        command: \"trap 'echo {name} >> trapped; exit 1' TERM; sleep 60 & echo $! $$ >> pids; echo {name} > ready; wait\"\n"
@@ -245,14 +254,14 @@ fn sigterm_and_sighup_cancel_the_run_cleanly() {
         for _ in 0..2 {
             ready.recv_timeout(BOUND).expect("both commands started");
         }
-        let pids = pids(&dir.path().join("pids"));
+        let pids = pids(&ws(dir.path()).join("pids"));
         assert_eq!(pids.len(), 4, "{pids:?}");
         let _reaper = Reaper(pids.clone());
         run.signal(signal);
         let (status, stderr) = run.exit_code();
         assert_eq!(status, Some(code), "SIG{signal}: {stderr}");
         // The OS's account: the TERM reached both shells, and nothing of the run runs on.
-        let mut trapped: Vec<String> = pids_or_empty(&dir.path().join("trapped"));
+        let mut trapped: Vec<String> = pids_or_empty(&ws(dir.path()).join("trapped"));
         trapped.sort();
         assert_eq!(trapped, ["a", "b"], "SIG{signal}: TERM reached each group");
         for pid in &pids {
