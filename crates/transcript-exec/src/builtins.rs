@@ -22,6 +22,18 @@ fn str_field<'a>(input: &'a Value, field: &str) -> Result<&'a str, ToolError> {
         .ok_or_else(|| ToolError::InvalidInput(format!("missing string field '{field}'")))
 }
 
+/// The file tools never reach what the run's confinement hides (#56: the transcript storage
+/// and audit file, even inside the workspace), as its processes never do: refused like a path
+/// that escapes (the answer says nothing of what is there).
+fn refuse_hidden(ctx: &ToolContext, path: &str) -> Result<(), ToolError> {
+    match &ctx.limits.confinement {
+        Some(c) if c.hides(std::path::Path::new(path)) => {
+            Err(ToolError::PathEscapes(path.to_owned()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Runs blocking file work off the async threads.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
@@ -61,6 +73,7 @@ impl Tool for ReadFile {
 
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
         let path = str_field(&input, "path")?.to_owned();
+        refuse_hidden(ctx, &path)?;
         let ws = ctx.workspace.clone();
         let cap = ctx
             .limits
@@ -115,6 +128,7 @@ impl Tool for WriteFile {
             Some(other) => crate::template::value_to_text(other),
         };
         let bytes = content.len();
+        refuse_hidden(ctx, &path)?;
         let ws = ctx.workspace.clone();
         blocking(move || crate::confined::write_text(&ws, &path, content.as_bytes())).await?;
         Ok(json!({ "bytes": bytes }))
@@ -145,6 +159,7 @@ impl Tool for ListDir {
             .and_then(Value::as_str)
             .unwrap_or(".")
             .to_owned();
+        refuse_hidden(ctx, &path)?;
         let ws = ctx.workspace.clone();
         let names = blocking(move || crate::confined::list(&ws, &path)).await?;
         Ok(json!(names))

@@ -94,6 +94,53 @@ impl SandboxPolicy {
     }
 }
 
+impl SandboxPolicy {
+    /// Refuses a step's declared path that is `/`, the home directory or an ancestor of
+    /// either or of a hidden path (the storage): granting it whole would undo the bounds.
+    ///
+    /// # Errors
+    /// The first such path, naming its step.
+    pub fn check_declared(&self, set: &WorkflowSet, workspace: &Path) -> Result<(), String> {
+        if self.mode == SandboxMode::Off {
+            return Ok(());
+        }
+        let mut steps = Vec::new();
+        for key in set.keys() {
+            if let Some(wf) = set.get(key) {
+                declared(&wf.steps, "", &mut steps);
+            }
+        }
+        for (path, step) in steps {
+            if step.sandbox.off {
+                continue;
+            }
+            for (key, list) in [("read", &step.sandbox.read), ("write", &step.sandbox.write)] {
+                for p in list {
+                    let full = crate::sandbox::SandboxPolicy::expand_declared(p, workspace);
+                    if crate::sandbox::rules::too_wide(&full, self.hidden()) {
+                        return Err(format!(
+                            "step '{path}': sandbox.{key}: '{}' is the filesystem root, the home \
+                             directory or holds it or the transcript storage: never granted \
+                             whole; name the directories the step needs",
+                            p.display()
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every step under `steps` with its path.
+fn declared<'s>(steps: &'s [Step], prefix: &str, out: &mut Vec<(String, &'s Step)>) {
+    for step in steps {
+        let path = crate::workflow::join_path(prefix, &step.name);
+        out.push((path.clone(), step));
+        declared(step.kind.children(), &path, out);
+    }
+}
+
 /// The paths of the steps under `steps` declaring `sandbox: off`.
 fn unconfined(steps: &[Step], prefix: &str, out: &mut Vec<String>) {
     for step in steps {

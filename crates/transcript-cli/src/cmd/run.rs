@@ -187,6 +187,9 @@ pub async fn run_reporting(
     // Before anything starts: a kernel that cannot confine refuses the run (exit 2).
     let sandbox =
         SandboxPolicy::for_runner(args.sandbox, &args.storage).map_err(CliError::Usage)?;
+    sandbox
+        .check_declared(&set, &args.workspace)
+        .map_err(CliError::Usage)?;
     for warning in sandbox.warnings(&set, &args.workspace) {
         crate::diag!("{warning}");
     }

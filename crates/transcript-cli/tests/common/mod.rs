@@ -4,6 +4,7 @@
 
 pub mod html_page;
 pub mod otlp_receiver;
+pub mod sandbox;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

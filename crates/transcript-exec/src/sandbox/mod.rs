@@ -65,7 +65,7 @@
 //! without Landlock at all refuses confined runs ([`probe`]).
 
 mod program;
-mod rules;
+pub(crate) mod rules;
 
 mod spawn;
 
@@ -74,6 +74,11 @@ use std::path::{Path, PathBuf};
 pub use program::resolve_program;
 pub use rules::{Grant, Rights, SYSTEM_READ};
 pub use spawn::{PrivateTmp, probe, spawn};
+
+/// The variables that say where an agent CLI keeps its state (see
+/// [`crate::agent_sandbox`]): what a confined agent may write, so never templated.
+pub const AGENT_STATE_ENV: &[&str] =
+    &["HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME"];
 
 /// Whether a run's processes are confined.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -142,6 +147,12 @@ impl SandboxPolicy {
         self
     }
 
+    /// A declared path as granted: `~/` under the runner's home, relative under `workspace`,
+    /// made absolute with its existing part's links resolved.
+    pub fn expand_declared(path: &Path, workspace: &Path) -> PathBuf {
+        absolute(&expand(path, &absolute(workspace)))
+    }
+
     /// The hidden paths (absolute, symbolic links of their existing part resolved).
     pub fn hidden(&self) -> &[PathBuf] {
         &self.hidden
@@ -154,7 +165,7 @@ impl SandboxPolicy {
             return None;
         }
         let workspace = absolute(workspace);
-        let resolve = |p: &PathBuf| absolute(&expand(p, &workspace));
+        let resolve = |p: &PathBuf| lexical(&expand(p, &workspace));
         Some(Confinement {
             read: step.read.iter().map(resolve).collect(),
             write: step.write.iter().map(resolve).collect(),
@@ -204,16 +215,29 @@ impl Confinement {
         self.private_home
     }
 
-    /// Adds a tree the process may read and execute.
+    /// Adds a tree the process may read and execute (not when it lies in a tree the steps
+    /// write: see [`Confinement::beneath_writable`]).
     pub fn read(mut self, path: impl AsRef<Path>) -> Self {
-        self.read.push(absolute(path.as_ref()));
+        self.read.push(lexical(path.as_ref()));
         self
     }
 
     /// Adds a tree the process may write (and read).
     pub fn write(mut self, path: impl AsRef<Path>) -> Self {
-        self.write.push(absolute(path.as_ref()));
+        self.write.push(lexical(path.as_ref()));
         self
+    }
+
+    /// The paths hidden from the process.
+    pub fn hidden(&self) -> &[PathBuf] {
+        &self.hidden
+    }
+
+    /// Whether `path` (relative to the workspace, or absolute; as written) is or lies
+    /// beneath a hidden path: what the file tools refuse too.
+    pub fn hides(&self, path: &Path) -> bool {
+        let p = lexical(&self.workspace.join(path));
+        self.hidden.iter().any(|h| p.starts_with(h))
     }
 
     /// Hides `path` from the process, even beneath a granted tree.
@@ -241,8 +265,7 @@ impl Confinement {
     /// element, a plugin's script): readable, unless it is `/`, the home directory or an
     /// ancestor of either or of a hidden path (then nothing is granted).
     pub fn read_named(self, path: impl AsRef<Path>) -> Self {
-        let path = absolute(path.as_ref());
-        if rules::too_wide(&path, &self.hidden) {
+        if rules::too_wide(&absolute(path.as_ref()), &self.hidden) {
             return self;
         }
         self.read(path)
@@ -271,10 +294,29 @@ impl Confinement {
         carved
     }
 
-    /// Every rule for a process running `program` (resolved) with `path_env` as its `PATH`
-    /// and `tmp` as its private temporary directory.
-    pub fn grants(&self, program: Option<&Path>, path_env: Option<&str>, tmp: &Path) -> Vec<Grant> {
+    /// Every rule for a process running `program` (as found, then with its links resolved)
+    /// with `path_env` as the `PATH` whose directories are granted and `tmp` as its private
+    /// temporary directory.
+    pub fn grants(
+        &self,
+        program: Option<(&Path, &Path)>,
+        path_env: Option<&str>,
+        tmp: &Path,
+    ) -> Vec<Grant> {
         rules::grants(self, program, path_env, tmp)
+    }
+
+    /// Whether `path` (as written: absolute, `..` removed, no link resolved) lies in a tree a
+    /// confined step may write: the workspace, the private temporary directory or a declared
+    /// write path. Such a path is never resolved into a grant of its own (a symbolic link
+    /// there is data's).
+    pub fn beneath_writable(&self, path: &Path, tmp: &Path) -> bool {
+        let p = lexical(path);
+        let real = absolute(path);
+        [&self.workspace, &tmp.to_path_buf()]
+            .into_iter()
+            .chain(&self.write)
+            .any(|w| p.starts_with(w) || real.starts_with(w) || p.starts_with(lexical(w)))
     }
 }
 
@@ -292,9 +334,9 @@ fn expand(path: &Path, workspace: &Path) -> PathBuf {
     }
 }
 
-/// `path` made absolute and lexically clean, with the symbolic links of its longest existing
-/// prefix resolved (what Landlock will see once a rule is opened on it).
-pub(crate) fn absolute(path: &Path) -> PathBuf {
+/// `path` made absolute (against the current directory) and lexically clean (`.` and `..`
+/// removed), no symbolic link resolved.
+pub(crate) fn lexical(path: &Path) -> PathBuf {
     let path = if path.is_relative() {
         std::env::current_dir()
             .unwrap_or_else(|_| PathBuf::from("/"))
@@ -312,6 +354,13 @@ pub(crate) fn absolute(path: &Path) -> PathBuf {
             _ => {}
         }
     }
+    clean
+}
+
+/// `path` made absolute and lexically clean, with the symbolic links of its longest existing
+/// prefix resolved (what Landlock will see once a rule is opened on it).
+pub(crate) fn absolute(path: &Path) -> PathBuf {
+    let clean = lexical(path);
     // Resolve the longest existing prefix; keep the rest as written.
     let mut existing = clean.clone();
     let mut rest = Vec::new();

@@ -8,10 +8,19 @@ use std::path::{Component, Path, PathBuf};
 /// `/` is looked up on `PATH`, as `execvp` does), symbolic links resolved; `None` when no
 /// executable file is found (the spawn then fails as it would unconfined).
 pub fn resolve_program(program: &Path, cwd: &Path, path_env: Option<&str>) -> Option<PathBuf> {
-    let candidate = |p: PathBuf| -> Option<PathBuf> {
+    find_program(program, cwd, path_env).map(|(_, real)| real)
+}
+
+/// [`resolve_program`], with the path as found (before its links are resolved) first.
+pub fn find_program(
+    program: &Path,
+    cwd: &Path,
+    path_env: Option<&str>,
+) -> Option<(PathBuf, PathBuf)> {
+    let candidate = |p: PathBuf| -> Option<(PathBuf, PathBuf)> {
         let meta = std::fs::metadata(&p).ok()?;
         (meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-            .then(|| std::fs::canonicalize(&p).ok())
+            .then(|| std::fs::canonicalize(&p).ok().map(|real| (p, real)))
             .flatten()
     };
     if program.as_os_str().is_empty() {

@@ -5,20 +5,20 @@ use std::path::{Path, PathBuf};
 
 use super::Confinement;
 
-/// The system trees every confined process may read and execute (those that exist).
+/// The system trees every confined process may read and execute (those that exist). Not
+/// `/dev` (a terminal's keystrokes, `/dev/shm`) nor `/run` (sockets, mounted secrets): only
+/// the devices below, and the directory `/etc/resolv.conf` leads into when it leads out of
+/// `/etc` (systemd-resolved's stub).
 pub const SYSTEM_READ: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
-    "/sys", "/dev", "/run",
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys",
 ];
 
-/// The device files every confined process may also write (and `ioctl`, for terminals).
-const DEVICES_WRITE: &[&str] = &[
+/// The device files every confined process may read and write (no `ioctl`: never a terminal,
+/// whose `TIOCSTI` would type into the user's shell).
+const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
     "/dev/random",
     "/dev/urandom",
 ];
@@ -32,7 +32,7 @@ pub enum Rights {
     ReadWrite,
     /// List the directory only (a directory on the way to a hidden path).
     List,
-    /// Read, write and `ioctl` a device file.
+    /// Read and write a device file.
     Device,
 }
 
@@ -47,7 +47,7 @@ pub struct Grant {
 
 /// Whether `dir` is too wide to grant whole: `/`, the home directory, or an ancestor of it or
 /// of a hidden path.
-pub(super) fn too_wide(dir: &Path, hidden: &[PathBuf]) -> bool {
+pub(crate) fn too_wide(dir: &Path, hidden: &[PathBuf]) -> bool {
     let home = std::env::var_os("HOME").map(|h| super::absolute(Path::new(&h)));
     dir == Path::new("/")
         || home.is_some_and(|h| h.starts_with(dir))
@@ -58,7 +58,7 @@ pub(super) fn too_wide(dir: &Path, hidden: &[PathBuf]) -> bool {
 /// temporary directory `tmp`.
 pub(super) fn grants(
     c: &Confinement,
-    program: Option<&Path>,
+    program: Option<(&Path, &Path)>,
     path_env: Option<&str>,
     tmp: &Path,
 ) -> Vec<Grant> {
@@ -67,7 +67,7 @@ pub(super) fn grants(
     for dir in SYSTEM_READ {
         tree(&mut out, Path::new(dir), Rights::Read, hidden);
     }
-    for dev in DEVICES_WRITE {
+    for dev in DEVICES {
         if Path::new(dev).exists() {
             out.push(Grant {
                 path: PathBuf::from(dev),
@@ -75,8 +75,17 @@ pub(super) fn grants(
             });
         }
     }
+    if let Ok(resolv) = std::fs::canonicalize("/etc/resolv.conf")
+        && !resolv.starts_with("/etc")
+        && let Some(dir) = resolv.parent()
+        && !too_wide(dir, hidden)
+    {
+        tree(&mut out, dir, Rights::Read, hidden);
+    }
     for dir in std::env::split_paths(path_env.unwrap_or_default()) {
-        if dir.is_absolute() {
+        // A directory on `PATH` inside a tree the steps write (a venv in the workspace) is
+        // that tree's already; a symbolic link there is data's, never followed into a grant.
+        if dir.is_absolute() && !c.beneath_writable(&dir, tmp) {
             let mut dir = super::absolute(&dir);
             // A version manager's `shims` (pyenv, rbenv, asdf) run the versions installed
             // beside them: its whole tree.
@@ -90,7 +99,11 @@ pub(super) fn grants(
             }
         }
     }
-    if let Some(program) = program {
+    // The program as found (before its links are resolved): inside a tree the steps write,
+    // it is that tree's (a planted link never leads a grant out).
+    if let Some((found, program)) = program
+        && !c.beneath_writable(found, tmp)
+    {
         let tree_root = super::program::package_tree(program);
         match tree_root {
             Some(root) if !too_wide(&root, hidden) => tree(&mut out, &root, Rights::Read, hidden),
@@ -99,12 +112,19 @@ pub(super) fn grants(
         }
     }
     for p in &c.read {
-        tree(&mut out, p, Rights::Read, hidden);
+        if !c.beneath_writable(p, tmp) {
+            tree(&mut out, &super::absolute(p), Rights::Read, hidden);
+        }
     }
     tree(&mut out, &c.workspace, Rights::ReadWrite, hidden);
     tree(&mut out, tmp, Rights::ReadWrite, hidden);
-    for p in &c.write {
-        tree(&mut out, p, Rights::ReadWrite, hidden);
+    for (i, p) in c.write.iter().enumerate() {
+        // Beneath the workspace or another declared tree it is covered already.
+        let others = c.write.iter().enumerate().filter(|(j, _)| *j != i);
+        let inside_other = others.into_iter().any(|(_, w)| p != w && p.starts_with(w));
+        if !p.starts_with(&c.workspace) && !p.starts_with(tmp) && !inside_other {
+            tree(&mut out, &super::absolute(p), Rights::ReadWrite, hidden);
+        }
     }
     out
 }

@@ -109,13 +109,23 @@ pub fn spawn(
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
     let program =
-        super::resolve_program(Path::new(std_cmd.get_program()), &cwd, path_env.as_deref());
-    let grants = confinement.grants(program.as_deref(), path_env.as_deref(), tmp.path());
+        super::program::find_program(Path::new(std_cmd.get_program()), &cwd, path_env.as_deref());
+    // The directories granted are those of the runner's own `PATH`: a `PATH` the command
+    // sets (an agent's tool call may choose it) never widens what is granted.
+    let runner_path = std::env::var("PATH").ok();
+    let grants = confinement.grants(
+        program
+            .as_ref()
+            .map(|(found, real)| (found.as_path(), real.as_path())),
+        runner_path.as_deref(),
+        tmp.path(),
+    );
     let handle = tokio::runtime::Handle::try_current().ok();
     let child = std::thread::scope(|s| {
         s.spawn(|| {
             // The child's reaper registers with the runtime that awaits it.
             let _entered = handle.as_ref().map(|h| h.enter());
+            drop_capabilities();
             restrict(&grants)?;
             cmd.spawn()
         })
@@ -129,20 +139,38 @@ pub fn spawn(
     Ok((child, tmp))
 }
 
+/// Drops every capability of the calling thread (bounding, ambient, effective, permitted,
+/// inheritable), so a process it starts has none even as root: no `CAP_SYS_ADMIN` to reach
+/// another process's memory or terminal, no `CAP_MKNOD`, no `CAP_NET_ADMIN`. A runner
+/// without them gets `EPERM` for the bounding set, which it cannot widen anyway.
+fn drop_capabilities() {
+    use rustix::thread::{
+        CapabilitySet, CapabilitySets, clear_ambient_capability_set,
+        remove_capability_from_bounding_set, set_capabilities,
+    };
+    for bit in 0..64 {
+        let _ = remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(1 << bit));
+    }
+    let _ = clear_ambient_capability_set();
+    let _ = set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    );
+}
+
 /// The Landlock rights of `rights` on a path of that kind.
 fn access(rights: Rights, is_dir: bool) -> BitFlags<AccessFs> {
     let all = AccessFs::from_all(ABI_WANTED);
     let wanted = match rights {
         Rights::Read => AccessFs::from_read(ABI_WANTED) | AccessFs::ResolveUnix,
-        Rights::ReadWrite => all,
+        // Never a device node made in a tree the step writes.
+        Rights::ReadWrite => all & !(AccessFs::MakeChar | AccessFs::MakeBlock),
         Rights::List => AccessFs::ReadDir.into(),
-        Rights::Device => {
-            AccessFs::ReadFile
-                | AccessFs::WriteFile
-                | AccessFs::IoctlDev
-                | AccessFs::Truncate
-                | AccessFs::ReadDir
-        }
+        Rights::Device => AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
     };
     if is_dir {
         wanted

@@ -136,17 +136,42 @@ impl StepCtx<'_> {
         limits.confinement = inner
             .sandbox
             .for_step(&inner.workspace, &self.step.sandbox)
-            // The run's `| file` values are the step's to read.
-            .map(|c| match self.scope.files().and_then(|f| f.dir()) {
-                Some(dir) => c.read(dir),
-                None => c,
-            })
+            // The `| file` values the step's own command line and environment name are its
+            // to read (never the other steps' files of the run).
+            .map(|c| self.file_values().into_iter().fold(c, |c, p| c.read(p)))
             .map(|c| {
                 self.literal_paths()
                     .into_iter()
                     .fold(c, |c, p| c.read_named(p))
             });
         limits
+    }
+
+    /// The files of the run's `| file` channel that the step's argv, agent `command:` or
+    /// `env:` values render to (the same content renders to the same file within a run).
+    fn file_values(&self) -> Vec<std::path::PathBuf> {
+        use crate::workflow::{CommandLine, StepKind};
+        let Some(dir) = self.scope.files().and_then(|f| f.dir()) else {
+            return Vec::new();
+        };
+        let texts: Vec<&crate::compiled::TemplateText> = match &self.step.kind {
+            StepKind::Command { command, env, .. } => {
+                let argv = match command {
+                    CommandLine::Argv(argv) => argv.iter().collect(),
+                    CommandLine::Shell(_) => Vec::new(),
+                };
+                argv.into_iter().chain(env.values()).collect()
+            }
+            StepKind::Agent(spec) => spec.command.iter().chain(spec.env.values()).collect(),
+            _ => Vec::new(),
+        };
+        texts
+            .into_iter()
+            .filter(|t| t.source().contains("file"))
+            .filter_map(|t| t.render(self.scope).ok())
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.starts_with(&dir))
+            .collect()
     }
 
     /// The existing files and directories outside the workspace the step's argv (a

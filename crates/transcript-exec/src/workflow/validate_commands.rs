@@ -242,6 +242,21 @@ impl StepCheck<'_> {
                 Reference::Input(n) => !self.seq.secret_inputs.contains(n.as_str()),
                 _ => true,
             });
+            // Where the CLI keeps its state is what a confined agent may write (#56): never
+            // a value from outside the workflow, a secret input's included.
+            let state = crate::sandbox::AGENT_STATE_ENV.contains(&name.as_str());
+            if state
+                && let Some(r) = self
+                    .compiled(value, "env")?
+                    .references()
+                    .find(|r| !matches!(r, Reference::WorkflowDir))
+            {
+                return Err(self.err(format!(
+                    "env: '{name}' takes '{{{{{r}}}}}': where an agent CLI keeps its state is \
+                     what it may write when confined, so it is written in the workflow, never \
+                     given by an input (a secret one included)"
+                )));
+            }
             if let Some(r) = data {
                 return Err(self.err(format!(
                     "env: '{name}' takes '{{{{{r}}}}}', data, and an agent's environment is the \
