@@ -191,3 +191,30 @@ fn an_agent_state_directory_is_never_an_input() {
         describe(&out)
     );
 }
+
+/// A daemon listening on a Unix socket outside the workspace (`docker.sock`, an agent's
+/// socket) gets no connection from a confined step, whatever the kernel's Landlock ABI; a
+/// private `socketpair` still works.
+#[test]
+fn no_unix_socket_reaches_a_daemon_outside() {
+    let l = Layout::new();
+    let sock = l.outside.join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let wf = format!(
+        "name: us\nsteps:\n  - name: s\n    type: command\n    command: [python3, -c, {}]\n",
+        yq(&format!(
+            "import socket\ntry:\n  s=socket.socket(socket.AF_UNIX); s.connect({:?}); s.send(b'cat secret'); print('connected')\nexcept OSError as e: print('refused', e.errno)\na,b=socket.socketpair(); a.send(b'x'); print('pair', b.recv(1).decode())\n",
+            sock.display().to_string()
+        ))
+    );
+    let out = l.run(&wf, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let stdout = stdout_of(&l, "s");
+    assert!(stdout.contains("refused 13"), "{stdout}");
+    assert!(stdout.contains("pair x"), "{stdout}");
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the daemon got a connection"
+    );
+}

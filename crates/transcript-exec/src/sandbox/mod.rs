@@ -66,6 +66,7 @@
 
 mod program;
 pub(crate) mod rules;
+mod seccomp;
 
 mod spawn;
 

@@ -127,6 +127,7 @@ pub fn spawn(
             let _entered = handle.as_ref().map(|h| h.enter());
             drop_capabilities();
             restrict(&grants)?;
+            super::seccomp::install()?;
             cmd.spawn()
         })
         .join()
