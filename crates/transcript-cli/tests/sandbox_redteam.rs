@@ -218,3 +218,48 @@ fn no_unix_socket_reaches_a_daemon_outside() {
         "the daemon got a connection"
     );
 }
+
+/// A workflow inside the workspace (where an earlier run's step could have rewritten it)
+/// cannot widen the sandbox: `sandbox: off` and a declared path outside the workspace are
+/// refused before the run, and the files its command lines name are not granted.
+#[test]
+fn a_workflow_in_the_workspace_widens_nothing() {
+    let l = Layout::new();
+    let run_in_ws = |wf: &str| {
+        let file = l.ws.join("wf.yaml");
+        std::fs::write(&file, wf).unwrap();
+        bin()
+            .current_dir(&l.ws)
+            .arg("run")
+            .arg(&file)
+            .arg("--storage")
+            .arg(&l.storage)
+            .arg("--workspace")
+            .arg(&l.ws)
+            .output()
+            .unwrap()
+    };
+    let off = format!(
+        "name: w\nsteps:\n  - name: later\n    type: command\n    sandbox: off\n    command: 'touch {}'\n",
+        l.marker()
+    );
+    let out = run_in_ws(&off);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("lies in the workspace"),
+        "{}",
+        describe(&out)
+    );
+    let outside = format!(
+        "name: w\nsteps:\n  - name: later\n    type: command\n    sandbox: {{ read: [{}] }}\n    command: 'true'\n",
+        yq(&l.outside.display().to_string())
+    );
+    let out = run_in_ws(&outside);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let named = format!(
+        "name: w\nsteps:\n  - name: later\n    type: command\n    command: [cat, {}]\n    continue_on_error: true\n",
+        yq(&l.secret())
+    );
+    let out = run_in_ws(&named);
+    l.assert_contained("a literal path in a workflow in the workspace", &out);
+}

@@ -23,10 +23,12 @@ use crate::sandbox::Confinement;
 
 /// `base` plus what `request`'s CLI needs to write (see the module docs).
 pub fn grant(base: Confinement, request: &AgentRequest) -> Confinement {
+    let trusted = base.trusts_step_env();
     let var = |name: &str| -> Option<PathBuf> {
         request
             .env
             .get(name)
+            .filter(|_| trusted)
             .cloned()
             .or_else(|| std::env::var(name).ok())
             .filter(|v| !v.is_empty())

@@ -95,6 +95,23 @@ impl SandboxPolicy {
 }
 
 impl SandboxPolicy {
+    /// This policy for `set` run in `workspace`: when one of its workflow files lies beneath
+    /// the workspace, [`SandboxPolicy::workflow_in_workspace`].
+    pub fn for_workflows(self, set: &WorkflowSet, workspace: &Path) -> Self {
+        let ws = crate::sandbox::SandboxPolicy::expand_declared(Path::new("."), workspace);
+        let inside = set.keys().into_iter().filter_map(|k| set.get(k)).any(|wf| {
+            wf.source.as_ref().is_some_and(|s| {
+                // As given to the runner: relative to its working directory.
+                crate::sandbox::absolute(Path::new(&s.path)).starts_with(&ws)
+            })
+        });
+        if inside {
+            self.workflow_in_workspace()
+        } else {
+            self
+        }
+    }
+
     /// Refuses a step's declared path that is `/`, the home directory or an ancestor of
     /// either or of a hidden path (the storage): granting it whole would undo the bounds.
     ///
@@ -104,19 +121,33 @@ impl SandboxPolicy {
         if self.mode == SandboxMode::Off {
             return Ok(());
         }
+        let ws = crate::sandbox::SandboxPolicy::expand_declared(Path::new("."), workspace);
         let mut steps = Vec::new();
         for key in set.keys() {
             if let Some(wf) = set.get(key) {
                 declared(&wf.steps, "", &mut steps);
             }
         }
+        let untrusted = !self.trusts_literals();
+        let where_ = "the workflow lies in the workspace, where steps write (an earlier run \
+                      could have rewritten it): it cannot widen the sandbox; move it out of \
+                      the workspace, or run with --sandbox off";
         for (path, step) in steps {
             if step.sandbox.off {
+                if untrusted {
+                    return Err(format!("step '{path}': sandbox: off: {where_}"));
+                }
                 continue;
             }
             for (key, list) in [("read", &step.sandbox.read), ("write", &step.sandbox.write)] {
                 for p in list {
                     let full = crate::sandbox::SandboxPolicy::expand_declared(p, workspace);
+                    if untrusted && !full.starts_with(&ws) {
+                        return Err(format!(
+                            "step '{path}': sandbox.{key}: '{}' is outside the workspace: {where_}",
+                            p.display()
+                        ));
+                    }
                     if crate::sandbox::rules::too_wide(&full, self.hidden()) {
                         return Err(format!(
                             "step '{path}': sandbox.{key}: '{}' is the filesystem root, the home \

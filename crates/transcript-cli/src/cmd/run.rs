@@ -185,8 +185,9 @@ pub async fn run_reporting(
     })?;
     check_inputs(&root, &args.inputs, &args.workspace)?;
     // Before anything starts: a kernel that cannot confine refuses the run (exit 2).
-    let sandbox =
-        SandboxPolicy::for_runner(args.sandbox, &args.storage).map_err(CliError::Usage)?;
+    let sandbox = SandboxPolicy::for_runner(args.sandbox, &args.storage)
+        .map_err(CliError::Usage)?
+        .for_workflows(&set, &args.workspace);
     sandbox
         .check_declared(&set, &args.workspace)
         .map_err(CliError::Usage)?;

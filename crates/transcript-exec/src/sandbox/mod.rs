@@ -125,6 +125,9 @@ pub struct SandboxPolicy {
     /// On or off for the whole run.
     pub mode: SandboxMode,
     hidden: Vec<PathBuf>,
+    /// A workflow of the run lies where steps write (the workspace): its literals widen
+    /// nothing (see [`SandboxPolicy::workflow_in_workspace`]).
+    untrusted_literals: bool,
 }
 
 impl SandboxPolicy {
@@ -138,7 +141,24 @@ impl SandboxPolicy {
         Self {
             mode: SandboxMode::Off,
             hidden: Vec::new(),
+            untrusted_literals: false,
         }
+    }
+
+    /// A workflow of the run lies beneath the workspace, where an earlier run's steps could
+    /// have rewritten it: what it writes literally no longer widens the bounds (no file its
+    /// command lines name is granted, an agent's state is only where the runner's environment
+    /// says). Its `sandbox: off` and declared paths outside the workspace are refused before
+    /// the run ([`SandboxPolicy::check_declared`]).
+    pub fn workflow_in_workspace(mut self) -> Self {
+        self.untrusted_literals = true;
+        self
+    }
+
+    /// Whether the run's workflows' literals may widen the bounds (see
+    /// [`SandboxPolicy::workflow_in_workspace`]).
+    pub fn trusts_literals(&self) -> bool {
+        !self.untrusted_literals
     }
 
     /// Hides `path` (a file or a directory, existing or not) from every step, even where it
@@ -173,6 +193,7 @@ impl SandboxPolicy {
             hidden: self.hidden.clone(),
             workspace,
             private_home: true,
+            trusts_step_env: !self.untrusted_literals,
         })
     }
 }
@@ -188,6 +209,9 @@ pub struct Confinement {
     /// `HOME` points at the private temporary directory unless the command sets its own
     /// (every process but an agent CLI, whose state lives in its home).
     private_home: bool,
+    /// The step's own environment may say where an agent CLI keeps its state (not when the
+    /// workflow lies where steps write).
+    trusts_step_env: bool,
 }
 
 impl Confinement {
@@ -199,7 +223,13 @@ impl Confinement {
             write: Vec::new(),
             hidden: Vec::new(),
             private_home: true,
+            trusts_step_env: true,
         }
+    }
+
+    /// Whether the step's own environment may say where an agent CLI keeps its state.
+    pub fn trusts_step_env(&self) -> bool {
+        self.trusts_step_env
     }
 
     /// Keeps the runner's `HOME` (an agent CLI's state lives there; only its state directory

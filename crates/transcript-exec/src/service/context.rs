@@ -140,6 +140,9 @@ impl StepCtx<'_> {
             // to read (never the other steps' files of the run).
             .map(|c| self.file_values().into_iter().fold(c, |c, p| c.read(p)))
             .map(|c| {
+                if !inner.sandbox.trusts_literals() {
+                    return c;
+                }
                 self.literal_paths()
                     .into_iter()
                     .fold(c, |c, p| c.read_named(p))
