@@ -149,13 +149,16 @@ steps:
     let dir = tempfile::tempdir().unwrap();
     let wf = dir.path().join("wf.yaml");
     std::fs::write(&wf, yaml).unwrap();
+    let store = tempfile::tempdir().unwrap();
     let out = bin()
         .arg("run")
         .arg(&wf)
         .arg("--workspace")
         .arg(dir.path())
+        // The storage beside the workspace (#56: a confined step creates no entry directly in
+        // a workspace that holds the storage).
         .arg("--storage")
-        .arg(dir.path().join("st"))
+        .arg(store.path())
         .output()
         .unwrap();
     let left = sleeping(&t);

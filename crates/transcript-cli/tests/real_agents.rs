@@ -934,8 +934,13 @@ fn gemini_preset_confines_its_tools_by_policy_without_the_deprecation_warning() 
     let workflow = format!(
         "name: policy\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    type: agent\n    \
          provider: gemini\n    model: {}\n    timeout_ms: 120000\n    prompt: Run it.\n    \
-         tools: [run_command]\n    env:\n      {var}: \"{{{{inputs.endpoint}}}}\"\n",
-        CliOptions::default_model(cli).unwrap_or("gemini-2.5-pro")
+         tools: [run_command]\n    env:\n      {var}: \"{{{{inputs.endpoint}}}}\"\n    \
+         sandbox: {{ write: [{}], read: [{}] }}\n",
+        CliOptions::default_model(cli).unwrap_or("gemini-2.5-pro"),
+        // The wrapper's stderr log lives in the sandbox's tmp, and it runs the CLI from its
+        // npm tree (#56: the step declares both).
+        json!(sb.tmp().display().to_string()),
+        json!(bin.parent().and_then(|b| b.parent()).unwrap().display().to_string())
     );
     let (storage, run_id, output) = common::RealCliRun {
         workflow: &workflow,
