@@ -940,7 +940,13 @@ fn gemini_preset_confines_its_tools_by_policy_without_the_deprecation_warning() 
         // The wrapper's stderr log lives in the sandbox's tmp, and it runs the CLI from its
         // npm tree (#56: the step declares both).
         json!(sb.tmp().display().to_string()),
-        json!(bin.parent().and_then(|b| b.parent()).unwrap().display().to_string())
+        json!(
+            bin.parent()
+                .and_then(|b| b.parent())
+                .unwrap()
+                .display()
+                .to_string()
+        )
     );
     let (storage, run_id, output) = common::RealCliRun {
         workflow: &workflow,

@@ -228,6 +228,15 @@
 //!
 //! # Threat model
 //!
+//! **First, the kernel bounds every process a run starts** ([`sandbox`], #56; on by
+//! default, [`sandbox::SandboxPolicy`] on [`ServiceBuilder::sandbox`]): command steps,
+//! `run_command`, plugins, MCP servers and agent CLIs, and all they start, read and write
+//! only their bounds (Landlock: the workspace, a private `TMPDIR`, declared paths, the
+//! system trees read-only; the storage and audit file hidden even beneath the workspace;
+//! no capability, no new Unix socket, no terminal). Whatever the rules below miss runs
+//! inside those bounds. A service built with confinement on a kernel without Landlock
+//! fails to build ([`ExecError::Sandbox`]), never runs unconfined silently.
+//!
 //! **Workflow files are trusted; inputs, agent output and tool output are
 //! not.** A workflow is code its author runs with the service's privileges:
 //! `command` steps and `run_command` run what the author wrote. Everything

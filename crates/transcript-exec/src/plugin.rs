@@ -223,27 +223,10 @@ impl ExternalPlugin {
         if let Some(cwd) = &cwd {
             cmd.current_dir(cwd);
         }
-        let (mut child, tmp) = match &limits.confinement {
-            Some(c) => {
-                // A plugin's command line is the author's (literal): it may read the files
-                // and directories it names (its script), and its working directory.
-                let base = cwd.clone().unwrap_or_else(|| PathBuf::from("."));
-                let mut c = c.clone().read_named(&base);
-                for arg in args {
-                    let named = base.join(arg);
-                    if named.exists() {
-                        c = c.read_named(named);
-                    }
-                }
-                let (child, tmp) = crate::sandbox::spawn(&mut cmd, &c)
-                    .map_err(|e| err(format!("cannot start: {e}")))?;
-                (child, Some(tmp))
-            }
-            None => (
-                cmd.spawn().map_err(|e| err(format!("cannot start: {e}")))?,
-                None,
-            ),
-        };
+        // Confined, a plugin reads what its literal command line names.
+        let confinement = (limits.confinement.clone()).map(|c| c.for_plugin(cwd.as_deref(), args));
+        let (mut child, tmp) = crate::sandbox::spawn_maybe(&mut cmd, confinement.as_ref())
+            .map_err(|e| err(format!("cannot start: {e}")))?;
         let stderr_done = match (mask, child.stderr.take()) {
             (Some(mask), Some(stderr)) => Some(
                 spawn_masked_copy(stderr, mask)

@@ -203,13 +203,7 @@ impl ProcessGroup {
         let mut scope = ProcessScope::new();
         own_group(cmd);
         scope.mark(cmd);
-        let (child, tmp) = match confinement {
-            Some(c) => {
-                let (child, tmp) = crate::sandbox::spawn(cmd, c)?;
-                (child, Some(tmp))
-            }
-            None => (cmd.spawn()?, None),
-        };
+        let (child, tmp) = crate::sandbox::spawn_maybe(cmd, confinement)?;
         if let Some(pid) = child.id() {
             scope.started(pid);
         }

@@ -95,6 +95,24 @@ impl SandboxPolicy {
 }
 
 impl SandboxPolicy {
+    /// A runner's whole preparation, before anything starts: the policy
+    /// ([`SandboxPolicy::for_runner`], [`SandboxPolicy::for_workflows`]), its declared paths
+    /// checked ([`SandboxPolicy::check_declared`]) and the warnings to print once.
+    ///
+    /// # Errors
+    /// The kernel cannot confine, or a declared path or opt-out is refused.
+    pub fn prepare(
+        mode: SandboxMode,
+        storage: &Path,
+        set: &WorkflowSet,
+        workspace: &Path,
+    ) -> Result<(Self, Vec<String>), String> {
+        let policy = Self::for_runner(mode, storage)?.for_workflows(set, workspace);
+        policy.check_declared(set, workspace)?;
+        let warnings = policy.warnings(set, workspace);
+        Ok((policy, warnings))
+    }
+
     /// This policy for `set` run in `workspace`: when one of its workflow files lies beneath
     /// the workspace, [`SandboxPolicy::workflow_in_workspace`].
     pub fn for_workflows(self, set: &WorkflowSet, workspace: &Path) -> Self {

@@ -46,6 +46,34 @@ pub(crate) struct Upstream {
     exited: Option<tokio_util::sync::CancellationToken>,
 }
 
+/// Starts a stdio server: its own process group, the cleared environment plus
+/// [`INHERITED_ENV`] and its own `env`, through `launch` when given (the composition root's
+/// confinement).
+fn spawn_stdio(
+    command: &str,
+    args: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    launch: Option<&crate::Launch>,
+) -> std::io::Result<(tokio::process::Child, crate::LaunchGuard)> {
+    let inherited = INHERITED_ENV
+        .iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (*k, v)));
+    let mut cmd = Command::new(command);
+    cmd.args(args)
+        .env_clear()
+        .envs(inherited)
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    match launch {
+        Some(launch) => launch(&mut cmd),
+        None => cmd.spawn().map(|c| (c, Box::new(()) as crate::LaunchGuard)),
+    }
+}
+
 impl Upstream {
     /// Starts (stdio) or connects to (HTTP) `server` and completes MCP's `initialize`.
     pub(crate) async fn connect(
@@ -60,24 +88,8 @@ impl Upstream {
         };
         match &server.upstream {
             UpstreamSpec::Stdio { command, args, env } => {
-                let inherited = INHERITED_ENV
-                    .iter()
-                    .filter_map(|k| std::env::var_os(k).map(|v| (*k, v)));
-                let mut cmd = Command::new(command);
-                cmd.args(args)
-                    .env_clear()
-                    .envs(inherited)
-                    .envs(env)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .process_group(0)
-                    .kill_on_drop(true);
-                let (mut child, guard) = match launch {
-                    Some(launch) => launch(&mut cmd),
-                    None => cmd.spawn().map(|c| (c, Box::new(()) as crate::LaunchGuard)),
-                }
-                .map_err(|e| start_failed(format!("cannot start {command:?}: {e}")))?;
+                let (mut child, guard) = spawn_stdio(command, args, env, launch)
+                    .map_err(|e| start_failed(format!("cannot start {command:?}: {e}")))?;
                 let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                     return Err(start_failed("no stdio pipes".into()));
                 };

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use transcript_domain::{EventMask, RecorderFactory};
 use transcript_exec::sandbox::SandboxPolicy;
+use transcript_exec::workflow::given_inputs;
 use transcript_exec::{ExecutionService, ExternalPlugin, ToolRouter, WorkflowSet};
 use transcript_infra::{Durability, JsonlRecorderFactory};
 
@@ -185,15 +185,10 @@ pub async fn run_reporting(
     })?;
     check_inputs(&root, &args.inputs, &args.workspace)?;
     // Before anything starts: a kernel that cannot confine refuses the run (exit 2).
-    let sandbox = SandboxPolicy::for_runner(args.sandbox, &args.storage)
-        .map_err(CliError::Usage)?
-        .for_workflows(&set, &args.workspace);
-    sandbox
-        .check_declared(&set, &args.workspace)
-        .map_err(CliError::Usage)?;
-    for warning in sandbox.warnings(&set, &args.workspace) {
-        crate::diag!("{warning}");
-    }
+    let (sandbox, warnings) =
+        SandboxPolicy::prepare(args.sandbox, &args.storage, &set, &args.workspace)
+            .map_err(CliError::Usage)?;
+    warnings.iter().for_each(|w| crate::diag!("{w}"));
     let args = with_secrets_masked(args, &root)?;
     let plugin_argvs = plugin_argvs(&args.plugins)?;
     // Before anything is created: a signal from now on cancels the run (see `signals`).
@@ -204,8 +199,9 @@ pub async fn run_reporting(
     let (clock, ids) = crate::source::clock_and_ids(args.deterministic);
     let views = Views::wire(&args, clock.clone())?;
     let router = start_plugins(&args, &set, &plugin_argvs, &sandbox).await?;
-    let service = build_service(&args, (clock, ids.clone()), views.factory.clone(), router)?
-        .sandbox(sandbox)
+    let service =
+        build_service(&args, (clock, ids.clone()), views.factory.clone(), router)?.sandbox(sandbox);
+    let service = service
         .build()
         .map_err(|e| CliError::Failed(e.to_string()))?;
 
@@ -234,7 +230,7 @@ pub async fn run_reporting(
     *started = Some((run_id, path.clone()));
 
     let outcome = service
-        .run_with_recorder(&set, input_values(&args.inputs), recorder.clone(), cancel)
+        .run_with_recorder(&set, given_inputs(&args.inputs), recorder.clone(), cancel)
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let closed = recorder.close().await;
@@ -529,19 +525,6 @@ fn open_error(e: transcript_domain::RecordError) -> CliError {
     } else {
         CliError::Storage(message)
     }
-}
-
-/// The `--input` values: JSON when they parse as JSON, else strings.
-fn input_values(inputs: &[(String, String)]) -> Map<String, Value> {
-    inputs
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.clone())),
-            )
-        })
-        .collect()
 }
 
 /// What is printed about the run is masked like the transcript: errors can quote content.

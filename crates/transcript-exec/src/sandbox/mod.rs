@@ -74,7 +74,7 @@ use std::path::{Path, PathBuf};
 
 pub use program::resolve_program;
 pub use rules::{Grant, Rights, SYSTEM_READ};
-pub use spawn::{PrivateTmp, probe, spawn};
+pub use spawn::{PrivateTmp, probe, spawn, spawn_maybe};
 
 /// The variables that say where an agent CLI keeps its state (see
 /// [`crate::agent_sandbox`]): what a confined agent may write, so never templated.
@@ -300,6 +300,20 @@ impl Confinement {
             return self;
         }
         self.read(path)
+    }
+
+    /// A plugin's confinement: its command line is the author's (literal), so it may read
+    /// the files and directories `args` name relative to `cwd` (its script), and `cwd`.
+    pub fn for_plugin(self, cwd: Option<&Path>, args: &[String]) -> Self {
+        let base = cwd.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let named: Vec<PathBuf> = args
+            .iter()
+            .map(|a| base.join(a))
+            .filter(|p| p.exists())
+            .collect();
+        named
+            .into_iter()
+            .fold(self.read_named(&base), |c, p| c.read_named(p))
     }
 
     /// The directories granted entry by entry because a hidden path lies beneath them: no

@@ -163,6 +163,20 @@ fn drop_capabilities() {
     );
 }
 
+/// [`spawn`] when `confinement` is given, else a plain spawn (no private directory).
+///
+/// # Errors
+/// As [`spawn`], or the plain spawn's.
+pub fn spawn_maybe(
+    cmd: &mut tokio::process::Command,
+    confinement: Option<&Confinement>,
+) -> std::io::Result<(tokio::process::Child, Option<PrivateTmp>)> {
+    match confinement {
+        Some(c) => spawn(cmd, c).map(|(child, tmp)| (child, Some(tmp))),
+        None => cmd.spawn().map(|child| (child, None)),
+    }
+}
+
 /// The Landlock rights of `rights` on a path of that kind.
 fn access(rights: Rights, is_dir: bool) -> BitFlags<AccessFs> {
     let all = AccessFs::from_all(ABI_WANTED);

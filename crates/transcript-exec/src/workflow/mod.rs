@@ -131,6 +131,19 @@ pub fn join_path(prefix: &str, name: &str) -> String {
     }
 }
 
+/// `KEY=VALUE` inputs given on a command line, as a run's inputs: a value that parses as
+/// JSON is that JSON, any other is a string.
+pub fn given_inputs(inputs: &[(String, String)]) -> serde_json::Map<String, serde_json::Value> {
+    inputs
+        .iter()
+        .map(|(k, v)| {
+            let value =
+                serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.clone()));
+            (k.clone(), value)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
