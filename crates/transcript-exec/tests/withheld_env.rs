@@ -49,7 +49,20 @@ fn read(ws: &Path, name: &str) -> String {
 }
 
 async fn run(ws: &Path, withheld: Option<WithheldEnv>) {
-    let mut builder = ExecutionService::deterministic_builder(ws, ts0());
+    run_in(
+        ws,
+        withheld,
+        transcript_exec::sandbox::SandboxPolicy::confined(),
+    )
+    .await;
+}
+
+async fn run_in(
+    ws: &Path,
+    withheld: Option<WithheldEnv>,
+    sandbox: transcript_exec::sandbox::SandboxPolicy,
+) {
+    let mut builder = ExecutionService::deterministic_builder(ws, ts0()).sandbox(sandbox);
     if let Some(withheld) = withheld {
         builder = builder.withheld_env(withheld);
     }
@@ -73,12 +86,21 @@ async fn no_process_of_a_run_inherits_a_withheld_variable_unless_its_step_sets_i
     }
     assert_eq!(read(&ws, "own.txt"), "/own-home");
 
-    // Without the setting, every process inherits it as before.
+    // Without the setting, unconfined, every process inherits it as before.
     let (_d2, ws2) = workspace();
-    run(&ws2, None).await;
+    run_in(&ws2, None, transcript_exec::sandbox::SandboxPolicy::off()).await;
     for shape in ["shell", "argv", "tool", "agent"] {
         assert_eq!(read(&ws2, &format!("{shape}.txt")), home, "{shape}");
     }
+    // Confined (#56), a command's HOME is its private temporary directory (the runner's is
+    // not its to read); an agent CLI keeps the runner's (its state lives there).
+    let (_d3, ws3) = workspace();
+    run(&ws3, None).await;
+    for shape in ["shell", "argv", "tool"] {
+        let got = read(&ws3, &format!("{shape}.txt"));
+        assert!(got.contains("transcript-step-"), "{shape}: {got}");
+    }
+    assert_eq!(read(&ws3, "agent.txt"), home);
 }
 
 #[tokio::test]
