@@ -77,6 +77,38 @@ fn data_that_a_program_executes_stays_inside_the_kernels_bounds() {
             }),
         ),
         (
+            "| file to gdb -batch -init-command FILE",
+            Box::new(|l| {
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [gdb, -batch, -init-command, \"{{ inputs.v | file }}\"]\n    continue_on_error: true\n".into(),
+                    vec![format!("v=shell {}", sh_payload(l))],
+                )
+            }),
+        ),
+        (
+            "| file to vim -es -u FILE",
+            Box::new(|l| {
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [vim, -es, -u, \"{{ inputs.v | file }}\", -c, qa]\n    continue_on_error: true\n".into(),
+                    vec![format!("v=silent !{}", sh_payload(l))],
+                )
+            }),
+        ),
+        (
+            "| file to wget --config=FILE (post the secret, write outside)",
+            Box::new(|l| {
+                let config = format!(
+                    "post_file = {}\noutput_document = {}\ntries = 1\ntimeout = 2\n",
+                    l.secret(),
+                    l.marker()
+                );
+                (
+                    "inputs: [{name: v}]\nsteps:\n  - name: s\n    type: command\n    command: [wget, \"--config={{ inputs.v | file }}\", \"http://127.0.0.1:9/\"]\n    continue_on_error: true\n".into(),
+                    vec![format!("v={config}")],
+                )
+            }),
+        ),
+        (
             "env: free text reaching make through a script",
             Box::new(|l| {
                 std::fs::write(l.ws.join("Makefile"), "all:\n\t@echo $(V)\n").unwrap();
