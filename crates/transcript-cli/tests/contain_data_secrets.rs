@@ -15,8 +15,7 @@
 mod common;
 mod typed_support;
 
-use std::path::{Path, PathBuf};
-
+use common::sandbox::walk as files;
 use common::text;
 use transcript_exec::bounded::sha256_hex;
 use typed_support::{Sandbox, bounded};
@@ -90,23 +89,6 @@ steps:
     type: command
     command: ["true"]
 "#;
-
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in entries {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
 
 /// What `secret` must never appear as: whole, any 8 consecutive characters, its sha256.
 fn needles(secret: &str) -> Vec<String> {

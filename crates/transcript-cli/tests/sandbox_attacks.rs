@@ -377,18 +377,7 @@ fn the_storage_inside_the_workspace_is_hidden_from_steps() {
     let storage = l.ws.join("storage");
     let first = "name: one\nsteps:\n  - name: s\n    type: command\n    command: \"echo first-run-content\"\n";
     let file = l.ws.parent().unwrap().join("wf.yaml");
-    let run = |wf: &str| {
-        std::fs::write(&file, wf).unwrap();
-        bin()
-            .current_dir(&l.ws)
-            .arg("run")
-            .arg(&file)
-            .arg("--storage")
-            .arg(&storage)
-            .args(["--sandbox", "on"])
-            .output()
-            .unwrap()
-    };
+    let run = |wf: &str| l.run_at(&file, wf, &storage, &["--sandbox", "on"]);
     let out = run(first);
     assert!(out.status.success(), "{}", describe(&out));
     let spy = "name: two\nsteps:\n  - name: s\n    type: command\n    command: \"cat storage/transcripts/*.jsonl storage/audit.jsonl > sub/copy.txt 2>&1; echo done > sub/ok\"\n";

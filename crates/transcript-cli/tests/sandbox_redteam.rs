@@ -9,7 +9,7 @@
 mod common;
 
 use common::sandbox::{Layout, SECRET, step_completed, walk, yq};
-use common::{bin, describe, text};
+use common::{describe, text};
 
 fn stdout_of(l: &Layout, step: &str) -> String {
     step_completed(&l.storage, step)["payload"]["result"]["stdout"]
@@ -73,18 +73,7 @@ fn the_file_tools_never_reach_the_storage_inside_the_workspace() {
     let storage = l.ws.join("storage");
     let first = "name: one\nsteps:\n  - name: s\n    type: command\n    command: \"echo first-run-content\"\n";
     let file = l.ws.parent().unwrap().join("wf.yaml");
-    let run = |wf: &str, args: &[&str]| {
-        std::fs::write(&file, wf).unwrap();
-        bin()
-            .current_dir(&l.ws)
-            .arg("run")
-            .arg(&file)
-            .arg("--storage")
-            .arg(&storage)
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |wf: &str, args: &[&str]| l.run_at(&file, wf, &storage, args);
     let out = run(first, &[]);
     assert!(out.status.success(), "{}", describe(&out));
     let transcript = walk(&storage)
@@ -225,20 +214,7 @@ fn no_unix_socket_reaches_a_daemon_outside() {
 #[test]
 fn a_workflow_in_the_workspace_widens_nothing() {
     let l = Layout::new();
-    let run_in_ws = |wf: &str| {
-        let file = l.ws.join("wf.yaml");
-        std::fs::write(&file, wf).unwrap();
-        bin()
-            .current_dir(&l.ws)
-            .arg("run")
-            .arg(&file)
-            .arg("--storage")
-            .arg(&l.storage)
-            .arg("--workspace")
-            .arg(&l.ws)
-            .output()
-            .unwrap()
-    };
+    let run_in_ws = |wf: &str| l.run_at(&l.ws.join("wf.yaml"), wf, &l.storage, &[]);
     let off = format!(
         "name: w\nsteps:\n  - name: later\n    type: command\n    sandbox: off\n    command: 'touch {}'\n",
         l.marker()

@@ -48,6 +48,21 @@ impl Layout {
         self.outside.join("MARKER").display().to_string()
     }
 
+    /// Runs `workflow`, written to `file`, from the workspace (the default workspace) into
+    /// `storage`, with `args`.
+    pub fn run_at(&self, file: &Path, workflow: &str, storage: &Path, args: &[&str]) -> Output {
+        std::fs::write(file, workflow).unwrap();
+        bin()
+            .current_dir(&self.ws)
+            .arg("run")
+            .arg(file)
+            .arg("--storage")
+            .arg(storage)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
     /// Runs `workflow` (written into the workspace's parent) with `args`.
     pub fn run(&self, workflow: &str, args: &[&str]) -> Output {
         let file = self.ws.parent().unwrap().join("wf.yaml");
