@@ -64,17 +64,18 @@
 //! knows; on an older kernel the crate keeps those the kernel has (best effort). A kernel
 //! without Landlock at all refuses confined runs ([`probe`]).
 
+pub mod net;
 mod program;
 pub(crate) mod rules;
 mod seccomp;
 
-mod spawn;
+pub(crate) mod spawn;
 
 use std::path::{Path, PathBuf};
 
 pub use program::resolve_program;
 pub use rules::{Grant, Rights, SYSTEM_READ};
-pub use spawn::{PrivateTmp, probe, spawn, spawn_maybe};
+pub use spawn::{PrivateTmp, probe, spawn, spawn_bounded, spawn_maybe};
 
 /// The variables that say where an agent CLI keeps its state (see
 /// [`crate::agent_sandbox`]): what a confined agent may write, so never templated.

@@ -55,7 +55,7 @@ fn program() -> Option<BpfProgram> {
 ///
 /// # Errors
 /// The kernel refused the filter.
-pub(super) fn install() -> std::io::Result<()> {
+pub(crate) fn install() -> std::io::Result<()> {
     let Some(program) = program() else {
         return Ok(());
     };

@@ -10,6 +10,7 @@ use landlock::{
     RulesetStatus, Scope,
 };
 
+use super::net::{NetBounds, NetSession};
 use super::{Confinement, Grant, Rights};
 
 /// The newest Landlock ABI the crate knows: every right of it is requested, and the crate
@@ -23,20 +24,30 @@ pub const PRETEND_NO_LANDLOCK_ENV: &str = "TRANSCRIPT_SANDBOX_PRETEND_NO_LANDLOC
 
 /// The private temporary directory of one confined process (mode `0o700`, a random name
 /// under the runner's temporary directory); removed when dropped.
+/// With a network-bounded process, it also holds the [`NetSession`] serving its namespace.
 #[derive(Debug)]
-pub struct PrivateTmp(tempfile::TempDir);
+pub struct PrivateTmp {
+    // Declared first: the session ends before the directory holding its socket goes.
+    net: Option<NetSession>,
+    dir: tempfile::TempDir,
+}
 
 impl PrivateTmp {
     fn create() -> std::io::Result<Self> {
         tempfile::Builder::new()
             .prefix("transcript-step-")
             .tempdir()
-            .map(Self)
+            .map(|dir| Self { net: None, dir })
     }
 
     /// Its path.
     pub fn path(&self) -> &Path {
-        self.0.path()
+        self.dir.path()
+    }
+
+    /// The network session of a bounded process.
+    pub fn net(&self) -> Option<&NetSession> {
+        self.net.as_ref()
     }
 }
 
@@ -90,13 +101,97 @@ pub fn spawn(
     cmd: &mut tokio::process::Command,
     confinement: &Confinement,
 ) -> std::io::Result<(tokio::process::Child, PrivateTmp)> {
-    let tmp = PrivateTmp::create()?;
+    let (child, tmp) = spawn_bounded(cmd, Some(confinement), None)?;
+    tmp.map(|tmp| (child, tmp))
+        .ok_or_else(|| std::io::Error::other("confinement: no private directory"))
+}
+
+/// Spawns `cmd` confined by `confinement` when given, and in a network namespace bounded by
+/// `net` when given (`cmd` must then come from [`super::net::command`] with the same bounds:
+/// its program is the helper). Returns the child and, when either applies, its private
+/// directory (which holds the network session too: keep it until the process and what it
+/// left have ended).
+///
+/// # Errors
+/// The program cannot start, a rule cannot be made, the kernel did not enforce the
+/// restriction, or the network namespace could not be made (then nothing runs).
+pub fn spawn_bounded(
+    cmd: &mut tokio::process::Command,
+    confinement: Option<&Confinement>,
+    net: Option<&NetBounds>,
+) -> std::io::Result<(tokio::process::Child, Option<PrivateTmp>)> {
+    if confinement.is_none() && net.is_none() {
+        return cmd.spawn().map(|child| (child, None));
+    }
+    let mut tmp = PrivateTmp::create()?;
+    if let Some(c) = confinement {
+        private_env(cmd, c, tmp.path());
+    }
+    let prepared = match net {
+        Some(n) => Some(super::net::prepare(
+            cmd,
+            n,
+            tmp.path(),
+            confinement.is_some(),
+        )?),
+        None => None,
+    };
+    let grants = confinement.map(|c| grants_for(cmd, c, net, tmp.path()));
+    let handle = tokio::runtime::Handle::try_current().ok();
+    let mut child = std::thread::scope(|s| {
+        s.spawn(|| {
+            // The child's reaper registers with the runtime that awaits it.
+            let _entered = handle.as_ref().map(|h| h.enter());
+            if let Some(grants) = &grants {
+                drop_capabilities();
+                restrict(grants)?;
+                // A bounded process's helper installs the filter itself, once it no longer
+                // needs its Unix socket.
+                if net.is_none() {
+                    super::seccomp::install()?;
+                }
+            }
+            cmd.spawn()
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the confined spawn's thread panicked",
+            ))
+        })
+    })?;
+    if let (Some(prepared), Some(n)) = (prepared, net) {
+        let pid = child.id().unwrap_or(0);
+        match super::net::complete(prepared, pid, n) {
+            Ok(session) => tmp.net = Some(session),
+            Err(e) => {
+                let _ = child.start_kill();
+                return Err(e);
+            }
+        }
+    }
+    Ok((child, Some(tmp)))
+}
+
+/// The private directory as `TMPDIR`, `TMP`, `TEMP` (and `HOME`, see
+/// [`Confinement::private_home`]).
+fn private_env(cmd: &mut tokio::process::Command, confinement: &Confinement, tmp: &Path) {
     for var in ["TMPDIR", "TMP", "TEMP"] {
-        cmd.env(var, tmp.path());
+        cmd.env(var, tmp);
     }
     if confinement.private_home() && !cmd.as_std().get_envs().any(|(k, _)| k == "HOME") {
-        cmd.env("HOME", tmp.path());
+        cmd.env("HOME", tmp);
     }
+}
+
+/// The rules of `cmd`'s process: for its program (the one after the helper's arguments when
+/// `net` bounds it, and the helper itself readable).
+fn grants_for(
+    cmd: &tokio::process::Command,
+    confinement: &Confinement,
+    net: Option<&NetBounds>,
+    tmp: &Path,
+) -> Vec<Grant> {
     let std_cmd = cmd.as_std();
     let path_env = std_cmd
         .get_envs()
@@ -108,43 +203,36 @@ pub fn spawn(
         .map(Path::to_path_buf)
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
-    let program =
-        super::program::find_program(Path::new(std_cmd.get_program()), &cwd, path_env.as_deref());
+    let program_arg = match net {
+        Some(_) => std_cmd.get_args().nth(1).unwrap_or_default(),
+        None => std_cmd.get_program(),
+    };
+    let program = super::program::find_program(Path::new(program_arg), &cwd, path_env.as_deref());
     // The directories granted are those of the runner's own `PATH`: a `PATH` the command
     // sets (an agent's tool call may choose it) never widens what is granted.
     let runner_path = std::env::var("PATH").ok();
-    let grants = confinement.grants(
+    let with_helper;
+    let confinement = match net {
+        Some(n) => {
+            with_helper = confinement.clone().read_named(n.helper());
+            &with_helper
+        }
+        None => confinement,
+    };
+    confinement.grants(
         program
             .as_ref()
             .map(|(found, real)| (found.as_path(), real.as_path())),
         runner_path.as_deref(),
-        tmp.path(),
-    );
-    let handle = tokio::runtime::Handle::try_current().ok();
-    let child = std::thread::scope(|s| {
-        s.spawn(|| {
-            // The child's reaper registers with the runtime that awaits it.
-            let _entered = handle.as_ref().map(|h| h.enter());
-            drop_capabilities();
-            restrict(&grants)?;
-            super::seccomp::install()?;
-            cmd.spawn()
-        })
-        .join()
-        .unwrap_or_else(|_| {
-            Err(std::io::Error::other(
-                "the confined spawn's thread panicked",
-            ))
-        })
-    })?;
-    Ok((child, tmp))
+        tmp,
+    )
 }
 
 /// Drops every capability of the calling thread (bounding, ambient, effective, permitted,
 /// inheritable), so a process it starts has none even as root: no `CAP_SYS_ADMIN` to reach
 /// another process's memory or terminal, no `CAP_MKNOD`, no `CAP_NET_ADMIN`. A runner
 /// without them gets `EPERM` for the bounding set, which it cannot widen anyway.
-fn drop_capabilities() {
+pub(crate) fn drop_capabilities() {
     use rustix::thread::{
         CapabilitySet, CapabilitySets, clear_ambient_capability_set,
         remove_capability_from_bounding_set, set_capabilities,
@@ -171,10 +259,7 @@ pub fn spawn_maybe(
     cmd: &mut tokio::process::Command,
     confinement: Option<&Confinement>,
 ) -> std::io::Result<(tokio::process::Child, Option<PrivateTmp>)> {
-    match confinement {
-        Some(c) => spawn(cmd, c).map(|(child, tmp)| (child, Some(tmp))),
-        None => cmd.spawn().map(|child| (child, None)),
-    }
+    spawn_bounded(cmd, confinement, None)
 }
 
 /// The Landlock rights of `rights` on a path of that kind.

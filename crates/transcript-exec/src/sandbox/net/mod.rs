@@ -1,0 +1,214 @@
+//! The network of a run's processes (#57): each starts in a network namespace of its own,
+//! with only a loopback interface, so nothing leaves it, TCP, UDP or DNS, but through the
+//! doors the runner opens for the hosts its step declares.
+//!
+//! # Model
+//!
+//! * **The namespace.** A bounded process is started through a small helper
+//!   ([`helper_main`]: `transcript __netns PROGRAM ARGS…`, or this crate's `transcript-netns`
+//!   binary) that makes a user and a network namespace (unprivileged), brings its loopback
+//!   up, opens the listening sockets below, hands them to the runner over a Unix socket in the
+//!   process's private directory, drops every capability and becomes the program (`exec`).
+//!   The program and everything it starts share that namespace and can never leave it.
+//! * **The doors** ([`NetBounds`]), served by threads of the runner outside the namespace:
+//!   - a **proxy** on `127.0.0.1:3128` inside (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and
+//!     their lowercase forms point at it; `NO_PROXY` is emptied): HTTP `CONNECT` and plain
+//!     HTTP in absolute form, to a declared `host:port` only; names resolve at the proxy;
+//!     every other destination is answered `403` and recorded ([`RefusedLog`]);
+//!   - each declared **loopback** destination (`127.0.0.1:8080`, `localhost:8080`,
+//!     `[::1]:8080`) is also listened on at the same address inside and forwarded to it
+//!     outside, so a client that ignores the proxy variables still reaches it.
+//! * **Nothing else.** No route leaves the namespace: a direct connection anywhere else, a
+//!   datagram, a DNS query fails at once (`ENETUNREACH`, `ECONNREFUSED`); only refusals at the
+//!   proxy can be recorded.
+//!
+//! # Threat model
+//!
+//! What a step's data can make its programs do on the network (a configuration file chosen
+//! by data for `curl` or `wget`, an agent's tool call after a prompt injection) is bounded by
+//! the namespace, not by any list of programs or options. The destination is decided by what
+//! the request declares (its `CONNECT` authority or absolute URI), compared literally with the
+//! step's list. Not bounded: what an allowed host does with what it is sent.
+//!
+//! # Versioning
+//!
+//! Needs user namespaces (Linux 3.8, enabled by default on most distributions); as root
+//! without them, a network namespace only. Where neither can be made, a bounded process does
+//! not start (the error says why and names `network: all`).
+
+mod control;
+mod destination;
+mod gate;
+mod helper;
+mod netlink;
+mod proxy;
+mod relay;
+mod session;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub use control::SPEC_ENV;
+pub use destination::Destination;
+pub(crate) use destination::LOOPBACK_V4;
+pub use gate::PROXY_ENV;
+pub(crate) use gate::{complete, prepare};
+pub use helper::{HELPER_ARG, helper_main};
+pub use session::NetSession;
+
+/// The variable naming the helper program (see [`default_helper`]).
+pub const HELPER_ENV: &str = "TRANSCRIPT_NETNS_HELPER";
+
+/// How many refused destinations a step's result names (the count covers them all).
+pub const REFUSED_SHOWN: usize = 20;
+
+/// What one bounded process (and everything it starts) may reach: the declared destinations,
+/// through the helper at [`NetBounds::helper`]; refusals go to a log shared by every process
+/// of the step.
+#[derive(Debug, Clone)]
+pub struct NetBounds {
+    allow: Vec<Destination>,
+    helper: PathBuf,
+    log: Arc<RefusedLog>,
+}
+
+impl NetBounds {
+    /// Nothing reachable, started through `helper`.
+    pub fn new(helper: impl Into<PathBuf>) -> Self {
+        Self {
+            allow: Vec::new(),
+            helper: helper.into(),
+            log: Arc::new(RefusedLog::default()),
+        }
+    }
+
+    /// Adds destinations (kept once each).
+    pub fn allowing(mut self, more: impl IntoIterator<Item = Destination>) -> Self {
+        for d in more {
+            if !self.allow.contains(&d) {
+                self.allow.push(d);
+            }
+        }
+        self
+    }
+
+    /// The destinations reachable.
+    pub fn allowed(&self) -> &[Destination] {
+        &self.allow
+    }
+
+    /// The helper program.
+    pub fn helper(&self) -> &Path {
+        &self.helper
+    }
+
+    /// The log the refusals go to.
+    pub fn log(&self) -> Arc<RefusedLog> {
+        Arc::clone(&self.log)
+    }
+
+    /// These bounds with a fresh refusal log (one per step execution).
+    pub fn with_fresh_log(mut self) -> Self {
+        self.log = Arc::new(RefusedLog::default());
+        self
+    }
+
+    /// A command running `program` through the helper.
+    pub fn command(&self, program: impl AsRef<OsStr>) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(&self.helper);
+        cmd.arg(HELPER_ARG).arg(program);
+        cmd
+    }
+}
+
+/// A command running `program`: through the helper of `bounds` when given (then spawn it
+/// with [`crate::sandbox::spawn_bounded`] and the same bounds), else directly.
+pub fn command(program: impl AsRef<OsStr>, bounds: Option<&NetBounds>) -> tokio::process::Command {
+    match bounds {
+        Some(b) => b.command(program),
+        None => tokio::process::Command::new(program),
+    }
+}
+
+/// The destinations a step's processes tried and were refused.
+#[derive(Debug, Default)]
+pub struct RefusedLog {
+    inner: Mutex<LogInner>,
+}
+
+#[derive(Debug, Default)]
+struct LogInner {
+    shown: Refused,
+    /// Every distinct destination seen (at most [`DISTINCT_KEPT`]; past that each new name
+    /// counts once more, so the count stays an upper bound).
+    seen: std::collections::HashSet<String>,
+}
+
+/// How many distinct refused destinations are remembered for counting.
+const DISTINCT_KEPT: usize = 4096;
+
+/// What [`RefusedLog`] holds: how many distinct destinations were refused and the first
+/// [`REFUSED_SHOWN`] of them, in the order they were first tried.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refused {
+    /// Distinct destinations refused.
+    pub count: usize,
+    /// The first of them (`host:port`).
+    pub first: Vec<String>,
+    /// Every refused attempt (the same destination counts again).
+    pub attempts: u64,
+}
+
+impl RefusedLog {
+    /// Records an attempt to reach `dest`.
+    pub fn add(&self, dest: &Destination) {
+        let mut log = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        log.shown.attempts += 1;
+        let name = dest.to_string();
+        if log.seen.contains(&name) {
+            return;
+        }
+        log.shown.count += 1;
+        if log.shown.first.len() < REFUSED_SHOWN {
+            log.shown.first.push(name.clone());
+        }
+        if log.seen.len() < DISTINCT_KEPT {
+            log.seen.insert(name);
+        }
+    }
+
+    /// What was refused so far.
+    pub fn snapshot(&self) -> Refused {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .shown
+            .clone()
+    }
+}
+
+/// The helper a runner uses when it names none: [`HELPER_ENV`] if set, else
+/// `transcript-netns` beside the running program or one directory up (a test binary in
+/// `target/debug/deps`), else on `PATH`.
+pub fn default_helper() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(HELPER_ENV).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let name = "transcript-netns";
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        for d in [Some(dir), dir.parent()].into_iter().flatten() {
+            let p = d.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}

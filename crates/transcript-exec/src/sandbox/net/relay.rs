@@ -1,0 +1,112 @@
+//! Moving bytes both ways between a connection inside a namespace and one outside, until
+//! both sides have finished: through a pipe with `splice` (the kernel moves the pages; no
+//! copy through the runner's memory), falling back to reads and writes where `splice` is
+//! refused.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+
+use rustix::pipe::{PipeFlags, SpliceFlags};
+
+/// How much one `splice` moves at most.
+const CHUNK: usize = 1 << 20;
+
+/// Relays `a` ↔ `b` until both directions have ended; each end's write side is shut down
+/// once its source has nothing more (half-close is kept: a client that sent its request and
+/// shut its side down still gets the answer).
+pub(crate) fn both_ways(a: TcpStream, b: TcpStream) {
+    let (a2, b2) = match (a.try_clone(), b.try_clone()) {
+        (Ok(a2), Ok(b2)) => (a2, b2),
+        _ => return,
+    };
+    let back = std::thread::Builder::new()
+        .name("transcript-net-relay".into())
+        .spawn(move || one_way(&b2, &a2));
+    one_way(&a, &b);
+    if let Ok(back) = back {
+        let _ = back.join();
+    }
+}
+
+/// Copies `from` → `to` until `from` ends or either fails, then shuts `to`'s write side.
+fn one_way(from: &TcpStream, to: &TcpStream) {
+    if spliced(from, to).is_err() {
+        let _ = copied(from, to);
+    }
+    let _ = to.shutdown(Shutdown::Write);
+    let _ = from.shutdown(Shutdown::Read);
+}
+
+/// `from` → pipe → `to` with `splice`; `Err` only when splicing is refused before any byte
+/// moved (the caller then copies).
+fn spliced(from: &TcpStream, to: &TcpStream) -> std::io::Result<()> {
+    let (rd, wr) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC)?;
+    let mut moved_any = false;
+    loop {
+        let n = match rustix::pipe::splice(from, None, &wr, None, CHUNK, SpliceFlags::MOVE) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if !moved_any && e == rustix::io::Errno::INVAL => return Err(e.into()),
+            Err(_) => return Ok(()),
+        };
+        moved_any = true;
+        let mut left = n;
+        while left > 0 {
+            match rustix::pipe::splice(&rd, None, to, None, left, SpliceFlags::MOVE) {
+                Ok(0) | Err(_) => return Ok(()),
+                Ok(m) => left -= m,
+            }
+        }
+    }
+}
+
+/// `from` → `to` with reads and writes.
+fn copied(mut from: &TcpStream, mut to: &TcpStream) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = from.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        to.write_all(&buf[..n])?;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+
+    /// A connected pair of sockets.
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn bytes_cross_both_ways_and_a_half_close_still_gets_the_answer() {
+        let (mut client, inside) = pair();
+        let (outside, mut server) = pair();
+        let relay = std::thread::spawn(move || super::both_ways(inside, outside));
+        let big = vec![7u8; 3 << 20];
+        let sent = big.clone();
+        let writer = std::thread::spawn(move || {
+            client.write_all(&sent).unwrap();
+            client.shutdown(std::net::Shutdown::Write).unwrap();
+            let mut answer = String::new();
+            client.read_to_string(&mut answer).unwrap();
+            answer
+        });
+        let mut got = Vec::new();
+        server.read_to_end(&mut got).unwrap();
+        assert_eq!(got.len(), big.len());
+        assert!(got == big);
+        server.write_all(b"done").unwrap();
+        drop(server);
+        assert_eq!(writer.join().unwrap(), "done");
+        relay.join().unwrap();
+    }
+}
