@@ -125,6 +125,11 @@ struct RunCmd {
     /// written in each step.started.
     #[arg(long, value_name = "on|off", default_value_t = transcript_exec::sandbox::SandboxMode::Confined)]
     sandbox: transcript_exec::sandbox::SandboxMode,
+    /// `all`: every process uses the host's network, whatever its step's `network:` says
+    /// (warned once, written in each step.started); `declared` (default): each step reaches
+    /// only what it declares.
+    #[arg(long, value_name = "declared|all", default_value_t = transcript_exec::sandbox::net::RunNetwork::Declared)]
+    network: transcript_exec::sandbox::net::RunNetwork,
     #[command(flatten)]
     redaction: RedactionArgs,
 }
@@ -350,6 +355,19 @@ fn parse_secs(text: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
+    // The network namespace helper (#57): `transcript __netns PROGRAM ARGS…`, started by the
+    // runner itself before the program of a bounded step; single-threaded until it `exec`s.
+    {
+        let mut args = std::env::args_os().skip(1);
+        if args.next().as_deref()
+            == Some(std::ffi::OsStr::new(
+                transcript_exec::sandbox::net::HELPER_ARG,
+            ))
+        {
+            let code = transcript_exec::sandbox::net::helper_main(args);
+            return ExitCode::from(u8::try_from(code).unwrap_or(125));
+        }
+    }
     let cli = Cli::parse();
     // Every descendant is the run's (#39): an orphan of a step comes back to the runner
     // (child subreaper) rather than to init, and nothing the runner started outlives it.
@@ -465,6 +483,7 @@ fn run_workflow(
         otlp_flush_timeout,
         kill_grace,
         sandbox,
+        network,
         redaction,
     } = cmd;
     let otlp = cmd::otel::resolve(otlp.flags(otlp_endpoint))?;
@@ -495,6 +514,7 @@ fn run_workflow(
         kill_grace: std::time::Duration::from_secs_f64(kill_grace),
         wire: None,
         sandbox,
+        network,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -50,15 +50,16 @@ impl McpGateway for ProxyGateway {
             iteration: start.iteration,
             call_id_prefix: start.call_id_prefix,
         };
-        // The stdio servers run in the step's confinement (#56), each with its own private
-        // temporary directory, kept until the server is stopped.
-        let launch: Option<transcript_mcp::Launch> = start.confinement.clone().map(|c| {
-            let launch: transcript_mcp::Launch = std::sync::Arc::new(move |cmd| {
-                let (child, tmp) = transcript_exec::sandbox::spawn(cmd, &c)?;
-                Ok((child, Box::new(tmp) as transcript_mcp::LaunchGuard))
+        // The stdio servers run in the step's confinement (#56) and network (#57), each with
+        // its own private temporary directory, kept until the server is stopped.
+        let launch: Option<transcript_mcp::Launch> =
+            (start.confinement.is_some() || start.network.is_some()).then(|| {
+                let launch: transcript_mcp::Launch = std::sync::Arc::new(Bounded {
+                    confinement: start.confinement.clone(),
+                    network: start.network.clone(),
+                });
+                launch
             });
-            launch
-        });
         let proxy = McpProxy::start_launching(
             &servers,
             Allowlist::from_step_tools(&start.tools),
@@ -86,12 +87,43 @@ impl McpGateway for ProxyGateway {
                 .map(|(path, contents)| McpFile { path, contents })
                 .collect(),
             env: w.env.into_iter().collect(),
+            // A bounded CLI reaches the proxy (#57).
+            reach: proxy
+                .endpoints()
+                .endpoints
+                .iter()
+                .filter_map(|e| transcript_exec::agent_network::of_url(&e.url))
+                .collect(),
         };
         Ok(Box::new(ProxySession {
             proxy,
             wiring,
             scope,
         }))
+    }
+}
+
+/// Starts a stdio server confined and network-bounded like the step.
+struct Bounded {
+    confinement: Option<transcript_exec::sandbox::Confinement>,
+    network: Option<transcript_exec::sandbox::net::NetBounds>,
+}
+
+impl transcript_mcp::Launcher for Bounded {
+    fn command(&self, program: &str) -> tokio::process::Command {
+        transcript_exec::sandbox::net::command(program, self.network.as_ref())
+    }
+
+    fn spawn(
+        &self,
+        cmd: &mut tokio::process::Command,
+    ) -> std::io::Result<(tokio::process::Child, transcript_mcp::LaunchGuard)> {
+        let (child, tmp) = transcript_exec::sandbox::spawn_bounded(
+            cmd,
+            self.confinement.as_ref(),
+            self.network.as_ref(),
+        )?;
+        Ok((child, Box::new(tmp) as transcript_mcp::LaunchGuard))
     }
 }
 

@@ -235,7 +235,8 @@ pub use decode::{
 pub use event::{EncodedParts, EventDraft, ExchangeEvent, PreEncoded};
 pub use ids::{InvalidRunId, RunId, Seq};
 pub use payload::{
-    MessagePayload, Payload, RunEdge, StepPayload, ToolPayload, Usage, WorkflowSource,
+    MessagePayload, NetworkRefused, Payload, RunEdge, StepPayload, ToolPayload, Usage,
+    WorkflowSource,
 };
 pub use port::{
     Clock, EventMask, ManualClock, RecordError, Recorder, RecorderFactory, RunIdGenerator,

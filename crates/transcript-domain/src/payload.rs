@@ -51,6 +51,27 @@ pub struct StepPayload {
     /// the kernel's confinement (`sandbox: off` or `--sandbox off`); absent when confined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// `step.started` only (decision 19, #57): `"all"` when the step's processes use the
+    /// host's network (`network: all` or `--network all`); absent when they run in a network
+    /// namespace reaching only what the step declares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// `step.completed` only (decision 19, #57): the destinations the step's processes tried
+    /// to reach and were refused; absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_refused: Option<NetworkRefused>,
+}
+
+/// The destinations a step's processes tried and were refused (decision 19): how many
+/// distinct `host:port`, and the first of them in the order they were tried (at most 20).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
+pub struct NetworkRefused {
+    /// Distinct destinations refused.
+    pub count: u64,
+    /// The first of them, `host:port` (`[v6]:port` for an IPv6 address).
+    pub first: Vec<String>,
 }
 
 /// The workflow file a run ran (decision 16): the path as the runner was given it and the
@@ -91,6 +112,8 @@ impl StepPayload {
             inputs: None,
             replay_of: None,
             sandbox: None,
+            network: None,
+            network_refused: None,
         }
     }
 

@@ -63,6 +63,9 @@ pub struct AgentRequest {
     /// Directories the runner made for this execution (its MCP wiring, its model endpoint's
     /// files): a confined CLI reads and writes them like its workspace ([`crate::sandbox`]).
     pub private_dirs: Vec<PathBuf>,
+    /// Destinations the runner opened for this execution (its MCP proxy): a bounded CLI
+    /// reaches them besides its model endpoint and the step's `network:` (#57).
+    pub reach: Vec<crate::sandbox::net::Destination>,
 }
 
 /// What an agent run produced.

@@ -229,7 +229,10 @@ fn spawn(
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| AgentError::Setup("agent step has no command".into()))?;
-    let mut cmd = tokio::process::Command::new(program);
+    // Bounded, the CLI reaches its model endpoint and the runner's doors for it too
+    // ([`AgentRequest::reach`]).
+    let network = (limits.network.clone()).map(|n| n.allowing(request.reach.iter().cloned()));
+    let mut cmd = crate::sandbox::net::command(program, network.as_ref());
     // The runner's own variables go first, so that the step's `env:` can set them.
     withheld.apply(&mut cmd);
     cmd.args(args)
@@ -249,8 +252,9 @@ fn spawn(
             None => c,
         }
     });
-    let (child, group) = ProcessGroup::spawn_confined(&mut cmd, confinement.as_ref())
-        .map_err(|e| AgentError::Setup(format!("cannot start agent '{program}': {e}")))?;
+    let (child, group) =
+        ProcessGroup::spawn_bounded(&mut cmd, confinement.as_ref(), network.as_ref())
+            .map_err(|e| AgentError::Setup(format!("cannot start agent '{program}': {e}")))?;
     Ok((child, group, private))
 }
 

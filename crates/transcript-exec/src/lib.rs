@@ -381,6 +381,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod agent_network;
 pub mod agent_sandbox;
 pub mod audit;
 pub mod bounded;

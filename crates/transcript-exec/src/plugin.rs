@@ -91,6 +91,10 @@ pub struct PluginLimits {
     /// [`crate::sandbox`]); `None`: unconfined (the default here; `transcript run` confines
     /// its plugins to the workspace unless `--sandbox off`).
     pub confinement: Option<crate::sandbox::Confinement>,
+    /// The network of the plugin process and all it starts (#57, see
+    /// [`crate::sandbox::net`]); `None`: the host's (the default here; `transcript run`
+    /// bounds its plugins by their workflow's `defaults: { network: … }`).
+    pub network: Option<crate::sandbox::net::NetBounds>,
 }
 
 impl PluginLimits {
@@ -111,6 +115,7 @@ impl Default for PluginLimits {
             stderr_drain: Duration::from_secs(2),
             withheld_env: crate::WithheldEnv::default(),
             confinement: None,
+            network: None,
         }
     }
 }
@@ -209,7 +214,7 @@ impl ExternalPlugin {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| err("empty plugin command".into()))?;
-        let mut cmd = tokio::process::Command::new(program);
+        let mut cmd = crate::sandbox::net::command(program, limits.network.as_ref());
         limits.withheld_env.apply(&mut cmd);
         cmd.args(args)
             .stdin(Stdio::piped())
@@ -225,8 +230,9 @@ impl ExternalPlugin {
         }
         // Confined, a plugin reads what its literal command line names.
         let confinement = (limits.confinement.clone()).map(|c| c.for_plugin(cwd.as_deref(), args));
-        let (mut child, tmp) = crate::sandbox::spawn_maybe(&mut cmd, confinement.as_ref())
-            .map_err(|e| err(format!("cannot start: {e}")))?;
+        let (mut child, tmp) =
+            crate::sandbox::spawn_bounded(&mut cmd, confinement.as_ref(), limits.network.as_ref())
+                .map_err(|e| err(format!("cannot start: {e}")))?;
         let stderr_done = match (mask, child.stderr.take()) {
             (Some(mask), Some(stderr)) => Some(
                 spawn_masked_copy(stderr, mask)

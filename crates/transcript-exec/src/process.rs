@@ -28,6 +28,7 @@ use std::time::Duration;
 use rustix::process::{Pid, Signal, kill_process_group};
 
 use crate::reaper::ProcessScope;
+use crate::sandbox::net::NetBounds;
 use crate::sandbox::{Confinement, PrivateTmp};
 use crate::withheld_env::WithheldEnv;
 use sha2::{Digest, Sha256};
@@ -54,6 +55,10 @@ pub struct ProcessLimits {
     /// [`crate::sandbox`]); `None`: unconfined (the default of these low-level helpers; the
     /// [`crate::ExecutionService`] confines every step unless told otherwise).
     pub confinement: Option<Confinement>,
+    /// The network of every process started with these limits (#57, see
+    /// [`crate::sandbox::net`]); `None`: the host's (the default of these low-level helpers;
+    /// the [`crate::ExecutionService`] bounds every step unless told otherwise).
+    pub network: Option<NetBounds>,
 }
 
 impl Default for ProcessLimits {
@@ -63,6 +68,7 @@ impl Default for ProcessLimits {
             max_output_bytes: crate::bounded::DEFAULT_MAX_VALUE_BYTES,
             withheld_env: WithheldEnv::default(),
             confinement: None,
+            network: None,
         }
     }
 }
@@ -200,10 +206,20 @@ impl ProcessGroup {
         cmd: &mut tokio::process::Command,
         confinement: Option<&Confinement>,
     ) -> std::io::Result<(tokio::process::Child, Self)> {
+        Self::spawn_bounded(cmd, confinement, None)
+    }
+
+    /// [`ProcessGroup::spawn_confined`], in a network namespace bounded by `network` when
+    /// given (`cmd` made by [`crate::sandbox::net::command`] with the same bounds).
+    pub fn spawn_bounded(
+        cmd: &mut tokio::process::Command,
+        confinement: Option<&Confinement>,
+        network: Option<&NetBounds>,
+    ) -> std::io::Result<(tokio::process::Child, Self)> {
         let mut scope = ProcessScope::new();
         own_group(cmd);
         scope.mark(cmd);
-        let (child, tmp) = crate::sandbox::spawn_maybe(cmd, confinement)?;
+        let (child, tmp) = crate::sandbox::spawn_bounded(cmd, confinement, network)?;
         if let Some(pid) = child.id() {
             scope.started(pid);
         }
@@ -314,7 +330,7 @@ pub async fn run_shell_input(
     cancel: &CancellationToken,
     limits: ProcessLimits,
 ) -> Result<ShellOutput, ToolError> {
-    let mut cmd = tokio::process::Command::new(SHELL);
+    let mut cmd = crate::sandbox::net::command(SHELL, limits.network.as_ref());
     cmd.arg("-c").arg(command);
     limits.withheld_env.apply(&mut cmd);
     set_env(&mut cmd, env)?;
@@ -387,7 +403,7 @@ pub async fn run_argv_input(
     } else {
         path.to_path_buf()
     };
-    let mut cmd = tokio::process::Command::new(resolved);
+    let mut cmd = crate::sandbox::net::command(resolved, limits.network.as_ref());
     cmd.args(args);
     limits.withheld_env.apply(&mut cmd);
     set_env(&mut cmd, env)?;
@@ -412,8 +428,12 @@ async fn run_process(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
-    let (mut child, group) = ProcessGroup::spawn_confined(&mut cmd, limits.confinement.as_ref())
-        .map_err(|e| ToolError::Failed(format!("cannot start {program}: {e}")))?;
+    let (mut child, group) = ProcessGroup::spawn_bounded(
+        &mut cmd,
+        limits.confinement.as_ref(),
+        limits.network.as_ref(),
+    )
+    .map_err(|e| ToolError::Failed(format!("cannot start {program}: {e}")))?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let feed = feed_stdin(child.stdin.take(), input.unwrap_or_default().as_bytes());

@@ -181,6 +181,54 @@ impl SandboxPolicy {
     }
 }
 
+impl SandboxPolicy {
+    /// This policy for a run whose network is `network`, its bounded processes started
+    /// through `helper` (the `transcript` binary passes itself), and what to tell about the
+    /// network once: `--network all`, or the steps declaring `network: all`.
+    pub fn with_network(
+        self,
+        network: crate::sandbox::net::RunNetwork,
+        helper: impl Into<std::path::PathBuf>,
+        set: &WorkflowSet,
+    ) -> (Self, Vec<String>) {
+        let policy = self.with_helper(helper);
+        if network == crate::sandbox::net::RunNetwork::All {
+            let warning = "warning: --network all: every process of this run uses the host's \
+                           network (each step.started says \"network\": \"all\")";
+            return (policy.host_network(), vec![warning.to_owned()]);
+        }
+        let mut all = Vec::new();
+        for key in set.keys() {
+            if let Some(wf) = set.get(key) {
+                host_network(&wf.steps, "", &mut all);
+            }
+        }
+        let warnings = if all.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!(
+                "warning: network: all: step(s) {} use the host's network",
+                all.join(", ")
+            )]
+        };
+        (policy, warnings)
+    }
+}
+
+/// The paths of the steps under `steps` declaring (or inheriting) `network: all` that start
+/// processes.
+fn host_network(steps: &[Step], prefix: &str, out: &mut Vec<String>) {
+    for step in steps {
+        let path = crate::workflow::join_path(prefix, &step.name);
+        if step.network == Some(crate::sandbox::net::StepNetwork::All)
+            && step.kind.children().is_empty()
+        {
+            out.push(path.clone());
+        }
+        host_network(step.kind.children(), &path, out);
+    }
+}
+
 /// Every step under `steps` with its path.
 fn declared<'s>(steps: &'s [Step], prefix: &str, out: &mut Vec<(String, &'s Step)>) {
     for step in steps {

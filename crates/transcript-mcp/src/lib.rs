@@ -153,10 +153,24 @@ pub use upstream::INHERITED_ENV;
 /// What a [`Launch`] keeps alive as long as the server it started runs (dropped after it).
 pub type LaunchGuard = Box<dyn std::any::Any + Send + Sync>;
 
-/// Starts a stdio server's prepared command (its own process group, pipes and environment
-/// already set): the composition root's hook to confine it ([`McpProxy::start_launching`]).
-pub type Launch = std::sync::Arc<
-    dyn Fn(&mut tokio::process::Command) -> std::io::Result<(tokio::process::Child, LaunchGuard)>
-        + Send
-        + Sync,
->;
+/// The composition root's hook to confine the stdio servers ([`McpProxy::start_launching`]):
+/// how a server's command is made, and how the prepared command (its own process group,
+/// pipes and environment set) is started.
+pub trait Launcher: Send + Sync {
+    /// The command that will run `program` (another program may run it: a sandbox's helper).
+    fn command(&self, program: &str) -> tokio::process::Command {
+        tokio::process::Command::new(program)
+    }
+
+    /// Starts the prepared command.
+    ///
+    /// # Errors
+    /// The process could not be started.
+    fn spawn(
+        &self,
+        cmd: &mut tokio::process::Command,
+    ) -> std::io::Result<(tokio::process::Child, LaunchGuard)>;
+}
+
+/// A shared [`Launcher`].
+pub type Launch = std::sync::Arc<dyn Launcher>;

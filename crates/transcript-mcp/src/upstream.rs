@@ -58,7 +58,10 @@ fn spawn_stdio(
     let inherited = INHERITED_ENV
         .iter()
         .filter_map(|k| std::env::var_os(k).map(|v| (*k, v)));
-    let mut cmd = Command::new(command);
+    let mut cmd = match launch {
+        Some(launch) => launch.command(command),
+        None => Command::new(command),
+    };
     cmd.args(args)
         .env_clear()
         .envs(inherited)
@@ -69,7 +72,7 @@ fn spawn_stdio(
         .process_group(0)
         .kill_on_drop(true);
     match launch {
-        Some(launch) => launch(&mut cmd),
+        Some(launch) => launch.spawn(&mut cmd),
         None => cmd.spawn().map(|c| (c, Box::new(()) as crate::LaunchGuard)),
     }
 }

@@ -47,7 +47,15 @@ impl Redactor {
             inputs,
             replay_of,
             sandbox: _,
+            network: _,
+            network_refused,
         } = step;
+        // A refused host name is data's choice: it may carry a secret (`SECRET.evil.test`).
+        if let Some(refused) = network_refused {
+            for dest in &mut refused.first {
+                self.mask_string(dest);
+            }
+        }
         self.mask_string(name);
         self.mask_string(kind);
         self.mask_error(error);

@@ -63,6 +63,11 @@ pub struct ReplayCmd {
     /// written in each step.started.
     #[arg(long, value_name = "on|off", default_value_t = transcript_exec::sandbox::SandboxMode::Confined)]
     pub sandbox: transcript_exec::sandbox::SandboxMode,
+    /// `all`: every process uses the host's network, whatever its step's `network:` says;
+    /// `declared` (default): each step reaches only what it declares (and an agent CLI its
+    /// replayed model endpoint).
+    #[arg(long, value_name = "declared|all", default_value_t = transcript_exec::sandbox::net::RunNetwork::Declared)]
+    pub network: transcript_exec::sandbox::net::RunNetwork,
 }
 
 /// `transcript replay`: the run's arguments (defaults of `run`) with the replay's own.
@@ -96,6 +101,7 @@ pub fn command(
         kill_grace: std::time::Duration::from_secs(2),
         wire: None,
         sandbox: cmd.sandbox,
+        network: cmd.network,
     };
     let replay = ReplayArgs {
         run: cmd.run,

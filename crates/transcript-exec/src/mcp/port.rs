@@ -47,6 +47,10 @@ pub struct McpStart {
     /// How the step's processes are confined (#56): the gateway starts the stdio servers
     /// inside it ([`crate::sandbox::spawn`]); `None`: unconfined.
     pub confinement: Option<crate::sandbox::Confinement>,
+    /// The step's network bounds, for the stdio servers the proxy starts (#57): start them
+    /// with [`crate::sandbox::net::command`] and [`crate::sandbox::spawn_bounded`]; `None`:
+    /// the host's network.
+    pub network: Option<crate::sandbox::net::NetBounds>,
 }
 
 impl std::fmt::Debug for McpStart {
@@ -95,6 +99,8 @@ pub struct McpWiring {
     /// Environment variables added to the CLI's (may hold the proxy's secret: the environment
     /// of a process is readable by its user only, unlike its argv).
     pub env: BTreeMap<String, String>,
+    /// Where the CLI reaches the proxy (`127.0.0.1:port`): a bounded CLI may (#57).
+    pub reach: Vec<crate::sandbox::net::Destination>,
 }
 
 impl std::fmt::Debug for McpWiring {

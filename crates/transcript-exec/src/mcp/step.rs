@@ -36,6 +36,8 @@ pub(crate) struct Target {
     pub(crate) call_id_prefix: String,
     /// The step's confinement, for the stdio servers the proxy starts.
     pub(crate) confinement: Option<crate::sandbox::Confinement>,
+    /// The step's network bounds, for the same servers.
+    pub(crate) network: Option<crate::sandbox::net::NetBounds>,
 }
 
 /// A running proxy and the private directory of its wiring.
@@ -83,6 +85,7 @@ pub(crate) async fn start(
         env: request.env.clone(),
         workspace: request.workspace.clone(),
         confinement: target.confinement,
+        network: target.network,
     };
     let session = gateway.start(start).await.map_err(|e| e.to_string())?;
     let proxy = StepProxy { session, dir };
@@ -126,6 +129,7 @@ fn wire(request: &mut AgentRequest, wiring: &McpWiring, dir: &Path) -> Result<()
         write_private(file, dir).map_err(|e| format!("MCP proxy: {e}"))?;
     }
     request.env.extend(wiring.env.clone());
+    request.reach.extend(wiring.reach.iter().cloned());
     request.private_dirs.push(dir.to_path_buf());
     let bin = preset.locate(&request.env).map_err(|e| e.to_string())?;
     let mut args = preset_args(preset, request, dir)?;

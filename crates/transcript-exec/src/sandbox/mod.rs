@@ -129,6 +129,10 @@ pub struct SandboxPolicy {
     /// A workflow of the run lies where steps write (the workspace): its literals widen
     /// nothing (see [`SandboxPolicy::workflow_in_workspace`]).
     untrusted_literals: bool,
+    /// Every process uses the host's network (`--network all`), whatever its step declares.
+    host_network: bool,
+    /// The network namespace helper ([`net::helper_main`]); `None`: [`net::default_helper`].
+    helper: Option<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -141,9 +145,47 @@ impl SandboxPolicy {
     pub fn off() -> Self {
         Self {
             mode: SandboxMode::Off,
-            hidden: Vec::new(),
-            untrusted_literals: false,
+            ..Self::default()
         }
+    }
+
+    /// Every process of the run uses the host's network (`--network all`): each step's
+    /// `step.started` says `"network": "all"`.
+    pub fn host_network(mut self) -> Self {
+        self.host_network = true;
+        self
+    }
+
+    /// Whether every process of the run uses the host's network.
+    pub fn is_host_network(&self) -> bool {
+        self.host_network
+    }
+
+    /// Starts bounded processes through `helper` (the `transcript` binary passes itself).
+    pub fn with_helper(mut self, helper: impl Into<PathBuf>) -> Self {
+        self.helper = Some(helper.into());
+        self
+    }
+
+    /// The network bounds of a process of a step declaring (or inheriting) `network`;
+    /// `None` when it uses the host's network (`network: all`, or the run's
+    /// [`SandboxPolicy::host_network`]).
+    pub fn net_for_step(&self, network: Option<&net::StepNetwork>) -> Option<net::NetBounds> {
+        if self.host_network {
+            return None;
+        }
+        let allow = match network {
+            Some(net::StepNetwork::All) => return None,
+            Some(net::StepNetwork::Allow(list)) => list.clone(),
+            None => Vec::new(),
+        };
+        let helper = self
+            .helper
+            .clone()
+            .or_else(net::default_helper)
+            // No helper found: the spawn fails, naming it (never unbounded silently).
+            .unwrap_or_else(|| PathBuf::from("transcript-netns"));
+        Some(net::NetBounds::new(helper).allowing(allow))
     }
 
     /// A workflow of the run lies beneath the workspace, where an earlier run's steps could

@@ -112,6 +112,8 @@ pub(super) struct StepCtx<'a> {
     pub(super) scope: &'a Scope,
     /// Cancelled when the run is cancelled or the step times out.
     pub(super) cancel: &'a CancellationToken,
+    /// Where the step's processes' refused destinations go (#57), read when it ends.
+    pub(super) net_log: &'a Arc<crate::sandbox::net::RefusedLog>,
 }
 
 impl StepCtx<'_> {
@@ -147,6 +149,10 @@ impl StepCtx<'_> {
                     .into_iter()
                     .fold(c, |c, p| c.read_named(p))
             });
+        limits.network = inner
+            .sandbox
+            .net_for_step(self.step.network.as_ref())
+            .map(|n| n.with_log(Arc::clone(self.net_log)));
         limits
     }
 
@@ -210,6 +216,13 @@ impl StepCtx<'_> {
     /// Whether the step's processes run unconfined (`sandbox: off`, or the run's).
     pub(super) fn unconfined(&self) -> bool {
         self.run.inner.sandbox.mode == crate::sandbox::SandboxMode::Off || self.step.sandbox.off
+    }
+
+    /// Whether the step's processes use the host's network (`network: all` or the run's
+    /// `--network all`, #57).
+    pub(super) fn host_network(&self) -> bool {
+        self.run.inner.sandbox.is_host_network()
+            || self.step.network == Some(crate::sandbox::net::StepNetwork::All)
     }
 }
 

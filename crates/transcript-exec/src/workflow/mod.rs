@@ -82,6 +82,7 @@ mod inline_script;
 mod input;
 mod mcp_servers;
 mod model;
+mod network_def;
 mod options;
 mod parse;
 mod sandbox_def;

@@ -105,6 +105,10 @@ pub struct Step {
     /// What the step's processes may reach beyond the default bounds, or `off`
     /// (`sandbox:`, #56; see [`crate::sandbox`]).
     pub sandbox: crate::sandbox::StepSandbox,
+    /// What the step's processes may reach on the network (`network:`, #57; see
+    /// [`crate::sandbox::net`]): `None` inherits the enclosing step's, then the workflow's
+    /// `defaults: { network: … }` (applied when the workflow loads), then nothing.
+    pub network: Option<crate::sandbox::net::StepNetwork>,
 }
 
 impl Step {
@@ -116,6 +120,7 @@ impl Step {
             timeout: None,
             continue_on_error: false,
             sandbox: crate::sandbox::StepSandbox::default(),
+            network: None,
         }
     }
 
@@ -266,6 +271,13 @@ impl Step {
     /// Lets the enclosing sequence continue after this step fails.
     pub fn continue_on_error(mut self) -> Self {
         self.continue_on_error = true;
+        self
+    }
+
+    /// Sets what the step's processes may reach on the network (`network:`, see
+    /// [`crate::sandbox::net`]).
+    pub fn with_network(mut self, network: crate::sandbox::net::StepNetwork) -> Self {
+        self.network = Some(network);
         self
     }
 
@@ -439,6 +451,15 @@ impl StepKind {
             StepKind::Parallel { branches, .. } => branches,
             StepKind::ForEach { steps, .. } | StepKind::While { steps, .. } => steps,
             _ => &[],
+        }
+    }
+
+    /// The nested steps, to change them.
+    pub fn children_mut(&mut self) -> &mut [Step] {
+        match self {
+            StepKind::Parallel { branches, .. } => branches,
+            StepKind::ForEach { steps, .. } | StepKind::While { steps, .. } => steps,
+            _ => &mut [],
         }
     }
 }

@@ -40,16 +40,31 @@ struct WorkflowDef {
     outputs: BTreeMap<String, String>,
     #[serde(default)]
     plugins: Vec<Vec<String>>,
+    #[serde(default)]
+    defaults: Option<DefaultsDef>,
     steps: Vec<StepDef>,
+}
+
+/// `defaults:`: what every step of the workflow has unless it (or an enclosing step) says
+/// otherwise.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DefaultsDef {
+    /// `network:` (#57), in the step's forms.
+    #[serde(default)]
+    network: Option<Value>,
 }
 
 impl WorkflowDef {
     fn into_workflow(self, file: &str) -> Result<Workflow, WorkflowError> {
-        let steps = self
+        let default_network = super::network_def::parse(self.defaults.and_then(|d| d.network))
+            .map_err(|r| WorkflowError::new(file, None, format!("defaults.{r}")))?;
+        let mut steps = self
             .steps
             .into_iter()
             .map(|s| s.into_step(file, ""))
             .collect::<Result<Vec<_>, _>>()?;
+        super::network_def::inherit(&mut steps, default_network.as_ref());
         if let Some(empty) = self.plugins.iter().position(Vec::is_empty) {
             return Err(WorkflowError::new(
                 file,
@@ -78,6 +93,7 @@ fn common(name: String, timeout_ms: Option<u64>, continue_on_error: bool, kind: 
         timeout: timeout_ms.map(Duration::from_millis),
         continue_on_error,
         sandbox: crate::sandbox::StepSandbox::default(),
+        network: None,
     }
 }
 
@@ -104,26 +120,33 @@ fn strings(v: Vec<Value>) -> Option<Vec<String>> {
 
 impl StepDef {
     fn into_step(mut self, file: &str, prefix: &str) -> Result<Step, WorkflowError> {
-        let (name, sandbox) = self.take_sandbox();
-        let sandbox = super::sandbox_def::parse(sandbox, file)
-            .map_err(|r| WorkflowError::new(file, Some(&join_path(prefix, &name)), r))?;
+        let (name, sandbox, network) = self.take_bounds();
+        let at = |r: String| WorkflowError::new(file, Some(&join_path(prefix, &name)), r);
+        let sandbox = super::sandbox_def::parse(sandbox, file).map_err(at)?;
+        let network = super::network_def::parse(network).map_err(at)?;
         let mut step = self.into_step_of_kind(file, prefix)?;
         step.sandbox = sandbox;
+        step.network = network;
         Ok(step)
     }
 
-    /// The step's name and its `sandbox:` as written, taken out.
-    fn take_sandbox(&mut self) -> (String, Option<Value>) {
+    /// The step's name and its `sandbox:` and `network:` as written, taken out.
+    fn take_bounds(&mut self) -> (String, Option<Value>, Option<Value>) {
+        macro_rules! take {
+            ($d:expr) => {
+                ($d.name.clone(), $d.sandbox.take(), $d.network.take())
+            };
+        }
         match self {
-            StepDef::Command(d) => (d.name.clone(), d.sandbox.take()),
-            StepDef::Operation(d) => (d.name.clone(), d.sandbox.take()),
-            StepDef::Terminal(d) => (d.name.clone(), d.sandbox.take()),
-            StepDef::Parallel(d) => (d.name.clone(), d.sandbox.take()),
-            StepDef::ForEach(d) => (d.name.clone(), d.sandbox.take()),
-            StepDef::While(d) => (d.name.clone(), d.sandbox.take()),
-            StepDef::CallWorkflow(d) => (d.name.clone(), d.sandbox.take()),
-            StepDef::Agent(d) => (d.name.clone(), d.sandbox.take()),
-            StepDef::Custom(_, d) => (d.name.clone(), d.sandbox.take()),
+            StepDef::Command(d) => take!(d),
+            StepDef::Operation(d) => take!(d),
+            StepDef::Terminal(d) => take!(d),
+            StepDef::Parallel(d) => take!(d),
+            StepDef::ForEach(d) => take!(d),
+            StepDef::While(d) => take!(d),
+            StepDef::CallWorkflow(d) => take!(d),
+            StepDef::Agent(d) => take!(d),
+            StepDef::Custom(_, d) => take!(d),
         }
     }
 

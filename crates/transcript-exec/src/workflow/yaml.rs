@@ -35,6 +35,8 @@ macro_rules! step_struct {
             pub(super) continue_on_error: bool,
             #[serde(default)]
             pub(super) sandbox: Option<Value>,
+            #[serde(default)]
+            pub(super) network: Option<Value>,
             $($(#[$fm])* pub(super) $field: $ty,)*
         }
     };

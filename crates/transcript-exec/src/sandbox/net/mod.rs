@@ -57,6 +57,48 @@ pub(crate) use gate::{complete, prepare};
 pub use helper::{HELPER_ARG, helper_main};
 pub use session::NetSession;
 
+/// What a step declares under `network:` (or inherits: see [`crate::workflow::Step::network`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepNetwork {
+    /// `network: all`: the host's network, unbounded (written in `step.started`, warned).
+    All,
+    /// `network: [host:port, …]` (`none` or `[]`: nothing): only these, through the proxy.
+    Allow(Vec<Destination>),
+}
+
+/// The network of a whole run (`--network`): each step's own (`declared`, the default), or
+/// the host's for every process (`all`: each step's `step.started` says so, warned once).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunNetwork {
+    /// Each step reaches what its `network:` declares.
+    #[default]
+    Declared,
+    /// Every process uses the host's network.
+    All,
+}
+
+impl std::str::FromStr for RunNetwork {
+    type Err = String;
+
+    /// `declared` or `all`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "declared" => Ok(Self::Declared),
+            "all" => Ok(Self::All),
+            other => Err(format!("expected `declared` or `all`, not {other:?}")),
+        }
+    }
+}
+
+impl std::fmt::Display for RunNetwork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Declared => "declared",
+            Self::All => "all",
+        })
+    }
+}
+
 /// The variable naming the helper program (see [`default_helper`]).
 pub const HELPER_ENV: &str = "TRANSCRIPT_NETNS_HELPER";
 
@@ -65,13 +107,21 @@ pub const REFUSED_SHOWN: usize = 20;
 
 /// What one bounded process (and everything it starts) may reach: the declared destinations,
 /// through the helper at [`NetBounds::helper`]; refusals go to a log shared by every process
-/// of the step.
+/// of the step. Two bounds are equal when they allow the same through the same helper.
 #[derive(Debug, Clone)]
 pub struct NetBounds {
     allow: Vec<Destination>,
     helper: PathBuf,
     log: Arc<RefusedLog>,
 }
+
+impl PartialEq for NetBounds {
+    fn eq(&self, other: &Self) -> bool {
+        self.allow == other.allow && self.helper == other.helper
+    }
+}
+
+impl Eq for NetBounds {}
 
 impl NetBounds {
     /// Nothing reachable, started through `helper`.
@@ -108,9 +158,9 @@ impl NetBounds {
         Arc::clone(&self.log)
     }
 
-    /// These bounds with a fresh refusal log (one per step execution).
-    pub fn with_fresh_log(mut self) -> Self {
-        self.log = Arc::new(RefusedLog::default());
+    /// These bounds reporting refusals to `log` (the step's).
+    pub fn with_log(mut self, log: Arc<RefusedLog>) -> Self {
+        self.log = log;
         self
     }
 

@@ -294,6 +294,7 @@ pub(super) fn run_step<'a>(
 ) -> BoxFuture<'a, StepRun> {
     Box::pin(async move {
         let path = crate::workflow::join_path(prefix, &step.name);
+        let net_log = Arc::new(crate::sandbox::net::RefusedLog::default());
         let sc = StepCtx {
             run: ctx,
             step,
@@ -301,6 +302,7 @@ pub(super) fn run_step<'a>(
             iteration,
             scope,
             cancel,
+            net_log: &net_log,
         };
         // Past the nesting limit no child run starts, so none is named.
         let is_call = matches!(step.kind, StepKind::CallWorkflow { .. });
@@ -416,6 +418,7 @@ async fn announce_step_end(
             if let Some(r) = result {
                 p = p.with_result(RawJson::from_value(r).unwrap_or_default());
             }
+            p.network_refused = network_refused(sc);
             lifecycle_draft(sc, child_run_id, p, false)
         })
         .await;
@@ -435,6 +438,24 @@ async fn announce_step_end(
         elapsed_ms: at.millis_since(started_at),
         error: ending.error.clone(),
     });
+}
+
+/// Decision 19: the destinations the step's processes tried and were refused, each masked
+/// whole like any text of the run (a host name is data's choice); `None` when none was.
+fn network_refused(sc: &StepCtx<'_>) -> Option<transcript_domain::NetworkRefused> {
+    let refused = sc.net_log.snapshot();
+    if refused.count == 0 {
+        return None;
+    }
+    let obs = &sc.run.inner.observers;
+    Some(transcript_domain::NetworkRefused {
+        count: refused.count as u64,
+        first: refused
+            .first
+            .iter()
+            .map(|d| obs.mask_whole(d).into_owned())
+            .collect(),
+    })
 }
 
 /// Runs the step's body under its own cancellation; past the step's
@@ -501,6 +522,10 @@ fn started_payload(sc: &StepCtx<'_>) -> StepPayload {
     // Decision 18: a step whose processes run unconfined says so.
     if sc.unconfined() && starts_processes(&sc.step.kind) {
         p.sandbox = Some("off".to_owned());
+    }
+    // Decision 19: a step whose processes use the host's network says so.
+    if sc.host_network() && starts_processes(&sc.step.kind) {
+        p.network = Some("all".to_owned());
     }
     match &sc.step.kind {
         StepKind::Command { command, env, .. } => p.with_result(

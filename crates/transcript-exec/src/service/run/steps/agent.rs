@@ -53,7 +53,18 @@ fn request(sc: &StepCtx<'_>, spec: &AgentSpec) -> Result<AgentRequest, String> {
         env,
         workspace: sc.run.inner.workspace.clone(),
         private_dirs: Vec::new(),
+        reach: crate::agent_network::model_destinations(spec.provider.name(), &literal_env(spec)),
     })
+}
+
+/// The step's `env:` values written literally (a templated one, data's choice, never says
+/// where the model is: #57).
+fn literal_env(spec: &AgentSpec) -> std::collections::BTreeMap<String, String> {
+    spec.env
+        .iter()
+        .filter(|(_, t)| !t.source().contains("{{") && !t.source().contains("{%"))
+        .map(|(k, t)| (k.clone(), t.source().to_owned()))
+        .collect()
 }
 
 /// Runs `sc`'s step, an agent step described by `spec`.
@@ -170,8 +181,22 @@ async fn open_endpoint(
         system_prompt: request.system_prompt.clone(),
         config_dir: std::path::PathBuf::new(),
     };
+    let before = request.env.clone();
     let endpoint = StepEndpoint::open(endpoints.as_ref(), start, &mut request.env).await?;
     request.private_dirs.push(endpoint.dir().to_path_buf());
+    // The runner's own endpoint is reached by a bounded CLI (#57).
+    let set: std::collections::BTreeMap<String, String> = request
+        .env
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    request
+        .reach
+        .extend(crate::agent_network::model_destinations(
+            spec.provider.name(),
+            &set,
+        ));
     Ok(Some(endpoint))
 }
 
@@ -198,6 +223,7 @@ async fn start_mcp_proxy(
         return Ok(None);
     }
     let (recorder, (max_value_bytes, max_line_bytes)) = sc.run.emitter.recorder_and_cap();
+    let limits = sc.limits();
     let target = crate::mcp::step::Target {
         recorder,
         run_id: sc.run.run_id,
@@ -206,7 +232,8 @@ async fn start_mcp_proxy(
         path: sc.path.to_owned(),
         iteration: sc.iteration,
         call_id_prefix,
-        confinement: sc.limits().confinement,
+        confinement: limits.confinement,
+        network: limits.network,
     };
     let gateway = sc.run.inner.mcp_gateway.as_ref();
     crate::mcp::step::start(
