@@ -536,8 +536,9 @@ fn any_step() -> BoxedStrategy<StepPayload> {
         any_text(),
         proptest::option::of(any_error()),
         proptest::option::of(any_raw()),
+        proptest::option::of((any::<u32>(), proptest::collection::vec(any_text(), 0..3))),
     )
-        .prop_map(|(name, kind, error, result)| StepPayload {
+        .prop_map(|(name, kind, error, result, refused)| StepPayload {
             name,
             kind,
             error,
@@ -546,6 +547,11 @@ fn any_step() -> BoxedStrategy<StepPayload> {
             inputs: None,
             replay_of: None,
             sandbox: None,
+            network: None,
+            network_refused: refused.map(|(count, first)| transcript_domain::NetworkRefused {
+                count: u64::from(count),
+                first,
+            }),
         })
         .boxed()
 }

@@ -237,6 +237,15 @@
 //! inside those bounds. A service built with confinement on a kernel without Landlock
 //! fails to build ([`ExecError::Sandbox`]), never runs unconfined silently.
 //!
+//! **And the network** ([`sandbox::net`], #57): each of those processes starts in a user and
+//! network namespace of its own, loopback only, and reaches only the literal `host:port`s its
+//! step's `network:` (or the workflow's `defaults:`) names, through a proxy the runner serves
+//! inside the namespace; an agent CLI also reaches its model endpoint and the runner's MCP
+//! proxy. Every refusal at the proxy is recorded in the step's `step.completed`
+//! (`network_refused`). `network: all` (or [`sandbox::SandboxPolicy::host_network`]) is the
+//! host's network, said in `step.started`. A process whose namespace cannot be made does not
+//! start.
+//!
 //! **Workflow files are trusted; inputs, agent output and tool output are
 //! not.** A workflow is code its author runs with the service's privileges:
 //! `command` steps and `run_command` run what the author wrote. Everything

@@ -55,8 +55,9 @@
 //! configuration file named by data, an agent's tool call after a prompt injection) is
 //! bounded by these rules, not by any list of programs or options: the load-time refusals
 //! of known interpreters are a lint. A denied access is the program's own `EACCES`. Not
-//! bounded here: the network (a separate issue), what the step may legitimately write in
-//! the workspace, and reads of the system directories (which hold no user data).
+//! bounded here: the network (bounded by [`net`]: a namespace of its own per process), what
+//! the step may legitimately write in the workspace, and reads of the system directories
+//! (which hold no user data).
 //!
 //! # Versioning
 //!

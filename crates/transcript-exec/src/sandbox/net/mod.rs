@@ -262,3 +262,40 @@ pub fn default_helper() -> Option<PathBuf> {
             .find(|p| p.is_file())
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_counts_distinct_destinations_and_names_the_first_twenty() {
+        let log = RefusedLog::default();
+        for i in 1..=30u16 {
+            let d: Destination = format!("10.0.0.1:{i}").parse().unwrap();
+            log.add(&d);
+            log.add(&d);
+        }
+        let r = log.snapshot();
+        assert_eq!(r.count, 30);
+        assert_eq!(r.attempts, 60);
+        assert_eq!(r.first.len(), REFUSED_SHOWN);
+        assert_eq!(r.first[0], "10.0.0.1:1");
+        assert_eq!(r.first[19], "10.0.0.1:20");
+    }
+
+    #[test]
+    fn bounds_keep_each_destination_once_and_command_goes_through_the_helper() {
+        let d: Destination = "example.com:443".parse().unwrap();
+        let b = NetBounds::new("/h").allowing([d.clone(), d.clone()]);
+        assert_eq!(b.allowed(), &[d]);
+        let cmd = b.command("curl");
+        let std = cmd.as_std();
+        assert_eq!(std.get_program(), "/h");
+        let args: Vec<_> = std.get_args().collect();
+        assert_eq!(args, [HELPER_ARG, "curl"]);
+        assert_eq!(command("curl", None).as_std().get_program(), "curl");
+        assert_eq!("all".parse::<RunNetwork>().unwrap(), RunNetwork::All);
+        assert!("some".parse::<RunNetwork>().is_err());
+    }
+}
