@@ -4,11 +4,11 @@
 //! concurrent branches read one after the other instead of interleaved as in
 //! the file, and child runs appear under their `call_workflow` step.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use transcript_domain::{Fidelity, RawJson, Role};
+use transcript_domain::{DecodedEvent, DecodedPayload, Fidelity, NetworkRefused, RawJson, Role};
 use transcript_export::{
     Entry, ExportBlock, ExportDocument, MessageExport, RunExport, StepExport, ToolCallExport,
 };
@@ -26,8 +26,14 @@ pub fn run(
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
     let run = source::open_run(run, store, None)?;
-    let doc = run.document(&transcript_export::ExportOptions::default());
-    let mut text = render(&doc, style);
+    // The refusals of the run and of each child run the document reads (decision 19).
+    let mut refused = Refusals::new();
+    refusals(&run.events, &mut refused);
+    let mut lookup = run.lookup();
+    let mut reading = |id| lookup(id).inspect(|events| refusals(events, &mut refused));
+    let options = transcript_export::ExportOptions::default();
+    let doc = transcript_export::build_document(&run.events, &mut reading, &options);
+    let mut text = render(&doc, &refused, style);
     let open = run.state == transcript_domain::run_store::RunState::Open;
     if doc.run.status == "incomplete" && open {
         // `list` says `open` for such a run: say why it has no completion.
@@ -65,10 +71,25 @@ pub fn run(
 /// Longest tool input/output shown inline before it is shortened.
 const MAX_VALUE_CHARS: usize = 600;
 
+/// The destinations each step execution was refused (`step.completed`'s `network_refused`,
+/// decision 19), by run id, step path and iteration.
+pub type Refusals = HashMap<(String, String, u64), NetworkRefused>;
+
+fn refusals(events: &[DecodedEvent], into: &mut Refusals) {
+    for e in events {
+        if let DecodedPayload::Step(p) = &e.payload
+            && let Some(r) = &p.network_refused
+        {
+            let key = (e.run_id.to_string(), e.path.clone(), e.iteration);
+            into.insert(key, r.clone());
+        }
+    }
+}
+
 /// Renders a run (with its child runs) as a conversation.
-pub fn render(doc: &ExportDocument, style: &Style) -> String {
+pub fn render(doc: &ExportDocument, refused: &Refusals, style: &Style) -> String {
     let mut out = String::new();
-    render_run(&doc.run, 0, style, &mut out);
+    render_run(&doc.run, 0, (style, refused), &mut out);
     out
 }
 
@@ -76,7 +97,8 @@ fn pad(depth: usize) -> String {
     "  ".repeat(depth)
 }
 
-fn render_run(run: &RunExport, depth: usize, style: &Style, out: &mut String) {
+fn render_run(run: &RunExport, depth: usize, shown: (&Style, &Refusals), out: &mut String) {
+    let (style, refused) = shown;
     let p = pad(depth);
     let _ = writeln!(
         out,
@@ -97,7 +119,7 @@ fn render_run(run: &RunExport, depth: usize, style: &Style, out: &mut String) {
     }
     render_entries(&run.entries, depth + 1, style, out);
     for step in &run.steps {
-        render_step(step, depth + 1, style, out);
+        render_step(step, depth + 1, (style, refused, &run.run_id), out);
     }
     let end = match (&run.error, run.status.as_str()) {
         (Some(err), _) => style.red(&format!("━━ run failed: {}", clean(err))),
@@ -114,7 +136,11 @@ fn render_run(run: &RunExport, depth: usize, style: &Style, out: &mut String) {
     }
 }
 
-fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String) {
+/// How a step is shown: the style, the network refusals of every run, the id of its run.
+type View<'a> = (&'a Style, &'a Refusals, &'a str);
+
+fn render_step(step: &StepExport, depth: usize, view: View<'_>, out: &mut String) {
+    let (style, refused, run_id) = view;
     let p = pad(depth);
     let iteration = if step.iteration > 0 || step.path.contains('.') {
         format!(" #{}", step.iteration)
@@ -133,10 +159,10 @@ fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String)
     );
     render_entries(&step.entries, depth + 1, style, out);
     for child in &step.steps {
-        render_step(child, depth + 1, style, out);
+        render_step(child, depth + 1, view, out);
     }
     if let Some(child) = &step.child_run {
-        render_run(child, depth + 1, style, out);
+        render_run(child, depth + 1, (style, refused), out);
     } else if let Some(id) = &step.child_run_id {
         let _ = writeln!(
             out,
@@ -145,6 +171,8 @@ fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String)
         );
     }
     render_diagnostics(step.result.as_ref(), &p, style, out);
+    let key = (run_id.to_owned(), step.path.clone(), step.iteration);
+    render_refused(refused.get(&key), &p, style, out);
     match (&step.error, step.status.as_str()) {
         (Some(err), _) => {
             let _ = writeln!(
@@ -202,6 +230,22 @@ fn render_diagnostics(result: Option<&Value>, p: &str, style: &Style, out: &mut 
             style.yellow(&format!("! {kind} ×{count}: {first}"))
         );
     }
+}
+
+/// The destinations a step's processes were refused (decision 19), for its author to declare.
+fn render_refused(r: Option<&NetworkRefused>, p: &str, style: &Style, out: &mut String) {
+    let Some(r) = r else { return };
+    let more = if r.count > r.first.len() as u64 {
+        ", …"
+    } else {
+        ""
+    };
+    let line = format!(
+        "refused network: {} destination(s): {}{more} (declare them under network:)",
+        r.count,
+        clean(&r.first.join(", "))
+    );
+    let _ = writeln!(out, "{p}  {}", style.yellow(&line));
 }
 
 fn render_entries(entries: &[Entry], depth: usize, style: &Style, out: &mut String) {

@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod html_page;
+pub mod network;
 pub mod otlp_receiver;
 pub mod sandbox;
 
