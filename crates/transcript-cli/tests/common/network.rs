@@ -113,18 +113,38 @@ impl Listener {
     }
 }
 
-/// A request's head (up to the blank line, or what came before the peer stopped).
+/// A request's head (up to the blank line, or what came before the peer stopped); its body
+/// (by `Content-Length`) is read too, so that closing never resets the client's connection.
 fn read_head(conn: &mut TcpStream) -> String {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut head = Vec::new();
+    let mut got = Vec::new();
     let mut buf = [0u8; 4096];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 65536 {
+    let end = loop {
+        if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
         match conn.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
+            Ok(n) if n > 0 && got.len() < 65536 => got.extend_from_slice(&buf[..n]),
+            _ => return String::from_utf8_lossy(&got).into_owned(),
+        }
+    };
+    let head = String::from_utf8_lossy(&got[..end]).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut left = length.saturating_sub(got.len() - end);
+    while left > 0 {
+        match conn.read(&mut buf) {
+            Ok(n) if n > 0 => left = left.saturating_sub(n),
+            _ => break,
         }
     }
-    String::from_utf8_lossy(&head).into_owned()
+    head
 }
 
 /// A UDP socket on `127.0.0.1` the steps may aim at.
