@@ -117,8 +117,14 @@ fn with_file_storage_the_runner_stays_readable_so_the_check_can_fail() {
     let dir = tmp.path().join("run");
     std::fs::create_dir_all(&dir).unwrap();
     let storage = dir.join("storage");
-    // Unconfined (#56 opted out), a step of the same user reads the runner's environment.
-    let out = run_with(&dir, storage.to_str().unwrap(), &["--sandbox", "off"]);
+    // Unconfined (#56 opted out) and on the host's network (#57: a process in a user and
+    // network namespace of its own may not read the runner's `/proc` either), a step of the
+    // same user reads the runner's environment.
+    let out = run_with(
+        &dir,
+        storage.to_str().unwrap(),
+        &["--sandbox", "off", "--network", "all"],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let ws = dir.join("ws");
     for shape in ["step", "tool", "agent"] {
