@@ -19,8 +19,14 @@ use transcript_exec::{
 };
 use transcript_infra::{JsonlRecorderFactory, TapFactory};
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // First, before any thread: this program is the network namespace helper its bounded
+    // steps start through (`PROGRAM __netns …`, #57).
+    transcript_exec::sandbox::net::serve_as_helper();
+    tokio::runtime::Runtime::new()?.block_on(run())
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let (workspace, storage) = (dir.path().join("ws"), dir.path().join("transcripts"));
     std::fs::create_dir_all(&workspace)?;
@@ -64,7 +70,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     Items::list(vec![json!("a"), json!("b")]),
                     vec![Step::command_argv(
                         "item",
-                        ["echo", "{{loop.index}}:{{loop.item}}"],
+                        ["echo", "{{loop.index}}", "{{loop.item}}"],
                     )],
                 ),
             ],

@@ -35,8 +35,12 @@
 //!         }))
 //!     }),
 //! ));
+//! // Steps are confined by Landlock and, through the `transcript-netns` helper, kept off the
+//! // network; this example ships no helper, so its steps use the host's network.
+//! let policy = transcript_exec::sandbox::SandboxPolicy::confined().host_network();
 //! let service = ExecutionService::builder(&workspace, Arc::new(SystemClock), Arc::new(RandomRunIds))
 //!     .recorder_factory(live.clone())
+//!     .sandbox(policy)
 //!     .build()?;
 //! let workflow = Workflow::new("hello").step(Step::command_argv("greet", ["echo", "hi"]));
 //! let outcome = service

@@ -416,6 +416,7 @@ mod tests {
             env: BTreeMap::new(),
             workspace: PathBuf::from("/w"),
             private_dirs: vec![],
+            reach: vec![],
         }
     }
 

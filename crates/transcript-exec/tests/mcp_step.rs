@@ -117,6 +117,7 @@ impl McpGateway for FakeGateway {
                     contents: "{\"secret\":\"s3cr3t\"}".into(),
                 }],
                 env: [("FAKE_MCP_SECRET".to_owned(), "s3cr3t".to_owned())].into(),
+                reach: vec![],
             },
         }))
     }

@@ -60,8 +60,14 @@ fn workflows() -> WorkflowSet {
     WorkflowSet::new("main", main).with("child", child)
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // First, before any thread: this program is the network namespace helper its bounded
+    // steps start through (`PROGRAM __netns …`, #57).
+    transcript_exec::sandbox::net::serve_as_helper();
+    tokio::runtime::Runtime::new()?.block_on(run())
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let storage = args.next().unwrap_or_else(|| "storage/transcripts".into());
     let workspace = args.next().unwrap_or_else(|| ".".into());

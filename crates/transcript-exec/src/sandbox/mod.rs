@@ -65,6 +65,7 @@
 //! knows; on an older kernel the crate keeps those the kernel has (best effort). A kernel
 //! without Landlock at all refuses confined runs ([`probe`]).
 
+mod caps;
 pub mod net;
 mod program;
 pub(crate) mod rules;

@@ -143,7 +143,7 @@ pub fn spawn_bounded(
             // The child's reaper registers with the runtime that awaits it.
             let _entered = handle.as_ref().map(|h| h.enter());
             if let Some(grants) = &grants {
-                drop_capabilities();
+                super::caps::drop_capabilities();
                 restrict(grants)?;
                 // A bounded process's helper installs the filter itself, once it no longer
                 // needs its Unix socket.
@@ -151,7 +151,22 @@ pub fn spawn_bounded(
                     super::seccomp::install()?;
                 }
             }
-            cmd.spawn()
+            cmd.spawn().map_err(|e| match net {
+                Some(n) if e.kind() == std::io::ErrorKind::NotFound && !n.helper().is_file() => {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "the network namespace helper {} was not found: install this \
+                             crate's `transcript-netns` binary, name it in {} or with \
+                             `SandboxPolicy::with_helper`; `network: all` runs the step on \
+                             the host's network instead",
+                            n.helper().display(),
+                            super::net::HELPER_ENV
+                        ),
+                    )
+                }
+                _ => e,
+            })
         })
         .join()
         .unwrap_or_else(|_| {
@@ -226,29 +241,6 @@ fn grants_for(
         runner_path.as_deref(),
         tmp,
     )
-}
-
-/// Drops every capability of the calling thread (bounding, ambient, effective, permitted,
-/// inheritable), so a process it starts has none even as root: no `CAP_SYS_ADMIN` to reach
-/// another process's memory or terminal, no `CAP_MKNOD`, no `CAP_NET_ADMIN`. A runner
-/// without them gets `EPERM` for the bounding set, which it cannot widen anyway.
-pub(crate) fn drop_capabilities() {
-    use rustix::thread::{
-        CapabilitySet, CapabilitySets, clear_ambient_capability_set,
-        remove_capability_from_bounding_set, set_capabilities,
-    };
-    for bit in 0..64 {
-        let _ = remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(1 << bit));
-    }
-    let _ = clear_ambient_capability_set();
-    let _ = set_capabilities(
-        None,
-        CapabilitySets {
-            effective: CapabilitySet::empty(),
-            permitted: CapabilitySet::empty(),
-            inheritable: CapabilitySet::empty(),
-        },
-    );
 }
 
 /// [`spawn`] when `confinement` is given, else a plain spawn (no private directory).

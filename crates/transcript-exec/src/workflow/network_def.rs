@@ -82,4 +82,43 @@ mod tests {
             assert!(parse(Some(bad.clone())).is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn defaults_reach_every_step_without_its_own_and_nested_steps_inherit() {
+        let yaml = r#"
+name: w
+defaults:
+  network: ["api.github.com:443"]
+steps:
+  - name: plain
+    type: command
+    command: ["true"]
+  - name: own
+    type: command
+    command: ["true"]
+    network: none
+  - name: loop
+    type: for_each
+    items: [1]
+    network: all
+    steps:
+      - name: inner
+        type: command
+        command: ["true"]
+"#;
+        let wf = crate::workflow::Workflow::from_yaml(yaml, "w.yaml").unwrap();
+        let gh = StepNetwork::Allow(vec!["api.github.com:443".parse().unwrap()]);
+        assert_eq!(wf.steps[0].network, Some(gh));
+        assert_eq!(wf.steps[1].network, Some(StepNetwork::Allow(vec![])));
+        assert_eq!(wf.steps[2].network, Some(StepNetwork::All));
+        assert_eq!(
+            wf.steps[2].kind.children()[0].network,
+            Some(StepNetwork::All)
+        );
+        let bad = "name: w\nsteps:\n  - name: s\n    type: command\n    command: [\"true\"]\n    network: [\"{{ inputs.h }}:1\"]\n";
+        let e = crate::workflow::Workflow::from_yaml(bad, "w.yaml").unwrap_err();
+        assert!(e.to_string().contains("template"), "{e}");
+        let bad = "name: w\ndefaults:\n  network: everything\nsteps: []\n";
+        assert!(crate::workflow::Workflow::from_yaml(bad, "w.yaml").is_err());
+    }
 }

@@ -87,7 +87,7 @@ fn set_up(ctl: &OwnedFd, spec: &Spec) -> Result<(), String> {
     let (addrs, fds) = listeners(spec)?;
     let names = serde_json::to_vec(&addrs).map_err(|e| e.to_string())?;
     control::send(ctl, &names, &fds).map_err(|e| format!("control: {e}"))?;
-    crate::sandbox::spawn::drop_capabilities();
+    crate::sandbox::caps::drop_capabilities();
     if spec.seccomp {
         crate::sandbox::seccomp::install().map_err(|e| e.to_string())?;
     }

@@ -44,6 +44,7 @@ mod netlink;
 mod proxy;
 mod relay;
 mod session;
+mod shared;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -238,12 +239,33 @@ impl RefusedLog {
     }
 }
 
-/// The helper a runner uses when it names none: [`HELPER_ENV`] if set, else
-/// `transcript-netns` beside the running program or one directory up (a test binary in
-/// `target/debug/deps`), else on `PATH`.
+/// Set once the running program serves as its own helper ([`serve_as_helper`]).
+static SELF_HELPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes the running program its own helper, as the `transcript` binary is: call it first
+/// thing in `main`, before any thread starts (so before a multi-threaded runtime is built).
+/// Started as `PROGRAM __netns …` by the runner, it becomes the helper and never returns;
+/// otherwise it returns, and [`default_helper`] is this program from then on.
+pub fn serve_as_helper() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(OsStr::new(HELPER_ARG)) {
+        std::process::exit(helper_main(args));
+    }
+    SELF_HELPER.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The helper a runner uses when it names none: [`HELPER_ENV`] if set, else the running
+/// program when it serves as its own ([`serve_as_helper`]), else `transcript-netns` beside
+/// the running program or one directory up (a test binary in `target/debug/deps`), else on
+/// `PATH`.
 pub fn default_helper() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(HELPER_ENV).filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
+    }
+    if SELF_HELPER.load(std::sync::atomic::Ordering::SeqCst)
+        && let Ok(exe) = std::env::current_exe()
+    {
+        return Some(exe);
     }
     let name = "transcript-netns";
     if let Ok(exe) = std::env::current_exe()

@@ -10,7 +10,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use super::Destination;
-use super::session::Shared;
+use super::shared::Shared;
 
 /// The largest request head read (request line and headers).
 const MAX_HEAD: usize = 64 * 1024;

@@ -3,58 +3,12 @@
 //! threads of the runner until the session is dropped, which closes every listener and
 //! every connection still open.
 
-use std::collections::HashMap;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
+use super::shared::Shared;
 use super::{Destination, RefusedLog};
-
-/// What the threads of one session share.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    allow: Arc<[Destination]>,
-    refused: Arc<RefusedLog>,
-    stopped: AtomicBool,
-    next: AtomicU64,
-    /// The open connections (both ends), shut down when the session ends.
-    open: Mutex<HashMap<u64, TcpStream>>,
-}
-
-impl Shared {
-    /// Whether `dest` is in the list.
-    pub(crate) fn allows(&self, dest: &Destination) -> bool {
-        self.allow.iter().any(|d| d == dest)
-    }
-
-    /// Records a refused destination.
-    pub(crate) fn refuse(&self, dest: &Destination) {
-        self.refused.add(dest);
-    }
-
-    /// Relays `inside` ↔ `outside` until both end or the session does.
-    pub(crate) fn relay(&self, inside: TcpStream, outside: TcpStream) {
-        let ids = [self.track(&inside), self.track(&outside)];
-        if !self.stopped.load(Ordering::SeqCst) {
-            super::relay::both_ways(inside, outside);
-        }
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        for id in ids.into_iter().flatten() {
-            open.remove(&id);
-        }
-    }
-
-    fn track(&self, s: &TcpStream) -> Option<u64> {
-        let clone = s.try_clone().ok()?;
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, clone);
-        Some(id)
-    }
-}
 
 /// One bounded process's network, served while this value lives.
 #[derive(Debug)]
@@ -73,13 +27,7 @@ impl NetSession {
         addrs: Vec<SocketAddr>,
         listeners: Vec<OwnedFd>,
     ) -> std::io::Result<Self> {
-        let shared = Arc::new(Shared {
-            allow,
-            refused,
-            stopped: AtomicBool::new(false),
-            next: AtomicU64::new(0),
-            open: Mutex::new(HashMap::new()),
-        });
+        let shared = Arc::new(Shared::new(allow, refused));
         let mut kept = Vec::with_capacity(listeners.len());
         for (i, (fd, addr)) in listeners.into_iter().zip(&addrs).enumerate() {
             kept.push(fd.try_clone()?);
@@ -105,21 +53,12 @@ impl NetSession {
 
 impl Drop for NetSession {
     fn drop(&mut self) {
-        self.shared.stopped.store(true, Ordering::SeqCst);
+        self.shared.stop();
         // Shutting a listening socket down wakes the thread blocked in `accept`.
         for l in &self.listeners {
             let _ = rustix::net::shutdown(l.as_fd(), rustix::net::Shutdown::Both);
         }
-        let open = std::mem::take(
-            &mut *self
-                .shared
-                .open
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        for s in open.values() {
-            let _ = s.shutdown(Shutdown::Both);
-        }
+        self.shared.close_all();
     }
 }
 
@@ -128,13 +67,13 @@ impl Drop for NetSession {
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>, target: Option<SocketAddr>) {
     loop {
         let conn = listener.accept();
-        if shared.stopped.load(Ordering::SeqCst) {
+        if shared.stopped() {
             return;
         }
         let Ok((conn, _)) = conn else {
             // EINVAL once shut down; anything else (EMFILE) is retried a little later.
             std::thread::sleep(std::time::Duration::from_millis(20));
-            if shared.stopped.load(Ordering::SeqCst) {
+            if shared.stopped() {
                 return;
             }
             continue;
