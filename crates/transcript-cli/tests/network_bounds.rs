@@ -94,8 +94,8 @@ fn a_free_text_input_running_curl_reaches_nothing_and_the_refusal_is_recorded() 
 }
 
 /// The four configuration files that send `payload.txt` to the listener: `wget --config`
-/// (through the proxy), `WGETRC` (through the listener named as wget's own proxy) and `CURL_HOME` (through
-/// the proxy; directly). Returns the workflow and its inputs.
+/// (through the proxy), `WGETRC` (through the listener named as wget's own proxy) and
+/// `CURL_HOME` (through the proxy; directly). Returns the workflow and its inputs.
 fn config_attacks(l: &Layout, target: &Listener) -> (String, Vec<String>) {
     let curlrc = |dir: &str, extra: &str| {
         std::fs::create_dir_all(l.ws.join(dir)).unwrap();
@@ -148,6 +148,7 @@ fn config_attacks(l: &Layout, target: &Listener) -> (String, Vec<String>) {
     (wf, inputs)
 }
 
+/// `--input` for each of `inputs`, then `more`.
 fn with_inputs<'a>(inputs: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
     let mut args: Vec<&str> = inputs
         .iter()
@@ -157,8 +158,8 @@ fn with_inputs<'a>(inputs: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
-/// A configuration file chosen by data (`wget --config`, `WGETRC`, `CURL_HOME`) that sends a file to
-/// a listener reaches nothing; on the host's network the same files do reach it.
+/// A configuration file chosen by data (`wget --config`, `WGETRC`, `CURL_HOME`) that sends a
+/// file to a listener reaches nothing; on the host's network the same files do reach it.
 #[test]
 fn a_wget_config_and_a_curl_home_from_data_reach_nothing() {
     let l = layout();
