@@ -355,19 +355,9 @@ fn parse_secs(text: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
-    // The network namespace helper (#57): `transcript __netns PROGRAM ARGS…`, started by the
-    // runner itself before the program of a bounded step; single-threaded until it `exec`s.
-    {
-        let mut args = std::env::args_os().skip(1);
-        if args.next().as_deref()
-            == Some(std::ffi::OsStr::new(
-                transcript_exec::sandbox::net::HELPER_ARG,
-            ))
-        {
-            let code = transcript_exec::sandbox::net::helper_main(args);
-            return ExitCode::from(u8::try_from(code).unwrap_or(125));
-        }
-    }
+    // First, single-threaded: this binary is the network namespace helper its bounded steps
+    // start through (`transcript __netns PROGRAM ARGS…`, #57).
+    transcript_exec::sandbox::net::serve_as_helper();
     let cli = Cli::parse();
     // Every descendant is the run's (#39): an orphan of a step comes back to the runner
     // (child subreaper) rather than to init, and nothing the runner started outlives it.
@@ -513,8 +503,7 @@ fn run_workflow(
         style: Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs_f64(kill_grace),
         wire: None,
-        sandbox,
-        network,
+        sandbox: (sandbox, network),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -90,6 +90,9 @@ pub struct StepNode {
     /// Result of the completion event.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<RawJson>,
+    /// The destinations its processes were refused (decision 19), from the completion event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_refused: Option<crate::NetworkRefused>,
     /// The child run started by a `call_workflow` step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub child_run_id: Option<RunId>,
@@ -407,6 +410,7 @@ impl Builder {
             completed_at: None,
             error: None,
             result: None,
+            network_refused: None,
             child_run_id: event.child_run_id,
             child: None,
             children: Vec::new(),
@@ -457,6 +461,7 @@ impl Builder {
         node.completed_at = Some(event.timestamp);
         node.error = step.and_then(|p| p.error.clone());
         node.result = step.and_then(|p| p.result.clone());
+        node.network_refused = step.and_then(|p| p.network_refused.clone());
         node.status = Status::of_completion(node.error.as_deref());
         if node.child_run_id.is_none() {
             node.child_run_id = event.child_run_id;

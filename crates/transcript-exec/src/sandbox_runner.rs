@@ -97,19 +97,22 @@ impl SandboxPolicy {
 impl SandboxPolicy {
     /// A runner's whole preparation, before anything starts: the policy
     /// ([`SandboxPolicy::for_runner`], [`SandboxPolicy::for_workflows`]), its declared paths
-    /// checked ([`SandboxPolicy::check_declared`]) and the warnings to print once.
+    /// checked ([`SandboxPolicy::check_declared`]), its network
+    /// ([`SandboxPolicy::with_network`]) and the warnings to print once.
     ///
     /// # Errors
     /// The kernel cannot confine, or a declared path or opt-out is refused.
     pub fn prepare(
-        mode: SandboxMode,
+        (mode, network): (SandboxMode, crate::sandbox::net::RunNetwork),
         storage: &Path,
         set: &WorkflowSet,
         workspace: &Path,
     ) -> Result<(Self, Vec<String>), String> {
         let policy = Self::for_runner(mode, storage)?.for_workflows(set, workspace);
         policy.check_declared(set, workspace)?;
-        let warnings = policy.warnings(set, workspace);
+        let mut warnings = policy.warnings(set, workspace);
+        let (policy, more) = policy.with_network(network, set);
+        warnings.extend(more);
         Ok((policy, warnings))
     }
 
@@ -182,16 +185,16 @@ impl SandboxPolicy {
 }
 
 impl SandboxPolicy {
-    /// This policy for a run whose network is `network`, its bounded processes started
-    /// through `helper` (the `transcript` binary passes itself), and what to tell about the
-    /// network once: `--network all`, or the steps declaring `network: all`.
+    /// This policy for a run whose network is `network` (bounded processes start through
+    /// [`crate::sandbox::net::default_helper`] unless [`SandboxPolicy::with_helper`] named
+    /// one), and what to tell about the network once: `--network all`, or the steps declaring
+    /// `network: all`.
     pub fn with_network(
         self,
         network: crate::sandbox::net::RunNetwork,
-        helper: impl Into<std::path::PathBuf>,
         set: &WorkflowSet,
     ) -> (Self, Vec<String>) {
-        let policy = self.with_helper(helper);
+        let policy = self;
         if network == crate::sandbox::net::RunNetwork::All {
             let warning = "warning: --network all: every process of this run uses the host's \
                            network (each step.started says \"network\": \"all\")";

@@ -99,6 +99,7 @@ mod tests {
             error: None,
             result: None,
             usage: None,
+            network_refused: None,
             cost_usd: None,
             entries,
             steps,

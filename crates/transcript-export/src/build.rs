@@ -305,6 +305,7 @@ fn step_export(
         error: node.error.clone(),
         result: node.result.as_ref().map(|r| r.to_value()),
         usage: (!usage.is_empty()).then_some(usage),
+        network_refused: node.network_refused.clone(),
         cost_usd: None,
         entries,
         steps: node

@@ -97,7 +97,8 @@ pub use html::to_html;
 pub use markdown::to_markdown;
 pub use model::{
     CostSummary, Entry, ExportBlock, ExportDocument, ExportOptionsRecord, MessageExport, ModelCost,
-    RunExport, SCHEMA_VERSION, StepExport, ToolCallExport, UsageSchema, export_schema,
+    NetworkRefusedSchema, RunExport, SCHEMA_VERSION, StepExport, ToolCallExport, UsageSchema,
+    export_schema,
 };
 pub use receipts::{
     ModelTotal, PriceFn, Receipt, Receipts, RunTotal, TurnCost, priced_receipts, receipts,

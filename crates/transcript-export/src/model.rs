@@ -152,6 +152,10 @@ pub struct StepExport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<UsageSchema>")]
     pub usage: Option<Usage>,
+    /// The destinations its processes tried and were refused (decision 19, #57).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<NetworkRefusedSchema>")]
+    pub network_refused: Option<transcript_domain::NetworkRefused>,
     /// Priced cost of this step's own turns (absent when unpriced or when a turn's model has
     /// no price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -316,6 +320,16 @@ impl ToolCallExport {
     pub fn fidelity_kind(&self) -> Option<Fidelity> {
         Fidelity::from_wire(&self.fidelity)
     }
+}
+
+/// Schema stand-in for [`transcript_domain::NetworkRefused`] (decision 19).
+#[derive(Serialize, JsonSchema)]
+#[allow(dead_code)]
+pub struct NetworkRefusedSchema {
+    /// Distinct destinations refused.
+    count: u64,
+    /// The first of them (at most 20), `host:port`.
+    first: Vec<String>,
 }
 
 /// Schema stand-in for [`transcript_domain::Usage`] (decision 10 fields;

@@ -89,6 +89,7 @@ fn step(v: &str, entries: Vec<Entry>) -> StepExport {
         error: Some(v.to_owned()),
         result: Some(json!(v)),
         usage: None,
+        network_refused: None,
         cost_usd: None,
         entries,
         steps: Vec::new(),

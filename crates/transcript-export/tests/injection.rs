@@ -37,6 +37,7 @@ fn step(v: &str, path: String, child: Option<RunExport>, entries: Vec<Entry>) ->
             input_tokens: Some(1),
             ..Usage::default()
         }),
+        network_refused: None,
         cost_usd: Some(0.5),
         entries,
         steps: Vec::new(),

@@ -100,8 +100,7 @@ pub fn command(
         style: crate::style::Style::for_stderr(color),
         kill_grace: std::time::Duration::from_secs(2),
         wire: None,
-        sandbox: cmd.sandbox,
-        network: cmd.network,
+        sandbox: (cmd.sandbox, cmd.network),
     };
     let replay = ReplayArgs {
         run: cmd.run,

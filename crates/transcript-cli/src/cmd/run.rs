@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use transcript_domain::{EventMask, RecorderFactory};
-use transcript_exec::sandbox::SandboxPolicy;
+use transcript_exec::sandbox::net::RunNetwork;
+use transcript_exec::sandbox::{SandboxMode, SandboxPolicy};
 use transcript_exec::workflow::given_inputs;
 use transcript_exec::{ExecutionService, ExternalPlugin, ToolRouter, WorkflowSet};
 use transcript_infra::{Durability, JsonlRecorderFactory};
@@ -47,10 +48,8 @@ pub struct RunArgs {
     pub kill_grace: std::time::Duration,
     /// More wiring of the engine (`transcript replay`'s ports), if any.
     pub wire: Option<EngineWiring>,
-    /// Whether the run's processes are confined by the kernel (#56).
-    pub sandbox: transcript_exec::sandbox::SandboxMode,
-    /// The run's network (#57): each step's declared one, or the host's for all.
-    pub network: transcript_exec::sandbox::net::RunNetwork,
+    /// Whether the run's processes are confined by the kernel (#56), and their network (#57).
+    pub sandbox: (SandboxMode, RunNetwork),
 }
 
 /// A command's own wiring of the engine, applied last to the service builder.
@@ -187,14 +186,9 @@ pub async fn run_reporting(
     })?;
     check_inputs(&root, &args.inputs, &args.workspace)?;
     // Before anything starts: a kernel that cannot confine refuses the run (exit 2).
-    let (sandbox, mut warnings) =
+    let (sandbox, warnings) =
         SandboxPolicy::prepare(args.sandbox, &args.storage, &set, &args.workspace)
             .map_err(CliError::Usage)?;
-    // Bounded processes start through this very binary (`transcript __netns`).
-    let helper = std::env::current_exe()
-        .map_err(|e| CliError::Failed(format!("cannot locate the transcript binary: {e}")))?;
-    let (sandbox, more) = sandbox.with_network(args.network, helper, &set);
-    warnings.extend(more);
     warnings.iter().for_each(|w| crate::diag!("{w}"));
     let args = with_secrets_masked(args, &root)?;
     let plugin_argvs = plugin_argvs(&args.plugins)?;
@@ -454,7 +448,6 @@ async fn start_plugins(
     let mask = args.redactor.clone().map(text_mask);
     let mut limits = transcript_exec::PluginLimits::withholding(withheld_env(args));
     limits.confinement = sandbox.for_plugins(&args.workspace);
-    // Plugins reach nothing on the network unless the run says `--network all` (#57).
     limits.network = sandbox.net_for_step(None);
     transcript_exec::start_declared_plugins_with(set, &mut router, limits.clone(), mask.clone())
         .await

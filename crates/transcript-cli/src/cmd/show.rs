@@ -4,11 +4,11 @@
 //! concurrent branches read one after the other instead of interleaved as in
 //! the file, and child runs appear under their `call_workflow` step.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use transcript_domain::{DecodedEvent, DecodedPayload, Fidelity, NetworkRefused, RawJson, Role};
+use transcript_domain::{Fidelity, NetworkRefused, RawJson, Role};
 use transcript_export::{
     Entry, ExportBlock, ExportDocument, MessageExport, RunExport, StepExport, ToolCallExport,
 };
@@ -26,14 +26,8 @@ pub fn run(
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
     let run = source::open_run(run, store, None)?;
-    // The refusals of the run and of each child run the document reads (decision 19).
-    let mut refused = Refusals::new();
-    refusals(&run.events, &mut refused);
-    let mut lookup = run.lookup();
-    let mut reading = |id| lookup(id).inspect(|events| refusals(events, &mut refused));
-    let options = transcript_export::ExportOptions::default();
-    let doc = transcript_export::build_document(&run.events, &mut reading, &options);
-    let mut text = render(&doc, &refused, style);
+    let doc = run.document(&transcript_export::ExportOptions::default());
+    let mut text = render(&doc, style);
     let open = run.state == transcript_domain::run_store::RunState::Open;
     if doc.run.status == "incomplete" && open {
         // `list` says `open` for such a run: say why it has no completion.
@@ -71,25 +65,10 @@ pub fn run(
 /// Longest tool input/output shown inline before it is shortened.
 const MAX_VALUE_CHARS: usize = 600;
 
-/// The destinations each step execution was refused (`step.completed`'s `network_refused`,
-/// decision 19), by run id, step path and iteration.
-pub type Refusals = HashMap<(String, String, u64), NetworkRefused>;
-
-fn refusals(events: &[DecodedEvent], into: &mut Refusals) {
-    for e in events {
-        if let DecodedPayload::Step(p) = &e.payload
-            && let Some(r) = &p.network_refused
-        {
-            let key = (e.run_id.to_string(), e.path.clone(), e.iteration);
-            into.insert(key, r.clone());
-        }
-    }
-}
-
 /// Renders a run (with its child runs) as a conversation.
-pub fn render(doc: &ExportDocument, refused: &Refusals, style: &Style) -> String {
+pub fn render(doc: &ExportDocument, style: &Style) -> String {
     let mut out = String::new();
-    render_run(&doc.run, 0, (style, refused), &mut out);
+    render_run(&doc.run, 0, style, &mut out);
     out
 }
 
@@ -97,8 +76,7 @@ fn pad(depth: usize) -> String {
     "  ".repeat(depth)
 }
 
-fn render_run(run: &RunExport, depth: usize, shown: (&Style, &Refusals), out: &mut String) {
-    let (style, refused) = shown;
+fn render_run(run: &RunExport, depth: usize, style: &Style, out: &mut String) {
     let p = pad(depth);
     let _ = writeln!(
         out,
@@ -119,7 +97,7 @@ fn render_run(run: &RunExport, depth: usize, shown: (&Style, &Refusals), out: &m
     }
     render_entries(&run.entries, depth + 1, style, out);
     for step in &run.steps {
-        render_step(step, depth + 1, (style, refused, &run.run_id), out);
+        render_step(step, depth + 1, style, out);
     }
     let end = match (&run.error, run.status.as_str()) {
         (Some(err), _) => style.red(&format!("━━ run failed: {}", clean(err))),
@@ -136,11 +114,7 @@ fn render_run(run: &RunExport, depth: usize, shown: (&Style, &Refusals), out: &m
     }
 }
 
-/// How a step is shown: the style, the network refusals of every run, the id of its run.
-type View<'a> = (&'a Style, &'a Refusals, &'a str);
-
-fn render_step(step: &StepExport, depth: usize, view: View<'_>, out: &mut String) {
-    let (style, refused, run_id) = view;
+fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String) {
     let p = pad(depth);
     let iteration = if step.iteration > 0 || step.path.contains('.') {
         format!(" #{}", step.iteration)
@@ -159,10 +133,10 @@ fn render_step(step: &StepExport, depth: usize, view: View<'_>, out: &mut String
     );
     render_entries(&step.entries, depth + 1, style, out);
     for child in &step.steps {
-        render_step(child, depth + 1, view, out);
+        render_step(child, depth + 1, style, out);
     }
     if let Some(child) = &step.child_run {
-        render_run(child, depth + 1, (style, refused), out);
+        render_run(child, depth + 1, style, out);
     } else if let Some(id) = &step.child_run_id {
         let _ = writeln!(
             out,
@@ -171,8 +145,7 @@ fn render_step(step: &StepExport, depth: usize, view: View<'_>, out: &mut String
         );
     }
     render_diagnostics(step.result.as_ref(), &p, style, out);
-    let key = (run_id.to_owned(), step.path.clone(), step.iteration);
-    render_refused(refused.get(&key), &p, style, out);
+    render_refused(step.network_refused.as_ref(), &p, style, out);
     match (&step.error, step.status.as_str()) {
         (Some(err), _) => {
             let _ = writeln!(
