@@ -10,7 +10,7 @@ use serde_json::Value;
 use transcript_domain::{Fidelity, Role, Usage};
 
 /// The schema version this crate writes.
-pub const SCHEMA_VERSION: &str = "1.1.0";
+pub const SCHEMA_VERSION: &str = "1.2.0";
 
 /// One exported run with its child runs, step tree and content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -152,7 +152,8 @@ pub struct StepExport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<UsageSchema>")]
     pub usage: Option<Usage>,
-    /// The destinations its processes tried and were refused (decision 19, #57).
+    /// The destinations its processes tried and were refused (decision 19, #57; 1.2: absent
+    /// when none was, and in documents of earlier versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<NetworkRefusedSchema>")]
     pub network_refused: Option<transcript_domain::NetworkRefused>,

@@ -288,7 +288,7 @@ fn json_export_validates_against_checked_in_schema() {
 #[test]
 fn document_has_tree_entries_children_and_usage() {
     let doc = document(&ExportOptions::default());
-    assert_eq!(doc.schema_version, "1.1.0");
+    assert_eq!(doc.schema_version, "1.2.0");
     let run = &doc.run;
     assert_eq!(run.status, "failed");
     assert_eq!(

@@ -76,13 +76,14 @@ pub(crate) fn send(sock: impl AsFd, bytes: &[u8], fds: &[OwnedFd]) -> std::io::R
     if !borrowed.is_empty() && !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
         return Err(std::io::Error::other("control: too many descriptors"));
     }
-    rustix::net::sendmsg(
-        sock,
-        &[IoSlice::new(bytes)],
-        &mut control,
-        SendFlags::NOSIGNAL,
-    )?;
-    Ok(())
+    // A socket call with a timeout is never restarted after a signal (signal(7)): retried.
+    loop {
+        let iov = [IoSlice::new(bytes)];
+        match rustix::net::sendmsg(&sock, &iov, &mut control, SendFlags::NOSIGNAL) {
+            Err(rustix::io::Errno::INTR) => {}
+            other => return other.map(|_| ()).map_err(Into::into),
+        }
+    }
 }
 
 /// Receives one message (at most 64 KiB) and the descriptors it carries; an empty message
@@ -91,12 +92,14 @@ pub(crate) fn recv(sock: impl AsFd) -> std::io::Result<(Vec<u8>, Vec<OwnedFd>)> 
     let mut buf = vec![0u8; 64 * 1024];
     let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_LISTENERS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let got = rustix::net::recvmsg(
-        sock,
-        &mut [IoSliceMut::new(&mut buf)],
-        &mut control,
-        RecvFlags::CMSG_CLOEXEC,
-    )?;
+    // A socket call with a timeout is never restarted after a signal (signal(7)): retried.
+    let got = loop {
+        let mut iov = [IoSliceMut::new(&mut buf)];
+        match rustix::net::recvmsg(&sock, &mut iov, &mut control, RecvFlags::CMSG_CLOEXEC) {
+            Err(rustix::io::Errno::INTR) => {}
+            other => break other?,
+        }
+    };
     let mut fds = Vec::new();
     for message in control.drain() {
         if let RecvAncillaryMessage::ScmRights(received) = message {

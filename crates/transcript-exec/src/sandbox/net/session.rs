@@ -78,12 +78,21 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>, target: Option<Sock
             }
             continue;
         };
+        // A process opening connections without end gets no more runner threads than this:
+        // past it, a new connection is closed at once.
+        let Some(slot) = shared.take_slot() else {
+            drop(conn);
+            continue;
+        };
         let shared = Arc::clone(shared);
         let _ = std::thread::Builder::new()
             .name("transcript-net-conn".into())
-            .spawn(move || match target {
-                None => super::proxy::serve(conn, &shared),
-                Some(addr) => forward(conn, addr, &shared),
+            .spawn(move || {
+                let _slot = slot;
+                match target {
+                    None => super::proxy::serve(conn, &shared),
+                    Some(addr) => forward(conn, addr, &shared),
+                }
             });
     }
 }

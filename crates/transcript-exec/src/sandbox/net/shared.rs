@@ -8,12 +8,28 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Destination, RefusedLog};
 
+/// The most connections one bounded process has served at once (each costs the runner one or
+/// two threads).
+pub(crate) const MAX_CONNECTIONS: usize = 256;
+
+/// One connection being served; released when dropped.
+#[derive(Debug)]
+pub(crate) struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// What the threads of one session share.
 #[derive(Debug)]
 pub(crate) struct Shared {
     allow: Arc<[Destination]>,
     refused: Arc<RefusedLog>,
     stopped: AtomicBool,
+    /// Connections being served (each holds a [`Slot`]).
+    active: Arc<std::sync::atomic::AtomicUsize>,
     next: AtomicU64,
     /// The open connections (both ends), shut down when the session ends.
     open: Mutex<HashMap<u64, TcpStream>>,
@@ -36,9 +52,17 @@ impl Shared {
             allow,
             refused,
             stopped: AtomicBool::new(false),
+            active: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             next: AtomicU64::new(0),
             open: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// A place for one more connection, or `None` past [`MAX_CONNECTIONS`].
+    pub(crate) fn take_slot(&self) -> Option<Slot> {
+        let before = self.active.fetch_add(1, Ordering::SeqCst);
+        let slot = Slot(Arc::clone(&self.active));
+        (before < MAX_CONNECTIONS).then_some(slot)
     }
 
     /// The session is ending: no new relay starts.
@@ -79,5 +103,22 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id, clone);
         Some(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_run_out_at_the_cap_and_come_back_when_dropped() {
+        let shared = Shared::new(Arc::from(Vec::new()), Arc::new(RefusedLog::default()));
+        let held: Vec<Slot> = (0..MAX_CONNECTIONS)
+            .map_while(|_| shared.take_slot())
+            .collect();
+        assert_eq!(held.len(), MAX_CONNECTIONS);
+        assert!(shared.take_slot().is_none());
+        drop(held);
+        assert!(shared.take_slot().is_some());
     }
 }
