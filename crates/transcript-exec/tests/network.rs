@@ -196,3 +196,35 @@ async fn the_process_sees_only_a_loopback_interface_and_keeps_its_identity() {
     assert_eq!(code, 0);
     assert!(out.trim().ends_with("0000000000000000"), "{out}");
 }
+
+#[tokio::test]
+async fn an_abstract_unix_socket_of_the_host_is_out_of_reach_even_unconfined() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    let ws = tempfile::tempdir().unwrap();
+    let name = format!("transcript-test-{}", std::process::id());
+    let listener =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap();
+    let bounds = NetBounds::new(HELPER);
+    let script = format!(
+        "import socket,sys\ns=socket.socket(socket.AF_UNIX)\n\
+         try:\n    s.connect('\\0{name}'); print('reached')\nexcept OSError as e:\n    print('refused', e.errno)"
+    );
+    // On the host's network the same script reaches it (the test can fail)...
+    let host = tokio::process::Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&host.stdout).trim(), "reached");
+    let (_peer, _) = listener.accept().unwrap();
+    // ...unconfined by Landlock (no scope, no seccomp), only the namespace stands in the way.
+    let (code, out, err) = run(&["python3", "-c", &script], &bounds, ws.path(), false).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("refused"), "{out}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_err(),
+        "the bounded process reached the listener"
+    );
+}
