@@ -178,8 +178,13 @@ impl StepCtx<'_> {
             .into_iter()
             .filter(|t| t.source().contains("file"))
             .filter_map(|t| t.render(self.scope).ok())
-            .map(std::path::PathBuf::from)
-            .filter(|p| p.starts_with(&dir))
+            // A whole element, or the value of a `--name=` option (`--config={{ x | file }}`).
+            .filter_map(|r| {
+                let at = r.find(dir.to_str()?)?;
+                Some(std::path::PathBuf::from(&r[at..]))
+            })
+            // Exactly a file of the step's channel (never `dir/../x`, which data could write).
+            .filter(|p| p.parent() == Some(dir.as_path()))
             .collect()
     }
 
