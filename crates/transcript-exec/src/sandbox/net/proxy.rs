@@ -237,6 +237,19 @@ mod tests {
     }
 
     #[test]
+    fn the_destination_is_the_one_the_request_reaches_not_one_it_mentions() {
+        // Userinfo, a Host header and a second authority do not change where it goes.
+        let a = parse("GET http://api.github.com:443@evil.test/x HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(a.dest.to_string(), "evil.test:80");
+        let a = parse("GET http://evil.test/ HTTP/1.1\r\nHost: api.github.com\r\n\r\n").unwrap();
+        assert_eq!(a.dest.to_string(), "evil.test:80");
+        assert!(parse("CONNECT api.github.com:443@evil.test:443 HTTP/1.1\r\n\r\n").is_err());
+        assert!(parse("CONNECT api.github.com:443/evil.test HTTP/1.1\r\n\r\n").is_err());
+        // A trailing dot is another spelling of a name: not a destination at all.
+        assert!(parse("GET http://API.GITHUB.COM./ HTTP/1.1\r\n\r\n").is_err());
+    }
+
+    #[test]
     fn a_request_that_names_no_destination_is_refused() {
         for raw in [
             "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
