@@ -18,14 +18,6 @@ use transcript_testkit::model_server::{ModelServer, Script, Turn};
 const PROMPT: &str = "--version --help -p CANARY-PROMPT-7f3";
 const SYSTEM: &str = "-v --yolo CANARY-SYSTEM-91c";
 
-fn step_env_var(cli: AgentCli) -> &'static str {
-    match cli {
-        AgentCli::Claude => "ANTHROPIC_BASE_URL",
-        AgentCli::Codex => "CODEX_HOME",
-        AgentCli::Gemini => "GOOGLE_GEMINI_BASE_URL",
-    }
-}
-
 fn a_dash_prompt_reaches_the_model(cli: AgentCli) {
     let Some(bin) = cli.require() else {
         return;
@@ -35,7 +27,7 @@ fn a_dash_prompt_reaches_the_model(cli: AgentCli) {
     let inv = sb
         .invocation(cli, &bin, &server, "unused", &CliOptions::default())
         .unwrap();
-    let var = step_env_var(cli);
+    let var = common::step_env_var(cli);
     let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
     let model = match cli {
         AgentCli::Claude => String::new(),

@@ -47,15 +47,6 @@ fn model_name(cli: AgentCli, server: &str, tool: &str) -> String {
     }
 }
 
-/// The variable the step sets itself (the rest of the sandbox's environment is the runner's).
-fn step_env_var(cli: AgentCli) -> &'static str {
-    match cli {
-        AgentCli::Claude => "ANTHROPIC_BASE_URL",
-        AgentCli::Codex => "CODEX_HOME",
-        AgentCli::Gemini => "GOOGLE_GEMINI_BASE_URL",
-    }
-}
-
 /// A user's MCP server that must never start: a script that appends `started <name>` to
 /// `log`, then runs the fault server.
 struct Rogue {
@@ -240,7 +231,7 @@ fn attempt_with(
         .invocation(cli, bin, &server, "unused", &CliOptions::default())
         .unwrap();
     declare(cli, sb, rogue);
-    let var = step_env_var(cli);
+    let var = common::step_env_var(cli);
     let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
     let model = match cli {
         AgentCli::Claude => String::new(),

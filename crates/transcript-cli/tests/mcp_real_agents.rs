@@ -59,14 +59,6 @@ fn model_name(cli: AgentCli, server: &str, tool: &str) -> String {
     }
 }
 
-fn step_env_var(cli: AgentCli) -> &'static str {
-    match cli {
-        AgentCli::Claude => "ANTHROPIC_BASE_URL",
-        AgentCli::Codex => "CODEX_HOME",
-        AgentCli::Gemini => "GOOGLE_GEMINI_BASE_URL",
-    }
-}
-
 /// One `transcript run` of an MCP workflow in a sandbox.
 struct Run {
     storage: TempDir,
@@ -91,7 +83,7 @@ impl Run {
         let inv = sb
             .invocation(cli, &bin, server, "unused", &CliOptions::default())
             .unwrap();
-        let var = step_env_var(cli);
+        let var = common::step_env_var(cli);
         let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
         let model = match cli {
             AgentCli::Claude => String::new(),

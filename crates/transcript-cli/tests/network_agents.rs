@@ -21,16 +21,6 @@ const FINAL_TEXT: &str = "The listener could not be reached from here.";
 /// The proxy's answer to a refused destination (the tool's output the model gets back).
 const REFUSAL: &str = "is not in this step's `network:` list";
 
-/// The variable of each CLI that carries the server endpoint (or its config) in the step's
-/// `env:` (literal: the runner reads the model endpoint from it).
-fn step_env_var(cli: AgentCli) -> &'static str {
-    match cli {
-        AgentCli::Claude => "ANTHROPIC_BASE_URL",
-        AgentCli::Codex => "CODEX_HOME",
-        AgentCli::Gemini => "GOOGLE_GEMINI_BASE_URL",
-    }
-}
-
 /// The provider's shell tool running `command` (a plain command: Gemini CLI refuses
 /// substitutions).
 fn shell_call(cli: AgentCli, command: &str) -> Turn {
@@ -78,7 +68,7 @@ fn the_model_is_reached_and_its_tool_call_is_not(cli: AgentCli) {
     let inv = sb
         .invocation(cli, &bin, &server, "unused", &CliOptions::default())
         .unwrap();
-    let var = step_env_var(cli);
+    let var = common::step_env_var(cli);
     let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
     let workflow = format!(
         "name: net-{name}\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    \

@@ -32,16 +32,6 @@ const SHELL_OUT: &str = "SHELL-42";
 /// found" warning: `codex_preset_survives_its_unknown_model_warning`).
 const CODEX_MODEL: &str = "gpt-5.5";
 
-/// The variable of each CLI that carries the server endpoint (or its config) in the step's
-/// `env:`; everything else of the sandbox goes in the runner's environment.
-fn step_env_var(cli: AgentCli) -> &'static str {
-    match cli {
-        AgentCli::Claude => "ANTHROPIC_BASE_URL",
-        AgentCli::Codex => "CODEX_HOME",
-        AgentCli::Gemini => "GOOGLE_GEMINI_BASE_URL",
-    }
-}
-
 /// One `transcript run` of a preset workflow in a sandbox.
 struct Run {
     cli: AgentCli,
@@ -67,7 +57,7 @@ impl Run {
         let inv = sb
             .invocation(cli, &bin, server, "unused", &CliOptions::default())
             .unwrap();
-        let var = step_env_var(cli);
+        let var = common::step_env_var(cli);
         let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
         let model = match cli {
             _ if extra.contains("model:") => String::new(),
@@ -929,7 +919,7 @@ fn gemini_preset_confines_its_tools_by_policy_without_the_deprecation_warning() 
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let var = step_env_var(cli);
+    let var = common::step_env_var(cli);
     let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
     let workflow = format!(
         "name: policy\ninputs:\n  - name: endpoint\nsteps:\n  - name: ask\n    type: agent\n    \

@@ -25,16 +25,6 @@ const NOTES: &str = "the launch code is 7-alpha-tango\nsecond line of notes\n";
 const PROMPT: &str = "Read notes.txt and tell me the launch code.";
 const FINAL_TEXT: &str = "The notes say the launch code is 7-alpha-tango.";
 
-/// The variable of each CLI that carries the server endpoint (or its config) in the step's
-/// `env:`; everything else of the sandbox goes in the runner's environment.
-fn step_env_var(cli: AgentCli) -> &'static str {
-    match cli {
-        AgentCli::Claude => "ANTHROPIC_BASE_URL",
-        AgentCli::Codex => "CODEX_HOME",
-        AgentCli::Gemini => "GOOGLE_GEMINI_BASE_URL",
-    }
-}
-
 fn read_call(cli: AgentCli, work: &Path) -> Turn {
     match cli {
         AgentCli::Claude => Turn::tool_call("Read", json!({"file_path": work.join("notes.txt")})),
@@ -55,7 +45,7 @@ fn workflow(cli: AgentCli, prompt: &str) -> String {
          {model}    tools: [read_file, run_command]\n    env:\n      {var}: \"{{{{inputs.endpoint}}}}\"\n",
         name = cli.executable(),
         prompt = json!(prompt),
-        var = step_env_var(cli),
+        var = common::step_env_var(cli),
     )
 }
 
@@ -82,7 +72,7 @@ impl Recording {
         let inv = sb
             .invocation(cli, &bin, &server, "unused", &CliOptions::default())
             .unwrap();
-        let var = step_env_var(cli);
+        let var = common::step_env_var(cli);
         let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
         let text = workflow(cli, PROMPT);
         let (storage, run_id, output) = common::RealCliRun {

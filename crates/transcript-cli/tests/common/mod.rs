@@ -280,3 +280,15 @@ pub fn await_status(storage: &str, run: &str, status: &str) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// The variable of each CLI that carries the scripted server's endpoint (or, for Codex, its
+/// config) in a step's `env:`; everything else of the sandbox goes in the runner's
+/// environment.
+pub fn step_env_var(cli: transcript_testkit::agent_cli::AgentCli) -> &'static str {
+    use transcript_testkit::agent_cli::AgentCli;
+    match cli {
+        AgentCli::Claude => "ANTHROPIC_BASE_URL",
+        AgentCli::Codex => "CODEX_HOME",
+        AgentCli::Gemini => "GOOGLE_GEMINI_BASE_URL",
+    }
+}
