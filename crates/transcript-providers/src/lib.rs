@@ -281,6 +281,7 @@ mod anthropic;
 mod claude;
 mod codex;
 mod copilot;
+pub mod envelope;
 mod facts;
 pub mod frame;
 mod gemini;
@@ -297,7 +298,7 @@ mod util;
 pub use facts::{ClockSource, Fact, Item};
 pub use gemini_session::{SessionMismatch, gemini_session_id, gemini_turns_from_session};
 pub use output::{Diagnostic, DiagnosticKind, Output, Position, Summary, turn_block_types};
-pub use pricing::{Cost, LITELLM_VERSION, Pricing, PricingError};
+pub use pricing::{Cost, LITELLM_VERSION, Pricing, PricingError, SYNTHETIC_MODEL};
 pub use registry::{
     AutoNormalizer, DETECT_MAX_BYTES, DETECT_MAX_RECORDS, Provider, UnknownProvider, detect,
 };

@@ -154,3 +154,27 @@ fn a_bad_table_is_a_typed_error_naming_the_cause() {
         Err(PricingError::Empty)
     );
 }
+
+/// Claude Code's `<synthetic>` turns (its own error messages, no API request) are never
+/// billed and never make a cost unknown, whatever usage they carry.
+#[test]
+fn claude_codes_synthetic_turns_cost_nothing() {
+    let c = Pricing::embedded()
+        .cost(
+            transcript_providers::SYNTHETIC_MODEL,
+            &usage(10, 20, 30, 40, 0),
+        )
+        .unwrap();
+    assert_eq!(c.usd, 0.0);
+    assert_eq!(c.priced_as, "<synthetic>");
+    assert!(
+        Pricing::default()
+            .cost("<synthetic>", &Usage::default())
+            .is_some()
+    );
+    assert!(
+        Pricing::default()
+            .cost("claude-opus-4-6", &Usage::default())
+            .is_none()
+    );
+}

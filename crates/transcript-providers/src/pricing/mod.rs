@@ -38,6 +38,9 @@
 //! `turn.completed`), where the sum of several requests may cross a
 //! threshold none of them crossed.
 //!
+//! Claude Code's `<synthetic>` turns ([`SYNTHETIC_MODEL`]: messages it writes itself, no
+//! API request) cost $0 and are never an unknown price.
+//!
 //! # Why it may differ from the CLI's own `total_cost_usd`
 //!
 //! Claude Code prices with its own built-in table: it counts requests of helper models (e.g. a Haiku
@@ -52,6 +55,11 @@ use transcript_domain::Usage;
 
 /// The LiteLLM release the embedded table comes from.
 pub const LITELLM_VERSION: &str = "1.110.2";
+
+/// The model Claude Code names on the turns it writes itself, without an API request (its own
+/// error messages, e.g. "API Error: …" or "Prompt is too long"): never billed, so never a
+/// price the table lacks.
+pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 
 /// The embedded table (trimmed by `src/pricing/trim.jq`).
 const EMBEDDED: &str = include_str!("litellm-prices.json");
@@ -307,8 +315,16 @@ impl Pricing {
     }
 
     /// What `usage` of `model` costs; `None` when the table has no price for
-    /// the model (never a guessed $0).
+    /// the model (never a guessed $0). Claude Code's [`SYNTHETIC_MODEL`] turns (its own
+    /// messages, no API request) cost $0 whatever their usage.
     pub fn cost(&self, model: &str, usage: &Usage) -> Option<Cost> {
+        if model == SYNTHETIC_MODEL {
+            return Some(Cost {
+                usd: 0.0,
+                priced_as: SYNTHETIC_MODEL.to_owned(),
+                tier_above: None,
+            });
+        }
         let (name, price) = self.lookup(model)?;
         let count = |c: Option<u64>| c.unwrap_or(0) as f64;
         let prompt = usage
