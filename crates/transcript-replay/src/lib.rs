@@ -62,12 +62,14 @@
 pub mod engine;
 mod recording;
 mod replayer;
+mod roots;
 pub mod server;
 pub mod tape;
 mod wiring;
 
 pub use recording::{MASKED, Recording, RecordingError};
 pub use replayer::{ReplayError, Replayer, StepReplay, StepStart, Verdict};
+pub use roots::WorkspaceRoots;
 pub use server::{Matching, Mismatch};
 pub use tape::{CommandOutcome, Execution, RecordedTurn, StepKey, Tape, TapeError};
 pub use wiring::{CODEX_KEY_ENV, REPLAY_API_KEY, Wiring, wiring};

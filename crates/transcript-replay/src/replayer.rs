@@ -2,9 +2,10 @@
 //! turns ([`Replayer::open`]), and its [`Verdict`] says whether it followed the recording.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use crate::WorkspaceRoots;
 use crate::server::{Handling, Matching, Mismatch, ModelServer, Script, ServerError};
 use crate::tape::{Execution, StepKey, Tape};
 use crate::wiring::{Wiring, wiring};
@@ -15,6 +16,7 @@ use crate::wiring::{Wiring, wiring};
 pub struct Replayer {
     tape: Mutex<Tape>,
     matching: Matching,
+    roots: Option<WorkspaceRoots>,
 }
 
 /// One agent execution about to run.
@@ -72,7 +74,29 @@ impl Replayer {
         Replayer {
             tape: Mutex::new(tape),
             matching,
+            roots: None,
         }
+    }
+
+    /// Replays a run recorded in workspace `recorded` in workspace `now` (a portable
+    /// recording: another checkout, another machine). Every turn served maps the recorded
+    /// root to `now` in its texts and in the strings of its tool-call arguments; the prompt
+    /// and system prompt each step renders, and the tool results its agent sends, map `now`
+    /// back to `recorded` before they are matched. Roots are replaced on path-prefix
+    /// boundaries only (`/a/work` is not inside `/a/workshop`); equal roots map nothing.
+    /// `recorded` is the recording's workspace (its `run.started` `workspace`,
+    /// [`crate::Recording::workspace`]), `now` the replay's `--workspace`.
+    ///
+    /// ```
+    /// use transcript_replay::{Matching, Replayer, Tape};
+    ///
+    /// let replayer = Replayer::new(Tape::default(), Matching::Strict)
+    ///     .with_workspace_roots("/home/a/proj".into(), "/tmp/ci/proj".into());
+    /// # let _ = replayer;
+    /// ```
+    pub fn with_workspace_roots(mut self, recorded: PathBuf, now: PathBuf) -> Self {
+        self.roots = WorkspaceRoots::new(&recorded, &now);
+        self
     }
 
     /// Takes the next recorded outcome of the command step at `key` (`--commands record`).
@@ -97,12 +121,13 @@ impl Replayer {
         let mut before = Vec::new();
         let mut script = match &execution {
             Some(e) => {
-                before.extend(prompt_mismatch(e, start));
+                before.extend(prompt_mismatch(e, start, self.roots.as_ref()));
                 e.script(self.matching)
             }
             None => Script::default(),
         };
         script.conversation = Some(start.prompt.to_owned());
+        script.roots = self.roots.clone();
         let missing = execution.is_none();
         if missing {
             script.refusal = Some(format!(
@@ -143,29 +168,31 @@ impl Replayer {
     }
 }
 
-/// The prompt and system prompt compared with the recorded ones (turn 1).
-fn prompt_mismatch(e: &Execution, start: StepStart<'_>) -> Vec<Mismatch> {
-    let mut out = Vec::new();
-    if !crate::server::same_text(&e.prompt, start.prompt) {
-        out.push(Mismatch {
-            turn: 1,
-            subject: "the prompt".to_owned(),
-            expected: e.prompt.clone(),
-            got: Some(start.prompt.to_owned()),
-            sent: Vec::new(),
-        });
-    }
+/// The prompt and system prompt compared with the recorded ones (turn 1), the replay's
+/// workspace root mapped back to the recorded one.
+fn prompt_mismatch(
+    e: &Execution,
+    start: StepStart<'_>,
+    roots: Option<&WorkspaceRoots>,
+) -> Vec<Mismatch> {
     let recorded_system = e.system_prompt.as_deref().unwrap_or("");
-    if !crate::server::same_text(recorded_system, start.system_prompt) {
-        out.push(Mismatch {
-            turn: 1,
-            subject: "the system prompt".to_owned(),
-            expected: recorded_system.to_owned(),
-            got: Some(start.system_prompt.to_owned()),
-            sent: Vec::new(),
-        });
-    }
-    out
+    let pairs = [
+        ("the prompt", e.prompt.as_str(), start.prompt),
+        ("the system prompt", recorded_system, start.system_prompt),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(subject, expected, now)| {
+            let got = roots.map_or(now.into(), |r| r.to_recorded(now));
+            (!crate::server::same_text(expected, &got)).then(|| Mismatch {
+                turn: 1,
+                subject: subject.to_owned(),
+                expected: expected.to_owned(),
+                got: Some(got.into_owned()),
+                sent: Vec::new(),
+            })
+        })
+        .collect()
 }
 
 /// Writes `contents` to a new file at `path` (mode `0o600`), its directories created `0o700`.

@@ -11,7 +11,7 @@ use transcript_domain::{
     RunId,
 };
 
-use crate::server::{Block, Expect, Matching, Script, Turn, Usage};
+use crate::server::{Block, Expect, ExpectedResult, Matching, Script, Turn, Usage};
 
 /// The deepest `call_workflow` nesting a tape follows (the engine's own limit is lower).
 const MAX_DEPTH: usize = 64;
@@ -82,23 +82,26 @@ pub struct Execution {
 }
 
 impl Execution {
-    /// The script that replays it: turn N expects the results of turn N−1.
+    /// The script that replays it: turn N expects the results of turn N−1 (each named by the
+    /// call it answers). Claude Code's `<synthetic>` turns (messages it wrote itself, no API
+    /// request) are not served. Turns name no model: each answer names the model its request
+    /// asks for, so a workflow that now asks for another model shows it in the replay's
+    /// transcript (and its diff); [`Script::recorded_model`] keeps the recorded one.
     pub fn script(&self, matching: Matching) -> Script {
         let mut previous: Option<&RecordedTurn> = None;
-        let turns = self
+        let served = self
             .turns
             .iter()
+            .filter(|t| t.model.as_deref() != Some(transcript_providers::SYNTHETIC_MODEL));
+        let turns = served
             .map(|t| {
                 let mut turn = Turn {
                     blocks: t.blocks.clone(),
                     usage: t.usage,
-                    model: t.model.clone(),
                     ..Turn::default()
                 };
                 if let Some(p) = previous.filter(|p| !p.results.is_empty()) {
-                    turn.expect = Some(Expect {
-                        results: p.results.clone(),
-                    });
+                    turn.expect = Some(expected(p));
                 }
                 previous = Some(t);
                 turn
@@ -107,9 +110,38 @@ impl Execution {
         Script {
             turns,
             matching,
+            recorded_model: self.turns.iter().find_map(|t| {
+                t.model
+                    .clone()
+                    .filter(|m| m != transcript_providers::SYNTHETIC_MODEL)
+            }),
             ..Script::default()
         }
     }
+}
+
+/// The recorded results of `turn`, each with the tool and arguments of the call it answers.
+fn expected(turn: &RecordedTurn) -> Expect {
+    let results = turn
+        .results
+        .iter()
+        .map(|(id, text)| {
+            let call = turn.blocks.iter().find_map(|b| match b {
+                Block::ToolCall {
+                    id: Some(i),
+                    name,
+                    arguments,
+                } if i == id => Some((name.clone(), arguments.clone())),
+                _ => None,
+            });
+            let result = ExpectedResult::new(id.clone(), text.clone());
+            match call {
+                Some((name, arguments)) => result.for_call(name, arguments),
+                None => result,
+            }
+        })
+        .collect();
+    Expect { results }
 }
 
 /// Why a tape could not be read.
@@ -474,7 +506,15 @@ mod tests {
         assert_eq!(ask.turns[0].usage, Usage::new(3, 4));
         let script = ask.script(Matching::Strict);
         assert_eq!(script.turns[0].expect, None);
-        assert_eq!(script.turns[1].expect.as_ref().unwrap().results[0].1, "A");
+        let expect = script.turns[1].expect.as_ref().unwrap();
+        assert_eq!(expect.results[0].text, "A");
+        assert_eq!(
+            (
+                expect.results[0].tool.as_str(),
+                &expect.results[0].arguments
+            ),
+            ("Read", &serde_json::json!({"file_path": "a"}))
+        );
         let inner = StepKey {
             callers: vec![("sub".to_owned(), 0)],
             path: "inner".to_owned(),

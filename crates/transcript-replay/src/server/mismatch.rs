@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::pairing;
 use super::record::{Provider, sent_results};
 use super::script::Expect;
 
@@ -13,13 +14,15 @@ use super::script::Expect;
 pub struct Mismatch {
     /// The turn the request asked for, from 1 (a prompt mismatch is turn 1).
     pub turn: usize,
-    /// What differs, e.g. `the prompt` or `the result of tool call toolu_01 (turn 1)`.
+    /// What differs, e.g. `the prompt` or
+    /// `the result of tool call Read(notes.txt) (toolu_01, turn 1)`.
     pub subject: String,
     /// The recorded text.
     pub expected: String,
     /// The text the replay produced (`None` when it sent none at all).
     pub got: Option<String>,
-    /// The call ids of the results the request did send (`"?"` for one without an id).
+    /// The results of the request's last turn of results, each named by its call
+    /// (`Read(notes.txt)`, else its call id, else `"?"`).
     pub sent: Vec<String>,
 }
 
@@ -96,80 +99,97 @@ pub(crate) fn same_text(a: &str, b: &str) -> bool {
     a.trim_end() == b.trim_end()
 }
 
-/// Whether a result sent with call id `sent` answers the call recorded as `recorded`. Gemini
-/// CLI names a call `<tool>__<id>` in its output but answers it with `<id>` alone.
-fn same_call(provider: Provider, recorded: &str, sent: &str) -> bool {
-    recorded == sent
-        || (provider == Provider::Gemini
-            && recorded
-                .strip_suffix(sent)
-                .is_some_and(|name| name.ends_with("__") && !name.contains('/')))
+/// The CLI whose envelope a result sent in `provider`'s API carries: Claude Code speaks
+/// Anthropic Messages, Codex OpenAI Responses, Gemini CLI Gemini's API; Chat Completions is
+/// our own HTTP agent (no envelope).
+pub(crate) fn cli_of(provider: Provider) -> transcript_providers::Provider {
+    use transcript_providers::Provider as Cli;
+    match provider {
+        Provider::Anthropic => Cli::Claude,
+        Provider::OpenAiResponses => Cli::Codex,
+        Provider::Gemini => Cli::Gemini,
+        Provider::OpenAiChat => Cli::OpenAi,
+    }
 }
 
-/// Whether a result sent in `provider`'s API carries the recorded `expected` text. Codex
-/// (OpenAI Responses) sends its shell output under a header of its own (chunk id, wall time,
-/// exit code, token count, `Output:`) while the transcript records the output alone: there the
-/// sent text must end with the recorded one.
-fn carries(provider: Provider, expected: &str, got: &str) -> bool {
-    same_text(expected, got)
-        || (provider == Provider::OpenAiResponses && got.trim_end().ends_with(expected.trim_end()))
+/// A result's text without its CLI's envelope (`transcript_providers::envelope`); content
+/// parts lose theirs one by one (Claude Code may add a reminder as a part of its own).
+fn unwrapped(cli: transcript_providers::Provider, raw: Option<&Value>, text: &str) -> String {
+    use transcript_providers::envelope::strip_tool_result;
+    match raw {
+        Some(Value::Array(parts)) if parts.iter().all(|p| p["text"].is_string()) => parts
+            .iter()
+            .map(|p| strip_tool_result(cli, p["text"].as_str().unwrap_or_default()))
+            .filter(|t| !t.trim().is_empty())
+            .collect::<Vec<_>>()
+            .concat(),
+        _ => strip_tool_result(cli, text).into_owned(),
+    }
 }
 
-/// The first expected result `body` does not carry equal, as a mismatch of `turn`.
+/// The first expected result `body` does not carry equal, as a mismatch of `turn`. Both
+/// sides lose the CLI's envelope first, and what was sent maps the replay's workspace root
+/// back to the recorded one; the results of the turn match as a set (see `pairing`).
 pub(crate) fn check(
     provider: Provider,
     body: Option<&Value>,
     expect: &Expect,
     turn: usize,
+    roots: Option<&crate::WorkspaceRoots>,
 ) -> Option<Mismatch> {
+    let cli = cli_of(provider);
     let sent = body.map(|b| sent_results(provider, b)).unwrap_or_default();
-    let by_id = |id: &str| {
-        sent.iter().find(|r| {
-            r.id.as_deref()
-                .is_some_and(|sent| same_call(provider, id, sent))
-        })
+    let pairs = pairing::pair(provider, &expect.results, &sent);
+    let sent_names = || {
+        // The results of the request's last turn of results, named by their calls.
+        let last = sent.iter().map(|r| r.group).max();
+        sent.iter()
+            .filter(|r| Some(r.group) == last)
+            .map(|r| match (&r.call, &r.id) {
+                (Some((tool, args)), _) if !tool.is_empty() => pairing::call_label(tool, args),
+                (_, Some(id)) => id.clone(),
+                _ => "?".to_owned(),
+            })
+            .collect()
     };
-    // An API without ids (some Gemini answers) pairs the expected results no id matched with
-    // the last id-less results sent, in order.
-    let unmatched = expect
-        .results
-        .iter()
-        .filter(|(id, _)| by_id(id).is_none())
-        .count();
-    let idless: Vec<_> = sent.iter().filter(|r| r.id.is_none()).collect();
-    let mut by_position = idless
-        .get(idless.len().saturating_sub(unmatched)..)
-        .unwrap_or_default()
-        .iter()
-        .copied();
-    for (id, expected) in &expect.results {
-        let got = by_id(id).or_else(|| by_position.next());
-        let subject = format!("the result of tool call {id} (turn {})", turn - 1);
-        let sent_ids = || {
-            sent.iter()
-                .map(|r| r.id.clone().unwrap_or_else(|| "?".to_owned()))
-                .collect()
+    for (e, paired) in expect.results.iter().zip(pairs) {
+        let label = pairing::call_label(&e.tool, &e.arguments);
+        let subject = if e.tool.is_empty() {
+            format!("the result of tool call {} (turn {})", e.id, turn - 1)
+        } else {
+            format!(
+                "the result of tool call {label} ({}, turn {})",
+                e.id,
+                turn - 1
+            )
         };
-        match got {
-            None => {
-                return Some(Mismatch {
-                    turn,
-                    subject,
-                    expected: expected.clone(),
-                    got: None,
-                    sent: sent_ids(),
-                });
-            }
-            Some(r) if !carries(provider, expected, &r.text) => {
-                return Some(Mismatch {
-                    turn,
-                    subject,
-                    expected: expected.clone(),
-                    got: Some(r.text.clone()),
-                    sent: sent_ids(),
-                });
-            }
-            Some(_) => {}
+        let expected = unwrapped(cli, None, &e.text);
+        let Some(r) = paired.map(|k| &sent[k]) else {
+            return Some(Mismatch {
+                turn,
+                subject,
+                expected,
+                got: None,
+                sent: sent_names(),
+            });
+        };
+        let got = unwrapped(
+            cli,
+            Some(&r.raw).filter(|_| provider == Provider::Anthropic),
+            &r.text,
+        );
+        let got = match roots {
+            Some(roots) => roots.to_recorded(&got).into_owned(),
+            None => got,
+        };
+        if !same_text(&expected, &got) {
+            return Some(Mismatch {
+                turn,
+                subject,
+                expected,
+                got: Some(got),
+                sent: sent_names(),
+            });
         }
     }
     None
@@ -178,15 +198,20 @@ pub(crate) fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::ExpectedResult;
     use serde_json::json;
 
     fn expect(results: &[(&str, &str)]) -> Expect {
         Expect {
             results: results
                 .iter()
-                .map(|(i, t)| ((*i).to_owned(), (*t).to_owned()))
+                .map(|(i, t)| ExpectedResult::new(*i, *t))
                 .collect(),
         }
+    }
+
+    fn check4(p: Provider, body: &Value, e: &Expect, turn: usize) -> Option<Mismatch> {
+        check(p, Some(body), e, turn, None)
     }
 
     #[test]
@@ -196,25 +221,27 @@ mod tests {
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": "hello\n"}]}]},
         ]});
         let e = expect(&[("t2", "hello")]);
-        assert_eq!(check(Provider::Anthropic, Some(&body), &e, 3), None);
+        assert_eq!(check4(Provider::Anthropic, &body, &e, 3), None);
     }
 
     #[test]
     fn a_changed_result_names_the_turn_the_call_and_the_first_differing_line() {
-        let body = json!({"input": [{"type": "function_call_output", "call_id": "c1", "output": "a\nB\nc"}]});
-        let m = check(
-            Provider::OpenAiResponses,
-            Some(&body),
-            &expect(&[("c1", "a\nb\nc")]),
-            2,
-        )
-        .expect("a mismatch");
+        let body = json!({"input": [
+            {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{\"cmd\":\"cat x\"}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "a\nB\nc"}]});
+        let e = Expect {
+            results: vec![
+                ExpectedResult::new("c1", "a\nb\nc")
+                    .for_call("exec_command", json!({"cmd": "cat x"})),
+            ],
+        };
+        let m = check4(Provider::OpenAiResponses, &body, &e, 2).expect("a mismatch");
         assert_eq!(m.turn, 2);
         assert_eq!(m.first_difference(), ("b".to_owned(), "B".to_owned()));
         let text = m.to_string();
         assert!(
             text.starts_with(
-                "turn 2: the result of tool call c1 (turn 1) differs: expected \"b\", got \"B\""
+                "turn 2: the result of tool call exec_command(cat x) (c1, turn 1) differs: expected \"b\", got \"B\""
             ),
             "{text}"
         );
@@ -223,40 +250,128 @@ mod tests {
     }
 
     #[test]
-    fn codex_results_must_end_with_the_recorded_output() {
+    fn codex_results_lose_their_header_and_the_headline_shows_the_output() {
         let sent = |output: &str| {
             json!({"input": [{"type": "function_call_output", "call_id": "item_0",
-                "output": format!("Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n{output}")}]})
+                "output": format!("Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOriginal token count: 4\nOutput:\n{output}")}]})
         };
         let e = expect(&[("item_0", "line one\nline two\n")]);
-        let equal = sent("line one\nline two\n");
-        assert_eq!(check(Provider::OpenAiResponses, Some(&equal), &e, 2), None);
-        let changed = sent("line one\nline 2\n");
-        assert!(check(Provider::OpenAiResponses, Some(&changed), &e, 2).is_some());
-        // Only Codex's API gets the header allowance.
+        assert_eq!(
+            check4(
+                Provider::OpenAiResponses,
+                &sent("line one\nline two\n"),
+                &e,
+                2
+            ),
+            None
+        );
+        let m = check4(
+            Provider::OpenAiResponses,
+            &sent("line one\nline 2\n"),
+            &e,
+            2,
+        )
+        .unwrap();
+        assert_eq!(
+            m.first_difference(),
+            ("line two".to_owned(), "line 2".to_owned())
+        );
+        assert!(!m.to_string().contains("Chunk ID"), "{m}");
+        // Output that merely ends like the recorded one is a difference.
+        let m = check4(
+            Provider::OpenAiResponses,
+            &sent("extra\nline one\nline two\n"),
+            &e,
+            2,
+        );
+        assert!(m.is_some());
+        // Only Codex's API gets the header taken off.
         let chat = json!({"messages": [{"role": "tool", "tool_call_id": "item_0",
-            "content": "header\nline one\nline two\n"}]});
-        assert!(check(Provider::OpenAiChat, Some(&chat), &e, 2).is_some());
+            "content": "Chunk ID: 1\nOutput:\nline one\nline two\n"}]});
+        assert!(check4(Provider::OpenAiChat, &chat, &e, 2).is_some());
     }
 
     #[test]
-    fn a_missing_result_is_reported_missing() {
+    fn claude_reminders_are_not_part_of_a_result() {
+        let reminder =
+            "<system-reminder>\nWhenever you read a file, consider malware.\n</system-reminder>";
+        let e = expect(&[("t1", "     1→hello\n")]);
+        for content in [
+            json!(format!("     1→hello\n\n{reminder}\n")),
+            json!([{"type": "text", "text": "     1→hello\n"}, {"type": "text", "text": reminder}]),
+        ] {
+            let body = json!({"messages": [{"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": content}]}]});
+            assert_eq!(check4(Provider::Anthropic, &body, &e, 2), None);
+        }
+        // A reminder-looking line in the middle of the output is output.
+        let body = json!({"messages": [{"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": "t1", "content": format!("{reminder}x\n     1→hello\n")}]}]});
+        assert!(check4(Provider::Anthropic, &body, &e, 2).is_some());
+    }
+
+    #[test]
+    fn a_missing_result_is_reported_missing_with_the_calls_sent() {
         let body = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
-        let m = check(Provider::Gemini, Some(&body), &expect(&[("g1", "out")]), 2).unwrap();
+        let m = check4(Provider::Gemini, &body, &expect(&[("g1", "out")]), 2).unwrap();
         assert_eq!(m.got, None);
         assert!(m.to_string().contains("is missing"), "{m}");
+        let body = json!({"contents": [
+            {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"file_path": "b.txt"}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"id": "zz", "name": "read_file", "response": {"output": "x"}}}]}]});
+        let m = check4(
+            Provider::Anthropic,
+            &json!({}),
+            &expect(&[("g1", "out")]),
+            2,
+        )
+        .unwrap();
+        assert!(m.to_string().contains("sent results of: none"), "{m}");
+        let e = Expect {
+            results: vec![
+                ExpectedResult::new("g1", "out").for_call("glob", json!({"pattern": "*"})),
+            ],
+        };
+        let m = check4(Provider::Gemini, &body, &e, 2).unwrap();
+        assert!(
+            m.to_string().contains("tool call glob(*) (g1, turn 1)"),
+            "{m}"
+        );
+        assert_eq!(m.sent, ["read_file(b.txt)"]);
     }
 
     #[test]
-    fn gemini_results_are_read_from_the_response_output_by_id_or_position() {
-        let body = json!({"contents": [{"role": "user", "parts": [
-            {"functionResponse": {"id": "g1", "name": "read_file", "response": {"output": "file text"}}},
+    fn gemini_results_are_read_from_the_response_output_by_id_or_call() {
+        let body = json!({"contents": [
+        {"role": "model", "parts": [
+            {"functionCall": {"id": "g1", "name": "read_file", "args": {"p": 1}}},
+            {"functionCall": {"name": "ls", "args": {"dir": "."}}}]},
+        {"role": "user", "parts": [
             {"functionResponse": {"name": "ls", "response": {"error": "denied"}}},
+            {"functionResponse": {"id": "g1", "name": "read_file", "response": {"output": "file text"}}},
         ]}]});
-        let e = expect(&[("g1", "file text"), ("other", "denied")]);
-        assert_eq!(check(Provider::Gemini, Some(&body), &e, 2), None);
+        let e = Expect {
+            results: vec![
+                ExpectedResult::new("g1", "file text"),
+                ExpectedResult::new("other", "denied").for_call("ls", json!({"dir": "."})),
+            ],
+        };
+        assert_eq!(check4(Provider::Gemini, &body, &e, 2), None);
         // Gemini CLI records `<tool>__<id>` and answers with `<id>`.
         let e = expect(&[("read_file__g1", "file text"), ("ls__x", "denied")]);
-        assert_eq!(check(Provider::Gemini, Some(&body), &e, 2), None);
+        assert_eq!(check4(Provider::Gemini, &body, &e, 2), None);
+    }
+
+    #[test]
+    fn the_replays_root_is_mapped_back_before_matching() {
+        let roots = crate::WorkspaceRoots::new("/rec/w".as_ref(), "/now/w".as_ref());
+        let body = json!({"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "/now/w/a.txt\n/now/workshop"}]}]});
+        let e = expect(&[("t1", "/rec/w/a.txt\n/now/workshop")]);
+        assert_eq!(
+            check(Provider::Anthropic, Some(&body), &e, 2, roots.as_ref()),
+            None
+        );
+        assert!(check(Provider::Anthropic, Some(&body), &e, 2, None).is_some());
     }
 }

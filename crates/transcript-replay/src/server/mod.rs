@@ -43,6 +43,7 @@ mod conversation;
 mod gemini;
 mod http;
 mod mismatch;
+mod pairing;
 mod record;
 mod render;
 mod responses;
@@ -61,7 +62,7 @@ pub use mismatch::Mismatch;
 pub(crate) use mismatch::same_text;
 pub(crate) use record::text_of;
 pub use record::{Bill, Handling, Provider, RecordedRequest};
-pub use script::{Block, Expect, Fault, Matching, Script, Turn, Usage};
+pub use script::{Block, Expect, ExpectedResult, Fault, Matching, Script, Turn, Usage};
 
 use state::State;
 

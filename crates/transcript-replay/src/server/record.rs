@@ -161,62 +161,168 @@ pub(crate) struct SentResult {
     pub text: String,
     /// The value as sent.
     pub raw: Value,
+    /// Which message of the request holds it (results of one turn share it).
+    pub group: usize,
+    /// The call it answers as the request's history shows it: tool name and arguments.
+    pub call: Option<(String, Value)>,
+}
+
+/// One tool call in a request's history: id (if any), tool name, arguments.
+type Call = (Option<String>, String, Value);
+
+/// Arguments sent as JSON text (OpenAI) parsed; anything else as is.
+fn arguments(v: &Value) -> Value {
+    match v {
+        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| v.clone()),
+        other => other.clone(),
+    }
+}
+
+fn items(v: &Value) -> &[Value] {
+    v.as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
+fn string(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_owned)
 }
 
 /// Every tool result in a request body of `provider`, in order (the whole history: callers
-/// pick the ones they expect by id).
+/// pick the ones they expect), each with the call it answers when the history shows it.
 pub(crate) fn sent_results(provider: Provider, body: &Value) -> Vec<SentResult> {
-    let items = |v: &Value| v.as_array().cloned().unwrap_or_default();
-    let id = |v: &Value| v.as_str().map(str::to_owned);
     match provider {
-        Provider::Anthropic => items(&body["messages"])
-            .iter()
-            .flat_map(|m| items(&m["content"]))
-            .filter(|b| b["type"] == "tool_result")
-            .map(|b| SentResult {
-                id: id(&b["tool_use_id"]),
-                text: text_of(&b["content"]),
-                raw: b["content"].clone(),
-            })
-            .collect(),
-        Provider::OpenAiResponses => items(&body["input"])
-            .iter()
-            .filter(|i| {
-                i["type"] == "function_call_output" || i["type"] == "custom_tool_call_output"
-            })
-            .map(|i| SentResult {
-                id: id(&i["call_id"]),
-                text: text_of(&i["output"]),
-                raw: i["output"].clone(),
-            })
-            .collect(),
-        Provider::Gemini => items(&body["contents"])
-            .iter()
-            .flat_map(|c| items(&c["parts"]))
-            .filter_map(|p| p.get("functionResponse").cloned())
-            .map(|r| {
-                let response = &r["response"];
-                let text = match (&response["output"], &response["error"]) {
-                    (Value::String(s), _) | (Value::Null, Value::String(s)) => s.clone(),
-                    _ => response.to_string(),
-                };
-                SentResult {
-                    id: id(&r["id"]),
-                    text,
-                    raw: response.clone(),
-                }
-            })
-            .collect(),
-        Provider::OpenAiChat => items(&body["messages"])
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .map(|m| SentResult {
-                id: id(&m["tool_call_id"]),
-                text: text_of(&m["content"]),
-                raw: m["content"].clone(),
-            })
-            .collect(),
+        Provider::Gemini => gemini_results(body),
+        _ => {
+            let (calls, mut results) = match provider {
+                Provider::Anthropic => anthropic_history(body),
+                Provider::OpenAiResponses => responses_history(body),
+                _ => chat_history(body),
+            };
+            for r in &mut results {
+                r.call = calls
+                    .iter()
+                    .find(|(id, _, _)| id.is_some() && *id == r.id)
+                    .map(|(_, name, args)| (name.clone(), args.clone()));
+            }
+            results
+        }
     }
+}
+
+fn result(id: Option<String>, content: &Value, group: usize) -> SentResult {
+    SentResult {
+        id,
+        text: text_of(content),
+        raw: content.clone(),
+        group,
+        call: None,
+    }
+}
+
+fn anthropic_history(body: &Value) -> (Vec<Call>, Vec<SentResult>) {
+    let (mut calls, mut results) = (Vec::new(), Vec::new());
+    for (group, m) in items(&body["messages"]).iter().enumerate() {
+        for b in items(&m["content"]) {
+            if b["type"] == "tool_use" {
+                calls.push((string(&b["id"]), text_of(&b["name"]), b["input"].clone()));
+            } else if b["type"] == "tool_result" {
+                results.push(result(string(&b["tool_use_id"]), &b["content"], group));
+            }
+        }
+    }
+    (calls, results)
+}
+
+fn responses_history(body: &Value) -> (Vec<Call>, Vec<SentResult>) {
+    let (mut calls, mut results) = (Vec::new(), Vec::new());
+    // Results that follow one another are one turn's.
+    let mut group = 0;
+    let mut in_results = false;
+    for i in items(&body["input"]) {
+        let kind = i["type"].as_str().unwrap_or_default();
+        if kind == "function_call_output" || kind == "custom_tool_call_output" {
+            group += usize::from(!in_results);
+            in_results = true;
+            results.push(result(string(&i["call_id"]), &i["output"], group));
+            continue;
+        }
+        in_results = false;
+        if kind == "function_call" || kind == "custom_tool_call" {
+            let args = if i["arguments"].is_null() {
+                &i["input"]
+            } else {
+                &i["arguments"]
+            };
+            calls.push((string(&i["call_id"]), text_of(&i["name"]), arguments(args)));
+        }
+    }
+    (calls, results)
+}
+
+fn chat_history(body: &Value) -> (Vec<Call>, Vec<SentResult>) {
+    let (mut calls, mut results) = (Vec::new(), Vec::new());
+    let mut group = 0;
+    for m in items(&body["messages"]) {
+        if m["role"] == "tool" {
+            results.push(result(string(&m["tool_call_id"]), &m["content"], group));
+            continue;
+        }
+        group += 1;
+        for c in items(&m["tool_calls"]) {
+            let f = &c["function"];
+            calls.push((
+                string(&c["id"]),
+                text_of(&f["name"]),
+                arguments(&f["arguments"]),
+            ));
+        }
+    }
+    (calls, results)
+}
+
+/// Gemini's `functionResponse` parts, each paired with the `functionCall` of the model content
+/// before it: by id when both have one, else the first call of that name not yet answered.
+fn gemini_results(body: &Value) -> Vec<SentResult> {
+    let mut out = Vec::new();
+    let mut calls: Vec<Call> = Vec::new();
+    for (group, c) in items(&body["contents"]).iter().enumerate() {
+        let parts = items(&c["parts"]);
+        if c["role"] == "model" {
+            calls = parts
+                .iter()
+                .filter_map(|p| p.get("functionCall"))
+                .map(|f| (string(&f["id"]), text_of(&f["name"]), f["args"].clone()))
+                .collect();
+            continue;
+        }
+        let mut answered = vec![false; calls.len()];
+        for r in parts.iter().filter_map(|p| p.get("functionResponse")) {
+            let response = &r["response"];
+            let text = match (&response["output"], &response["error"]) {
+                (Value::String(s), _) | (Value::Null, Value::String(s)) => s.clone(),
+                _ => response.to_string(),
+            };
+            let (id, name) = (string(&r["id"]), text_of(&r["name"]));
+            let by_id = calls.iter().position(|(i, _, _)| i.is_some() && *i == id);
+            let by_name = || {
+                calls
+                    .iter()
+                    .enumerate()
+                    .position(|(k, (_, n, _))| !answered[k] && *n == name)
+            };
+            let call = by_id.or_else(by_name).map(|k| {
+                answered[k] = true;
+                (calls[k].1.clone(), calls[k].2.clone())
+            });
+            out.push(SentResult {
+                id,
+                text,
+                raw: response.clone(),
+                group,
+                call: call.or(Some((name, Value::Null))),
+            });
+        }
+    }
+    out
 }
 
 /// Text of a content value: a string, or the concatenated `text` of an array of parts.

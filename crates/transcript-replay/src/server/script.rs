@@ -153,11 +153,43 @@ pub struct Turn {
 }
 
 /// The tool results a request must send back before it gets its turn: the recorded results
-/// of the previous turn, paired with the request's by call id.
+/// of the previous turn, matched with the request's as a set: by call id, else (an API
+/// without ids, such as Gemini's) by tool name and arguments, else by order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Expect {
-    /// `(call id, result text)` in the recorded order.
-    pub results: Vec<(String, String)>,
+    /// The recorded results, in the recorded order.
+    pub results: Vec<ExpectedResult>,
+}
+
+/// One recorded tool result a request must send back.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ExpectedResult {
+    /// The call id it answers, as served to the agent.
+    pub id: String,
+    /// The tool called (`""` when unknown).
+    pub tool: String,
+    /// The call's arguments (`null` when unknown).
+    pub arguments: Value,
+    /// The recorded result text.
+    pub text: String,
+}
+
+impl ExpectedResult {
+    /// The result `text` of the call `id` (tool and arguments unknown).
+    pub fn new(id: impl Into<String>, text: impl Into<String>) -> Self {
+        ExpectedResult {
+            id: id.into(),
+            text: text.into(),
+            ..ExpectedResult::default()
+        }
+    }
+
+    /// Names the call's tool and arguments.
+    pub fn for_call(mut self, tool: impl Into<String>, arguments: Value) -> Self {
+        self.tool = tool.into();
+        self.arguments = arguments;
+        self
+    }
 }
 
 /// What the server does when a request does not carry what its turn expects.
@@ -273,6 +305,12 @@ pub struct Script {
     /// endpoint) get a minimal answer and consume no turn: see the `conversation` module.
     /// `None`: every generation request consumes the next turn.
     pub conversation: Option<String>,
+    /// A replay in another workspace: served turns name the replay's root, what the agent
+    /// sends is mapped back to the recorded root before it is matched.
+    pub roots: Option<crate::WorkspaceRoots>,
+    /// The model the recording's turns name, when a CLI asks beside the conversation which
+    /// model to use (Gemini CLI's router): the answer picks the choice this name contains.
+    pub recorded_model: Option<String>,
 }
 
 impl Script {

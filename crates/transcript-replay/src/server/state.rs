@@ -194,8 +194,12 @@ impl State {
                 Reply::json(400, &error_body(Some(provider), 400, refusal)),
             );
         }
-        let Some(turn) = self.script.turns.get(self.next_turn).cloned() else {
+        let Some(turn) = self.script.turns.get(self.next_turn) else {
             return self.beyond(provider, incoming);
+        };
+        let turn = match &self.script.roots {
+            Some(roots) => served_in(roots, turn),
+            None => turn.clone(),
         };
         if let Some(expect) = &turn.expect
             && let Some(refused) = self.check(provider, body, expect)
@@ -312,7 +316,13 @@ impl State {
         body: Option<&Value>,
         expect: &super::script::Expect,
     ) -> Option<(Handling, Reply)> {
-        let found = mismatch::check(provider, body, expect, self.next_turn + 1)?;
+        let found = mismatch::check(
+            provider,
+            body,
+            expect,
+            self.next_turn + 1,
+            self.script.roots.as_ref(),
+        )?;
         self.mismatches.push(found.clone());
         if self.script.matching != Matching::Strict {
             return None;
@@ -338,6 +348,35 @@ impl State {
 
     fn generation_count(&self) -> usize {
         self.requests.iter().filter(|r| r.is_generation()).count()
+    }
+}
+
+/// `turn` as served in the replay's workspace: its texts and the strings of its tool-call
+/// arguments name the new root.
+fn served_in(roots: &crate::WorkspaceRoots, turn: &Turn) -> Turn {
+    let blocks = turn
+        .blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text(t) => Block::Text(roots.to_now(t).into_owned()),
+            Block::Thinking { text, signature } => Block::Thinking {
+                text: roots.to_now(text).into_owned(),
+                signature: signature.clone(),
+            },
+            Block::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Block::ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: roots.value_to_now(arguments),
+            },
+        })
+        .collect();
+    Turn {
+        blocks,
+        ..turn.clone()
     }
 }
 
@@ -485,7 +524,10 @@ mod tests {
 
     fn replay_script(matching: Matching) -> Script {
         let expect = super::super::script::Expect {
-            results: vec![("toolu_1".to_owned(), "recorded text".to_owned())],
+            results: vec![super::super::script::ExpectedResult::new(
+                "toolu_1",
+                "recorded text",
+            )],
         };
         Script {
             turns: vec![
