@@ -236,7 +236,7 @@ pub use event::{EncodedParts, EventDraft, ExchangeEvent, PreEncoded};
 pub use ids::{InvalidRunId, RunId, Seq};
 pub use payload::{
     MessagePayload, NetworkRefused, Payload, RunEdge, StepPayload, ToolPayload, Usage,
-    WorkflowSource,
+    WORKFLOW_TEXT_MAX, WorkflowSource,
 };
 pub use port::{
     Clock, EventMask, ManualClock, RecordError, Recorder, RecorderFactory, RunIdGenerator,

@@ -47,6 +47,11 @@ pub struct StepPayload {
     /// `run.started` only (decision 16): the id of the run this run replays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<String>,
+    /// `run.started` only (decision 20, #58): the run's workspace root as an absolute path,
+    /// so a replay in another checkout maps the recorded root to its own; absent when
+    /// unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     /// `step.started` only (decision 18, #56): `"off"` when the step's processes run without
     /// the kernel's confinement (`sandbox: off` or `--sandbox off`); absent when confined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,7 +81,9 @@ pub struct NetworkRefused {
 
 /// The workflow file a run ran (decision 16): the path as the runner was given it and the
 /// lowercase hex sha256 of the bytes it loaded, so a replay finds the file and knows whether
-/// it changed since.
+/// it changed since; and (decision 20, #58) its text, so a replay runs it from any checkout
+/// and a diff compares step definitions. A text past [`WORKFLOW_TEXT_MAX`] bytes is not
+/// written: `text_omitted_bytes` (its size) stands in for it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
@@ -86,6 +93,32 @@ pub struct WorkflowSource {
     pub path: String,
     /// Lowercase hex sha256 of the file's bytes.
     pub sha256: String,
+    /// The file's text as loaded (decision 20); absent when too large (see
+    /// `text_omitted_bytes`) and in runs recorded before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The stub of a text past [`WORKFLOW_TEXT_MAX`] bytes: its size in bytes (the text
+    /// itself is absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_omitted_bytes: Option<u64>,
+}
+
+/// The largest workflow text `run.started` carries (decision 20): 256 KiB. A larger file is
+/// recorded by path, sha256 and size only.
+pub const WORKFLOW_TEXT_MAX: usize = 256 * 1024;
+
+impl WorkflowSource {
+    /// The source of a file shown as `path` whose text is `text`: its sha256, and the text
+    /// itself when it is at most [`WORKFLOW_TEXT_MAX`] bytes (else its size).
+    pub fn of_text(path: impl Into<String>, sha256: impl Into<String>, text: &str) -> Self {
+        let fits = text.len() <= WORKFLOW_TEXT_MAX;
+        Self {
+            path: path.into(),
+            sha256: sha256.into(),
+            text: fits.then(|| text.to_owned()),
+            text_omitted_bytes: (!fits).then_some(text.len() as u64),
+        }
+    }
 }
 
 impl StepPayload {
@@ -111,6 +144,7 @@ impl StepPayload {
             workflow: None,
             inputs: None,
             replay_of: None,
+            workspace: None,
             sandbox: None,
             network: None,
             network_refused: None,
@@ -128,6 +162,12 @@ impl StepPayload {
         self.workflow = workflow;
         self.inputs = inputs;
         self.replay_of = replay_of;
+        self
+    }
+
+    /// Sets the run's workspace root (decision 20; `run.started` only), or none.
+    pub fn with_workspace_opt(mut self, workspace: Option<String>) -> Self {
+        self.workspace = workspace;
         self
     }
 

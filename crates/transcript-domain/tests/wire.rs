@@ -546,6 +546,7 @@ fn any_step() -> BoxedStrategy<StepPayload> {
             workflow: None,
             inputs: None,
             replay_of: None,
+            workspace: None,
             sandbox: None,
             network: None,
             network_refused: refused.map(|(count, first)| transcript_domain::NetworkRefused {
@@ -856,9 +857,9 @@ fn run_provenance_decodes_typed_and_reencodes_byte_for_byte() {
     let line = envelope(
         "run.started",
         json!({"name": "wf", "kind": "workflow",
-               "workflow": {"path": "flows/wf.yaml", "sha256": "ab12"},
+               "workflow": {"path": "flows/wf.yaml", "sha256": "ab12", "text": "name: wf\n"},
                "inputs": {"ref": "main", "token": "***"},
-               "replay_of": RUN}),
+               "replay_of": RUN, "workspace": "/srv/checkout"}),
     );
     let decoded = decode_str(&line).unwrap();
     assert!(decoded.warnings.is_empty(), "{:?}", decoded.warnings);
@@ -867,9 +868,12 @@ fn run_provenance_decodes_typed_and_reencodes_byte_for_byte() {
         step.workflow,
         Some(transcript_domain::WorkflowSource {
             path: "flows/wf.yaml".into(),
-            sha256: "ab12".into()
+            sha256: "ab12".into(),
+            text: Some("name: wf\n".into()),
+            text_omitted_bytes: None,
         })
     );
+    assert_eq!(step.workspace.as_deref(), Some("/srv/checkout"));
     assert_eq!(
         step.inputs.unwrap().to_value(),
         json!({"ref": "main", "token": "***"})
@@ -894,4 +898,28 @@ fn run_provenance_decodes_typed_and_reencodes_byte_for_byte() {
     // Absent fields stay absent: an older run.started is unchanged.
     let old = envelope("run.started", json!({"name": "wf", "kind": "workflow"}));
     assert_eq!(reencode(&old), serde_json::from_str::<Value>(&old).unwrap());
+}
+
+/// Decision 20: a workflow text past the bound is not written; its size stands in for it.
+#[test]
+fn a_workflow_text_past_the_bound_is_a_stub_with_its_size() {
+    use transcript_domain::{WORKFLOW_TEXT_MAX, WorkflowSource};
+    let small = WorkflowSource::of_text("w.yaml", "ab", "name: w\n");
+    assert_eq!(small.text.as_deref(), Some("name: w\n"));
+    assert_eq!(small.text_omitted_bytes, None);
+    let edge = "x".repeat(WORKFLOW_TEXT_MAX);
+    assert!(
+        WorkflowSource::of_text("w.yaml", "ab", &edge)
+            .text
+            .is_some()
+    );
+    let big = "x".repeat(WORKFLOW_TEXT_MAX + 1);
+    let stub = WorkflowSource::of_text("w.yaml", "ab", &big);
+    assert_eq!(stub.text, None);
+    assert_eq!(stub.text_omitted_bytes, Some(WORKFLOW_TEXT_MAX as u64 + 1));
+    let json = serde_json::to_value(&stub).unwrap();
+    assert_eq!(
+        json,
+        json!({"path": "w.yaml", "sha256": "ab", "text_omitted_bytes": WORKFLOW_TEXT_MAX + 1})
+    );
 }

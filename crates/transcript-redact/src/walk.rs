@@ -46,6 +46,7 @@ impl Redactor {
             workflow,
             inputs,
             replay_of,
+            workspace,
             sandbox: _,
             network: _,
             network_refused,
@@ -70,11 +71,29 @@ impl Redactor {
                 self.mask_raw_in_place(i);
             }
         }
-        if let Some(WorkflowSource { path, sha256 }) = workflow {
+        if let Some(WorkflowSource {
+            path,
+            sha256,
+            text,
+            text_omitted_bytes: _,
+        }) = workflow
+        {
             self.mask_string(path);
             self.mask_string(sha256);
+            // The workflow's text can hold what a rule masks (a literal token in an `env:`);
+            // structure-only keeps no content.
+            if self.structure() {
+                *text = None;
+            } else {
+                self.mask_opt(text);
+            }
         }
         self.mask_opt(replay_of);
+        if self.structure() {
+            *workspace = None;
+        } else {
+            self.mask_opt(workspace);
+        }
     }
 
     fn mask_tool(&self, tool: &mut ToolPayload) {

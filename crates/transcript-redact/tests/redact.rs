@@ -109,6 +109,20 @@ fn all_content_fields(secret: &str) -> Vec<Payload> {
                 ContentBlock::stream(Fidelity::AgentEmitted, secret.to_owned()),
             ],
         )),
+        // Decision 20: the workflow's text (a literal token in an `env:`) and the workspace.
+        Payload::RunStarted(
+            StepPayload::new("w", "workflow")
+                .with_provenance(
+                    Some(transcript_domain::WorkflowSource::of_text(
+                        "w.yaml",
+                        "ab",
+                        &format!("env: {{ TOKEN: {secret} }}\n"),
+                    )),
+                    None,
+                    None,
+                )
+                .with_workspace_opt(Some(format!("/home/{secret}/ws"))),
+        ),
         Payload::ToolCall(ToolPayload::call("http", "c1", keyed, Fidelity::Router)),
         Payload::ToolResult(ToolPayload::result(
             "http",
@@ -237,7 +251,10 @@ fn user_patterns_and_structure_only_mode() {
             !v.contains("anything") && !v.contains("hello") && !v.contains("ann"),
             "{v}"
         );
-        if let Some(step) = p.as_step() {
+        if let Some(step) = p.as_step().filter(|s| s.kind == "workflow") {
+            let w = step.workflow.as_ref().unwrap();
+            assert!(w.text.is_none() && step.workspace.is_none(), "{v}");
+        } else if let Some(step) = p.as_step() {
             assert_eq!(step.name, "s");
             assert_eq!(step.error.as_deref(), Some("[redacted]"));
             assert!(step.result.is_none());

@@ -88,7 +88,8 @@ impl ServiceBuilder {
     }
 
     /// Runs parallel branches (and loop iterations, always sequential) one
-    /// at a time in declaration order, for byte-stable tests and goldens.
+    /// at a time in declaration order, for byte-stable tests and goldens; `run.started` then
+    /// records no workspace root (a machine path, wire decision 20).
     pub fn deterministic(mut self, on: bool) -> Self {
         self.deterministic = on;
         self

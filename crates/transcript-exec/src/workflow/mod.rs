@@ -77,6 +77,7 @@
 //! quote strings that could read as booleans.
 
 pub(crate) mod argv_rule;
+mod definitions;
 mod env_rule;
 mod inline_script;
 mod input;
@@ -90,6 +91,7 @@ mod set;
 mod validate;
 mod yaml;
 
+pub use definitions::step_definitions;
 pub use mcp_servers::{McpServerSpec, McpTransport, check_servers, server_name_problem};
 pub use model::{
     AgentSpec, BUILTIN_KINDS, CommandLine, InputDef, InputType, Items, ParallelMode, PluginSpec,

@@ -325,10 +325,11 @@ pub(super) fn load_file(
         .unwrap_or_else(|| PathBuf::from("."));
     rewrite_calls(&mut wf.steps, "", &dir, &shown, workflows)?;
     wf.dir = Some(dir);
-    wf.source = Some(WorkflowSource {
-        path: shown,
-        sha256: hex_sha256(text.as_bytes()),
-    });
+    wf.source = Some(WorkflowSource::of_text(
+        shown,
+        hex_sha256(text.as_bytes()),
+        &text,
+    ));
     workflows.insert(key.clone(), Arc::new(wf));
     Ok(key)
 }

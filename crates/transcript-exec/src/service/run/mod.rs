@@ -136,6 +136,13 @@ fn recorded_inputs(wf: &Workflow, inputs: &Map<String, Value>) -> Option<RawJson
     RawJson::from_value(&masked).ok()
 }
 
+/// The workspace root `run.started` records (wire decision 20): the canonical path, but none
+/// for a deterministic service (its transcripts are byte-stable goldens, free of machine
+/// paths).
+fn recorded_workspace(ctx: &RunCtx) -> Option<String> {
+    (!ctx.inner.deterministic).then(|| ctx.inner.workspace.display().to_string())
+}
+
 /// `run.started` (with the run's provenance), the `run_start` audit record and the display
 /// event.
 async fn announce_run_start(ctx: &RunCtx, wf: &Workflow, inputs: &Map<String, Value>) {
@@ -145,11 +152,13 @@ async fn announce_run_start(ctx: &RunCtx, wf: &Workflow, inputs: &Map<String, Va
     ctx.emitter
         .emit_draft(|| {
             EventDraft::run_level(Payload::RunStarted(
-                StepPayload::new(wf.name.clone(), "workflow").with_provenance(
-                    wf.source.clone(),
-                    recorded_inputs(wf, inputs),
-                    replay_of.clone(),
-                ),
+                StepPayload::new(wf.name.clone(), "workflow")
+                    .with_provenance(
+                        wf.source.clone(),
+                        recorded_inputs(wf, inputs),
+                        replay_of.clone(),
+                    )
+                    .with_workspace_opt(recorded_workspace(ctx)),
             ))
         })
         .await;
