@@ -10,6 +10,7 @@ use serde_json::Value;
 use transcript_export::escape_html as esc;
 
 use crate::model::{Change, DiffDocument, LineOp, RunDiff, Side, StepDiff};
+use crate::values::{as_money, json_eq};
 
 const CSS: &str = r#"
 :root { --fg:#1d2125; --muted:#6a737d; --ok:#1a7f37; --bad:#cf222e; --warn:#9a6700; --panel:#f6f8fa; --line:#d0d7de; --del:#ffebe9; --ins:#dafbe1; }
@@ -30,6 +31,11 @@ pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6p
 .ins { background: var(--ins); display: block; }
 .eq { display: block; }
 .absent { color: var(--muted); font-style: italic; }
+.field.changed { color: var(--bad); font-weight: 600; }
+.field.changed::before { content: "changed: "; color: var(--muted); font-weight: 400; }
+pre.was { background: var(--del); border-color: var(--bad); }
+pre.now { background: var(--ins); border-color: var(--ok); }
+.key { display: block; outline: 2px solid var(--warn); background: #fff8c5; font-weight: 600; }
 .equal { color: var(--ok); } .differs { color: var(--bad); }
 "#;
 
@@ -142,7 +148,11 @@ fn render_step(step: &StepDiff, out: &mut String) {
     out.push_str("</section>\n");
 }
 
-fn shown(v: &Value) -> String {
+/// A value as text: a cost as receipts print it, a string as itself, other JSON pretty.
+fn shown(field: &str, v: &Value) -> String {
+    if let Some(money) = as_money(field, v) {
+        return money;
+    }
     match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
@@ -150,53 +160,91 @@ fn shown(v: &Value) -> String {
     }
 }
 
+/// One side's value, escaped: an object beside an object shows each top-level key on its own
+/// line, the keys whose values differ from the other side's marked (`key`).
+fn value_html(field: &str, v: &Value, other: &Value) -> String {
+    let (Value::Object(map), Value::Object(theirs)) = (v, other) else {
+        return esc(&shown(field, v));
+    };
+    let mut out = String::from("{\n");
+    let last = map.len().saturating_sub(1);
+    for (i, (key, value)) in map.iter().enumerate() {
+        let comma = if i < last { "," } else { "" };
+        let line = format!(
+            "  {}: {}{comma}",
+            Value::String(key.clone()),
+            serde_json::to_string(value).unwrap_or_default()
+        );
+        if theirs.get(key).is_some_and(|t| json_eq(t, value)) {
+            let _ = writeln!(out, "{}", esc(&line));
+        } else {
+            let _ = write!(out, "<span class=\"key\">{}</span>", esc(&line));
+        }
+    }
+    out.push('}');
+    out
+}
+
 fn render_change(c: &Change, out: &mut String) {
     let _ = write!(
         out,
-        "<div class=\"change\"><div class=\"field\">{}</div>\n<div class=\"sides\">",
+        "<div class=\"change\"><div class=\"field changed\">{}</div>\n<div class=\"sides\">",
         esc(&c.field)
     );
     if c.hunks.is_empty() {
-        for v in [&c.a, &c.b] {
+        for (v, other, class) in [(&c.a, &c.b, "was"), (&c.b, &c.a, "now")] {
             if v.is_null() {
                 out.push_str("<div><pre><span class=\"absent\">absent</span></pre></div>");
             } else {
-                let _ = write!(out, "<div><pre>{}</pre></div>", esc(&shown(v)));
+                let _ = write!(
+                    out,
+                    "<div><pre class=\"{class}\">{}</pre></div>",
+                    value_html(&c.field, v, other)
+                );
             }
         }
     } else {
-        let (mut left, mut right) = (String::new(), String::new());
-        for h in &c.hunks {
-            let _ = writeln!(
-                left,
-                "<span class=\"field\">@@ line {} ({} lines)</span>",
-                h.a_start, h.a_lines
-            );
-            let _ = writeln!(
-                right,
-                "<span class=\"field\">@@ line {} ({} lines)</span>",
-                h.b_start, h.b_lines
-            );
-            for l in &h.lines {
-                let line = esc(&l.text);
-                match l.op {
-                    LineOp::Equal => {
-                        let _ = write!(left, "<span class=\"eq\">{line}</span>");
-                        let _ = write!(right, "<span class=\"eq\">{line}</span>");
-                    }
-                    LineOp::Delete => {
-                        let _ = write!(left, "<span class=\"del\">{line}</span>");
-                    }
-                    LineOp::Insert => {
-                        let _ = write!(right, "<span class=\"ins\">{line}</span>");
-                    }
+        render_hunks(c, out);
+    }
+    out.push_str("</div>");
+    if let Some(note) = &c.note {
+        let _ = write!(out, "<p class=\"meta\">{}</p>", esc(note));
+    }
+    out.push_str("</div>\n");
+}
+
+/// A multi-line text's line diff, A's lines left and B's right.
+fn render_hunks(c: &Change, out: &mut String) {
+    let (mut left, mut right) = (String::new(), String::new());
+    for h in &c.hunks {
+        let _ = writeln!(
+            left,
+            "<span class=\"field\">@@ line {} ({} lines)</span>",
+            h.a_start, h.a_lines
+        );
+        let _ = writeln!(
+            right,
+            "<span class=\"field\">@@ line {} ({} lines)</span>",
+            h.b_start, h.b_lines
+        );
+        for l in &h.lines {
+            let line = esc(&l.text);
+            match l.op {
+                LineOp::Equal => {
+                    let _ = write!(left, "<span class=\"eq\">{line}</span>");
+                    let _ = write!(right, "<span class=\"eq\">{line}</span>");
+                }
+                LineOp::Delete => {
+                    let _ = write!(left, "<span class=\"del\">{line}</span>");
+                }
+                LineOp::Insert => {
+                    let _ = write!(right, "<span class=\"ins\">{line}</span>");
                 }
             }
         }
-        let _ = write!(
-            out,
-            "<div><pre>{left}</pre></div><div><pre>{right}</pre></div>"
-        );
     }
-    out.push_str("</div></div>\n");
+    let _ = write!(
+        out,
+        "<div><pre>{left}</pre></div><div><pre>{right}</pre></div>"
+    );
 }

@@ -83,18 +83,25 @@
 
 mod align;
 mod calls;
+mod changes;
+mod definitions;
 mod diff;
+mod envelope;
 mod expect;
 mod html;
 pub mod judge;
 mod judge_settings;
 mod model;
+mod pairing;
 mod record;
 pub mod text;
 mod text_view;
+mod turns;
+mod values;
 
 pub use calls::CallView;
-pub use diff::{DiffOptions, diff};
+pub use definitions::StepDefinitions;
+pub use diff::{DiffOptions, diff, diff_with_definitions};
 pub use expect::{
     ArgMatcher, ExpectError, Expectation, Expectations, Outcome, Rule, Summary, TextMatcher, check,
     junit_xml,
@@ -109,3 +116,5 @@ pub use record::{
     BlockRecord, RunRecord, Spend, StepRecord, ToolCallRecord, TurnRecord, output_of,
 };
 pub use text_view::{Painter, SHOWN_CHARS, Tone, render_diff_text, render_outcomes_text};
+pub use turns::{MAX_ALIGNED_TURNS, UNRELATED_MIN_TURNS, UNRELATED_SHARE};
+pub use values::{MONEY_DECIMALS, usd};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The version of the diff document (semver; see the crate docs' Versioning).
-pub const DIFF_SCHEMA_VERSION: &str = "1.0.0";
+pub const DIFF_SCHEMA_VERSION: &str = "1.1.0";
 
 /// The comparison of two runs, A and B.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -30,6 +30,10 @@ pub struct DiffOptionsRecord {
     /// Run ids, child run ids and call ids were compared (`--strict-ids`); otherwise they are
     /// ignored. Timestamps, durations and seqs are never compared.
     pub strict_ids: bool,
+    /// Both runs' step definitions were given and compared (`definition.*` changes; since
+    /// 1.1.0).
+    #[serde(default)]
+    pub definitions: bool,
 }
 
 /// How many step executions compared how.
@@ -121,6 +125,17 @@ pub struct Change {
     /// `….tool_result.content`, `….tool_result.id`, `tool_calls` (their count),
     /// `tool_calls[i].name|input|output|error|call_id`, `usage.<field>`, `cost_usd`,
     /// `child_run_id`, `run_id`, `workflow`, `name`, `kind`. Indices count from 0.
+    ///
+    /// Since 1.1.0: turns are aligned by content, so a turn of A may meet a turn of B at
+    /// another index: `turns[i→j]` is A's turn `i` against B's turn `j` (`turns[i]` when the
+    /// indices are equal, and for a turn on one side only, its index on that side); tool
+    /// calls of one turn meet as a set by name and arguments, so `blocks[j]` of B is the
+    /// call (or result) paired with A's `blocks[j]`; `turns` with a [`Change::note`] is the
+    /// summary of two unrelated sessions; `definition.<key>` (`definition.prompt`,
+    /// `definition.model`, …) is a changed top-level key of the step's definition, and
+    /// `definition` a step defined on one side only (see [`crate::StepDefinitions`]).
+    /// Costs (`cost_usd`, `usage.reported_cost_usd`) differ only when they differ to the
+    /// printed fraction of a cent ([`crate::MONEY_DECIMALS`] decimals).
     pub field: String,
     /// The value in A (`null` when absent).
     pub a: Value,
@@ -129,6 +144,10 @@ pub struct Change {
     /// For texts with several lines: the line diff from A to B (3 lines of context per hunk).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hunks: Vec<Hunk>,
+    /// What the values alone do not say: for `turns` of two unrelated sessions, how many turns
+    /// they share ("sessions share 0 of 40 turns: 40 only in A, 35 only in B"; since 1.1.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A run of changed lines with their context, as in a unified diff.

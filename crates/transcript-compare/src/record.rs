@@ -13,9 +13,10 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::Value;
-use transcript_domain::bill::{Bill, PriceFn};
+use transcript_domain::bill::{Bill, PriceFn, billed_model, step_model};
 use transcript_domain::tree::{RunTree, Status, StepNode, build_run_tree};
 use transcript_domain::{BlockBody, DecodedBlock, DecodedEvent, EventType, RunId, Usage};
+use transcript_providers::SYNTHETIC_MODEL;
 
 /// One run, ready to compare or check.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -219,6 +220,9 @@ pub struct ToolCallRecord {
     pub error: Option<String>,
     /// Whether a `tool.result` was recorded.
     pub completed: bool,
+    /// How many of the step's assistant turns were recorded before the call: the calls of
+    /// one turn share it (the diff pairs them as a set).
+    pub turn: u64,
 }
 
 /// Tokens and cost of a set of assistant turns (from the domain's [`Bill`]).
@@ -232,11 +236,15 @@ pub struct Spend {
     pub usage: Usage,
     /// Their priced cost in US dollars: `Some(0.0)` with nothing billed, `None` when a billed
     /// turn's model has no price (or no price function was given): never $0 for unknown.
+    /// Claude Code's `<synthetic>` turns (its own messages, no API request) cost 0.
     pub cost_usd: Option<f64>,
+    /// The models of billed turns that have no price (sorted, once each): why `cost_usd` is
+    /// unknown.
+    pub unpriced_models: Vec<String>,
 }
 
 impl Spend {
-    fn of(bill: &Bill) -> Self {
+    fn of(bill: &Bill, unpriced_models: Vec<String>) -> Self {
         Spend {
             turns: bill.turns,
             billed_turns: bill.billed_turns,
@@ -246,7 +254,25 @@ impl Spend {
             } else {
                 bill.cost_usd()
             },
+            unpriced_models,
         }
+    }
+
+    /// The bill of one step's own turns, with the models `price` has no price for.
+    fn of_step(node: &StepNode, price: &PriceFn<'_>) -> Self {
+        let step = step_model(node.turns.iter().map(|t| t.model.as_deref()));
+        let mut unpriced: Vec<String> = node
+            .turns
+            .iter()
+            .filter_map(|t| {
+                let usage = t.usage.as_ref()?;
+                let model = billed_model(t.model.as_deref(), step);
+                price(model, usage).is_none().then(|| model.to_owned())
+            })
+            .collect();
+        unpriced.sort();
+        unpriced.dedup();
+        Spend::of(&node.bill(Some(price)), unpriced)
     }
 
     /// Input, output, cache-read and cache-write tokens summed (reasoning tokens are counted
@@ -306,7 +332,26 @@ impl RunRecord {
             children.insert(id, found.clone());
             Some(found)
         });
-        record_run(&tree, events, &children, price)
+        // Claude Code's `<synthetic>` turns made no API request: never billed, never unknown,
+        // whatever table `price` reads.
+        let priced = |model: &str, usage: &Usage| {
+            if model == SYNTHETIC_MODEL {
+                Some(0.0)
+            } else {
+                price.and_then(|p| p(model, usage))
+            }
+        };
+        record_run(&tree, events, &children, &priced)
+    }
+
+    /// Whether the run is an agent CLI's session imported by `transcript import`: a workflow
+    /// named `import <log file name>` whose one top-level step is the agent step `agent`
+    /// (transcript-import writes exactly that, and adds no field to `run.started`).
+    pub fn is_import(&self) -> bool {
+        self.workflow
+            .as_deref()
+            .is_some_and(|w| w.starts_with("import "))
+            && matches!(self.steps.as_slice(), [s] if s.path == "agent" && s.kind == "agent")
     }
 
     /// Every step execution, depth first, with the name expectations use for it: its path,
@@ -330,6 +375,24 @@ impl RunRecord {
 }
 
 impl StepRecord {
+    /// This execution and every one below it (nested steps, child runs), depth first, named
+    /// as [`RunRecord::walk`] names them, relative to this step's run.
+    pub fn walk(&self) -> Vec<(String, &StepRecord)> {
+        let mut out = vec![(self.path.clone(), self)];
+        if let Some(child) = &self.child {
+            out.extend(
+                child
+                    .walk()
+                    .into_iter()
+                    .map(|(name, s)| (format!("{}/{name}", self.path), s)),
+            );
+        }
+        for s in &self.steps {
+            out.extend(s.walk());
+        }
+        out
+    }
+
     /// The assistant turns of the step itself.
     pub fn assistant_turns(&self) -> usize {
         self.turns.iter().filter(|t| t.is_assistant()).count()
@@ -361,7 +424,12 @@ fn sum(parts: &[Spend]) -> Spend {
             (Some(a), Some(b)) => Some(a + b),
             _ => None,
         };
+        total
+            .unpriced_models
+            .extend(p.unpriced_models.iter().cloned());
     }
+    total.unpriced_models.sort();
+    total.unpriced_models.dedup();
     total
 }
 
@@ -369,7 +437,7 @@ fn record_run(
     tree: &RunTree,
     events: &[DecodedEvent],
     children: &HashMap<RunId, Vec<DecodedEvent>>,
-    price: Option<&PriceFn<'_>>,
+    price: &PriceFn<'_>,
 ) -> RunRecord {
     let content = Content::index(events);
     RunRecord {
@@ -378,7 +446,7 @@ fn record_run(
         status: tree.status,
         error: tree.error.clone(),
         duration_ms: tree.duration_ms(),
-        spend: Spend::of(&tree.bill(price)),
+        spend: run_spend(tree, price),
         steps: tree
             .steps
             .iter()
@@ -386,6 +454,17 @@ fn record_run(
             .collect(),
         problems: tree.problems.iter().map(ToString::to_string).collect(),
     }
+}
+
+/// The bill of a run's steps and their child runs, with every unpriced model.
+fn run_spend(tree: &RunTree, price: &PriceFn<'_>) -> Spend {
+    let mut unpriced = Vec::new();
+    for (_, node) in tree.walk() {
+        unpriced.extend(Spend::of_step(node, price).unpriced_models);
+    }
+    unpriced.sort();
+    unpriced.dedup();
+    Spend::of(&tree.bill(Some(price)), unpriced)
 }
 
 /// The content events of one run by (path, iteration), in file order.
@@ -433,7 +512,7 @@ fn record_step(
     node: &StepNode,
     content: &Content<'_>,
     children: &HashMap<RunId, Vec<DecodedEvent>>,
-    price: Option<&PriceFn<'_>>,
+    price: &PriceFn<'_>,
 ) -> StepRecord {
     let result = node.result.as_ref().map(|r| r.to_value());
     let field = |key: &str| result.as_ref().and_then(|r| r.get(key)).cloned();
@@ -442,8 +521,10 @@ fn record_step(
         .is_some_and(|r| r.get("exit_code").is_some());
     let mut turns = Vec::new();
     let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
+    let mut assistant_turns = 0u64;
     for e in content.of(node) {
         if let Some(m) = e.message() {
+            assistant_turns += u64::from(m.role == "assistant");
             turns.push(TurnRecord {
                 role: m.role.clone(),
                 provider: m.provider.clone(),
@@ -475,6 +556,7 @@ fn record_step(
                     output: is_result.then(|| t.output.to_value()),
                     error: if is_result { t.error.clone() } else { None },
                     completed: is_result,
+                    turn: assistant_turns,
                 }),
             }
         }
@@ -497,7 +579,7 @@ fn record_step(
         duration_ms: node.duration_ms(),
         turns,
         tool_calls,
-        spend: Spend::of(&node.bill(price)),
+        spend: Spend::of_step(node, price),
         child_run_id: node.child_run_id,
         child,
         steps: node

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::expect::Outcome;
 use crate::model::{Change, DiffDocument, LineOp, RunDiff, Side, StepDiff};
+use crate::values::as_money;
 
 /// How text reaches the reader. Every method receives recorded (untrusted) text and must
 /// return it safe to show: the CLI's `style` escapes control characters and bidirectional
@@ -172,8 +173,12 @@ fn render_step(step: &StepDiff, depth: usize, p: &dyn Painter, out: &mut String)
     }
 }
 
-/// A value for one line: strings quoted, other JSON compact, cut after [`SHOWN_CHARS`].
-fn shown(v: &Value) -> String {
+/// A value for one line: a cost as receipts print it, strings quoted, other JSON compact,
+/// cut after [`SHOWN_CHARS`].
+fn shown(field: &str, v: &Value) -> String {
+    if let Some(money) = as_money(field, v) {
+        return money;
+    }
     let text = match v {
         Value::Null => return "(absent)".to_owned(),
         Value::String(s) => format!("{s:?}"),
@@ -201,10 +206,13 @@ fn render_change(c: &Change, depth: usize, p: &dyn Painter, out: &mut String) {
         let _ = writeln!(
             out,
             "{indent}{field}: {} {} {}",
-            p.red(&p.one_line(&shown(&c.a))),
+            p.red(&p.one_line(&shown(&c.field, &c.a))),
             p.dim("→"),
-            p.green(&p.one_line(&shown(&c.b)))
+            p.green(&p.one_line(&shown(&c.field, &c.b)))
         );
+        if let Some(note) = &c.note {
+            let _ = writeln!(out, "{indent}  {}", p.dim(&p.one_line(note)));
+        }
         return;
     }
     let _ = writeln!(out, "{indent}{field}:");

@@ -5,6 +5,7 @@ use serde_json::Value;
 use super::{ArgMatcher, Expectation, Expectations, Outcome, Rule, TextMatcher};
 use crate::calls::CallView;
 use crate::record::{RunRecord, Spend, StepRecord};
+use crate::values::usd;
 
 /// How much of a recorded value a detail quotes.
 const QUOTE_CHARS: usize = 200;
@@ -83,11 +84,32 @@ fn quote(text: &str) -> String {
     format!("{out:?}")
 }
 
-fn cost_text(spend: &Spend) -> Result<f64, String> {
-    spend.cost_usd.ok_or_else(|| {
-        "the cost is unknown (a billed model has no price), so it cannot be held under a bound"
-            .to_owned()
-    })
+/// A cost to hold under a bound, or why it is unknown: each model without a price and the
+/// steps it answered in (`steps`: the executions to look in, with their names).
+fn cost_of(spend: &Spend, steps: &[(String, &StepRecord)]) -> Result<f64, String> {
+    if let Some(cost) = spend.cost_usd {
+        return Ok(cost);
+    }
+    let mut named: Vec<String> = Vec::new();
+    for model in &spend.unpriced_models {
+        let mut at: Vec<&str> = steps
+            .iter()
+            .filter(|(_, s)| s.spend.unpriced_models.contains(model))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        at.dedup();
+        named.push(match at.as_slice() {
+            [] => format!("model {model}"),
+            _ => format!("model {model} (step {})", at.join(", ")),
+        });
+    }
+    if named.is_empty() {
+        return Err(
+            "cost unknown: no price for a billed model, so it cannot be held under a bound"
+                .to_owned(),
+        );
+    }
+    Err(format!("cost unknown: no price for {}", named.join("; ")))
 }
 
 fn run_rule(run: &RunRecord, rule: &Rule) -> Result<String, String> {
@@ -102,8 +124,8 @@ fn run_rule(run: &RunRecord, rule: &Rule) -> Result<String, String> {
             verdict(got == want, format!("the run {got}{error}"))
         }
         Rule::MaxCostUsd(max) => {
-            let cost = cost_text(&run.spend)?;
-            verdict(cost <= *max, format!("the run cost ${cost:.4}"))
+            let cost = cost_of(&run.spend, &run.walk())?;
+            verdict(cost <= *max, format!("the run cost {}", usd(Some(cost))))
         }
         Rule::MaxTokens(max) => {
             let tokens = run.spend.total_tokens();
@@ -150,9 +172,9 @@ fn step_rule(steps: &[&StepRecord], rule: &Rule) -> Result<String, String> {
         Rule::MaxCostUsd(max) => {
             let mut total = 0.0;
             for s in steps {
-                total += cost_text(&s.total_spend())?;
+                total += cost_of(&s.total_spend(), &s.walk())?;
             }
-            verdict(total <= *max, format!("the step cost ${total:.4}"))
+            verdict(total <= *max, format!("the step cost {}", usd(Some(total))))
         }
         Rule::ToolsUsed(_)
         | Rule::ToolsNotUsed(_)

@@ -144,6 +144,50 @@ impl Run {
         self.end(path, 0, "agent", json!(answer), None);
     }
 
+    /// One message of `role` on step `path` with `extra` fields (`provider`, `model`,
+    /// `usage`, …) and `blocks` (each given `fidelity: agent_emitted` when it has none).
+    pub fn message(&mut self, path: &str, role: &str, extra: Value, blocks: Value) {
+        let mut payload = json!({"role": role});
+        if let Value::Object(fields) = extra {
+            for (k, v) in fields {
+                payload[k] = v;
+            }
+        }
+        let mut blocks = blocks;
+        if let Value::Array(items) = &mut blocks {
+            for b in items {
+                if b.get("fidelity").is_none() {
+                    b["fidelity"] = json!("agent_emitted");
+                }
+            }
+        }
+        payload["blocks"] = blocks;
+        let ty = if role == "assistant" {
+            "message.assistant"
+        } else {
+            "message.user"
+        };
+        self.push(ty, path, 0, payload, None);
+    }
+
+    /// A router call of `tool` with `args` answered by `output`.
+    pub fn router_call(&mut self, path: &str, tool: &str, args: Value, id: &str, output: Value) {
+        self.push(
+            "tool.call",
+            path,
+            0,
+            json!({"name": tool, "call_id": id, "input": args, "output": null, "fidelity": "router"}),
+            None,
+        );
+        self.push(
+            "tool.result",
+            path,
+            0,
+            json!({"name": tool, "call_id": id, "input": null, "output": output, "fidelity": "router"}),
+            None,
+        );
+    }
+
     pub fn complete(&mut self, error: Option<&str>) {
         let mut p = json!({"name": "wf", "kind": "workflow"});
         if let Some(e) = error {
