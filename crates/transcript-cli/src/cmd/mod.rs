@@ -10,6 +10,7 @@ pub mod otel;
 pub mod progress;
 pub mod receipts;
 pub mod replay;
+mod replay_workflow;
 pub mod run;
 pub mod show;
 pub mod signals;

@@ -1,7 +1,9 @@
 //! `transcript replay`: runs a recorded run's workflow again with the recording as the model
 //! (transcript-replay: one model server per agent execution on 127.0.0.1, its turns matched
 //! strictly or in order), prints the new run as `run` does, then its comparison with the
-//! recording (transcript-compare's diff). Exit 0 when equal, 1 when different, 4 on an error.
+//! recording (transcript-compare's diff). Exit 0 when equal, 1 when different, 2 on a usage
+//! error (a secret input not given again), 3 when the run or a file is not found or invalid,
+//! 4 on any other error.
 //! The workflow file and the inputs come from the recorded `run.started` (wire decision 16)
 //! unless given; the new run's `run.started` names the run it replays (`replay_of`).
 
@@ -10,7 +12,8 @@ use std::sync::Arc;
 
 use transcript_compare::{DiffOptions, RunRecord, diff};
 use transcript_replay::engine::ReplayEndpoints;
-use transcript_replay::{Matching, Recording, Replayer};
+use transcript_domain::DecodedEvent;
+use transcript_replay::{Matching, Recording, Replayer, WorkspaceRoots};
 
 use crate::CliError;
 use crate::cmd::run::RunArgs;
@@ -146,9 +149,17 @@ struct Read {
     path: PathBuf,
     record: RunRecord,
     recording: Recording,
+    /// The workspace root its `run.started` records (wire decision 20).
+    workspace: Option<PathBuf>,
 }
 
-fn read_run(arg: &str, store: &crate::store::Store) -> Result<Read, CliError> {
+/// Reads `arg` for a replay or its comparison; `roots` maps the replay's workspace root back to
+/// the recorded one in every event first (the comparison of a replay in another checkout).
+fn read_run(
+    arg: &str,
+    store: &crate::store::Store,
+    roots: Option<&WorkspaceRoots>,
+) -> Result<Read, CliError> {
     let run = source::open_run(arg, store, None)?;
     let invalid = |message: String| CliError::Read {
         path: run.path.clone(),
@@ -159,12 +170,26 @@ fn read_run(arg: &str, store: &crate::store::Store) -> Result<Read, CliError> {
     // Priced as `transcript diff` prices (the embedded table).
     let table = super::receipts::pricing(None)?;
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
-    let record = RunRecord::build(&run.events, &mut run.lookup(), Some(&price));
+    let mapped = |events: Vec<DecodedEvent>| match roots {
+        Some(r) => events.into_iter().map(|e| to_recorded(e, r)).collect(),
+        None => events,
+    };
+    let record = {
+        let mut lookup = run.lookup();
+        let mut lookup = |id| lookup(id).map(mapped);
+        RunRecord::build(&mapped(run.events.clone()), &mut lookup, Some(&price))
+    };
     run.children_read()?;
+    let workspace = run
+        .events
+        .iter()
+        .find_map(|e| e.step().and_then(|s| s.workspace.clone()))
+        .map(PathBuf::from);
     Ok(Read {
         path: run.path,
         record,
         recording,
+        workspace,
     })
 }
 
@@ -183,8 +208,23 @@ async fn replay_inner(
     mut args: RunArgs,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let recorded = read_run(&replay.run, &replay.store)?;
-    args.workflow = workflow_file(replay.workflow, &recorded)?;
+    let recorded = read_run(&replay.run, &replay.store, None)?;
+    let here = args
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| args.workspace.clone());
+    let roots = recorded
+        .workspace
+        .as_deref()
+        .map(|then| (then, here.as_path()));
+    let chosen = super::replay_workflow::choose(
+        replay.workflow,
+        recorded.recording.workflow.as_ref(),
+        roots,
+        &recorded.path,
+    )?;
+    note_changed(&chosen.file, &recorded);
+    args.workflow = chosen.file.clone();
     args.inputs = recorded
         .recording
         .inputs_with(std::mem::take(&mut args.inputs))
@@ -193,7 +233,13 @@ async fn replay_inner(
         MatchMode::Strict => Matching::Strict,
         MatchMode::Fifo => Matching::Fifo,
     };
-    let replayer = Replayer::new(recorded.recording.tape.clone(), matching);
+    let mut replayer = Replayer::new(recorded.recording.tape.clone(), matching);
+    let mut roots = None;
+    if let Some(then) = &recorded.workspace {
+        // Paths in the recording name its workspace; this replay's are under its own (#58).
+        replayer = replayer.with_workspace_roots(then.clone(), here.clone());
+        roots = WorkspaceRoots::new(then, &here);
+    }
     // Every agent execution on its recorded turns, command steps on their recorded outcomes
     // with `--commands record`, the new run naming the replayed one.
     let endpoints = Arc::new(ReplayEndpoints::new(replayer));
@@ -218,7 +264,7 @@ async fn replay_inner(
         Err(other) => return Err(other),
     }
     // Read back from the store it was recorded to (the directory, or NATS).
-    let replayed = read_run(&run_id.to_string(), &replay.store)?;
+    let replayed = read_run(&run_id.to_string(), &replay.store, roots.as_ref())?;
     // The comparison `transcript diff <recording> <replay>` prints.
     let doc = diff(&recorded.record, &replayed.record, &DiffOptions::default());
     let labels = (
@@ -234,34 +280,37 @@ async fn replay_inner(
     }
 }
 
-/// The workflow to run: `--workflow`, else the file the recorded run names (said on stderr
-/// when its bytes changed since).
-fn workflow_file(given: Option<PathBuf>, recorded: &Read) -> Result<PathBuf, CliError> {
-    if let Some(file) = given {
-        return Ok(file);
-    }
-    let Some(source) = &recorded.recording.workflow else {
-        return Err(CliError::Usage(format!(
-            "{}: the recorded run does not name its workflow file: give --workflow FILE",
-            recorded.path.display()
-        )));
+/// `event` with the replay's workspace root written as the recorded one (every string of its
+/// line); kept as it is when it does not re-encode.
+fn to_recorded(event: DecodedEvent, roots: &WorkspaceRoots) -> DecodedEvent {
+    let Some(line) = event.to_event().ok().and_then(|e| e.to_line().ok()) else {
+        return event;
     };
-    let file = PathBuf::from(&source.path);
-    let bytes = std::fs::read(&file).map_err(|e| CliError::Read {
-        path: file.clone(),
-        message: format!("the recorded run's workflow file: {e} (give --workflow FILE)"),
-    })?;
+    match roots.to_recorded(&line) {
+        std::borrow::Cow::Borrowed(_) => event,
+        std::borrow::Cow::Owned(mapped) => transcript_domain::decode_line(mapped.as_bytes())
+            .map(|d| d.event)
+            .unwrap_or(event),
+    }
+}
+
+/// Says on stderr when the workflow file to run is not the one recorded (its step definitions
+/// then show in the comparison).
+fn note_changed(file: &std::path::Path, recorded: &Read) {
+    let Ok(bytes) = std::fs::read(file) else {
+        return;
+    };
     if let Some((then, now)) = recorded.recording.workflow_changed(&bytes) {
         crate::diag!(
             "transcript: replay: note: {} changed since the recording (sha256 {then} then, {now} now)",
-            crate::style::clean(&source.path)
+            crate::style::clean(&file.display().to_string())
         );
     }
-    Ok(file)
 }
 
-/// Every error of a replay exits 4 (said on stderr), but a difference (1), a usage error (2),
-/// a signal and a closed stdout keep their codes.
+/// An error of a replay is said once on stderr and exits 3 when something named was not found
+/// or is invalid (an unknown run, an unreadable recording, an invalid workflow), else 4; a
+/// difference (1), a usage error (2), a signal and a closed stdout keep their codes.
 fn as_replay_error(result: Result<(), CliError>) -> Result<(), CliError> {
     match result {
         Ok(()) => Ok(()),
@@ -276,7 +325,7 @@ fn as_replay_error(result: Result<(), CliError>) -> Result<(), CliError> {
                 "transcript: replay: {}",
                 crate::style::clean(&e.to_string())
             );
-            Err(CliError::Reported(4))
+            Err(CliError::Reported(if e.exit_code() == 3 { 3 } else { 4 }))
         }
     }
 }
