@@ -218,3 +218,18 @@ pub const A: &str = "00000000-0000-4000-8000-00000000000a";
 pub const B: &str = "00000000-0000-4000-8000-00000000000b";
 pub const CA: &str = "00000000-0000-4000-8000-0000000000ca";
 pub const CB: &str = "00000000-0000-4000-8000-0000000000cb";
+
+/// A painter that paints nothing (the text views' tests read plain text).
+pub struct Plain;
+
+impl transcript_compare::Painter for Plain {
+    fn paint(&self, _tone: transcript_compare::Tone, text: &str) -> String {
+        text.to_owned()
+    }
+    fn clean(&self, text: &str) -> String {
+        text.to_owned()
+    }
+    fn one_line(&self, text: &str) -> String {
+        text.replace('\n', "\\n")
+    }
+}

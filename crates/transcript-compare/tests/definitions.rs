@@ -1,0 +1,138 @@
+//! Step definitions in the diff (#58 item 2): a step whose definition changed between A's
+//! workflow and B's is a change at that step, one per changed top-level key, with a line diff
+//! for a multi-line prompt, even when what the step recorded is equal; a side without
+//! definitions is not compared; child runs' steps are named `<call>/<step>`.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use serde_json::{Value, json};
+use transcript_compare::{DiffOptions, LineOp, StepDefinitions, diff, diff_with_definitions};
+
+fn defs(entries: &[(&str, Value)]) -> StepDefinitions {
+    StepDefinitions(
+        entries
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect::<BTreeMap<_, _>>(),
+    )
+}
+
+fn pipeline(id: &str) -> Run {
+    let mut r = Run::new(id);
+    r.command("build", "ok\n", 0);
+    r.agent("review", "read_file", json!({"path": "a"}), "c1", "fine");
+    r.complete(None);
+    r
+}
+
+#[test]
+fn a_changed_definition_is_a_change_at_its_step_even_when_the_events_are_equal() {
+    let (a, b) = (pipeline(A).record(&[]), pipeline(B).record(&[]));
+    assert!(diff(&a, &b, &DiffOptions::default()).equal);
+    let build = json!({"command": "make", "env": ["CC"]});
+    let da = defs(&[
+        ("build", build.clone()),
+        (
+            "review",
+            json!({"prompt": "Review the code.\nBe brief.\nQuote lines.", "model": "m", "tools": ["read_file"]}),
+        ),
+    ]);
+    let db = defs(&[
+        ("build", build),
+        (
+            "review",
+            json!({"prompt": "Review the code.\nBe thorough.\nQuote lines.", "model": "m2", "tools": ["read_file"]}),
+        ),
+    ]);
+    let doc = diff_with_definitions(&a, &b, &DiffOptions::default(), (&da, &db));
+    assert!(!doc.equal);
+    assert!(doc.options.definitions);
+    let differing = doc.differing_steps();
+    assert_eq!(differing.len(), 1, "{differing:#?}");
+    assert_eq!(differing[0].0, "review");
+    let changes = &differing[0].1.changes;
+    let fields: Vec<&str> = changes.iter().map(|c| c.field.as_str()).collect();
+    assert_eq!(fields, ["definition.model", "definition.prompt"]);
+    assert_eq!((&changes[0].a, &changes[0].b), (&json!("m"), &json!("m2")));
+    let ops: Vec<(LineOp, &str)> = changes[1].hunks[0]
+        .lines
+        .iter()
+        .map(|l| (l.op, l.text.as_str()))
+        .collect();
+    assert!(ops.contains(&(LineOp::Delete, "Be brief.")));
+    assert!(ops.contains(&(LineOp::Insert, "Be thorough.")));
+    assert_eq!(doc.summary.changed, 1);
+    // Equal definitions, numbers as numbers: nothing.
+    let one = defs(&[("build", json!({"timeout": 1}))]);
+    let same = defs(&[("build", json!({"timeout": 1.0}))]);
+    assert!(diff_with_definitions(&a, &b, &DiffOptions::default(), (&one, &same)).equal);
+}
+
+#[test]
+fn a_side_without_definitions_is_not_compared_and_a_step_defined_on_one_side_is() {
+    let (a, b) = (pipeline(A).record(&[]), pipeline(B).record(&[]));
+    let some = defs(&[("build", json!({"command": "make"}))]);
+    let none = StepDefinitions::default();
+    let doc = diff_with_definitions(&a, &b, &DiffOptions::default(), (&some, &none));
+    assert!(doc.equal && !doc.options.definitions);
+    let other = defs(&[("review", json!({"model": "m"}))]);
+    let doc = diff_with_definitions(&a, &b, &DiffOptions::default(), (&some, &other));
+    let named: Vec<(String, Vec<String>)> = doc
+        .differing_steps()
+        .iter()
+        .map(|(n, s)| {
+            (
+                n.clone(),
+                s.changes.iter().map(|c| c.field.clone()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("build".to_owned(), vec!["definition".to_owned()]),
+            ("review".to_owned(), vec!["definition".to_owned()])
+        ]
+    );
+}
+
+#[test]
+fn a_child_runs_steps_are_named_under_their_call() {
+    let parent = |id: &str, child: &str| {
+        let mut r = Run::new(id);
+        r.push(
+            "step.call_workflow.started",
+            "sub",
+            0,
+            json!({"name": "sub", "kind": "call_workflow"}),
+            Some(child),
+        );
+        r.push(
+            "step.call_workflow.completed",
+            "sub",
+            0,
+            json!({"name": "sub", "kind": "call_workflow"}),
+            Some(child),
+        );
+        r.complete(None);
+        r
+    };
+    let mut ca = Run::child_of(CA, A);
+    ca.command("inner", "same", 0);
+    ca.complete(None);
+    let mut cb = Run::child_of(CB, B);
+    cb.command("inner", "same", 0);
+    cb.complete(None);
+    let (a, b) = (parent(A, CA).record(&[&ca]), parent(B, CB).record(&[&cb]));
+    let da = defs(&[("sub/inner", json!({"command": "echo same"}))]);
+    let db = defs(&[("sub/inner", json!({"command": "printf same"}))]);
+    let doc = diff_with_definitions(&a, &b, &DiffOptions::default(), (&da, &db));
+    let differing = doc.differing_steps();
+    assert_eq!(differing.len(), 1);
+    assert_eq!(differing[0].0, "sub/inner");
+    assert_eq!(differing[0].1.changes[0].field, "definition.command");
+}
