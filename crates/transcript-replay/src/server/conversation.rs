@@ -11,6 +11,9 @@
 //!   the step's prompt (trimmed). Before that, a generation request that does not carry it is
 //!   beside the conversation.
 //! - Once open, a generation request with another opening is beside it.
+//! - A request that asks for its answer in a JSON schema and offers no tools (a router, a
+//!   classifier: Gemini CLI without a `model:`) is beside it, whatever it carries, and gets
+//!   the smallest answer the schema accepts (module `side`).
 //!
 //! A side request gets a minimal answer, is neither matched nor billed, and consumes no
 //! recorded turn. What the rule cannot tell: a side request that re-sends the conversation's
@@ -50,6 +53,10 @@ impl Conversation {
             // Nothing to tell by: a request without a JSON body is the conversation's.
             return true;
         };
+        if super::side::schema(provider, body).is_some() {
+            // A router or classifier: asks for a schema, offers no tools (`side`).
+            return false;
+        }
         let opening = opening(provider, body);
         if let Some(open) = &self.opening {
             return *open == opening;

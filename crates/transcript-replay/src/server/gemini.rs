@@ -51,12 +51,27 @@ fn parts(block: &Block, split: bool) -> Vec<Value> {
             arguments,
         } => {
             let mut call = json!({"name": name, "args": arguments});
-            if let Some(id) = id {
+            if let Some(id) = id.as_deref().filter(|id| !cli_made(name, id)) {
                 call["id"] = json!(id);
             }
             vec![json!({"functionCall": call})]
         }
     }
+}
+
+/// Whether `id` is one Gemini CLI made for a call the API sent without an id:
+/// `<tool>_<milliseconds>_<index>` (Gemini CLI 0.61.0, `read_file_1796600803153_0`). The
+/// Gemini API sends no ids: a recorded call with such an id is served without one, as the API
+/// served it, and the CLI makes its own again (its results are then paired by tool and
+/// arguments, `pairing`).
+pub(crate) fn cli_made(name: &str, id: &str) -> bool {
+    let Some(rest) = id.strip_prefix(name).and_then(|r| r.strip_prefix('_')) else {
+        return false;
+    };
+    let mut numbers = rest.split('_');
+    let digits =
+        |s: Option<&str>| s.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
+    digits(numbers.next()) && digits(numbers.next()) && numbers.next().is_none()
 }
 
 fn chunk(ctx: &Ctx<'_>, parts: Vec<Value>, last: bool) -> Value {
@@ -114,6 +129,41 @@ pub(crate) fn count_tokens(body_len: usize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_the_cli_made_are_not_served() {
+        assert!(cli_made("read_file", "read_file_1796600803153_0"));
+        assert!(!cli_made("read_file", "read_file_x_0"));
+        assert!(!cli_made("read_file", "glob_1_0"));
+        assert!(!cli_made("read_file", "read_file_1_0_2"));
+        assert!(!cli_made("read_file", "g1"));
+        let turn = crate::server::script::Turn {
+            blocks: vec![
+                Block::ToolCall {
+                    id: Some("read_file_1796600803153_0".into()),
+                    name: "read_file".into(),
+                    arguments: json!({}),
+                },
+                Block::ToolCall {
+                    id: Some("api-id".into()),
+                    name: "read_file".into(),
+                    arguments: json!({}),
+                },
+            ],
+            ..Default::default()
+        };
+        let ctx = Ctx {
+            turn: &turn,
+            model: "m".into(),
+            seq: 1,
+        };
+        let Answer::Json(v) = answer(&ctx, false) else {
+            panic!("expected JSON")
+        };
+        let parts = &v["candidates"][0]["content"]["parts"];
+        assert!(parts[0]["functionCall"].get("id").is_none(), "{parts}");
+        assert_eq!(parts[1]["functionCall"]["id"], "api-id");
+    }
     use crate::server::script::Turn;
     use crate::server::sse;
 

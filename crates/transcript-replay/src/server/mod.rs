@@ -49,6 +49,7 @@ mod render;
 mod responses;
 mod route;
 mod script;
+mod side;
 pub mod sse;
 mod state;
 

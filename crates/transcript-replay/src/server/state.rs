@@ -186,7 +186,10 @@ impl State {
         if let Some(conversation) = &mut self.conversation
             && !conversation.admits(provider, body)
         {
-            return (Handling::Auxiliary, self.beside(provider, stream, model));
+            return (
+                Handling::Auxiliary,
+                self.beside(provider, stream, model, body),
+            );
         }
         if let Some(refusal) = &self.refused {
             return (
@@ -253,12 +256,23 @@ impl State {
         (Handling::Turn(turn_index), reply)
     }
 
-    /// The minimal answer to a generation request beside the conversation: a short text,
-    /// no usage, in the API and form (stream or not) it asked for. Not billed, not matched.
-    fn beside(&mut self, provider: Provider, stream: bool, model: String) -> Reply {
+    /// The minimal answer to a generation request beside the conversation: a short text (or
+    /// the smallest value of the JSON schema it asks for, `side`), no usage, in the API and
+    /// form (stream or not) it asked for. Not billed, not matched.
+    fn beside(
+        &mut self,
+        provider: Provider,
+        stream: bool,
+        model: String,
+        body: Option<&Value>,
+    ) -> Reply {
         self.seq += 1;
+        let text = match body.and_then(|b| super::side::schema(provider, b)) {
+            Some(schema) => super::side::answer(schema, self.script.recorded_model.as_deref()),
+            None => "ok".to_owned(),
+        };
         let turn = Turn {
-            blocks: vec![Block::Text("ok".to_owned())],
+            blocks: vec![Block::Text(text)],
             ..Turn::default()
         };
         let ctx = Ctx {
