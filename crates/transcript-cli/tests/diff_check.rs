@@ -329,12 +329,27 @@ fn check_holds_fails_naming_the_step_writes_junit_and_refuses_a_misspelled_key()
         "steps:\n  greet:\n    status: succeeded\n    tool_sequense: [a]\n",
     )
     .unwrap();
-    let out = transcript(&["check", "no-such-run", "--expect", expect.to_str().unwrap()]);
+    std::fs::remove_file(&junit).unwrap();
+    let out = transcript(&[
+        "check",
+        "no-such-run",
+        "--expect",
+        expect.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(
         err.contains("line 4: unknown field `tool_sequense`"),
         "{err}"
+    );
+    // CI still has a file to read: one error case naming the key and the line (#58 item 5).
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(junit_cases(&xml).len(), 1, "{xml}");
+    assert!(
+        xml.contains("<error") && xml.contains("tool_sequense") && xml.contains("line 4"),
+        "{xml}"
     );
     // A run that does not exist is the CLI's not-found code.
     std::fs::write(&expect, "run: {status: succeeded}\n").unwrap();

@@ -229,3 +229,86 @@ fn an_unknown_run_is_3_and_a_secret_input_not_given_again_is_2() {
     let out = replay(dir.path().join("missing.jsonl").to_str().unwrap());
     assert_eq!(out.status.code(), Some(3), "{}", common::describe(&out));
 }
+
+/// A changed step definition the run's events would not show (an `env:` name, a tool list) is
+/// a difference at its step, in `replay` and in `diff` (#58 item 3).
+#[test]
+fn a_changed_definition_is_a_difference_even_when_the_run_did_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("s");
+    let (ws, st) = (dir.path().to_str().unwrap(), storage.to_str().unwrap());
+    let wf = dir.path().join("w.yaml");
+    let text = "name: w\nsteps:\n  - name: hello\n    type: command\n    command: 'echo hi'\n    \
+                env: { A: \"1\" }\n";
+    std::fs::write(&wf, text).unwrap();
+    let out = common::bin()
+        .args([
+            "run",
+            wf.to_str().unwrap(),
+            "--storage",
+            st,
+            "--workspace",
+            ws,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let run = common::printed_run_id(&common::text(&out.stdout));
+    let replay = |extra: &[&str]| {
+        common::bin()
+            .args([
+                "replay",
+                &run,
+                "--storage",
+                st,
+                "--workspace",
+                ws,
+                "--color",
+                "never",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = replay(&[]);
+    assert!(
+        out.status.success(),
+        "unchanged: {}",
+        common::describe(&out)
+    );
+    let changed = dir.path().join("changed.yaml");
+    std::fs::write(
+        &changed,
+        text.replace("{ A: \"1\" }", "{ A: \"1\", B: \"2\" }"),
+    )
+    .unwrap();
+    let out = replay(&["--workflow", changed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let stdout = common::text(&out.stdout);
+    assert!(
+        stdout.contains("hello") && stdout.contains("definition.env"),
+        "{stdout}"
+    );
+    let replayed = common::printed_run_id(&stdout);
+    let out = common::bin()
+        .args(["diff", &run, &replayed, "--storage", st, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut fields = Vec::new();
+    let mut stack = vec![&doc];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(f)) = m.get("field") {
+                    fields.push(f.clone());
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    assert_eq!(fields, ["definition.env"], "{doc}");
+}

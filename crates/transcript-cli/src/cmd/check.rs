@@ -1,13 +1,14 @@
 //! `transcript check <RUN> --expect FILE [--junit FILE]`: transcript-compare's `check_judged`
 //! (judges graded by transcript-exec's `ChatClient` as the file's `judge:` says). One line per
 //! expectation (`ok`/`FAIL`/`ERR`, step, expectation and line, what the run did), a summary;
-//! `--junit`: JUnit XML (0o600, as `export -o`). Exit 0 all hold, 1 any fails, 2 a bad file
-//! (naming the line and key), 3 a run not found, 4 a judge could not grade.
+//! `--junit`: JUnit XML (0o600, as `export -o`), written for a bad expectations file too (one
+//! error case naming the key and line). Exit 0 all hold, 1 any fails, 2 a bad file (naming the
+//! line and key), 3 a run not found, 4 a judge could not grade.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use transcript_compare::{Expectations, GradePrompt, Summary, check_judged};
+use transcript_compare::{Expectations, GradePrompt, Outcome, Summary, check_judged};
 use transcript_exec::ChatClient;
 
 use crate::CliError;
@@ -40,9 +41,26 @@ pub fn run(
     let file = args.expect.display().to_string();
     let text = std::fs::read_to_string(&args.expect)
         .map_err(|e| CliError::Usage(format!("{file}: cannot read the expectations: {e}")))?;
-    let expectations =
-        Expectations::parse(&text, &file).map_err(|e| CliError::Usage(e.to_string()))?;
-    let record = super::diff::record(&args.run, store, args.pricing.as_deref())?;
+    let expectations = match Expectations::parse(&text, &file) {
+        Ok(e) => e,
+        Err(e) => {
+            // CI always has a file to read: one error case naming the key and line (#58).
+            if let Some(path) = &args.junit {
+                let case = Outcome {
+                    scope: "expectations".to_owned(),
+                    expectation: "the expectations file reads".to_owned(),
+                    line: e.line,
+                    passed: false,
+                    errored: true,
+                    detail: e.to_string(),
+                };
+                let xml = transcript_compare::junit_xml(&args.run, &file, &[case]);
+                super::export::write_output(Some(path), &xml, out)?;
+            }
+            return Err(CliError::Usage(e.to_string()));
+        }
+    };
+    let (record, _) = super::diff::record(&args.run, store, args.pricing.as_deref())?;
     let j = &expectations.judge;
     let chat = ChatClient::new(&j.model)
         .with_base_url(j.base_url.clone())

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use transcript_compare::{DiffOptions, Painter, RunRecord, Tone};
+use transcript_compare::{DiffOptions, Painter, RunRecord, StepDefinitions, Tone};
 
 use crate::CliError;
 use crate::exit::stdout_result;
@@ -52,18 +52,43 @@ impl Painter for Style {
     }
 }
 
-/// One run read and priced (child runs from the files beside it).
+/// One run read and priced (child runs from the files beside it), with its step definitions.
 pub fn record(
     arg: &str,
     store: &crate::store::Store,
     pricing: Option<&Path>,
-) -> Result<RunRecord, CliError> {
+) -> Result<(RunRecord, StepDefinitions), CliError> {
     let table = super::receipts::pricing(pricing)?;
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let run = super::tree::open(arg, store)?;
     let record = RunRecord::build(&run.events, &mut run.lookup(), Some(&price));
     run.children_read()?;
-    Ok(record)
+    Ok((record, definitions(&run.events)))
+}
+
+/// What each step of a run's workflow said (#58 item 3), from the workflow text its
+/// `run.started` keeps (wire decision 20); empty (not compared) when it keeps none or the text
+/// does not read (said on stderr).
+pub fn definitions(events: &[transcript_domain::DecodedEvent]) -> StepDefinitions {
+    let Some(source) = events
+        .iter()
+        .find_map(|e| e.step().and_then(|s| s.workflow.as_ref()))
+    else {
+        return StepDefinitions::default();
+    };
+    let Some(text) = &source.text else {
+        return StepDefinitions::default();
+    };
+    match transcript_exec::workflow::step_definitions(text, &source.path) {
+        Ok(defs) => StepDefinitions(defs),
+        Err(e) => {
+            crate::diag!(
+                "transcript: note: step definitions not compared: {}",
+                clean(&e.to_string())
+            );
+            StepDefinitions::default()
+        }
+    }
 }
 
 /// Runs `diff`.
@@ -73,12 +98,12 @@ pub fn run(
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    let a = record(&args.a, store, args.pricing.as_deref())?;
-    let b = record(&args.b, store, args.pricing.as_deref())?;
+    let (a, a_defs) = record(&args.a, store, args.pricing.as_deref())?;
+    let (b, b_defs) = record(&args.b, store, args.pricing.as_deref())?;
     let options = DiffOptions {
         strict_ids: args.strict_ids,
     };
-    let doc = transcript_compare::diff(&a, &b, &options);
+    let doc = transcript_compare::diff_with_definitions(&a, &b, &options, (&a_defs, &b_defs));
     if let Some(path) = &args.html {
         let page = transcript_compare::render_html(&doc, &args.a, &args.b);
         super::export::write_output(Some(path), &page, out)?;

@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use transcript_compare::{DiffOptions, RunRecord, diff};
-use transcript_replay::engine::ReplayEndpoints;
+use transcript_compare::{DiffOptions, RunRecord, diff_with_definitions};
 use transcript_domain::DecodedEvent;
+use transcript_replay::engine::ReplayEndpoints;
 use transcript_replay::{Matching, Recording, Replayer, WorkspaceRoots};
 
 use crate::CliError;
@@ -151,6 +151,8 @@ struct Read {
     recording: Recording,
     /// The workspace root its `run.started` records (wire decision 20).
     workspace: Option<PathBuf>,
+    /// Its step definitions, from the workflow text it keeps (#58 item 3).
+    definitions: transcript_compare::StepDefinitions,
 }
 
 /// Reads `arg` for a replay or its comparison; `roots` maps the replay's workspace root back to
@@ -185,11 +187,13 @@ fn read_run(
         .iter()
         .find_map(|e| e.step().and_then(|s| s.workspace.clone()))
         .map(PathBuf::from);
+    let definitions = super::diff::definitions(&run.events);
     Ok(Read {
         path: run.path,
         record,
         recording,
         workspace,
+        definitions,
     })
 }
 
@@ -266,7 +270,12 @@ async fn replay_inner(
     // Read back from the store it was recorded to (the directory, or NATS).
     let replayed = read_run(&run_id.to_string(), &replay.store, roots.as_ref())?;
     // The comparison `transcript diff <recording> <replay>` prints.
-    let doc = diff(&recorded.record, &replayed.record, &DiffOptions::default());
+    let doc = diff_with_definitions(
+        &recorded.record,
+        &replayed.record,
+        &DiffOptions::default(),
+        (&recorded.definitions, &replayed.definitions),
+    );
     let labels = (
         recorded.path.display().to_string(),
         replayed.path.display().to_string(),
