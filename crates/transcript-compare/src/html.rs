@@ -2,7 +2,9 @@
 //! script, no link, a Content-Security-Policy that loads nothing, as the export's page. Every
 //! recorded value (paths, names, kinds, outputs, messages, tool arguments) goes through the
 //! export's escaper (`transcript_export::escape_html`); only this module's own tags and class
-//! names are markup.
+//! names are markup. A change's field name is marked (`field changed`), A's value and B's
+//! are tinted (`was`, `now`), an object's top-level keys whose values differ are marked
+//! (`key`), and costs print as `transcript receipts` prints them ([`crate::usd`]).
 
 use std::fmt::Write as _;
 

@@ -19,8 +19,21 @@
 //!   `call_workflow` steps) and returns a [`DiffDocument`]: per aligned step its [`Change`]s
 //!   (the field, A's value, B's value, and for multi-line texts a line diff in [`Hunk`]s), and
 //!   the steps found on one side only. The document is the public, versioned model a team
-//!   renders; [`render_html`] is one rendering (one self-contained page, side by side),
-//!   [`render_diff_text`] another (a terminal: only the branches that differ).
+//!   renders; [`render_html`] is one rendering (one self-contained page, side by side, the
+//!   changed field and the changed keys of an object marked), [`render_diff_text`] another (a
+//!   terminal: only the branches that differ); both print costs as `transcript receipts`
+//!   does ([`usd`]).
+//! * What the tools did, not how it was recorded: a step's messages align by content (a
+//!   longest common subsequence over its turns, so one inserted turn is one added turn; two
+//!   unrelated sessions are one summary change, see [`UNRELATED_MIN_TURNS`]); the tool calls
+//!   of one turn and their results meet as a set by name and arguments (an agent CLI hands
+//!   back parallel results in the order they finished), router calls after one turn likewise;
+//!   a tool result is compared without its agent CLI's envelope (`transcript_providers::envelope`,
+//!   the CLI named by the turn's `provider`); numbers compare as numbers (`1.0` is `1`) and
+//!   costs to the fraction of a cent receipts print ([`MONEY_DECIMALS`]).
+//! * [`diff_with_definitions`] also compares each step's definition in A's workflow with the
+//!   one in B's ([`StepDefinitions`], computed by the caller): a changed definition is a
+//!   `definition.<key>` change at that step even when its events are equal.
 //! * [`Expectations::parse`] reads a YAML expectations file (run status, cost, tokens,
 //!   duration; per step path: status, tools used and not used, an ordered tool subsequence,
 //!   tool arguments, failed tools, output, turns, cost; on either, a judge's rubric);
@@ -37,19 +50,27 @@
 //!
 //! * Never compared: timestamps, durations, seqs; ids (run ids, child run ids, call ids,
 //!   block ids) only with [`DiffOptions::strict_ids`]. Two runs of one deterministic workflow
-//!   diff equal (`transcript-cli/tests/diff_check.rs`).
+//!   diff equal (`transcript-cli/tests/diff_check.rs`), and so do they when an agent CLI
+//!   returned parallel results in another order, wrapped a result in another envelope, or
+//!   summed a cost to another last digit (`tests/tool_activity.rs`). Two imports of one
+//!   session log diff equal: of two imported sessions ([`RunRecord::is_import`]) the log
+//!   file's name (the workflow name) and a store import's open run are not content
+//!   (`tests/sessions.rs`).
 //! * A difference names the step it is in and only that step
 //!   (`tests/diff.rs`, `transcript-cli/tests/diff_check.rs`).
 //! * A cost that cannot be priced is unknown, never $0: a `max_cost_usd` over an unknown cost
-//!   fails, saying why (`tests/expect.rs`).
+//!   fails, naming each model without a price and its step (`tests/expect.rs`,
+//!   `tests/money.rs`); Claude Code's `<synthetic>` turns (no API request) cost 0 whatever
+//!   the price function, so they never make a cost unknown.
 //! * An expectations file with an unknown key, a misspelled one included, is refused naming
 //!   the key and its line (`tests/expect.rs`); nothing is ignored silently.
 //! * A judge never passes what it did not grade: a failed request, an answer that is not
 //!   exactly the verdict object, or a transcript too large for `max_chunks` chunks is an
 //!   error outcome ([`Outcome::errored`]) naming the judge and the cause (`tests/judge.rs`).
-//! * Pure: depends on `transcript-domain` and `transcript-export` (its HTML escaper) only among
-//!   workspace crates, does no I/O (`cargo xtask arch-check`); the caller reads the files and
-//!   the [`Grader`] talks to the model.
+//! * Pure: depends on `transcript-domain`, `transcript-providers` (the CLIs' envelope rules)
+//!   and `transcript-export` (its HTML escaper) only among workspace crates, does no I/O
+//!   (`cargo xtask arch-check`); the caller reads the files (and the workflows whose
+//!   [`StepDefinitions`] it passes) and the [`Grader`] talks to the model.
 //!
 //! ## Threat model
 //!
@@ -69,12 +90,14 @@
 //! ([`judge`]). The API key is the grader's business and never reaches this crate.
 //! Expectations files are trusted configuration, but a regex in them is compiled by `regex`
 //! (linear time, no backtracking) and a text diff is skipped above [`text::MAX_DIFF_LINES`]
-//! lines, so neither a file nor a transcript can make the work explode.
+//! lines and turns align by position above [`MAX_ALIGNED_TURNS`], so neither a file nor a
+//! transcript can make the work explode.
 //!
 //! ## Versioning
 //!
-//! [`DiffDocument::schema_version`] follows semver, starting at [`DIFF_SCHEMA_VERSION`]
-//! `1.0.0`: a minor version adds optional fields or new `field` names of a [`Change`]
+//! [`DiffDocument::schema_version`] follows semver ([`DIFF_SCHEMA_VERSION`]; `1.1.0` added
+//! [`Change::note`], `options.definitions`, the `definition.<key>` and `turns[i→j]` field
+//! names, and compares tool calls as sets and costs at receipts' precision): a minor version adds optional fields or new `field` names of a [`Change`]
 //! (readers ignore what they do not know); a major version changes or removes something. The
 //! JSON Schema is checked in at `schema/diff-document.schema.json` and kept current by
 //! `tests/schema.rs`. The expectations format is versioned by its keys: new keys are added,

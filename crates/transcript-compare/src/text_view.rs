@@ -1,6 +1,8 @@
 //! The text views of a diff and of a check, for a terminal: only the branches that differ, and
 //! one line per expectation. Colors and escaping are the caller's [`Painter`]: this module
 //! never decides what a terminal may be sent, it hands every recorded value to the painter.
+//! Costs print as `transcript receipts` prints them (`$0.0009`, [`crate::usd`]), and a
+//! change's note (the summary of two unrelated sessions) follows its values.
 
 use std::fmt::Write as _;
 
