@@ -153,6 +153,8 @@ fn a_recording_replays_from_another_checkout_and_sees_its_edits() {
     assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
     let all = format!("{}{}", common::text(&out.stdout), common::text(&out.stderr));
     assert!(all.contains("9-zulu"), "{all}");
+        eprintln!("=====\n{all}\n=====");
+    }
 
     // A changed model: a difference at its step, and the replay names the new model.
     let changed = checkout.path().join("changed.yaml");
@@ -271,6 +273,20 @@ fn a_changed_definition_is_a_difference_even_when_the_run_did_the_same() {
             .unwrap()
     };
     let out = replay(&[]);
+    // `list` marks the replay and names the run it replays.
+    let replay_id = common::printed_run_id(&common::text(&out.stdout));
+    let list = common::bin()
+        .args(["list", "--storage", st, "--color", "never"])
+        .output()
+        .unwrap();
+    let listed = common::text(&list.stdout);
+    let row = listed.lines().find(|l| l.starts_with(&replay_id)).unwrap();
+    assert!(
+        row.ends_with(&format!("replay of {}", &run[..8])),
+        "{listed}"
+    );
+    let row = listed.lines().find(|l| l.starts_with(&run)).unwrap();
+    assert!(!row.contains("replay of"), "{listed}");
     assert!(
         out.status.success(),
         "unchanged: {}",

@@ -17,6 +17,8 @@ use std::process::Output;
 use common::describe;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use transcript_providers::Provider;
+use transcript_providers::envelope::strip_tool_result;
 use transcript_testkit::agent_cli::{AgentCli, AgentSandbox, CliOptions};
 use transcript_testkit::model_server::{
     Handling, ModelServer, RecordedRequest, Script, Turn, Usage,
@@ -184,6 +186,12 @@ fn claude_sonnet_4_5_results_with_system_reminders_replay_equal() {
         sent.iter().any(|r| r.contains("<system-reminder>")),
         "no reminder in the results Claude Code sent: {sent:#?}"
     );
+    // Without its envelope, the result is the Read tool's numbered lines of the file.
+    for r in &sent {
+        let output = strip_tool_result(Provider::Claude, r);
+        assert!(!output.contains("system-reminder"), "{output:?}");
+        assert!(output.contains("7-alpha-tango"), "{output:?}");
+    }
     rec.assert_replays_equal();
 }
 
@@ -256,5 +264,23 @@ fn gemini_function_calls_without_ids_replay_equal() {
             .all(|id| id.as_str().is_some_and(|id| id.starts_with("read_file_"))),
         "{ids:?}"
     );
+    rec.assert_replays_equal();
+}
+
+/// Codex sends its shell output under a header of its own (chunk id, wall time, exit code,
+/// token count, `Output:`); the envelope rule takes exactly that off, and the recording
+/// replays equal.
+#[test]
+fn codex_results_lose_their_header_and_replay_equal() {
+    let cli = AgentCli::Codex;
+    let Some(rec) = Recording::make(cli, Some("gpt-5.5"), |w| one_read(cli, w)) else {
+        return;
+    };
+    let sent = rec.sent_results();
+    eprintln!("CODEX SENT {sent:?}");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].starts_with("Chunk ID: "), "{sent:?}");
+    let output = strip_tool_result(Provider::Codex, &sent[0]);
+    assert_eq!(output, NOTES, "{sent:?}");
     rec.assert_replays_equal();
 }

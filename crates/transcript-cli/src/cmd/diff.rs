@@ -2,7 +2,7 @@
 //! `DiffDocument`. The terminal view (transcript-compare's `render_diff_text`) shows only the
 //! branches that differ, painted and escaped by `style`; `--json` prints the versioned document
 //! (`schema/diff-document.schema.json`); `--html FILE` writes the side-by-side page (0o600, as
-//! `export -o`). Exit 0 equal, 1 different, 2 usage, 3 a run not found or not a transcript.
+//! `export -o`) and prints nothing else. Exit 0 equal, 1 different, 2 usage, 3 a run not found or not a transcript.
 
 use std::path::{Path, PathBuf};
 
@@ -108,8 +108,11 @@ pub fn run(
         let page = transcript_compare::render_html(&doc, &args.a, &args.b);
         super::export::write_output(Some(path), &page, out)?;
     }
+    // `--html` writes the page only (`--json` beside it still prints the document).
     let text = if args.json {
         super::to_json(&doc)? + "\n"
+    } else if args.html.is_some() {
+        String::new()
     } else {
         transcript_compare::render_diff_text(&doc, (&args.a, &args.b), style)
     };

@@ -88,9 +88,13 @@ fn render(runs: &[RunSummary], style: &Style) -> String {
             .chars()
             .take(20)
             .collect();
+        // A replay says so, and which run it replays (its turns are not spend, #58).
+        let replay = r.replay_of.as_deref().map_or(String::new(), |of| {
+            format!("  replay of {}", clean(of.get(..8).unwrap_or(of)))
+        });
         let _ = writeln!(
             out,
-            "{:<36}  {:<20}  {}  {:<24}  {:>9}  {:>6}",
+            "{:<36}  {:<20}  {}  {:<24}  {:>9}  {:>6}{replay}",
             r.run_id,
             workflow,
             status,

@@ -247,7 +247,8 @@ pub async fn run_reporting(
     report_problems(&storage_errors, &outcome.audit_errors, &masked);
     crate::exit::stdout_result(writeln!(out, "run_id: {run_id}"))?;
     crate::exit::stdout_result(writeln!(out, "transcript: {}", path.display()))?;
-    verdict(&outcome, &storage_errors, &masked);
+    let lines = |text: &str| masked_lines(&args, text);
+    verdict(&outcome, &storage_errors, (&masked, &lines));
     match signals.received() {
         Some(signal) => Err(CliError::Interrupted(signal)),
         None => exit_status(&outcome, &storage_errors, &internal),
@@ -258,7 +259,7 @@ pub async fn run_reporting(
 fn verdict(
     outcome: &transcript_exec::RunOutcome,
     storage_errors: &[String],
-    masked: &dyn Fn(&str) -> String,
+    (masked, masked_lines): (&dyn Fn(&str) -> String, &dyn Fn(&str) -> String),
 ) {
     let word = match (outcome.succeeded(), storage_errors.is_empty()) {
         (true, true) => "succeeded",
@@ -266,10 +267,11 @@ fn verdict(
         (false, _) => "failed",
     };
     match &outcome.error {
+        // The one place the error is printed whole, with its own newlines (a mismatch's diff).
         Some(err) => crate::diag!(
             "transcript: run {} {word}: {}",
             masked(&outcome.workflow),
-            masked(err)
+            masked_lines(err)
         ),
         None => crate::diag!("transcript: run {} {word}", masked(&outcome.workflow)),
     }
@@ -526,6 +528,14 @@ fn open_error(e: transcript_domain::RecordError) -> CliError {
         CliError::Invalid(message)
     } else {
         CliError::Storage(message)
+    }
+}
+
+/// [`masked`], its newlines kept (other control characters escaped).
+fn masked_lines(args: &RunArgs, text: &str) -> String {
+    match &args.redactor {
+        Some(r) => crate::style::clean(&r.mask_text(text)),
+        None => crate::style::clean(text),
     }
 }
 

@@ -22,6 +22,19 @@ use crate::cmd::show::short;
 use crate::exit::stdout_result;
 use crate::style::{Style, one_line};
 
+/// An error's first line, and how many more it has (a line per event: `show` prints it whole).
+fn first_line(err: &str) -> String {
+    let mut lines = err.lines();
+    let first = lines.next().unwrap_or_default();
+    match lines.count() {
+        0 => first.to_owned(),
+        n => format!(
+            "{first} (+{n} more line{} in `show`)",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
 /// Options of `tail`.
 #[derive(Debug, Clone, Copy)]
 pub struct TailOptions {
@@ -47,7 +60,7 @@ pub fn summary(event: &DecodedEvent, style: &Style) -> String {
                 | EventType::RunCompleted,
             ),
             DecodedPayload::Step(s),
-        ) => match &s.error {
+        ) => match s.error.as_deref().map(first_line) {
             // Run-level lines have no path: name the workflow.
             Some(err) if event.path.is_empty() => {
                 style.red(&one_line(&format!("{} failed: {err}", s.name)))
