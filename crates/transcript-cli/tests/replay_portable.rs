@@ -153,8 +153,6 @@ fn a_recording_replays_from_another_checkout_and_sees_its_edits() {
     assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
     let all = format!("{}{}", common::text(&out.stdout), common::text(&out.stderr));
     assert!(all.contains("9-zulu"), "{all}");
-        eprintln!("=====\n{all}\n=====");
-    }
 
     // A changed model: a difference at its step, and the replay names the new model.
     let changed = checkout.path().join("changed.yaml");

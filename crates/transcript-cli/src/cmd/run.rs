@@ -255,11 +255,14 @@ pub async fn run_reporting(
     }
 }
 
+/// A text made safe to print (masked like the transcript, escaped).
+type Mask<'a> = &'a dyn Fn(&str) -> String;
+
 /// Says how the run ended; never "succeeded" for a run whose transcript lost events.
 fn verdict(
     outcome: &transcript_exec::RunOutcome,
     storage_errors: &[String],
-    (masked, masked_lines): (&dyn Fn(&str) -> String, &dyn Fn(&str) -> String),
+    (masked, masked_lines): (Mask<'_>, Mask<'_>),
 ) {
     let word = match (outcome.succeeded(), storage_errors.is_empty()) {
         (true, true) => "succeeded",
