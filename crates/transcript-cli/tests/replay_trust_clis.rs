@@ -277,7 +277,6 @@ fn codex_results_lose_their_header_and_replay_equal() {
         return;
     };
     let sent = rec.sent_results();
-    eprintln!("CODEX SENT {sent:?}");
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert!(sent[0].starts_with("Chunk ID: "), "{sent:?}");
     let output = strip_tool_result(Provider::Codex, &sent[0]);

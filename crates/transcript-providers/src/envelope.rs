@@ -14,17 +14,20 @@
 //!   newline) and the block runs to the first `</system-reminder>` after it; an appended block
 //!   is the last thing in the text (trailing whitespace aside), a prepended one the first
 //!   (leading whitespace aside). Several in a row are all taken off, with the whitespace that
-//!   separated them from the output. Captures: `fixtures/envelopes/claude-read-malware-reminder.txt`
-//!   (Claude Code 2.1.38's Read result, from the public session log
-//!   `spotter-session-log-v2.1.38-tool_heavy.jsonl` of `/work/shared/fixtures/providers`, not
-//!   copied) and `fixtures/envelopes/claude-appended-reminder.txt`.
+//!   separated them from the output. Captures:
+//!   `fixtures/envelopes/claude-sonnet-4-5-read-tokens-left.txt` (Claude Code 2.1.197 with
+//!   `claude-sonnet-4-5` appends `<total_tokens>… tokens left</total_tokens>` to a Read
+//!   result) and, not copied here, the public session log
+//!   `claude-code/spotter-session-log-v2.1.38-tool_heavy.jsonl` of the shared provider
+//!   fixtures (Claude Code 2.1.38 appends a malware reminder to Read results).
 //! - **Codex** ([`Provider::Codex`]): the header of its shell tool's output,
 //!   `Chunk ID: …`, `Wall time: …`, `Process exited with code N` (or `Process running with
 //!   session ID N`), `Original token count: …`, `Total output lines: …`, then a line
 //!   `Output:` and the output. Only a text that starts with such lines (each one of those keys,
 //!   in any order, at least one) followed by `Output:` loses them; the chunk id and the wall
 //!   time go with the header. Capture: `fixtures/envelopes/codex-exec-command-output.txt`
-//!   (Codex CLI 0.169.0's `function_call_output` for `exec_command`).
+//!   (Codex CLI 0.169.0's `function_call_output` for `exec_command`). Both captures are tested
+//!   in `tests/envelopes.rs`, and against the live CLIs by the CLI's `replay_trust_clis`.
 //!   Older Codex versions sent `{"output": "...", "metadata": {...}}` as the output text: a
 //!   text that is exactly such a JSON object becomes its `output`.
 //! - Every other provider: no envelope, the text as given.

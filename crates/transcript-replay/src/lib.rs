@@ -21,10 +21,22 @@
 //!
 //! - Strict matching ([`server::Matching::Strict`], the default): the prompt must equal the
 //!   recorded one, and the request for turn N ≥ 2 must send back the recorded results of turn
-//!   N − 1 (paired by call id; trailing whitespace ignored); the first mismatch is answered
-//!   with HTTP 400 naming it, every later request too, and the verdict fails the step with
-//!   the turn and the first difference (expected, got, unified diff). Fifo matching serves
-//!   every turn in order and reports mismatches as warnings.
+//!   N − 1, matched as a set (by call id; for calls without ids by tool name and arguments,
+//!   numbers as numbers; then by order), each side without its CLI's envelope
+//!   (`transcript_providers::envelope`: Claude Code's `<system-reminder>` blocks, Codex's
+//!   shell header) and trailing whitespace; the first mismatch is answered with HTTP 400
+//!   naming the call (`Read(notes.txt)`), every later request too, and the verdict fails the
+//!   step with the turn and the first difference (expected, got, unified diff). Fifo matching
+//!   serves every turn in order and reports mismatches as warnings.
+//! - Answers name the model the request asks for (not the recorded one), so a workflow that
+//!   now asks for another model shows it in the replay's transcript. Claude Code's
+//!   `<synthetic>` turns (no API request) are not served.
+//! - Requests beside the conversation (a title, a quota probe, Gemini CLI's model router: a
+//!   request asking for a JSON schema with no tools) get a minimal answer (the router a valid
+//!   choice following the recorded model) and consume no turn.
+//! - [`Replayer::with_workspace_roots`]: a recording made in another workspace replays with
+//!   its root mapped (served turns recorded → now, prompts and results now → recorded), on
+//!   path-prefix boundaries only.
 //! - A request beyond the recording is refused and fails the step under either matching.
 //! - The server binds 127.0.0.1 only; the wiring points each agent there and nowhere else.
 //!

@@ -84,8 +84,8 @@ impl Replayer {
     /// and system prompt each step renders, and the tool results its agent sends, map `now`
     /// back to `recorded` before they are matched. Roots are replaced on path-prefix
     /// boundaries only (`/a/work` is not inside `/a/workshop`); equal roots map nothing.
-    /// `recorded` is the recording's workspace (its `run.started` `workspace`,
-    /// [`crate::Recording::workspace`]), `now` the replay's `--workspace`.
+    /// `recorded` is the recording's workspace (its `run.started` `workspace`, wire decision
+    /// 20), `now` the replay's `--workspace`.
     ///
     /// ```
     /// use transcript_replay::{Matching, Replayer, Tape};
