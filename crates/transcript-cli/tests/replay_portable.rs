@@ -153,6 +153,34 @@ fn a_recording_replays_from_another_checkout_and_sees_its_edits() {
     assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
     let all = format!("{}{}", common::text(&out.stdout), common::text(&out.stderr));
     assert!(all.contains("9-zulu"), "{all}");
+    // The same under `--match fifo`: served in order, the difference said once at the end as a
+    // warning, and `show` prints it in its step.
+    let (out, fifo) = replay(
+        &env,
+        &bin,
+        &recording,
+        checkout.path(),
+        &["--match", "fifo"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let stderr = common::text(&out.stderr);
+    let (_, end) = stderr
+        .split_once("warning(s) (--match fifo):")
+        .expect(&stderr);
+    assert!(
+        end.contains("step ask: ") && end.contains("9-zulu"),
+        "{stderr}"
+    );
+    let shown = common::bin()
+        .args(["show", "latest", "--color", "never", "--storage"])
+        .arg(fifo.path())
+        .output()
+        .unwrap();
+    let shown = common::text(&shown.stdout);
+    assert!(
+        shown.contains("! warning: ") && shown.contains("9-zulu"),
+        "{shown}"
+    );
 
     // A changed model: a difference at its step, and the replay names the new model.
     let changed = checkout.path().join("changed.yaml");

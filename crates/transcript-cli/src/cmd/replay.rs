@@ -282,6 +282,7 @@ async fn replay_inner(
     );
     let text = transcript_compare::render_diff_text(&doc, (&labels.0, &labels.1), &replay.style);
     stdout_result(out.write_all(text.as_bytes()))?;
+    fifo_warnings(&replayed.record);
     if doc.equal {
         Ok(())
     } else {
@@ -300,6 +301,30 @@ fn to_recorded(event: DecodedEvent, roots: &WorkspaceRoots) -> DecodedEvent {
         std::borrow::Cow::Owned(mapped) => transcript_domain::decode_line(mapped.as_bytes())
             .map(|d| d.event)
             .unwrap_or(event),
+    }
+}
+
+/// Says at the end, on stderr, every difference a `--match fifo` replay kept as a warning (in
+/// its steps' results, where `show` prints them too).
+fn fifo_warnings(record: &RunRecord) {
+    let mut lines = Vec::new();
+    for (path, step) in record.walk() {
+        let warnings = step
+            .result
+            .as_ref()
+            .and_then(|r| r.get("warnings"))
+            .and_then(serde_json::Value::as_array);
+        for w in warnings.into_iter().flatten() {
+            let text = w.as_str().map_or_else(|| w.to_string(), str::to_owned);
+            lines.push(format!("  step {path}: {text}"));
+        }
+    }
+    if !lines.is_empty() {
+        crate::diag!(
+            "transcript: replay: {} warning(s) (--match fifo):\n{}",
+            lines.len(),
+            crate::style::clean(&lines.join("\n"))
+        );
     }
 }
 

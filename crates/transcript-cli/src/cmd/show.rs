@@ -186,6 +186,18 @@ fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String)
 /// (`{"diagnostics": {kind: {"count", "first"}}}`): one line per kind that needs attention
 /// (warnings, refusals, errors, malformed or orphan records…), with its first example.
 fn render_diagnostics(result: Option<&Value>, p: &str, style: &Style, out: &mut String) {
+    // An agent step's warnings (a `--match fifo` replay's differences, #58).
+    let warnings = result
+        .and_then(|r| r.get("warnings"))
+        .and_then(Value::as_array);
+    for w in warnings.into_iter().flatten() {
+        let text = w.as_str().map_or_else(|| w.to_string(), str::to_owned);
+        let _ = writeln!(
+            out,
+            "{p}{}",
+            style.yellow(&format!("! warning: {}", clean(&text)))
+        );
+    }
     let Some(kinds) = result
         .and_then(|r| r.get("diagnostics"))
         .and_then(Value::as_object)
