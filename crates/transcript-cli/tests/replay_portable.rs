@@ -153,6 +153,12 @@ fn a_recording_replays_from_another_checkout_and_sees_its_edits() {
     assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
     let all = format!("{}{}", common::text(&out.stdout), common::text(&out.stderr));
     assert!(all.contains("9-zulu"), "{all}");
+    // Said at its step (and in the turn Claude Code made of the refusal), not again for the run.
+    let stdout = common::text(&out.stdout);
+    let said = stdout
+        .matches("the result of tool call Read(notes.txt)")
+        .count();
+    assert_eq!(said, 2, "{stdout}");
     // The same under `--match fifo`: served in order, the difference said once at the end as a
     // warning, and `show` prints it in its step.
     let (out, fifo) = replay(

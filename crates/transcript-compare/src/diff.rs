@@ -84,6 +84,22 @@ fn outcome_compared(imports: bool, a: Status, b: Status) -> bool {
     !(imports && (a == Status::Incomplete || b == Status::Incomplete))
 }
 
+/// A run's error unless it only repeats the failure of one of its steps (`step 'x' failed:
+/// …`, as the engine writes it), which that step's own `error` change shows: a replay's
+/// mismatch is then printed once, at its step.
+fn own_error(run: &RunRecord) -> Option<&str> {
+    let error = run.error.as_deref()?;
+    let repeated = error
+        .strip_prefix("step '")
+        .and_then(|rest| rest.split_once("' failed: "))
+        .is_some_and(|(name, cause)| {
+            run.steps
+                .iter()
+                .any(|s| s.path == name && s.error.as_deref() == Some(cause))
+        });
+    (!repeated).then_some(error)
+}
+
 impl Ctx<'_> {
     /// Two runs; `prefix` names their steps (`<call path>/` in a child run).
     fn runs(&mut self, a: &RunRecord, b: &RunRecord, prefix: &str) -> RunDiff {
@@ -96,7 +112,7 @@ impl Ctx<'_> {
         }
         if outcome_compared(self.imports, a.status, b.status) {
             c.value("status", a.status.as_str(), b.status.as_str());
-            c.text("error", a.error.as_deref(), b.error.as_deref());
+            c.text("error", own_error(a), own_error(b));
         }
         c.spend(&a.spend, &b.spend);
         let steps = self.steps(&a.steps, &b.steps, prefix);
