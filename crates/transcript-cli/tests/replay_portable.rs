@@ -192,7 +192,9 @@ fn a_recording_replays_from_another_checkout_and_sees_its_edits() {
     let changed = checkout.path().join("changed.yaml");
     std::fs::write(
         &changed,
-        workflow("    model: claude-sonnet-4-5\n").replace("{{inputs.endpoint}}", &endpoint),
+        workflow("    model: claude-sonnet-4-5\n")
+            .replace("{{inputs.endpoint}}", &endpoint)
+            .replace("tools: [read_file]", "tools: [read_file, run_command]"),
     )
     .unwrap();
     std::fs::write(checkout.path().join("notes.txt"), NOTES).unwrap();
@@ -201,7 +203,12 @@ fn a_recording_replays_from_another_checkout_and_sees_its_edits() {
     assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
     let stdout = common::text(&out.stdout);
     assert!(
-        stdout.contains("model") && stdout.contains("claude-sonnet-4-5"),
+        stdout.contains("definition.model") && stdout.contains("claude-sonnet-4-5"),
+        "{stdout}"
+    );
+    // A wider tool allowlist is a difference though no tool asked for a permission.
+    assert!(
+        stdout.contains("definition.tools") && stdout.contains("run_command"),
         "{stdout}"
     );
     let models: Vec<_> = replayed(s.path())
