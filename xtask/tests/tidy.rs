@@ -331,7 +331,14 @@ fn known_circles_are_still_there() {
 /// destinations, and the MCP proxy's launcher that starts stdio servers through the network
 /// helper (the glue between two library ports, transcript-mcp's `Launcher` and
 /// transcript-exec's `spawn_bounded`, which only the composition root can write: 6,659 lines).
-const CLI_NON_TEST_LINE_CEILING: usize = 6_680;
+/// Raised by the lead to 6,830 for #58 (a replay you can trust): `replay` maps its workspace
+/// roots, chooses the workflow (transcript-replay's `choose_workflow`) and maps its errors onto
+/// exit codes, says `--match fifo` warnings at the end; `diff` passes step definitions
+/// (transcript-exec's `recorded_step_definitions`) to transcript-compare; `check` writes
+/// `--junit` for a bad file; `run`'s verdict prints an error whole once (`run_report.rs`, split
+/// out of `run.rs`); `list`, `show` and `tail` print replays, warnings and first lines; the
+/// logic of each is in the library it names (6,827 lines).
+const CLI_NON_TEST_LINE_CEILING: usize = 6_830;
 
 /// What only a library drives: the providers' normalizers and infra's bulk writing. The CLI
 /// calls the libraries that use them (`transcript-import`, `transcript-exec`).

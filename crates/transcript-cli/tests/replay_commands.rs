@@ -131,10 +131,10 @@ fn replay_without_a_recorded_workflow_or_a_masked_input_is_a_usage_error() {
         "{}",
         describe(&out)
     );
-    // A run that is not there: an error, exit 4.
+    // A run that is not there: not found, exit 3 (as the exit-code table has it, #58).
     let out = transcript(
         &storage,
         &["replay", "00000000-0000-4000-8000-0000000000bb"],
     );
-    assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
 }

@@ -117,6 +117,7 @@ mod judge_settings;
 mod model;
 mod pairing;
 mod record;
+mod record_turns;
 pub mod text;
 mod text_view;
 mod turns;

@@ -15,8 +15,11 @@ use serde::Serialize;
 use serde_json::Value;
 use transcript_domain::bill::{Bill, PriceFn, billed_model, step_model};
 use transcript_domain::tree::{RunTree, Status, StepNode, build_run_tree};
-use transcript_domain::{BlockBody, DecodedBlock, DecodedEvent, EventType, RunId, Usage};
+use transcript_domain::{DecodedEvent, EventType, RunId, Usage};
 use transcript_providers::SYNTHETIC_MODEL;
+
+use crate::record_turns::turns_and_calls;
+pub use crate::record_turns::{BlockRecord, ToolCallRecord, TurnRecord};
 
 /// One run, ready to compare or check.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -77,152 +80,6 @@ pub struct StepRecord {
     pub child: Option<Box<RunRecord>>,
     /// Nested step executions, in start order.
     pub steps: Vec<StepRecord>,
-}
-
-/// One message of a step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TurnRecord {
-    /// `user` or `assistant` (or a newer role, as written).
-    pub role: String,
-    /// Provider registry name, when reported.
-    pub provider: Option<String>,
-    /// Model, when reported.
-    pub model: Option<String>,
-    /// Usage of this request, when reported.
-    pub usage: Option<Usage>,
-    /// Its content blocks, in order.
-    pub blocks: Vec<BlockRecord>,
-}
-
-impl TurnRecord {
-    /// Whether this is an assistant turn.
-    pub fn is_assistant(&self) -> bool {
-        self.role == "assistant"
-    }
-}
-
-/// One content block of a message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum BlockRecord {
-    /// Text.
-    Text {
-        /// The text.
-        text: String,
-    },
-    /// Reasoning.
-    Thinking {
-        /// The reasoning text.
-        thinking: String,
-    },
-    /// A tool call the agent made.
-    ToolUse {
-        /// Tool name.
-        name: String,
-        /// Call id.
-        id: String,
-        /// Arguments.
-        input: Value,
-    },
-    /// A tool's result handed back to the agent.
-    ToolResult {
-        /// The call id it answers.
-        id: String,
-        /// The result as observed.
-        content: Value,
-    },
-    /// A resolved command.
-    Command {
-        /// The command.
-        command: String,
-    },
-    /// A stream chunk.
-    Stream {
-        /// The chunk.
-        text: String,
-    },
-    /// A block of a type this reader does not know, verbatim.
-    Unknown {
-        /// Its `type` as written.
-        block_type: String,
-        /// Its JSON.
-        raw: Value,
-    },
-}
-
-impl BlockRecord {
-    /// The block's type name (`text`, `tool_use`, …).
-    pub fn type_name(&self) -> &str {
-        match self {
-            BlockRecord::Text { .. } => "text",
-            BlockRecord::Thinking { .. } => "thinking",
-            BlockRecord::ToolUse { .. } => "tool_use",
-            BlockRecord::ToolResult { .. } => "tool_result",
-            BlockRecord::Command { .. } => "command",
-            BlockRecord::Stream { .. } => "stream",
-            BlockRecord::Unknown { block_type, .. } => block_type,
-        }
-    }
-
-    fn of(block: &DecodedBlock) -> Self {
-        let known = match block {
-            DecodedBlock::Known(b) => b,
-            DecodedBlock::Unknown(u) => {
-                return BlockRecord::Unknown {
-                    block_type: u.block_type.clone(),
-                    raw: u.raw.to_value(),
-                };
-            }
-        };
-        match &known.body {
-            BlockBody::Text { text } => BlockRecord::Text { text: text.clone() },
-            BlockBody::Thinking { thinking } => BlockRecord::Thinking {
-                thinking: thinking.clone(),
-            },
-            BlockBody::ToolUse {
-                tool_name,
-                tool_id,
-                tool_input,
-            } => BlockRecord::ToolUse {
-                name: tool_name.clone(),
-                id: tool_id.clone(),
-                input: tool_input.to_value(),
-            },
-            BlockBody::ToolResult {
-                tool_id,
-                tool_content,
-            } => BlockRecord::ToolResult {
-                id: tool_id.clone(),
-                content: tool_content.to_value(),
-            },
-            BlockBody::Command { command } => BlockRecord::Command {
-                command: command.clone(),
-            },
-            BlockBody::Stream { text } => BlockRecord::Stream { text: text.clone() },
-        }
-    }
-}
-
-/// One tool call recorded as `tool.call` / `tool.result` events.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolCallRecord {
-    /// Tool name.
-    pub name: String,
-    /// Call id.
-    pub call_id: String,
-    /// `router` (the runner executed it) or `agent_emitted` (the agent reported it).
-    pub fidelity: String,
-    /// Arguments (`null` when only the result was recorded).
-    pub input: Value,
-    /// The result's output, once a `tool.result` was recorded.
-    pub output: Option<Value>,
-    /// The result's error, when the call failed.
-    pub error: Option<String>,
-    /// Whether a `tool.result` was recorded.
-    pub completed: bool,
-    /// How many of the step's assistant turns were recorded before the call: the calls of
-    /// one turn share it (the diff pairs them as a set).
-    pub turn: u64,
 }
 
 /// Tokens and cost of a set of assistant turns (from the domain's [`Bill`]).
@@ -352,6 +209,24 @@ impl RunRecord {
             .as_deref()
             .is_some_and(|w| w.starts_with("import "))
             && matches!(self.steps.as_slice(), [s] if s.path == "agent" && s.kind == "agent")
+    }
+
+    /// Every warning an agent step kept in its result (`"warnings"`: a `--match fifo` replay's
+    /// differences), with the step's name as [`RunRecord::walk`] gives it, in walk order.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (name, step) in self.walk() {
+            let warnings = step
+                .result
+                .as_ref()
+                .and_then(|r| r.get("warnings"))
+                .and_then(Value::as_array);
+            for w in warnings.into_iter().flatten() {
+                let text = w.as_str().map_or_else(|| w.to_string(), str::to_owned);
+                out.push((name.clone(), text));
+            }
+        }
+        out
     }
 
     /// Every step execution, depth first, with the name expectations use for it: its path,
@@ -519,48 +394,7 @@ fn record_step(
     let command_like = result
         .as_ref()
         .is_some_and(|r| r.get("exit_code").is_some());
-    let mut turns = Vec::new();
-    let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
-    let mut assistant_turns = 0u64;
-    for e in content.of(node) {
-        if let Some(m) = e.message() {
-            assistant_turns += u64::from(m.role == "assistant");
-            turns.push(TurnRecord {
-                role: m.role.clone(),
-                provider: m.provider.clone(),
-                model: m.model.clone(),
-                usage: m.usage.clone(),
-                blocks: m.blocks.iter().map(BlockRecord::of).collect(),
-            });
-        } else if let Some(t) = e.tool() {
-            let is_result = e.kind.known() == Some(EventType::ToolResult);
-            let open = tool_calls
-                .iter_mut()
-                .rev()
-                .find(|c| c.call_id == t.call_id && !c.completed);
-            match (is_result, open) {
-                (true, Some(call)) => {
-                    call.output = Some(t.output.to_value());
-                    call.error = t.error.clone();
-                    call.completed = true;
-                }
-                _ => tool_calls.push(ToolCallRecord {
-                    name: t.name.clone(),
-                    call_id: t.call_id.clone(),
-                    fidelity: t.fidelity.as_str().to_owned(),
-                    input: if is_result {
-                        Value::Null
-                    } else {
-                        t.input.to_value()
-                    },
-                    output: is_result.then(|| t.output.to_value()),
-                    error: if is_result { t.error.clone() } else { None },
-                    completed: is_result,
-                    turn: assistant_turns,
-                }),
-            }
-        }
-    }
+    let (turns, tool_calls) = turns_and_calls(content.of(node));
     let child = node.child.as_ref().map(|tree| {
         let events = children.get(&tree.run_id).map(Vec::as_slice).unwrap_or(&[]);
         Box::new(record_run(tree, events, children, price))

@@ -78,6 +78,7 @@ mod roots;
 pub mod server;
 pub mod tape;
 mod wiring;
+mod workflow_choice;
 
 pub use recording::{MASKED, Recording, RecordingError};
 pub use replayer::{ReplayError, Replayer, StepReplay, StepStart, Verdict};
@@ -85,3 +86,4 @@ pub use roots::WorkspaceRoots;
 pub use server::{Matching, Mismatch};
 pub use tape::{CommandOutcome, Execution, RecordedTurn, StepKey, Tape, TapeError};
 pub use wiring::{CODEX_KEY_ENV, REPLAY_API_KEY, Wiring, wiring};
+pub use workflow_choice::{ChosenWorkflow, WorkflowChoiceError, choose_workflow};

@@ -48,6 +48,25 @@ impl WorkspaceRoots {
         replace_root(text, &self.now, &self.recorded)
     }
 
+    /// `event` with the new root written as the recorded one in every string of its line (a
+    /// replay's events before they are compared with the recording's); kept as it is when it
+    /// does not re-encode. A root holding a character JSON escapes (`"`, `\`, a control) is not
+    /// found in the line and maps nothing.
+    pub fn event_to_recorded(
+        &self,
+        event: transcript_domain::DecodedEvent,
+    ) -> transcript_domain::DecodedEvent {
+        let Some(line) = event.to_event().ok().and_then(|e| e.to_line().ok()) else {
+            return event;
+        };
+        match self.to_recorded(&line) {
+            Cow::Borrowed(_) => event,
+            Cow::Owned(mapped) => transcript_domain::decode_line(mapped.as_bytes())
+                .map(|d| d.event)
+                .unwrap_or(event),
+        }
+    }
+
     /// `value` with every string in it (not the object keys) mapped to the new root.
     pub fn value_to_now(&self, value: &Value) -> Value {
         map_strings(value, &|s| self.to_now(s).into_owned())
@@ -117,6 +136,32 @@ mod tests {
 
     fn roots(a: &str, b: &str) -> WorkspaceRoots {
         WorkspaceRoots::new(Path::new(a), Path::new(b)).unwrap()
+    }
+
+    #[test]
+    fn a_replays_event_names_the_recorded_root_again() {
+        let r = roots("/rec/ws", "/now/ws");
+        let line = r#"{"seq":1,"run_id":"00000000-0000-4000-8000-000000000001","type":"step.completed","path":"ask","iteration":0,"timestamp":"2026-01-01T00:00:00.000Z","payload":{"name":"ask","kind":"agent","result":{"file_path":"/now/ws/notes.txt"}}}"#;
+        let event = transcript_domain::decode_line(line.as_bytes())
+            .unwrap()
+            .event;
+        let mapped = r.event_to_recorded(event);
+        let text = mapped.to_event().unwrap().to_line().unwrap();
+        assert!(
+            text.contains(r#""file_path":"/rec/ws/notes.txt""#),
+            "{text}"
+        );
+        let other = line.replace("/now/ws/", "/now/wsx/");
+        let event = transcript_domain::decode_line(other.as_bytes())
+            .unwrap()
+            .event;
+        let kept = r
+            .event_to_recorded(event)
+            .to_event()
+            .unwrap()
+            .to_line()
+            .unwrap();
+        assert!(kept.contains("/now/wsx/notes.txt"), "{kept}");
     }
 
     #[test]

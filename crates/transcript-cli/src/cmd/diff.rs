@@ -70,25 +70,16 @@ pub fn record(
 /// `run.started` keeps (wire decision 20); empty (not compared) when it keeps none or the text
 /// does not read (said on stderr).
 pub fn definitions(events: &[transcript_domain::DecodedEvent]) -> StepDefinitions {
-    let Some(source) = events
-        .iter()
-        .find_map(|e| e.step().and_then(|s| s.workflow.as_ref()))
-    else {
-        return StepDefinitions::default();
-    };
-    let Some(text) = &source.text else {
-        return StepDefinitions::default();
-    };
-    match transcript_exec::workflow::step_definitions(text, &source.path) {
-        Ok(defs) => StepDefinitions(defs),
-        Err(e) => {
+    transcript_exec::workflow::recorded_step_definitions(events).map_or_else(
+        |e| {
             crate::diag!(
                 "transcript: note: step definitions not compared: {}",
                 clean(&e.to_string())
             );
             StepDefinitions::default()
-        }
-    }
+        },
+        StepDefinitions,
+    )
 }
 
 /// Runs `diff`.

@@ -13,7 +13,10 @@ use std::sync::Arc;
 use transcript_compare::{DiffOptions, RunRecord, diff_with_definitions};
 use transcript_domain::DecodedEvent;
 use transcript_replay::engine::ReplayEndpoints;
-use transcript_replay::{Matching, Recording, Replayer, WorkspaceRoots};
+use transcript_replay::{
+    ChosenWorkflow, Matching, Recording, Replayer, WorkflowChoiceError, WorkspaceRoots,
+    choose_workflow,
+};
 
 use crate::CliError;
 use crate::cmd::run::RunArgs;
@@ -173,7 +176,7 @@ fn read_run(
     let table = super::receipts::pricing(None)?;
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let mapped = |events: Vec<DecodedEvent>| match roots {
-        Some(r) => events.into_iter().map(|e| to_recorded(e, r)).collect(),
+        Some(r) => events.into_iter().map(|e| r.event_to_recorded(e)).collect(),
         None => events,
     };
     let record = {
@@ -217,17 +220,8 @@ async fn replay_inner(
         .workspace
         .canonicalize()
         .unwrap_or_else(|_| args.workspace.clone());
-    let roots = recorded
-        .workspace
-        .as_deref()
-        .map(|then| (then, here.as_path()));
-    let chosen = super::replay_workflow::choose(
-        replay.workflow,
-        recorded.recording.workflow.as_ref(),
-        roots,
-        &recorded.path,
-    )?;
-    note_changed(&chosen.file, &recorded);
+    let roots = (recorded.workspace.as_deref()).and_then(|then| WorkspaceRoots::new(then, &here));
+    let chosen = workflow_to_run(replay.workflow, &recorded, roots.as_ref())?;
     args.workflow = chosen.file.clone();
     args.inputs = recorded
         .recording
@@ -238,11 +232,9 @@ async fn replay_inner(
         MatchMode::Fifo => Matching::Fifo,
     };
     let mut replayer = Replayer::new(recorded.recording.tape.clone(), matching);
-    let mut roots = None;
     if let Some(then) = &recorded.workspace {
         // Paths in the recording name its workspace; this replay's are under its own (#58).
         replayer = replayer.with_workspace_roots(then.clone(), here.clone());
-        roots = WorkspaceRoots::new(then, &here);
     }
     // Every agent execution on its recorded turns, command steps on their recorded outcomes
     // with `--commands record`, the new run naming the replayed one.
@@ -290,35 +282,12 @@ async fn replay_inner(
     }
 }
 
-/// `event` with the replay's workspace root written as the recorded one (every string of its
-/// line); kept as it is when it does not re-encode.
-fn to_recorded(event: DecodedEvent, roots: &WorkspaceRoots) -> DecodedEvent {
-    let Some(line) = event.to_event().ok().and_then(|e| e.to_line().ok()) else {
-        return event;
-    };
-    match roots.to_recorded(&line) {
-        std::borrow::Cow::Borrowed(_) => event,
-        std::borrow::Cow::Owned(mapped) => transcript_domain::decode_line(mapped.as_bytes())
-            .map(|d| d.event)
-            .unwrap_or(event),
-    }
-}
-
 /// Says at the end, on stderr, every difference a `--match fifo` replay kept as a warning (in
 /// its steps' results, where `show` prints them too).
 fn fifo_warnings(record: &RunRecord) {
-    let mut lines = Vec::new();
-    for (path, step) in record.walk() {
-        let warnings = step
-            .result
-            .as_ref()
-            .and_then(|r| r.get("warnings"))
-            .and_then(serde_json::Value::as_array);
-        for w in warnings.into_iter().flatten() {
-            let text = w.as_str().map_or_else(|| w.to_string(), str::to_owned);
-            lines.push(format!("  step {path}: {text}"));
-        }
-    }
+    let lines: Vec<String> = (record.warnings().into_iter())
+        .map(|(step, text)| format!("  step {step}: {text}"))
+        .collect();
     if !lines.is_empty() {
         crate::diag!(
             "transcript: replay: {} warning(s) (--match fifo):\n{}",
@@ -326,6 +295,35 @@ fn fifo_warnings(record: &RunRecord) {
             crate::style::clean(&lines.join("\n"))
         );
     }
+}
+
+/// The workflow to run (transcript-replay's `choose_workflow`), said on stderr when it is the
+/// text the recording keeps.
+fn workflow_to_run(
+    given: Option<PathBuf>,
+    recorded: &Read,
+    roots: Option<&WorkspaceRoots>,
+) -> Result<ChosenWorkflow, CliError> {
+    let chosen = choose_workflow(given, recorded.recording.workflow.as_ref(), roots).map_err(
+        |e| match e {
+            WorkflowChoiceError::NotNamed => {
+                CliError::Usage(format!("{}: {e}", recorded.path.display()))
+            }
+            WorkflowChoiceError::NotHere(path) => CliError::NotFound {
+                what: "the recorded run's workflow file (give --workflow FILE)".to_owned(),
+                path,
+            },
+            other => CliError::Failed(other.to_string()),
+        },
+    )?;
+    if let Some(file) = &chosen.instead_of {
+        crate::diag!(
+            "transcript: replay: note: {} is not here: running the workflow text the recording keeps",
+            crate::style::clean(&file.display().to_string())
+        );
+    }
+    note_changed(&chosen.file, recorded);
+    Ok(chosen)
 }
 
 /// Says on stderr when the workflow file to run is not the one recorded (its step definitions

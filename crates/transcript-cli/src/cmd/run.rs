@@ -13,6 +13,7 @@ use transcript_exec::workflow::given_inputs;
 use transcript_exec::{ExecutionService, ExternalPlugin, ToolRouter, WorkflowSet};
 use transcript_infra::{Durability, JsonlRecorderFactory};
 
+use super::run_report::{exit_status, masked, masked_lines, report_problems, verdict};
 use crate::CliError;
 use crate::style::Style;
 
@@ -243,60 +244,16 @@ pub async fn run_reporting(
     if let Err(e) = closed {
         storage_errors.push(format!("closing the transcript failed: {e}"));
     }
-    let masked = |text: &str| masked(&args, text);
+    let masked = |text: &str| masked(args.redactor.as_deref(), text);
     report_problems(&storage_errors, &outcome.audit_errors, &masked);
     crate::exit::stdout_result(writeln!(out, "run_id: {run_id}"))?;
     crate::exit::stdout_result(writeln!(out, "transcript: {}", path.display()))?;
-    let lines = |text: &str| masked_lines(&args, text);
+    let lines = |text: &str| masked_lines(args.redactor.as_deref(), text);
     verdict(&outcome, &storage_errors, (&masked, &lines));
     match signals.received() {
         Some(signal) => Err(CliError::Interrupted(signal)),
         None => exit_status(&outcome, &storage_errors, &internal),
     }
-}
-
-/// A text made safe to print (masked like the transcript, escaped).
-type Mask<'a> = &'a dyn Fn(&str) -> String;
-
-/// Says how the run ended; never "succeeded" for a run whose transcript lost events.
-fn verdict(
-    outcome: &transcript_exec::RunOutcome,
-    storage_errors: &[String],
-    (masked, masked_lines): (Mask<'_>, Mask<'_>),
-) {
-    let word = match (outcome.succeeded(), storage_errors.is_empty()) {
-        (true, true) => "succeeded",
-        (true, false) => "ran to the end but its transcript is incomplete",
-        (false, _) => "failed",
-    };
-    match &outcome.error {
-        // The one place the error is printed whole, with its own newlines (a mismatch's diff).
-        Some(err) => crate::diag!(
-            "transcript: run {} {word}: {}",
-            masked(&outcome.workflow),
-            masked_lines(err)
-        ),
-        None => crate::diag!("transcript: run {} {word}", masked(&outcome.workflow)),
-    }
-}
-
-/// The exit status of a run no signal ended: an incomplete transcript (4) before an internal
-/// error before a failed run (1).
-fn exit_status(
-    outcome: &transcript_exec::RunOutcome,
-    storage_errors: &[String],
-    internal: &[String],
-) -> Result<(), CliError> {
-    if !storage_errors.is_empty() {
-        return Err(CliError::Reported(4));
-    }
-    if let Some(first) = internal.first() {
-        return Err(CliError::Failed(format!("internal error: {first}")));
-    }
-    if !outcome.succeeded() {
-        return Err(CliError::Reported(1));
-    }
-    Ok(())
 }
 
 /// The `--plugin` commands split like a POSIX shell would (quotes, escapes), without running
@@ -531,52 +488,6 @@ fn open_error(e: transcript_domain::RecordError) -> CliError {
         CliError::Invalid(message)
     } else {
         CliError::Storage(message)
-    }
-}
-
-/// [`masked`], its newlines kept (other control characters escaped).
-fn masked_lines(args: &RunArgs, text: &str) -> String {
-    match &args.redactor {
-        Some(r) => crate::style::clean(&r.mask_text(text)),
-        None => crate::style::clean(text),
-    }
-}
-
-/// What is printed about the run is masked like the transcript: errors can quote content.
-fn masked(args: &RunArgs, text: &str) -> String {
-    let text = match &args.redactor {
-        Some(r) => r.mask_text(text).into_owned(),
-        None => text.to_owned(),
-    };
-    crate::style::one_line(&text)
-}
-
-/// The transcript's and the audit trail's failures: the first with its cause, then how many
-/// more.
-fn report_problems(
-    storage_errors: &[String],
-    audit_errors: &[String],
-    masked: &dyn Fn(&str) -> String,
-) {
-    if let Some(first) = storage_errors.first() {
-        crate::diag!(
-            "transcript: error: the transcript is incomplete: {}{}",
-            masked(first),
-            match storage_errors.len() {
-                1 => String::new(),
-                n => format!(" (and {} more recorder errors)", n - 1),
-            }
-        );
-    }
-    if let Some(first) = audit_errors.first() {
-        crate::diag!(
-            "transcript: warning: audit trail incomplete: {}{}",
-            masked(first),
-            match audit_errors.len() {
-                1 => String::new(),
-                n => format!(" (and {} more)", n - 1),
-            }
-        );
     }
 }
 

@@ -20,6 +20,25 @@ use super::WorkflowError;
 /// The keys under which a step nests other steps.
 const NESTED: [&str; 2] = ["steps", "branches"];
 
+/// Each step's definition in the workflow text a run's `run.started` keeps (wire decision 20),
+/// by path; empty when it keeps none (an older run, a text past the bound, a workflow built in
+/// Rust).
+pub fn recorded_step_definitions(
+    events: &[transcript_domain::DecodedEvent],
+) -> Result<BTreeMap<String, Value>, WorkflowError> {
+    let source = events
+        .iter()
+        .find_map(|e| e.step().and_then(|s| s.workflow.as_ref()));
+    match source {
+        Some(transcript_domain::WorkflowSource {
+            path,
+            text: Some(text),
+            ..
+        }) => step_definitions(text, path),
+        _ => Ok(BTreeMap::new()),
+    }
+}
+
 /// Each step's definition in the workflow `text` (shown as `file` in an error), by path.
 pub fn step_definitions(text: &str, file: &str) -> Result<BTreeMap<String, Value>, WorkflowError> {
     let doc: Value = serde_saphyr::from_str(text)
@@ -150,6 +169,26 @@ steps:
         let b = step_definitions(&TEXT.replace("sonnet-4-5", "opus-4-1"), "w.yaml").unwrap();
         let changed: Vec<_> = a.keys().filter(|k| a[*k] != b[*k]).collect();
         assert_eq!(changed, ["ask"]);
+    }
+
+    #[test]
+    fn a_runs_definitions_come_from_the_text_its_run_started_keeps() {
+        let line = |workflow: serde_json::Value| {
+            let l = json!({"seq": 1, "run_id": "00000000-0000-4000-8000-000000000001",
+                "type": "run.started", "timestamp": "2026-01-01T00:00:00.000Z",
+                "payload": {"name": "w", "kind": "workflow", "workflow": workflow}});
+            vec![
+                transcript_domain::decode_line(l.to_string().as_bytes())
+                    .unwrap()
+                    .event,
+            ]
+        };
+        let kept = line(json!({"path": "w.yaml", "sha256": "00", "text": TEXT}));
+        let defs = super::recorded_step_definitions(&kept).unwrap();
+        assert_eq!(defs, step_definitions(TEXT, "w.yaml").unwrap());
+        let stub = line(json!({"path": "w.yaml", "sha256": "00", "text_omitted_bytes": 300000}));
+        assert!(super::recorded_step_definitions(&stub).unwrap().is_empty());
+        assert!(super::recorded_step_definitions(&[]).unwrap().is_empty());
     }
 
     #[test]

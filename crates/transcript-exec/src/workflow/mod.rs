@@ -91,7 +91,7 @@ mod set;
 mod validate;
 mod yaml;
 
-pub use definitions::step_definitions;
+pub use definitions::{recorded_step_definitions, step_definitions};
 pub use mcp_servers::{McpServerSpec, McpTransport, check_servers, server_name_problem};
 pub use model::{
     AgentSpec, BUILTIN_KINDS, CommandLine, InputDef, InputType, Items, ParallelMode, PluginSpec,
