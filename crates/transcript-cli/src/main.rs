@@ -354,11 +354,25 @@ fn parse_secs(text: &str) -> Result<f64, String> {
     }
 }
 
+/// The arguments, with `mirror`'s help listing only the options it reads: the global
+/// `--storage` and `--color` mean nothing to it (its source is the URL, its output plain
+/// counts). Hidden arguments of the same ids, declared on it first, keep clap from
+/// propagating the global ones there (still accepted, and ignored).
+fn parse_cli() -> Cli {
+    use clap::{Arg, CommandFactory, FromArgMatches};
+    let command = Cli::command().mut_subcommand("mirror", |m| {
+        m.arg(Arg::new("storage").long("storage").hide(true))
+            .arg(Arg::new("color").long("color").hide(true))
+    });
+    let matches = command.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
     // First, single-threaded: this binary is the network namespace helper its bounded steps
     // start through (`transcript __netns PROGRAM ARGS…`, #57).
     transcript_exec::sandbox::net::serve_as_helper();
-    let cli = Cli::parse();
+    let cli = parse_cli();
     // Every descendant is the run's (#39): an orphan of a step comes back to the runner
     // (child subreaper) rather than to init, and nothing the runner started outlives it.
     // Without the attribute (an old kernel) steps still end their own scopes.

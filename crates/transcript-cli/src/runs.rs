@@ -84,7 +84,8 @@ pub struct RunSummary {
     pub status: RunStatus,
     /// Time of the first event.
     pub started_at: Option<transcript_domain::Timestamp>,
-    /// Milliseconds from the first to the last event.
+    /// Milliseconds from the first to the last event; for a running run, from the first event
+    /// to now (its last event may be long ago: a step still working).
     pub duration_ms: Option<i64>,
     /// Events in the file (the last line's seq).
     pub events: u64,
@@ -104,7 +105,13 @@ impl From<StoredRun> for RunSummary {
             workflow: r.workflow,
             status: r.state.into(),
             started_at: r.started_at,
-            duration_ms: r.started_at.zip(r.ended_at).map(|(s, e)| e.millis_since(s)),
+            duration_ms: match r.state {
+                RunState::Running => r.started_at.map(|s| {
+                    use transcript_domain::Clock as _;
+                    transcript_infra::SystemClock.now().millis_since(s)
+                }),
+                _ => r.started_at.zip(r.ended_at).map(|(s, e)| e.millis_since(s)),
+            },
             events: r.events,
             path: PathBuf::from(r.location),
             replay_of: r.replay_of,

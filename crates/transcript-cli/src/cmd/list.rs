@@ -15,7 +15,7 @@ pub struct ListOptions {
     /// How many runs (newest first).
     #[arg(short = 'n', long, default_value_t = 20)]
     pub limit: usize,
-    /// Child runs too (by default only root runs are listed).
+    /// With child runs (the runs `call_workflow` steps started; by default only root runs).
     #[arg(long)]
     pub all: bool,
     /// Only runs of this status (`running`: its runner holds the run; `abandoned`: no
@@ -59,12 +59,18 @@ pub fn print(
         .into_iter()
         .filter(|r| all || r.parent_run_id.is_none())
         .filter(|r| status.is_none_or(|s| r.status == s))
-        .take(limit)
         .collect();
+    let total = runs.len();
+    let runs = &runs[..limit.min(total)];
     let text = if json {
         super::to_json(&runs)? + "\n"
     } else {
-        render(&runs, style)
+        let mut text = render(runs, style);
+        // Say what is not shown (#59).
+        if runs.len() < total {
+            let _ = writeln!(text, "{} of {total} runs (-n N for more)", runs.len());
+        }
+        text
     };
     stdout_result(out.write_all(text.as_bytes()))
 }
