@@ -412,6 +412,7 @@ pub mod file_channel;
 mod gemini_session;
 pub mod http_agent;
 mod http_transport;
+pub mod inherited_signals;
 pub mod mcp;
 pub mod model_endpoint;
 pub mod plugin;

@@ -8,6 +8,9 @@
 //!   (killing its processes is what lets the service complete the cancelled steps and write
 //!   `run.completed`), then exits with 128+N. A third one exits without waiting.
 //!
+//! * A signal the runner started with ignored (`nohup` ignores SIGHUP) stays ignored: no
+//!   handler is installed for it, so `nohup transcript run …` outlives its terminal (#59).
+//!
 //! The handlers are registered synchronously by [`Signals::register`], before the transcript
 //! is created: a signal cannot arrive in a window where it would kill the process with the
 //! default action and leave a transcript with no end.
@@ -59,6 +62,10 @@ impl Signals {
         ];
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         for (kind, number) in kinds {
+            // Read before any handler of ours replaces the inherited disposition.
+            if transcript_exec::inherited_signals::is_ignored(number) {
+                continue;
+            }
             // `signal` installs the OS handler before it returns; what arrives from now on is
             // delivered to the stream, even before it is first polled.
             let mut stream = match signal(kind) {
