@@ -49,6 +49,10 @@ pub async fn connect_for_run(
         .await
         .map_err(|e| CliError::Storage(e.to_string()))?;
     keep_credentials_to_ourselves()?;
+    // A stream this runner made: with how many copies, and why (the cluster it reached).
+    if let Some(created) = store.created() {
+        crate::diag!("transcript: note: {created}");
+    }
     // Every event's line must fit the servers' max_payload: refused or told here, once.
     let (_, note) = store
         .value_cap(transcript_exec::bounded::DEFAULT_MAX_VALUE_BYTES)

@@ -142,7 +142,12 @@ pub fn open_run<'a>(
         let state = run.map_or(RunState::Abandoned, |run| dir.state_of(run, &path));
         (Arc::new(dir) as Arc<dyn RunStore>, loaded, state)
     } else {
-        let id = store.resolve(arg).map_err(crate::store::error)?;
+        // A run's location as a command printed it reads from the store it names.
+        let (store, arg) = match crate::store::located(arg, store, false)? {
+            Some((store, run)) => (store, run),
+            None => (store.clone(), arg.to_owned()),
+        };
+        let id = store.resolve(&arg).map_err(crate::store::error)?;
         let lines = store
             .read(id)
             .map_err(crate::store::error)?
@@ -151,7 +156,7 @@ pub fn open_run<'a>(
                 path: store.location().into(),
             })?;
         let state = lines.state;
-        (store.clone(), decode(lines)?, state)
+        (store, decode(lines)?, state)
     };
     report_read_problems(&loaded);
     let mut events = loaded.decoded();

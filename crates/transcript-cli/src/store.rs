@@ -46,6 +46,32 @@ fn open_with(storage: &Path, wait: Option<String>) -> Result<Store, CliError> {
     })
 }
 
+/// A run argument that is a run's location as a command printed it (`nats://…/STREAM#<id>`,
+/// or `nats://…/STREAM/<id>.jsonl`): the store at that URL (`store` itself when it is that
+/// store; a follower waits for the store to be created) and the run to resolve in it. `None`
+/// for any other argument; a location whose URL is not usable is a usage error.
+pub fn located(
+    arg: &str,
+    store: &Store,
+    follow: bool,
+) -> Result<Option<(Store, String)>, CliError> {
+    let location =
+        transcript_nats::RunLocation::parse(arg).map_err(|e| CliError::Usage(e.to_string()))?;
+    let Some(location) = location else {
+        return Ok(None);
+    };
+    if store.location() == location.url.to_string() {
+        return Ok(Some((store.clone(), location.run)));
+    }
+    let opened: Store = Arc::new(Lazy {
+        options: crate::nats_connect::options_from_env()?,
+        wait: follow.then(|| format!("run {}", location.run)),
+        url: location.url,
+        store: OnceLock::new(),
+    });
+    Ok(Some((opened, location.run)))
+}
+
 /// A NATS store connected at its first use.
 struct Lazy {
     url: transcript_nats::StorageUrl,
@@ -93,7 +119,13 @@ impl RunStore for Lazy {
     }
 
     fn resolve(&self, arg: &str) -> Result<transcript_domain::RunId, StoreReadError> {
-        self.get()?.resolve(arg)
+        // A run's location in this store, as a command printed it.
+        match transcript_nats::RunLocation::parse(arg) {
+            Ok(Some(location)) if location.url.same_store(&self.url) => {
+                self.get()?.resolve(&location.run)
+            }
+            _ => self.get()?.resolve(arg),
+        }
     }
 
     fn read(

@@ -207,7 +207,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// One topology: every case in interleaved rounds; returns whether the target held.
 async fn topology(name: &str, url: &str, replicas: usize, dir: &Path) -> bool {
     let options = StreamOptions {
-        replicas,
+        replicas: Some(replicas),
         ..StreamOptions::default()
     };
     let mut store = None;

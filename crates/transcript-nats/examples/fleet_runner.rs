@@ -111,7 +111,7 @@ async fn main() -> Result<(), Error> {
     let store = if StorageUrl::is_nats(storage) {
         let mut options = StreamOptions::default();
         if let Ok(r) = std::env::var("TRANSCRIPT_NATS_REPLICAS") {
-            options.replicas = r.parse()?;
+            options.replicas = Some(r.parse()?);
         }
         Some(NatsStore::connect(&StorageUrl::parse(storage)?, options).await?)
     } else {

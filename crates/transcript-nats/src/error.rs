@@ -44,6 +44,32 @@ pub enum NatsError {
         /// What the servers hold instead (the stream holding the runs, if any).
         reason: String,
     },
+    /// Readers never create a store, and the URL names a stream other than the one holding
+    /// the runs on these servers (a mistyped stream name): nothing will create it.
+    #[error("no transcript store at {url}: {reason}")]
+    WrongStream {
+        /// The storage URL.
+        url: String,
+        /// The stream that holds the runs' subjects.
+        holder: String,
+        /// What the servers hold, and the URL that reads it.
+        reason: String,
+    },
+    /// A run's lease lapsed before its runner renewed it (the runner was stopped, or cut off
+    /// from the servers for longer than the lease): readers may have reported the run
+    /// abandoned, so the runner records nothing more and the run stays abandoned.
+    #[error(
+        "NATS at {url}: run {run_id} was abandoned: its lease lapsed ({why}); readers may \
+         already have reported it abandoned, so it records nothing more and stays abandoned"
+    )]
+    Abandoned {
+        /// The storage URL.
+        url: String,
+        /// The run.
+        run_id: String,
+        /// How the runner learnt it (its renewal refused by the lease's revision).
+        why: String,
+    },
     /// A JetStream request (stream, consumer, key-value) failed.
     #[error("NATS JetStream at {url}: {message}")]
     JetStream {

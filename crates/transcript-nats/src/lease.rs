@@ -6,6 +6,10 @@
 //! key (purged, its marker itself expiring), so a reader that finds no lease and then no
 //! `run.completed` has seen an abandoned run, never a completing one.
 //!
+//! The runner renews the key only at the revision it last wrote ([`LeaseHold`]): once the
+//! key lapsed (the runner SIGSTOPped past its lease, or cut off from the servers) its next
+//! renewal is refused, it records nothing more, and the run stays abandoned.
+//!
 //! The bucket's stream must allow per-message TTLs (`allow_msg_ttl`, nats-server 2.11+): the
 //! writer's [`NatsStore::connect`] creates it so, and turns it on for a bucket made before.
 //!
@@ -13,6 +17,7 @@
 
 use std::time::Duration;
 
+use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, kv};
 use transcript_domain::RunId;
@@ -41,7 +46,7 @@ pub(crate) async fn allow_ttl(
 
 impl NatsStore {
     /// The lease's TTL in whole seconds (at least 1, the servers' granularity).
-    fn lease_secs(&self) -> u64 {
+    pub(crate) fn lease_secs(&self) -> u64 {
         self.options.lease.as_secs().max(1)
     }
 
@@ -125,14 +130,16 @@ impl NatsStore {
     }
 }
 
-/// Renews `run_id`'s lease every third of its length until aborted (the recorder's close or
-/// drop), each attempt bounded by that period, and writes the run's index `entry` with it when
-/// the run recorded events since its last write. A failed renewal is tried again at the next
-/// tick: the lease lapses only when the runner cannot renew it for about two thirds of its
-/// length (a server lost and a leader election in a cluster fit a 30 s lease easily).
+/// Renews the lease `hold` keeps every third of its length until aborted (the recorder's
+/// close or drop), each attempt bounded by that period, and writes the run's index `entry`
+/// with it when the run recorded events since its last write. A failed renewal is tried again
+/// at the next tick: the lease lapses only when the runner cannot renew it for about two
+/// thirds of its length (a server lost and a leader election in a cluster fit a 30 s lease
+/// easily). A renewal refused by the lease's revision (it lapsed: [`LeaseHold`]) ends the
+/// renewals: the run is abandoned, and its entry is left as readers see it.
 pub(crate) fn spawn_renewal(
     store: NatsStore,
-    run_id: RunId,
+    hold: std::sync::Arc<LeaseHold>,
     entry: std::sync::Arc<crate::live_entry::LiveEntry>,
 ) -> tokio::task::JoinHandle<()> {
     let every = (store.options.lease / 3).max(Duration::from_millis(200));
@@ -144,9 +151,191 @@ pub(crate) fn spawn_renewal(
             tick.tick().await;
             // An attempt waits for its ack no longer than a tick: one stuck on a server that
             // died must not hold the next one back until the lease has lapsed.
-            let _ = tokio::time::timeout(every, store.renew_lease(run_id)).await;
+            if let Ok(Err(Renewal::Lost(_))) = tokio::time::timeout(every, hold.renew(&store)).await
+            {
+                return;
+            }
             // What `list` shows of the running run, so it reads no stream message for it.
             let _ = tokio::time::timeout(every, entry.write_if_grown(&store)).await;
         }
     })
+}
+
+/// Why a renewal of a held lease did not happen.
+#[derive(Debug)]
+pub(crate) enum Renewal {
+    /// Refused by the lease's revision: the key lapsed (or was taken) since this runner last
+    /// renewed it. Final.
+    Lost(String),
+    /// The servers did not answer (a restart, a leader election): the lease may still hold.
+    Unknown(String),
+}
+
+/// What a runner knows of its run's lease.
+#[derive(Debug)]
+struct Held {
+    /// The key's revision (its stream sequence) as this runner last wrote it.
+    revision: u64,
+    /// Until when the lease surely holds: the last renewal's send time plus the lease (the
+    /// servers count the TTL from when they stored it, later).
+    valid_until: tokio::time::Instant,
+    /// Set once a renewal was refused.
+    lost: Option<String>,
+}
+
+/// A run's lease as its runner holds it: taken only if the key does not exist, renewed only
+/// at the revision the runner last wrote (`Nats-Expected-Last-Subject-Sequence` on the key's
+/// subject), so once the key lapsed and the servers removed it no renewal brings it back:
+/// an abandoned run stays abandoned. A record first makes sure the lease still holds
+/// ([`LeaseHold::ensure`]), renewing it when its validity runs short.
+#[derive(Debug)]
+pub(crate) struct LeaseHold {
+    run_id: RunId,
+    /// This holder's part of the renewals' message ids (a retry is deduplicated, another
+    /// runner's renewal never is).
+    holder: String,
+    held: tokio::sync::Mutex<Held>,
+}
+
+/// Why a lease could not be taken.
+#[derive(Debug)]
+pub(crate) enum TakeError {
+    /// The key exists: another runner holds the run.
+    Held,
+    /// The servers did not answer in time.
+    Store(NatsError),
+}
+
+impl LeaseHold {
+    /// Takes `run_id`'s lease (the key must not exist), waiting out no responders and lost
+    /// acks within `ack_timeout × publish_attempts`.
+    pub(crate) async fn take(store: &NatsStore, run_id: RunId) -> Result<Self, TakeError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // The client's id on its server, this process and a counter: unique per holder.
+        let client = store.client.server_info().client_id;
+        let hold = Self {
+            run_id,
+            holder: format!("{client}-{}-{n}", std::process::id()),
+            held: tokio::sync::Mutex::new(Held {
+                revision: 0,
+                valid_until: tokio::time::Instant::now(),
+                lost: None,
+            }),
+        };
+        match hold.ensure(store).await {
+            Ok(()) => Ok(hold),
+            Err(NatsError::Abandoned { .. }) => Err(TakeError::Held),
+            Err(e) => Err(TakeError::Store(e)),
+        }
+    }
+
+    /// Whether a renewal was refused: the run is abandoned.
+    pub(crate) async fn lost(&self) -> bool {
+        self.held.lock().await.lost.is_some()
+    }
+
+    /// Renews the lease at its revision (one attempt, bounded by `ack_timeout`).
+    pub(crate) async fn renew(&self, store: &NatsStore) -> Result<(), Renewal> {
+        let mut held = self.held.lock().await;
+        if let Some(lost) = &held.lost {
+            return Err(Renewal::Lost(lost.clone()));
+        }
+        let index = store
+            .writable_index()
+            .map_err(|e| Renewal::Unknown(e.to_string()))?;
+        let subject = format!(
+            "{}{}",
+            index.put_prefix.as_deref().unwrap_or(&index.prefix),
+            lease_key(self.run_id)
+        );
+        let message = PublishMessage::build()
+            .payload(bytes::Bytes::new())
+            .header(
+                async_nats::header::NATS_MESSAGE_TTL,
+                store.lease_secs().to_string().as_str(),
+            )
+            // A retry after a lost ack is the same renewal, stored once.
+            .message_id(format!(
+                "lease:{}:{}:{}",
+                self.run_id, self.holder, held.revision
+            ))
+            .expected_last_subject_sequence(held.revision);
+        let sent = tokio::time::Instant::now();
+        let acked = tokio::time::timeout(store.options.ack_timeout, async {
+            match store.js.send_publish(subject, message).await {
+                Ok(ack) => ack.await,
+                Err(e) => Err(e),
+            }
+        })
+        .await;
+        match acked {
+            Ok(Ok(ack)) => {
+                held.revision = ack.sequence;
+                held.valid_until = sent + store.options.lease;
+                Ok(())
+            }
+            Ok(Err(e)) if e.kind() == PublishErrorKind::WrongLastSequence => {
+                let why = format!(
+                    "its renewal at revision {} was refused: the key lease.{} lapsed, \
+                     the runner stopped or cut off for longer than the {}s lease",
+                    held.revision,
+                    self.run_id,
+                    store.lease_secs()
+                );
+                held.lost = Some(why.clone());
+                Err(Renewal::Lost(why))
+            }
+            Ok(Err(e)) => Err(Renewal::Unknown(e.to_string())),
+            Err(_) => Err(Renewal::Unknown(format!(
+                "no ack within {:?}",
+                store.options.ack_timeout
+            ))),
+        }
+    }
+
+    /// Makes sure the lease holds before the runner writes: nothing to do while more than a
+    /// third of the lease is left since the last renewal; else it is renewed now, retried
+    /// within `ack_timeout × publish_attempts` while the servers do not answer.
+    /// [`NatsError::Abandoned`] once a renewal was refused (the lease lapsed).
+    pub(crate) async fn ensure(&self, store: &NatsStore) -> Result<(), NatsError> {
+        let margin = store.options.lease / 3;
+        {
+            let held = self.held.lock().await;
+            if held.lost.is_none()
+                && held.revision > 0
+                && held.valid_until > tokio::time::Instant::now() + margin
+            {
+                return Ok(());
+            }
+        }
+        let budget = store.options.ack_timeout * store.options.publish_attempts.max(1);
+        let deadline = tokio::time::Instant::now() + budget;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match self.renew(store).await {
+                Ok(()) => return Ok(()),
+                Err(Renewal::Lost(why)) => {
+                    return Err(NatsError::Abandoned {
+                        url: store.url.to_string(),
+                        run_id: self.run_id.to_string(),
+                        why,
+                    });
+                }
+                Err(Renewal::Unknown(e)) if tokio::time::Instant::now() + pause >= deadline => {
+                    return Err(store.js_error(
+                        format!(
+                            "runs index: the lease of run {} (not renewed within {budget:?})",
+                            self.run_id
+                        ),
+                        e,
+                    ));
+                }
+                Err(Renewal::Unknown(_)) => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
 }

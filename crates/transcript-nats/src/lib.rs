@@ -88,6 +88,7 @@
 
 #![forbid(unsafe_code)]
 
+mod credentials;
 mod encode;
 mod error;
 mod index;
@@ -95,6 +96,7 @@ mod lease;
 mod live_entry;
 mod mirror;
 pub mod payload;
+mod provision;
 mod publish;
 mod read;
 mod recorder;
@@ -104,6 +106,7 @@ mod store;
 mod subscription;
 mod url;
 
+pub use credentials::{CREDENTIAL_ENV, CREDS_FILE_ENV};
 pub use error::NatsError;
 pub use index::{BilledTurnEntry, IndexStatus, RunEntry};
 pub use lease::lease_key;
@@ -115,8 +118,8 @@ pub use run_store::{NatsRunStore, stored_run};
 pub use staging::{
     BlockingStaging, IMPORT_INDEX_FILE, IMPORT_INDEX_KEY, ImportStaging, StagedImport,
 };
-pub use store::{CREDENTIAL_ENV, NatsStore, SUBJECT_PREFIX, StreamOptions, run_subject};
+pub use store::{NatsStore, StreamOptions};
 pub use subscription::NatsSubscription;
-pub use url::{DEFAULT_STREAM, StorageUrl};
+pub use url::{DEFAULT_STREAM, RunLocation, SUBJECT_PREFIX, StorageUrl, run_subject};
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -50,6 +50,8 @@ struct Inner {
     index: Arc<LiveEntry>,
     /// The first runs-index write that failed (reported by `close`).
     index_error: Mutex<Option<String>>,
+    /// The run's lease, checked before each publish: once lapsed, the run records nothing.
+    lease: Arc<crate::lease::LeaseHold>,
     /// The task renewing the run's lease (`crate::lease`), until the close.
     renewal: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -108,7 +110,7 @@ impl NatsRecorder {
         // An existing stream is used as it is: one keeping fewer copies than asked for would
         // make each ack less durable than the runner was told.
         let kept = store.stream.cached_info().config.num_replicas;
-        if kept < store.options.replicas {
+        if let Some(asked) = store.options.replicas.filter(|asked| kept < *asked) {
             return Err(RecordError::Storage {
                 path: store.url.to_string(),
                 message: format!(
@@ -117,7 +119,7 @@ impl NatsRecorder {
                      or ask for fewer",
                     store.url.stream,
                     if kept == 1 { "copy" } else { "copies" },
-                    store.options.replicas,
+                    asked,
                 ),
                 source: None,
             });
@@ -140,16 +142,28 @@ impl NatsRecorder {
             }
         }
         // The run's lease, held from before its first event until its close.
-        store
-            .renew_lease(run_id)
-            .await
-            .map_err(|e| RecordError::Storage {
-                path: store.url.to_string(),
-                message: format!("cannot open run {run_id}: {e}"),
-                source: None,
-            })?;
+        let lease = match crate::lease::LeaseHold::take(&store, run_id).await {
+            Ok(lease) => Arc::new(lease),
+            Err(crate::lease::TakeError::Held) => {
+                return Err(RecordError::Locked {
+                    path: format!(
+                        "{} (run {run_id}'s lease, key {} of the runs index, is held by \
+                         another runner)",
+                        store.url,
+                        crate::lease::lease_key(run_id)
+                    ),
+                });
+            }
+            Err(crate::lease::TakeError::Store(e)) => {
+                return Err(RecordError::Storage {
+                    path: store.url.to_string(),
+                    message: format!("cannot open run {run_id}: {e}"),
+                    source: None,
+                });
+            }
+        };
         let index = Arc::new(LiveEntry::new(RunEntry::new(run_id, parent_run_id)));
-        let renewal = crate::lease::spawn_renewal(store.clone(), run_id, index.clone());
+        let renewal = crate::lease::spawn_renewal(store.clone(), lease.clone(), index.clone());
         let (closed, _) = watch::channel(None);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -168,6 +182,7 @@ impl NatsRecorder {
                 closed,
                 index,
                 index_error: Mutex::new(None),
+                lease,
                 renewal: Mutex::new(Some(renewal)),
             }),
         })
@@ -312,6 +327,13 @@ impl Recorder for NatsRecorder {
         if let Some(failed) = &state.failed {
             return Err(self.storage_error(format!("the run cannot go on: {failed}")));
         }
+        // A runner whose lease lapsed (stopped, cut off) writes nothing more: the run stays
+        // abandoned as readers may have reported it.
+        if let Err(e) = inner.lease.ensure(&inner.store).await {
+            let why = e.to_string();
+            state.failed = Some(why.clone());
+            return Err(self.storage_error(why));
+        }
         let seq = state.next_seq;
         let timestamp = inner.clock.now();
         let line = Bytes::from(prepared.line(seq, timestamp));
@@ -381,6 +403,13 @@ impl Recorder for NatsRecorder {
         let last = state.next_seq - 1;
         drop(state);
         self.inner.closed.send_replace(Some(last));
+        if let Some(renewal) = lock(&self.inner.renewal).take() {
+            renewal.abort();
+        }
+        if self.inner.lease.lost().await {
+            // Abandoned: the entry and the lapsed key stay as readers saw them.
+            return Ok(());
+        }
         let events = self.inner.index.update(|entry| {
             entry.flush(None);
             entry.events
@@ -390,9 +419,6 @@ impl Recorder for NatsRecorder {
         }
         // Released after run.completed and the index entry: a reader finding no lease and no
         // run.completed has seen an abandoned run, never a completing one.
-        if let Some(renewal) = lock(&self.inner.renewal).take() {
-            renewal.abort();
-        }
         if let Err(e) = self.inner.store.release_lease(self.inner.run_id).await {
             lock(&self.inner.index_error).get_or_insert(e.to_string());
         }

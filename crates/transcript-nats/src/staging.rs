@@ -69,13 +69,12 @@ impl ImportStaging {
     /// `StreamOptions::replicas` asks for, as a runner is.
     pub async fn open(store: NatsStore, dir: &Path) -> Result<Self, NatsError> {
         let kept = store.stream.cached_info().config.num_replicas;
-        if kept < store.options.replicas {
+        if let Some(asked) = store.options.replicas.filter(|asked| kept < *asked) {
             return Err(store.js_error(
                 format!("stream {}", store.url.stream),
                 format!(
                     "it keeps {kept} copies of each event and TRANSCRIPT_NATS_REPLICAS asks for \
-                     {}: raise the stream's replicas or ask for fewer",
-                    store.options.replicas
+                     {asked}: raise the stream's replicas or ask for fewer"
                 ),
             ));
         }

@@ -1,30 +1,24 @@
 //! The connection to a NATS deployment, the transcripts stream and the runs-index bucket.
 //!
-//! Credentials come from the environment, the NATS way, never from the URL or argv:
-//! `NATS_CREDS` (a `.creds` file), `NATS_USER` + `NATS_PASSWORD`, `NATS_TOKEN`, and for TLS
-//! `NATS_CA` (a private CA's PEM), `NATS_CERT` + `NATS_KEY` (a client certificate).
+//! Credentials never come from the URL or argv: from a file (`TRANSCRIPT_NATS_CREDS_FILE` or
+//! `?creds=PATH`), or the environment the NATS way (`crate::credentials`).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, kv, stream};
 
 use crate::{NatsError, StorageUrl};
 
-/// The subject prefix of every run: `transcript.run.<run_id>`.
-pub const SUBJECT_PREFIX: &str = "transcript.run.";
-
-/// The subject a run's events are published to.
-pub fn run_subject(run_id: &transcript_domain::RunId) -> String {
-    format!("{SUBJECT_PREFIX}{run_id}")
-}
+pub use crate::url::{SUBJECT_PREFIX, bucket_name, run_subject};
 
 /// How the stream (and the runs-index bucket beside it) is created when it does not exist
 /// yet. An existing stream is used as it is.
 #[derive(Debug, Clone)]
 pub struct StreamOptions {
-    /// Copies of each message in a cluster (1, 3 or 5; at most the cluster's size).
-    pub replicas: usize,
+    /// Copies of each message in a cluster (1, 3 or 5; at most the cluster's size). `None`:
+    /// the cluster's, when this writer creates the stream (3 on a cluster of 3 or more, else
+    /// its size; `crate::provision`), and whatever an existing stream keeps.
+    pub replicas: Option<usize>,
     /// How long events are kept; `Duration::ZERO` keeps them until `max_bytes` is reached.
     pub max_age: Duration,
     /// The stream's size cap in bytes; `-1` is unlimited.
@@ -39,18 +33,22 @@ pub struct StreamOptions {
     /// A run's lease (whole seconds, at least 1): a runner renews it every third of this, and
     /// a run without `run.completed` whose lease lapsed reads as abandoned.
     pub lease: Duration,
+    /// How long a writer may keep trying to open or create the stream and the runs index
+    /// (a fresh cluster electing its meta leader) before it is refused.
+    pub create_timeout: Duration,
 }
 
 impl Default for StreamOptions {
     fn default() -> Self {
         Self {
-            replicas: 1,
+            replicas: None,
             max_age: Duration::ZERO,
             max_bytes: -1,
             ack_timeout: Duration::from_secs(5),
             publish_attempts: 3,
             connect_timeout: Duration::from_secs(5),
             lease: Duration::from_secs(30),
+            create_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -58,7 +56,8 @@ impl Default for StreamOptions {
 impl StreamOptions {
     /// The defaults, overridden from the environment: `TRANSCRIPT_NATS_REPLICAS`,
     /// `TRANSCRIPT_NATS_MAX_AGE_SECS`, `TRANSCRIPT_NATS_MAX_BYTES` (used when the stream is
-    /// created), `TRANSCRIPT_NATS_LEASE_SECS` (a run's lease), `TRANSCRIPT_NATS_ACK_TIMEOUT_MS`
+    /// created), `TRANSCRIPT_NATS_CREATE_TIMEOUT_SECS` (how long a writer tries to open or
+    /// create them), `TRANSCRIPT_NATS_LEASE_SECS` (a run's lease), `TRANSCRIPT_NATS_ACK_TIMEOUT_MS`
     /// and `TRANSCRIPT_NATS_PUBLISH_ATTEMPTS` (how long `record` may wait before the run fails; a short ack timeout shortens the connect
     /// timeout too, to no less than 500 ms). An empty variable is unset; a value that is not a
     /// number is [`NatsError::Setting`].
@@ -74,7 +73,10 @@ impl StreamOptions {
         }
         let mut options = Self::default();
         if let Some(r) = var("TRANSCRIPT_NATS_REPLICAS")? {
-            options.replicas = r;
+            options.replicas = Some(r);
+        }
+        if let Some(s) = var("TRANSCRIPT_NATS_CREATE_TIMEOUT_SECS")? {
+            options.create_timeout = Duration::from_secs(s);
         }
         if let Some(s) = var("TRANSCRIPT_NATS_MAX_AGE_SECS")? {
             options.max_age = Duration::from_secs(s);
@@ -111,115 +113,13 @@ pub struct NatsStore {
     pub(crate) options: StreamOptions,
     /// Counts the client's (re)connections: a follower's consumer may be gone with a server.
     pub(crate) connections: tokio::sync::watch::Receiver<u64>,
+    /// Said when this writer created the stream (its replicas, and why).
+    pub(crate) created: Option<String>,
 }
 
 impl std::fmt::Debug for NatsStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NatsStore").field("url", &self.url).finish()
-    }
-}
-
-/// The variables [`NatsStore::connect`] reads for credentials and TLS, exactly (they are read
-/// through this list): the runner's own, which a composition root withholds from the processes
-/// of a run (`transcript_exec::WithheldEnv`).
-pub const CREDENTIAL_ENV: [&str; 7] = [
-    "NATS_CREDS",
-    "NATS_USER",
-    "NATS_PASSWORD",
-    "NATS_TOKEN",
-    "NATS_CA",
-    "NATS_CERT",
-    "NATS_KEY",
-];
-
-/// The connect options the environment asks for (credentials and TLS).
-fn connect_options(
-    url: &StorageUrl,
-    timeout: Duration,
-) -> Result<async_nats::ConnectOptions, NatsError> {
-    let credentials = |message: String| NatsError::Credentials {
-        url: url.to_string(),
-        message,
-    };
-    let [creds, user, password, token, ca, cert, key] =
-        CREDENTIAL_ENV.map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
-    let mut options = async_nats::ConnectOptions::new()
-        .name("transcript")
-        .connection_timeout(timeout);
-    if let Some(path) = creds {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| credentials(format!("NATS_CREDS {path}: {e}")))?;
-        options = options
-            .credentials(&text)
-            .map_err(|e| credentials(format!("NATS_CREDS {path}: {e}")))?;
-    }
-    match (user, password) {
-        (Some(user), Some(password)) => options = options.user_and_password(user, password),
-        (Some(_), None) | (None, Some(_)) => {
-            return Err(credentials(
-                "NATS_USER and NATS_PASSWORD go together".to_owned(),
-            ));
-        }
-        (None, None) => {}
-    }
-    if let Some(token) = token {
-        options = options.token(token);
-    }
-    if let Some(ca) = ca {
-        options = options
-            .add_root_certificates(PathBuf::from(ca))
-            .require_tls(true);
-    }
-    match (cert, key) {
-        (Some(cert), Some(key)) => {
-            options = options.add_client_certificate(PathBuf::from(cert), PathBuf::from(key));
-        }
-        (Some(_), None) | (None, Some(_)) => {
-            return Err(credentials("NATS_CERT and NATS_KEY go together".to_owned()));
-        }
-        (None, None) => {}
-    }
-    Ok(options)
-}
-
-/// Why the stream of `url` could not be opened: when another stream already takes the runs'
-/// subjects (JetStream gives a subject to one stream), that stream and the URL that reads it.
-async fn open_error(
-    js: &jetstream::Context,
-    url: &StorageUrl,
-    e: jetstream::context::CreateStreamError,
-) -> NatsError {
-    use jetstream::context::CreateStreamErrorKind;
-    let message = format!("opening stream {}: {e}", url.stream);
-    let overlap = matches!(
-        e.kind(),
-        CreateStreamErrorKind::JetStream(j)
-            if j.error_code() == jetstream::ErrorCode::STREAM_SUBJECT_OVERLAP
-    );
-    let holder = if overlap {
-        js.stream_by_subject(format!("{SUBJECT_PREFIX}>"))
-            .await
-            .ok()
-    } else {
-        None
-    };
-    let message = match holder {
-        Some(holder) => {
-            let other = StorageUrl {
-                stream: holder.clone(),
-                ..url.clone()
-            };
-            format!(
-                "{message}: stream {holder} already holds the runs' subjects \
-                 ({SUBJECT_PREFIX}>) on these servers, and a subject belongs to one stream; \
-                 read and record with --storage {other}"
-            )
-        }
-        None => message,
-    };
-    NatsError::JetStream {
-        url: url.to_string(),
-        message,
     }
 }
 
@@ -234,7 +134,7 @@ async fn no_store(js: &jetstream::Context, url: &StorageUrl) -> Option<NatsError
     if holder.as_deref() == Some(url.stream.as_str()) {
         return None;
     }
-    let reason = match holder {
+    let reason = match &holder {
         Some(holder) => {
             let other = StorageUrl {
                 stream: holder.clone(),
@@ -252,9 +152,16 @@ async fn no_store(js: &jetstream::Context, url: &StorageUrl) -> Option<NatsError
             url.stream
         ),
     };
-    Some(NatsError::NoStore {
-        url: url.to_string(),
-        reason,
+    Some(match holder {
+        Some(holder) => NatsError::WrongStream {
+            url: url.to_string(),
+            holder,
+            reason,
+        },
+        None => NatsError::NoStore {
+            url: url.to_string(),
+            reason,
+        },
     })
 }
 
@@ -266,7 +173,7 @@ async fn connect_client(
 ) -> Result<(async_nats::Client, tokio::sync::watch::Receiver<u64>), NatsError> {
     let (connected, connections) = tokio::sync::watch::channel(0);
     let connected = std::sync::Arc::new(connected);
-    let client = connect_options(url, options.connect_timeout)?
+    let client = crate::credentials::connect_options(url, options.connect_timeout)?
         .event_callback(move |event| {
             let connected = connected.clone();
             async move {
@@ -293,67 +200,22 @@ fn context(client: &async_nats::Client, options: &StreamOptions) -> jetstream::C
         .build(client.clone())
 }
 
-/// The runs-index bucket's name for `stream`.
-fn bucket_name(stream: &str) -> String {
-    format!("{stream}_RUNS")
-}
-
 impl NatsStore {
     /// Connects to `url`'s servers and opens (or creates) its stream and the runs-index bucket
     /// `<STREAM>_RUNS`: for writers (`run`, `import`); readers use
     /// [`Self::connect_existing`], which never creates. Fails with an error naming the URL
-    /// when no server answers within `options.connect_timeout`.
+    /// when no server answers within `options.connect_timeout`. Concurrent writers converge on
+    /// one stream and bucket, and a cluster still electing its meta leader is waited out
+    /// within `options.create_timeout` (`crate::provision`); [`Self::created`] says when this
+    /// writer made the stream, with how many replicas.
     pub async fn connect(url: &StorageUrl, options: StreamOptions) -> Result<Self, NatsError> {
         let (client, connections) = connect_client(url, &options).await?;
         let js = context(&client, &options);
-        let js_error = |what: &str, e: &dyn std::fmt::Display| NatsError::JetStream {
-            url: url.to_string(),
-            message: format!("{what}: {e}"),
-        };
-        let stream = js
-            .get_or_create_stream(stream::Config {
-                name: url.stream.clone(),
-                subjects: vec![format!("{SUBJECT_PREFIX}>")],
-                num_replicas: options.replicas,
-                max_age: options.max_age,
-                max_bytes: options.max_bytes,
-                storage: stream::StorageType::File,
-                allow_direct: true,
-                ..Default::default()
-            })
-            .await;
-        let stream = match stream {
-            Ok(stream) => stream,
-            Err(e) => return Err(open_error(&js, url, e).await),
-        };
-        let bucket = bucket_name(&url.stream);
-        let mut index = match js.get_key_value(&bucket).await {
-            Ok(store) => store,
-            Err(_) => match js
-                .create_key_value(kv::Config {
-                    bucket: bucket.clone(),
-                    description: "transcript runs index (run id -> summary, runs' leases)"
-                        .to_owned(),
-                    history: 1,
-                    num_replicas: options.replicas,
-                    storage: stream::StorageType::File,
-                    ..Default::default()
-                })
-                .await
-            {
-                Ok(store) => store,
-                // Another runner made it meanwhile (and may have allowed TTLs on it already,
-                // so its configuration is no longer the one asked for): use it.
-                Err(e) => js
-                    .get_key_value(&bucket)
-                    .await
-                    .map_err(|_| js_error(&format!("creating key-value bucket {bucket}"), &e))?,
-            },
-        };
-        // Leases expire by per-message TTL (crate::lease).
-        crate::lease::allow_ttl(&js, &mut index)
-            .await
-            .map_err(|e| js_error(&format!("allowing message TTLs in bucket {bucket}"), &e))?;
+        let crate::provision::Provisioned {
+            stream,
+            index,
+            created,
+        } = crate::provision::provision(&client, &js, url, &options).await?;
         Ok(Self {
             url: url.clone(),
             client,
@@ -362,6 +224,7 @@ impl NatsStore {
             index: Some(index),
             options,
             connections,
+            created,
         })
     }
 
@@ -406,11 +269,14 @@ impl NatsStore {
             index,
             options,
             connections,
+            created: None,
         })
     }
 
     /// [`Self::connect_existing`] for a follower: on servers without the stream, calls
-    /// `waiting` once and connects again each second until a writer creates it.
+    /// `waiting` once and connects again each second until a writer creates it. A mistyped
+    /// stream name (another stream holds the runs: [`NatsError::WrongStream`]) is not waited
+    /// for: it ends at once naming the stream that does.
     pub async fn connect_existing_waiting(
         url: &StorageUrl,
         options: StreamOptions,
@@ -480,6 +346,12 @@ impl NatsStore {
     /// The storage URL (servers and stream), for messages.
     pub fn url(&self) -> &StorageUrl {
         &self.url
+    }
+
+    /// When this writer created the stream: a note naming its replicas and where they came
+    /// from (`TRANSCRIPT_NATS_REPLICAS`, or the cluster reached), for the runner to say.
+    pub fn created(&self) -> Option<&str> {
+        self.created.as_deref()
     }
 
     /// The stream options this store was opened with.

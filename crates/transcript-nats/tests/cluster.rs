@@ -20,7 +20,7 @@ fn cluster() -> Option<Vec<ServerNode>> {
 
 fn options() -> StreamOptions {
     StreamOptions {
-        replicas: 3,
+        replicas: Some(3),
         ack_timeout: Duration::from_secs(2),
         publish_attempts: 5,
         ..StreamOptions::default()

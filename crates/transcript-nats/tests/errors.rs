@@ -209,7 +209,7 @@ async fn mirror_into_a_file_and_more_replicas_than_servers_are_errors_naming_the
     // Three replicas asked of one server, on a stream of its own: refused, naming the URL.
     let url = format!("{}/THREE", server.url());
     let options = StreamOptions {
-        replicas: 3,
+        replicas: Some(3),
         ..StreamOptions::default()
     };
     let e = transcript_nats::NatsStore::connect(

@@ -55,7 +55,7 @@ async fn eight_runners_of_fifty_runs_into_a_cluster_mirror_to_the_file_goldens()
     let url = format!("{}/TRANSCRIPTS", testing::urls(&nodes));
     // The stream exists before the runners race to create it.
     let options = StreamOptions {
-        replicas: 3,
+        replicas: Some(3),
         ..StreamOptions::default()
     };
     let store = testing::connect_when_serving(

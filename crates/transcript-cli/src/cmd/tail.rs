@@ -170,16 +170,18 @@ impl Target {
                 run: None,
             });
         }
-        let run = match store.resolve(arg) {
-            Ok(run) => run,
-            Err(e) => return Err(crate::store::error(e)),
+        // A run's location as a command printed it follows the run in the store it names.
+        let (store, arg) = match crate::store::located(arg, store, follow)? {
+            Some((store, run)) => (store, run),
+            None => (store.clone(), arg.to_owned()),
         };
+        let run = store.resolve(&arg).map_err(crate::store::error)?;
         let location = match store.location() {
             l if l.starts_with("nats://") => format!("{l}#{run}"),
             dir => Path::new(&dir).join(run.file_name()).display().to_string(),
         };
         Ok(Target {
-            store: store.clone(),
+            store,
             path: None,
             run: Some(run),
             location,
