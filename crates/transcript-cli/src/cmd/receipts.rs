@@ -129,7 +129,7 @@ pub enum GroupBy {
 
 /// The session file a run was imported from by a file import (`import auto|claude FILE`):
 /// its agent step's result's `provider`, `source` and `project` (the directory it recorded).
-fn imported_file(
+pub(crate) fn imported_file(
     doc: &transcript_export::ExportDocument,
 ) -> Option<(String, String, Option<String>)> {
     doc.run.steps.iter().find_map(|step| {
@@ -252,7 +252,7 @@ pub fn run_grouped(
 
 /// Whether an imported session file is a sub-agent's log (`<session>/subagents/agent-*.jsonl`):
 /// a side chain, whose copy of a request loses to the main chain's.
-fn is_subagent_log(path: &str) -> bool {
+pub(crate) fn is_subagent_log(path: &str) -> bool {
     Path::new(path)
         .parent()
         .and_then(Path::file_name)

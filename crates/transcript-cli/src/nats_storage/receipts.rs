@@ -12,6 +12,46 @@ use crate::CliError;
 use crate::cmd::receipts::{GroupBy, Pending};
 use crate::exit::stdout_result;
 
+/// The session and project of an imported run (its workflow `import …`), read from its agent
+/// step's result as a directory's receipts read it, and whether it is a sub-agent's log; none
+/// for a run recorded by `run` (its session is the run, its project the workflow).
+fn imported(
+    reader: &mut Option<transcript_nats::NatsRunStore>,
+    store: &NatsStore,
+    run: &RunEntry,
+) -> ((Option<String>, Option<String>), bool) {
+    use transcript_domain::run_store::RunStore as _;
+    let none = ((None, None), false);
+    if !run
+        .workflow
+        .as_deref()
+        .is_some_and(|w| w.starts_with("import "))
+    {
+        return none;
+    }
+    // The read port, connected at the first imported run (its own thread and runtime).
+    if reader.is_none() {
+        *reader = transcript_nats::NatsRunStore::connect(store.url(), store.options().clone()).ok();
+    }
+    let Some(events) = reader
+        .as_ref()
+        .and_then(|r| r.read(run.run_id).ok())
+        .flatten()
+        .and_then(|lines| crate::source::decode(lines).ok())
+        .map(|loaded| loaded.decoded())
+    else {
+        return none;
+    };
+    let options = transcript_export::ExportOptions::default();
+    let doc = transcript_export::build_document(&events, &mut |_| None, &options);
+    crate::cmd::receipts::imported_file(&doc).map_or(none, |(provider, path, project)| {
+        (
+            transcript_import::project::session_and_project(&provider, &path, project.as_deref()),
+            crate::cmd::receipts::is_subagent_log(&path),
+        )
+    })
+}
+
 /// Prints the receipts of every run of the index grouped `by`.
 pub async fn run_grouped(
     store: &NatsStore,
@@ -36,17 +76,22 @@ pub async fn run_grouped(
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     // One request, one bill across runs (`transcript_export::requests`), as on a directory.
     let mut requests = Requests::new();
+    let mut reader = None;
     for run in &runs {
         let run_id = run.run_id.to_string();
+        // An imported session groups by its session and project, as on a directory (#59).
+        let ((session, project), sidechain) = imported(&mut reader, store, run);
+        let scope = session.clone().unwrap_or_else(|| run_id.clone());
         for turn in &run.turns {
             let timestamp = turn.timestamp.to_string();
             let key = match by {
                 GroupBy::Day => timestamp.get(..10).unwrap_or("?").to_owned(),
                 GroupBy::Month => timestamp.get(..7).unwrap_or("?").to_owned(),
-                // Runs recorded to NATS are not imported sessions: the session is the run,
-                // the project its workflow (as on a directory without an import index).
-                GroupBy::Session => run_id.clone(),
-                GroupBy::Project => run.workflow.clone().unwrap_or_else(|| "?".to_owned()),
+                GroupBy::Session => scope.clone(),
+                GroupBy::Project => project
+                    .clone()
+                    .or_else(|| run.workflow.clone())
+                    .unwrap_or_else(|| "?".to_owned()),
                 GroupBy::Model => turn.model.clone(),
             };
             requests.add(
@@ -60,9 +105,9 @@ pub async fn run_grouped(
                 // The runs index names no provider per turn: the ids of one storage's runs.
                 Source {
                     run: &run_id,
-                    session: &run_id,
+                    session: &scope,
                     provider: "",
-                    sidechain: false,
+                    sidechain,
                 },
                 &turn.usage,
             );
