@@ -202,8 +202,22 @@ fn a_resumed_copy_bills_its_history_once() {
     // The resumed copy adds no request: the truth is the log's own.
     assert_eq!(truth, jq_truth(&[&log]));
     let storage = tempfile::tempdir().unwrap();
-    import(storage.path(), &[&root]);
+    let imported = import(storage.path(), &[&root]);
     assert_eq!(runs(storage.path()), 2);
+    // The import's own total bills as `receipts` does (#59 item 5): one request, one bill.
+    let said = text(&imported.stderr);
+    let total = said
+        .lines()
+        .find(|l| l.contains("imported now:"))
+        .and_then(|l| l.rsplit_once("cost $"))
+        .map(|(_, c)| c.trim().parse::<f64>().unwrap())
+        .unwrap_or_else(|| panic!("{said}"));
+    let jq = truth["cost"].as_f64().unwrap();
+    assert!(
+        (total - jq).abs() < 1e-6,
+        "import says ${total}, jq ${jq}\n{said}"
+    );
+    assert!(said.contains("duplicate turn(s) set aside"), "{said}");
     // The resumed copy's assistant turns, all set aside.
     let (bill, _) = billed(storage.path(), "day");
     let set_aside = bill["duplicates"].as_u64().unwrap();

@@ -5,8 +5,16 @@
 //! step's, the one model its other turns name). A turn whose model the table lacks (or that
 //! names none in a step without a single model) makes the cost unknown, shown `—`, and its
 //! model is warned about once, never priced $0.
+//!
+//! One request, one bill (#59 item 5, as `receipts` bills, wire decision 17): the turns of one
+//! run that carry a request id are that run's copy of the request; when bills of several runs
+//! are merged (an import's total), a request another merged run already billed is set aside
+//! and counted in [`ImportBill::duplicates`] (a resumed session file repeating its earlier
+//! requests). A Claude `<message.id>/<requestId>` is one request wherever it is; any other
+//! request id is one within its session file.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use transcript_domain::bill::{CostSum, NO_MODEL, billed_model, step_model};
 use transcript_domain::{MessagePayload, Usage};
@@ -31,14 +39,51 @@ pub struct ImportBill {
     models: BTreeSet<String>,
     /// Usage of this run's turns that name no model, priced when the run is settled.
     unnamed: Vec<Usage>,
+    /// Every turn added to this run's bill: its request key and model, for a merge.
+    entries: Vec<Entry>,
+    /// The session file the run was imported from: the scope of a request id that is not
+    /// global.
+    scope: String,
+    /// The request keys of every bill merged in.
+    keys: BTreeSet<String>,
+    /// Turns of merged bills set aside: their request was billed by another merged run.
+    pub duplicates: u64,
+}
+
+/// One billed turn of a run: its request's key (`None`: its own bill) and model.
+#[derive(Debug, Clone)]
+struct Entry {
+    key: Option<String>,
+    model: Option<String>,
+    usage: Usage,
 }
 
 impl ImportBill {
+    /// The bill of a run imported from the session file `source` (the scope of its request
+    /// ids that are not global).
+    pub fn of_session(source: &Path) -> Self {
+        Self {
+            scope: source.display().to_string(),
+            ..Self::default()
+        }
+    }
+
     /// Adds one written turn of this run.
     pub fn add(&mut self, m: &MessagePayload, table: &Pricing) {
         let Some(u) = m.usage.as_ref().filter(|u| !u.is_empty()) else {
             return;
         };
+        self.entries.push(Entry {
+            key: m.request_id.as_deref().map(|id| {
+                if id.contains('/') {
+                    id.to_owned()
+                } else {
+                    format!("{}\u{1f}{id}", self.scope)
+                }
+            }),
+            model: m.model.clone(),
+            usage: u.clone(),
+        });
         match m.model.as_deref() {
             Some(model) => {
                 self.models.insert(model.to_owned());
@@ -78,13 +123,40 @@ impl ImportBill {
         out
     }
 
-    /// Adds another run's bill (settled first).
+    /// Adds another run's bill (settled first), but for the turns of a request a bill merged
+    /// before billed (counted in [`ImportBill::duplicates`]).
     pub fn merge(&mut self, other: &ImportBill) {
-        let other = other.settled(Pricing::embedded());
-        self.cost.merge(other.cost);
-        self.turns += other.turns;
-        self.usage.accumulate(&other.usage);
-        self.unpriced.extend(other.unpriced.iter().cloned());
+        let table = Pricing::embedded();
+        let theirs: BTreeSet<String> = other.entries.iter().filter_map(|e| e.key.clone()).collect();
+        if theirs.is_disjoint(&self.keys) {
+            let other = other.settled(table);
+            self.cost.merge(other.cost);
+            self.turns += other.turns;
+            self.usage.accumulate(&other.usage);
+            self.unpriced.extend(other.unpriced.iter().cloned());
+        } else {
+            let run_model = billed_model(
+                None,
+                step_model(other.models.iter().map(|m| Some(m.as_str()))),
+            );
+            for e in &other.entries {
+                if e.key.as_ref().is_some_and(|k| self.keys.contains(k)) {
+                    self.duplicates += 1;
+                    continue;
+                }
+                let model = e.model.as_deref().unwrap_or(run_model);
+                if model == NO_MODEL {
+                    self.unpriced.insert(NO_MODEL.to_owned());
+                    self.cost.add(None);
+                } else {
+                    self.price(model, &e.usage, table);
+                }
+                self.turns += 1;
+                self.usage.accumulate(&e.usage);
+            }
+        }
+        self.duplicates += other.duplicates;
+        self.keys.extend(theirs);
     }
 
     /// The cost of every turn, `None` when one could not be priced (or none had usage).
@@ -128,6 +200,42 @@ mod tests {
             ..Usage::default()
         });
         m
+    }
+
+    fn request(id: &str, input: u64) -> MessagePayload {
+        let mut m = turn(Some("claude-sonnet-4-5"), input, 10);
+        m.request_id = Some(id.to_owned());
+        m
+    }
+
+    #[test]
+    fn a_request_another_merged_run_billed_is_set_aside() {
+        let table = Pricing::embedded();
+        let mut first = ImportBill::of_session(Path::new("/p/s1.jsonl"));
+        first.add(&request("msg_1/req_1", 1000), table);
+        first.add(&request("msg_1/req_1", 0), table); // the same request, split over turns
+        first.add(&request("msg_2/req_2", 500), table);
+        // A resumed session repeats msg_1 and adds msg_3; its own id `r1` is another session's.
+        let mut resumed = ImportBill::of_session(Path::new("/p/s2.jsonl"));
+        resumed.add(&request("msg_1/req_1", 1000), table);
+        resumed.add(&request("msg_3/req_3", 200), table);
+        resumed.add(&request("r1", 50), table);
+        let mut other = ImportBill::of_session(Path::new("/p/s3.jsonl"));
+        other.add(&request("r1", 50), table);
+        let mut total = ImportBill::default();
+        for b in [&first, &resumed, &other] {
+            total.merge(b);
+        }
+        assert_eq!(total.duplicates, 1);
+        assert_eq!(total.turns, 6);
+        assert_eq!(total.usage.input_tokens, Some(1000 + 500 + 200 + 50 + 50));
+        let alone = |b: &ImportBill| b.cost_usd().unwrap();
+        let expected = alone(&first) + alone(&other) + alone(&resumed) - {
+            let mut dup = ImportBill::default();
+            dup.add(&request("x/y", 1000), table);
+            alone(&dup)
+        };
+        assert!((total.cost_usd().unwrap() - expected).abs() < 1e-12);
     }
 
     #[test]

@@ -95,7 +95,7 @@ impl<'a> ImportWriter<'a> {
             step: StepPayload::new(provider.name(), "agent"),
             open: None,
             events: 0,
-            bill: ImportBill::default(),
+            bill: ImportBill::of_session(input),
         }
     }
 

@@ -157,6 +157,7 @@ pub fn run(
         );
     }
     warn(&total, redactor);
+    super::receipts::note_duplicates(total.duplicates, &mut std::io::stderr());
     if let Some(r) = redactor {
         crate::diag!("transcript: {} masks applied", r.masks_made());
     }
