@@ -15,9 +15,9 @@
 //!   [`ProcessScope`], and when the step ends (success too) every process of
 //!   the scope dies, including those that `setsid` or double-forked away
 //!   ([`crate::reaper`]).
-//! * **Bounded capture.** Standard output and error keep their first
-//!   [`ProcessLimits::max_output_bytes`] bytes (less the room for the
-//!   truncation marker); the rest is counted and hashed while it streams
+//! * **Bounded capture.** Standard output keeps its first
+//!   [`ProcessLimits::max_output_bytes`] bytes, standard error half as many
+//!   ([`stderr_cap`]; both less the room for the truncation marker); the rest is counted and hashed while it streams
 //!   past, so a command printing 50 MB holds at most the cap in memory and
 //!   its recorded text ends with `…[truncated: N bytes, sha256 H]` (N and H
 //!   of everything it printed, see [`crate::bounded`]).
@@ -46,7 +46,8 @@ pub struct ProcessLimits {
     /// Time between `SIGTERM` to the group and `SIGKILL` to what is left
     /// (default 2 s).
     pub kill_grace: Duration,
-    /// Bytes of each output stream kept, marker included (default 1 MiB).
+    /// Bytes of standard output kept, marker included (default 1 MiB); standard error keeps
+    /// half of it ([`stderr_cap`]).
     pub max_output_bytes: usize,
     /// Variables of the runner's environment the process does not inherit (default none;
     /// see [`crate::withheld_env`]).
@@ -149,6 +150,14 @@ impl Capture {
         text.push_str(&mark);
         text
     }
+}
+
+/// The cap of standard error's capture for an output cap of `cap`: half of it, so a process
+/// filling both streams still records them in one value within twice the cap (a recorded
+/// object over twice the value cap becomes a stub, see [`crate::bounded`], and would lose its
+/// exit code; wire decision 21).
+pub fn stderr_cap(cap: usize) -> usize {
+    cap / 2
 }
 
 /// Reads `stream` to its end under `capture`'s cap.
@@ -440,7 +449,8 @@ async fn run_process(
     let cap = limits.max_output_bytes;
     let finished = {
         let work = async {
-            let (out, err, ()) = tokio::join!(capture(stdout, cap), capture(stderr, cap), feed);
+            let (out, err, ()) =
+                tokio::join!(capture(stdout, cap), capture(stderr, stderr_cap(cap)), feed);
             let status = child.wait().await;
             (out, err, status)
         };

@@ -453,7 +453,7 @@ async fn command_failure_and_terminal_failure() {
     );
     assert_eq!(
         bad.result.as_ref().unwrap().to_value(),
-        json!({"command": "echo out; echo oops >&2; exit 3", "stdout": "out\n", "exit_code": 3, "confined": true})
+        json!({"command": "echo out; echo oops >&2; exit 3", "stdout": "out\n", "stderr": "oops\n", "exit_code": 3, "confined": true})
     );
 
     let wf = Workflow::new("term")

@@ -16,7 +16,9 @@ use crate::html_timeline::{TIMELINE_CSS, render_timeline};
 use crate::model::{
     CostSummary, Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport,
 };
-use crate::render_util::{cost_note, duration, escape_html as esc, model_tokens, usage_line, usd};
+use crate::render_util::{
+    command_stderr, cost_note, duration, escape_html as esc, model_tokens, usage_line, usd,
+};
 
 const CSS: &str = r#"
 :root { --fg:#1d2125; --muted:#6a737d; --ok:#1a7f37; --bad:#cf222e; --warn:#9a6700; --bg:#fff; --panel:#f6f8fa; --line:#d0d7de; }
@@ -40,6 +42,7 @@ details.thinking { color: var(--muted); }
 pre { background: #0d1117; color: #e6edf3; padding: 8px 10px; border-radius: 6px; overflow:auto; white-space: pre-wrap; word-break: break-word; }
 .tool { border: 1px dashed var(--line); border-radius: 6px; padding: 6px 10px; margin: 8px 0; }
 .error { color: var(--bad); font-weight: 600; }
+.stderr pre { border-left: 3px solid var(--bad); }
 "#;
 
 /// Renders the document as one HTML page.
@@ -248,6 +251,14 @@ fn render_step(
             out,
             "<details><summary>Result</summary>{}</details>",
             pre(result)
+        );
+    }
+    // Shown open: what a command said on its standard error explains its failure.
+    if let Some(stderr) = command_stderr(&step.kind, step.result.as_ref()) {
+        let _ = write!(
+            out,
+            "<div class=\"stderr\"><span class=\"meta\">stderr</span>{}</div>",
+            pre(stderr)
         );
     }
     render_entries(&step.entries, out);

@@ -105,5 +105,5 @@ pub use receipts::{
 };
 /// The HTML page's escaper (`& < > " '`, pulldown-cmark's), public so other pages of
 /// recorded values (transcript-compare's diff page) escape by the same rules.
-pub use render_util::escape_html;
+pub use render_util::{command_stderr, escape_html};
 pub use truncate::{PREVIEW_CHARS, sha256_hex, truncate_raw, truncate_value};

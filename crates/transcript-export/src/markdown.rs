@@ -17,7 +17,7 @@ use crate::md_escape::{code_span, longest_backtick_run, paragraphs, text};
 use crate::model::{
     CostSummary, Entry, ExportBlock, ExportDocument, RunExport, StepExport, ToolCallExport,
 };
-use crate::render_util::{cost_note, duration, model_tokens, usage_line, usd};
+use crate::render_util::{command_stderr, cost_note, duration, model_tokens, usage_line, usd};
 
 /// Renders the document as Markdown.
 pub fn to_markdown(doc: &ExportDocument) -> String {
@@ -167,6 +167,10 @@ fn render_step(step: &StepExport, level: usize, priced: bool, out: &mut String) 
     if let Some(result) = &step.result {
         let _ = writeln!(out, "- Result:\n");
         fenced(result, out);
+    }
+    if let Some(stderr) = command_stderr(&step.kind, step.result.as_ref()) {
+        let _ = writeln!(out, "- Stderr:\n");
+        fenced(stderr, out);
     }
     render_entries(&step.entries, out);
     for child in &step.steps {

@@ -1,5 +1,6 @@
 //! Helpers shared by the Markdown and HTML renderers.
 
+use serde_json::Value;
 use transcript_domain::Usage;
 
 /// Human-readable duration.
@@ -78,4 +79,13 @@ pub fn model_tokens(u: &Usage) -> String {
     } else {
         tokens
     }
+}
+
+/// What a command step wrote to its standard error (wire decision 21: `stderr` in its
+/// `result`, absent when it wrote none), for a step of `kind` with `result`.
+pub fn command_stderr<'a>(kind: &str, result: Option<&'a Value>) -> Option<&'a Value> {
+    result
+        .filter(|_| kind == "command")?
+        .get("stderr")
+        .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
 }

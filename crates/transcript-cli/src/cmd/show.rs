@@ -145,6 +145,13 @@ fn render_step(step: &StepExport, depth: usize, style: &Style, out: &mut String)
         );
     }
     render_diagnostics(step.result.as_ref(), &p, style, out);
+    if let Some(err) = transcript_export::command_stderr(&step.kind, step.result.as_ref()) {
+        let _ = writeln!(
+            out,
+            "{p}{}",
+            style.yellow(&format!("stderr: {}", short_value(err)))
+        );
+    }
     render_refused(step.network_refused.as_ref(), &p, style, out);
     match (&step.error, step.status.as_str()) {
         (Some(err), _) => {

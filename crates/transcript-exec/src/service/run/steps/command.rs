@@ -1,7 +1,7 @@
 //! The `command` step: shell source (`/bin/sh -c`; values arrive through
 //! `env`, never in the text) or an argv, run in the workspace; the result
-//! records the resolved command, its stdout and exit code, and a non-zero
-//! exit fails the step.
+//! records the resolved command, its stdout, its stderr (when it wrote any: wire decision
+//! 21, bounded like stdout) and exit code, and a non-zero exit fails the step.
 
 use std::collections::BTreeMap;
 
@@ -129,6 +129,7 @@ pub(in crate::service) async fn run(
             let ran = Ran {
                 resolved,
                 stdout: out.stdout,
+                stderr: out.stderr,
                 exit_code: out.exit_code,
                 env: &env,
                 input: input.as_deref(),
@@ -161,6 +162,8 @@ fn exit_flow(code: i64, masked_stderr: impl FnOnce() -> String) -> Flow {
 struct Ran<'a> {
     resolved: Value,
     stdout: String,
+    /// What it wrote to its standard error (already bounded by the capture; empty: none).
+    stderr: String,
     exit_code: i64,
     env: &'a [(String, String)],
     input: Option<&'a str>,
@@ -169,15 +172,18 @@ struct Ran<'a> {
 }
 
 impl Ran<'_> {
-    /// The step's value and result (`command`, `stdout`, `exit_code`, and `stdin` and `env`
-    /// when it got some: what ran is the source plus its input and environment), ending as
-    /// `flow`.
+    /// The step's value and result (`command`, `stdout`, `exit_code`, `stderr` when it wrote
+    /// any (wire decision 21), and `stdin` and `env` when it got some: what ran is the source
+    /// plus its input and environment), ending as `flow`.
     fn into_out(self, flow: Flow) -> KindOut {
         let mut result = json!({
             "command": self.resolved,
             "stdout": self.stdout,
             "exit_code": self.exit_code,
         });
+        if !self.stderr.is_empty() {
+            result["stderr"] = Value::String(self.stderr);
+        }
         if let Some(input) = self.input {
             result["stdin"] = Value::String(input.to_owned());
         }
@@ -231,6 +237,8 @@ fn served(
     Ran {
         resolved,
         stdout: recorded.stdout,
+        // A recording serves its stdout and exit code only (what the replay compares).
+        stderr: String::new(),
         exit_code: recorded.exit_code,
         env,
         input,
