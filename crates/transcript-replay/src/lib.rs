@@ -72,6 +72,7 @@
 #![forbid(unsafe_code)]
 
 pub mod engine;
+pub mod fork;
 mod recording;
 mod replayer;
 mod roots;
