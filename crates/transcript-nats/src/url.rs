@@ -99,7 +99,8 @@ impl StorageUrl {
             if host.contains('@') {
                 return Err(bad(
                     "credentials in the URL would show in argv and process listings: name a \
-                     file holding them with ?creds=PATH or TRANSCRIPT_NATS_CREDS_FILE instead",
+                     file holding them with ?creds=PATH or TRANSCRIPT_NATS_CREDS_FILE (or set \
+                     NATS_USER and NATS_PASSWORD, NATS_TOKEN or NATS_CREDS)",
                 ));
             }
             if host.is_empty() || host.contains(['/', '?', '#']) {
