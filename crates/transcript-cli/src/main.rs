@@ -320,6 +320,12 @@ enum Command {
         after_help = "Examples:\n  transcript mirror nats://127.0.0.1:4222 --to storage/transcripts\n  transcript mirror nats://a:4222,b:4222/TRANSCRIPTS --to /backup/runs --follow\n\nCredentials come from NATS_CREDS, NATS_USER/NATS_PASSWORD, NATS_TOKEN, NATS_CA, NATS_CERT/NATS_KEY."
     )]
     Mirror(cmd::mirror::MirrorCmd),
+    /// A live, read-only viewer of the whole store in a browser: runs, a run, diff, search,
+    /// receipts, JSON and Server-Sent Events (loopback; another address needs a token).
+    #[command(
+        after_help = "Examples:\n  transcript serve\n  transcript serve --storage nats://127.0.0.1:4222 --addr 127.0.0.1:8080\n  transcript serve --addr 0.0.0.0:7700 --token \"$(cat token)\""
+    )]
+    Serve(cmd::serve::ServeArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -360,9 +366,20 @@ fn parse_secs(text: &str) -> Result<f64, String> {
 /// propagating the global ones there (still accepted, and ignored).
 fn parse_cli() -> Cli {
     use clap::{Arg, CommandFactory, FromArgMatches};
+    // Typed as the global ones: clap hands a subcommand's value of a global id up to it.
     let command = Cli::command().mut_subcommand("mirror", |m| {
-        m.arg(Arg::new("storage").long("storage").hide(true))
-            .arg(Arg::new("color").long("color").hide(true))
+        m.arg(
+            Arg::new("storage")
+                .long("storage")
+                .hide(true)
+                .value_parser(clap::value_parser!(PathBuf)),
+        )
+        .arg(
+            Arg::new("color")
+                .long("color")
+                .hide(true)
+                .value_parser(clap::builder::EnumValueParser::<ColorChoice>::new()),
+        )
     });
     let matches = command.get_matches();
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
@@ -463,6 +480,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Check(args) => cmd::check::run(&args, &store()?, &style, &mut out),
         Command::Mirror(args) => cmd::mirror::run(&args, &mut out),
         Command::List(options) => cmd::list::run(&store()?, options, &style, &mut out),
+        Command::Serve(args) => cmd::serve::run(args, store()?, &mut out),
     }
 }
 

@@ -69,10 +69,10 @@ fn seqs(bytes: &[u8]) -> Vec<u64> {
         .collect()
 }
 
-/// `receipts --by day --json` on `storage`.
-fn bill(storage: &str) -> serde_json::Value {
+/// `receipts --by <by> --json` on `storage`.
+fn bill_by(storage: &str, by: &str) -> serde_json::Value {
     let mut c = bin();
-    c.args(["receipts", "--by", "day", "--json", "--storage", storage]);
+    c.args(["receipts", "--by", by, "--json", "--storage", storage]);
     serde_json::from_str(&ok(c.output().unwrap())).unwrap()
 }
 
@@ -103,7 +103,12 @@ fn same_as_files(url: &str, files: &Path, tmp: &Path) {
         );
         assert!(nats == file, "{name}: NATS differs from the file import");
     }
-    assert_eq!(bill(url), bill(&files.display().to_string()));
+    // The same receipts wherever the runs live (#59 item 5): an imported session groups by
+    // its session and project on NATS as on files.
+    for by in ["day", "month", "session", "project", "model"] {
+        let (nats, file) = (bill_by(url, by), bill_by(&files.display().to_string(), by));
+        assert_eq!(nats, file, "--by {by}");
+    }
 }
 
 #[test]
@@ -127,6 +132,12 @@ fn a_claude_log_imported_into_nats_is_its_file_import_and_bills_the_same_once() 
         let first = ok(import(storage, &config, &["--store"]));
         assert!(first.trim_end().ends_with("\tnew"), "{first}");
         let run = first.split('\t').next().unwrap().to_owned();
+        if storage == url {
+            // The location it prints is the one every command prints, and `show` opens it.
+            let location = first.split('\t').nth(2).unwrap();
+            assert_eq!(location, format!("{url}#{run}"));
+            ok(bin().args(["show", location]).output().unwrap());
+        }
         let again = ok(import(storage, &config, &[file_arg]));
         assert!(again.starts_with(&run), "{again}");
         let store = ok(import(storage, &config, &["--store"]));

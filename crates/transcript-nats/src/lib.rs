@@ -116,7 +116,7 @@ pub use read::RunFollower;
 pub use recorder::{NatsRecorder, NatsRecorderFactory};
 pub use run_store::{NatsRunStore, stored_run};
 pub use staging::{
-    BlockingStaging, IMPORT_INDEX_FILE, IMPORT_INDEX_KEY, ImportStaging, StagedImport,
+    BlockingStaging, IMPORT_INDEX_FILE, IMPORT_INDEX_KEY, ImportStaging, StagedImport, import_index,
 };
 pub use store::{NatsStore, StreamOptions};
 pub use subscription::NatsSubscription;

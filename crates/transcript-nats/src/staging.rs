@@ -301,6 +301,17 @@ impl ImportStaging {
 /// The session runs the stored import index names as open (an agent CLI's session imported
 /// with `import --store`, which may grow): without `run.completed` they are open, not
 /// abandoned. None without a runs index or an import index.
+/// The store's import index: what `import` keeps of the session files it imported (the
+/// document a directory keeps as `import-index.json`: each file's run, provider and project),
+/// `None` when nothing was imported. `receipts --by session|project` groups a store import's
+/// runs by it, as on a directory.
+pub async fn import_index(store: &NatsStore) -> Result<Option<Value>, NatsError> {
+    if store.index.is_none() {
+        return Ok(None);
+    }
+    Ok(load_index(store).await?.0)
+}
+
 pub(crate) async fn imported_open_runs(store: &NatsStore) -> Result<BTreeSet<RunId>, NatsError> {
     if store.index.is_none() {
         return Ok(BTreeSet::new());

@@ -40,6 +40,29 @@ impl Drop for StagingDir {
     }
 }
 
+/// `printed` with each staged file (`<dir>/<run id>.jsonl`) named by its run's location in the
+/// store, the form every command prints and `show` accepts (`nats://…/STREAM#<run id>`).
+fn locations(printed: &str, dir: &Path, url: &transcript_nats::StorageUrl) -> String {
+    let staged = format!("{}/", dir.display());
+    let mut out = String::with_capacity(printed.len());
+    let mut rest = printed;
+    while let Some(at) = rest.find(&staged) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + staged.len()..];
+        let file = after.split(['\t', '\n']).next().unwrap_or_default();
+        match file
+            .strip_suffix(".jsonl")
+            .and_then(|id| id.parse::<transcript_domain::RunId>().ok())
+        {
+            Some(run) => out.push_str(&url.run_location(run)),
+            None => out.push_str(&format!("{url}/{file}")),
+        }
+        rest = &after[file.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Imports into the store at `url` (created as `run` creates it); runs are named by the URL.
 pub fn run(
     url: &transcript_nats::StorageUrl,
@@ -54,8 +77,7 @@ pub fn run(
     let imported = crate::cmd::import::command(cmd, dir.path().into(), &mut printed, &mut || {
         staging.publish().map(drop).map_err(storage_error)
     });
-    let printed = String::from_utf8_lossy(&printed)
-        .replace(&format!("{}/", dir.path().display()), &format!("{url}/"));
+    let printed = locations(&String::from_utf8_lossy(&printed), dir.path(), url);
     crate::exit::stdout_result(out.write_all(printed.as_bytes()))?;
     imported
 }

@@ -2,10 +2,12 @@
 //! (one key-value entry per run), never the stream's messages. Grouped, priced and printed by
 //! the same code as on a directory (`transcript_export::Groups`), so both print the same.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
 use transcript_export::requests::{Requests, Source};
+use transcript_import::project::session_and_project;
 use transcript_nats::{NatsStore, RunEntry};
 
 use crate::CliError;
@@ -46,10 +48,29 @@ fn imported(
     let doc = transcript_export::build_document(&events, &mut |_| None, &options);
     crate::cmd::receipts::imported_file(&doc).map_or(none, |(provider, path, project)| {
         (
-            transcript_import::project::session_and_project(&provider, &path, project.as_deref()),
+            session_and_project(&provider, &path, project.as_deref()),
             crate::cmd::receipts::is_subagent_log(&path),
         )
     })
+}
+
+/// The store's import index as run id → (provider, session file, project).
+async fn store_imports(
+    store: &NatsStore,
+) -> Result<HashMap<String, (String, String, Option<String>)>, CliError> {
+    let index = transcript_nats::import_index(store)
+        .await
+        .map_err(|e| CliError::Storage(e.to_string()))?;
+    let index: transcript_import::store::Index = match index {
+        Some(v) => serde_json::from_value(v)
+            .map_err(|e| CliError::Storage(format!("the store's import index: {e}")))?,
+        None => return Ok(HashMap::new()),
+    };
+    Ok(index
+        .files
+        .into_iter()
+        .map(|(path, e)| (e.run_id, (e.provider, path, e.project)))
+        .collect())
 }
 
 /// Prints the receipts of every run of the index grouped `by`.
@@ -77,10 +98,18 @@ pub async fn run_grouped(
     // One request, one bill across runs (`transcript_export::requests`), as on a directory.
     let mut requests = Requests::new();
     let mut reader = None;
+    let sources = store_imports(store).await?;
     for run in &runs {
         let run_id = run.run_id.to_string();
-        // An imported session groups by its session and project, as on a directory (#59).
-        let ((session, project), sidechain) = imported(&mut reader, store, run);
+        // An imported session groups by its session and project, as on a directory (#59):
+        // a store import's from the import index, a file import's from its run.
+        let ((session, project), sidechain) = match sources.get(&run_id) {
+            Some((provider, path, project)) => (
+                session_and_project(provider, path, project.as_deref()),
+                crate::cmd::receipts::is_subagent_log(path),
+            ),
+            None => imported(&mut reader, store, run),
+        };
         let scope = session.clone().unwrap_or_else(|| run_id.clone());
         for turn in &run.turns {
             let timestamp = turn.timestamp.to_string();
