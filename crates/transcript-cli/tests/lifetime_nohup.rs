@@ -33,6 +33,19 @@ fn masks(pid: u32) -> (u64, u64) {
     (field("SigIgn:"), field("SigCgt:"))
 }
 
+/// Kills the runner when the test fails before it was reaped.
+struct KillOnFail(Option<u32>);
+
+impl Drop for KillOnFail {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
 #[test]
 fn a_hangup_ignored_at_start_does_not_cancel_the_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -63,6 +76,7 @@ fn a_hangup_ignored_at_start_does_not_cancel_the_run() {
         .spawn()
         .unwrap();
     let pid = child.id();
+    let mut armed = KillOnFail(Some(pid));
     // The step says it runs: the runner has registered whatever handlers it registers.
     let (tx, rx) = mpsc::channel();
     let ready = ws.join("ready");
@@ -93,6 +107,7 @@ fn a_hangup_ignored_at_start_does_not_cancel_the_run() {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
     let out = rx.recv_timeout(BOUND).expect("the run ends");
+    armed.0 = None;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let file = std::fs::read_dir(dir.path().join("s"))
         .unwrap()

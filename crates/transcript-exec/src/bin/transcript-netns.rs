@@ -4,15 +4,21 @@
 
 #![forbid(unsafe_code)]
 
-use transcript_exec::sandbox::net::{HELPER_ARG, helper_main};
+use transcript_exec::sandbox::net::{
+    EXEC_ARG, GUARD_ARG, HELPER_ARG, exec_main, guard_main, helper_main,
+};
 
 fn main() {
     let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() != Some(std::ffi::OsStr::new(HELPER_ARG)) {
-        eprintln!(
-            "transcript-netns: started by a runner only (`transcript-netns {HELPER_ARG} PROGRAM ARGS…`)"
-        );
-        std::process::exit(2);
+    match args.next() {
+        Some(a) if a == HELPER_ARG => std::process::exit(helper_main(args)),
+        Some(a) if a == GUARD_ARG => std::process::exit(guard_main(args)),
+        Some(a) if a == EXEC_ARG => std::process::exit(exec_main(args)),
+        _ => {
+            eprintln!(
+                "transcript-netns: started by a runner only (`transcript-netns {HELPER_ARG}|{GUARD_ARG} PROGRAM ARGS…`)"
+            );
+            std::process::exit(2);
+        }
     }
-    std::process::exit(helper_main(args));
 }

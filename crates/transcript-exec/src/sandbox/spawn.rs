@@ -218,7 +218,13 @@ fn grants_for(
         .map(Path::to_path_buf)
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
-    let program_arg = match net {
+    // A helper (the namespace's, or the guard of #59) runs the program named after its
+    // first argument, and must itself be readable.
+    let helper = match net {
+        Some(n) => Some(n.helper().to_path_buf()),
+        None => super::net::guard_of(std_cmd),
+    };
+    let program_arg = match helper {
         Some(_) => std_cmd.get_args().nth(1).unwrap_or_default(),
         None => std_cmd.get_program(),
     };
@@ -227,9 +233,9 @@ fn grants_for(
     // sets (an agent's tool call may choose it) never widens what is granted.
     let runner_path = std::env::var("PATH").ok();
     let with_helper;
-    let confinement = match net {
-        Some(n) => {
-            with_helper = confinement.clone().read_named(n.helper());
+    let confinement = match &helper {
+        Some(h) => {
+            with_helper = confinement.clone().read_named(h);
             &with_helper
         }
         None => confinement,

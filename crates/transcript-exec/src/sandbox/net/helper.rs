@@ -1,8 +1,9 @@
 //! The helper: a small single-threaded program (`transcript __netns PROGRAM ARGS…`, or the
 //! `transcript-netns` binary of this crate) that puts itself in a new user and network
 //! namespace, brings its loopback up, opens the listening sockets the runner serves, hands
-//! them over, and then becomes the step's program (`exec`: same process id, same standard
-//! streams).
+//! them over, and then starts the step's program as its child and guards it
+//! ([`super::guard`]: it relays how the program ended, and kills what is left of it when the
+//! runner dies).
 //!
 //! Why a program of its own: a user namespace can only be made by a single-threaded
 //! process, and the runner has many threads. The helper runs nothing but this before its
@@ -12,7 +13,6 @@
 use std::ffi::OsString;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
 
 use super::control::{self, SPEC_ENV, Spec};
 
@@ -24,7 +24,8 @@ pub const HELPER_ARG: &str = "__netns";
 const SETUP_FAILED: i32 = 125;
 
 /// Runs the helper with `args` (the program and its arguments, after [`HELPER_ARG`]);
-/// returns only when it failed (the status to exit with, the reason printed on stderr).
+/// returns the status to exit with: the program's, or the setup's failure (the reason printed
+/// on stderr).
 pub fn helper_main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let mut args = args.into_iter();
     let Some(program) = args.next() else {
@@ -54,19 +55,8 @@ pub fn helper_main(args: impl IntoIterator<Item = OsString>) -> i32 {
         return SETUP_FAILED;
     }
     drop(ctl);
-    let err = std::process::Command::new(&program)
-        .args(args)
-        .env_remove(SPEC_ENV)
-        .exec();
-    eprintln!(
-        "transcript {HELPER_ARG}: cannot run {}: {err}",
-        program.to_string_lossy()
-    );
-    if err.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
-    }
+    // The helper stays the program's guardian (#59: see [`super::guard`]).
+    super::guard::supervise(&program, args, HELPER_ARG)
 }
 
 /// The namespaces, the loopback, the listening sockets handed over, the capabilities

@@ -39,6 +39,7 @@
 mod control;
 mod destination;
 mod gate;
+mod guard;
 mod helper;
 mod netlink;
 mod proxy;
@@ -55,6 +56,7 @@ pub use destination::Destination;
 pub(crate) use destination::LOOPBACK_V4;
 pub use gate::PROXY_ENV;
 pub(crate) use gate::{complete, prepare};
+pub use guard::{EXEC_ARG, GUARD_ARG, RUNNER_PID_ENV, exec_main, guard_main};
 pub use helper::{HELPER_ARG, helper_main};
 pub use session::NetSession;
 
@@ -167,19 +169,40 @@ impl NetBounds {
 
     /// A command running `program` through the helper.
     pub fn command(&self, program: impl AsRef<OsStr>) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(&self.helper);
-        cmd.arg(HELPER_ARG).arg(program);
-        cmd
+        helped(&self.helper, HELPER_ARG, program)
     }
 }
 
+/// `helper ARG program`, with the runner's process id for the helper's guard.
+fn helped(helper: &Path, arg: &str, program: impl AsRef<OsStr>) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(helper);
+    cmd.arg(arg).arg(program);
+    cmd.env(
+        RUNNER_PID_ENV,
+        rustix::process::getpid().as_raw_nonzero().to_string(),
+    );
+    cmd
+}
+
 /// A command running `program`: through the helper of `bounds` when given (then spawn it
-/// with [`crate::sandbox::spawn_bounded`] and the same bounds), else directly.
+/// with [`crate::sandbox::spawn_bounded`] and the same bounds), else through the guard of
+/// [`default_helper`] (`HELPER __guard PROGRAM`, so it dies with the runner, #59: see
+/// [`guard_main`]), else, with no helper to be found, directly.
 pub fn command(program: impl AsRef<OsStr>, bounds: Option<&NetBounds>) -> tokio::process::Command {
-    match bounds {
-        Some(b) => b.command(program),
-        None => tokio::process::Command::new(program),
+    match (bounds, default_helper()) {
+        (Some(b), _) => b.command(program),
+        (None, Some(helper)) => helped(&helper, GUARD_ARG, program),
+        (None, None) => tokio::process::Command::new(program),
     }
+}
+
+/// The guard helper of a command [`command`] made without bounds (`HELPER __guard PROGRAM
+/// …`, `HELPER` being [`default_helper`]), or `None`.
+pub fn guard_of(cmd: &std::process::Command) -> Option<PathBuf> {
+    if cmd.get_args().next()? != GUARD_ARG {
+        return None;
+    }
+    default_helper().filter(|h| h.as_os_str() == cmd.get_program())
 }
 
 /// The destinations a step's processes tried and were refused.
@@ -244,12 +267,16 @@ static SELF_HELPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 
 /// Makes the running program its own helper, as the `transcript` binary is: call it first
 /// thing in `main`, before any thread starts (so before a multi-threaded runtime is built).
-/// Started as `PROGRAM __netns …` by the runner, it becomes the helper and never returns;
+/// Started as `PROGRAM __netns …` (or `PROGRAM __guard …`) by the runner, it becomes the
+/// helper (or the guard, [`guard_main`]) and never returns;
 /// otherwise it returns, and [`default_helper`] is this program from then on.
 pub fn serve_as_helper() {
     let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() == Some(OsStr::new(HELPER_ARG)) {
-        std::process::exit(helper_main(args));
+    match args.next() {
+        Some(a) if a == HELPER_ARG => std::process::exit(helper_main(args)),
+        Some(a) if a == GUARD_ARG => std::process::exit(guard_main(args)),
+        Some(a) if a == EXEC_ARG => std::process::exit(exec_main(args)),
+        _ => {}
     }
     SELF_HELPER.store(true, std::sync::atomic::Ordering::SeqCst);
 }
@@ -316,7 +343,15 @@ mod tests {
         assert_eq!(std.get_program(), "/h");
         let args: Vec<_> = std.get_args().collect();
         assert_eq!(args, [HELPER_ARG, "curl"]);
-        assert_eq!(command("curl", None).as_std().get_program(), "curl");
+        // Without bounds: through the guard when a helper is found, else directly.
+        let plain = command("curl", None);
+        match default_helper() {
+            Some(h) => {
+                assert_eq!(plain.as_std().get_program(), h.as_os_str());
+                assert_eq!(guard_of(plain.as_std()), Some(h));
+            }
+            None => assert_eq!(plain.as_std().get_program(), "curl"),
+        }
         assert_eq!("all".parse::<RunNetwork>().unwrap(), RunNetwork::All);
         assert!("some".parse::<RunNetwork>().is_err());
     }
