@@ -157,7 +157,7 @@ pub fn run(
         );
     }
     warn(&total, redactor);
-    super::receipts::note_duplicates(total.duplicates, &mut std::io::stderr());
+    note_duplicates(total.duplicates, &mut std::io::stderr());
     if let Some(r) = redactor {
         crate::diag!("transcript: {} masks applied", r.masks_made());
     }
@@ -195,6 +195,17 @@ pub fn warn(bill: &ImportBill, redactor: Option<&transcript_redact::Redactor>) {
             "transcript: warning: no price for model {} in the embedded LiteLLM {} table: its cost shows — (pass --pricing FILE to receipts)",
             crate::style::one_line(m),
             transcript_providers::LITELLM_VERSION
+        );
+    }
+}
+
+/// Says on `err` how many billed turns were set aside as copies of a request another run
+/// bills (one request, one bill across runs: `transcript_export::requests`).
+pub fn note_duplicates(duplicates: u64, err: &mut dyn std::io::Write) {
+    if duplicates > 0 {
+        let _ = writeln!(
+            err,
+            "transcript: note: {duplicates} duplicate turn(s) set aside: copies of requests another run bills (a resumed session, a log imported twice); each request is billed once"
         );
     }
 }

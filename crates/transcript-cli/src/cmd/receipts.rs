@@ -81,7 +81,7 @@ pub fn run(
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let receipts = transcript_export::priced_receipts(&doc, &price);
     warn_unpriced(&receipts.unpriced_models, pricing_file, err);
-    note_duplicates(receipts.duplicates, err);
+    super::import::note_duplicates(receipts.duplicates, err);
     let replay_of = source
         .events
         .first()
@@ -234,7 +234,7 @@ pub fn run_grouped(
     }
     let (groups, unpriced) = groups.finish();
     warn_unpriced(&unpriced, pricing_file, err);
-    note_duplicates(billed.duplicates, err);
+    super::import::note_duplicates(billed.duplicates, err);
     let text = if json {
         super::to_json(&serde_json::json!({
             "by": format!("{by:?}").to_lowercase(),
@@ -257,17 +257,6 @@ pub(crate) fn is_subagent_log(path: &str) -> bool {
         .parent()
         .and_then(Path::file_name)
         .is_some_and(|d| d == "subagents")
-}
-
-/// Says on `err` how many billed turns were set aside as copies of a request another run
-/// bills (one request, one bill across runs: `transcript_export::requests`).
-pub fn note_duplicates(duplicates: u64, err: &mut dyn Write) {
-    if duplicates > 0 {
-        let _ = writeln!(
-            err,
-            "transcript: note: {duplicates} duplicate turn(s) set aside: copies of requests another run bills (a resumed session, a log imported twice); each request is billed once"
-        );
-    }
 }
 
 /// One billed turn waiting for the requests to be resolved: its group, run, model and usage.

@@ -151,7 +151,7 @@ pub async fn run_grouped(
     let (groups, unpriced) = groups.finish();
     let mut err = std::io::stderr();
     crate::cmd::receipts::warn_unpriced(&unpriced, pricing_file, &mut err);
-    crate::cmd::receipts::note_duplicates(billed.duplicates, &mut err);
+    crate::cmd::import::note_duplicates(billed.duplicates, &mut err);
     let label = format!("{by:?}").to_lowercase();
     let text = if json {
         crate::cmd::to_json(&serde_json::json!({

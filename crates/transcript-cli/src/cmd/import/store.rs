@@ -103,7 +103,7 @@ impl Counts {
         }
         super::warn(&bill, redactor);
         // One request, one bill, as `receipts` bills (#59 item 5).
-        crate::cmd::receipts::note_duplicates(bill.duplicates, &mut std::io::stderr());
+        crate::cmd::import::note_duplicates(bill.duplicates, &mut std::io::stderr());
     }
 
     /// Counts one file's outcome and says it: a line on stdout for a run
