@@ -12,6 +12,7 @@ pub mod receipts;
 pub mod replay;
 pub mod run;
 mod run_report;
+pub mod serve;
 pub mod show;
 pub mod signals;
 pub mod stats;
