@@ -94,6 +94,51 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Refuses to open `run_id` on `store` when the existing stream keeps fewer copies of each
+/// event than asked for ([`RecordError::Storage`]) or the run's subject already has events
+/// ([`RecordError::Locked`]: a run has one writer, from its first event on).
+async fn refuse_unless_writable(
+    store: &NatsStore,
+    run_id: RunId,
+    subject: &str,
+) -> Result<(), RecordError> {
+    // An existing stream is used as it is: one keeping fewer copies than asked for would
+    // make each ack less durable than the runner was told.
+    let kept = store.stream.cached_info().config.num_replicas;
+    if let Some(asked) = store.options.replicas.filter(|asked| kept < *asked) {
+        return Err(RecordError::Storage {
+            path: store.url.to_string(),
+            message: format!(
+                "stream {} keeps {kept} {} of each event and TRANSCRIPT_NATS_REPLICAS asks \
+                     for {}: raise the stream's replicas (`nats stream edit {0} --replicas {2}`) \
+                     or ask for fewer",
+                store.url.stream,
+                if kept == 1 { "copy" } else { "copies" },
+                asked,
+            ),
+            source: None,
+        });
+    }
+    match store.stream.get_last_raw_message_by_subject(subject).await {
+        Ok(_) => {
+            return Err(RecordError::Locked {
+                path: format!("{} (subject {subject} already has events)", store.url),
+            });
+        }
+        Err(e)
+            if e.kind()
+                == async_nats::jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {}
+        Err(e) => {
+            return Err(RecordError::Storage {
+                path: store.url.to_string(),
+                message: format!("cannot open run {run_id}: {e}"),
+                source: None,
+            });
+        }
+    }
+    Ok(())
+}
+
 impl NatsRecorder {
     /// Opens the recorder of `run_id` on `store`. Refused ([`RecordError::Locked`]) when the
     /// run already has events in the stream: a run has one writer, from its first event on;
@@ -107,40 +152,7 @@ impl NatsRecorder {
         mask: Option<Arc<dyn EventMask>>,
     ) -> Result<Self, RecordError> {
         let subject = run_subject(&run_id);
-        // An existing stream is used as it is: one keeping fewer copies than asked for would
-        // make each ack less durable than the runner was told.
-        let kept = store.stream.cached_info().config.num_replicas;
-        if let Some(asked) = store.options.replicas.filter(|asked| kept < *asked) {
-            return Err(RecordError::Storage {
-                path: store.url.to_string(),
-                message: format!(
-                    "stream {} keeps {kept} {} of each event and TRANSCRIPT_NATS_REPLICAS asks \
-                     for {}: raise the stream's replicas (`nats stream edit {0} --replicas {2}`) \
-                     or ask for fewer",
-                    store.url.stream,
-                    if kept == 1 { "copy" } else { "copies" },
-                    asked,
-                ),
-                source: None,
-            });
-        }
-        match store.stream.get_last_raw_message_by_subject(&subject).await {
-            Ok(_) => {
-                return Err(RecordError::Locked {
-                    path: format!("{} (subject {subject} already has events)", store.url),
-                });
-            }
-            Err(e)
-                if e.kind()
-                    == async_nats::jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {}
-            Err(e) => {
-                return Err(RecordError::Storage {
-                    path: store.url.to_string(),
-                    message: format!("cannot open run {run_id}: {e}"),
-                    source: None,
-                });
-            }
-        }
+        refuse_unless_writable(&store, run_id, &subject).await?;
         // The run's lease, held from before its first event until its close.
         let lease = match crate::lease::LeaseHold::take(&store, run_id).await {
             Ok(lease) => Arc::new(lease),

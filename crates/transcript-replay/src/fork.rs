@@ -92,7 +92,9 @@ impl ForkPoint {
         let (path, iteration) = key
             .callers
             .first()
-            .map_or((key.path.as_str(), key.iteration), |(p, i)| (p.as_str(), *i));
+            .map_or((key.path.as_str(), key.iteration), |(p, i)| {
+                (p.as_str(), *i)
+            });
         self.before.contains(&(path.to_owned(), iteration))
     }
 }
@@ -204,7 +206,10 @@ mod tests {
         assert!(fork.replays(&key("each.work", 1)));
         assert!(!fork.replays(&key("review", 0)));
         assert!(!fork.replays(&key("ship", 0)));
-        assert!(!fork.replays(&key("new-step", 0)), "a step never recorded is live");
+        assert!(
+            !fork.replays(&key("new-step", 0)),
+            "a step never recorded is live"
+        );
         // A child run's steps follow their outermost caller.
         let child = StepKey {
             callers: vec![("call".into(), 0)],
@@ -229,7 +234,10 @@ mod tests {
     fn a_step_the_recording_never_ran_is_an_error_naming_what_it_ran() {
         let err = ForkPoint::find(&recording(), "nope").unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("'nope'") && text.contains("plan, each, each.work"), "{text}");
+        assert!(
+            text.contains("'nope'") && text.contains("plan, each, each.work"),
+            "{text}"
+        );
     }
 
     #[tokio::test]

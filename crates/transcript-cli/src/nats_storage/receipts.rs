@@ -73,33 +73,17 @@ async fn store_imports(
         .collect())
 }
 
-/// Prints the receipts of every run of the index grouped `by`.
-pub async fn run_grouped(
+/// Every billed turn of `runs` keyed as `by` groups it, one request one bill
+/// (`transcript_export::requests`), as on a directory.
+fn bill_runs(
     store: &NatsStore,
-    (by, json): (GroupBy, bool),
-    pricing_file: Option<&Path>,
-    out: &mut dyn Write,
-) -> Result<(), CliError> {
-    let table = crate::cmd::receipts::pricing(pricing_file)?;
-    let mut runs: Vec<RunEntry> = store
-        .runs()
-        .await
-        .map_err(|e| CliError::Storage(e.to_string()))?;
-    // A directory's runs are read in file-name (run id) order.
-    runs.sort_by_key(|r| r.run_id);
-    // Replays (and their child runs) were served from a recording: not spend, as on files.
-    let summaries: Vec<crate::runs::RunSummary> = runs
-        .iter()
-        .map(|r| transcript_nats::stored_run(store.url(), r.clone()).into())
-        .collect();
-    let replays = crate::runs::replays(&summaries);
-    runs.retain(|r| !replays.contains(&r.run_id));
-    let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
-    // One request, one bill across runs (`transcript_export::requests`), as on a directory.
+    runs: &[RunEntry],
+    sources: &HashMap<String, (String, String, Option<String>)>,
+    by: GroupBy,
+) -> Requests<Pending> {
     let mut requests = Requests::new();
     let mut reader = None;
-    let sources = store_imports(store).await?;
-    for run in &runs {
+    for run in runs {
         let run_id = run.run_id.to_string();
         // An imported session groups by its session and project, as on a directory (#59):
         // a store import's from the import index, a file import's from its run.
@@ -142,6 +126,33 @@ pub async fn run_grouped(
             );
         }
     }
+    requests
+}
+
+/// Prints the receipts of every run of the index grouped `by`.
+pub async fn run_grouped(
+    store: &NatsStore,
+    (by, json): (GroupBy, bool),
+    pricing_file: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let table = crate::cmd::receipts::pricing(pricing_file)?;
+    let mut runs: Vec<RunEntry> = store
+        .runs()
+        .await
+        .map_err(|e| CliError::Storage(e.to_string()))?;
+    // A directory's runs are read in file-name (run id) order.
+    runs.sort_by_key(|r| r.run_id);
+    // Replays (and their child runs) were served from a recording: not spend, as on files.
+    let summaries: Vec<crate::runs::RunSummary> = runs
+        .iter()
+        .map(|r| transcript_nats::stored_run(store.url(), r.clone()).into())
+        .collect();
+    let replays = crate::runs::replays(&summaries);
+    runs.retain(|r| !replays.contains(&r.run_id));
+    let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
+    let sources = store_imports(store).await?;
+    let requests = bill_runs(store, &runs, &sources, by);
     let billed = requests.finish();
     let mut groups = transcript_export::Groups::new(&price);
     for kept in billed.kept {
