@@ -338,7 +338,9 @@ fn known_circles_are_still_there() {
 /// `--junit` for a bad file; `run`'s verdict prints an error whole once (`run_report.rs`, split
 /// out of `run.rs`); `list`, `show` and `tail` print replays, warnings and first lines; the
 /// logic of each is in the library it names (6,827 lines).
-const CLI_NON_TEST_LINE_CEILING: usize = 6_830;
+/// Raised by 91 for #60: `cmd/serve.rs` (83 lines: arguments, composing prices, definitions and
+/// the clock into transcript-viewer, signals) and its registration in `cmd/mod.rs` and `main.rs` (8).
+const CLI_NON_TEST_LINE_CEILING: usize = 6_921;
 
 /// What only a library drives: the providers' normalizers and infra's bulk writing. The CLI
 /// calls the libraries that use them (`transcript-import`, `transcript-exec`).

@@ -54,8 +54,10 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
     response
 }
 
-/// An HTML page.
+/// An HTML page, its control characters and bidi controls made visible
+/// ([`crate::page::visible_controls`]).
 pub fn html(body: String) -> Response {
+    let body = crate::page::visible_controls(body);
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
 }
 

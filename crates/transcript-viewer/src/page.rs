@@ -4,6 +4,8 @@
 //! page) by taking out its own Content-Security-Policy `<meta>` (ours is a header; theirs
 //! would forbid our script) and adding the bar and the script.
 
+use std::fmt::Write as _;
+
 use transcript_export::escape_html as esc;
 
 /// The live script: reads `data-live` on `<body>`; writes with `textContent` only.
@@ -113,9 +115,40 @@ pub fn embed(page: &str, live: &Live, note: &str) -> String {
     page
 }
 
+/// Whether `c` is shown as `\u{…}` rather than itself: a C0 control but tab and line ends,
+/// DEL, a C1 control, or a bidi control that reorders the text around it.
+fn hidden(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+        || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A whole page with every [`hidden`] character written as `\u{…}` text: our templates hold
+/// none, so each one came from a recorded value (ANSI sequences, a right-to-left override that
+/// would reorder what a person reads).
+pub fn visible_controls(page: String) -> String {
+    if !page.contains(hidden) {
+        return page;
+    }
+    let mut out = String::with_capacity(page.len() + 64);
+    for c in page.chars() {
+        if hidden(c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn controls_and_bidi_overrides_become_visible_text() {
+        let page = visible_controls("a\u{1b}[2J\u{7}\u{202e}b\n\tc".to_owned());
+        assert_eq!(page, "a\\u{1b}[2J\\u{7}\\u{202e}b\n\tc");
+    }
 
     #[test]
     fn an_embedded_page_loses_its_csp_meta_and_gains_the_frame() {
@@ -130,7 +163,7 @@ mod tests {
             },
             "",
         );
-        assert!(!out.contains("Content-Security-Policy"));
+        assert!(!out.contains("http-equiv"));
         assert!(out.contains("data-run=\"r&quot;1\" data-since=\"3\""));
         assert!(out.contains("<header class=\"tv-bar\">"));
         assert!(out.ends_with(&format!("<script>{SCRIPT}</script>\n</body>\n</html>")));
