@@ -78,7 +78,13 @@ impl<'p> Groups<'p> {
         g.turns += u64::from(new_request);
         g.usage.accumulate(usage);
         match (self.price)(model, usage) {
-            Some(c) => *g.cost_usd.get_or_insert(0.0) += c,
+            Some(c) => {
+                // Summed exactly: the same total in any order, on any storage.
+                g.cost_usd = Some(transcript_domain::bill::add_usd(
+                    g.cost_usd.unwrap_or(0.0),
+                    c,
+                ));
+            }
             None => {
                 g.unknown = true;
                 self.unpriced.insert(model.to_owned());

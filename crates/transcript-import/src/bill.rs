@@ -267,10 +267,11 @@ mod tests {
             )
             .unwrap()
             .usd;
-        assert_eq!(run.cost_usd(), Some(2.0 * one));
+        let two = transcript_domain::bill::add_usd(one, one);
+        assert_eq!(run.cost_usd(), Some(two));
         let mut total = ImportBill::default();
         total.merge(&run);
-        assert_eq!(total.cost_usd(), Some(2.0 * one));
+        assert_eq!(total.cost_usd(), Some(two));
         assert!(total.unpriced.is_empty(), "{:?}", total.unpriced);
 
         // Two models: the model-less turn has no step model, so the cost is unknown.
