@@ -10,53 +10,16 @@ mod common;
 mod serve_support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
-use serve_support::{Browser, Serve, simple_run, write_run};
+use serve_support::{Browser, Serve, gate, simple_run, start_run, write_run};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// Where to write screenshots, when asked.
 fn shots() -> Option<PathBuf> {
     std::env::var_os("TRANSCRIPT_SERVE_SHOTS").map(PathBuf::from)
-}
-
-/// A workflow whose step `wait` blocks until the test writes to (or closes) the FIFO.
-fn gate(dir: &Path) -> (PathBuf, PathBuf) {
-    std::fs::create_dir_all(dir.join("ws")).unwrap();
-    let fifo = dir.join("ws").join("gate.fifo");
-    assert!(
-        Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let workflow = dir.join("gate.yaml");
-    std::fs::write(
-        &workflow,
-        "name: gate\ninputs:\n  - name: fifo\nsteps:\n  - name: before\n    type: command\n    command: 'echo before'\n  - name: wait\n    type: command\n    command: 'read line < \"$FIFO\"; echo \"got $line\"'\n    env: { FIFO: \"{{inputs.fifo}}\" }\n  - name: after\n    type: command\n    command: 'echo after'\n",
-    )
-    .unwrap();
-    (workflow, fifo)
-}
-
-fn start_run(storage: &Path, workflow: &Path, fifo: &Path, dir: &Path) -> Child {
-    common::bin()
-        .args(["run", "--storage"])
-        .arg(storage)
-        .arg(workflow)
-        .arg("--input")
-        .arg(format!("fifo={}", fifo.display()))
-        .arg("--workspace")
-        .arg(dir.join("ws"))
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
 }
 
 #[test]

@@ -195,6 +195,42 @@ pub fn simple_run(storage: &Path, id: &str, stdout: &str, tool: &str) {
     );
 }
 
+/// A workflow whose step `wait` blocks until the test writes to (or closes) the FIFO.
+pub fn gate(dir: &Path) -> (PathBuf, PathBuf) {
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    let fifo = dir.join("ws").join("gate.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let workflow = dir.join("gate.yaml");
+    std::fs::write(
+        &workflow,
+        "name: gate\ninputs:\n  - name: fifo\nsteps:\n  - name: before\n    type: command\n    command: 'echo before'\n  - name: wait\n    type: command\n    command: 'read line < \"$FIFO\"; echo \"got $line\"'\n    env: { FIFO: \"{{inputs.fifo}}\" }\n  - name: after\n    type: command\n    command: 'echo after'\n",
+    )
+    .unwrap();
+    (workflow, fifo)
+}
+
+pub fn start_run(storage: &Path, workflow: &Path, fifo: &Path, dir: &Path) -> Child {
+    super::common::bin()
+        .args(["run", "--storage"])
+        .arg(storage)
+        .arg(workflow)
+        .arg("--input")
+        .arg(format!("fifo={}", fifo.display()))
+        .arg("--workspace")
+        .arg(dir.join("ws"))
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// Headless Chromium over the DevTools protocol on a pipe.
 pub struct Browser {
     child: Child,
