@@ -313,6 +313,18 @@ impl Browser {
 
     /// Calls `method` (on `session` when given) and returns its result.
     pub fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        self.try_call(session, method, params)
+            .unwrap_or_else(|e| panic!("{method}: {e}"))
+    }
+
+    /// [`Browser::call`], the protocol's error returned (an evaluation in a page that is
+    /// navigating away, say).
+    fn try_call(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, Value> {
         let id = self.next;
         self.next += 1;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -330,8 +342,10 @@ impl Browser {
                 .recv_timeout(left)
                 .unwrap_or_else(|_| panic!("{method}: no answer within {CALL_LIMIT:?}"));
             if m.get("id").and_then(Value::as_u64) == Some(id) {
-                assert!(m.get("error").is_none(), "{method}: {m}");
-                return m["result"].clone();
+                return match m.get("error") {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(m["result"].clone()),
+                };
             }
             self.events.push(m);
         }
@@ -389,7 +403,11 @@ impl Browser {
     pub fn wait_for(&mut self, session: &str, expression: &str, limit: Duration) {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
-            if self.eval(session, &format!("Boolean({expression})")) == json!(true) {
+            let asked =
+                json!({"expression": format!("Boolean({expression})"), "returnByValue": true});
+            // A page between two documents has no context to evaluate in: asked again.
+            let answer = self.try_call(Some(session), "Runtime.evaluate", asked);
+            if answer.is_ok_and(|r| r["result"]["value"] == json!(true)) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
