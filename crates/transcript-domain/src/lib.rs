@@ -212,6 +212,7 @@ mod decode;
 mod event;
 mod file_name;
 mod ids;
+pub mod money;
 mod payload;
 mod port;
 mod raw;

@@ -242,7 +242,7 @@ impl Usage {
         add(&mut self.cache_write_1h_tokens, other.cache_write_1h_tokens);
         add(&mut self.reasoning_tokens, other.reasoning_tokens);
         if let Some(c) = other.cost_usd {
-            self.cost_usd = Some(crate::bill::add_usd(self.cost_usd.unwrap_or(0.0), c));
+            self.cost_usd = Some(crate::money::add_usd(self.cost_usd.unwrap_or(0.0), c));
         }
     }
 }

@@ -13,9 +13,10 @@
 //!   run was first published to (0 for a new run), so a run another writer touched is
 //!   refused. Acks are awaited in publish order, and each must carry a stream sequence above
 //!   the run's previous one, else the import fails naming the run.
-//! - **A lost ack is retried safely.** Every message carries `Nats-Msg-Id = <run_id>:<seq>`,
-//!   as a live run's do: a publish whose ack failed or timed out is sent again with the same
-//!   id and `Nats-Expected-Last-Subject-Sequence` = the stream sequence of the run's previous
+//! - **A lost ack is retried safely.** Every message carries `Nats-Msg-Id =
+//!   <run_id>:<seq>:<publisher>` (the publisher's own part: a later import re-publishing
+//!   lines a dead one's were rolled back from, `pending`, is not taken for a duplicate of
+//!   them): a publish whose ack failed or timed out is sent again with the same id and `Nats-Expected-Last-Subject-Sequence` = the stream sequence of the run's previous
 //!   (acknowledged) event. Stored the first time, the retry is a duplicate (its stored bytes
 //!   are checked to be ours); not stored and a later event of the run stored meanwhile (a
 //!   gap), the retry is refused and the import fails naming the run and the event. Nothing
@@ -71,6 +72,8 @@ struct Pending {
 
 /// Publishes runs' events with a bounded window of acks in flight (see the module docs).
 pub struct PipelinedPublisher {
+    /// This publisher's part of its message ids.
+    id: String,
     store: NatsStore,
     window: usize,
     in_flight: VecDeque<Pending>,
@@ -91,7 +94,12 @@ impl PipelinedPublisher {
     /// A publisher on `store` with up to `window` acks in flight (at least 1, at most
     /// [`MAX_WINDOW`]).
     pub fn new(store: NatsStore, window: usize) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // The client's id on its server, this process and a counter: unique per publisher.
+        let client = store.client.server_info().client_id;
         Self {
+            id: format!("{client}-{}-{n}", std::process::id()),
             store,
             window: window.clamp(1, MAX_WINDOW),
             in_flight: VecDeque::new(),
@@ -180,7 +188,7 @@ impl PipelinedPublisher {
     ) -> Result<PublishAckFuture, NatsError> {
         let mut message = PublishMessage::build()
             .payload(line.clone())
-            .message_id(format!("{run}:{seq}"));
+            .message_id(format!("{run}:{seq}:{}", self.id));
         if let Some(expected) = expected {
             message = message.expected_last_subject_sequence(expected);
         }

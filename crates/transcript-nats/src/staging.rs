@@ -42,6 +42,12 @@ pub const IMPORT_INDEX_FILE: &str = "import-index.json";
 /// How often a concurrent change of the stored import index is merged before giving up.
 const INDEX_ATTEMPTS: usize = 10;
 
+/// What a publish keeps per run: its index entry and last sequence, and its lease.
+type Publishing<'a> = (
+    &'a mut BTreeMap<RunId, (RunEntry, Seq)>,
+    &'a mut BTreeMap<RunId, crate::lease::LeaseHold>,
+);
+
 /// A staging directory for one import into the store (see the module docs).
 #[derive(Debug)]
 pub struct ImportStaging {
@@ -78,6 +84,8 @@ impl ImportStaging {
                 ),
             ));
         }
+        // What an import killed part way left is rolled back first (#59 item 4).
+        crate::pending::recover(&store).await?;
         let (loaded, _) = load_index(&store).await?;
         let mut staging = Self {
             store,
@@ -111,9 +119,11 @@ impl ImportStaging {
     pub async fn publish(self, window: usize) -> Result<StagedImport, NatsError> {
         let mut publisher = PipelinedPublisher::new(self.store.clone(), window);
         let mut entries: BTreeMap<RunId, (RunEntry, Seq)> = BTreeMap::new();
+        let mut holds = BTreeMap::new();
         let mut failure = None;
         for run in self.run_files()? {
-            if let Err(e) = self.publish_run(&mut publisher, run, &mut entries).await {
+            let held = (&mut entries, &mut holds);
+            if let Err(e) = self.publish_run(&mut publisher, run, held).await {
                 failure = Some(e);
                 break;
             }
@@ -135,6 +145,14 @@ impl ImportStaging {
             complete.insert(run);
         }
         let index_changed = self.save_index(&complete).await?;
+        // Complete in the store: no longer pending, the lease released. A run left
+        // incomplete stays pending for the next import to roll back, its lease let go.
+        for (run, _) in holds {
+            if complete.contains(&run) {
+                crate::pending::clear(&self.store, run).await?;
+            }
+            let _ = self.store.release_lease(run).await;
+        }
         match failure {
             Some(e) => Err(e),
             None => Ok(StagedImport {
@@ -149,7 +167,7 @@ impl ImportStaging {
         &self,
         publisher: &mut PipelinedPublisher,
         run: RunId,
-        entries: &mut BTreeMap<RunId, (RunEntry, Seq)>,
+        (entries, holds): Publishing<'_>,
     ) -> Result<(), NatsError> {
         let path = self.dir.join(run.file_name());
         let bytes = std::fs::read(&path).map_err(|e| self.io(&e))?;
@@ -178,6 +196,9 @@ impl ImportStaging {
             let (entry, last) = match entries.entry(run) {
                 std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::btree_map::Entry::Vacant(slot) => {
+                    // Held and marked pending before its first line (see `pending`).
+                    holds.insert(run, self.hold(run).await?);
+                    crate::pending::mark(&self.store, run, after).await?;
                     // An appended run goes on from its entry; a new one starts empty.
                     let entry = match self.store.run_entry(run).await? {
                         Some(entry) if after > 0 => entry,
@@ -192,9 +213,40 @@ impl ImportStaging {
                 &event.payload,
             );
             *last = event.seq;
+            if let Some(hold) = holds.get(&run) {
+                hold.ensure(&self.store).await?;
+            }
             publisher.publish(run, event.seq, line).await?;
         }
         Ok(())
+    }
+
+    /// `run`'s lease, held while its lines are published. Taken patiently: a lease just
+    /// released (its purge marker lives a second) or left by a dead import lapses within one
+    /// lease; one held longer is another writer's, and refused.
+    async fn hold(&self, run: RunId) -> Result<crate::lease::LeaseHold, NatsError> {
+        let deadline = tokio::time::Instant::now()
+            + self.store.options.lease
+            + std::time::Duration::from_secs(2);
+        let mut pause = std::time::Duration::from_millis(100);
+        loop {
+            match crate::lease::LeaseHold::take(&self.store, run).await {
+                Ok(hold) => return Ok(hold),
+                Err(crate::lease::TakeError::Held)
+                    if tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(1));
+                }
+                Err(crate::lease::TakeError::Held) => {
+                    return Err(self.store.js_error(
+                        format!("run {run}"),
+                        "another import or runner holds its lease: import again once it is done",
+                    ));
+                }
+                Err(crate::lease::TakeError::Store(e)) => return Err(e),
+            }
+        }
     }
 
     /// The runs the directory holds a transcript of, in run-id order.
@@ -298,9 +350,6 @@ impl ImportStaging {
     }
 }
 
-/// The session runs the stored import index names as open (an agent CLI's session imported
-/// with `import --store`, which may grow): without `run.completed` they are open, not
-/// abandoned. None without a runs index or an import index.
 /// The store's import index: what `import` keeps of the session files it imported (the
 /// document a directory keeps as `import-index.json`: each file's run, provider and project),
 /// `None` when nothing was imported. `receipts --by session|project` groups a store import's
@@ -312,6 +361,9 @@ pub async fn import_index(store: &NatsStore) -> Result<Option<Value>, NatsError>
     Ok(load_index(store).await?.0)
 }
 
+/// The session runs the stored import index names as open (an agent CLI's session imported
+/// with `import --store`, which may grow): without `run.completed` they are open, not
+/// abandoned. None without a runs index or an import index.
 pub(crate) async fn imported_open_runs(store: &NatsStore) -> Result<BTreeSet<RunId>, NatsError> {
     if store.index.is_none() {
         return Ok(BTreeSet::new());
