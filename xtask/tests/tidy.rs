@@ -340,7 +340,15 @@ fn known_circles_are_still_there() {
 /// logic of each is in the library it names (6,827 lines).
 /// Raised by 91 for #60: `cmd/serve.rs` (83 lines: arguments, composing prices, definitions and
 /// the clock into transcript-viewer, signals) and its registration in `cmd/mod.rs` and `main.rs` (8).
-const CLI_NON_TEST_LINE_CEILING: usize = 6_921;
+/// Raised by the lead to 7,130 for #59 (what an operator meets), composition and printing
+/// only: NATS receipts group a store import by the store's import index and a file import by
+/// its run, as on a directory (`nats_storage/receipts.rs`, +100: reading both through
+/// transcript-nats' `import_index` and the read port, keys from transcript-import's
+/// `session_and_project`); `import` on NATS prints the location `show` opens; `store` and
+/// `source` open the store a location names (transcript-nats' `RunLocation`); `mirror --help`
+/// lists only its own options (`main.rs`); `list` says what it hides; `signals` keeps an
+/// ignored signal ignored (transcript-exec's `inherited_signals`); `show` prints stderr.
+const CLI_NON_TEST_LINE_CEILING: usize = 7_130;
 
 /// What only a library drives: the providers' normalizers and infra's bulk writing. The CLI
 /// calls the libraries that use them (`transcript-import`, `transcript-exec`).
