@@ -120,6 +120,7 @@ mod record;
 mod record_turns;
 pub mod text;
 mod text_view;
+pub mod trials;
 mod turns;
 mod values;
 

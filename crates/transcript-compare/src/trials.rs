@@ -1,0 +1,257 @@
+//! What if: the report of the trials of a recorded run forked at a step (#61). Each trial is a
+//! run of its own: its first divergence from the recording (the first step, in the run's
+//! order, whose comparison differs, and the turn when a turn differs), its expectations'
+//! outcomes, the cost of its live part and its time; the report sums them up: passed k of K
+//! (pass^K: every trial passed), where the trials diverged, what their live parts cost against
+//! what the recording's live part cost, and what the replayed prefix saved.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::{DiffDocument, Expectations, Outcome, RunRecord, StepDiff};
+
+/// Where a trial first differs from the recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    /// The step (dot-separated path, `#N` for an iteration past the first).
+    pub step: String,
+    /// The turn (from 0) when the first difference is in a turn.
+    pub turn: Option<u64>,
+    /// The first field that differs (`turns[2].blocks[0].text`, `status`, `only in B`, …).
+    pub field: String,
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.turn {
+            Some(t) => write!(f, "step {} turn {} ({})", self.step, t + 1, self.field),
+            None => write!(f, "step {} ({})", self.step, self.field),
+        }
+    }
+}
+
+/// The first divergence of a comparison: depth first through its steps in order (a step's
+/// own changes before its nested steps and its child run), `None` when equal.
+pub fn first_divergence(doc: &DiffDocument) -> Option<Divergence> {
+    fn in_steps(steps: &[StepDiff], prefix: &str) -> Option<Divergence> {
+        steps.iter().find_map(|s| in_step(s, prefix))
+    }
+    fn in_step(s: &StepDiff, prefix: &str) -> Option<Divergence> {
+        if s.equal {
+            return None;
+        }
+        let step = match s.iteration {
+            0 => format!("{prefix}{}", s.path),
+            n => format!("{prefix}{}#{n}", s.path),
+        };
+        if let Some(c) = s.changes.first() {
+            return Some(Divergence {
+                turn: turn_of(&c.field),
+                field: c.field.clone(),
+                step,
+            });
+        }
+        if s.side != crate::model::Side::Both {
+            let field = match s.side {
+                crate::model::Side::OnlyA => "only in the recording",
+                _ => "only in the trial",
+            }
+            .to_owned();
+            return Some(Divergence {
+                step,
+                turn: None,
+                field,
+            });
+        }
+        in_steps(&s.steps, prefix).or_else(|| {
+            s.child
+                .as_ref()
+                .and_then(|c| in_steps(&c.steps, &format!("{step}/")))
+        })
+    }
+    in_steps(&doc.run.steps, "")
+}
+
+/// The turn a field names: `turns[3]…` or `turns[3→4]…` (A's index).
+fn turn_of(field: &str) -> Option<u64> {
+    let rest = field.strip_prefix("turns[")?;
+    let end = rest.find([']', '→'])?;
+    rest[..end].parse().ok()
+}
+
+/// One trial, judged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trial {
+    /// Its run id.
+    pub run_id: String,
+    /// How it ended (`succeeded`, `failed`, `cancelled`, `incomplete`).
+    pub status: String,
+    /// Where it first differs from the recording; `None`: the same as recorded.
+    pub divergence: Option<Divergence>,
+    /// Its expectations' outcomes (empty without expectations).
+    pub outcomes: Vec<Outcome>,
+    /// Whether it passed: every expectation held (without expectations: it ran).
+    pub passed: bool,
+    /// The cost of its live part (`None`: a turn could not be priced).
+    pub live_cost_usd: Option<f64>,
+    /// Its duration in milliseconds, when it ended.
+    pub duration_ms: Option<i64>,
+}
+
+/// Which top-level steps of a run ran live: `(path, iteration)` → whether it did.
+pub type LivePart<'a> = &'a dyn Fn(&str, u64) -> bool;
+
+/// The cost of `run`'s top-level steps for which `live` says `true` (`None` when one of their
+/// turns could not be priced).
+pub fn part_cost(run: &RunRecord, live: LivePart<'_>, keep: bool) -> Option<f64> {
+    run.steps
+        .iter()
+        .filter(|s| live(&s.path, s.iteration) == keep)
+        .map(|s| s.total_spend().cost_usd)
+        .try_fold(0.0, |sum, c| c.map(|c| sum + c))
+}
+
+impl Trial {
+    /// Judges `trial` (compared with its recording in `doc`) against `expectations`.
+    pub fn judge(
+        trial: &RunRecord,
+        doc: &DiffDocument,
+        expectations: Option<&Expectations>,
+        live: LivePart<'_>,
+    ) -> Trial {
+        let outcomes = expectations.map_or_else(Vec::new, |e| crate::check(trial, e));
+        Trial {
+            run_id: trial.run_id.to_string(),
+            status: trial.status.as_str().to_owned(),
+            divergence: first_divergence(doc),
+            passed: outcomes.iter().all(|o| o.passed),
+            outcomes,
+            live_cost_usd: part_cost(trial, live, true),
+            duration_ms: trial.duration_ms,
+        }
+    }
+}
+
+/// The trials of one fork, summed up.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrialsReport {
+    /// The recording's run id.
+    pub recording: String,
+    /// The step the trials forked at.
+    pub forked_at: String,
+    /// Each trial, in the order they ran.
+    pub trials: Vec<Trial>,
+    /// How many passed.
+    pub passed: usize,
+    /// pass^K: every trial passed.
+    pub all_passed: bool,
+    /// Where the trials first diverged: step → how many (`same as recorded` for none).
+    pub divergence: BTreeMap<String, usize>,
+    /// The trials' live parts, summed (`None` when one is unknown).
+    pub live_cost_usd: Option<f64>,
+    /// What the recording's live part cost (the steps the trials ran live).
+    pub recording_live_cost_usd: Option<f64>,
+    /// What the replayed prefix would have cost the trials live: the recording's prefix times
+    /// the number of trials.
+    pub saved_cost_usd: Option<f64>,
+}
+
+impl TrialsReport {
+    /// The report of `trials` of `recording` forked at `forked_at`.
+    pub fn new(
+        recording: &RunRecord,
+        forked_at: &str,
+        trials: Vec<Trial>,
+        live: LivePart<'_>,
+    ) -> Self {
+        let mut divergence = BTreeMap::new();
+        for t in &trials {
+            let key = t
+                .divergence
+                .as_ref()
+                .map_or_else(|| "same as recorded".to_owned(), |d| d.step.clone());
+            *divergence.entry(key).or_insert(0) += 1;
+        }
+        let passed = trials.iter().filter(|t| t.passed).count();
+        let live_cost_usd = trials
+            .iter()
+            .map(|t| t.live_cost_usd)
+            .try_fold(0.0, |sum, c| c.map(|c| sum + c));
+        let prefix = part_cost(recording, live, false);
+        TrialsReport {
+            recording: recording.run_id.to_string(),
+            forked_at: forked_at.to_owned(),
+            all_passed: passed == trials.len(),
+            passed,
+            divergence,
+            live_cost_usd,
+            recording_live_cost_usd: part_cost(recording, live, true),
+            saved_cost_usd: prefix.map(|c| c * trials.len() as f64),
+            trials,
+        }
+    }
+
+    /// The report as text: a line per trial, then the summary.
+    pub fn render_text(&self) -> String {
+        use std::fmt::Write as _;
+        let money =
+            |c: Option<f64>| c.map_or_else(|| "unknown".to_owned(), |c| crate::usd(Some(c)));
+        let mut out = String::new();
+        for (i, t) in self.trials.iter().enumerate() {
+            let diverged = t.divergence.as_ref().map_or_else(
+                || "same as recorded".to_owned(),
+                |d| format!("diverged at {d}"),
+            );
+            let failed: Vec<String> = (t.outcomes.iter().filter(|o| !o.passed))
+                .map(|o| format!("{} {}", o.scope, o.expectation))
+                .collect();
+            let verdict = match (t.passed, failed.is_empty()) {
+                (true, _) => "pass".to_owned(),
+                (false, _) => format!("FAIL ({})", failed.join("; ")),
+            };
+            let _ = writeln!(
+                out,
+                "trial {}: {} {}, {verdict}, {}, live part {}",
+                i + 1,
+                t.run_id,
+                t.status,
+                diverged,
+                money(t.live_cost_usd)
+            );
+        }
+        let k = self.trials.len();
+        let _ = writeln!(
+            out,
+            "passed {} of {k} (pass^{k}: {}); forked at {}",
+            self.passed,
+            if self.all_passed { "yes" } else { "no" },
+            self.forked_at
+        );
+        let spread: Vec<String> = (self.divergence.iter())
+            .map(|(step, n)| format!("{step} ×{n}"))
+            .collect();
+        let _ = writeln!(out, "first divergence: {}", spread.join(", "));
+        let _ = writeln!(
+            out,
+            "cost: trials' live parts {} (the recording's live part {}); the replayed prefix saved {}",
+            money(self.live_cost_usd),
+            money(self.recording_live_cost_usd),
+            money(self.saved_cost_usd)
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::turn_of;
+
+    #[test]
+    fn a_fields_turn_is_as_index() {
+        assert_eq!(turn_of("turns[2].blocks[0].text"), Some(2));
+        assert_eq!(turn_of("turns[3→4].model"), Some(3));
+        assert_eq!(turn_of("status"), None);
+        assert_eq!(turn_of("turns"), None);
+    }
+}
