@@ -4,7 +4,8 @@
 //! (`cat /proc/$PPID/environ` in a command step printed `NATS_TOKEN=…`). On NATS storage the
 //! runner makes itself non-dumpable once it has read them: a command step, the `run_command`
 //! tool and an agent's shell command, each a child of the runner (its command line, which
-//! stays readable, proves it), are refused its environment, against a real server with a
+//! stays readable, proves it; it is found up the process tree, past the process guard that is
+//! each step's parent), are refused its environment, against a real server with a
 //! token. With file storage the runner reads no credential and stays dumpable: the same step
 //! reads it, so the check can fail. Run as an unprivileged user (`setpriv` to `nobody` when
 //! the tests run as root: root reads every process's `/proc`, see README, "A fleet").
@@ -26,9 +27,13 @@ const TOKEN: &str = "tok-91c4e0b27a-runner-proc";
 /// (`<shape>.env`) and how reading it went (`<shape>.err`).
 fn workflow(dir: &Path) -> std::path::PathBuf {
     let peek = |shape: &str| {
+        // The runner: the nearest ancestor running `transcript run` (a step's parent is its
+        // process guard, `transcript __netns|__guard`, #59 item 9, whose parent is the runner).
         format!(
-            "tr '\\0' ' ' < /proc/$PPID/cmdline > {shape}.cmd; \
-             cat /proc/$PPID/environ > {shape}.env 2> {shape}.err; echo exit=$? >> {shape}.err"
+            "P=$PPID; while [ \"$P\" -gt 1 ] && \
+             [ \"$(tr '\\0' '\\n' < /proc/$P/cmdline | sed -n 2p)\" != run ]; \
+             do P=$(awk '/^PPid:/{{print $2}}' /proc/$P/status); done; tr '\\0' ' ' < /proc/$P/cmdline > {shape}.cmd; \
+             cat /proc/$P/environ > {shape}.env 2> {shape}.err; echo exit=$? >> {shape}.err"
         )
     };
     let yaml = format!(

@@ -106,6 +106,48 @@ pub fn spawn(
         .ok_or_else(|| std::io::Error::other("confinement: no private directory"))
 }
 
+/// A program started through the helper (`HELPER __netns|__guard PROGRAM …`) is looked up
+/// first, as `exec` would (a path as it is, from the command's directory; a bare name on the
+/// command's `PATH`), so a missing one fails the spawn (`NotFound`) as it does without the
+/// helper, instead of a helper that starts and exits.
+fn helped_program_exists(cmd: &std::process::Command) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut args = cmd.get_args();
+    let helped = args
+        .next()
+        .is_some_and(|a| a == super::net::GUARD_ARG || a == super::net::HELPER_ARG);
+    let Some(program) = args.next().filter(|_| helped) else {
+        return Ok(());
+    };
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let path = std::path::Path::new(program);
+    let found = if program.as_encoded_bytes().contains(&b'/') {
+        match cmd.get_current_dir() {
+            Some(dir) if path.is_relative() => runnable(&dir.join(path)),
+            _ => runnable(path),
+        }
+    } else {
+        let from_cmd = cmd
+            .get_envs()
+            .find(|(k, _)| *k == "PATH")
+            .and_then(|(_, v)| v.map(std::ffi::OsStr::to_os_string));
+        let search = from_cmd
+            .or_else(|| std::env::var_os("PATH"))
+            .unwrap_or_default();
+        std::env::split_paths(&search).any(|dir| runnable(&dir.join(path)))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{}: No such file or directory", program.to_string_lossy()),
+        ))
+    }
+}
+
 /// Spawns `cmd` confined by `confinement` when given, and in a network namespace bounded by
 /// `net` when given (`cmd` must then come from [`super::net::command`] with the same bounds:
 /// its program is the helper). Returns the child and, when either applies, its private
@@ -120,6 +162,7 @@ pub fn spawn_bounded(
     confinement: Option<&Confinement>,
     net: Option<&NetBounds>,
 ) -> std::io::Result<(tokio::process::Child, Option<PrivateTmp>)> {
+    helped_program_exists(cmd.as_std())?;
     if confinement.is_none() && net.is_none() {
         return cmd.spawn().map(|child| (child, None));
     }
