@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};

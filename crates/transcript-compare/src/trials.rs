@@ -192,6 +192,30 @@ impl TrialsReport {
         }
     }
 
+    /// JUnit XML: one test case per trial and expectation (`trial N: <scope>`), one per trial
+    /// without expectations (`trial N`, `ran`); `expectations` names the file.
+    pub fn junit_xml(&self, expectations: &str) -> String {
+        let mut cases = Vec::new();
+        for (i, t) in self.trials.iter().enumerate() {
+            if t.outcomes.is_empty() {
+                cases.push(Outcome {
+                    scope: format!("trial {}", i + 1),
+                    expectation: "ran".to_owned(),
+                    line: 0,
+                    passed: t.passed,
+                    errored: false,
+                    detail: t.status.clone(),
+                });
+            }
+            for o in &t.outcomes {
+                let mut o = o.clone();
+                o.scope = format!("trial {}: {}", i + 1, o.scope);
+                cases.push(o);
+            }
+        }
+        crate::junit_xml(&self.recording, expectations, &cases)
+    }
+
     /// The report as text: a line per trial, then the summary.
     pub fn render_text(&self) -> String {
         use std::fmt::Write as _;

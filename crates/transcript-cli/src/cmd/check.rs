@@ -31,6 +31,22 @@ pub struct CheckArgs {
     pub pricing: Option<PathBuf>,
 }
 
+/// An expectations file's text (unreadable: a usage error naming it).
+fn read_text(file: &std::path::Path) -> Result<String, CliError> {
+    std::fs::read_to_string(file).map_err(|e| {
+        CliError::Usage(format!(
+            "{}: cannot read the expectations: {e}",
+            file.display()
+        ))
+    })
+}
+
+/// An expectations file, read and parsed (a bad one is a usage error naming key and line).
+pub(super) fn read_expectations(file: &std::path::Path) -> Result<Expectations, CliError> {
+    Expectations::parse(&read_text(file)?, &file.display().to_string())
+        .map_err(|e| CliError::Usage(e.to_string()))
+}
+
 /// Runs `check`: the expectations first (a bad file is exit 2 whatever the run), then the run.
 pub fn run(
     args: &CheckArgs,
@@ -39,8 +55,7 @@ pub fn run(
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
     let file = args.expect.display().to_string();
-    let text = std::fs::read_to_string(&args.expect)
-        .map_err(|e| CliError::Usage(format!("{file}: cannot read the expectations: {e}")))?;
+    let text = read_text(&args.expect)?;
     let expectations = match Expectations::parse(&text, &file) {
         Ok(e) => e,
         Err(e) => {

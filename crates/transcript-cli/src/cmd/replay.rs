@@ -7,6 +7,8 @@
 //! The workflow file and the inputs come from the recorded `run.started` (wire decision 16)
 //! unless given; the new run's `run.started` names the run it replays (`replay_of`).
 
+mod trials;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -74,6 +76,22 @@ pub struct ReplayCmd {
     /// replayed model endpoint).
     #[arg(long, value_name = "declared|all", default_value_t = transcript_exec::sandbox::net::RunNetwork::Declared)]
     pub network: transcript_exec::sandbox::net::RunNetwork,
+    /// What if (#61): the steps that started before STEP are served from the recording; STEP
+    /// (`path`, `path#N` for an iteration) and the rest run live, as `run` runs them.
+    #[arg(long, value_name = "STEP")]
+    pub live_from: Option<String>,
+    /// With --live-from: how many trials (each a run of its own).
+    #[arg(long, default_value_t = 1, requires = "live_from", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub trials: u32,
+    /// With --live-from: the `check` expectations each trial is held to.
+    #[arg(long, value_name = "FILE", requires = "live_from")]
+    pub expect: Option<PathBuf>,
+    /// With --live-from: JUnit XML, one test case per trial and expectation.
+    #[arg(long, value_name = "FILE", requires = "live_from")]
+    pub junit: Option<PathBuf>,
+    /// With --live-from: the report as JSON.
+    #[arg(long, requires = "live_from")]
+    pub json: bool,
 }
 
 /// `transcript replay`: the run's arguments (defaults of `run`) with the replay's own.
@@ -115,6 +133,13 @@ pub fn command(
         commands: cmd.commands,
         style: crate::style::Style::for_stdout(color),
         store,
+        trials: cmd.live_from.map(|live_from| trials::TrialArgs {
+            live_from,
+            trials: cmd.trials,
+            expect: cmd.expect,
+            junit: cmd.junit,
+            json: cmd.json,
+        }),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -144,23 +169,75 @@ pub struct ReplayArgs {
     pub style: crate::style::Style,
     /// Where the recording is read, and the replay read back after it ran.
     pub store: crate::store::Store,
+    /// `--live-from`: fork the recording there and run trials (#61).
+    pub trials: Option<trials::TrialArgs>,
+}
+
+/// The engine's wiring of a replay: `endpoints` for every agent execution (and, with
+/// `--commands record`, every command step), the new run naming the one it replays.
+pub(super) fn wire<E>(
+    endpoints: Arc<E>,
+    commands: CommandsMode,
+    replay_of: transcript_domain::RunId,
+) -> crate::cmd::run::EngineWiring
+where
+    E: transcript_exec::model_endpoint::ModelEndpoints
+        + transcript_exec::model_endpoint::RecordedCommands
+        + 'static,
+{
+    Box::new(move |builder| {
+        let builder = builder
+            .model_endpoints(endpoints.clone())
+            .replay_of(replay_of);
+        match commands {
+            CommandsMode::Record => builder.recorded_commands(endpoints.clone()),
+            CommandsMode::Live => builder,
+        }
+    })
+}
+
+/// A trial's run arguments: `base`'s, without the engine's wiring (each trial has its own).
+pub(super) fn trial_args(base: &RunArgs) -> RunArgs {
+    RunArgs {
+        workflow: base.workflow.clone(),
+        inputs: base.inputs.clone(),
+        storage: base.storage.clone(),
+        nats: base.nats.clone(),
+        workspace: base.workspace.clone(),
+        plugins: base.plugins.clone(),
+        mask: base.mask.clone(),
+        redactor: base.redactor.clone(),
+        durability: base.durability,
+        deterministic: base.deterministic,
+        otlp: None,
+        otlp_flush_timeout: base.otlp_flush_timeout,
+        style: base.style,
+        kill_grace: base.kill_grace,
+        wire: None,
+        sandbox: base.sandbox,
+    }
 }
 
 /// A run read for a replay (the recording) or a comparison (both): its file, its record for
 /// the diff, and what the replay needs of it.
-struct Read {
-    path: PathBuf,
-    record: RunRecord,
-    recording: Recording,
+pub(super) struct Read {
+    /// Its file (or location).
+    pub(super) path: PathBuf,
+    /// Its record for the comparison.
+    pub(super) record: RunRecord,
+    /// What a replay needs of it.
+    pub(super) recording: Recording,
+    /// Its events (the root run's).
+    pub(super) events: Vec<DecodedEvent>,
     /// The workspace root its `run.started` records (wire decision 20).
-    workspace: Option<PathBuf>,
+    pub(super) workspace: Option<PathBuf>,
     /// Its step definitions, from the workflow text it keeps (#58 item 3).
-    definitions: transcript_compare::StepDefinitions,
+    pub(super) definitions: transcript_compare::StepDefinitions,
 }
 
 /// Reads `arg` for a replay or its comparison; `roots` maps the replay's workspace root back to
 /// the recorded one in every event first (the comparison of a replay in another checkout).
-fn read_run(
+pub(super) fn read_run(
     arg: &str,
     store: &crate::store::Store,
     roots: Option<&WorkspaceRoots>,
@@ -195,6 +272,7 @@ fn read_run(
         path: run.path,
         record,
         recording,
+        events: run.events,
         workspace,
         definitions,
     })
@@ -207,7 +285,10 @@ pub async fn run(
     args: RunArgs,
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
-    as_replay_error(replay_inner(replay, args, out).await)
+    match replay.trials.clone() {
+        Some(trials) => as_replay_error(trials::run(replay, args, trials, out).await),
+        None => as_replay_error(replay_inner(replay, args, out).await),
+    }
 }
 
 async fn replay_inner(
@@ -239,16 +320,7 @@ async fn replay_inner(
     // Every agent execution on its recorded turns, command steps on their recorded outcomes
     // with `--commands record`, the new run naming the replayed one.
     let endpoints = Arc::new(ReplayEndpoints::new(replayer));
-    let (commands, replay_of) = (replay.commands, recorded.recording.run_id);
-    args.wire = Some(Box::new(move |builder| {
-        let builder = builder
-            .model_endpoints(endpoints.clone())
-            .replay_of(replay_of);
-        match commands {
-            CommandsMode::Record => builder.recorded_commands(endpoints.clone()),
-            CommandsMode::Live => builder,
-        }
-    }));
+    args.wire = Some(wire(endpoints, replay.commands, recorded.recording.run_id));
     let mut started = None;
     let ran = crate::cmd::run::run_reporting(args, out, &mut started).await;
     let Some((run_id, _)) = started else {
@@ -299,7 +371,7 @@ fn fifo_warnings(record: &RunRecord) {
 
 /// The workflow to run (transcript-replay's `choose_workflow`), said on stderr when it is the
 /// text the recording keeps.
-fn workflow_to_run(
+pub(super) fn workflow_to_run(
     given: Option<PathBuf>,
     recorded: &Read,
     roots: Option<&WorkspaceRoots>,

@@ -1,0 +1,127 @@
+//! `transcript replay <RUN> --live-from STEP [--trials K] [--expect FILE] [--junit OUT]
+//! [--json]` (#61): the recording forked at a step (transcript-replay's `ForkEndpoints`: the
+//! steps that started before it are served from the recording, it and the rest run live as
+//! `run` runs them), K trials, each a run of its own naming the recording (`replay_of`), each
+//! compared with the recording and checked against the expectations; transcript-compare's
+//! `TrialsReport` printed. Exit 0 when every trial passes (without `--expect`: when every trial
+//! ran), 1 when one fails, 2 on usage, 3 for an unknown run or step, 4 on an error.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use transcript_compare::trials::{Trial, TrialsReport};
+use transcript_compare::{DiffOptions, diff_with_definitions};
+use transcript_replay::fork::{ForkEndpoints, ForkPoint};
+use transcript_replay::{Matching, Replayer, StepKey, WorkspaceRoots};
+
+use super::{MatchMode, Read, ReplayArgs, read_run};
+use crate::CliError;
+use crate::cmd::run::RunArgs;
+use crate::exit::stdout_result;
+
+/// The fork's own arguments.
+#[derive(Debug, Clone)]
+pub struct TrialArgs {
+    /// The step the trials run live from.
+    pub live_from: String,
+    /// How many trials.
+    pub trials: u32,
+    /// Expectations each trial is checked against.
+    pub expect: Option<PathBuf>,
+    /// Where JUnit XML goes: one test case per trial and expectation.
+    pub junit: Option<PathBuf>,
+    /// The report as JSON.
+    pub json: bool,
+}
+
+/// Runs the trials of `replay.run` forked at `trial.live_from`.
+pub(super) async fn run(
+    replay: ReplayArgs,
+    args: RunArgs,
+    trial: TrialArgs,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let recorded = read_run(&replay.run, &replay.store, None)?;
+    let fork = ForkPoint::find(&recorded.events, &trial.live_from)
+        .map_err(|e| CliError::Invalid(format!("{}: {e}", recorded.path.display())))?;
+    let expectations = match &trial.expect {
+        Some(file) => Some(crate::cmd::check::read_expectations(file)?),
+        None => None,
+    };
+    let here = args
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| args.workspace.clone());
+    let roots = (recorded.workspace.as_deref()).and_then(|then| WorkspaceRoots::new(then, &here));
+    let chosen = super::workflow_to_run(replay.workflow.clone(), &recorded, roots.as_ref())?;
+    let inputs = recorded
+        .recording
+        .inputs_with(args.inputs.clone())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let live = |path: &str, iteration: u64| !fork.replays(&StepKey::new(path, iteration));
+    let mut trials = Vec::new();
+    for _ in 0..trial.trials.max(1) {
+        let mut a = super::trial_args(&args);
+        a.workflow = chosen.file.clone();
+        a.inputs = inputs.clone();
+        a.wire = Some(wiring(&replay, &recorded, &fork, &here));
+        let mut started = None;
+        let ran = crate::cmd::run::run_reporting(a, out, &mut started).await;
+        let Some((run_id, _)) = started else {
+            return ran;
+        };
+        match ran {
+            Ok(()) | Err(CliError::Reported(1)) => {}
+            Err(other) => return Err(other),
+        }
+        let ran = read_run(&run_id.to_string(), &replay.store, roots.as_ref())?;
+        let doc = diff_with_definitions(
+            &recorded.record,
+            &ran.record,
+            &DiffOptions::default(),
+            (&recorded.definitions, &ran.definitions),
+        );
+        trials.push(Trial::judge(
+            &ran.record,
+            &doc,
+            expectations.as_ref(),
+            &live,
+        ));
+    }
+    let report = TrialsReport::new(&recorded.record, &trial.live_from, trials, &live);
+    if let Some(path) = &trial.junit {
+        let file = trial.expect.as_ref().map(|f| f.display().to_string());
+        let xml = report.junit_xml(file.as_deref().unwrap_or(""));
+        crate::cmd::export::write_output(Some(path), &xml, out)?;
+    }
+    let text = if trial.json {
+        crate::cmd::to_json(&report)? + "\n"
+    } else {
+        crate::style::clean(&report.render_text())
+    };
+    stdout_result(out.write_all(text.as_bytes()))?;
+    if report.all_passed {
+        Ok(())
+    } else {
+        Err(CliError::Reported(1))
+    }
+}
+
+/// The engine's wiring of one trial: the fork's endpoints (a fresh replayer of the tape).
+fn wiring(
+    replay: &ReplayArgs,
+    recorded: &Read,
+    fork: &ForkPoint,
+    here: &std::path::Path,
+) -> crate::cmd::run::EngineWiring {
+    let matching = match replay.matching {
+        MatchMode::Strict => Matching::Strict,
+        MatchMode::Fifo => Matching::Fifo,
+    };
+    let mut replayer = Replayer::new(recorded.recording.tape.clone(), matching);
+    if let Some(then) = &recorded.workspace {
+        replayer = replayer.with_workspace_roots(then.clone(), here.to_path_buf());
+    }
+    let endpoints = Arc::new(ForkEndpoints::new(replayer, fork.clone()));
+    super::wire(endpoints, replay.commands, recorded.recording.run_id)
+}

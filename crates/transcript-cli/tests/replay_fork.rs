@@ -1,0 +1,162 @@
+//! What if (#61): `transcript replay <RUN> --live-from STEP --trials K --expect FILE` against
+//! scripted model servers. A 4-step workflow (a command, two agent steps on the HTTP agent, a
+//! command) is recorded, then forked at its third step with K = 5: the second step is served
+//! from the recording (the live server sees no request for it), the third reaches the live
+//! server once per trial, whose answers a seed picks (pass or fail); the report names the
+//! divergence step and the pass count the seed implies, JUnit has a case per trial, and the
+//! exit code follows the passes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use serde_json::Value;
+use transcript_testkit::model_server::{ModelServer, Script, Turn, Usage};
+
+const WORKFLOW: &str = "name: whatif\nsteps:\n  - name: prep\n    type: command\n    \
+     command: 'echo ready'\n  - name: plan\n    type: agent\n    provider: openai\n    \
+     model: gpt-scripted\n    prompt: Make a plan.\n  - name: answer\n    type: agent\n    \
+     provider: openai\n    model: gpt-scripted\n    prompt: Answer the question.\n  \
+     - name: done\n    type: command\n    command: 'echo done'\n";
+
+/// The answers a seed picks: `true` passes.
+fn answers(seed: u64, n: usize) -> Vec<bool> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            !(x >> 33).is_multiple_of(3)
+        })
+        .collect()
+}
+
+fn answer_turn(pass: bool) -> Turn {
+    let text = if pass { "PASS: 42" } else { "FAIL: no idea" };
+    Turn::text(text).with_usage(Usage::new(100, 10))
+}
+
+#[test]
+fn a_run_forked_at_its_third_step_runs_the_rest_live_k_times_and_says_where_it_diverges() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, storage) = (dir.path().join("ws"), dir.path().join("s"));
+    std::fs::create_dir_all(&ws).unwrap();
+    let wf = dir.path().join("whatif.yaml");
+    std::fs::write(&wf, WORKFLOW).unwrap();
+    let recording_server = ModelServer::start(Script::new([
+        Turn::text("the plan").with_usage(Usage::new(50, 5)),
+        answer_turn(true),
+    ]))
+    .unwrap();
+    let out = common::bin()
+        .env("OPENAI_BASE_URL", recording_server.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args([
+            "run",
+            wf.to_str().unwrap(),
+            "--storage",
+            storage.to_str().unwrap(),
+        ])
+        .args(["--workspace", ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let recording = common::printed_run_id(&common::text(&out.stdout));
+    drop(recording_server);
+
+    let picks = answers(7, 5);
+    let live = ModelServer::start(Script::new(picks.iter().map(|p| answer_turn(*p)))).unwrap();
+    let expect = dir.path().join("expect.yaml");
+    std::fs::write(&expect, "steps:\n  answer:\n    output: {contains: PASS}\n").unwrap();
+    let junit = dir.path().join("junit.xml");
+    let out = common::bin()
+        .env("OPENAI_BASE_URL", live.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["replay", &recording, "--storage", storage.to_str().unwrap()])
+        .args([
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--live-from",
+            "answer",
+            "--trials",
+            "5",
+        ])
+        .args([
+            "--expect",
+            expect.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    let passes = picks.iter().filter(|p| **p).count();
+    let code = if passes == 5 { 0 } else { 1 };
+    assert_eq!(out.status.code(), Some(code), "{}", common::describe(&out));
+    // The replayed prefix reached no live server: one request per trial, all for `answer`.
+    assert_eq!(live.generation_requests().len(), 5);
+    let stdout = common::text(&out.stdout);
+    let json = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with('{'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let report: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(report["passed"], passes, "{report}");
+    assert_eq!(report["forked_at"], "answer");
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 5);
+    for (t, pass) in trials.iter().zip(&picks) {
+        assert_eq!(t["passed"], *pass, "{t}");
+        // A passing trial answers as recorded; a failing one diverges at `answer`.
+        if *pass {
+            assert!(t["divergence"].is_null(), "{t}");
+        } else {
+            assert_eq!(t["divergence"]["step"], "answer", "{t}");
+        }
+    }
+    let fails = 5 - passes;
+    if fails > 0 {
+        assert_eq!(report["divergence"]["answer"], fails, "{report}");
+    }
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testcase").count(), 5, "{xml}");
+    // The text report: a line per trial, then passed k of K and where they diverged.
+    let live = ModelServer::start(Script::new(picks.iter().map(|p| answer_turn(*p)))).unwrap();
+    let out = common::bin()
+        .env("OPENAI_BASE_URL", live.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["replay", &recording, "--storage", storage.to_str().unwrap()])
+        .args([
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--live-from",
+            "answer",
+            "--trials",
+            "5",
+        ])
+        .args(["--expect", expect.to_str().unwrap(), "--color", "never"])
+        .output()
+        .unwrap();
+    let text = common::text(&out.stdout);
+    assert!(
+        text.contains(&format!("passed {passes} of 5 (pass^5: ")),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("\ntrial ").count() + usize::from(text.starts_with("trial ")),
+        5,
+        "{text}"
+    );
+    if fails > 0 {
+        assert!(text.contains(&format!("answer ×{fails}")), "{text}");
+    }
+    // Unknown step: named, with what the recording ran.
+    let out = common::bin()
+        .args(["replay", &recording, "--storage", storage.to_str().unwrap()])
+        .args(["--live-from", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", common::describe(&out));
+    assert!(common::text(&out.stderr).contains("prep, plan, answer, done"));
+}
