@@ -49,21 +49,7 @@ pub async fn recover(store: &NatsStore) -> Result<Vec<RunId>, NatsError> {
     let Some(bucket) = &store.index else {
         return Ok(Vec::new());
     };
-    let mut keys = bucket
-        .keys()
-        .await
-        .map_err(|e| store.js_error("runs index: listing pending runs", e))?;
-    let mut pending = Vec::new();
-    use futures_util::StreamExt as _;
-    while let Some(k) = keys.next().await {
-        let k = k.map_err(|e| store.js_error("runs index: listing pending runs", e))?;
-        if let Some(run) = k
-            .strip_prefix(PENDING_PREFIX)
-            .and_then(|r| RunId::parse(r).ok())
-        {
-            pending.push(run);
-        }
-    }
+    let pending = pending_runs(store, bucket).await?;
     let mut recovered = Vec::new();
     for run in pending {
         let Some(value) = bucket
@@ -85,6 +71,43 @@ pub async fn recover(store: &NatsStore) -> Result<Vec<RunId>, NatsError> {
         recovered.push(run);
     }
     Ok(recovered)
+}
+
+/// The runs marked pending, listed patiently: no responders and timeouts (a cluster electing
+/// the bucket's leader) are waited out within `ack_timeout × publish_attempts`.
+async fn pending_runs(
+    store: &NatsStore,
+    bucket: &async_nats::jetstream::kv::Store,
+) -> Result<Vec<RunId>, NatsError> {
+    use futures_util::StreamExt as _;
+    let budget = store.options.ack_timeout * store.options.publish_attempts.max(1);
+    let deadline = tokio::time::Instant::now() + budget;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let listed = async {
+            let mut keys = bucket.keys().await.map_err(|e| e.to_string())?;
+            let mut pending = Vec::new();
+            while let Some(k) = keys.next().await {
+                let k = k.map_err(|e| e.to_string())?;
+                if let Some(run) = k
+                    .strip_prefix(PENDING_PREFIX)
+                    .and_then(|r| RunId::parse(r).ok())
+                {
+                    pending.push(run);
+                }
+            }
+            Ok::<_, String>(pending)
+        }
+        .await;
+        match listed {
+            Ok(pending) => return Ok(pending),
+            Err(_) if tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            Err(e) => return Err(store.js_error("runs index: listing pending runs", e)),
+        }
+    }
 }
 
 /// Whether `run`'s lease is free now or lapses within one lease (polled).

@@ -376,12 +376,23 @@ pub(crate) async fn imported_open_runs(store: &NatsStore) -> Result<BTreeSet<Run
 }
 
 /// The stored import index and its revision (`None`, `None` when there is none).
+/// Reading it waits out no responders and timeouts (a cluster electing the bucket's leader)
+/// within `ack_timeout × publish_attempts`.
 async fn load_index(store: &NatsStore) -> Result<(Option<Value>, Option<u64>), NatsError> {
     let bucket = store.writable_index()?;
-    let entry = bucket
-        .entry(IMPORT_INDEX_KEY)
-        .await
-        .map_err(|e| store.js_error("reading the import index", e))?;
+    let budget = store.options.ack_timeout * store.options.publish_attempts.max(1);
+    let deadline = tokio::time::Instant::now() + budget;
+    let mut pause = std::time::Duration::from_millis(50);
+    let entry = loop {
+        match bucket.entry(IMPORT_INDEX_KEY).await {
+            Ok(entry) => break entry,
+            Err(_) if tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(1));
+            }
+            Err(e) => return Err(store.js_error("reading the import index", e)),
+        }
+    };
     let Some(entry) = entry else {
         return Ok((None, None));
     };
