@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Output;
 
 use serde_json::{Value, json};
-use transcript_testkit::agent_cli::{AgentCli, AgentSandbox, CliOptions};
+use transcript_testkit::agent_cli::{AgentCli, AgentSandbox};
 use transcript_testkit::model_server::{ModelServer, Script, Turn, Usage};
 
 const NOTES: &str = "the launch code is 7-alpha-tango\n";
@@ -87,31 +87,15 @@ fn a_recording_replays_from_another_checkout_and_sees_its_edits() {
         Turn::text("The launch code is 7-alpha-tango.").with_usage(Usage::new(1500, 17)),
     ]))
     .unwrap();
-    let inv = sb
-        .invocation(
-            AgentCli::Claude,
-            &bin,
-            &server,
-            "unused",
-            &CliOptions::default(),
-        )
-        .unwrap();
-    let var = common::step_env_var(AgentCli::Claude);
-    let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
-    let text = workflow("");
-    let (storage, run_id, out) = common::RealCliRun {
-        workflow: &text,
-        dir: &sb.tmp(),
-        workspace: &sb.work(),
-        env: &inv.env,
-        step_var: var,
-        bin: (AgentCli::Claude.bin_var(), &bin),
-        endpoint: &endpoint,
-    }
-    .run();
+    let common::Recorded {
+        storage,
+        run_id,
+        output: out,
+        env,
+        endpoint,
+    } = common::record_real(AgentCli::Claude, &bin, &sb, &server, &workflow(""));
     assert!(out.status.success(), "{}", common::describe(&out));
     drop(server);
-    let env: Vec<_> = inv.env.into_iter().filter(|(k, _)| k != var).collect();
 
     // The recording alone, elsewhere; the checkout it was made in (file and workflow) gone.
     let elsewhere = tempfile::tempdir().unwrap();

@@ -69,22 +69,13 @@ impl Recording {
             Turn::text(FINAL_TEXT).with_usage(Usage::new(1500, 17)),
         ]))
         .unwrap();
-        let inv = sb
-            .invocation(cli, &bin, &server, "unused", &CliOptions::default())
-            .unwrap();
-        let var = common::step_env_var(cli);
-        let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
-        let text = workflow(cli, PROMPT);
-        let (storage, run_id, output) = common::RealCliRun {
-            workflow: &text,
-            dir: &sb.tmp(),
-            workspace: &sb.work(),
-            env: &inv.env,
-            step_var: var,
-            bin: (cli.bin_var(), &bin),
-            endpoint: &endpoint,
-        }
-        .run();
+        let common::Recorded {
+            storage,
+            run_id,
+            output,
+            env,
+            ..
+        } = common::record_real(cli, &bin, &sb, &server, &workflow(cli, PROMPT));
         assert!(
             output.status.success(),
             "recording with {cli:?} failed:\n{}",
@@ -92,7 +83,6 @@ impl Recording {
         );
         assert_eq!(server.generation_requests().len(), 2);
         drop(server);
-        let env = inv.env.into_iter().filter(|(k, _)| k != var).collect();
         Some(Recording {
             cli,
             sb,

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use transcript_providers::Provider;
 use transcript_providers::envelope::strip_tool_result;
-use transcript_testkit::agent_cli::{AgentCli, AgentSandbox, CliOptions};
+use transcript_testkit::agent_cli::{AgentCli, AgentSandbox};
 use transcript_testkit::model_server::{
     Handling, ModelServer, RecordedRequest, Script, Turn, Usage,
 };
@@ -69,22 +69,13 @@ impl Recording {
         let mut script = Script::new(turns);
         script.conversation = Some(PROMPT.to_owned());
         let server = ModelServer::start(script).unwrap();
-        let inv = sb
-            .invocation(cli, &bin, &server, "unused", &CliOptions::default())
-            .unwrap();
-        let var = common::step_env_var(cli);
-        let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
-        let text = workflow(cli, model);
-        let (storage, run_id, output) = common::RealCliRun {
-            workflow: &text,
-            dir: &sb.tmp(),
-            workspace: &sb.work(),
-            env: &inv.env,
-            step_var: var,
-            bin: (cli.bin_var(), &bin),
-            endpoint: &endpoint,
-        }
-        .run();
+        let common::Recorded {
+            storage,
+            run_id,
+            output,
+            env,
+            ..
+        } = common::record_real(cli, &bin, &sb, &server, &workflow(cli, model));
         let requests = server.requests();
         assert!(
             output.status.success(),
@@ -99,7 +90,6 @@ impl Recording {
             server.unexpected_requests()
         );
         drop(server);
-        let env = inv.env.into_iter().filter(|(k, _)| k != var).collect();
         Some(Recording {
             cli,
             sb,

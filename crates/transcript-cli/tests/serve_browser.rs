@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
-use serve_support::{Browser, Serve, gate, simple_run, start_run, write_run};
+use serve_support::{Browser, Serve, simple_run, write_run};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -29,45 +29,8 @@ fn a_running_run_turns_completed_without_a_reload_and_a_new_run_appears() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let storage = tmp.path().join("s");
-    let (workflow, fifo) = gate(tmp.path());
-    let mut runner = start_run(&storage, &workflow, &fifo, tmp.path());
-    // Opening the FIFO for writing returns once the step has opened it: mid-step, running.
-    let mut gate = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-    let serve = Serve::start(&storage, &["--addr", "127.0.0.1:0"], 1);
-    let list = browser.open(&format!("{}/", serve.origin));
-    browser.wait_for(
-        &list,
-        "document.querySelector('#runs td[data-col=status]').textContent === 'running'",
-        LIMIT,
-    );
-    let id = browser.eval(
-        &list,
-        "document.querySelector('#runs tbody tr').id.slice(4)",
-    );
-    let id = id.as_str().unwrap().to_owned();
-    let run = browser.open(&format!("{}/runs/{id}", serve.origin));
-    browser.wait_for(
-        &run,
-        "document.getElementById('tv-live').textContent.includes('recording')",
-        LIMIT,
-    );
-    // Marks that a reload would lose.
-    browser.eval(&list, "window.notReloaded = true");
-    browser.eval(&run, "window.notReloaded = true");
-    use std::io::Write as _;
-    gate.write_all(b"go\n").unwrap();
-    drop(gate);
-    assert!(runner.wait().unwrap().success());
-    browser.wait_for(
-        &list,
-        &format!("window.notReloaded && document.querySelector('#run-{id} td[data-col=status]').textContent === 'succeeded' && document.querySelector('#run-{id} td[data-col=status]').className === 'st-succeeded'"),
-        LIMIT,
-    );
-    browser.wait_for(
-        &run,
-        "window.notReloaded && document.body.getAttribute('data-ended') === 'succeeded' && document.querySelector('main').textContent.includes('after')",
-        LIMIT,
-    );
+    let (serve, list, run) =
+        serve_support::a_live_run_turns_completed(&mut browser, &storage, tmp.path(), LIMIT);
     // A run that starts now appears at the top, without a reload either.
     simple_run(
         &storage,

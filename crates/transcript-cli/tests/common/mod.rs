@@ -292,3 +292,51 @@ pub fn step_env_var(cli: transcript_testkit::agent_cli::AgentCli) -> &'static st
         AgentCli::Gemini => "GOOGLE_GEMINI_BASE_URL",
     }
 }
+
+/// What [`record_real`] recorded: the storage, the run id, the binary's output, and the
+/// sandbox's environment without the step's endpoint variable (what a replay runs with).
+pub struct Recorded {
+    /// The storage the run was recorded to.
+    pub storage: tempfile::TempDir,
+    /// The run's id.
+    pub run_id: String,
+    /// The binary's output.
+    pub output: std::process::Output,
+    /// The sandbox's environment for a replay.
+    pub env: Vec<(String, String)>,
+    /// The scripted server's endpoint the workflow named.
+    pub endpoint: String,
+}
+
+/// Records `workflow` (its `{{inputs.endpoint}}` the scripted `server`) with the real `cli`
+/// (`bin`) in the sandbox `sb`, as the replay tests record a run.
+pub fn record_real(
+    cli: transcript_testkit::agent_cli::AgentCli,
+    bin: &Path,
+    sb: &transcript_testkit::agent_cli::AgentSandbox,
+    server: &transcript_testkit::model_server::ModelServer,
+    workflow: &str,
+) -> Recorded {
+    let options = transcript_testkit::agent_cli::CliOptions::default();
+    let inv = sb.invocation(cli, bin, server, "unused", &options).unwrap();
+    let var = step_env_var(cli);
+    let endpoint = inv.env.iter().find(|(k, _)| k == var).unwrap().1.clone();
+    let (storage, run_id, output) = RealCliRun {
+        workflow,
+        dir: &sb.tmp(),
+        workspace: &sb.work(),
+        env: &inv.env,
+        step_var: var,
+        bin: (cli.bin_var(), bin),
+        endpoint: &endpoint,
+    }
+    .run();
+    let env = inv.env.into_iter().filter(|(k, _)| k != var).collect();
+    Recorded {
+        storage,
+        run_id,
+        output,
+        env,
+        endpoint,
+    }
+}

@@ -479,3 +479,53 @@ fn decode_base64(text: &str) -> Vec<u8> {
     }
     out
 }
+
+/// The live scenario every storage must pass (files and NATS): a run held mid-step shows
+/// `running` in the list and `recording` on its page; released, both say `succeeded` without a
+/// reload. Returns the server, the list's and the run's sessions (for more checks).
+pub fn a_live_run_turns_completed(
+    browser: &mut Browser,
+    storage: &Path,
+    dir: &Path,
+    limit: Duration,
+) -> (Serve, String, String) {
+    let (workflow, fifo) = gate(dir);
+    let mut runner = start_run(storage, &workflow, &fifo, dir);
+    // Opening the FIFO for writing returns once the step has opened it: mid-step, running.
+    let mut gate = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let serve = Serve::start(storage, &["--addr", "127.0.0.1:0"], 1);
+    let list = browser.open(&format!("{}/", serve.origin));
+    browser.wait_for(
+        &list,
+        "document.querySelector('#runs td[data-col=status]').textContent === 'running'",
+        limit,
+    );
+    let id = browser.eval(
+        &list,
+        "document.querySelector('#runs tbody tr').id.slice(4)",
+    );
+    let id = id.as_str().unwrap().to_owned();
+    let run = browser.open(&format!("{}/runs/{id}", serve.origin));
+    browser.wait_for(
+        &run,
+        "document.getElementById('tv-live').textContent.includes('recording')",
+        limit,
+    );
+    // Marks that a reload would lose.
+    browser.eval(&list, "window.notReloaded = true");
+    browser.eval(&run, "window.notReloaded = true");
+    gate.write_all(b"go\n").unwrap();
+    drop(gate);
+    assert!(runner.wait().unwrap().success());
+    browser.wait_for(
+        &list,
+        &format!("window.notReloaded && document.querySelector('#run-{id} td[data-col=status]').textContent === 'succeeded' && document.querySelector('#run-{id} td[data-col=status]').className === 'st-succeeded'"),
+        limit,
+    );
+    browser.wait_for(
+        &run,
+        "window.notReloaded && document.body.getAttribute('data-ended') === 'succeeded' && document.querySelector('main').textContent.includes('after')",
+        limit,
+    );
+    (serve, list, run)
+}
