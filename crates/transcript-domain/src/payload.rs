@@ -47,6 +47,13 @@ pub struct StepPayload {
     /// `run.started` only (decision 16): the id of the run this run replays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<String>,
+    /// `run.started` only (decision 22, #61): for a trial of a recording (a replay forked at a
+    /// step), the step it was forked at as named (`path`, or `path#N` for iteration N): the
+    /// root-run steps that started before it in the recording were served from the recording
+    /// (not spend), it and the rest ran live. Absent for a plain run or replay; only with
+    /// `replay_of`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_at: Option<String>,
     /// `run.started` only (decision 20, #58): the run's workspace root as an absolute path,
     /// so a replay in another checkout maps the recorded root to its own; absent when
     /// unknown.
@@ -144,6 +151,7 @@ impl StepPayload {
             workflow: None,
             inputs: None,
             replay_of: None,
+            forked_at: None,
             workspace: None,
             sandbox: None,
             network: None,
@@ -162,6 +170,13 @@ impl StepPayload {
         self.workflow = workflow;
         self.inputs = inputs;
         self.replay_of = replay_of;
+        self
+    }
+
+    /// Names the step a trial was forked at (decision 22; `run.started` only, with
+    /// `replay_of`), or none.
+    pub fn with_forked_at(mut self, step: Option<String>) -> Self {
+        self.forked_at = step;
         self
     }
 

@@ -1,10 +1,57 @@
 //! Which runs are replays: a run whose `run.started` names the run it replays (`replay_of`,
 //! wire decision 16), and every child run under one. Their turns were served from a recording
-//! and are not spend, so bills leave them out.
+//! and are not spend, so bills leave them out. A trial (a replay forked at a step, decision
+//! 22) is the exception: [`fork_prefix`] names its steps that were served from the recording;
+//! the rest of it ran live and is spend.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::RunId;
+use crate::{DecodedEvent, EventKind, EventType, RunId};
+
+/// A step as a fork names it (`path`, or `path#N` for its iteration N), split.
+pub fn fork_step(step: &str) -> (&str, Option<u64>) {
+    match step.rsplit_once('#') {
+        Some((p, n)) => match n.parse::<u64>() {
+            Ok(n) => (p, Some(n)),
+            Err(_) => (step, None),
+        },
+        None => (step, None),
+    }
+}
+
+/// The root-run step executions `(path, iteration)` of `events` (one run's, in the order
+/// written) that started before the execution `step` names (`path`, or `path#N`; without
+/// `#N`, its first execution), leaving out the steps that enclose it (a loop, a parallel
+/// block: they started before what they hold). `None` when the run never started `step`.
+///
+/// For the recording, these are what a fork at `step` serves from the recording; for a trial
+/// (its own events, `run.started`'s `forked_at`), these are what was served, not spend. A
+/// step that ran first in a changed workflow after the fork is not among them.
+pub fn fork_prefix(events: &[DecodedEvent], step: &str) -> Option<BTreeSet<(String, u64)>> {
+    let (path, iteration) = fork_step(step);
+    let started: Vec<(&str, u64)> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Known(EventType::StepStarted))
+        .map(|e| (e.path.as_str(), e.iteration))
+        .collect();
+    let at = started
+        .iter()
+        .position(|(p, i)| *p == path && iteration.is_none_or(|n| n == *i))?;
+    Some(
+        started[..at]
+            .iter()
+            .filter(|(p, _)| !is_within(path, p))
+            .map(|(p, i)| ((*p).to_owned(), *i))
+            .collect(),
+    )
+}
+
+/// Whether step path `inner` lies within step path `outer` (`outer.` prefixes it).
+fn is_within(inner: &str, outer: &str) -> bool {
+    inner
+        .strip_prefix(outer)
+        .is_some_and(|rest| rest.starts_with('.'))
+}
 
 /// The replays among `runs`, each given as `(run, its parent run, whether it names a run it
 /// replays)`: the runs that name one, and the runs whose chain of parents reaches one. A cycle
@@ -54,5 +101,47 @@ mod tests {
         ];
         let replays = replayed_runs(runs);
         assert_eq!(replays, HashSet::from([id(2), id(3), id(4)]));
+    }
+
+    fn started(path: &str, iteration: u64) -> DecodedEvent {
+        let line = format!(
+            "{{\"seq\":1,\"timestamp\":\"2026-01-01T00:00:00Z\",\"run_id\":\"{}\",\
+             \"type\":\"step.started\",\"path\":\"{path}\",\"iteration\":{iteration},\
+             \"payload\":{{\"name\":\"x\",\"kind\":\"command\"}}}}",
+            id(1)
+        );
+        crate::decode_line(line.as_bytes())
+            .unwrap_or_else(|e| panic!("{e}: {line}"))
+            .event
+    }
+
+    #[test]
+    fn the_prefix_is_what_started_before_the_step_but_what_encloses_it() {
+        let events = [
+            started("prep", 0),
+            started("loop", 0),
+            started("loop.ask", 0),
+            started("loop.ask", 1),
+            started("loop.check", 1),
+            started("done", 0),
+        ];
+        let set = |v: &[(&str, u64)]| -> BTreeSet<(String, u64)> {
+            v.iter().map(|(p, i)| ((*p).to_owned(), *i)).collect()
+        };
+        assert_eq!(
+            fork_prefix(&events, "loop.ask#1"),
+            Some(set(&[("prep", 0), ("loop.ask", 0)]))
+        );
+        assert_eq!(fork_prefix(&events, "loop.ask"), Some(set(&[("prep", 0)])));
+        assert_eq!(fork_prefix(&events, "prep"), Some(set(&[])));
+        assert_eq!(
+            fork_prefix(&events, "done").map(|s| s.len()),
+            Some(5),
+            "the enclosing loop ended before done started: it is before the fork"
+        );
+        assert_eq!(fork_prefix(&events, "loop.ask#7"), None);
+        assert_eq!(fork_prefix(&events, "nope"), None);
+        assert_eq!(fork_step("a#b"), ("a#b", None));
+        assert!(!is_within("loopy", "loop"));
     }
 }

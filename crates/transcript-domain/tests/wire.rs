@@ -546,6 +546,7 @@ fn any_step() -> BoxedStrategy<StepPayload> {
             workflow: None,
             inputs: None,
             replay_of: None,
+            forked_at: None,
             workspace: None,
             sandbox: None,
             network: None,

@@ -46,6 +46,7 @@ impl Redactor {
             workflow,
             inputs,
             replay_of,
+            forked_at,
             workspace,
             sandbox: _,
             network: _,
@@ -89,6 +90,8 @@ impl Redactor {
             }
         }
         self.mask_opt(replay_of);
+        // A step path, as `path` is: structure, masked like any text.
+        self.mask_opt(forked_at);
         if self.structure() {
             *workspace = None;
         } else {

@@ -50,37 +50,22 @@ impl ForkPoint {
     /// The fork of the recorded root run `events` at `step` (`path`, or `path#N` for its
     /// iteration N; without `#N`, its first execution).
     pub fn find(events: &[DecodedEvent], step: &str) -> Result<ForkPoint, ForkError> {
-        let (path, iteration) = match step.rsplit_once('#') {
-            Some((p, n)) if n.parse::<u64>().is_ok() => (p, n.parse::<u64>().ok()),
-            _ => (step, None),
-        };
-        let started: Vec<(&str, u64)> = events
-            .iter()
-            .filter(|e| e.kind == EventKind::Known(EventType::StepStarted))
-            .map(|e| (e.path.as_str(), e.iteration))
-            .collect();
-        let at = started
-            .iter()
-            .position(|(p, i)| *p == path && iteration.is_none_or(|n| n == *i))
-            .ok_or_else(|| {
-                let mut ran: Vec<&str> = Vec::new();
-                for (p, _) in &started {
-                    if !ran.contains(p) && ran.len() < 20 {
-                        ran.push(p);
-                    }
+        // One rule for the fork and for the bill of its trials (transcript-domain's).
+        let before = transcript_domain::replays::fork_prefix(events, step).ok_or_else(|| {
+            let mut ran: Vec<&str> = Vec::new();
+            let started = events
+                .iter()
+                .filter(|e| e.kind == EventKind::Known(EventType::StepStarted));
+            for e in started {
+                if !ran.contains(&e.path.as_str()) && ran.len() < 20 {
+                    ran.push(&e.path);
                 }
-                ForkError::NoSuchStep {
-                    step: step.to_owned(),
-                    ran: ran.join(", "),
-                }
-            })?;
-        let before = started[..at]
-            .iter()
-            // An enclosing step (a loop, a parallel block) started before the step it holds:
-            // it is not "before" what it contains.
-            .filter(|(p, _)| !path.starts_with(&format!("{p}.")))
-            .map(|(p, i)| ((*p).to_owned(), *i))
-            .collect();
+            }
+            ForkError::NoSuchStep {
+                step: step.to_owned(),
+                ran: ran.join(", "),
+            }
+        })?;
         Ok(ForkPoint {
             step: step.to_owned(),
             before,

@@ -83,6 +83,11 @@ pub struct ReplayCmd {
     /// With --live-from: how many trials (each a run of its own).
     #[arg(long, default_value_t = 1, requires = "live_from", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub trials: u32,
+    /// With --live-from: how many trials run at once (their progress printed in trial order).
+    /// They share the workspace: give more than 1 only to a workflow whose steps do not
+    /// write files another trial reads.
+    #[arg(long, default_value_t = 1, requires = "live_from", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: u32,
     /// With --live-from: the `check` expectations each trial is held to.
     #[arg(long, value_name = "FILE", requires = "live_from")]
     pub expect: Option<PathBuf>,
@@ -136,6 +141,7 @@ pub fn command(
         trials: cmd.live_from.map(|live_from| trials::TrialArgs {
             live_from,
             trials: cmd.trials,
+            jobs: cmd.jobs,
             expect: cmd.expect,
             junit: cmd.junit,
             json: cmd.json,

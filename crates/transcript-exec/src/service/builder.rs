@@ -33,6 +33,7 @@ pub(super) struct Inner {
     pub(super) model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
     pub(super) recorded_commands: Option<Arc<dyn crate::model_endpoint::RecordedCommands>>,
     pub(super) replay_of: Option<String>,
+    pub(super) forked_at: Option<String>,
     pub(super) sandbox: crate::sandbox::SandboxPolicy,
 }
 
@@ -66,6 +67,7 @@ pub struct ServiceBuilder {
     model_endpoints: Option<Arc<dyn crate::model_endpoint::ModelEndpoints>>,
     recorded_commands: Option<Arc<dyn crate::model_endpoint::RecordedCommands>>,
     replay_of: Option<String>,
+    forked_at: Option<String>,
     sandbox: crate::sandbox::SandboxPolicy,
 }
 
@@ -84,6 +86,14 @@ impl ServiceBuilder {
     /// wire decision 16); child runs do not carry it.
     pub fn replay_of(mut self, run: transcript_domain::RunId) -> Self {
         self.replay_of = Some(run.to_string());
+        self
+    }
+
+    /// Marks every root run of the service as a trial of the recording it replays, forked at
+    /// `step` (`run.started`'s `forked_at`, wire decision 22; written only with
+    /// [`ServiceBuilder::replay_of`]).
+    pub fn forked_at(mut self, step: impl Into<String>) -> Self {
+        self.forked_at = Some(step.into());
         self
     }
 
@@ -316,6 +326,7 @@ impl ServiceBuilder {
                 mcp_gateway: self.mcp_gateway,
                 model_endpoints: self.model_endpoints,
                 recorded_commands: self.recorded_commands,
+                forked_at: self.replay_of.as_ref().and(self.forked_at),
                 replay_of: self.replay_of,
                 sandbox,
             }),
@@ -353,6 +364,7 @@ impl ExecutionService {
             model_endpoints: None,
             recorded_commands: None,
             replay_of: None,
+            forked_at: None,
             sandbox: crate::sandbox::SandboxPolicy::confined(),
         }
     }

@@ -1,5 +1,5 @@
 //! `transcript replay <RUN> --live-from STEP [--trials K] [--expect FILE] [--junit OUT]
-//! [--json]` (#61): the recording forked at a step (transcript-replay's `ForkEndpoints`: the
+//! [--jobs N] [--json]` (#61): the recording forked at a step (transcript-replay's `ForkEndpoints`: the
 //! steps that started before it are served from the recording, it and the rest run live as
 //! `run` runs them), K trials, each a run of its own naming the recording (`replay_of`), each
 //! compared with the recording and checked against the expectations; transcript-compare's
@@ -8,6 +8,8 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use futures_util::StreamExt;
 
 use transcript_compare::trials::{Trial, TrialsReport};
 use transcript_compare::{DiffOptions, diff_with_definitions};
@@ -26,6 +28,8 @@ pub struct TrialArgs {
     pub live_from: String,
     /// How many trials.
     pub trials: u32,
+    /// How many trials run at once (`--jobs`, default 1).
+    pub jobs: u32,
     /// Expectations each trial is checked against.
     pub expect: Option<PathBuf>,
     /// Where JUnit XML goes: one test case per trial and expectation.
@@ -59,34 +63,36 @@ pub(super) async fn run(
         .inputs_with(args.inputs.clone())
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let live = |path: &str, iteration: u64| !fork.replays(&StepKey::new(path, iteration));
-    let mut trials = Vec::new();
-    for _ in 0..trial.trials.max(1) {
+    let one = |_| {
         let mut a = super::trial_args(&args);
         a.workflow = chosen.file.clone();
         a.inputs = inputs.clone();
         a.wire = Some(wiring(&replay, &recorded, &fork, &here));
-        let mut started = None;
-        let ran = crate::cmd::run::run_reporting(a, out, &mut started).await;
-        let Some((run_id, _)) = started else {
-            return ran;
-        };
-        match ran {
-            Ok(()) | Err(CliError::Reported(1)) => {}
-            Err(other) => return Err(other),
-        }
-        let ran = read_run(&run_id.to_string(), &replay.store, roots.as_ref())?;
-        let doc = diff_with_definitions(
-            &recorded.record,
-            &ran.record,
-            &DiffOptions::default(),
-            (&recorded.definitions, &ran.definitions),
-        );
-        trials.push(Trial::judge(
-            &ran.record,
-            &doc,
-            expectations.as_ref(),
+        one_trial(
+            a,
+            &replay,
+            &recorded,
+            (roots.as_ref(), expectations.as_ref()),
             &live,
-        ));
+        )
+    };
+    // Up to `jobs` trials at once, each printing into its own buffer; the buffers reach
+    // stdout in trial order, so the output reads as if they had run one after another.
+    let mut running = futures_util::stream::iter(0..trial.trials.max(1))
+        .map(one)
+        .buffered(trial.jobs.max(1) as usize);
+    let (mut trials, mut failed) = (Vec::new(), None);
+    while let Some((printed, judged)) = running.next().await {
+        // A trial that could not be judged does not stop the others mid-run (each would be
+        // left without its run.completed): the first error is the answer once all ended.
+        let _ = out.write_all(&printed);
+        match judged {
+            Ok(t) => trials.push(t),
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
     }
     let report = TrialsReport::new(&recorded.record, &trial.live_from, trials, &live);
     if let Some(path) = &trial.junit {
@@ -107,6 +113,41 @@ pub(super) async fn run(
     }
 }
 
+/// One trial: the run (its progress printed into the returned buffer), read back, compared
+/// with the recording and judged.
+async fn one_trial(
+    args: RunArgs,
+    replay: &ReplayArgs,
+    recorded: &Read,
+    (roots, expectations): (
+        Option<&WorkspaceRoots>,
+        Option<&transcript_compare::Expectations>,
+    ),
+    live: transcript_compare::trials::LivePart<'_>,
+) -> (Vec<u8>, Result<Trial, CliError>) {
+    let mut printed = Vec::new();
+    let mut started = None;
+    let ran = crate::cmd::run::run_reporting(args, &mut printed, &mut started).await;
+    let Some((run_id, _)) = started else {
+        // It never started (an invalid workflow, a refused sandbox): that error is the answer.
+        return (printed, Err(ran.err().unwrap_or(CliError::Reported(4))));
+    };
+    let judged = match ran {
+        Ok(()) | Err(CliError::Reported(1)) => read_run(&run_id.to_string(), &replay.store, roots)
+            .map(|ran| {
+                let doc = diff_with_definitions(
+                    &recorded.record,
+                    &ran.record,
+                    &DiffOptions::default(),
+                    (&recorded.definitions, &ran.definitions),
+                );
+                Trial::judge(&ran.record, &doc, expectations, live)
+            }),
+        Err(other) => Err(other),
+    };
+    (printed, judged)
+}
+
 /// The engine's wiring of one trial: the fork's endpoints (a fresh replayer of the tape).
 fn wiring(
     replay: &ReplayArgs,
@@ -123,5 +164,8 @@ fn wiring(
         replayer = replayer.with_workspace_roots(then.clone(), here.to_path_buf());
     }
     let endpoints = Arc::new(ForkEndpoints::new(replayer, fork.clone()));
-    super::wire(endpoints, replay.commands, recorded.recording.run_id)
+    let wire = super::wire(endpoints, replay.commands, recorded.recording.run_id);
+    // The trial's run.started names the step it was forked at (wire decision 22).
+    let step = fork.step.clone();
+    Box::new(move |builder| wire(builder).forked_at(step.clone()))
 }

@@ -146,9 +146,10 @@ fn recorded_workspace(ctx: &RunCtx) -> Option<String> {
 /// `run.started` (with the run's provenance), the `run_start` audit record and the display
 /// event.
 async fn announce_run_start(ctx: &RunCtx, wf: &Workflow, inputs: &Map<String, Value>) {
-    let replay_of = (ctx.depth == 0)
-        .then(|| ctx.inner.replay_of.clone())
-        .flatten();
+    let (replay_of, forked_at) = match ctx.depth {
+        0 => (ctx.inner.replay_of.clone(), ctx.inner.forked_at.clone()),
+        _ => (None, None),
+    };
     ctx.emitter
         .emit_draft(|| {
             EventDraft::run_level(Payload::RunStarted(
@@ -158,6 +159,7 @@ async fn announce_run_start(ctx: &RunCtx, wf: &Workflow, inputs: &Map<String, Va
                         recorded_inputs(wf, inputs),
                         replay_of.clone(),
                     )
+                    .with_forked_at(forked_at.clone())
                     .with_workspace_opt(recorded_workspace(ctx)),
             ))
         })
