@@ -137,6 +137,32 @@ fn a_run_forked_at_its_third_step_runs_the_rest_live_k_times_and_says_where_it_d
     if fails > 0 {
         assert_eq!(report["divergence"]["answer"], fails, "{report}");
     }
+    // `diff` between the recording and a failing trial names the divergence first (after the
+    // two runs' header lines), then the rest; between two trials as well.
+    let failing: Vec<&str> = trials
+        .iter()
+        .filter(|t| t["passed"] == false)
+        .map(|t| t["run_id"].as_str().unwrap())
+        .collect();
+    let passing = trials.iter().find(|t| t["passed"] == true);
+    for (a, b) in [
+        Some((recording.as_str(), failing.first().copied())),
+        passing.map(|p| (p["run_id"].as_str().unwrap(), failing.first().copied())),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let Some(b) = b else { continue };
+        let out = common::bin()
+            .args(["diff", a, b, "--storage", storage.to_str().unwrap()])
+            .args(["--color", "never"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+        let text = common::text(&out.stdout);
+        let third = text.lines().nth(2).unwrap_or_default();
+        assert!(third.starts_with("first divergence: step answer"), "{text}");
+    }
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<testcase").count(), 5, "{xml}");
     // The text report: a line per trial, then passed k of K and where they diverged.

@@ -65,6 +65,7 @@ pub fn diff_with_definitions(
             definitions: ctx.definitions.is_some(),
         },
         summary: ctx.summary,
+        divergence: crate::first_divergence(&run),
         run,
     }
 }

@@ -39,6 +39,7 @@ pre.was { background: var(--del); border-color: var(--bad); }
 pre.now { background: var(--ins); border-color: var(--ok); }
 .key { display: block; outline: 2px solid var(--warn); background: #fff8c5; font-weight: 600; }
 .equal { color: var(--ok); } .differs { color: var(--bad); }
+.divergence { font-weight: 600; } #first-divergence { outline: 2px solid var(--bad); }
 "#;
 
 /// Renders the document as one HTML page; `a` and `b` name the two runs as the caller gave
@@ -59,7 +60,18 @@ pub fn render_html(doc: &DiffDocument, a: &str, b: &str) -> String {
         esc(a),
         esc(b)
     );
-    render_run(&doc.run, &mut body);
+    if let Some(d) = &doc.divergence {
+        // What a reader looks for first (#61): the step and turn, linked to its section.
+        let turn = d.turn.map_or(String::new(), |t| format!(" turn {}", t + 1));
+        let _ = writeln!(
+            body,
+            "<p class=\"divergence\">First divergence: <a href=\"#first-divergence\">step {}{turn}</a> ({})</p>",
+            esc(&d.step),
+            esc(&d.field)
+        );
+    }
+    let mut target = doc.divergence.as_ref().map(|d| d.step.clone());
+    render_run(&doc.run, "", &mut target, &mut body);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
@@ -78,7 +90,8 @@ pub fn render_html(doc: &DiffDocument, a: &str, b: &str) -> String {
     )
 }
 
-fn render_run(run: &RunDiff, out: &mut String) {
+/// `target`: the first divergence's step name, taken by the section that carries its anchor.
+fn render_run(run: &RunDiff, prefix: &str, target: &mut Option<String>, out: &mut String) {
     let _ = write!(
         out,
         "<section class=\"run\">\n<div class=\"sides\"><div>run {} {} <strong>{}</strong></div><div>run {} {} <strong>{}</strong></div></div>\n",
@@ -93,12 +106,23 @@ fn render_run(run: &RunDiff, out: &mut String) {
         render_change(c, out);
     }
     for s in &run.steps {
-        render_step(s, out);
+        render_step(s, prefix, target, out);
     }
     out.push_str("</section>\n");
 }
 
-fn render_step(step: &StepDiff, out: &mut String) {
+fn render_step(step: &StepDiff, prefix: &str, target: &mut Option<String>, out: &mut String) {
+    // Named as `first_divergence` names steps: the child-run prefix, the path, `#N` past 0.
+    let name = match step.iteration {
+        0 => format!("{prefix}{}", step.path),
+        n => format!("{prefix}{}#{n}", step.path),
+    };
+    let anchor = if !step.equal && target.as_deref() == Some(name.as_str()) {
+        *target = None;
+        " id=\"first-divergence\""
+    } else {
+        ""
+    };
     let class = match step.side {
         Side::Both if step.changes.is_empty() => "step",
         Side::Both => "step differs",
@@ -122,7 +146,7 @@ fn render_step(step: &StepDiff, out: &mut String) {
     };
     let _ = write!(
         out,
-        "<section class=\"{class}\">\n<h2>{}</h2>\n<div class=\"sides\"><div>{}</div><div>{}</div></div>\n",
+        "<section class=\"{class}\"{anchor}>\n<h2>{}</h2>\n<div class=\"sides\"><div>{}</div><div>{}</div></div>\n",
         esc(&title),
         cell(&step.a_status),
         cell(&step.b_status),
@@ -142,10 +166,10 @@ fn render_step(step: &StepDiff, out: &mut String) {
         render_change(c, out);
     }
     for s in &step.steps {
-        render_step(s, out);
+        render_step(s, prefix, target, out);
     }
     if let Some(child) = &step.child {
-        render_run(child, out);
+        render_run(child, &format!("{name}/"), target, out);
     }
     out.push_str("</section>\n");
 }

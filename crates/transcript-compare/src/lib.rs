@@ -97,7 +97,8 @@
 //!
 //! [`DiffDocument::schema_version`] follows semver ([`DIFF_SCHEMA_VERSION`]; `1.1.0` added
 //! [`Change::note`], `options.definitions`, the `definition.<key>` and `turns[i→j]` field
-//! names, and compares tool calls as sets and costs at receipts' precision): a minor version adds optional fields or new `field` names of a [`Change`]
+//! names, and compares tool calls as sets and costs at receipts' precision; `1.2.0` added
+//! [`DiffDocument::divergence`]): a minor version adds optional fields or new `field` names of a [`Change`]
 //! (readers ignore what they do not know); a major version changes or removes something. The
 //! JSON Schema is checked in at `schema/diff-document.schema.json` and kept current by
 //! `tests/schema.rs`. The expectations format is versioned by its keys: new keys are added,
@@ -109,6 +110,7 @@ mod calls;
 mod changes;
 mod definitions;
 mod diff;
+mod divergence;
 mod envelope;
 mod expect;
 mod html;
@@ -127,6 +129,7 @@ mod values;
 pub use calls::CallView;
 pub use definitions::StepDefinitions;
 pub use diff::{DiffOptions, diff, diff_with_definitions};
+pub use divergence::{Divergence, first_divergence};
 pub use expect::{
     ArgMatcher, ExpectError, Expectation, Expectations, Outcome, Rule, Summary, TextMatcher, check,
     junit_xml,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The version of the diff document (semver; see the crate docs' Versioning).
-pub const DIFF_SCHEMA_VERSION: &str = "1.1.0";
+pub const DIFF_SCHEMA_VERSION: &str = "1.2.0";
 
 /// The comparison of two runs, A and B.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -20,6 +20,10 @@ pub struct DiffDocument {
     pub options: DiffOptionsRecord,
     /// Counts over every step execution, child runs included.
     pub summary: DiffSummary,
+    /// Where B first differs from A (the step, and the turn when a turn differs); absent
+    /// when they are equal (since 1.2.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub divergence: Option<crate::Divergence>,
     /// The two root runs, aligned.
     pub run: RunDiff,
 }

@@ -92,6 +92,15 @@ pub fn render_diff_text(doc: &DiffDocument, (a, b): (&str, &str), p: &dyn Painte
             p.one_line(status)
         );
     }
+    if let Some(d) = &doc.divergence {
+        // The divergence first (#61): the step and turn, then the rest.
+        let _ = writeln!(
+            out,
+            "{} {}",
+            p.bold("first divergence:"),
+            p.one_line(&d.to_string())
+        );
+    }
     render_run(run, 0, p, &mut out);
     let s = &doc.summary;
     let verdict = if doc.equal {

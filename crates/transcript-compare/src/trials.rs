@@ -9,76 +9,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::{DiffDocument, Expectations, Outcome, RunRecord, StepDiff};
-
-/// Where a trial first differs from the recording.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Divergence {
-    /// The step (dot-separated path, `#N` for an iteration past the first).
-    pub step: String,
-    /// The turn (from 0) when the first difference is in a turn.
-    pub turn: Option<u64>,
-    /// The first field that differs (`turns[2].blocks[0].text`, `status`, `only in B`, …).
-    pub field: String,
-}
-
-impl std::fmt::Display for Divergence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.turn {
-            Some(t) => write!(f, "step {} turn {} ({})", self.step, t + 1, self.field),
-            None => write!(f, "step {} ({})", self.step, self.field),
-        }
-    }
-}
-
-/// The first divergence of a comparison: depth first through its steps in order (a step's
-/// own changes before its nested steps and its child run), `None` when equal.
-pub fn first_divergence(doc: &DiffDocument) -> Option<Divergence> {
-    fn in_steps(steps: &[StepDiff], prefix: &str) -> Option<Divergence> {
-        steps.iter().find_map(|s| in_step(s, prefix))
-    }
-    fn in_step(s: &StepDiff, prefix: &str) -> Option<Divergence> {
-        if s.equal {
-            return None;
-        }
-        let step = match s.iteration {
-            0 => format!("{prefix}{}", s.path),
-            n => format!("{prefix}{}#{n}", s.path),
-        };
-        if let Some(c) = s.changes.first() {
-            return Some(Divergence {
-                turn: turn_of(&c.field),
-                field: c.field.clone(),
-                step,
-            });
-        }
-        if s.side != crate::model::Side::Both {
-            let field = match s.side {
-                crate::model::Side::OnlyA => "only in the recording",
-                _ => "only in the trial",
-            }
-            .to_owned();
-            return Some(Divergence {
-                step,
-                turn: None,
-                field,
-            });
-        }
-        in_steps(&s.steps, prefix).or_else(|| {
-            s.child
-                .as_ref()
-                .and_then(|c| in_steps(&c.steps, &format!("{step}/")))
-        })
-    }
-    in_steps(&doc.run.steps, "")
-}
-
-/// The turn a field names: `turns[3]…` or `turns[3→4]…` (A's index).
-fn turn_of(field: &str) -> Option<u64> {
-    let rest = field.strip_prefix("turns[")?;
-    let end = rest.find([']', '→'])?;
-    rest[..end].parse().ok()
-}
+pub use crate::divergence::{Divergence, first_divergence};
+use crate::{DiffDocument, Expectations, Outcome, RunRecord};
 
 /// One trial, judged.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -124,7 +56,7 @@ impl Trial {
         Trial {
             run_id: trial.run_id.to_string(),
             status: trial.status.as_str().to_owned(),
-            divergence: first_divergence(doc),
+            divergence: doc.divergence.clone(),
             passed: outcomes.iter().all(|o| o.passed),
             outcomes,
             live_cost_usd: part_cost(trial, live, true),
@@ -264,18 +196,5 @@ impl TrialsReport {
             money(self.saved_cost_usd)
         );
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::turn_of;
-
-    #[test]
-    fn a_fields_turn_is_as_index() {
-        assert_eq!(turn_of("turns[2].blocks[0].text"), Some(2));
-        assert_eq!(turn_of("turns[3→4].model"), Some(3));
-        assert_eq!(turn_of("status"), None);
-        assert_eq!(turn_of("turns"), None);
     }
 }

@@ -150,7 +150,7 @@ fn tags(html: &str) -> Vec<TagInfo> {
 
 const PAGE_TAGS: &[&str] = &[
     "!doctype", "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div",
-    "section", "strong", "span", "pre",
+    "section", "strong", "span", "pre", "a",
 ];
 const PAGE_ATTRS: &[&str] = &[
     "html",
@@ -160,6 +160,8 @@ const PAGE_ATTRS: &[&str] = &[
     "content",
     "http-equiv",
     "class",
+    "href",
+    "id",
 ];
 const PAGE_CLASSES: &[&str] = &[
     "sides",
@@ -178,6 +180,7 @@ const PAGE_CLASSES: &[&str] = &[
     "now",
     "key",
     "absent",
+    "divergence",
     "eq",
     "del",
     "ins",
@@ -208,10 +211,20 @@ fn hostile_values_in_every_field_stay_text_on_the_diff_page() {
                 if name == "class" {
                     assert!(PAGE_CLASSES.contains(&value.as_str()), "class {value:?}");
                 }
+                // Our one link and its target: the first divergence on this page.
+                if name == "href" || name == "id" {
+                    let want = if name == "href" {
+                        "#first-divergence"
+                    } else {
+                        "first-divergence"
+                    };
+                    assert_eq!(value, want, "{name} from value {v:?}");
+                }
             }
         }
         assert!(!page.to_ascii_lowercase().contains("<script"));
-        assert!(!page.contains("<a "), "a link from {v:?}");
+        // One link: ours, to the first divergence (checked above), never one from a value.
+        assert_eq!(page.matches("<a ").count(), 1, "a link from {v:?}");
         if v.contains("<img src=x onerror=alert(1)>") {
             assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;"));
         }

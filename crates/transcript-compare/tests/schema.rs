@@ -54,7 +54,10 @@ fn a_diff_document_validates_and_reads_back() {
         .map(|e| format!("{e} at {}", e.instance_path()))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
-    assert_eq!(value["schema_version"], "1.1.0");
+    assert_eq!(value["schema_version"], "1.2.0");
+    // The first divergence is named first: `build`'s status, before the rest.
+    assert_eq!(value["divergence"]["step"], "build", "{value}");
+    assert_eq!(value["divergence"]["field"], "status", "{value}");
     let back: DiffDocument = serde_json::from_value(value).unwrap();
     assert_eq!(back, doc);
 }
