@@ -28,8 +28,12 @@ impl std::fmt::Display for Divergence {
     }
 }
 
-/// The first divergence of two aligned runs (a [`crate::DiffDocument`]'s `run`): depth first through its steps in order (a step's
-/// own changes before its nested steps and its child run), `None` when equal.
+/// The first divergence of two aligned runs (a [`crate::DiffDocument`]'s `run`): depth first
+/// through its steps in order (a step's own changes before its nested steps and its child
+/// run), `None` when they behaved the same. Within a step, the earliest turn that differs
+/// names it (its first change), else its first change. A changed definition
+/// (`definition.<key>`) is the cause of a divergence, not one: a step whose only changes are
+/// its definition's behaved as recorded.
 pub fn first_divergence(run: &RunDiff) -> Option<Divergence> {
     fn in_steps(steps: &[StepDiff], prefix: &str) -> Option<Divergence> {
         steps.iter().find_map(|s| in_step(s, prefix))
@@ -42,7 +46,16 @@ pub fn first_divergence(run: &RunDiff) -> Option<Divergence> {
             0 => format!("{prefix}{}", s.path),
             n => format!("{prefix}{}#{n}", s.path),
         };
-        if let Some(c) = s.changes.first() {
+        let behaved = s
+            .changes
+            .iter()
+            .filter(|c| !c.field.starts_with("definition."));
+        let earliest_turn = behaved
+            .clone()
+            .filter_map(|c| turn_of(&c.field).map(|t| (t, c)))
+            .min_by_key(|(t, _)| *t)
+            .map(|(_, c)| c);
+        if let Some(c) = earliest_turn.or_else(|| behaved.clone().next()) {
             return Some(Divergence {
                 turn: turn_of(&c.field),
                 field: c.field.clone(),

@@ -57,6 +57,8 @@ fn a_changed_definition_is_a_change_at_its_step_even_when_the_events_are_equal()
     let changes = &differing[0].1.changes;
     let fields: Vec<&str> = changes.iter().map(|c| c.field.as_str()).collect();
     assert_eq!(fields, ["definition.model", "definition.prompt"]);
+    // A changed definition is a cause, not a divergence: the runs behaved the same (#61).
+    assert_eq!(doc.divergence, None);
     assert_eq!((&changes[0].a, &changes[0].b), (&json!("m"), &json!("m2")));
     let ops: Vec<(LineOp, &str)> = changes[1].hunks[0]
         .lines
@@ -135,4 +137,24 @@ fn a_child_runs_steps_are_named_under_their_call() {
     assert_eq!(differing.len(), 1);
     assert_eq!(differing[0].0, "sub/inner");
     assert_eq!(differing[0].1.changes[0].field, "definition.command");
+}
+
+#[test]
+fn the_first_divergence_is_the_earliest_differing_turn_after_a_changed_definition() {
+    let a = pipeline(A).record(&[]);
+    let mut b = Run::new(B);
+    b.command("build", "ok\n", 0);
+    b.agent("review", "read_file", json!({"path": "b"}), "c1", "worse");
+    b.complete(None);
+    let b = b.record(&[]);
+    let da = defs(&[("review", json!({"prompt": "Review."}))]);
+    let db = defs(&[("review", json!({"prompt": "Review harder."}))]);
+    let doc = diff_with_definitions(&a, &b, &DiffOptions::default(), (&da, &db));
+    let d = doc.divergence.unwrap();
+    assert_eq!(d.step, "review");
+    // The tool call's input in the model's second turn (turn 1) is where it first behaved
+    // otherwise: before its output (a step-level field) and its definition.
+    assert_eq!(d.turn, Some(1), "{d:?}");
+    assert!(d.field.starts_with("turns[1]"), "{d:?}");
+    assert_eq!(d.to_string(), format!("step review turn 2 ({})", d.field));
 }
