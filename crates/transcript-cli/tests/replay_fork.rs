@@ -204,3 +204,109 @@ fn a_run_forked_at_its_third_step_runs_the_rest_live_k_times_and_says_where_it_d
     assert_eq!(out.status.code(), Some(3), "{}", common::describe(&out));
     assert!(common::text(&out.stderr).contains("prep, plan, answer, done"));
 }
+
+const PARENT: &str = "name: outer\nsteps:\n  - name: plan\n    type: agent\n    provider: openai\n    \
+     model: gpt-4o-mini\n    prompt: Plan.\n  - name: sub\n    type: call_workflow\n    \
+     workflow: child.yaml\n  - name: done\n    type: agent\n    provider: openai\n    \
+     model: gpt-4o-mini\n    prompt: Sum up.\n";
+const CHILD: &str = "name: inner\nsteps:\n  - name: a\n    type: agent\n    provider: openai\n    \
+     model: gpt-4o-mini\n    prompt: Step a.\n  - name: b\n    type: agent\n    provider: openai\n    \
+     model: gpt-4o-mini\n    prompt: Step b.\n";
+
+#[test]
+fn a_fork_inside_a_child_run_serves_its_earlier_steps_and_bills_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, storage) = (dir.path().join("ws"), dir.path().join("s"));
+    std::fs::create_dir_all(&ws).unwrap();
+    let wf = dir.path().join("outer.yaml");
+    std::fs::write(&wf, PARENT).unwrap();
+    std::fs::write(dir.path().join("child.yaml"), CHILD).unwrap();
+    // plan, a, b, done: input tokens priced by gpt-4o-mini's published $0.15 per million.
+    let turn = |text: &str, input: u64| Turn::text(text).with_usage(Usage::new(input, 0));
+    let recording_server = ModelServer::start(Script::new([
+        turn("the plan", 100_000),
+        turn("a done", 200_000),
+        turn("b done", 300_000),
+        turn("all done", 400_000),
+    ]))
+    .unwrap();
+    let out = common::bin()
+        .env("OPENAI_BASE_URL", recording_server.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args([
+            "run",
+            wf.to_str().unwrap(),
+            "--storage",
+            storage.to_str().unwrap(),
+        ])
+        .args(["--workspace", ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let recording = common::printed_run_id(&common::text(&out.stdout));
+    drop(recording_server);
+
+    // Two trials from `sub/b`: each asks the live server for b and done, nothing else.
+    let live = ModelServer::start(Script::new([
+        turn("b again", 300_000),
+        turn("all done", 400_000),
+        turn("b otherwise", 300_000),
+        turn("all done", 400_000),
+    ]))
+    .unwrap();
+    let out = common::bin()
+        .env("OPENAI_BASE_URL", live.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["replay", &recording, "--storage", storage.to_str().unwrap()])
+        .args(["--workspace", ws.to_str().unwrap()])
+        .args(["--live-from", "sub/b", "--trials", "2", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::describe(&out));
+    let prompts: Vec<String> = live
+        .generation_requests()
+        .iter()
+        .map(|r| r.raw_body.clone())
+        .collect();
+    assert_eq!(prompts.len(), 4, "{prompts:#?}");
+    for (i, p) in prompts.iter().enumerate() {
+        let want = if i % 2 == 0 { "Step b." } else { "Sum up." };
+        assert!(p.contains(want), "request {i} is not {want}: {p}");
+    }
+    let stdout = common::text(&out.stdout);
+    let json = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with('{'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let report: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(report["forked_at"], "sub/b");
+    let trials = report["trials"].as_array().unwrap();
+    assert!(trials[0]["divergence"]["step"] == "sub/b", "{report}");
+    // Money: each trial's live part is b + done (700,000 tokens: $0.105), the recording's
+    // the same; the served prefix (plan + a: 300,000 tokens, $0.045) is saved per trial.
+    let usd = |v: &Value| (v.as_f64().unwrap() * 10_000.0).round() / 10_000.0;
+    for t in trials {
+        assert_eq!(usd(&t["live_cost_usd"]), 0.105, "{t}");
+    }
+    assert_eq!(usd(&report["live_cost_usd"]), 0.21, "{report}");
+    assert_eq!(usd(&report["recording_live_cost_usd"]), 0.105, "{report}");
+    assert_eq!(usd(&report["saved_cost_usd"]), 0.09, "{report}");
+    // A level that called no child run, and a step the child never ran, are named.
+    for (step, says) in [
+        ("plan/a", "step 'plan' called no child run"),
+        ("sub/zz", "the child run of 'sub' has no step 'zz'"),
+    ] {
+        let out = common::bin()
+            .args(["replay", &recording, "--storage", storage.to_str().unwrap()])
+            .args(["--live-from", step])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{}", common::describe(&out));
+        assert!(
+            common::text(&out.stderr).contains(says),
+            "{}",
+            common::describe(&out)
+        );
+    }
+}

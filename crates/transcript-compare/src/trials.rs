@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use crate::divergence::{Divergence, first_divergence};
+use transcript_domain::fork::ForkSide;
+
 use crate::{DiffDocument, Expectations, Outcome, RunRecord};
 
 /// One trial, judged.
@@ -31,17 +33,46 @@ pub struct Trial {
     pub duration_ms: Option<i64>,
 }
 
-/// Which top-level steps of a run ran live: `(path, iteration)` → whether it did.
-pub type LivePart<'a> = &'a dyn Fn(&str, u64) -> bool;
+/// What a fork did with a step execution, by its chain (the calling steps' `(path,
+/// iteration)` from the root run down, then its own): transcript-domain's
+/// [`ForkPrefix::side`](transcript_domain::fork::ForkPrefix::side) is one.
+pub type LivePart<'a> = &'a dyn Fn(&[(String, u64)]) -> ForkSide;
 
-/// The cost of `run`'s top-level steps for which `live` says `true` (`None` when one of their
-/// turns could not be priced).
-pub fn part_cost(run: &RunRecord, live: LivePart<'_>, keep: bool) -> Option<f64> {
-    run.steps
-        .iter()
-        .filter(|s| live(&s.path, s.iteration) == keep)
-        .map(|s| s.total_spend().cost_usd)
-        .try_fold(0.0, |sum, c| c.map(|c| sum + c))
+/// The cost of `run`'s step executions the fork put on side `keep` (`Live`: the trial's live
+/// part; `Replayed`: the prefix), following an enclosing step into what it holds (its nested
+/// steps, its child run); `None` when one of their turns could not be priced. An enclosing
+/// step's own turns (a block has none) count as live.
+pub fn part_cost(run: &RunRecord, side: LivePart<'_>, keep: ForkSide) -> Option<f64> {
+    fn steps(
+        list: &[crate::StepRecord],
+        above: &[(String, u64)],
+        side: LivePart<'_>,
+        keep: ForkSide,
+    ) -> Option<f64> {
+        let mut sum = 0.0;
+        for s in list {
+            let mut chain = above.to_vec();
+            chain.push((s.path.clone(), s.iteration));
+            let cost = match side(&chain) {
+                ForkSide::Encloses => {
+                    let own = match keep {
+                        ForkSide::Live => s.spend.cost_usd?,
+                        _ => 0.0,
+                    };
+                    let child = match &s.child {
+                        Some(c) => steps(&c.steps, &chain, side, keep)?,
+                        None => 0.0,
+                    };
+                    own + steps(&s.steps, above, side, keep)? + child
+                }
+                found if found == keep => s.total_spend().cost_usd?,
+                _ => 0.0,
+            };
+            sum += cost;
+        }
+        Some(sum)
+    }
+    steps(&run.steps, &[], side, keep)
 }
 
 impl Trial {
@@ -59,7 +90,7 @@ impl Trial {
             divergence: doc.divergence.clone(),
             passed: outcomes.iter().all(|o| o.passed),
             outcomes,
-            live_cost_usd: part_cost(trial, live, true),
+            live_cost_usd: part_cost(trial, live, ForkSide::Live),
             duration_ms: trial.duration_ms,
         }
     }
@@ -110,7 +141,7 @@ impl TrialsReport {
             .iter()
             .map(|t| t.live_cost_usd)
             .try_fold(0.0, |sum, c| c.map(|c| sum + c));
-        let prefix = part_cost(recording, live, false);
+        let prefix = part_cost(recording, live, ForkSide::Replayed);
         TrialsReport {
             recording: recording.run_id.to_string(),
             forked_at: forked_at.to_owned(),
@@ -118,7 +149,7 @@ impl TrialsReport {
             passed,
             divergence,
             live_cost_usd,
-            recording_live_cost_usd: part_cost(recording, live, true),
+            recording_live_cost_usd: part_cost(recording, live, ForkSide::Live),
             saved_cost_usd: prefix.map(|c| c * trials.len() as f64),
             trials,
         }

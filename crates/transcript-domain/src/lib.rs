@@ -211,6 +211,7 @@ mod block;
 mod decode;
 mod event;
 mod file_name;
+pub mod fork;
 mod ids;
 pub mod money;
 mod payload;

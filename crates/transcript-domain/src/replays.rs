@@ -6,7 +6,8 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::{DecodedEvent, EventKind, EventType, RunId};
+use crate::fork::is_within;
+use crate::{DecodedEvent, RunId};
 
 /// A step as a fork names it (`path`, or `path#N` for its iteration N), split.
 pub fn fork_step(step: &str) -> (&str, Option<u64>) {
@@ -26,31 +27,21 @@ pub fn fork_step(step: &str) -> (&str, Option<u64>) {
 ///
 /// For the recording, these are what a fork at `step` serves from the recording; for a trial
 /// (its own events, `run.started`'s `forked_at`), these are what was served, not spend. A
-/// step that ran first in a changed workflow after the fork is not among them.
+/// step that ran first in a changed workflow after the fork is not among them. One level only:
+/// [`crate::fork::ForkPrefix`] follows a fork into child runs (`call/inner`).
 pub fn fork_prefix(events: &[DecodedEvent], step: &str) -> Option<BTreeSet<(String, u64)>> {
     let (path, iteration) = fork_step(step);
-    let started: Vec<(&str, u64)> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::Known(EventType::StepStarted))
-        .map(|e| (e.path.as_str(), e.iteration))
-        .collect();
+    let started = crate::fork::started_steps(events);
     let at = started
         .iter()
-        .position(|(p, i)| *p == path && iteration.is_none_or(|n| n == *i))?;
+        .position(|(p, i)| p == path && iteration.is_none_or(|n| n == *i))?;
     Some(
         started[..at]
             .iter()
             .filter(|(p, _)| !is_within(path, p))
-            .map(|(p, i)| ((*p).to_owned(), *i))
+            .cloned()
             .collect(),
     )
-}
-
-/// Whether step path `inner` lies within step path `outer` (`outer.` prefixes it).
-fn is_within(inner: &str, outer: &str) -> bool {
-    inner
-        .strip_prefix(outer)
-        .is_some_and(|rest| rest.starts_with('.'))
 }
 
 /// The replays among `runs`, each given as `(run, its parent run, whether it names a run it

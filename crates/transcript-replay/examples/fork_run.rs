@@ -26,7 +26,7 @@ use transcript_infra::{
 };
 use transcript_replay::fork::{ForkEndpoints, ForkPoint};
 use transcript_replay::server::{ModelServer, Script, Turn, Usage};
-use transcript_replay::{Matching, Recording, Replayer, StepKey};
+use transcript_replay::{Matching, Recording, Replayer};
 
 fn workflow() -> WorkflowSet {
     let agent = |prompt: &str| {
@@ -103,7 +103,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         [("42", 1), ("forty-two", 3), ("42", 1)]
             .map(|(a, out)| Turn::text(a).with_usage(Usage::new(60_000, out))),
     ))?;
-    let is_live = |path: &str, iteration: u64| !fork.replays(&StepKey::new(path, iteration));
+    let is_live = |chain: &[(String, u64)]| fork.prefix().side(chain);
     let mut trials = Vec::new();
     for _ in 0..3 {
         let replayer = Replayer::new(recording.tape.clone(), Matching::Strict);

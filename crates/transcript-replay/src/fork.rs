@@ -3,15 +3,17 @@
 //! outcomes); the step and everything after it run live, against the endpoints the workflow
 //! names, as `run` runs them.
 //!
-//! The order is the recording's: a root-run step is before the fork when its `step.started`
-//! was written before the forked step's; a step of a child run follows its outermost calling
-//! step. A step the recording never ran (a new step of a changed workflow) runs live.
+//! The order is the recording's: a step is before the fork when its `step.started` was written
+//! before the forked step's in the same run; a step of a child run follows its calling step,
+//! unless the fork is inside that child run (`call/step`), where the same rule holds one level
+//! down. A step the recording never ran (a new step of a changed workflow) runs live.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use transcript_domain::{DecodedEvent, EventKind, EventType};
+pub use transcript_domain::fork::{ForkFindError, ForkPrefix, ForkSide};
+use transcript_domain::{DecodedEvent, RunId};
 use transcript_exec::model_endpoint::{
     EndpointOutcome, EndpointSession, EndpointStart, ModelEndpoints, RecordedCommand,
     RecordedCommands,
@@ -20,67 +22,62 @@ use transcript_exec::model_endpoint::{
 use crate::engine::ReplayEndpoints;
 use crate::{Replayer, StepKey};
 
-/// The step a run is forked at, and which of the recording's steps started before it.
+/// The step a run is forked at, and which of the recording's step executions started before
+/// it (transcript-domain's [`ForkPrefix`]: the one rule the fork and the bills use).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForkPoint {
-    /// The step as named (`path` or `path#iteration`).
+    /// The step as named (`path`, `path#iteration`, `call/step` for a step of a child run).
     pub step: String,
-    /// The root-run executions `(path, iteration)` that started before it.
-    before: std::collections::BTreeSet<(String, u64)>,
+    /// What started before it, at every level down to it.
+    prefix: ForkPrefix,
 }
 
 /// Why a run cannot be forked at a step.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ForkError {
-    /// The recording never started the step.
-    #[error(
-        "the recording has no step '{step}' (name a step path of its root run, `path#N` for \
-         an iteration; it ran: {ran})"
-    )]
-    NoSuchStep {
-        /// The step as named.
-        step: String,
-        /// The step paths it ran, in order (at most 20).
-        ran: String,
-    },
+    /// The step names nothing the recording ran (a level it never started, a level above the
+    /// last that called no child run, a child run that could not be read).
+    #[error(transparent)]
+    NoSuchStep(#[from] ForkFindError),
 }
 
 impl ForkPoint {
     /// The fork of the recorded root run `events` at `step` (`path`, or `path#N` for its
-    /// iteration N; without `#N`, its first execution).
+    /// iteration N; without `#N`, its first execution), a step of the root run.
     pub fn find(events: &[DecodedEvent], step: &str) -> Result<ForkPoint, ForkError> {
-        // One rule for the fork and for the bill of its trials (transcript-domain's).
-        let before = transcript_domain::replays::fork_prefix(events, step).ok_or_else(|| {
-            let mut ran: Vec<&str> = Vec::new();
-            let started = events
-                .iter()
-                .filter(|e| e.kind == EventKind::Known(EventType::StepStarted));
-            for e in started {
-                if !ran.contains(&e.path.as_str()) && ran.len() < 20 {
-                    ran.push(&e.path);
-                }
-            }
-            ForkError::NoSuchStep {
-                step: step.to_owned(),
-                ran: ran.join(", "),
-            }
-        })?;
+        Self::find_with(events, step, &mut |_| None)
+    }
+
+    /// The fork at `step`, which may name a step of a child run through its calling steps
+    /// (`call/step`, `call#1/step#2`); `lookup` gives a child run's events by id.
+    pub fn find_with(
+        events: &[DecodedEvent],
+        step: &str,
+        lookup: &mut dyn FnMut(RunId) -> Option<Vec<DecodedEvent>>,
+    ) -> Result<ForkPoint, ForkError> {
         Ok(ForkPoint {
             step: step.to_owned(),
-            before,
+            prefix: ForkPrefix::find(events, step, lookup)?,
         })
     }
 
-    /// Whether the execution at `key` is replayed (it started before the fork).
+    /// Whether the execution at `key` is replayed (it, or a step calling it, started before
+    /// the fork).
     pub fn replays(&self, key: &StepKey) -> bool {
-        let (path, iteration) = key
-            .callers
-            .first()
-            .map_or((key.path.as_str(), key.iteration), |(p, i)| {
-                (p.as_str(), *i)
-            });
-        self.before.contains(&(path.to_owned(), iteration))
+        self.side(key) == ForkSide::Replayed
+    }
+
+    /// What the fork does with the execution at `key`.
+    pub fn side(&self, key: &StepKey) -> ForkSide {
+        let mut chain = key.callers.clone();
+        chain.push((key.path.clone(), key.iteration));
+        self.prefix.side(&chain)
+    }
+
+    /// The rule itself.
+    pub fn prefix(&self) -> &ForkPrefix {
+        &self.prefix
     }
 }
 

@@ -239,6 +239,8 @@ pub(super) struct Read {
     pub(super) workspace: Option<PathBuf>,
     /// Its step definitions, from the workflow text it keeps (#58 item 3).
     pub(super) definitions: transcript_compare::StepDefinitions,
+    /// Its child runs' events, by id (every level).
+    pub(super) children: std::collections::HashMap<transcript_domain::RunId, Vec<DecodedEvent>>,
 }
 
 /// Reads `arg` for a replay or its comparison; `roots` maps the replay's workspace root back to
@@ -253,8 +255,17 @@ pub(super) fn read_run(
         path: run.path.clone(),
         message,
     };
-    let recording =
-        Recording::read(&run.events, &mut run.lookup()).map_err(|e| invalid(e.to_string()))?;
+    // Every child run read once, kept for a fork inside one (`call/step`).
+    let mut children = std::collections::HashMap::new();
+    let recording = {
+        let mut lookup = run.lookup();
+        Recording::read(&run.events, &mut |id| {
+            let events = lookup(id)?;
+            children.insert(id, events.clone());
+            Some(events)
+        })
+        .map_err(|e| invalid(e.to_string()))?
+    };
     // Priced as `transcript diff` prices (the embedded table).
     let table = super::receipts::pricing(None)?;
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
@@ -281,6 +292,7 @@ pub(super) fn read_run(
         events: run.events,
         workspace,
         definitions,
+        children,
     })
 }
 

@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use transcript_compare::trials::{Trial, TrialsReport};
 use transcript_compare::{DiffOptions, diff_with_definitions};
 use transcript_replay::fork::{ForkEndpoints, ForkPoint};
-use transcript_replay::{Matching, Replayer, StepKey, WorkspaceRoots};
+use transcript_replay::{Matching, Replayer, WorkspaceRoots};
 
 use super::{MatchMode, Read, ReplayArgs, read_run};
 use crate::CliError;
@@ -46,8 +46,10 @@ pub(super) async fn run(
     out: &mut dyn std::io::Write,
 ) -> Result<(), CliError> {
     let recorded = read_run(&replay.run, &replay.store, None)?;
-    let fork = ForkPoint::find(&recorded.events, &trial.live_from)
-        .map_err(|e| CliError::Invalid(format!("{}: {e}", recorded.path.display())))?;
+    let fork = ForkPoint::find_with(&recorded.events, &trial.live_from, &mut |id| {
+        recorded.children.get(&id).cloned()
+    })
+    .map_err(|e| CliError::Invalid(format!("{}: {e}", recorded.path.display())))?;
     let expectations = match &trial.expect {
         Some(file) => Some(crate::cmd::check::read_expectations(file)?),
         None => None,
@@ -62,7 +64,7 @@ pub(super) async fn run(
         .recording
         .inputs_with(args.inputs.clone())
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    let live = |path: &str, iteration: u64| !fork.replays(&StepKey::new(path, iteration));
+    let live = |chain: &[(String, u64)]| fork.prefix().side(chain);
     let one = |_| {
         let mut a = super::trial_args(&args);
         a.workflow = chosen.file.clone();
