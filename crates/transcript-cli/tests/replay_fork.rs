@@ -310,3 +310,50 @@ fn a_fork_inside_a_child_run_serves_its_earlier_steps_and_bills_the_rest() {
         );
     }
 }
+
+/// A step that ends only when `NEED` runs of it are in it at once: each leaves a file in the
+/// shared workspace and waits (bounded: 30 s, then it fails) for `NEED` files.
+const MEET: &str = "name: meet\ninputs:\n  - name: need\n    default: \"1\"\nsteps:\n  \
+     - name: prep\n    type: command\n    command: 'echo ready'\n  - name: meet\n    \
+     type: command\n    command: 'mktemp arrive.XXXXXX >/dev/null; n=0; while [ \"$(ls arrive.* | wc -l)\" -lt \"$NEED\" ]; \
+     do n=$((n+1)); [ $n -gt 600 ] && exit 1; sleep 0.05; done; echo met'\n    \
+     env: { NEED: \"{{inputs.need}}\" }\n";
+
+#[test]
+fn jobs_run_trials_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, storage) = (dir.path().join("ws"), dir.path().join("s"));
+    std::fs::create_dir_all(&ws).unwrap();
+    let wf = dir.path().join("meet.yaml");
+    std::fs::write(&wf, MEET).unwrap();
+    let out = common::bin()
+        .args([
+            "run",
+            wf.to_str().unwrap(),
+            "--storage",
+            storage.to_str().unwrap(),
+        ])
+        .args(["--workspace", ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let recording = common::printed_run_id(&common::text(&out.stdout));
+    for f in std::fs::read_dir(&ws).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let expect = dir.path().join("expect.yaml");
+    std::fs::write(&expect, "steps:\n  meet:\n    output: {contains: met}\n").unwrap();
+    // Three trials that each end only when all three are running: they pass only together.
+    let out = common::bin()
+        .args(["replay", &recording, "--storage", storage.to_str().unwrap()])
+        .args(["--workspace", ws.to_str().unwrap(), "--input", "need=3"])
+        .args(["--live-from", "meet", "--trials", "3", "--jobs", "3"])
+        .args(["--expect", expect.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::describe(&out));
+    let arrived = std::fs::read_dir(&ws).unwrap().count();
+    assert_eq!(arrived, 3, "one arrival per trial");
+    let stdout = common::text(&out.stdout);
+    assert!(stdout.contains("\"passed\": 3"), "{stdout}");
+}
