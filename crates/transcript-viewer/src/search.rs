@@ -1,39 +1,56 @@
-//! The search's streaming scan: a run's bytes read in chunks of [`CHUNK`], each chunk
-//! lowercased (ASCII) and searched with `memchr`'s `memmem` for the query as it is written
-//! inside a JSON string; each line that holds it is handed on once. Memory is one chunk plus
-//! the line being completed (a line longer than the cap is skipped, never buffered), whatever
-//! the store's size.
+//! The search's streaming scan: a run's bytes read in chunks of [`CHUNK`], each searched for
+//! the query as it is written inside a JSON string, case ignored by Unicode's simple case
+//! folding (`É` finds `é`, `Σ` finds `σ` and `ς`, `k` finds the Kelvin sign; `ß` and `ss` are
+//! not one), with the `regex` crate's case-insensitive literal search (its SIMD prefilters
+//! over the raw bytes, no lowercased copy); each line that holds it is handed on once. Memory
+//! is one chunk plus the line being completed (a line longer than the cap is skipped, never
+//! buffered), whatever the store's size.
 
 use std::io::Read;
 use std::ops::ControlFlow;
 
-use memchr::memmem;
-
 /// Bytes read at a time.
 pub const CHUNK: usize = 1 << 20;
 
+/// The longest query, in bytes.
+pub const MAX_QUERY: usize = 1000;
+
 /// A query, ready to scan for.
 pub struct Needle {
-    /// The query, ASCII-lowercased (to find it in a decoded string).
-    pub text: String,
-    finder: memmem::Finder<'static>,
+    /// The query as a case-insensitive literal, to find it in a decoded string (its matches
+    /// are on character boundaries, whatever lengths folding relates).
+    pub text: regex::Regex,
+    /// The same as it appears inside a JSON string of a line (quotes, backslashes and control
+    /// characters escaped as serde_json writes them).
+    raw: regex::bytes::Regex,
 }
 
 impl Needle {
-    /// The needle of `query`; `None` for an empty one.
-    pub fn new(query: &str) -> Option<Needle> {
+    /// The needle of `query`: `Ok(None)` for an empty one, an error (what to tell the user)
+    /// for one past [`MAX_QUERY`] bytes.
+    pub fn new(query: &str) -> Result<Option<Needle>, String> {
         if query.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let text = query.to_ascii_lowercase();
-        // As the query appears inside a JSON string of a line (quotes, backslashes and control
-        // characters escaped as serde_json writes them).
-        let quoted = serde_json::to_string(&text).ok()?;
-        let inner = quoted.get(1..quoted.len() - 1)?.as_bytes().to_vec();
-        Some(Needle {
-            text,
-            finder: memmem::Finder::new(&inner).into_owned(),
-        })
+        if query.len() > MAX_QUERY {
+            return Err(format!("a query has at most {MAX_QUERY} bytes"));
+        }
+        let quoted = serde_json::to_string(query).map_err(|e| e.to_string())?;
+        let inner = quoted.get(1..quoted.len() - 1).unwrap_or(query);
+        let raw = regex::bytes::RegexBuilder::new(&regex::escape(inner))
+            .case_insensitive(true)
+            .build()
+            .map_err(|e| format!("cannot search for this query: {e}"))?;
+        let text = regex::RegexBuilder::new(&regex::escape(query))
+            .case_insensitive(true)
+            .build()
+            .map_err(|e| format!("cannot search for this query: {e}"))?;
+        Ok(Some(Needle { text, raw }))
+    }
+
+    /// Where the query is in `text` (case folded), as a byte range on character boundaries.
+    pub fn find(&self, text: &str) -> Option<std::ops::Range<usize>> {
+        self.text.find(text).map(|m| m.range())
     }
 }
 
@@ -46,8 +63,8 @@ pub struct Scanned {
     pub skipped: u64,
 }
 
-/// Hands `hit` every line of `reader` (without `\n`) that holds `needle`, ignoring ASCII
-/// case; lines over `cap` bytes are skipped. `hit` may stop the scan.
+/// Hands `hit` every line of `reader` (without `\n`) that holds `needle`, case folded; lines
+/// over `cap` bytes are skipped. `hit` may stop the scan.
 pub fn scan(
     mut reader: impl Read,
     needle: &Needle,
@@ -55,7 +72,7 @@ pub fn scan(
     hit: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
 ) -> std::io::Result<Scanned> {
     let mut scanned = Scanned::default();
-    let (mut buf, mut lower) = (Vec::with_capacity(CHUNK * 2), Vec::with_capacity(CHUNK * 2));
+    let mut buf = Vec::with_capacity(CHUNK * 2);
     let mut skipping = false;
     loop {
         let had = buf.len();
@@ -92,9 +109,7 @@ pub fn scan(
             }
             continue;
         }
-        lower.clear();
-        lower.extend(buf[..end].iter().map(u8::to_ascii_lowercase));
-        if lines_with(&buf[..end], &lower, needle, hit).is_break() {
+        if lines_with(&buf[..end], needle, hit).is_break() {
             break;
         }
         buf.drain(..end);
@@ -105,19 +120,18 @@ pub fn scan(
     Ok(scanned)
 }
 
-/// Each line of `region` whose lowercased bytes hold the needle, once.
+/// Each line of `region` that holds the needle, once.
 fn lines_with(
     region: &[u8],
-    lower: &[u8],
     needle: &Needle,
     hit: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let mut pos = 0;
     while pos < region.len() {
-        let Some(found) = needle.finder.find(&lower[pos..]) else {
+        let Some(found) = needle.raw.find(&region[pos..]) else {
             break;
         };
-        let at = pos + found;
+        let at = pos + found.start();
         let start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |i| i + 1);
         let end = memchr::memchr(b'\n', &region[at..]).map_or(region.len(), |i| at + i);
         hit(&region[start..end])?;
@@ -131,7 +145,10 @@ mod tests {
     use super::*;
 
     fn lines(text: &[u8], query: &str, cap: usize) -> Vec<String> {
-        let needle = Needle::new(query).unwrap_or_else(|| panic!("empty"));
+        let needle = Needle::new(query)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("no needle"));
         let mut out = Vec::new();
         let _ = scan(text, &needle, cap, &mut |l| {
             out.push(String::from_utf8_lossy(l).into_owned());
@@ -160,5 +177,28 @@ mod tests {
         text.extend(std::iter::repeat_n(b'x', CHUNK * 3));
         text.extend_from_slice(b"\"}\n{\"t\":\"short needle\"}\n");
         assert_eq!(lines(&text, "needle", 1000), ["{\"t\":\"short needle\"}"]);
+    }
+
+    #[test]
+    fn unicode_case_is_folded_across_chunks_and_bad_bytes_are_no_trouble() {
+        let mut text = Vec::new();
+        while text.len() < CHUNK - 7 {
+            text.extend_from_slice("{\"t\":\"日本語 filler\"}\n".as_bytes());
+        }
+        // A match whose multi-byte characters straddle the first chunk's end.
+        text.extend_from_slice("{\"t\":\"ÉCLAIR ΟΔΥΣΣΕΥΣ\"}\n".as_bytes());
+        text.extend_from_slice(b"{\"t\":\"\xff\xfe broken \xc3\"}\n");
+        text.extend_from_slice("{\"t\":\"un éclair, Οδυσσευς\"}\n".as_bytes());
+        assert_eq!(lines(&text, "éclair", 1 << 16).len(), 2);
+        assert_eq!(
+            lines(&text, "οδυσσεύς", 1 << 16).len(),
+            0,
+            "accents are not case"
+        );
+        assert_eq!(lines(&text, "ΟΔΥΣΣΕΥΣ", 1 << 16).len(), 2);
+        assert_eq!(lines(&text, "BROKEN", 1 << 16).len(), 1);
+        // The Kelvin sign folds to k: the line with "broken".
+        assert_eq!(lines(&text, "\u{212A}", 1 << 16).len(), 1);
+        assert_eq!(lines(b"{\"t\":\"Kelvin\"}\n", "\u{212A}ELVIN", 99).len(), 1);
     }
 }
