@@ -9,7 +9,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::replays::fork_step;
 use crate::{DecodedEvent, EventKind, EventType, RunId};
 
 /// A step execution at any depth: the calling steps' `(path, iteration)` from the root run
@@ -145,6 +144,41 @@ impl ForkPrefix {
             ForkSide::Live
         }
     }
+}
+
+/// A step as a fork names it (`path`, or `path#N` for its iteration N), split.
+pub fn fork_step(step: &str) -> (&str, Option<u64>) {
+    match step.rsplit_once('#') {
+        Some((p, n)) => match n.parse::<u64>() {
+            Ok(n) => (p, Some(n)),
+            Err(_) => (step, None),
+        },
+        None => (step, None),
+    }
+}
+
+/// The root-run step executions `(path, iteration)` of `events` (one run's, in the order
+/// written) that started before the execution `step` names (`path`, or `path#N`; without
+/// `#N`, its first execution), leaving out the steps that enclose it (a loop, a parallel
+/// block: they started before what they hold). `None` when the run never started `step`.
+///
+/// For the recording, these are what a fork at `step` serves from the recording; for a trial
+/// (its own events, `run.started`'s `forked_at`), these are what was served, not spend. A
+/// step that ran first in a changed workflow after the fork is not among them. One level only:
+/// [`crate::fork::ForkPrefix`] follows a fork into child runs (`call/inner`).
+pub fn fork_prefix(events: &[DecodedEvent], step: &str) -> Option<BTreeSet<(String, u64)>> {
+    let (path, iteration) = fork_step(step);
+    let started = started_steps(events);
+    let at = started
+        .iter()
+        .position(|(p, i)| p == path && iteration.is_none_or(|n| n == *i))?;
+    Some(
+        started[..at]
+            .iter()
+            .filter(|(p, _)| !is_within(path, p))
+            .cloned()
+            .collect(),
+    )
 }
 
 /// The `(path, iteration)` of every step start of one run, in order (`step.started`, and

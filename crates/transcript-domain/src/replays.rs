@@ -4,45 +4,10 @@
 //! 22) is the exception: [`fork_prefix`] names its steps that were served from the recording;
 //! the rest of it ran live and is spend.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
-use crate::fork::is_within;
-use crate::{DecodedEvent, RunId};
-
-/// A step as a fork names it (`path`, or `path#N` for its iteration N), split.
-pub fn fork_step(step: &str) -> (&str, Option<u64>) {
-    match step.rsplit_once('#') {
-        Some((p, n)) => match n.parse::<u64>() {
-            Ok(n) => (p, Some(n)),
-            Err(_) => (step, None),
-        },
-        None => (step, None),
-    }
-}
-
-/// The root-run step executions `(path, iteration)` of `events` (one run's, in the order
-/// written) that started before the execution `step` names (`path`, or `path#N`; without
-/// `#N`, its first execution), leaving out the steps that enclose it (a loop, a parallel
-/// block: they started before what they hold). `None` when the run never started `step`.
-///
-/// For the recording, these are what a fork at `step` serves from the recording; for a trial
-/// (its own events, `run.started`'s `forked_at`), these are what was served, not spend. A
-/// step that ran first in a changed workflow after the fork is not among them. One level only:
-/// [`crate::fork::ForkPrefix`] follows a fork into child runs (`call/inner`).
-pub fn fork_prefix(events: &[DecodedEvent], step: &str) -> Option<BTreeSet<(String, u64)>> {
-    let (path, iteration) = fork_step(step);
-    let started = crate::fork::started_steps(events);
-    let at = started
-        .iter()
-        .position(|(p, i)| p == path && iteration.is_none_or(|n| n == *i))?;
-    Some(
-        started[..at]
-            .iter()
-            .filter(|(p, _)| !is_within(path, p))
-            .cloned()
-            .collect(),
-    )
-}
+use crate::RunId;
+pub use crate::fork::{fork_prefix, fork_step};
 
 /// The replays among `runs`, each given as `(run, its parent run, whether it names a run it
 /// replays)`: the runs that name one, and the runs whose chain of parents reaches one. A cycle
@@ -73,6 +38,9 @@ pub fn replayed_runs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DecodedEvent;
+    use crate::fork::is_within;
+    use std::collections::BTreeSet;
 
     fn id(n: u8) -> RunId {
         RunId::parse(&format!("00000000-0000-4000-8000-0000000000{n:02x}"))
