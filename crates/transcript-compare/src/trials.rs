@@ -199,12 +199,16 @@ impl TrialsReport {
             };
             let _ = writeln!(
                 out,
-                "trial {}: {} {}, {verdict}, {}, live part {}",
+                "trial {}: {} {}, {verdict}, {}, live part {}, {}",
                 i + 1,
                 t.run_id,
                 t.status,
                 diverged,
-                money(t.live_cost_usd)
+                money(t.live_cost_usd),
+                t.duration_ms.map_or_else(
+                    || "time unknown".to_owned(),
+                    |ms| format!("{:.1} s", ms as f64 / 1000.0)
+                )
             );
         }
         let k = self.trials.len();

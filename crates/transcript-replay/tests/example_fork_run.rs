@@ -39,7 +39,8 @@ fn the_fork_example_serves_the_prefix_and_reports_the_trials() {
         "{text}"
     );
     assert_eq!(
-        text.matches("diverged at step answer (output)").count(),
+        text.matches("diverged at step answer turn 2 (turns[1].blocks[0].text)")
+            .count(),
         1,
         "{text}"
     );
