@@ -23,9 +23,10 @@
 //!    is the median of those per-round ratios. Both sides get the same treatment, and no round is
 //!    dropped. The median of *every* try of each path, and their ratio, is printed beside it, so a
 //!    path that is slow only some of the time still shows. `TRANSCRIPT_BENCH_VERBOSE=1` prints
-//!    every round. On 2 shared cores (#57): 1.41-1.68 through the proxy, 1.42-1.70 through the
-//!    forwarded port (the bench's earlier server, copying its body per request, showed 1.03-1.46
-//!    with the median of single tries).
+//!    every round. On 2 cores (#57): 1.27-1.29 through the proxy and 1.28-1.30 through the
+//!    forwarded port when the machine was quiet (host network 47-50 ms, both estimators agreeing);
+//!    1.41-1.68 and 1.42-1.70 under a load of 5-6 (the bench's earlier server, copying its body per
+//!    request, showed 1.03-1.46 with the median of single tries).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
