@@ -18,17 +18,28 @@ const WORKFLOW: &str = "name: whatif\nsteps:\n  - name: prep\n    type: command\
      provider: openai\n    model: gpt-scripted\n    prompt: Answer the question.\n  \
      - name: done\n    type: command\n    command: 'echo done'\n";
 
-/// The answers a seed picks: `true` passes.
-fn answers(seed: u64, n: usize) -> Vec<bool> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            !(x >> 33).is_multiple_of(3)
-        })
-        .collect()
+/// Records `wf` (its agents against `server`), returning the run id it printed.
+fn record(
+    wf: &std::path::Path,
+    server: Option<&ModelServer>,
+    (storage, ws): (&std::path::Path, &std::path::Path),
+) -> String {
+    let mut cmd = common::bin();
+    if let Some(server) = server {
+        cmd.env("OPENAI_BASE_URL", server.openai_base_url())
+            .env("OPENAI_API_KEY", "sk-test");
+    }
+    let out = cmd
+        .arg("run")
+        .arg(wf)
+        .arg("--storage")
+        .arg(storage)
+        .arg("--workspace")
+        .arg(ws)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    common::printed_run_id(&common::text(&out.stdout))
 }
 
 fn answer_turn(pass: bool) -> Turn {
@@ -48,23 +59,10 @@ fn a_run_forked_at_its_third_step_runs_the_rest_live_k_times_and_says_where_it_d
         answer_turn(true),
     ]))
     .unwrap();
-    let out = common::bin()
-        .env("OPENAI_BASE_URL", recording_server.openai_base_url())
-        .env("OPENAI_API_KEY", "sk-test")
-        .args([
-            "run",
-            wf.to_str().unwrap(),
-            "--storage",
-            storage.to_str().unwrap(),
-        ])
-        .args(["--workspace", ws.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", common::describe(&out));
-    let recording = common::printed_run_id(&common::text(&out.stdout));
+    let recording = record(&wf, Some(&recording_server), (&storage, &ws));
     drop(recording_server);
 
-    let picks = answers(7, 5);
+    let picks = common::seeded_picks(7, 5);
     let live = ModelServer::start(Script::new(picks.iter().map(|p| answer_turn(*p)))).unwrap();
     let expect = dir.path().join("expect.yaml");
     std::fs::write(&expect, "steps:\n  answer:\n    output: {contains: PASS}\n").unwrap();
@@ -97,13 +95,7 @@ fn a_run_forked_at_its_third_step_runs_the_rest_live_k_times_and_says_where_it_d
     assert_eq!(out.status.code(), Some(code), "{}", common::describe(&out));
     // The replayed prefix reached no live server: one request per trial, all for `answer`.
     assert_eq!(live.generation_requests().len(), 5);
-    let stdout = common::text(&out.stdout);
-    let json = stdout
-        .lines()
-        .skip_while(|l| !l.starts_with('{'))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let report: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let report = common::json_after_progress(&common::text(&out.stdout));
     assert_eq!(report["passed"], passes, "{report}");
     assert_eq!(report["forked_at"], "answer");
     let trials = report["trials"].as_array().unwrap();
@@ -230,20 +222,7 @@ fn a_fork_inside_a_child_run_serves_its_earlier_steps_and_bills_the_rest() {
         turn("all done", 400_000),
     ]))
     .unwrap();
-    let out = common::bin()
-        .env("OPENAI_BASE_URL", recording_server.openai_base_url())
-        .env("OPENAI_API_KEY", "sk-test")
-        .args([
-            "run",
-            wf.to_str().unwrap(),
-            "--storage",
-            storage.to_str().unwrap(),
-        ])
-        .args(["--workspace", ws.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", common::describe(&out));
-    let recording = common::printed_run_id(&common::text(&out.stdout));
+    let recording = record(&wf, Some(&recording_server), (&storage, &ws));
     drop(recording_server);
 
     // Two trials from `sub/b`: each asks the live server for b and done, nothing else.
@@ -273,13 +252,7 @@ fn a_fork_inside_a_child_run_serves_its_earlier_steps_and_bills_the_rest() {
         let want = if i % 2 == 0 { "Step b." } else { "Sum up." };
         assert!(p.contains(want), "request {i} is not {want}: {p}");
     }
-    let stdout = common::text(&out.stdout);
-    let json = stdout
-        .lines()
-        .skip_while(|l| !l.starts_with('{'))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let report: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let report = common::json_after_progress(&common::text(&out.stdout));
     assert_eq!(report["forked_at"], "sub/b");
     let trials = report["trials"].as_array().unwrap();
     assert!(trials[0]["divergence"]["step"] == "sub/b", "{report}");
@@ -326,18 +299,7 @@ fn jobs_run_trials_at_once() {
     std::fs::create_dir_all(&ws).unwrap();
     let wf = dir.path().join("meet.yaml");
     std::fs::write(&wf, MEET).unwrap();
-    let out = common::bin()
-        .args([
-            "run",
-            wf.to_str().unwrap(),
-            "--storage",
-            storage.to_str().unwrap(),
-        ])
-        .args(["--workspace", ws.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", common::describe(&out));
-    let recording = common::printed_run_id(&common::text(&out.stdout));
+    let recording = record(&wf, None, (&storage, &ws));
     for f in std::fs::read_dir(&ws).unwrap() {
         std::fs::remove_file(f.unwrap().path()).unwrap();
     }

@@ -141,19 +141,6 @@ fn recorded_turns(cli: AgentCli, work: &Path) -> Vec<(usize, Turn)> {
     ]
 }
 
-/// The picks a seed makes, one per request (as tests/replay_fork.rs seeds its answers).
-fn picks(seed: u64, n: usize) -> Vec<bool> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            !(x >> 33).is_multiple_of(3)
-        })
-        .collect()
-}
-
 /// A price per token, from the embedded LiteLLM table read as plain JSON (not through the
 /// pricing code under test).
 fn price(model: &str, usage: &Usage) -> f64 {
@@ -293,36 +280,24 @@ impl Recording {
         std::fs::write(&copy, workflow.replace("{{inputs.endpoint}}", endpoint)).unwrap();
         let expect = dir.join("expect.yaml");
         std::fs::write(&expect, EXPECT).unwrap();
-        let out = common::bin()
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env(self.cli.bin_var(), &self.bin)
-            .arg("replay")
-            .arg(&self.run_id)
-            .arg("--storage")
-            .arg(self.storage.path())
-            .arg("--workspace")
-            .arg(self.sb.work())
-            .arg("--workflow")
-            .arg(&copy)
-            .args(["--commands", "record", "--live-from", "answer"])
-            .args(["--trials", &K.to_string()])
-            .arg("--expect")
-            .arg(&expect)
-            .arg("--junit")
-            .arg(dir.join("junit.xml"))
-            .arg("--json")
-            .output()
-            .unwrap();
-        let stdout = common::text(&out.stdout);
-        let json = stdout
-            .lines()
-            .skip_while(|l| !l.starts_with('{'))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let report: Value = serde_json::from_str(&json)
-            .unwrap_or_else(|e| panic!("{e}: no JSON report\n{}", describe(&out)));
+        let out = common::real_replay(
+            (self.cli, &self.bin),
+            &self.env,
+            &self.run_id,
+            (self.storage.path(), &self.sb.work()),
+        )
+        .arg("--workflow")
+        .arg(&copy)
+        .args(["--commands", "record", "--live-from", "answer"])
+        .args(["--trials", &K.to_string()])
+        .arg("--expect")
+        .arg(&expect)
+        .arg("--junit")
+        .arg(dir.join("junit.xml"))
+        .arg("--json")
+        .output()
+        .unwrap();
+        let report = common::json_after_progress(&common::text(&out.stdout));
         (out, report)
     }
 
@@ -537,7 +512,7 @@ fn a_changed_prompt_fails_the_trials_the_seed_fails(cli: AgentCli) {
         .iter()
         .fold(Usage::default(), |sum, (_, b)| sum + b.usage);
     assert_eq!(recorded, (billed.input_tokens, billed.output_tokens));
-    let picks = picks(SEED_SOME_FAIL, 2 * K);
+    let picks = common::seeded_picks(SEED_SOME_FAIL, 2 * K);
     let outcome = |pass: bool, i: usize| {
         let text = if pass {
             "PASS: 7-alpha-tango, as the notes say."
@@ -616,7 +591,7 @@ fn unchanged_prompts_diverge_where_the_seed_changed_an_answer(cli: AgentCli) {
     let Some(rec) = Recording::make(cli) else {
         return;
     };
-    let picks = picks(SEED_ALL_PASS, 2 * K);
+    let picks = common::seeded_picks(SEED_ALL_PASS, 2 * K);
     // `true`: the recorded answer (text and usage); `false`: another passing one.
     let answer = |same: bool, recorded: &str, usage: Usage, i: usize| {
         if same {

@@ -95,20 +95,15 @@ impl Recording {
 
     /// `transcript replay <run> --storage S --workspace W` plus `args`.
     fn replay(&self, args: &[&std::ffi::OsStr]) -> Output {
-        common::bin()
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env(self.cli.bin_var(), &self.bin)
-            .arg("replay")
-            .arg(&self.run_id)
-            .arg("--storage")
-            .arg(self.storage.path())
-            .arg("--workspace")
-            .arg(self.sb.work())
-            .args(args)
-            .output()
-            .unwrap()
+        common::real_replay(
+            (self.cli, &self.bin),
+            &self.env,
+            &self.run_id,
+            (self.storage.path(), &self.sb.work()),
+        )
+        .args(args)
+        .output()
+        .unwrap()
     }
 
     /// [`Recording::replay`] of `workflow` with the step's endpoint input naming `endpoint`.

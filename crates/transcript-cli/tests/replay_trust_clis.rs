@@ -103,19 +103,14 @@ impl Recording {
 
     /// `transcript replay <run>` with the recorded workflow and inputs.
     fn replay(&self) -> Output {
-        common::bin()
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env(self.cli.bin_var(), &self.bin)
-            .arg("replay")
-            .arg(&self.run_id)
-            .arg("--storage")
-            .arg(self.storage.path())
-            .arg("--workspace")
-            .arg(self.sb.work())
-            .output()
-            .unwrap()
+        common::real_replay(
+            (self.cli, &self.bin),
+            &self.env,
+            &self.run_id,
+            (self.storage.path(), &self.sb.work()),
+        )
+        .output()
+        .unwrap()
     }
 
     /// The tool results of every generation request, as the CLI sent them.

@@ -340,3 +340,51 @@ pub fn record_real(
         endpoint,
     }
 }
+
+/// `transcript replay <run_id> --storage S --workspace W` in a real CLI's sandbox: only `PATH`,
+/// the sandbox's environment `env` and the variable naming the CLI's binary `program` reach it;
+/// the caller adds its own arguments.
+pub fn real_replay(
+    (cli, program): (transcript_testkit::agent_cli::AgentCli, &Path),
+    env: &[(String, String)],
+    run_id: &str,
+    (storage, work): (&Path, &Path),
+) -> std::process::Command {
+    let mut cmd = bin();
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(cli.bin_var(), program)
+        .arg("replay")
+        .arg(run_id)
+        .arg("--storage")
+        .arg(storage)
+        .arg("--workspace")
+        .arg(work);
+    cmd
+}
+
+/// The picks a seed makes, one per request: `true` passes (about two in three). The fork
+/// tests' scripted servers answer by them, so trials differ and the pass count is known.
+pub fn seeded_picks(seed: u64, n: usize) -> Vec<bool> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            !(x >> 33).is_multiple_of(3)
+        })
+        .collect()
+}
+
+/// The JSON document a command printed after its progress lines (from the first line that
+/// opens an object).
+pub fn json_after_progress(stdout: &str) -> serde_json::Value {
+    let json = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with('{'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: no JSON document in\n{stdout}"))
+}
