@@ -1,7 +1,9 @@
 //! The read port ([`transcript_domain::run_store::RunStore`]) on a storage directory: its
 //! transcripts are the files named `<run-id>.jsonl` (not `audit.jsonl`, not a `.torn` copy,
 //! not a symlink), each listed from its first and last lines only ([`crate::first_event`],
-//! [`crate::last_event`]), so listing a storage of large transcripts reads a few KiB per run.
+//! [`crate::last_event`]), so listing a storage of large transcripts reads a few KiB per run:
+//! one open and one read for a file of at most 16 KiB (its head and tail for a larger one),
+//! the files summarized on as many threads as there are CPUs, in order.
 //!
 //! A run without `run.completed` is [`RunState::Running`] while its writer holds the file's
 //! lease ([`crate::writer_holds`]), else [`RunState::Abandoned`], or [`RunState::Open`] when the
@@ -16,7 +18,10 @@ use transcript_domain::run_store::{
 };
 use transcript_domain::{DecodedEvent, EventKind, EventType, RunId};
 
-use crate::{first_event, last_event, writer_holds};
+use crate::{last_event, writer_holds};
+
+/// Files one listing thread summarizes at least (fewer are not worth a thread).
+const FILES_PER_THREAD: usize = 64;
 
 /// A storage directory, read through the port.
 #[derive(Debug, Clone)]
@@ -58,13 +63,18 @@ impl DirRunStore {
 
     /// How far the run in `path` got, from its last line and its lease.
     pub fn state_of(&self, run: RunId, path: &Path) -> RunState {
-        state(run, path, last_event(path).as_ref(), &self.open_sessions).0
+        state(run, path, last_event(path), &self.open_sessions).0
     }
 
     /// The list entry of the run in `path`.
     pub fn summarize(&self, run: RunId, path: &Path) -> StoredRun {
-        let first = first_event(path);
-        let (state, last) = state(run, path, last_event(path).as_ref(), &self.open_sessions);
+        self.summarize_with(run, path, &mut Vec::new())
+    }
+
+    /// [`DirRunStore::summarize`] reading through `buf` (reused from file to file).
+    fn summarize_with(&self, run: RunId, path: &Path, buf: &mut Vec<u8>) -> StoredRun {
+        let (first, last) = crate::ends::ends(path, buf);
+        let (state, last) = state(run, path, last, &self.open_sessions);
         let started = first.as_ref().and_then(DecodedEvent::step);
         StoredRun {
             run_id: run,
@@ -78,6 +88,44 @@ impl DirRunStore {
             location: path.display().to_string(),
         }
     }
+
+    /// The list entries of `files`, in their order: on as many threads as there are CPUs
+    /// (each a contiguous share, with one read buffer), on this one when there are few files
+    /// or a thread cannot be started.
+    fn summarize_all(&self, files: &[(RunId, PathBuf)]) -> Vec<StoredRun> {
+        let one = |part: &[(RunId, PathBuf)]| {
+            let mut buf = Vec::with_capacity(2 * crate::ends::END_READ);
+            part.iter()
+                .map(|(id, path)| self.summarize_with(*id, path, &mut buf))
+                .collect::<Vec<_>>()
+        };
+        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let threads = cpus.min(files.len() / FILES_PER_THREAD).max(1);
+        if threads == 1 {
+            return one(files);
+        }
+        let parts: Vec<&[(RunId, PathBuf)]> = files.chunks(files.len().div_ceil(threads)).collect();
+        std::thread::scope(|scope| {
+            // The first share is this thread's; the others are spawned, or done here when a
+            // thread cannot be started.
+            let spawned: Vec<_> = parts[1..]
+                .iter()
+                .map(|part| {
+                    let thread = std::thread::Builder::new().name("transcript-list".to_owned());
+                    (*part, thread.spawn_scoped(scope, || one(part)).ok())
+                })
+                .collect();
+            let mut runs = one(parts[0]);
+            for (part, handle) in spawned {
+                match handle.map(std::thread::ScopedJoinHandle::join) {
+                    Some(Ok(done)) => runs.extend(done),
+                    // Not started, or ended by a panic (a bug): this thread does its share.
+                    _ => runs.extend(one(part)),
+                }
+            }
+            runs
+        })
+    }
 }
 
 /// Every transcript in `dir`: regular files named `<run-id>.jsonl`, sorted by run id.
@@ -86,10 +134,13 @@ pub fn run_files(dir: &Path) -> Vec<(RunId, PathBuf)> {
         return Vec::new();
     };
     let mut files: Vec<(RunId, PathBuf)> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter_map(|p| {
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let p = e.path();
             let id = RunId::from_file_name(&p)?;
-            let regular = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file());
+            // The entry's type, not following a symlink (`lstat` only where the directory
+            // does not say it).
+            let regular = e.file_type().is_ok_and(|t| t.is_file());
             regular.then_some((id, p))
         })
         .collect();
@@ -111,14 +162,14 @@ fn completion(last: Option<&DecodedEvent>) -> Option<RunState> {
 fn state(
     run: RunId,
     path: &Path,
-    last: Option<&DecodedEvent>,
+    last: Option<DecodedEvent>,
     open: &HashSet<RunId>,
 ) -> (RunState, Option<DecodedEvent>) {
-    if let Some(done) = completion(last) {
-        return (done, last.cloned());
+    if let Some(done) = completion(last.as_ref()) {
+        return (done, last);
     }
     if writer_holds(path).unwrap_or(false) {
-        return (RunState::Running, last.cloned());
+        return (RunState::Running, last);
     }
     // Not held: the runner may have completed the run since its last line was read (it
     // writes run.completed before it releases the run), so that line is read again.
@@ -143,11 +194,7 @@ impl RunStore for DirRunStore {
                 location: self.location(),
             });
         }
-        Ok(self
-            .run_files()
-            .into_iter()
-            .map(|(id, path)| self.summarize(id, &path))
-            .collect())
+        Ok(self.summarize_all(&self.run_files()))
     }
 
     fn resolve(&self, arg: &str) -> Result<RunId, StoreReadError> {
@@ -264,5 +311,33 @@ mod tests {
             DirRunStore::new(dir.path().join("none")).resolve("latest"),
             Err(StoreReadError::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn a_listing_on_many_threads_is_the_one_file_by_file_in_run_id_order() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for n in 0..300u32 {
+            let id = format!("{n:08x}-3f4a-4b1c-9d2e-1a2b3c4d5e6f");
+            let mut text = line(1, "run.started", r#"{"name":"w","kind":"workflow"}"#)
+                .replace(RUN, &id)
+                .replace("\"w\"", &format!("\"w{}\"", n % 7));
+            if n % 3 != 0 {
+                text += &line(2, "run.completed", r#"{"name":"w","kind":"workflow"}"#)
+                    .replace(RUN, &id);
+            }
+            if n % 5 == 0 {
+                text += &"x".repeat(n as usize * 211);
+            }
+            std::fs::write(dir.path().join(format!("{id}.jsonl")), text)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let store = DirRunStore::new(dir.path());
+        let one_by_one: Vec<StoredRun> = store
+            .run_files()
+            .into_iter()
+            .map(|(id, path)| store.summarize(id, &path))
+            .collect();
+        assert_eq!(one_by_one.len(), 300);
+        assert_eq!(store.runs(), Ok(one_by_one));
     }
 }

@@ -1,7 +1,8 @@
 //! The runs list as data: [`ListQuery`] (the filters, sort and page of `/` and `/api/runs`),
 //! [`Row`] (one run with its bill, the JSON of `/api/runs` and of the live list's events),
 //! and [`listing`], which reads the store once and answers a query, billing only the rows it
-//! needs (every filtered run when the query filters or sorts by model, cost or tokens).
+//! needs (every filtered run when the query filters or sorts by model, cost or tokens), a
+//! page's on as many threads as there are CPUs.
 
 use std::collections::{HashMap, HashSet};
 
@@ -258,16 +259,51 @@ pub fn listing(state: &AppState, query: &ListQuery) -> Result<Listing, ViewerErr
     }
     sort(&mut picked, &index, &bills, query, state.clock.now());
     let total = picked.len();
-    let rows = picked
+    let page: Vec<usize> = picked
         .into_iter()
         .skip((query.page() - 1).saturating_mul(PAGE_SIZE))
         .take(PAGE_SIZE)
-        .map(|i| index.row(state, i))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect();
+    let rows = rows_of(state, &index, &page)?;
     Ok(Listing {
         rows,
         total,
         version,
+    })
+}
+
+/// The rows of `page` (positions in `index`), in order, billed on as many threads as there
+/// are CPUs (each a contiguous share: a run not billed yet is read whole), on this one when
+/// a thread cannot be started.
+fn rows_of(state: &AppState, index: &Index, page: &[usize]) -> Result<Vec<Row>, ViewerError> {
+    let one = |part: &[usize]| {
+        part.iter()
+            .map(|&i| index.row(state, i))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let threads = cpus.min(page.len() / 8).max(1);
+    if threads == 1 {
+        return one(page);
+    }
+    let parts: Vec<&[usize]> = page.chunks(page.len().div_ceil(threads)).collect();
+    std::thread::scope(|scope| {
+        let spawned: Vec<_> = parts[1..]
+            .iter()
+            .map(|part| {
+                let thread = std::thread::Builder::new().name("transcript-rows".to_owned());
+                (*part, thread.spawn_scoped(scope, || one(part)).ok())
+            })
+            .collect();
+        let mut rows = one(parts[0])?;
+        for (part, handle) in spawned {
+            match handle.map(std::thread::ScopedJoinHandle::join) {
+                Some(Ok(done)) => rows.extend(done?),
+                // Not started, or ended by a panic (a bug): this thread does its share.
+                _ => rows.extend(one(part)?),
+            }
+        }
+        Ok(rows)
     })
 }
 
