@@ -32,6 +32,11 @@
 //!   of many runs, keyed by their `request_id` (wire decision 17), each
 //!   request billed from one copy (ccusage's rules), the others set aside and
 //!   counted; `receipts` and every `receipts --by` grouping read through it.
+//! * [`group_runs`]: many runs' bill grouped by day, month, session, project,
+//!   model or workflow (each run read once into a [`RunTurns`]): spend only (a
+//!   replay and the runs under it left out; a trial, a replay forked at a
+//!   step, billed for its live part), each request once; `receipts --by` and
+//!   the viewer's `/receipts` both call it, so they cannot disagree.
 //! * [`price_document`]: prices a document with the receipts' own code (one
 //!   request, one bill; the caller's price function, e.g. the providers
 //!   crate's `Pricing::cost`): each billed turn, step and run gets its
@@ -77,6 +82,7 @@
 mod billed;
 mod build;
 mod cost;
+mod grouped;
 mod groups;
 mod html;
 mod html_costs;
@@ -92,6 +98,10 @@ mod truncate;
 pub use billed::{BilledTurn, assistant_turns, billed_turns, each_step};
 pub use build::{ExportOptions, build_document};
 pub use cost::price_document;
+pub use grouped::{
+    GroupKey, GroupTotal, Grouped, ImportedFrom, Origin, RunTurn, RunTurns, group_runs,
+    imported_from, spend_runs,
+};
 pub use groups::{Group, Groups, render_groups};
 pub use html::to_html;
 pub use markdown::to_markdown;

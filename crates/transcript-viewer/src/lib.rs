@@ -20,8 +20,10 @@
 //!   the step that recorded event `seq`.
 //! * `/diff?a=&b=`: transcript-compare's `render_html` of the two runs' diff.
 //! * `/search?q=`: text search over messages, prompts, tool inputs and outputs, step results
-//!   of every run, newest first: a streaming, case-insensitive (ASCII) scan with `memchr`.
-//! * `/receipts`: billed turns by day, model, workflow and project, with bars.
+//!   of every run, newest first: a streaming scan, case ignored by Unicode simple case
+//!   folding (`regex`'s case-insensitive literal search).
+//! * `/receipts`: billed turns by day, model, workflow and project, with bars: what
+//!   `transcript receipts --by` bills (transcript-export's `group_runs`).
 //! * JSON: `/api/runs` (the list, same filters), `/api/runs/<id>` (its events as recorded),
 //!   `/api/runs/<id>/events?since=SEQ` (SSE: every event after `SEQ`, live, then `end`).
 //!
@@ -77,7 +79,7 @@ mod state;
 mod summary;
 
 pub use auth::generate_token;
-pub use config::{Definitions, Price, ViewerConfig, is_loopback};
+pub use config::{Definitions, OriginFn, Origins, Price, ViewerConfig, is_loopback};
 pub use error::ViewerError;
 pub use rows::PAGE_SIZE;
 pub use server::Viewer;

@@ -1,15 +1,16 @@
-//! `/receipts`: the store's billed turns grouped by day, model, workflow and project, summed
-//! and priced by transcript-export's `Groups` (the sums `receipts --by` prints), with a bar
-//! per group. Replays and their child runs are not spend and are left out, as `receipts --by`
-//! leaves them out. Each run's turns come from the bill cache ([`crate::summary`]).
+//! `/receipts`: the store's bill grouped by day, model, workflow and project, with a bar per
+//! group: transcript-export's `group_runs`, the function `transcript receipts --by` prints, so
+//! the two cannot disagree: spend only (a replay and the runs under it left out, a trial
+//! billed for its live part), a request several runs repeat billed once, an imported run's
+//! session and project as the composition root's [`crate::Origins`] say. Each run is read
+//! once into the bill cache ([`crate::summary`]).
 
 use std::fmt::Write as _;
 
 use axum::extract::State;
 use axum::response::Response;
 use transcript_domain::Usage;
-use transcript_domain::replays::replayed_runs;
-use transcript_export::{Group, Groups, escape_html as esc};
+use transcript_export::{Group, GroupKey, Origin, RunTurns, escape_html as esc, group_runs};
 
 use crate::ViewerError;
 use crate::format::usd;
@@ -17,16 +18,31 @@ use crate::http::html;
 use crate::page::{Live, shell};
 use crate::state::{AppState, blocking};
 
-/// The four groupings, by label.
+/// The four groupings, in the page's order.
+const KEYS: [GroupKey; 4] = [
+    GroupKey::Day,
+    GroupKey::Model,
+    GroupKey::Workflow,
+    GroupKey::Project,
+];
+
+/// The groupings, by label.
 type Grouped = Vec<(&'static str, Vec<Group>)>;
 
 /// `GET /receipts`.
 pub async fn page(State(state): State<AppState>) -> Result<Response, ViewerError> {
-    let (grouped, unpriced) = blocking(move || group(&state)).await?;
+    let (grouped, unpriced, duplicates) = blocking(move || group(&state)).await?;
     let mut body = String::from(
-        "<h1>Receipts</h1><p class=\"meta\">Billed requests of every run (replays left out), \
-         each under the model that served it.</p>",
+        "<h1>Receipts</h1><p class=\"meta\">Billed requests of every run, each under the model \
+         that served it, each request once; replays are not spend, a trial's live part is.</p>",
     );
+    if duplicates > 0 {
+        let _ = write!(
+            body,
+            "<p class=\"meta\" id=\"duplicates\">{duplicates} duplicate turn(s) set aside: \
+             copies of a request another run bills.</p>"
+        );
+    }
     if !unpriced.is_empty() {
         let _ = write!(
             body,
@@ -40,48 +56,38 @@ pub async fn page(State(state): State<AppState>) -> Result<Response, ViewerError
     Ok(html(shell("transcript: receipts", &body, &Live::None)))
 }
 
-fn group(state: &AppState) -> Result<(Grouped, Vec<String>), ViewerError> {
+/// Every run's bill (cached), grouped by [`KEYS`]; the models without a price; the turns set
+/// aside as copies.
+fn group(state: &AppState) -> Result<(Grouped, Vec<String>, u64), ViewerError> {
     let runs = state.store.runs()?;
-    let replays = replayed_runs(
-        runs.iter()
-            .map(|r| (r.run_id, r.parent_run_id, r.replay_of.is_some())),
-    );
+    let mut bills = Vec::with_capacity(runs.len());
+    for run in &runs {
+        bills.push(
+            state
+                .summaries
+                .get(state.store.as_ref(), state.price.as_ref(), run)?,
+        );
+    }
+    let origin = match &state.origins {
+        Some(origins) => origins().map_err(ViewerError::Internal)?,
+        None => Box::new(|run: &RunTurns| Origin {
+            project: run.imported.as_ref().and_then(|i| i.project.clone()),
+            ..Origin::default()
+        }),
+    };
     let none = |_: &str, _: &Usage| None;
     let price: &transcript_domain::bill::PriceFn<'_> = match state.price.as_deref() {
         Some(p) => p,
         None => &none,
     };
-    let mut groups: Vec<(&'static str, Groups<'_>)> = ["day", "model", "workflow", "project"]
+    let turns: Vec<&RunTurns> = bills.iter().map(|b| &b.run).collect();
+    let grouped = group_runs(&turns, &mut |r| origin(r), &KEYS, price);
+    let groups = grouped
+        .groups
         .into_iter()
-        .map(|label| (label, Groups::new(price)))
+        .map(|(key, groups)| (key.name(), groups))
         .collect();
-    for run in runs.iter().filter(|r| !replays.contains(&r.run_id)) {
-        let bill = state
-            .summaries
-            .get(state.store.as_ref(), state.price.as_ref(), run)?;
-        let id = run.run_id.to_string();
-        for turn in &bill.turns {
-            let keys = [
-                turn.day.clone(),
-                turn.model.clone(),
-                run.workflow.clone().unwrap_or_else(|| "?".to_owned()),
-                bill.project.clone().unwrap_or_else(|| "(none)".to_owned()),
-            ];
-            for ((_, g), key) in groups.iter_mut().zip(keys) {
-                g.add_usage(key, &id, (&turn.model, &turn.usage), true);
-            }
-        }
-    }
-    let mut unpriced = Vec::new();
-    let grouped = groups
-        .into_iter()
-        .map(|(label, g)| {
-            let (groups, missing) = g.finish();
-            unpriced = missing;
-            (label, groups)
-        })
-        .collect();
-    Ok((grouped, unpriced))
+    Ok((groups, grouped.unpriced, grouped.duplicates))
 }
 
 fn table(label: &str, groups: &[Group], out: &mut String) {

@@ -43,6 +43,7 @@ impl Viewer {
             price: config.price,
             price_table: config.price_table,
             definitions: config.definitions,
+            origins: config.origins,
             summaries: Default::default(),
             snapshot: Default::default(),
             cancel: CancellationToken::new(),

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use transcript_domain::run_store::RunStore;
 
 use crate::ViewerError;
-use crate::config::{Definitions, Price};
+use crate::config::{Definitions, Origins, Price};
 use crate::snapshot::Snapshot;
 use crate::summary::Summaries;
 
@@ -28,6 +28,8 @@ pub struct Inner {
     pub price_table: String,
     /// Each side's step definitions for the diff.
     pub definitions: Option<Definitions>,
+    /// Where imported runs came from, for `/receipts`.
+    pub origins: Option<Origins>,
     /// Bills of runs, by run and event count.
     pub summaries: Summaries,
     /// The live list's view of the store.

@@ -1,32 +1,19 @@
 //! A run's bill as the list and the receipts show it ([`Bill`]): its own billed turns (child
-//! runs are runs of their own), each priced under the model it is billed under
-//! (transcript-export's `billed_turns`, the rule every report bills by), the tokens and
-//! models they sum to, and the project (the last component of `run.started`'s `workspace`).
-//! [`Summaries`] caches bills by run and event count, so a finished run is read once and a
-//! running run again only when it grew.
+//! runs are runs of their own) as transcript-export reads them for every grouped bill
+//! ([`RunTurns`]: each under the model it is billed under, the rule every report bills by),
+//! priced by the caller's function, and the tokens and models they sum to. [`Summaries`]
+//! caches bills by run and event count, so a finished run is read once and a running run
+//! again only when it grew.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use transcript_domain::run_store::{RunStore, StoredRun};
-use transcript_domain::{DecodedEvent, DecodedPayload, RunId, Seq, Usage};
-use transcript_export::{ExportOptions, billed_turns, build_document, each_step};
+use transcript_domain::{DecodedEvent, RunId, Seq};
+use transcript_export::{ExportOptions, RunTurns, build_document};
 
 use crate::ViewerError;
 use crate::config::Price;
-
-/// One billed request of a run.
-#[derive(Debug, Clone)]
-pub struct TurnBill {
-    /// Its day (`YYYY-MM-DD`).
-    pub day: String,
-    /// The model it is billed under.
-    pub model: String,
-    /// Its usage.
-    pub usage: Usage,
-    /// Its price (`None`: no price for the model, or no table).
-    pub cost: Option<f64>,
-}
 
 /// A run's own bill.
 #[derive(Debug, Clone, Default)]
@@ -37,44 +24,34 @@ pub struct Bill {
     pub tokens: u64,
     /// Models billed, sorted.
     pub models: Vec<String>,
-    /// The project (the workspace's last path component), if recorded.
-    pub project: Option<String>,
-    /// Each billed request.
-    pub turns: Vec<TurnBill>,
+    /// The run and each billed request, as `/receipts` groups them (a trial's served turns
+    /// are among them, marked).
+    pub run: RunTurns,
 }
 
 impl Bill {
-    /// The bill of `events` (one run's own, no child run), priced with `price`.
+    /// The bill of `events` (one run's own, no child run), priced with `price`: every billed
+    /// turn (the list shows what a run recorded; `/receipts` bills spend only).
     pub fn of(events: &[DecodedEvent], price: Option<&Price>) -> Bill {
         let doc = build_document(events, &mut |_| None, &ExportOptions::default());
-        let mut bill = Bill {
-            project: project(events),
-            ..Bill::default()
-        };
+        let run = RunTurns::of_document(&doc, events);
+        let mut bill = Bill::default();
         let mut unpriced = false;
-        each_step(&doc.run, &mut |step| {
-            for turn in billed_turns(step) {
-                let cost = price.and_then(|p| p(turn.model, turn.usage));
-                unpriced |= cost.is_none();
-                bill.tokens +=
-                    turn.usage.input_tokens.unwrap_or(0) + turn.usage.output_tokens.unwrap_or(0);
-                bill.turns.push(TurnBill {
-                    day: turn.message.timestamp.get(..10).unwrap_or("?").to_owned(),
-                    model: turn.model.to_owned(),
-                    usage: turn.usage.clone(),
-                    cost,
-                });
+        let mut cost = 0.0;
+        for turn in &run.turns {
+            match price.and_then(|p| p(&turn.model, &turn.usage)) {
+                Some(c) => cost += c,
+                None => unpriced = true,
             }
-        });
-        bill.cost_usd = match (unpriced, bill.turns.is_empty(), price.is_some()) {
-            (false, false, true) => Some(bill.turns.iter().filter_map(|t| t.cost).sum()),
-            (false, true, true) => Some(0.0),
-            _ => None,
-        };
-        let mut models: Vec<String> = bill.turns.iter().map(|t| t.model.clone()).collect();
+            bill.tokens +=
+                turn.usage.input_tokens.unwrap_or(0) + turn.usage.output_tokens.unwrap_or(0);
+        }
+        bill.cost_usd = (price.is_some() && !unpriced).then_some(cost);
+        let mut models: Vec<String> = run.turns.iter().map(|t| t.model.clone()).collect();
         models.sort();
         models.dedup();
         bill.models = models;
+        bill.run = run;
         bill
     }
 
@@ -92,17 +69,6 @@ impl Bill {
         }
         self.models.sort();
     }
-}
-
-/// The last component of `run.started`'s `workspace`.
-fn project(events: &[DecodedEvent]) -> Option<String> {
-    let first = events.first()?;
-    let DecodedPayload::Step(step) = &first.payload else {
-        return None;
-    };
-    let workspace = step.workspace.as_deref()?;
-    let name = workspace.trim_end_matches('/').rsplit('/').next()?;
-    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// Bills by run, valid while the run has the same number of events.

@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 
-use transcript_export::requests::{Requests, Source};
+use std::collections::HashMap;
+
+use transcript_export::{GroupKey, Origin, RunTurns, group_runs};
 use transcript_import::project::session_and_project;
 use transcript_providers::Pricing;
 
@@ -82,22 +84,30 @@ pub fn run(
     let receipts = transcript_export::priced_receipts(&doc, &price);
     warn_unpriced(&receipts.unpriced_models, pricing_file, err);
     super::import::note_duplicates(receipts.duplicates, err);
-    let replay_of = source
-        .events
-        .first()
-        .and_then(|e| e.step())
-        .and_then(|p| p.replay_of.clone());
+    let started = source.events.first().and_then(|e| e.step());
+    let replay_of = started.and_then(|p| p.replay_of.clone());
+    let forked_at = started.and_then(|p| p.forked_at.clone());
     let mut text = if json {
         super::to_json(&receipts)? + "\n"
     } else {
         style::clean(&receipts.render())
     };
     if let Some(recorded) = replay_of {
-        let note = format!(
-            "replayed: this run replays {}; its turns were served from that recording and are \
-             not spend (receipts --by leaves them out)\n",
-            style::one_line(&recorded)
+        let (recorded, step) = (
+            style::one_line(&recorded),
+            forked_at.map(|s| style::one_line(&s)),
         );
+        let note = match step {
+            // A trial (#61): receipts --by bills its live part.
+            Some(step) => format!(
+                "trial of {recorded} forked at {step}: steps before it were served from the \
+                 recording and are not spend; the live part from {step} on is\n"
+            ),
+            None => format!(
+                "replayed: this run replays {recorded}; its turns were served from that \
+                 recording and are not spend (receipts --by leaves them out)\n"
+            ),
+        };
         if json {
             crate::diag!("transcript: {}", note.trim_end());
         } else {
@@ -132,45 +142,101 @@ pub enum GroupBy {
 pub(crate) fn imported_file(
     doc: &transcript_export::ExportDocument,
 ) -> Option<(String, String, Option<String>)> {
-    doc.run.steps.iter().find_map(|step| {
-        let result = step.result.as_ref()?;
-        let text = |key: &str| result.get(key)?.as_str().map(str::to_owned);
-        Some((
-            text("provider").unwrap_or_default(),
-            text("source")?,
-            text("project"),
-        ))
-    })
+    transcript_export::imported_from(doc).map(|i| (i.provider, i.source, i.project))
 }
 
-/// The runs `receipts --by` reads, each loaded in its turn: the run named (through the read
-/// port), else every file of `storage` but replays and their child runs (not spend: their
-/// turns were the recording's).
-fn grouped_runs(run: Option<&str>, storage: &Path) -> Vec<Grouped> {
-    match run {
-        Some(r) => vec![Grouped::Run(r.to_owned())],
-        None => {
-            // A missing storage holds no runs (nothing to bill).
-            let runs = crate::runs::all_runs(&crate::store::directory(storage)).unwrap_or_default();
-            let replays = crate::runs::replays(&runs);
-            runs.into_iter()
-                .filter(|r| !replays.contains(&r.run_id))
-                .map(|r| Grouped::File(r.path))
-                .collect()
+impl GroupBy {
+    /// The export crate's key of this grouping.
+    fn key(self) -> GroupKey {
+        match self {
+            GroupBy::Day => GroupKey::Day,
+            GroupBy::Month => GroupKey::Month,
+            GroupBy::Session => GroupKey::Session,
+            GroupBy::Project => GroupKey::Project,
+            GroupBy::Model => GroupKey::Model,
         }
     }
 }
 
-/// One run `receipts --by` bills.
-enum Grouped {
-    /// A transcript file of the storage directory.
-    File(std::path::PathBuf),
-    /// The run argument given.
-    Run(String),
+/// Where the runs of a storage directory were imported from, as `receipts --by` and the
+/// viewer's `/receipts` group them: the import index (run id → provider, session file,
+/// project), else what an imported run's step result says, through
+/// `transcript_import::project` (a NATS store's directory keeps no index: none).
+pub struct Origins {
+    sources: HashMap<String, (String, String, Option<String>)>,
+}
+
+impl Origins {
+    /// The import index of `storage`.
+    pub fn load(storage: &Path) -> Result<Origins, CliError> {
+        let index = match crate::nats_connect::url_of(storage)? {
+            Some(_) => Default::default(),
+            None => super::import::store::Index::load(storage)?,
+        };
+        let sources = index
+            .files
+            .into_iter()
+            .map(|(path, e)| (e.run_id, (e.provider, path, e.project)))
+            .collect();
+        Ok(Origins { sources })
+    }
+
+    /// The session, project and side-chain-ness of `run` (one answer per session however it
+    /// was imported: a store or files); all absent for a run that was not imported.
+    pub fn origin(&self, run: &RunTurns) -> Origin {
+        let from = match (self.sources.get(&run.run_id), &run.imported) {
+            (Some((provider, path, project)), _) => (provider, path, project),
+            (None, Some(i)) => (&i.provider, &i.source, &i.project),
+            (None, None) => return Origin::default(),
+        };
+        let (session, project) = session_and_project(from.0, from.1, from.2.as_deref());
+        Origin {
+            session,
+            project,
+            sidechain: is_subagent_log(from.1),
+        }
+    }
+}
+
+/// The viewer's origins of `store`'s runs for `/receipts`, as `receipts --by` reads them: the
+/// import index read again at each call (an import may run while it serves); a NATS store's
+/// are none here.
+pub fn viewer_origins(store: &crate::store::Store) -> transcript_viewer::Origins {
+    let storage = std::path::PathBuf::from(store.location());
+    std::sync::Arc::new(move || {
+        let origins = match crate::nats_connect::url_of(&storage) {
+            Ok(None) => Origins::load(&storage).map_err(|e| e.to_string())?,
+            _ => Origins {
+                sources: HashMap::new(),
+            },
+        };
+        Ok(Box::new(move |run: &RunTurns| origins.origin(run)) as transcript_viewer::OriginFn)
+    })
+}
+
+/// The runs `receipts --by` reads, each read once: the run named (through the read port),
+/// else every file of `storage` (replays and trials among them: which of their turns are
+/// spend is `transcript_export::group_runs`'s to say).
+fn grouped_runs(
+    run: Option<&str>,
+    storage: &Path,
+    store: &crate::store::Store,
+) -> Result<Vec<RunTurns>, CliError> {
+    if let Some(arg) = run {
+        return Ok(vec![RunTurns::of(
+            &source::open_run(arg, store, None)?.events,
+        )]);
+    }
+    // A missing storage holds no runs (nothing to bill).
+    let runs = crate::runs::all_runs(&crate::store::directory(storage)).unwrap_or_default();
+    runs.iter()
+        .map(|r| Ok(RunTurns::of(&source::load(&r.path)?.decoded())))
+        .collect()
 }
 
 /// `transcript receipts --by <group>`: every run in `storage` (or the one named), its
-/// billed turns grouped, as a table or `--json`.
+/// billed turns grouped (`transcript_export::group_runs`: spend only, one request one bill),
+/// as a table or `--json` (the groups and the `duplicates` set aside).
 pub fn run_grouped(
     run: Option<&str>,
     (storage, store): (&Path, &crate::store::Store),
@@ -181,71 +247,28 @@ pub fn run_grouped(
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
     let table = pricing(pricing_file)?;
-    // The import index of a storage directory (a NATS store keeps none).
-    let index = match crate::nats_connect::url_of(storage)? {
-        Some(_) => Default::default(),
-        None => super::import::store::Index::load(storage)?,
-    };
-    let sources: std::collections::HashMap<&str, (&str, &str, Option<&str>)> = index
-        .files
-        .iter()
-        .map(|(path, e)| {
-            (
-                e.run_id.as_str(),
-                (e.provider.as_str(), path.as_str(), e.project.as_deref()),
-            )
-        })
-        .collect();
-    let runs = grouped_runs(run, storage);
+    let origins = Origins::load(storage)?;
+    let runs = grouped_runs(run, storage, store)?;
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
-    let mut grouping = Grouping {
-        by,
-        requests: Requests::new(),
-    };
-    let options = transcript_export::ExportOptions::default();
-    for run in runs {
-        let events = match run {
-            Grouped::File(file) => source::load(&file)?.decoded(),
-            Grouped::Run(arg) => source::open_run(&arg, store, None)?.events,
-        };
-        let doc = transcript_export::build_document(&events, &mut |_| None, &options);
-        // One answer per session however it was imported (a store or files).
-        let (source, sidechain) = match sources.get(doc.run.run_id.as_str()) {
-            Some(&(provider, path, project)) => (
-                session_and_project(provider, path, project),
-                is_subagent_log(path),
-            ),
-            None => {
-                imported_file(&doc).map_or(((None, None), false), |(provider, path, project)| {
-                    (
-                        session_and_project(&provider, &path, project.as_deref()),
-                        is_subagent_log(&path),
-                    )
-                })
-            }
-        };
-        grouping.add_run(&doc, source, sidechain);
-    }
-    let billed = grouping.requests.finish();
-    let mut groups = transcript_export::Groups::new(&price);
-    for kept in billed.kept {
-        let t = kept.turn;
-        groups.add_usage(t.key, &t.run_id, (&t.model, &t.usage), kept.first);
-    }
-    let (groups, unpriced) = groups.finish();
-    warn_unpriced(&unpriced, pricing_file, err);
-    super::import::note_duplicates(billed.duplicates, err);
+    let runs: Vec<&RunTurns> = runs.iter().collect();
+    let grouped = group_runs(&runs, &mut |r| origins.origin(r), &[by.key()], &price);
+    warn_unpriced(&grouped.unpriced, pricing_file, err);
+    super::import::note_duplicates(grouped.duplicates, err);
+    let groups = grouped
+        .groups
+        .into_iter()
+        .next()
+        .map(|g| g.1)
+        .unwrap_or_default();
+    let label = by.key().name();
     let text = if json {
         super::to_json(&serde_json::json!({
-            "by": format!("{by:?}").to_lowercase(),
+            "by": label,
             "groups": groups,
-            "duplicates": billed.duplicates,
+            "duplicates": grouped.duplicates,
         }))? + "\n"
     } else {
-        style::clean(&transcript_export::render_groups(
-            &format!("{by:?}").to_lowercase(),
-            &groups,
-        ))
+        style::clean(&transcript_export::render_groups(label, &groups))
     };
     stdout_result(out.write_all(text.as_bytes()))
 }
@@ -269,59 +292,4 @@ pub struct Pending {
     pub model: String,
     /// Its usage.
     pub usage: transcript_domain::Usage,
-}
-
-/// The runs' billed turns being grouped by `by`: each with its request, so a request
-/// repeated by several runs is billed once (`transcript_export::requests`); the sums, prices
-/// and table are the export crate's [`transcript_export::Groups`].
-struct Grouping {
-    by: GroupBy,
-    requests: Requests<Pending>,
-}
-
-impl Grouping {
-    /// Every billed assistant turn of a run's steps, under the model it is billed under
-    /// (`transcript_export::billed_turns`, as `receipts` bills it); `(session, project)` from
-    /// the import index when the run was imported from a store; `sidechain`: the run is a
-    /// sub-agent's log.
-    fn add_run(
-        &mut self,
-        doc: &transcript_export::ExportDocument,
-        (session, project): (Option<String>, Option<String>),
-        sidechain: bool,
-    ) {
-        let run_id = &doc.run.run_id;
-        let scope = session.clone().unwrap_or_else(|| run_id.clone());
-        transcript_export::each_step(&doc.run, &mut |step| {
-            // The one rule every report bills by (its model, else its step's).
-            for turn in transcript_export::billed_turns(step) {
-                let key = match self.by {
-                    GroupBy::Day => turn.message.timestamp.get(..10).unwrap_or("?").to_owned(),
-                    GroupBy::Month => turn.message.timestamp.get(..7).unwrap_or("?").to_owned(),
-                    GroupBy::Session => session.clone().unwrap_or_else(|| run_id.clone()),
-                    GroupBy::Project => project
-                        .clone()
-                        .or_else(|| doc.run.workflow.clone())
-                        .unwrap_or_else(|| "?".to_owned()),
-                    GroupBy::Model => turn.model.to_owned(),
-                };
-                self.requests.add(
-                    Pending {
-                        key,
-                        run_id: run_id.clone(),
-                        model: turn.model.to_owned(),
-                        usage: turn.usage.clone(),
-                    },
-                    turn.message.request_id.as_deref(),
-                    Source {
-                        run: run_id,
-                        session: &scope,
-                        provider: turn.message.provider.as_deref().unwrap_or(""),
-                        sidechain,
-                    },
-                    turn.usage,
-                );
-            }
-        });
-    }
 }

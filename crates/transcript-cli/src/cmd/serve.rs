@@ -49,6 +49,7 @@ pub fn run(
     config.price = Some(Arc::new(move |m, u| table.cost(m, u).map(|c| c.usd)));
     config.price_table = super::receipts::table_name(args.pricing.as_deref());
     config.definitions = Some(Arc::new(super::diff::definitions));
+    config.origins = Some(super::receipts::viewer_origins(&config.store));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

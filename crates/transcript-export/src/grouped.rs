@@ -1,0 +1,657 @@
+//! Many runs' bill, grouped: what `transcript receipts --by day|month|session|project|model`
+//! prints and the viewer's `/receipts` shows, computed here once so the two cannot disagree.
+//!
+//! - each run's billed turns ([`crate::billed_turns`], under the model that served them) are
+//!   read once into a [`RunTurns`], which a caller may cache;
+//! - **what is spend**: a replay's turns were served from its recording, so a replay and every
+//!   run under it are left out; a *trial* (a replay forked at a step, `run.started`'s
+//!   `forked_at`, decision 22) ran live from that step on: its steps in the fork prefix
+//!   ([`transcript_domain::replays::fork_prefix`]) and the child runs they called are left
+//!   out, the rest of it, and the child runs its live steps called, are billed;
+//! - **one request, one bill**: a request several runs repeat is billed once
+//!   ([`crate::requests`]), each run read as the session its [`Origin`] names;
+//! - **the keys**: the day or month of the turn, its model, the run's workflow, the session
+//!   and the project of the imported session the caller's [`Origin`] names (else the run and
+//!   the workflow); sums, prices and the table are [`crate::Groups`]'.
+//!
+//! Where an imported run came from is the caller's to say (the CLI reads its import index and
+//! `transcript_import::project`): this crate reads no file.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde::Serialize;
+use transcript_domain::bill::{PriceFn, add_usd};
+use transcript_domain::replays::fork_prefix;
+use transcript_domain::{DecodedEvent, EventKind, EventType, Usage};
+
+use crate::groups::{Group, Groups};
+use crate::model::ExportDocument;
+use crate::requests::{Requests, Source};
+use crate::{ExportOptions, billed_turns, build_document, each_step};
+
+/// One billed turn of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunTurn {
+    /// Its message's timestamp (RFC 3339; its day and month are the first 10 and 7 bytes).
+    pub timestamp: String,
+    /// The model it is billed under.
+    pub model: String,
+    /// Its usage.
+    pub usage: Usage,
+    /// Its request (wire decision 17), if known.
+    pub request_id: Option<String>,
+    /// The provider that wrote it.
+    pub provider: Option<String>,
+    /// A trial's turn of a step its recording served: not spend.
+    pub served: bool,
+}
+
+/// The session file an imported run says it was read from (its agent step's result:
+/// `provider`, `source`, `project`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedFrom {
+    /// The provider.
+    pub provider: String,
+    /// The session file's path.
+    pub source: String,
+    /// The directory the session ran in, as recorded.
+    pub project: Option<String>,
+}
+
+/// What the groupings need of one run: who it is, whether it is a replay or a trial, and
+/// its billed turns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunTurns {
+    /// The run.
+    pub run_id: String,
+    /// Its calling run, for a child run.
+    pub parent_run_id: Option<String>,
+    /// Its workflow.
+    pub workflow: Option<String>,
+    /// When it started (RFC 3339).
+    pub started_at: Option<String>,
+    /// The run it replays.
+    pub replay_of: Option<String>,
+    /// For a trial, the step it was forked at.
+    pub forked_at: Option<String>,
+    /// A trial's child runs called by steps its recording served (not spend, nor anything
+    /// under them).
+    pub served_children: Vec<String>,
+    /// The session file it was imported from, when its step result says.
+    pub imported: Option<ImportedFrom>,
+    /// Its billed turns, in order.
+    pub turns: Vec<RunTurn>,
+}
+
+impl RunTurns {
+    /// The run of `events` (one run's own, no child run).
+    pub fn of(events: &[DecodedEvent]) -> RunTurns {
+        let doc = build_document(events, &mut |_| None, &ExportOptions::default());
+        RunTurns::of_document(&doc, events)
+    }
+
+    /// The run of `doc`, built from `events` (one run's own) with no child run.
+    pub fn of_document(doc: &ExportDocument, events: &[DecodedEvent]) -> RunTurns {
+        let run = &doc.run;
+        let started = events.first().and_then(DecodedEvent::step);
+        let replay_of = started.and_then(|s| s.replay_of.clone());
+        let forked_at = replay_of
+            .as_ref()
+            .and(started.and_then(|s| s.forked_at.clone()));
+        // A trial that never reached its fork step was served whole.
+        let prefix = forked_at.as_deref().map(|step| served_steps(events, step));
+        let served = |path: &str, iteration: u64| match &prefix {
+            None => false,
+            Some(None) => true,
+            Some(Some(set)) => set.contains(&(path.to_owned(), iteration)),
+        };
+        let mut out = RunTurns {
+            run_id: run.run_id.clone(),
+            parent_run_id: run.parent_run_id.clone(),
+            workflow: run.workflow.clone(),
+            started_at: run.started_at.clone(),
+            replay_of,
+            forked_at,
+            imported: imported_from(doc),
+            ..RunTurns::default()
+        };
+        each_step(run, &mut |step| {
+            let served = served(&step.path, step.iteration);
+            if served && let Some(child) = &step.child_run_id {
+                out.served_children.push(child.clone());
+            }
+            for turn in billed_turns(step) {
+                out.turns.push(RunTurn {
+                    timestamp: turn.message.timestamp.clone(),
+                    model: turn.model.to_owned(),
+                    usage: turn.usage.clone(),
+                    request_id: turn.message.request_id.clone(),
+                    provider: turn.message.provider.clone(),
+                    served,
+                });
+            }
+        });
+        out
+    }
+
+    /// Whether it is a replay that is not a trial (all of it served).
+    fn is_plain_replay(&self) -> bool {
+        self.replay_of.is_some() && self.forked_at.is_none()
+    }
+}
+
+/// The step executions of a trial (`events`, its own) that its recording served: the domain's
+/// [`fork_prefix`] of the step it was forked at (`None`: it never started that step, so all
+/// of it was served). A `call_workflow` step writes `step.call_workflow.started` rather than
+/// `step.started`; it is read as a start here, so a call made before the fork is served, and
+/// its child run with it. A fork inside a child run (`call/inner`) is read at its first level:
+/// the steps before the call are served, the call and its child run are billed.
+fn served_steps(events: &[DecodedEvent], step: &str) -> Option<BTreeSet<(String, u64)>> {
+    let started = EventKind::Known(EventType::StepStarted);
+    let starts: Vec<DecodedEvent> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Known(EventType::StepStarted) => Some(e.clone()),
+            EventKind::Known(EventType::CallWorkflowStarted) => Some(DecodedEvent {
+                kind: started.clone(),
+                ..e.clone()
+            }),
+            _ => None,
+        })
+        .collect();
+    let first_level = step.split('/').next().unwrap_or(step);
+    fork_prefix(&starts, first_level)
+}
+
+/// The session file a run was imported from by a file import: its first step whose result
+/// names a `source` (with `provider` and `project`).
+pub fn imported_from(doc: &ExportDocument) -> Option<ImportedFrom> {
+    doc.run.steps.iter().find_map(|step| {
+        let result = step.result.as_ref()?;
+        let text = |key: &str| result.get(key)?.as_str().map(str::to_owned);
+        Some(ImportedFrom {
+            provider: text("provider").unwrap_or_default(),
+            source: text("source")?,
+            project: text("project"),
+        })
+    })
+}
+
+/// Where a run's turns come from, as the caller knows it: the imported session and its
+/// project, and whether it is a side chain (a sub-agent's log, whose copy of a request loses
+/// to the main chain's). All absent for a run that was not imported.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The session (else the run is its own).
+    pub session: Option<String>,
+    /// The project (else the run's workflow).
+    pub project: Option<String>,
+    /// A sub-agent's log.
+    pub sidechain: bool,
+}
+
+/// A key turns are grouped by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupKey {
+    /// UTC day of the turn (`YYYY-MM-DD`).
+    Day,
+    /// UTC month of the turn (`YYYY-MM`).
+    Month,
+    /// The imported session, else the run.
+    Session,
+    /// The imported session's project, else the run's workflow.
+    Project,
+    /// The model the turn is billed under.
+    Model,
+    /// The run's workflow.
+    Workflow,
+}
+
+impl GroupKey {
+    /// Its name (`day`, `month`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupKey::Day => "day",
+            GroupKey::Month => "month",
+            GroupKey::Session => "session",
+            GroupKey::Project => "project",
+            GroupKey::Model => "model",
+            GroupKey::Workflow => "workflow",
+        }
+    }
+}
+
+/// Every grouping's totals together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct GroupTotal {
+    /// Runs with a billed request.
+    pub runs: u64,
+    /// Requests billed.
+    pub turns: u64,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cache read tokens.
+    pub cache_read_tokens: u64,
+    /// Cache write tokens.
+    pub cache_write_tokens: u64,
+    /// Reasoning tokens.
+    pub reasoning_tokens: u64,
+    /// Cost from the price table (`None`: a model without a price).
+    pub cost_usd: Option<f64>,
+    /// What the CLIs reported themselves (`None`: none did).
+    pub reported_usd: Option<f64>,
+}
+
+/// Many runs' bill, grouped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Grouped {
+    /// The groups of each key asked for, in the order asked.
+    pub groups: Vec<(GroupKey, Vec<Group>)>,
+    /// The sums of every billed request.
+    pub total: GroupTotal,
+    /// Models without a price.
+    pub unpriced: Vec<String>,
+    /// Turns set aside: copies of a request another run's copy bills.
+    pub duplicates: u64,
+}
+
+/// The runs among `runs` that are spend: all but replays that are not trials, the child runs
+/// a trial's served steps called, and every run under one of those (a cycle of parents, a
+/// corrupt store, ends the walk).
+pub fn spend_runs<'r>(runs: &[&'r RunTurns]) -> HashSet<&'r str> {
+    let parents: HashMap<&str, Option<&str>> = runs
+        .iter()
+        .map(|r| (r.run_id.as_str(), r.parent_run_id.as_deref()))
+        .collect();
+    let mut not_spend: HashSet<&str> = runs
+        .iter()
+        .filter(|r| r.is_plain_replay())
+        .map(|r| r.run_id.as_str())
+        .collect();
+    not_spend.extend(
+        runs.iter()
+            .flat_map(|r| r.served_children.iter().map(String::as_str)),
+    );
+    let under_served = |id: &str| {
+        let mut at = Some(id);
+        for _ in 0..=runs.len() {
+            match at {
+                Some(a) if not_spend.contains(a) => return true,
+                Some(a) => at = parents.get(a).copied().flatten(),
+                None => return false,
+            }
+        }
+        false
+    };
+    runs.iter()
+        .map(|r| r.run_id.as_str())
+        .filter(|id| !under_served(id))
+        .collect()
+}
+
+/// One billed turn waiting for the requests to be resolved.
+struct Pending<'r> {
+    keys: Vec<String>,
+    run: &'r RunTurns,
+    turn: &'r RunTurn,
+}
+
+/// The bill of `runs` (every run of a store, or the ones a caller picked) grouped by each of
+/// `keys`: spend only (see the module docs), each request once, in the order of the runs'
+/// start (newest first, then by run id, whatever order they are given in); `origin` says
+/// where each run's turns come from, `price` prices a turn under its model.
+pub fn group_runs(
+    runs: &[&RunTurns],
+    origin: &mut dyn FnMut(&RunTurns) -> Origin,
+    keys: &[GroupKey],
+    price: &PriceFn<'_>,
+) -> Grouped {
+    let mut runs = runs.to_vec();
+    runs.sort_by(|a, b| {
+        b.started_at
+            .cmp(&a.started_at)
+            .then_with(|| a.run_id.cmp(&b.run_id))
+    });
+    let spend = spend_runs(&runs);
+    let mut requests = Requests::new();
+    for run in runs.iter().filter(|r| spend.contains(r.run_id.as_str())) {
+        let origin = origin(run);
+        let scope = origin.session.as_deref().unwrap_or(&run.run_id);
+        for turn in run.turns.iter().filter(|t| !t.served) {
+            let keys = keys.iter().map(|k| key(*k, run, turn, &origin)).collect();
+            requests.add(
+                Pending { keys, run, turn },
+                turn.request_id.as_deref(),
+                Source {
+                    run: &run.run_id,
+                    session: scope,
+                    provider: turn.provider.as_deref().unwrap_or(""),
+                    sidechain: origin.sidechain,
+                },
+                &turn.usage,
+            );
+        }
+    }
+    let billed = requests.finish();
+    let mut groups: Vec<Groups<'_>> = keys.iter().map(|_| Groups::new(price)).collect();
+    let mut total = Total::new(price);
+    for kept in &billed.kept {
+        let Pending { keys, run, turn } = &kept.turn;
+        for (g, key) in groups.iter_mut().zip(keys) {
+            g.add_usage(
+                key.clone(),
+                &run.run_id,
+                (&turn.model, &turn.usage),
+                kept.first,
+            );
+        }
+        total.add(run, turn, kept.first);
+    }
+    let mut unpriced = BTreeSet::new();
+    let groups = keys
+        .iter()
+        .zip(groups)
+        .map(|(k, g)| {
+            let (groups, missing) = g.finish();
+            unpriced.extend(missing);
+            (*k, groups)
+        })
+        .collect();
+    Grouped {
+        groups,
+        total: total.finish(),
+        unpriced: unpriced.into_iter().collect(),
+        duplicates: billed.duplicates,
+    }
+}
+
+/// The group of `turn` of `run` by `key`.
+fn key(key: GroupKey, run: &RunTurns, turn: &RunTurn, origin: &Origin) -> String {
+    let cut = |n: usize| turn.timestamp.get(..n).unwrap_or("?").to_owned();
+    let workflow = || run.workflow.clone().unwrap_or_else(|| "?".to_owned());
+    match key {
+        GroupKey::Day => cut(10),
+        GroupKey::Month => cut(7),
+        GroupKey::Session => origin.session.clone().unwrap_or_else(|| run.run_id.clone()),
+        GroupKey::Project => origin.project.clone().unwrap_or_else(workflow),
+        GroupKey::Model => turn.model.clone(),
+        GroupKey::Workflow => workflow(),
+    }
+}
+
+/// [`GroupTotal`] being summed.
+struct Total<'p> {
+    price: &'p PriceFn<'p>,
+    sum: GroupTotal,
+    usage: Usage,
+    runs: HashSet<String>,
+    unknown: bool,
+}
+
+impl<'p> Total<'p> {
+    fn new(price: &'p PriceFn<'p>) -> Self {
+        Total {
+            price,
+            sum: GroupTotal::default(),
+            usage: Usage::default(),
+            runs: HashSet::new(),
+            unknown: false,
+        }
+    }
+
+    fn add(&mut self, run: &RunTurns, turn: &RunTurn, first: bool) {
+        if !self.runs.contains(&run.run_id) {
+            self.runs.insert(run.run_id.clone());
+        }
+        self.sum.turns += u64::from(first);
+        self.usage.accumulate(&turn.usage);
+        match (self.price)(&turn.model, &turn.usage) {
+            Some(c) => self.sum.cost_usd = Some(add_usd(self.sum.cost_usd.unwrap_or(0.0), c)),
+            None => self.unknown = true,
+        }
+    }
+
+    fn finish(self) -> GroupTotal {
+        let u = &self.usage;
+        GroupTotal {
+            runs: self.runs.len() as u64,
+            input_tokens: u.input_tokens.unwrap_or(0),
+            output_tokens: u.output_tokens.unwrap_or(0),
+            cache_read_tokens: u.cache_read_tokens.unwrap_or(0),
+            cache_write_tokens: u.cache_write_tokens.unwrap_or(0),
+            reasoning_tokens: u.reasoning_tokens.unwrap_or(0),
+            cost_usd: if self.unknown {
+                None
+            } else {
+                Some(self.sum.cost_usd.unwrap_or(0.0))
+            },
+            reported_usd: u.cost_usd,
+            ..self.sum
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// One run's events: `(type, path, payload, child)` lines of `run` (child of `parent`).
+    fn events(
+        run: &str,
+        parent: Option<&str>,
+        lines: &[(&str, &str, serde_json::Value, Option<&str>)],
+    ) -> Vec<DecodedEvent> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, (ty, path, payload, child))| {
+                let mut e = serde_json::json!({"seq": i + 1, "run_id": run, "type": ty,
+                    "path": path, "iteration": 0,
+                    "timestamp": format!("2026-05-28T10:00:{:02}.000Z", i), "payload": payload});
+                if let Some(p) = parent {
+                    e["parent_run_id"] = p.into();
+                }
+                if let Some(c) = child {
+                    e["child_run_id"] = (*c).into();
+                }
+                transcript_domain::decode_line(e.to_string().as_bytes())
+                    .unwrap()
+                    .event
+            })
+            .collect()
+    }
+
+    const R: &str = "00000000-0000-4000-8000-00000000000";
+
+    fn id(n: u8) -> String {
+        format!("{R}{n:x}")
+    }
+
+    /// A run `n` (child of `parent`): `run.started` with `extra`, then agent steps with one
+    /// turn each (`path`, input tokens, request) and calls (`path`, child run).
+    fn run(
+        n: u8,
+        parent: Option<u8>,
+        extra: serde_json::Value,
+        steps: &[(&str, u64, Option<&str>, Option<u8>)],
+    ) -> RunTurns {
+        let (me, parent) = (id(n), parent.map(id));
+        let children: Vec<Option<String>> = steps.iter().map(|s| s.3.map(id)).collect();
+        let mut started = serde_json::json!({"name": "w", "kind": "workflow"});
+        if let (Some(s), Some(e)) = (started.as_object_mut(), extra.as_object()) {
+            s.extend(e.clone());
+        }
+        let mut lines = vec![("run.started", "", started, None)];
+        for ((path, input, request, _), child) in steps.iter().zip(&children) {
+            let step = serde_json::json!({"name": path, "kind": "agent"});
+            if let Some(c) = child {
+                let call = serde_json::json!({"name": path, "kind": "call_workflow"});
+                lines.push(("step.call_workflow.started", path, call, Some(c.as_str())));
+                continue;
+            }
+            lines.push(("step.started", path, step.clone(), None));
+            let mut m = serde_json::json!({"role": "assistant", "model": "m", "provider": "claude",
+                "usage": {"input_tokens": input, "output_tokens": 1}, "blocks": []});
+            if let Some(r) = request {
+                m["request_id"] = (*r).into();
+            }
+            lines.push(("message.assistant", path, m, None));
+            lines.push(("step.completed", path, step, None));
+        }
+        RunTurns::of(&events(&me, parent.as_deref(), &lines))
+    }
+
+    fn price(_: &str, u: &Usage) -> Option<f64> {
+        u.input_tokens.map(|i| i as f64 * 0.01)
+    }
+
+    fn total(runs: &[&RunTurns]) -> Grouped {
+        group_runs(runs, &mut |_| Origin::default(), &[GroupKey::Model], &price)
+    }
+
+    #[test]
+    fn a_trial_bills_its_live_steps_and_the_children_they_called_and_a_replay_nothing() {
+        let recording = run(1, None, serde_json::json!({}), &[("a", 1, None, None)]);
+        let fork = serde_json::json!({"replay_of": id(1), "forked_at": "b"});
+        let trial = run(
+            2,
+            None,
+            fork,
+            &[
+                ("a", 10, None, None),
+                ("early", 0, None, Some(3)),
+                ("b", 100, None, None),
+                ("late", 0, None, Some(4)),
+                ("c", 1000, None, None),
+            ],
+        );
+        assert_eq!(trial.served_children, [id(3)]);
+        let served: Vec<bool> = trial.turns.iter().map(|t| t.served).collect();
+        assert_eq!(served, [true, false, false]);
+        let served_child = run(
+            3,
+            Some(2),
+            serde_json::json!({}),
+            &[("x", 10_000, None, None)],
+        );
+        let under_it = run(
+            5,
+            Some(3),
+            serde_json::json!({}),
+            &[("y", 20_000, None, None)],
+        );
+        let live_child = run(
+            4,
+            Some(2),
+            serde_json::json!({}),
+            &[("x", 40_000, None, None)],
+        );
+        let replay = run(
+            6,
+            None,
+            serde_json::json!({"replay_of": id(1)}),
+            &[("a", 1, None, Some(7))],
+        );
+        let replay_child = run(
+            7,
+            Some(6),
+            serde_json::json!({}),
+            &[("x", 80_000, None, None)],
+        );
+        let all = [
+            &recording,
+            &trial,
+            &served_child,
+            &under_it,
+            &live_child,
+            &replay,
+            &replay_child,
+        ];
+        let spend = spend_runs(&all);
+        let mut spend: Vec<&str> = spend.into_iter().collect();
+        spend.sort_unstable();
+        assert_eq!(spend, [id(1), id(2), id(4)]);
+        let g = total(&all);
+        assert_eq!(g.total.input_tokens, 1 + 100 + 1000 + 40_000);
+        assert_eq!((g.total.runs, g.total.turns), (3, 4));
+        assert_eq!(
+            g.total.cost_usd,
+            Some((1 + 100 + 1000 + 40_000) as f64 * 0.01)
+        );
+
+        // A trial that never reached its fork step was served whole.
+        let short = run(
+            8,
+            None,
+            serde_json::json!({"replay_of": id(1), "forked_at": "zz"}),
+            &[("a", 10, None, None)],
+        );
+        assert!(short.turns.iter().all(|t| t.served));
+        assert_eq!(total(&[&short]).total.input_tokens, 0);
+    }
+
+    #[test]
+    fn a_request_two_runs_repeat_is_billed_once_whatever_order_the_runs_come_in() {
+        let a = run(
+            1,
+            None,
+            serde_json::json!({}),
+            &[("s", 50, Some("msg_1/req_1"), None)],
+        );
+        let b = run(
+            2,
+            None,
+            serde_json::json!({}),
+            &[("s", 50, Some("msg_1/req_1"), None), ("t", 7, None, None)],
+        );
+        let one = total(&[&a, &b]);
+        assert_eq!(one, total(&[&b, &a]));
+        assert_eq!(
+            (one.duplicates, one.total.turns, one.total.input_tokens),
+            (1, 2, 57)
+        );
+        let groups = &one.groups[0].1;
+        assert_eq!(
+            (groups.len(), groups[0].key.as_str(), groups[0].turns),
+            (1, "m", 2)
+        );
+        // Keyed as asked, each grouping summing the same.
+        let keys = [
+            GroupKey::Day,
+            GroupKey::Session,
+            GroupKey::Project,
+            GroupKey::Workflow,
+        ];
+        let mut origin = |r: &RunTurns| Origin {
+            session: Some(format!("s-{}", &r.run_id[34..])),
+            project: None,
+            sidechain: false,
+        };
+        let g = group_runs(&[&a, &b], &mut origin, &keys, &price);
+        let names: Vec<Vec<&str>> = g
+            .groups
+            .iter()
+            .map(|(_, gs)| gs.iter().map(|x| x.key.as_str()).collect())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                vec!["2026-05-28"],
+                vec!["s-01", "s-02"],
+                vec!["w"],
+                vec!["w"]
+            ]
+        );
+        for (_, gs) in &g.groups {
+            assert_eq!(
+                gs.iter()
+                    .map(|x| x.usage.input_tokens.unwrap_or(0))
+                    .sum::<u64>(),
+                57
+            );
+        }
+    }
+}
