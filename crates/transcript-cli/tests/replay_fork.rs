@@ -265,6 +265,25 @@ fn a_fork_inside_a_child_run_serves_its_earlier_steps_and_bills_the_rest() {
     assert_eq!(usd(&report["live_cost_usd"]), 0.21, "{report}");
     assert_eq!(usd(&report["recording_live_cost_usd"]), 0.105, "{report}");
     assert_eq!(usd(&report["saved_cost_usd"]), 0.09, "{report}");
+    // The bill: the recording (1,000,000 input tokens) and each trial's live part, b and done
+    // (700,000 each); the served plan and a are not spend.
+    let out = common::bin()
+        .args([
+            "receipts",
+            "--by",
+            "model",
+            "--json",
+            "--storage",
+            storage.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let bill: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let groups = bill["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{bill}");
+    assert_eq!(groups[0]["usage"]["input_tokens"], 1_000_000 + 2 * 700_000, "{bill}");
+    assert_eq!(groups[0]["turns"], 4 + 2 * 2, "{bill}");
     // A level that called no child run, and a step the child never ran, are named.
     for (step, says) in [
         ("plan/a", "step 'plan' called no child run"),

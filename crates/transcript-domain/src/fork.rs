@@ -80,29 +80,22 @@ impl ForkPrefix {
         };
         let mut run = events.to_vec();
         for (depth, level) in levels.iter().enumerate() {
-            let (path, iteration) = fork_step(level);
             let started = started_steps(&run);
             let run_name = match depth {
                 0 => "the recording".to_owned(),
                 _ => format!("the child run of '{}'", levels[..depth].join("/")),
             };
-            let Some(at) = started
-                .iter()
-                .position(|(p, i)| p == path && iteration.is_none_or(|n| n == *i))
-            else {
+            let Some((before, here)) = level_prefix(&started, level) else {
                 return Err(ForkFindError::NoSuchStep {
                     level: (*level).to_owned(),
                     run: run_name,
                     ran: ran(&started),
                 });
             };
-            let here = started[at].clone();
-            for (p, i) in &started[..at] {
-                if !is_within(path, p) {
-                    let mut chain = fork.at.clone();
-                    chain.push((p.clone(), *i));
-                    fork.before.insert(chain);
-                }
+            for step in before {
+                let mut chain = fork.at.clone();
+                chain.push(step);
+                fork.before.insert(chain);
             }
             fork.at.push(here.clone());
             if depth + 1 < levels.len() {
@@ -167,23 +160,33 @@ pub fn fork_step(step: &str) -> (&str, Option<u64>) {
 /// step that ran first in a changed workflow after the fork is not among them. One level only:
 /// [`crate::fork::ForkPrefix`] follows a fork into child runs (`call/inner`).
 pub fn fork_prefix(events: &[DecodedEvent], step: &str) -> Option<BTreeSet<(String, u64)>> {
-    let (path, iteration) = fork_step(step);
-    let started = started_steps(events);
+    level_prefix(&started_steps(events), step).map(|(before, _)| before)
+}
+
+/// One level of a fork: among one run's step starts `started` (in order, as
+/// [`started_steps`] lists them), the execution `level` names (`path` or `path#N`; without
+/// `#N`, its first), and the executions that started before it but the steps enclosing it.
+/// `None` when the run never started it. A bill that keeps each run's starts (not its events)
+/// follows a fork down through child runs with this, level by level.
+pub fn level_prefix(
+    started: &[(String, u64)],
+    level: &str,
+) -> Option<(BTreeSet<(String, u64)>, (String, u64))> {
+    let (path, iteration) = fork_step(level);
     let at = started
         .iter()
         .position(|(p, i)| p == path && iteration.is_none_or(|n| n == *i))?;
-    Some(
-        started[..at]
-            .iter()
-            .filter(|(p, _)| !is_within(path, p))
-            .cloned()
-            .collect(),
-    )
+    let before = started[..at]
+        .iter()
+        .filter(|(p, _)| !is_within(path, p))
+        .cloned()
+        .collect();
+    Some((before, started[at].clone()))
 }
 
 /// The `(path, iteration)` of every step start of one run, in order (`step.started`, and
 /// `step.call_workflow.started` for a `call_workflow` step, which writes no `step.started`).
-pub(crate) fn started_steps(run: &[DecodedEvent]) -> Vec<(String, u64)> {
+pub fn started_steps(run: &[DecodedEvent]) -> Vec<(String, u64)> {
     run.iter()
         .filter(|e| {
             matches!(

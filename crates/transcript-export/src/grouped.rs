@@ -5,9 +5,9 @@
 //!   read once into a [`RunTurns`], which a caller may cache;
 //! - **what is spend**: a replay's turns were served from its recording, so a replay and every
 //!   run under it are left out; a *trial* (a replay forked at a step, `run.started`'s
-//!   `forked_at`, decision 22) ran live from that step on: its steps in the fork prefix
-//!   ([`transcript_domain::replays::fork_prefix`]) and the child runs they called are left
-//!   out, the rest of it, and the child runs its live steps called, are billed;
+//!   `forked_at`, decision 22) ran live from that step on: its steps in the fork prefix, at
+//!   every level of the fork, and the child runs they called are left out, the rest of it,
+//!   and the child runs its live steps called, are billed ([`crate::spend::Spend`]);
 //! - **one request, one bill**: a request several runs repeat is billed once
 //!   ([`crate::requests`]), each run read as the session its [`Origin`] names;
 //! - **the keys**: the day or month of the turn, its model, the run's workflow, the session
@@ -17,16 +17,17 @@
 //! Where an imported run came from is the caller's to say (the CLI reads its import index and
 //! `transcript_import::project`): this crate reads no file.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use serde::Serialize;
 use transcript_domain::bill::{PriceFn, add_usd};
-use transcript_domain::replays::fork_prefix;
+use transcript_domain::fork::started_steps;
 use transcript_domain::{DecodedEvent, EventKind, EventType, Usage};
 
 use crate::groups::{Group, Groups};
 use crate::model::ExportDocument;
 use crate::requests::{Requests, Source};
+use crate::spend::Spend;
 use crate::{ExportOptions, billed_turns, build_document, each_step};
 
 /// One billed turn of a run.
@@ -42,8 +43,9 @@ pub struct RunTurn {
     pub request_id: Option<String>,
     /// The provider that wrote it.
     pub provider: Option<String>,
-    /// A trial's turn of a step its recording served: not spend.
-    pub served: bool,
+    /// Its step execution `(path, iteration)`: a trial's step its recording served is not
+    /// spend ([`crate::spend::Spend`]).
+    pub step: (String, u64),
 }
 
 /// The session file an imported run says it was read from (its agent step's result:
@@ -74,9 +76,11 @@ pub struct RunTurns {
     pub replay_of: Option<String>,
     /// For a trial, the step it was forked at.
     pub forked_at: Option<String>,
-    /// A trial's child runs called by steps its recording served (not spend, nor anything
-    /// under them).
-    pub served_children: Vec<String>,
+    /// Its step starts `(path, iteration)`, in order (transcript-domain's `started_steps`):
+    /// where a fork passes through it.
+    pub starts: Vec<(String, u64)>,
+    /// Its `call_workflow` executions and the child run each called.
+    pub calls: Vec<((String, u64), String)>,
     /// The session file it was imported from, when its step result says.
     pub imported: Option<ImportedFrom>,
     /// Its billed turns, in order.
@@ -98,13 +102,6 @@ impl RunTurns {
         let forked_at = replay_of
             .as_ref()
             .and(started.and_then(|s| s.forked_at.clone()));
-        // A trial that never reached its fork step was served whole.
-        let prefix = forked_at.as_deref().map(|step| served_steps(events, step));
-        let served = |path: &str, iteration: u64| match &prefix {
-            None => false,
-            Some(None) => true,
-            Some(Some(set)) => set.contains(&(path.to_owned(), iteration)),
-        };
         let mut out = RunTurns {
             run_id: run.run_id.clone(),
             parent_run_id: run.parent_run_id.clone(),
@@ -112,14 +109,12 @@ impl RunTurns {
             started_at: run.started_at.clone(),
             replay_of,
             forked_at,
+            starts: started_steps(events),
+            calls: calls(events),
             imported: imported_from(doc),
             ..RunTurns::default()
         };
         each_step(run, &mut |step| {
-            let served = served(&step.path, step.iteration);
-            if served && let Some(child) = &step.child_run_id {
-                out.served_children.push(child.clone());
-            }
             for turn in billed_turns(step) {
                 out.turns.push(RunTurn {
                     timestamp: turn.message.timestamp.clone(),
@@ -127,40 +122,30 @@ impl RunTurns {
                     usage: turn.usage.clone(),
                     request_id: turn.message.request_id.clone(),
                     provider: turn.message.provider.clone(),
-                    served,
+                    step: (step.path.clone(), step.iteration),
                 });
             }
         });
         out
     }
-
-    /// Whether it is a replay that is not a trial (all of it served).
-    fn is_plain_replay(&self) -> bool {
-        self.replay_of.is_some() && self.forked_at.is_none()
-    }
 }
 
-/// The step executions of a trial (`events`, its own) that its recording served: the domain's
-/// [`fork_prefix`] of the step it was forked at (`None`: it never started that step, so all
-/// of it was served). A `call_workflow` step writes `step.call_workflow.started` rather than
-/// `step.started`; it is read as a start here, so a call made before the fork is served, and
-/// its child run with it. A fork inside a child run (`call/inner`) is read at its first level:
-/// the steps before the call are served, the call and its child run are billed.
-fn served_steps(events: &[DecodedEvent], step: &str) -> Option<BTreeSet<(String, u64)>> {
-    let started = EventKind::Known(EventType::StepStarted);
-    let starts: Vec<DecodedEvent> = events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Known(EventType::StepStarted) => Some(e.clone()),
-            EventKind::Known(EventType::CallWorkflowStarted) => Some(DecodedEvent {
-                kind: started.clone(),
-                ..e.clone()
-            }),
-            _ => None,
-        })
-        .collect();
-    let first_level = step.split('/').next().unwrap_or(step);
-    fork_prefix(&starts, first_level)
+/// The `call_workflow` executions of one run's `events` and the child run each called.
+fn calls(events: &[DecodedEvent]) -> Vec<((String, u64), String)> {
+    let mut out: Vec<((String, u64), String)> = Vec::new();
+    for e in events {
+        let call = matches!(
+            e.kind,
+            EventKind::Known(EventType::CallWorkflowStarted | EventType::CallWorkflowCompleted)
+        );
+        if let (true, Some(child)) = (call, e.child_run_id) {
+            let entry = ((e.path.clone(), e.iteration), child.to_string());
+            if !out.contains(&entry) {
+                out.push(entry);
+            }
+        }
+    }
+    out
 }
 
 /// The session file a run was imported from by a file import: its first step whose result
@@ -257,38 +242,10 @@ pub struct Grouped {
     pub duplicates: u64,
 }
 
-/// The runs among `runs` that are spend: all but replays that are not trials, the child runs
-/// a trial's served steps called, and every run under one of those (a cycle of parents, a
-/// corrupt store, ends the walk).
+/// The runs among `runs` that are spend ([`Spend`]: all but plain replays and what runs under
+/// them; a trial's child runs its served steps called are not, at any depth of its fork).
 pub fn spend_runs<'r>(runs: &[&'r RunTurns]) -> HashSet<&'r str> {
-    let parents: HashMap<&str, Option<&str>> = runs
-        .iter()
-        .map(|r| (r.run_id.as_str(), r.parent_run_id.as_deref()))
-        .collect();
-    let mut not_spend: HashSet<&str> = runs
-        .iter()
-        .filter(|r| r.is_plain_replay())
-        .map(|r| r.run_id.as_str())
-        .collect();
-    not_spend.extend(
-        runs.iter()
-            .flat_map(|r| r.served_children.iter().map(String::as_str)),
-    );
-    let under_served = |id: &str| {
-        let mut at = Some(id);
-        for _ in 0..=runs.len() {
-            match at {
-                Some(a) if not_spend.contains(a) => return true,
-                Some(a) => at = parents.get(a).copied().flatten(),
-                None => return false,
-            }
-        }
-        false
-    };
-    runs.iter()
-        .map(|r| r.run_id.as_str())
-        .filter(|id| !under_served(id))
-        .collect()
+    Spend::of(runs).runs().clone()
 }
 
 /// One billed turn waiting for the requests to be resolved.
@@ -314,12 +271,12 @@ pub fn group_runs(
             .cmp(&a.started_at)
             .then_with(|| a.run_id.cmp(&b.run_id))
     });
-    let spend = spend_runs(&runs);
+    let spend = Spend::of(&runs);
     let mut requests = Requests::new();
-    for run in runs.iter().filter(|r| spend.contains(r.run_id.as_str())) {
+    for run in runs.iter().filter(|r| spend.is_spend(&r.run_id)) {
         let origin = origin(run);
         let scope = origin.session.as_deref().unwrap_or(&run.run_id);
-        for turn in run.turns.iter().filter(|t| !t.served) {
+        for turn in run.turns.iter().filter(|t| spend.bills(&run.run_id, t)) {
             let keys = keys.iter().map(|k| key(*k, run, turn, &origin)).collect();
             requests.add(
                 Pending { keys, run, turn },
@@ -528,8 +485,14 @@ mod tests {
                 ("c", 1000, None, None),
             ],
         );
-        assert_eq!(trial.served_children, [id(3)]);
-        let served: Vec<bool> = trial.turns.iter().map(|t| t.served).collect();
+        let call = |p: &str, n: u8| ((p.to_owned(), 0), id(n));
+        assert_eq!(trial.calls, [call("early", 3), call("late", 4)]);
+        let alone = Spend::of(&[&trial]);
+        let served: Vec<bool> = trial
+            .turns
+            .iter()
+            .map(|t| !alone.bills(&trial.run_id, t))
+            .collect();
         assert_eq!(served, [true, false, false]);
         let served_child = run(
             3,
@@ -589,8 +552,58 @@ mod tests {
             serde_json::json!({"replay_of": id(1), "forked_at": "zz"}),
             &[("a", 10, None, None)],
         );
-        assert!(short.turns.iter().all(|t| t.served));
         assert_eq!(total(&[&short]).total.input_tokens, 0);
+    }
+
+    #[test]
+    fn a_trial_forked_inside_a_child_run_bills_the_child_from_the_fork_on() {
+        // call/b: the root's `a` was served, its `call` encloses the fork, `c` ran live; in
+        // the child, `a2` was served (and the run its `early` called), `b` and `c2` ran live.
+        let fork = serde_json::json!({"replay_of": id(1), "forked_at": "call/b"});
+        let trial = run(
+            9,
+            None,
+            fork,
+            &[
+                ("a", 10, None, None),
+                ("call", 0, None, Some(10)),
+                ("c", 100, None, None),
+            ],
+        );
+        let child = run(
+            10,
+            Some(9),
+            serde_json::json!({}),
+            &[
+                ("a2", 1_000, None, None),
+                ("early", 0, None, Some(11)),
+                ("b", 10_000, None, None),
+                ("c2", 100_000, None, None),
+            ],
+        );
+        let served_grandchild = run(11, Some(10), serde_json::json!({}), &[("z", 7, None, None)]);
+        let all = [&trial, &child, &served_grandchild];
+        let g = total(&all);
+        assert_eq!(g.total.input_tokens, 100 + 10_000 + 100_000);
+        assert_eq!((g.total.runs, g.total.turns), (2, 3));
+        // The child's fork level never ran: the child was served whole there.
+        let lost = run(
+            12,
+            None,
+            serde_json::json!({"replay_of": id(1), "forked_at": "call/zz"}),
+            &[
+                ("a", 10, None, None),
+                ("call", 0, None, Some(13)),
+                ("c", 100, None, None),
+            ],
+        );
+        let lost_child = run(
+            13,
+            Some(12),
+            serde_json::json!({}),
+            &[("b", 10_000, None, None)],
+        );
+        assert_eq!(total(&[&lost, &lost_child]).total.input_tokens, 100);
     }
 
     #[test]

@@ -93,6 +93,7 @@ mod model;
 mod receipts;
 mod render_util;
 pub mod requests;
+pub mod spend;
 mod truncate;
 
 pub use billed::{BilledTurn, assistant_turns, billed_turns, each_step};

@@ -1,0 +1,121 @@
+//! What of many runs is spend (#61, wire decision 22). A replay's turns were served from its
+//! recording: a plain replay and every run under it are not spend. A *trial* (a replay forked
+//! at a step, `run.started`'s `forked_at`) ran live from that step on: at each level of the fork
+//! (`call/inner` goes down through the child run the `call` step ran) the steps that started
+//! before it (transcript-domain's [`level_prefix`], the rule `replay --live-from` serves by)
+//! and the child runs they called were served, not spend; the step, what follows it and the
+//! child runs they called are spend. A trial that never reached its fork step (at some level)
+//! was served whole there.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use transcript_domain::fork::level_prefix;
+
+use crate::grouped::{RunTurn, RunTurns};
+
+/// What a run's turns are, as spend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Served {
+    /// Served whole (not spend).
+    All,
+    /// These step executions were served; the rest of it is spend.
+    Steps(BTreeSet<(String, u64)>),
+}
+
+/// Which runs are spend, and of a trial (at any depth) which steps were served.
+#[derive(Debug, Clone, Default)]
+pub struct Spend<'r> {
+    runs: HashSet<&'r str>,
+    served: HashMap<&'r str, Served>,
+}
+
+impl<'r> Spend<'r> {
+    /// Reads `runs` (every run of a store, or the ones a caller picked; a run's parent or
+    /// child not among them is not followed).
+    pub fn of(runs: &[&'r RunTurns]) -> Spend<'r> {
+        let by_id: HashMap<&str, &RunTurns> =
+            runs.iter().map(|r| (r.run_id.as_str(), *r)).collect();
+        let mut not_spend: HashSet<&str> = runs
+            .iter()
+            .filter(|r| r.replay_of.is_some() && r.forked_at.is_none())
+            .map(|r| r.run_id.as_str())
+            .collect();
+        let mut served = HashMap::new();
+        // Each trial, then each child run its fork goes down through, with the rest of the fork.
+        let mut forks: Vec<(&str, &str)> = runs
+            .iter()
+            .filter(|r| r.replay_of.is_some())
+            .filter_map(|r| Some((r.run_id.as_str(), r.forked_at.as_deref()?)))
+            .collect();
+        let mut seen = HashSet::new();
+        while let Some((id, fork)) = forks.pop() {
+            let Some(run) = by_id.get(id).copied() else {
+                continue;
+            };
+            if !seen.insert(id) {
+                continue; // a corrupt store whose calls loop
+            }
+            let (level, rest) = match fork.split_once('/') {
+                Some((l, r)) => (l, Some(r)),
+                None => (fork, None),
+            };
+            let Some((before, here)) = level_prefix(&run.starts, level) else {
+                not_spend.insert(id);
+                served.insert(id, Served::All);
+                continue;
+            };
+            for (step, child) in &run.calls {
+                if before.contains(step) {
+                    not_spend.insert(child.as_str());
+                } else if let Some(rest) = rest.filter(|_| *step == here) {
+                    forks.push((child.as_str(), rest));
+                }
+            }
+            served.insert(id, Served::Steps(before));
+        }
+        let parents: HashMap<&str, Option<&str>> = runs
+            .iter()
+            .map(|r| (r.run_id.as_str(), r.parent_run_id.as_deref()))
+            .collect();
+        let under = |id: &str| {
+            let mut at = Some(id);
+            for _ in 0..=runs.len() {
+                match at {
+                    Some(a) if not_spend.contains(a) => return true,
+                    Some(a) => at = parents.get(a).copied().flatten(),
+                    None => return false,
+                }
+            }
+            false // a cycle of parents
+        };
+        let spend = runs
+            .iter()
+            .map(|r| r.run_id.as_str())
+            .filter(|id| !under(id))
+            .collect();
+        Spend {
+            runs: spend,
+            served,
+        }
+    }
+
+    /// Whether `run` is spend (some of it, for a trial).
+    pub fn is_spend(&self, run: &str) -> bool {
+        self.runs.contains(run)
+    }
+
+    /// Whether `turn` of `run` is spend: its run is, and its step was not served.
+    pub fn bills(&self, run: &str, turn: &RunTurn) -> bool {
+        self.is_spend(run)
+            && match self.served.get(run) {
+                None => true,
+                Some(Served::All) => false,
+                Some(Served::Steps(before)) => !before.contains(&turn.step),
+            }
+    }
+
+    /// The spend runs.
+    pub fn runs(&self) -> &HashSet<&'r str> {
+        &self.runs
+    }
+}
