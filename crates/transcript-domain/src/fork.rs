@@ -11,6 +11,9 @@ use std::collections::BTreeSet;
 
 use crate::{DecodedEvent, EventKind, EventType, RunId};
 
+/// One step execution of a run: its path and iteration.
+pub type Execution = (String, u64);
+
 /// A step execution at any depth: the calling steps' `(path, iteration)` from the root run
 /// down, then its own.
 pub type Chain = [(String, u64)];
@@ -171,7 +174,7 @@ pub fn fork_prefix(events: &[DecodedEvent], step: &str) -> Option<BTreeSet<(Stri
 pub fn level_prefix(
     started: &[(String, u64)],
     level: &str,
-) -> Option<(BTreeSet<(String, u64)>, (String, u64))> {
+) -> Option<(BTreeSet<Execution>, Execution)> {
     let (path, iteration) = fork_step(level);
     let at = started
         .iter()
