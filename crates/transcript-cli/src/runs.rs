@@ -95,6 +95,10 @@ pub struct RunSummary {
     /// recording and are not spend.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<String>,
+    /// For a trial of that recording, the step it was forked at (`run.started`'s
+    /// `forked_at`): its live part, from that step on, is spend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_at: Option<String>,
 }
 
 impl From<StoredRun> for RunSummary {
@@ -115,6 +119,7 @@ impl From<StoredRun> for RunSummary {
             events: r.events,
             path: PathBuf::from(r.location),
             replay_of: r.replay_of,
+            forked_at: r.forked_at,
         }
     }
 }

@@ -282,8 +282,26 @@ fn a_fork_inside_a_child_run_serves_its_earlier_steps_and_bills_the_rest() {
     let bill: Value = serde_json::from_slice(&out.stdout).unwrap();
     let groups = bill["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 1, "{bill}");
-    assert_eq!(groups[0]["usage"]["input_tokens"], 1_000_000 + 2 * 700_000, "{bill}");
+    assert_eq!(
+        groups[0]["usage"]["input_tokens"],
+        1_000_000 + 2 * 700_000,
+        "{bill}"
+    );
     assert_eq!(groups[0]["turns"], 4 + 2 * 2, "{bill}");
+    // `list` marks each trial with its recording and the step it was forked at.
+    let out = common::bin()
+        .args([
+            "list",
+            "--storage",
+            storage.to_str().unwrap(),
+            "--color",
+            "never",
+        ])
+        .output()
+        .unwrap();
+    let listed = common::text(&out.stdout);
+    let mark = format!("trial of {} from sub/b", &recording[..8]);
+    assert_eq!(listed.matches(&mark).count(), 2, "{listed}");
     // A level that called no child run, and a step the child never ran, are named.
     for (step, says) in [
         ("plan/a", "step 'plan' called no child run"),

@@ -71,6 +71,8 @@ pub struct StoredRun {
     pub events: Seq,
     /// The run it replays (`run.started`'s `replay_of`).
     pub replay_of: Option<String>,
+    /// For a trial, the step it was forked at (`run.started`'s `forked_at`, decision 22).
+    pub forked_at: Option<String>,
     /// Where it is: a file path, or `nats://…#<run-id>`.
     pub location: String,
 }
@@ -280,6 +282,7 @@ mod tests {
             ended_at: None,
             events: 1,
             replay_of: None,
+            forked_at: None,
             location: String::new(),
         }
     }

@@ -85,6 +85,7 @@ impl DirRunStore {
             ended_at: last.as_ref().map(|e| e.timestamp),
             events: last.as_ref().map_or(0, |e| e.seq),
             replay_of: started.and_then(|p| p.replay_of.clone()),
+            forked_at: started.and_then(|p| p.forked_at.clone()),
             location: path.display().to_string(),
         }
     }
@@ -222,6 +223,7 @@ impl RunStore for DirRunStore {
                     ended_at: None,
                     events: 0,
                     replay_of: None,
+                    forked_at: None,
                     location: path.display().to_string(),
                 })
                 .collect()

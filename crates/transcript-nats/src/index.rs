@@ -47,6 +47,9 @@ pub struct RunEntry {
     /// were served from that recording and are not spend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<String>,
+    /// For a trial, the step it was forked at (`run.started`'s `forked_at`, decision 22).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_at: Option<String>,
     /// How far the run got.
     pub status: IndexStatus,
     /// `run.started`'s timestamp.
@@ -104,6 +107,7 @@ impl RunEntry {
             parent_run_id,
             workflow: None,
             replay_of: None,
+            forked_at: None,
             status: IndexStatus::Running,
             started_at: None,
             ended_at: None,
@@ -158,6 +162,7 @@ impl RunEntry {
             Payload::RunStarted(p) => {
                 self.workflow = Some(p.name.clone());
                 self.replay_of = p.replay_of.clone();
+                self.forked_at = p.forked_at.clone();
                 self.started_at = Some(timestamp);
                 true
             }
@@ -303,6 +308,7 @@ impl NatsStore {
         if rebuilt.started_at.is_none() {
             rebuilt.workflow = entry.workflow;
             rebuilt.replay_of = entry.replay_of;
+            rebuilt.forked_at = entry.forked_at;
             rebuilt.started_at = entry.started_at;
             rebuilt.parent_run_id = rebuilt.parent_run_id.or(entry.parent_run_id);
         }

@@ -222,6 +222,7 @@ pub fn stored_run(url: &StorageUrl, e: RunEntry) -> StoredRun {
         ended_at: e.ended_at,
         events: e.events,
         replay_of: e.replay_of,
+        forked_at: e.forked_at,
     }
 }
 

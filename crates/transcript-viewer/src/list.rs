@@ -152,9 +152,13 @@ fn row(r: &Row, out: &mut String) {
     let id = esc(&r.run_id);
     let live = LiveRow::from(r);
     let c = &live.cells;
+    // A trial names the step it was forked at after the run it replays (#61).
     let replay = r.replay_of.as_deref().map_or(String::new(), |of| {
+        let from = r.forked_at.as_deref().map_or(String::new(), |step| {
+            format!(" <span class=\"fork\">trial from {}</span>", esc(step))
+        });
         format!(
-            "<a href=\"/runs/{}\">{}</a>",
+            "<a href=\"/runs/{}\">{}</a>{from}",
             esc(&pct(of)),
             esc(of.get(..8).unwrap_or(of))
         )

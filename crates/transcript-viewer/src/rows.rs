@@ -125,6 +125,8 @@ pub struct Row {
     pub models: Vec<String>,
     /// The run it replays.
     pub replay_of: Option<String>,
+    /// For a trial of that run, the step it was forked at.
+    pub forked_at: Option<String>,
     /// Where the store keeps it.
     pub location: String,
 }
@@ -200,6 +202,7 @@ impl Index {
             tokens: bill.tokens,
             models: bill.models,
             replay_of: r.replay_of.clone(),
+            forked_at: r.forked_at.clone(),
             location: r.location.clone(),
         })
     }

@@ -468,3 +468,32 @@ fn hostile_values_are_text_on_every_page() {
     assert!(run.contains("\\u{1b}[2J"), "controls shown as text");
     assert!(run.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
 }
+
+#[test]
+fn a_trial_is_marked_with_its_recording_and_fork_step_in_the_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    two_runs(tmp.path());
+    // B becomes a trial of A forked at its `build` step (decision 22).
+    let file = tmp.path().join(format!("{B}.jsonl"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut started: Value = serde_json::from_str(first).unwrap();
+    started["payload"]["replay_of"] = json!(A);
+    started["payload"]["forked_at"] = json!("build<b>");
+    std::fs::write(&file, format!("{started}\n{rest}")).unwrap();
+    let server = serve(tmp.path(), None);
+    let list: Value = serde_json::from_str(&get(server.addr, "/api/runs", &[]).body).unwrap();
+    let trial = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["run_id"] == B)
+        .unwrap();
+    assert_eq!(trial["replay_of"], A, "{trial}");
+    assert_eq!(trial["forked_at"], "build<b>", "{trial}");
+    let page = get(server.addr, "/", &[]).body;
+    assert!(
+        page.contains("<span class=\"fork\">trial from build&lt;b&gt;</span>"),
+        "{page}"
+    );
+}

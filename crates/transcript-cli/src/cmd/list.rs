@@ -95,8 +95,13 @@ fn render(runs: &[RunSummary], style: &Style) -> String {
             .take(20)
             .collect();
         // A replay says so, and which run it replays (its turns are not spend, #58).
+        // A trial names the step it was forked at too (#61).
         let replay = r.replay_of.as_deref().map_or(String::new(), |of| {
-            format!("  replay of {}", clean(of.get(..8).unwrap_or(of)))
+            let of = clean(of.get(..8).unwrap_or(of));
+            match &r.forked_at {
+                Some(step) => format!("  trial of {of} from {}", clean(step)),
+                None => format!("  replay of {of}"),
+            }
         });
         let _ = writeln!(
             out,
