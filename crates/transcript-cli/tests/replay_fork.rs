@@ -356,3 +356,71 @@ fn jobs_run_trials_at_once() {
     let stdout = common::text(&out.stdout);
     assert!(stdout.contains("\"passed\": 3"), "{stdout}");
 }
+
+/// A step that waits until it is cancelled, after leaving a file saying it started.
+const HANG: &str = "name: hang\nsteps:\n  - name: prep\n    type: command\n    command: 'echo ready'\n  \
+     - name: work\n    type: command\n    command: 'mktemp started.XXXXXX >/dev/null; \
+     while [ \"$(cat go 2>/dev/null)\" != go ]; do sleep 0.05; done; echo done'\n";
+
+#[test]
+fn a_signal_ends_the_running_trial_and_starts_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, storage) = (dir.path().join("ws"), dir.path().join("s"));
+    std::fs::create_dir_all(&ws).unwrap();
+    let wf = dir.path().join("hang.yaml");
+    std::fs::write(&wf, HANG).unwrap();
+    std::fs::write(ws.join("go"), "go").unwrap();
+    let recording = record(&wf, None, (&storage, &ws));
+    for f in std::fs::read_dir(&ws).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let mut child = common::bin()
+        .args(["replay", &recording, "--storage", storage.to_str().unwrap()])
+        .args(["--workspace", ws.to_str().unwrap()])
+        .args(["--live-from", "work", "--trials", "3", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first trial's step has started (its file is there: a condition, not a delay).
+    let started = || {
+        std::fs::read_dir(&ws)
+            .unwrap()
+            .filter(|f| {
+                f.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("started.")
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while started() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first trial never started"
+        );
+        std::thread::yield_now();
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", common::describe(&out));
+    assert_eq!(started(), 1, "no trial started after the signal");
+    // The recording and the one trial; the trial's transcript ends with its run.completed.
+    let files: Vec<_> = std::fs::read_dir(&storage)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && !p.ends_with("audit.jsonl"))
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["type"], "run.completed", "{}", f.display());
+    }
+}

@@ -29,11 +29,11 @@ impl std::fmt::Display for Divergence {
 }
 
 /// The first divergence of two aligned runs (a [`crate::DiffDocument`]'s `run`): depth first
-/// through its steps in order (a step's own changes before its nested steps and its child
-/// run), `None` when they behaved the same. Within a step, the earliest turn that differs
-/// names it (its first change), else its first change. A changed definition
-/// (`definition.<key>`) is the cause of a divergence, not one: a step whose only changes are
-/// its definition's behaved as recorded.
+/// through its steps in order, `None` when they behaved the same. A block or a call is looked
+/// into first (the step in it that behaved otherwise, not the block's status). Within a step,
+/// the earliest turn that differs names it, else its first change. A changed definition
+/// (`definition.<key>`) is the cause of a divergence, not one, and counted tokens and money
+/// are not behaviour: a step whose only changes are those behaved as recorded.
 pub fn first_divergence(run: &RunDiff) -> Option<Divergence> {
     fn in_steps(steps: &[StepDiff], prefix: &str) -> Option<Divergence> {
         steps.iter().find_map(|s| in_step(s, prefix))
@@ -46,10 +46,17 @@ pub fn first_divergence(run: &RunDiff) -> Option<Divergence> {
             0 => format!("{prefix}{}", s.path),
             n => format!("{prefix}{}#{n}", s.path),
         };
-        let behaved = s
-            .changes
-            .iter()
-            .filter(|c| !c.field.starts_with("definition."));
+        // Look inside first: a block or a call fails because a step in it did, and that
+        // step is where the run behaved otherwise.
+        let inside = in_steps(&s.steps, prefix).or_else(|| {
+            s.child
+                .as_ref()
+                .and_then(|c| in_steps(&c.steps, &format!("{step}/")))
+        });
+        if inside.is_some() {
+            return inside;
+        }
+        let behaved = s.changes.iter().filter(|c| behaves(&c.field));
         let earliest_turn = behaved
             .clone()
             .filter_map(|c| turn_of(&c.field).map(|t| (t, c)))
@@ -74,13 +81,21 @@ pub fn first_divergence(run: &RunDiff) -> Option<Divergence> {
                 field,
             });
         }
-        in_steps(&s.steps, prefix).or_else(|| {
-            s.child
-                .as_ref()
-                .and_then(|c| in_steps(&c.steps, &format!("{step}/")))
-        })
+        None
     }
     in_steps(&run.steps, "")
+}
+
+/// Whether a change of `field` is behaviour: not the definition (the cause), nor the tokens
+/// and money a provider counts (a replay server reports zeros where the recording had none;
+/// a live turn's cache reads vary with the same answer).
+fn behaves(field: &str) -> bool {
+    let tail = field.rsplit('.').next().unwrap_or(field);
+    !(field.starts_with("definition.")
+        || field.starts_with("usage.")
+        || field.contains(".usage.")
+        || tail == "cost_usd"
+        || tail.ends_with("_tokens"))
 }
 
 /// The turn a field names: `turns[3]…` or `turns[3→4]…` (A's index).

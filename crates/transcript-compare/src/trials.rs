@@ -39,9 +39,9 @@ pub struct Trial {
 pub type LivePart<'a> = &'a dyn Fn(&[(String, u64)]) -> ForkSide;
 
 /// The cost of `run`'s step executions the fork put on side `keep` (`Live`: the trial's live
-/// part; `Replayed`: the prefix), following an enclosing step into what it holds (its nested
-/// steps, its child run); `None` when one of their turns could not be priced. An enclosing
-/// step's own turns (a block has none) count as live.
+/// part; `Replayed`: the prefix), each nested step by its own side, a call's child run by the
+/// call's (followed into when the call encloses the fork); `None` when one of their turns
+/// could not be priced. An enclosing step's own turns (a block has none) count as live.
 pub fn part_cost(run: &RunRecord, side: LivePart<'_>, keep: ForkSide) -> Option<f64> {
     fn steps(
         list: &[crate::StepRecord],
@@ -53,21 +53,21 @@ pub fn part_cost(run: &RunRecord, side: LivePart<'_>, keep: ForkSide) -> Option<
         for s in list {
             let mut chain = above.to_vec();
             chain.push((s.path.clone(), s.iteration));
-            let cost = match side(&chain) {
-                ForkSide::Encloses => {
-                    let own = match keep {
-                        ForkSide::Live => s.spend.cost_usd?,
-                        _ => 0.0,
-                    };
-                    let child = match &s.child {
-                        Some(c) => steps(&c.steps, &chain, side, keep)?,
-                        None => 0.0,
-                    };
-                    own + steps(&s.steps, above, side, keep)? + child
-                }
-                found if found == keep => s.total_spend().cost_usd?,
+            // A block's nested steps and a call's child run are billed by their own side (a
+            // parallel block may have started before the fork while a branch of it runs live);
+            // a call that is all served or all live takes its child run with it.
+            let here = side(&chain);
+            let own = match (here, keep) {
+                (ForkSide::Encloses, ForkSide::Live) => s.spend.cost_usd?,
+                (found, _) if found == keep => s.spend.cost_usd?,
                 _ => 0.0,
             };
+            let child = match (&s.child, here) {
+                (Some(c), ForkSide::Encloses) => steps(&c.steps, &chain, side, keep)?,
+                (Some(c), found) if found == keep => c.spend.cost_usd?,
+                _ => 0.0,
+            };
+            let cost = own + steps(&s.steps, above, side, keep)? + child;
             sum += cost;
         }
         Some(sum)
@@ -88,7 +88,13 @@ impl Trial {
             run_id: trial.run_id.to_string(),
             status: trial.status.as_str().to_owned(),
             divergence: doc.divergence.clone(),
-            passed: outcomes.iter().all(|o| o.passed),
+            // Without expectations a trial passes when its run succeeded (one that failed, in
+            // its served part or live, did not); with them, when every one holds (they may
+            // expect a failure).
+            passed: match expectations {
+                None => trial.status == transcript_domain::tree::Status::Succeeded,
+                Some(_) => outcomes.iter().all(|o| o.passed),
+            },
             outcomes,
             live_cost_usd: part_cost(trial, live, ForkSide::Live),
             duration_ms: trial.duration_ms,

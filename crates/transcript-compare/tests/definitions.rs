@@ -158,3 +158,61 @@ fn the_first_divergence_is_the_earliest_differing_turn_after_a_changed_definitio
     assert!(d.field.starts_with("turns[1]"), "{d:?}");
     assert_eq!(d.to_string(), format!("step review turn 2 ({})", d.field));
 }
+
+/// A step that answered the same text with other token counts (a replay server's zeros where
+/// the recording had none, a live turn's cache reads): not a divergence.
+fn answered(id: &str, usage: Value) -> transcript_compare::RunRecord {
+    let mut r = Run::new(id);
+    r.start("ask", 0, "agent");
+    r.message(
+        "ask",
+        "user",
+        json!({}),
+        json!([{"type": "text", "text": "Q?"}]),
+    );
+    r.message(
+        "ask",
+        "assistant",
+        json!({"model": "m", "usage": usage}),
+        json!([{"type": "text", "text": "42"}]),
+    );
+    r.end("ask", 0, "agent", json!({"output": "42"}), None);
+    r.complete(None);
+    r.record(&[])
+}
+
+#[test]
+fn counted_tokens_are_not_a_divergence_but_a_changed_answer_is() {
+    let a = answered(A, json!({"input_tokens": 10, "output_tokens": 2}));
+    let b = answered(
+        B,
+        json!({"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 0, "reasoning_tokens": 0}),
+    );
+    let doc = diff(&a, &b, &DiffOptions::default());
+    assert!(
+        !doc.equal,
+        "the counts differ: {:#?}",
+        doc.differing_steps()
+    );
+    assert_eq!(doc.divergence, None);
+    let mut c = Run::new(B);
+    c.start("ask", 0, "agent");
+    c.message(
+        "ask",
+        "user",
+        json!({}),
+        json!([{"type": "text", "text": "Q?"}]),
+    );
+    c.message(
+        "ask",
+        "assistant",
+        json!({"model": "m", "usage": {"input_tokens": 99}}),
+        json!([{"type": "text", "text": "43"}]),
+    );
+    c.end("ask", 0, "agent", json!({"output": "43"}), None);
+    c.complete(None);
+    let doc = diff(&a, &c.record(&[]), &DiffOptions::default());
+    let d = doc.divergence.unwrap();
+    assert_eq!((d.step.as_str(), d.turn), ("ask", Some(1)), "{d:?}");
+    assert!(!d.field.contains("tokens"), "{d:?}");
+}

@@ -65,18 +65,22 @@ pub(super) async fn run(
         .inputs_with(args.inputs.clone())
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let live = |chain: &[(String, u64)]| fork.prefix().side(chain);
+    // Set by a trial that was interrupted (a signal reaches every running trial): no trial
+    // starts after it.
+    let stop = std::sync::atomic::AtomicBool::new(false);
     let one = |_| {
         let mut a = super::trial_args(&args);
         a.workflow = chosen.file.clone();
         a.inputs = inputs.clone();
         a.wire = Some(wiring(&replay, &recorded, &fork, &here));
-        one_trial(
-            a,
-            &replay,
-            &recorded,
-            (roots.as_ref(), expectations.as_ref()),
-            &live,
-        )
+        let (stop, roots, expectations) = (&stop, roots.as_ref(), expectations.as_ref());
+        let (replay, recorded, live) = (&replay, &recorded, &live);
+        async move {
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                return None;
+            }
+            Some(one_trial(a, replay, recorded, (roots, expectations), live).await)
+        }
     };
     // Up to `jobs` trials at once, each printing into its own buffer; the buffers reach
     // stdout in trial order, so the output reads as if they had run one after another.
@@ -84,19 +88,44 @@ pub(super) async fn run(
         .map(one)
         .buffered(trial.jobs.max(1) as usize);
     let (mut trials, mut failed) = (Vec::new(), None);
-    while let Some((printed, judged)) = running.next().await {
+    while let Some(ran) = running.next().await {
+        let Some((printed, judged)) = ran else {
+            continue; // not started: an earlier trial was interrupted
+        };
         // A trial that could not be judged does not stop the others mid-run (each would be
-        // left without its run.completed): the first error is the answer once all ended.
+        // left without its run.completed): the first error is the answer once all ended,
+        // after the report of the trials that were judged.
         let _ = out.write_all(&printed);
         match judged {
             Ok(t) => trials.push(t),
-            Err(e) => failed = failed.or(Some(e)),
+            Err(e) => {
+                if matches!(e, CliError::Interrupted(_)) {
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                failed = failed.or(Some(e));
+            }
         }
     }
-    if let Some(e) = failed {
-        return Err(e);
+    let passed = report(&recorded, &trial, trials, &live, out)?;
+    match failed {
+        Some(e) => Err(e),
+        None if passed => Ok(()),
+        None => Err(CliError::Reported(1)),
     }
-    let report = TrialsReport::new(&recorded.record, &trial.live_from, trials, &live);
+}
+
+/// Prints the report of the judged `trials` (and writes its JUnit); whether every one passed.
+fn report(
+    recorded: &Read,
+    trial: &TrialArgs,
+    trials: Vec<Trial>,
+    live: transcript_compare::trials::LivePart<'_>,
+    out: &mut dyn std::io::Write,
+) -> Result<bool, CliError> {
+    if trials.is_empty() {
+        return Ok(false);
+    }
+    let report = TrialsReport::new(&recorded.record, &trial.live_from, trials, live);
     if let Some(path) = &trial.junit {
         let file = trial.expect.as_ref().map(|f| f.display().to_string());
         let xml = report.junit_xml(file.as_deref().unwrap_or(""));
@@ -108,11 +137,7 @@ pub(super) async fn run(
         crate::style::clean(&report.render_text())
     };
     stdout_result(out.write_all(text.as_bytes()))?;
-    if report.all_passed {
-        Ok(())
-    } else {
-        Err(CliError::Reported(1))
-    }
+    Ok(report.all_passed)
 }
 
 /// One trial: the run (its progress printed into the returned buffer), read back, compared
