@@ -374,7 +374,7 @@ fn a_signal_ends_the_running_trial_and_starts_no_other() {
     for f in std::fs::read_dir(&ws).unwrap() {
         std::fs::remove_file(f.unwrap().path()).unwrap();
     }
-    let mut child = common::bin()
+    let child = common::bin()
         .args(["replay", &recording, "--storage", storage.to_str().unwrap()])
         .args(["--workspace", ws.to_str().unwrap()])
         .args(["--live-from", "work", "--trials", "3", "--json"])
