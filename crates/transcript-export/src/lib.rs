@@ -93,6 +93,7 @@ mod model;
 mod receipts;
 mod render_util;
 pub mod requests;
+mod run_turns;
 pub mod spend;
 mod truncate;
 

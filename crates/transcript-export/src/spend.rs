@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use transcript_domain::fork::level_prefix;
 
-use crate::grouped::{RunTurn, RunTurns};
+use crate::run_turns::{RunTurn, RunTurns};
 
 /// What a run's turns are, as spend.
 #[derive(Debug, Clone, PartialEq, Eq)]
