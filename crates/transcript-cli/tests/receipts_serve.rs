@@ -278,8 +278,11 @@ const SERVED_CHILD: &str = "00000000-0000-4000-8000-000000000003";
 const LIVE_CHILD: &str = "00000000-0000-4000-8000-000000000004";
 const REPLAY: &str = "00000000-0000-4000-8000-000000000005";
 const REPLAY_CHILD: &str = "00000000-0000-4000-8000-000000000006";
+/// The recording's own call's child run (not in the store: the bill decides by the
+/// recording's order of steps, not by its children).
+const RECORDED_CHILD: &str = "00000000-0000-4000-8000-000000000007";
 
-/// The recording (gather 100/10, answer 200/20, review 400/40), a trial forked at `answer`
+/// The recording (gather 100/10, a call, answer 200/20, review 400/40), a trial forked at `answer`
 /// (gather served, a call before the fork served with its child run; answer 300/30, a call
 /// after it whose child bills 60/6, review 500/50 live), a plain replay with a child run.
 fn trial_store(storage: &Path) {
@@ -287,6 +290,7 @@ fn trial_store(storage: &Path) {
     let recording = run_of(vec![
         vec![started("what-if", json!({}))],
         agent_step("gather", 100, 10, None),
+        call_step("early", RECORDED_CHILD),
         agent_step("answer", 200, 20, None),
         agent_step("review", 400, 40, None),
         vec![completed()],

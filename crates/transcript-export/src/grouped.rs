@@ -338,7 +338,19 @@ mod tests {
 
     #[test]
     fn a_trial_bills_its_live_steps_and_the_children_they_called_and_a_replay_nothing() {
-        let recording = run(1, None, serde_json::json!({}), &[("a", 1, None, None)]);
+        // The recording ran what the trial runs (its children are not among the runs).
+        let recording = run(
+            1,
+            None,
+            serde_json::json!({}),
+            &[
+                ("a", 1, None, None),
+                ("early", 0, None, Some(14)),
+                ("b", 2, None, None),
+                ("late", 0, None, Some(15)),
+                ("c", 3, None, None),
+            ],
+        );
         let fork = serde_json::json!({"replay_of": id(1), "forked_at": "b"});
         let trial = run(
             2,
@@ -405,11 +417,11 @@ mod tests {
         spend.sort_unstable();
         assert_eq!(spend, [id(1), id(2), id(4)]);
         let g = total(&all);
-        assert_eq!(g.total.input_tokens, 1 + 100 + 1000 + 40_000);
-        assert_eq!((g.total.runs, g.total.turns), (3, 4));
+        assert_eq!(g.total.input_tokens, 1 + 2 + 3 + 100 + 1000 + 40_000);
+        assert_eq!((g.total.runs, g.total.turns), (3, 6));
         assert_eq!(
             g.total.cost_usd,
-            Some((1 + 100 + 1000 + 40_000) as f64 * 0.01)
+            Some((1 + 2 + 3 + 100 + 1000 + 40_000) as f64 * 0.01)
         );
 
         // A trial that never reached its fork step was served whole.
@@ -420,6 +432,34 @@ mod tests {
             &[("a", 10, None, None)],
         );
         assert_eq!(total(&[&short]).total.input_tokens, 0);
+    }
+
+    #[test]
+    fn what_was_served_is_decided_in_the_recordings_order() {
+        // The changed workflow added `extra` before the fork step `answer`: the recording
+        // never ran it, so the fork ran it live and the bill counts it.
+        let recording = run(
+            1,
+            None,
+            serde_json::json!({}),
+            &[("plan", 1, None, None), ("answer", 2, None, None)],
+        );
+        let trial = run(
+            2,
+            None,
+            serde_json::json!({"replay_of": id(1), "forked_at": "answer"}),
+            &[
+                ("plan", 10, None, None),
+                ("extra", 100, None, None),
+                ("answer", 1000, None, None),
+            ],
+        );
+        assert_eq!(
+            total(&[&recording, &trial]).total.input_tokens,
+            1 + 2 + 100 + 1000
+        );
+        // Without the recording, the trial's own order is all there is.
+        assert_eq!(total(&[&trial]).total.input_tokens, 1000);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! recording: a plain replay and every run under it are not spend. A *trial* (a replay forked
 //! at a step, `run.started`'s `forked_at`) ran live from that step on: at each level of the fork
 //! (`call/inner` goes down through the child run the `call` step ran) the steps that started
-//! before it (transcript-domain's [`level_prefix`], the rule `replay --live-from` serves by)
-//! and the child runs they called were served, not spend; the step, what follows it and the
+//! before it in the recording (transcript-domain's [`level_prefix`] over the recording's
+//! starts, as `replay --live-from` served them; the trial's own when the recording is not
+//! among the runs) and the child runs they called were served, not spend; the step, what follows it and the
 //! child runs they called are spend. A trial that never reached its fork step (at some level)
 //! was served whole there.
 
@@ -41,25 +42,32 @@ impl<'r> Spend<'r> {
             .map(|r| r.run_id.as_str())
             .collect();
         let mut served = HashMap::new();
-        // Each trial, then each child run its fork goes down through, with the rest of the fork.
-        let mut forks: Vec<(&str, &str)> = runs
+        // Each trial, then each child run its fork goes down through, with the rest of the
+        // fork and the recording's run at that level: what was served is decided in the
+        // recording's order, as `replay --live-from` decided it (a step the recording never
+        // ran is live); without the recording in `runs`, in the trial's own order.
+        let mut forks: Vec<(&str, Option<&str>, &str)> = runs
             .iter()
-            .filter(|r| r.replay_of.is_some())
-            .filter_map(|r| Some((r.run_id.as_str(), r.forked_at.as_deref()?)))
+            .filter_map(|r| {
+                let fork = r.forked_at.as_deref()?;
+                let recording = r.replay_of.as_deref()?;
+                Some((r.run_id.as_str(), Some(recording), fork))
+            })
             .collect();
         let mut seen = HashSet::new();
-        while let Some((id, fork)) = forks.pop() {
+        while let Some((id, recorded, fork)) = forks.pop() {
             let Some(run) = by_id.get(id).copied() else {
                 continue;
             };
             if !seen.insert(id) {
                 continue; // a corrupt store whose calls loop
             }
+            let recorded = recorded.and_then(|r| by_id.get(r).copied()).unwrap_or(run);
             let (level, rest) = match fork.split_once('/') {
                 Some((l, r)) => (l, Some(r)),
                 None => (fork, None),
             };
-            let Some((before, here)) = level_prefix(&run.starts, level) else {
+            let Some((before, here)) = level_prefix(&recorded.starts, level) else {
                 not_spend.insert(id);
                 served.insert(id, Served::All);
                 continue;
@@ -68,7 +76,12 @@ impl<'r> Spend<'r> {
                 if before.contains(step) {
                     not_spend.insert(child.as_str());
                 } else if let Some(rest) = rest.filter(|_| *step == here) {
-                    forks.push((child.as_str(), rest));
+                    let recorded_child = recorded
+                        .calls
+                        .iter()
+                        .find(|(s, _)| *s == here)
+                        .map(|(_, c)| c.as_str());
+                    forks.push((child.as_str(), recorded_child, rest));
                 }
             }
             served.insert(id, Served::Steps(before));
