@@ -139,11 +139,3 @@ pub fn all_runs(store: &dyn RunStore) -> Result<Vec<RunSummary>, CliError> {
     });
     Ok(runs)
 }
-
-/// The runs of `runs` that are replays or child runs of one (their turns are not spend).
-pub fn replays(runs: &[RunSummary]) -> std::collections::HashSet<RunId> {
-    transcript_domain::replays::replayed_runs(
-        runs.iter()
-            .map(|r| (r.run_id, r.parent_run_id, r.replay_of.is_some())),
-    )
-}

@@ -21,6 +21,8 @@ pub struct RunTurn {
     pub request_id: Option<String>,
     /// The provider that wrote it.
     pub provider: Option<String>,
+    /// Its message's seq in the run.
+    pub seq: u64,
     /// Its step execution `(path, iteration)`: a trial's step its recording served is not
     /// spend ([`crate::spend::Spend`]).
     pub step: (String, u64),
@@ -95,6 +97,7 @@ impl RunTurns {
         each_step(run, &mut |step| {
             for turn in billed_turns(step) {
                 out.turns.push(RunTurn {
+                    seq: turn.message.seq,
                     timestamp: turn.message.timestamp.clone(),
                     model: turn.model.to_owned(),
                     usage: turn.usage.clone(),

@@ -131,4 +131,86 @@ impl<'r> Spend<'r> {
     pub fn runs(&self) -> &HashSet<&'r str> {
         &self.runs
     }
+
+    /// The seqs of `run`'s billed turns that are spend (none when the run is not spend): for
+    /// a store that bills from an index of turns (NATS), whose entries carry their seq.
+    pub fn billed_seqs(&self, run: &RunTurns) -> HashSet<u64> {
+        run.turns
+            .iter()
+            .filter(|t| self.bills(&run.run_id, t))
+            .map(|t| t.seq)
+            .collect()
+    }
+}
+
+/// One run as a store's index lists it, for [`trial_bills`]: its id, its calling run, the run
+/// it replays and the step a trial was forked at.
+#[derive(Debug, Clone, Copy)]
+pub struct Listed<'a> {
+    /// The run.
+    pub run_id: &'a str,
+    /// Its calling run.
+    pub parent_run_id: Option<&'a str>,
+    /// The run it replays.
+    pub replay_of: Option<&'a str>,
+    /// For a trial, the step it was forked at.
+    pub forked_at: Option<&'a str>,
+}
+
+/// For a store that bills from an index of turns (NATS): of each trial and every run under
+/// one, the seqs of the turns that are spend. `read` gives a run's events; only the trials,
+/// their recordings and the runs under those are read. A run `read` cannot give keeps none.
+pub fn trial_bills(
+    listed: &[Listed<'_>],
+    read: &mut dyn FnMut(&str) -> Option<Vec<transcript_domain::DecodedEvent>>,
+) -> HashMap<String, HashSet<u64>> {
+    let parent: HashMap<&str, Option<&str>> =
+        listed.iter().map(|r| (r.run_id, r.parent_run_id)).collect();
+    let roots: HashSet<&str> = listed
+        .iter()
+        .filter(|r| r.forked_at.is_some())
+        .map(|r| r.run_id)
+        .collect();
+    let under = |set: &HashSet<&str>, id: &str| {
+        let mut at = Some(id);
+        for _ in 0..=listed.len() {
+            match at {
+                Some(a) if set.contains(a) => return true,
+                Some(a) => at = parent.get(a).copied().flatten(),
+                None => return false,
+            }
+        }
+        false
+    };
+    let trial_side: Vec<&str> = listed
+        .iter()
+        .map(|r| r.run_id)
+        .filter(|id| under(&roots, id))
+        .collect();
+    if trial_side.is_empty() {
+        return HashMap::new();
+    }
+    let recordings: HashSet<&str> = listed
+        .iter()
+        .filter(|r| roots.contains(r.run_id))
+        .filter_map(|r| r.replay_of)
+        .collect();
+    let family = listed
+        .iter()
+        .map(|r| r.run_id)
+        .filter(|id| under(&roots, id) || under(&recordings, id));
+    let runs: Vec<RunTurns> = family
+        .filter_map(|id| Some(RunTurns::of(&read(id)?)))
+        .collect();
+    let spend = Spend::of(&runs.iter().collect::<Vec<_>>());
+    let mut bills: HashMap<String, HashSet<u64>> = trial_side
+        .iter()
+        .map(|id| ((*id).to_owned(), HashSet::new()))
+        .collect();
+    for r in &runs {
+        if let Some(seqs) = bills.get_mut(&r.run_id) {
+            *seqs = spend.billed_seqs(r);
+        }
+    }
+    bills
 }

@@ -129,6 +129,33 @@ fn bill_runs(
     requests
 }
 
+/// Keeps, of each trial and every run under one, the turns the bill counts, as on files
+/// (`transcript_export::spend`: their events, and their recordings', through the read port).
+fn bill_trials(store: &NatsStore, runs: &mut [RunEntry]) {
+    use transcript_domain::run_store::RunStore as _;
+    let ids: Vec<(String, Option<String>)> = (runs.iter())
+        .map(|r| (r.run_id.to_string(), r.parent_run_id.map(|p| p.to_string())))
+        .collect();
+    let listed: Vec<transcript_export::spend::Listed<'_>> = (runs.iter().zip(&ids))
+        .map(|(r, (id, parent))| transcript_export::spend::Listed {
+            run_id: id,
+            parent_run_id: parent.as_deref(),
+            replay_of: r.replay_of.as_deref(),
+            forked_at: r.forked_at.as_deref(),
+        })
+        .collect();
+    let reader = transcript_nats::NatsRunStore::connect(store.url(), store.options().clone()).ok();
+    let billed = transcript_export::spend::trial_bills(&listed, &mut |id| {
+        let lines = reader.as_ref()?.read(id.parse().ok()?).ok()??;
+        Some(crate::source::decode(lines).ok()?.decoded())
+    });
+    for run in runs.iter_mut() {
+        if let Some(keep) = billed.get(&run.run_id.to_string()) {
+            run.turns.retain(|t| keep.contains(&t.seq));
+        }
+    }
+}
+
 /// Prints the receipts of every run of the index grouped `by`.
 pub async fn run_grouped(
     store: &NatsStore,
@@ -143,13 +170,14 @@ pub async fn run_grouped(
         .map_err(|e| CliError::Storage(e.to_string()))?;
     // A directory's runs are read in file-name (run id) order.
     runs.sort_by_key(|r| r.run_id);
-    // Replays (and their child runs) were served from a recording: not spend, as on files.
-    let summaries: Vec<crate::runs::RunSummary> = runs
-        .iter()
-        .map(|r| transcript_nats::stored_run(store.url(), r.clone()).into())
-        .collect();
-    let replays = crate::runs::replays(&summaries);
+    // Plain replays (and their child runs) were served from a recording: not spend, as on
+    // files; a trial is billed for its live part (`bill_trials`).
+    let replays = transcript_domain::replays::replayed_runs(runs.iter().map(|r| {
+        let plain = r.replay_of.is_some() && r.forked_at.is_none();
+        (r.run_id, r.parent_run_id, plain)
+    }));
     runs.retain(|r| !replays.contains(&r.run_id));
+    bill_trials(store, &mut runs);
     let price = |model: &str, u: &transcript_domain::Usage| table.cost(model, u).map(|c| c.usd);
     let sources = store_imports(store).await?;
     let requests = bill_runs(store, &runs, &sources, by);
