@@ -55,6 +55,20 @@ pub enum ForkFindError {
         /// The step paths that run started, in order (at most 20).
         ran: String,
     },
+    /// A step execution that started before the fork ran again after it (a step in nested
+    /// loops: a path and its innermost iteration do not name one execution), so which of
+    /// its runs were served cannot be told apart.
+    #[error(
+        "cannot fork at '{level}': step '{step}' iteration {iteration} ran both before and after          it (nested loops name an execution by its innermost iteration only); fork at a step          outside the nested loops"
+    )]
+    Ambiguous {
+        /// The level as named.
+        level: String,
+        /// The step that ran on both sides.
+        step: String,
+        /// Its iteration.
+        iteration: u64,
+    },
     /// A level above the last names a step that called no child run.
     #[error("step '{0}' called no child run: only a call_workflow step has steps below it")]
     NoChild(String),
@@ -95,6 +109,14 @@ impl ForkPrefix {
                     ran: ran(&started),
                 });
             };
+            let at = started.iter().position(|s| *s == here).unwrap_or(0);
+            if let Some((p, i)) = started[at..].iter().find(|s| before.contains(*s)) {
+                return Err(ForkFindError::Ambiguous {
+                    level: (*level).to_owned(),
+                    step: p.clone(),
+                    iteration: *i,
+                });
+            }
             for step in before {
                 let mut chain = fork.at.clone();
                 chain.push(step);
@@ -344,5 +366,31 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().ends_with("it ran: a, b, c)"), "{err}");
+    }
+
+    #[test]
+    fn a_fork_inside_nested_loops_whose_executions_repeat_is_refused() {
+        // o over [x, y], o.in over [p, q]: o.in.ask#1 of o's first iteration, then o.in.ask#0
+        // and #1 again in o's second.
+        let root = vec![
+            started(ROOT, "o", 0),
+            started(ROOT, "o.in", 0),
+            started(ROOT, "o.in.ask", 0),
+            started(ROOT, "o.in.ask", 1),
+            started(ROOT, "o", 1),
+            started(ROOT, "o.in", 0),
+            started(ROOT, "o.in.ask", 0),
+            started(ROOT, "o.in.ask", 1),
+        ];
+        let err = ForkPrefix::find(&root, "o.in.ask#1", &mut |_| None).unwrap_err();
+        assert!(matches!(err, ForkFindError::Ambiguous { .. }), "{err}");
+        assert!(
+            err.to_string().contains("step 'o.in.ask' iteration 0"),
+            "{err}"
+        );
+        // Before the nested loops is fine.
+        let mut flat = vec![started(ROOT, "prep", 0)];
+        flat.extend(root);
+        assert!(ForkPrefix::find(&flat, "o", &mut |_| None).is_ok());
     }
 }
