@@ -490,7 +490,7 @@ fn diff_html_passes_the_html_exports_escaping_attack() {
     let html = std::fs::read_to_string(&page).unwrap();
     let own_tags = [
         "!doctype", "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div",
-        "section", "strong", "span", "pre",
+        "section", "strong", "span", "pre", "a",
     ];
     let own_attrs = [
         "html",
@@ -500,6 +500,8 @@ fn diff_html_passes_the_html_exports_escaping_attack() {
         "content",
         "http-equiv",
         "class",
+        "href",
+        "id",
     ];
     for (name, attrs) in tags(&html) {
         assert!(
@@ -516,6 +518,15 @@ fn diff_html_passes_the_html_exports_escaping_attack() {
                     value.chars().all(|c| c.is_ascii_lowercase() || c == ' '),
                     "class {value:?}"
                 );
+            }
+            // The page's one link and its target: its first divergence (#61), ours.
+            if attr == "href" || attr == "id" {
+                let want = if attr == "href" {
+                    "#first-divergence"
+                } else {
+                    "first-divergence"
+                };
+                assert_eq!(value, want, "{attr} on <{name}>");
             }
         }
     }
@@ -547,7 +558,7 @@ fn diff_html_passes_the_html_exports_escaping_attack() {
 /// The page's own elements, as Chromium's DOM serializes them.
 const PAGE_ELEMENTS: &[&str] = &[
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "section", "strong",
-    "span", "pre",
+    "span", "pre", "a",
 ];
 
 #[test]
@@ -636,6 +647,9 @@ fn diff_html_in_chromium_runs_nothing_loads_nothing_and_shows_hostile_values_as_
         );
     }
     assert!(!dom.contains("data-pwned=\""), "a handler ran");
+    // One link, ours: to the first divergence on this page.
+    assert_eq!(dom.matches("<a ").count(), 1, "{dom}");
+    assert!(dom.contains("<a href=\"#first-divergence\">"), "{dom}");
     let title = &dom[dom.find("<title>").unwrap()..dom.find("</title>").unwrap()];
     assert!(!title.contains("pwned"), "a script ran: {title}");
     // Every value is there as text (Chromium escapes `&`, `<` and `>` in text), on both sides.
