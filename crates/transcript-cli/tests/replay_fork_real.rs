@@ -258,14 +258,7 @@ impl Recording {
             return server.url();
         }
         let config = std::fs::read_to_string(self.sb.config().join("config.toml")).unwrap();
-        let start = config.find("base_url = ").unwrap();
-        let end = start + config[start..].find('\n').unwrap();
-        let config = format!(
-            "{}base_url = {}{}",
-            &config[..start],
-            json!(server.openai_base_url()),
-            &config[end..]
-        );
+        let config = common::codex_config_with_base_url(&config, &server.openai_base_url());
         let home = self.sb.tmp().join(name);
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(home.join("config.toml"), config).unwrap();

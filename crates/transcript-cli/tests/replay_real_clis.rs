@@ -224,14 +224,7 @@ fn replays_like_the_recording(cli: AgentCli) {
     if cli == AgentCli::Codex {
         // The recorded CODEX_HOME now points Codex at the guard.
         let config = std::fs::read_to_string(rec.sb.config().join("config.toml")).unwrap();
-        let start = config.find("base_url = ").unwrap();
-        let end = start + config[start..].find('\n').unwrap();
-        let config = format!(
-            "{}base_url = {}{}",
-            &config[..start],
-            json!(guard.openai_base_url()),
-            &config[end..]
-        );
+        let config = common::codex_config_with_base_url(&config, &guard.openai_base_url());
         std::fs::write(rec.sb.config().join("config.toml"), config).unwrap();
     }
     // An agent's endpoint is the author's, never data (#48): the workflow names it literally.

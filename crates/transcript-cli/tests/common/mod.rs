@@ -388,3 +388,16 @@ pub fn json_after_progress(stdout: &str) -> serde_json::Value {
         .join("\n");
     serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: no JSON document in\n{stdout}"))
 }
+
+/// Codex's `config.toml` text with its model provider's `base_url` pointing at `url` (the
+/// rest as it was).
+pub fn codex_config_with_base_url(config: &str, url: &str) -> String {
+    let start = config.find("base_url = ").unwrap();
+    let end = start + config[start..].find('\n').unwrap();
+    format!(
+        "{}base_url = {}{}",
+        &config[..start],
+        serde_json::Value::from(url),
+        &config[end..]
+    )
+}
