@@ -242,6 +242,11 @@ fn kill_trials() {
             planted += 1;
         }
         let (seqs, torn) = file_state(&path);
+        // A planted fragment is always seen; a SIGKILL landing mid-write may leave one of its
+        // own (an unterminated final line), which is repaired the same way.
+        if trial % 3 == 2 {
+            assert!(torn, "trial {trial} ({name}): the planted fragment is seen");
+        }
         torn_seen += u64::from(torn);
         let on_disk: BTreeSet<u64> = seqs.iter().copied().collect();
         let lost: Vec<_> = acked.difference(&on_disk).collect();
@@ -275,9 +280,9 @@ fn kill_trials() {
         let report = verify_file(&path);
         assert!(report.is_valid(), "trial {trial} ({name}): {report:#?}");
     }
-    assert_eq!(
-        torn_seen, planted,
-        "every planted fragment was seen and repaired"
+    assert!(
+        torn_seen >= planted,
+        "every planted fragment was seen and repaired: {torn_seen} of {planted}"
     );
     println!(
         "kill test: {trials} trials passed ({acked_total} acknowledged events checked, {torn_seen} torn tails repaired), seed {seed}"
